@@ -1,0 +1,63 @@
+"""The exception hierarchy: every mistake a user can make raises one of these.
+
+Each error carries the place it refers to (``line:column`` of a ``.tir`` text,
+or ``file:line`` of decorated Python source) and a message that says what is
+wrong and what would be right.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A position in a source text: 1-based line and column, optional file name."""
+
+    line: int
+    column: int
+    filename: str | None = None
+
+    def __str__(self) -> str:
+        if self.filename:
+            return f"{self.filename}:{self.line}:{self.column}"
+        return f"{self.line}:{self.column}"
+
+
+class TensorIRError(Exception):
+    """Base class of all errors a user of tensorir_dace can cause."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        self.message = message
+        self.loc = loc
+        super().__init__(f"{loc}: {message}" if loc is not None else message)
+
+
+class ParseError(TensorIRError):
+    """The program text does not follow the Tensor IR syntax."""
+
+
+class TypeCheckError(TensorIRError):
+    """The program is syntactically valid but ill-typed."""
+
+
+class ArgumentError(TensorIRError):
+    """Arguments passed to a program do not match its parameters."""
+
+
+class FrontendError(TensorIRError):
+    """A decorated Python function uses a construct that has no Tensor IR meaning."""
+
+
+class LoweringError(TensorIRError):
+    """A well-typed program uses a feature the DaCe lowering cannot express."""
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """A ' (did you mean ...?)' suffix naming close matches, or ''."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"

@@ -1,0 +1,388 @@
+"""Tensor IR nodes: immutable, hashable values with no behaviour beyond structure.
+
+Types (:class:`ScalarType`, :class:`TupleType`, :class:`Dim`, :class:`TensorType`,
+:class:`FunctionType`), expressions (:class:`Sym`, :class:`Literal`,
+:class:`Lambda`, :class:`Call`, :class:`DimInterval`) and program-level nodes
+(:class:`Param`, :class:`Assign`, :class:`IfStmt`, :class:`ForStmt`,
+:class:`Program`).
+
+Builtins are ordinary calls whose head is a :class:`Sym` naming the builtin;
+curried builtins (``cartesian_shift(I, 1)(x)``, ``reduce(f, init)(x)``) are a
+call of a call.  Source locations (``loc``) and inferred types (``type``) are
+kept on nodes but excluded from equality and hashing, so a parsed program,
+its printed and re-parsed form and its type-checked form compare equal
+whenever they mean the same program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Iterator, Union
+
+import sympy
+
+from .errors import SourceLoc
+
+# --------------------------------------------------------------------------- types
+
+SCALAR_NAMES = ("float64", "float32", "int64", "int32", "bool")
+SCALAR_ALIASES = {"float": "float64", "int": "int64", "double": "float64"}
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """A scalar element type; ``name`` is canonical (``float`` is ``float64``)."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        canonical = SCALAR_ALIASES.get(self.name, self.name)
+        if canonical not in SCALAR_NAMES:
+            raise ValueError(f"unknown scalar type {self.name!r}")
+        object.__setattr__(self, "name", canonical)
+
+    @property
+    def is_float(self) -> bool:
+        return self.name.startswith("float")
+
+    @property
+    def is_int(self) -> bool:
+        return self.name.startswith("int")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.name == "bool"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """A (possibly nested) tuple element type."""
+
+    elements: tuple["ElementType", ...]
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(e) for e in self.elements) + ")"
+
+
+ElementType = Union[ScalarType, TupleType]
+
+FLOAT64 = ScalarType("float64")
+FLOAT32 = ScalarType("float32")
+INT64 = ScalarType("int64")
+INT32 = ScalarType("int32")
+BOOL = ScalarType("bool")
+
+
+def size_symbol(name: str) -> sympy.Symbol:
+    """The SymPy symbol of a size parameter: a non-negative integer."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+def as_bound(value: "int | str | sympy.Expr") -> sympy.Expr:
+    """An interval bound as a SymPy integer expression over size symbols."""
+    if isinstance(value, sympy.Expr):
+        return value
+    if isinstance(value, bool):
+        raise TypeError("a bound must be an integer or a size expression")
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if isinstance(value, str):
+        expr = sympy.sympify(value)
+        return expr.subs({s: size_symbol(s.name) for s in expr.free_symbols})
+    raise TypeError(f"cannot use {value!r} as an interval bound")
+
+
+NB_PREFIX = "_NB_"
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A named dimension with the half-open interval ``[start, stop)``.
+
+    ``mask`` is only set on a neighbour dimension (``_NB_<n>``) made by a
+    partial shift: it is the neighbour table, as an expression seen from
+    this tensor's coordinates, whose negative entries mark absent neighbours.
+    It is inferred, never written, and ignored by equality.
+    """
+
+    name: str
+    start: sympy.Expr
+    stop: sympy.Expr
+    mask: "Expr | None" = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start", as_bound(self.start))
+        object.__setattr__(self, "stop", as_bound(self.stop))
+
+    @property
+    def is_neighbor(self) -> bool:
+        """A dimension of the form ``_NB_<n>`` (a counter) or ``_NB_<Src>``."""
+        return self.name.startswith(NB_PREFIX)
+
+    @property
+    def neighbor_counter(self) -> int | None:
+        """``n`` for a ``_NB_<n>`` dimension, else None."""
+        rest = self.name[len(NB_PREFIX):]
+        return int(rest) if self.is_neighbor and rest.isdigit() else None
+
+    @property
+    def neighbor_source(self) -> str | None:
+        """``Src`` for a neighbour-table dimension ``_NB_<Src>``, else None."""
+        rest = self.name[len(NB_PREFIX):]
+        return rest if self.is_neighbor and not rest.isdigit() else None
+
+    @property
+    def size(self) -> sympy.Expr:
+        return sympy.simplify(self.stop - self.start)
+
+    def with_interval(self, start, stop) -> "Dim":
+        return replace(self, start=as_bound(start), stop=as_bound(stop))
+
+    def __str__(self) -> str:
+        return f"{self.name}[{_bound_str(self.start)}:{_bound_str(self.stop)}]"
+
+
+def _bound_str(b: sympy.Expr) -> str:
+    return str(b).replace(" ", "")
+
+
+@dataclass(frozen=True)
+class TensorType:
+    """``tensor<dtype, D1[a:b], …>``; no dimensions means a scalar.
+
+    The order of ``dims`` is the memory order of an array holding the tensor.
+    """
+
+    dtype: ElementType
+    dims: tuple[Dim, ...] = ()
+
+    @property
+    def is_scalar(self) -> bool:
+        return not self.dims
+
+    @property
+    def dim_names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.dims)
+
+    def dim(self, name: str) -> Dim | None:
+        for d in self.dims:
+            if d.name == name:
+                return d
+        return None
+
+    def __str__(self) -> str:
+        parts = [str(self.dtype)] + [str(d) for d in self.dims]
+        return "tensor<" + ", ".join(parts) + ">"
+
+
+@dataclass(frozen=True)
+class FunctionType:
+    """``(A, …) → R``: the type of a lambda."""
+
+    params: tuple["Type", ...]
+    result: "Type"
+
+    def __str__(self) -> str:
+        return "(" + ", ".join(str(p) for p in self.params) + ") → " + str(self.result)
+
+
+Type = Union[TensorType, FunctionType]
+
+# --------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Node:
+    loc: SourceLoc | None = field(default=None, compare=False, kw_only=True, repr=False)
+
+
+@dataclass(frozen=True)
+class Expr(Node):
+    """An expression; ``type`` is filled in by the type checker."""
+
+    type: Type | None = field(default=None, compare=False, kw_only=True, repr=False)
+
+
+@dataclass(frozen=True)
+class Sym(Expr):
+    """A reference to a parameter, temporary, lambda parameter, dimension,
+    element type or builtin, resolved by the type checker."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A literal. ``kind`` ('bool', 'int' or 'float') keeps ``True``, ``1``
+    and ``1.0`` apart; its element type comes from the type checker."""
+
+    value: bool | int | float
+    kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            kind = ("bool" if isinstance(self.value, bool)
+                    else "int" if isinstance(self.value, int) else "float")
+            object.__setattr__(self, "kind", kind)
+
+
+@dataclass(frozen=True)
+class Param(Node):
+    """A typed name: program parameter, temporary or lambda parameter."""
+
+    name: str
+    type: TensorType
+
+
+@dataclass(frozen=True)
+class Lambda(Expr):
+    params: tuple[Param, ...]
+    body: Expr
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """A call ``func(args…)``; ``func`` is a builtin :class:`Sym`, a lambda or
+    (for curried builtins) another call."""
+
+    func: Expr
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class DimInterval(Expr):
+    """``Name[start:stop]`` as a static argument (of ``subset``)."""
+
+    name: str
+    start: sympy.Expr
+    stop: sympy.Expr
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "start", as_bound(self.start))
+        object.__setattr__(self, "stop", as_bound(self.stop))
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True)
+class Stmt(Node):
+    pass
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    """``target ← value``; the target is a name or ``subset(name, …)``."""
+
+    target: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class IfStmt(Stmt):
+    """Program-level ``if (cond) { … } else { … }`` on a scalar condition."""
+
+    cond: Expr
+    then_body: tuple[Stmt, ...]
+    else_body: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForStmt(Stmt):
+    """Program-level ``for (var in start:stop) { … }`` over scalar integers."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class Program(Node):
+    name: str
+    params: tuple[Param, ...]
+    temporaries: tuple[Param, ...] = ()
+    body: tuple[Stmt, ...] = ()
+
+    def param(self, name: str) -> Param | None:
+        for p in self.params + self.temporaries:
+            if p.name == name:
+                return p
+        return None
+
+
+# --------------------------------------------------------------------------- builtins
+
+ARITHMETIC = ("plus", "minus", "multiplies", "divides", "mod", "power", "minimum",
+              "maximum", "arctan2")
+COMPARISONS = ("eq", "neq", "less", "less_equal", "greater", "greater_equal")
+LOGICAL = ("and", "or", "not")
+MATH_FUNCTIONS = ("neg", "abs", "sqrt", "exp", "log", "log10", "log2", "sin", "cos",
+                  "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                  "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc")
+PREDICATES = ("isfinite", "isnan", "isinf")
+STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift",
+              "shift_init", "shift_apply", "unstructured_shift", "can_deref", "reduce",
+              "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
+BUILTINS = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
+                     + STRUCTURAL)
+# Other spellings accepted for builtins; the parser maps them to the canonical name.
+BUILTIN_ALIASES = {"index": "pos", "tuple": "make_tuple"}
+
+
+def canonical_builtin(name: str) -> str | None:
+    """The canonical builtin a name spells (``__scan`` → ``scan``), or None."""
+    if name in BUILTINS:
+        return name
+    if name in BUILTIN_ALIASES:
+        return BUILTIN_ALIASES[name]
+    if name.startswith("__"):
+        return canonical_builtin(name[2:])
+    return None
+
+
+def builtin_name(expr: Expr) -> str | None:
+    """The builtin at the head of a (possibly curried) call, or None."""
+    while isinstance(expr, Call):
+        expr = expr.func
+    if isinstance(expr, Sym) and expr.name in BUILTINS:
+        return expr.name
+    return None
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The direct sub-nodes of a node, in source order."""
+    match node:
+        case Lambda(params=params, body=body):
+            yield from params
+            yield body
+        case Call(func=func, args=args):
+            yield func
+            yield from args
+        case Assign(target=t, value=v):
+            yield t
+            yield v
+        case IfStmt(cond=c, then_body=tb, else_body=eb):
+            yield c
+            yield from tb
+            yield from eb
+        case ForStmt(start=s, stop=e, body=b):
+            yield s
+            yield e
+            yield from b
+        case Program(params=p, temporaries=t, body=b):
+            yield from p
+            yield from t
+            yield from b
+        case _:
+            return
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """All nodes below and including ``node``, pre-order."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
