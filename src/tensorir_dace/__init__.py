@@ -1,0 +1,52 @@
+"""tensorir_dace: Tensor IR stencil programs, checked, interpreted with NumPy and
+compiled through DaCe SDFGs.
+
+    import tensorir_dace as tir
+    prog = tir.parse(open("laplacian.tir").read())
+    tir.interpret(prog, out=out, inp=inp)          # NumPy reference
+    tir.compile(prog)(out=out, inp=inp)            # DaCe-compiled
+
+DaCe is imported only when a program is lowered or compiled.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from . import ir
+from .errors import (ArgumentError, FrontendError, LoweringError, ParseError, SourceLoc,
+                     TensorIRError, TypeCheckError)
+from .typing import check
+
+__version__ = "0.1.0"
+
+# Public names defined in submodules that import heavy dependencies (DaCe) or
+# are loaded on first use.
+_LAZY = {
+    "parse": ("syntax", "parse"),
+    "parse_expr": ("syntax", "parse_expr"),
+    "parse_type": ("syntax", "parse_type"),
+    "format": ("syntax", "format"),
+    "interpret": ("interpreter", "interpret"),
+    "to_sdfg": ("lowering", "to_sdfg"),
+    "compile": ("runtime", "compile"),
+    "CompiledProgram": ("runtime", "CompiledProgram"),
+    "function": ("frontend", "function"),
+    "program": ("frontend", "program"),
+    "Tensor": ("frontend", "Tensor"),
+    "dims": ("frontend", "dims"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tensorir_dace' has no attribute '{name}'")
+
+
+__all__ = ["ir", "check", "TensorIRError", "ParseError", "TypeCheckError", "ArgumentError",
+           "FrontendError", "LoweringError", "SourceLoc", *_LAZY]

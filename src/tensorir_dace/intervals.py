@@ -1,0 +1,78 @@
+"""Interval algebra on SymPy bounds, under "size symbols are non-negative integers".
+
+Comparisons that SymPy cannot decide are not guessed: they raise
+:class:`Undecidable`, which the type checker turns into an error naming both
+bounds.
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from . import ir
+
+
+class Undecidable(Exception):
+    """SymPy cannot order two bounds for all non-negative sizes."""
+
+    def __init__(self, a: sympy.Expr, b: sympy.Expr):
+        self.a, self.b = a, b
+        super().__init__(f"cannot decide whether {a} <= {b} for all sizes")
+
+
+def le(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """``a <= b`` for all sizes; raises Undecidable when it depends on them."""
+    diff = sympy.expand(b - a)
+    if diff.is_nonnegative:
+        return True
+    if diff.is_negative:
+        return False
+    raise Undecidable(a, b)
+
+
+def maybe_le(a: sympy.Expr, b: sympy.Expr) -> bool | None:
+    """Like :func:`le` but returns None when undecidable."""
+    try:
+        return le(a, b)
+    except Undecidable:
+        return None
+
+
+def equal(a: sympy.Expr, b: sympy.Expr) -> bool:
+    return sympy.expand(a - b) == 0
+
+
+def smax(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    return b if le(a, b) else a
+
+
+def smin(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    return a if le(a, b) else b
+
+
+def intersect(a: ir.Dim, b: ir.Dim) -> ir.Dim:
+    """The intersection of two intervals of the same dimension (keeps a's mask)."""
+    return a.with_interval(smax(a.start, b.start), smin(a.stop, b.stop))
+
+
+def covers(outer: ir.Dim, inner: ir.Dim) -> bool:
+    """``inner``'s interval lies within ``outer``'s for all sizes."""
+    return le(outer.start, inner.start) and le(inner.stop, outer.stop)
+
+
+def is_empty(d: ir.Dim) -> bool:
+    """Provably empty for all sizes (undecidable counts as not empty)."""
+    return maybe_le(d.stop, d.start) is True
+
+
+def shifted(d: ir.Dim, offset: int) -> ir.Dim:
+    """The interval of ``x`` after ``⟪D, offset⟫``: result[p] = x[p + offset]."""
+    return d.with_interval(d.start - offset, d.stop - offset)
+
+
+def evaluate(bound: sympy.Expr, symbols: dict[str, int]) -> int:
+    """A bound's integer value for concrete sizes."""
+    if bound.is_Integer:
+        return int(bound)
+    value = bound.subs({s: symbols[s.name] for s in bound.free_symbols})
+    return int(value)

@@ -1,0 +1,5 @@
+"""Type inference and checking (see :mod:`.checker`)."""
+
+from .checker import check
+
+__all__ = ["check"]
