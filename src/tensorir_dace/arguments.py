@@ -1,0 +1,647 @@
+"""Binding Python arguments to the parameters of a Tensor IR program.
+
+Shared by the NumPy interpreter and the compiled runtime, so that both accept
+exactly the same arguments and reject the same mistakes with the same
+messages, before any code runs.
+
+Rules (DESIGN.md §2, "Python values"):
+
+* A tensor parameter ``tensor<T, D1[a:b], D2[c:d]>`` takes an array of shape
+  ``(b - a, d - c)`` in declaration order; element 0 is coordinate ``a``.
+  The element type must match exactly (no silent casting of arrays), and the
+  array must be C-contiguous (C-contiguous views such as ``big[2:7]`` are
+  fine).  Anything with ``__array__`` is accepted through ``np.asarray``
+  (without a copy where NumPy can avoid one); ``__cuda_array_interface__``
+  objects need CuPy.
+* A tuple-typed tensor takes a nested Python tuple of arrays, one per leaf,
+  each with its own element type and all with the tensor's shape.
+* A scalar parameter (``tensor<T>``) takes a Python or NumPy scalar, or a 0-d
+  array, converted to ``T`` when that loses nothing: ``int`` to a float type
+  is fine, a float to an integer type is an error, ``bool`` only comes from
+  ``bool``.  (A Python float given for a ``float32`` parameter is rounded to
+  the nearest ``float32``, as a literal would be.)
+* Size symbols (``N`` in ``I[0:N]``) are inferred from the array shapes
+  (``I[0:N]`` with 10 elements: ``N = 10``; ``J[-1:M+1]`` with 12:
+  ``M = 10``; ``I[0:2*N]`` with 10: ``N = 5``).  Every occurrence must agree.
+  A symbol that no shape determines (it only appears in bounds such as
+  ``I[0:N+M]`` together with another unknown) is passed as a keyword
+  argument with its name, e.g. ``prog(a=..., M=3)``; an explicit value for a
+  symbol that the shapes do determine is checked against them.  A scalar
+  integer parameter whose name is a size symbol provides that symbol's value.
+
+SymPy is only used once per parameter list, to build a plan of small
+compiled functions; binding itself is plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import sympy
+
+from . import ir
+from .errors import ArgumentError, did_you_mean
+
+__all__ = [
+    "ArgumentBinder",
+    "BoundArguments",
+    "bind_arguments",
+    "get_binder",
+    "numpy_dtype",
+    "leaf_types",
+]
+
+# --------------------------------------------------------------------------- types
+
+_NUMPY_DTYPES = {
+    "float64": np.dtype(np.float64),
+    "float32": np.dtype(np.float32),
+    "int64": np.dtype(np.int64),
+    "int32": np.dtype(np.int32),
+    "bool": np.dtype(np.bool_),
+}
+
+
+def numpy_dtype(t: ir.ScalarType) -> np.dtype:
+    """The NumPy dtype that holds elements of the scalar type ``t``."""
+    return _NUMPY_DTYPES[t.name]
+
+
+def leaf_types(t: ir.ElementType, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], ir.ScalarType]]:
+    """The scalar leaves of an element type with their index paths, in order.
+
+    ``float64`` gives ``[((), float64)]``; ``(float64, (int32, bool))`` gives
+    ``[((0,), float64), ((1, 0), int32), ((1, 1), bool)]``.
+    """
+    if isinstance(t, ir.ScalarType):
+        return [(path, t)]
+    out: list[tuple[tuple[int, ...], ir.ScalarType]] = []
+    for i, e in enumerate(t.elements):
+        out.extend(leaf_types(e, path + (i,)))
+    return out
+
+
+def _path_str(path: tuple[int, ...]) -> str:
+    return "".join(f"[{i}]" for i in path)
+
+
+def _leaf_name(param: str, path: tuple[int, ...]) -> str:
+    return f"parameter '{param}'" + (f" element {_path_str(path)}" if path else "")
+
+
+def _shape_str(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _describe(value: Any) -> str:
+    t = type(value)
+    if t.__module__ == "builtins":
+        return t.__name__
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+# --------------------------------------------------------------------------- result
+
+
+@dataclass(frozen=True)
+class BoundArguments:
+    """Checked arguments of one call.
+
+    ``values`` maps each parameter name (in declaration order) to an array
+    (C-contiguous, exact dtype; a nested tuple of arrays for a tuple element
+    type) or a NumPy scalar of the declared dtype for a scalar parameter.
+    ``symbols`` maps each size-symbol name to its value.
+    """
+
+    values: dict[str, Any]
+    symbols: dict[str, int]
+
+
+# --------------------------------------------------------------------------- arrays
+
+
+def _cupy():
+    try:
+        import cupy  # type: ignore[import-not-found]
+    except Exception:  # pragma: no cover - depends on the installation
+        return None
+    return cupy
+
+
+def _as_array(value: Any, what: str, where: str) -> Any:
+    """``value`` as an array object (NumPy, or CuPy for device arrays)."""
+    if type(value) is np.ndarray:
+        return value
+    if isinstance(value, np.ndarray):
+        return np.asarray(value)  # a subclass: a base-class view, no copy
+    if hasattr(value, "__cuda_array_interface__"):
+        cupy = _cupy()
+        if cupy is None:
+            raise ArgumentError(
+                f"{where}: {what} got a GPU array ({_describe(value)}), which needs CuPy; "
+                "install cupy, or pass a NumPy array (e.g. .get() / .cpu().numpy())")
+        return cupy.asarray(value)
+    if hasattr(value, "__array__") and not isinstance(value, (np.generic, numbers.Number)):
+        try:
+            return np.asarray(value)
+        except Exception as ex:
+            raise ArgumentError(f"{where}: {what} got a {_describe(value)} that cannot be "
+                                f"converted to an array: {ex}") from None
+    return None
+
+
+def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: str,
+                      path: tuple[int, ...], where: str) -> Any:
+    rank = len(ptype.dims)
+    if type(value) is np.ndarray and value.ndim == rank and value.dtype == dtype:
+        flags = value.flags
+        if flags.c_contiguous and flags.aligned:
+            return value    # the common case, checked cheaply
+    what = _leaf_name(param, path)
+    arr = _as_array(value, what, where)
+    if arr is None:
+        raise ArgumentError(
+            f"{where}: {what} expects a {rank}-D array of {dtype.name} "
+            f"({ptype}), got {_describe(value)}")
+    if arr.ndim != rank:
+        raise ArgumentError(
+            f"{where}: {what} expects a {rank}-D array ({ptype}), "
+            f"got a {arr.ndim}-D array of shape {_shape_str(tuple(arr.shape))}")
+    if arr.dtype != dtype:
+        hint = f"use x.astype(np.{dtype.name})" if dtype.name != "bool" else "use x.astype(bool)"
+        raise ArgumentError(
+            f"{where}: {what} expects {dtype.name} elements, got {arr.dtype} ({hint})")
+    flags = arr.flags
+    if not flags.c_contiguous:
+        hint = ("a Fortran-ordered array" if flags.f_contiguous and arr.ndim > 1
+                else "a strided view")
+        raise ArgumentError(
+            f"{where}: {what} must be a C-contiguous array, got {hint} with strides "
+            f"{tuple(arr.strides)} (use np.ascontiguousarray(x), and copy results back "
+            "if it is an output)")
+    if not flags.aligned:
+        raise ArgumentError(f"{where}: {what} is not aligned to its element size "
+                            "(copy it with np.array(x))")
+    return arr
+
+
+# --------------------------------------------------------------------------- scalars
+
+
+def _convert_scalar(value: Any, t: ir.ScalarType, what: str, where: str) -> Any:
+    """A NumPy scalar of type ``t`` from a Python/NumPy scalar or 0-d array."""
+    dtype = numpy_dtype(t)
+    v = value
+    if isinstance(v, np.ndarray):
+        if v.ndim != 0:
+            raise ArgumentError(
+                f"{where}: {what} expects a scalar of type {t}, got an array of shape "
+                f"{_shape_str(tuple(v.shape))}")
+        v = v[()]
+    if isinstance(v, (bool, np.bool_)):
+        if t.is_bool:
+            return np.bool_(bool(v))
+        raise ArgumentError(f"{where}: {what} expects a {t} scalar, got bool {v!r} "
+                            f"(use {'1' if v else '0'}{'.0' if t.is_float else ''})")
+    if t.is_bool:
+        raise ArgumentError(f"{where}: {what} expects a bool scalar, got "
+                            f"{_describe(v)} {v!r} (use True/False)")
+    if isinstance(v, (int, np.integer)):
+        iv = int(v)
+        if t.is_int:
+            info = np.iinfo(dtype)
+            if not info.min <= iv <= info.max:
+                raise ArgumentError(f"{where}: {what} expects a {t} scalar, and {iv} is "
+                                    f"outside its range [{info.min}, {info.max}]")
+            return dtype.type(iv)
+        fv = dtype.type(iv)
+        if not np.isfinite(fv) or int(fv) != iv:
+            raise ArgumentError(f"{where}: {what} expects a {t} scalar, and the integer {iv} "
+                                f"is not exactly representable as {t} (pass a float)")
+        return fv
+    if isinstance(v, (float, np.floating)):
+        if t.is_int:
+            raise ArgumentError(f"{where}: {what} expects an integer ({t}) scalar, got "
+                                f"{_describe(v)} {v!r} (convert it explicitly with int(x))")
+        with np.errstate(over="ignore"):
+            fv = dtype.type(v)
+        if np.isfinite(v) and not np.isfinite(fv):
+            raise ArgumentError(f"{where}: {what}: {v!r} overflows {t}")
+        return fv
+    raise ArgumentError(f"{where}: {what} expects a {t} scalar, got {_describe(v)}"
+                        + (f" {v!r}" if isinstance(v, (complex, str, np.complexfloating)) else ""))
+
+
+# --------------------------------------------------------------------------- size plan
+
+
+def _compile_expr(expr: sympy.Expr, args: Sequence[str]) -> Callable[..., Any]:
+    """A fast Python function of the named symbols (positional, in order)."""
+    syms = [sympy.Symbol(a) for a in args]
+    # Replace the (assumption-carrying) size symbols by plain ones of the same name.
+    expr = expr.xreplace({s: sympy.Symbol(s.name) for s in expr.free_symbols})
+    return sympy.lambdify(syms, expr, modules=["math"])
+
+
+def _as_int(x: Any) -> int | None:
+    """``x`` as an exact int, or None if it is not an integer value."""
+    if type(x) is int:
+        return x
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    try:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        r = int(x)
+        return r if r == x else None
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+@dataclass
+class _Equation:
+    """``extent(symbols) == shape[axis]`` for one dimension of one parameter."""
+
+    param: str
+    axis: int
+    dim: ir.Dim
+    extent: sympy.Expr
+    names: tuple[str, ...]          # symbol names in extent, sorted
+    fn: Callable[..., Any]          # extent from symbol values (in ``names`` order)
+
+
+@dataclass
+class _Solve:
+    """Determine ``symbol`` from one equation, all its other symbols known."""
+
+    eq: _Equation
+    symbol: str
+    known: tuple[str, ...]
+    linear: bool
+    coeff: Callable[..., Any] | None = None     # linear: extent = coeff*symbol + rest
+    rest: Callable[..., Any] | None = None
+    solutions: tuple[Callable[..., Any], ...] = ()  # non-linear: candidates f(S, known…)
+
+
+@dataclass
+class _Plan:
+    solves: list[_Solve]
+    undetermined: tuple[str, ...]   # symbols still unknown after all solves
+    verify: list[_Equation]         # equations not already implied by an exact solve
+
+
+def _build_plan(equations: list[_Equation], all_symbols: Sequence[str],
+                explicit: frozenset[str]) -> _Plan:
+    known = set(explicit)
+    solves: list[_Solve] = []
+    used: set[int] = set()
+    progress = True
+    while progress:
+        progress = False
+        for i, eq in enumerate(equations):
+            if i in used:
+                continue
+            unknown = [n for n in eq.names if n not in known]
+            if len(unknown) != 1:
+                continue
+            solve = _make_solve(eq, unknown[0])
+            if solve is None:
+                continue
+            used.add(i)
+            solves.append(solve)
+            known.add(unknown[0])
+            progress = True
+    # A linear solve is exact integer arithmetic (checked at call time), so its
+    # equation holds by construction; every other equation is checked.
+    exact = {id(s.eq) for s in solves if s.linear}
+    verify = [eq for eq in equations if id(eq) not in exact]
+    return _Plan(solves, tuple(s for s in all_symbols if s not in known), verify)
+
+
+def _make_solve(eq: _Equation, name: str) -> _Solve | None:
+    sym = next(s for s in eq.extent.free_symbols if s.name == name)
+    others = tuple(n for n in eq.names if n != name)
+    coeff = sympy.expand(sympy.diff(eq.extent, sym))
+    if sym not in coeff.free_symbols and not coeff.has(sympy.Piecewise, sympy.Max, sympy.Min,
+                                                       sympy.floor, sympy.ceiling):
+        rest = sympy.expand(eq.extent - coeff * sym)
+        if sym not in rest.free_symbols and coeff != 0:
+            return _Solve(eq, name, others, True, coeff=_compile_expr(coeff, others),
+                          rest=_compile_expr(rest, others))
+    s_obs = sympy.Symbol("__shape__", integer=True, nonnegative=True)
+    try:
+        sols = sympy.solve(sympy.Eq(eq.extent, s_obs), sym)
+    except Exception:
+        return None
+    sols = [x for x in sols if x.is_negative is not True]
+    if not sols:
+        return None
+    return _Solve(eq, name, others, False,
+                  solutions=tuple(_compile_expr(x, ("__shape__",) + others) for x in sols))
+
+
+# --------------------------------------------------------------------------- binder
+
+
+@dataclass
+class _ParamInfo:
+    param: ir.Param
+    name: str
+    type: ir.TensorType
+    leaves: list[tuple[tuple[int, ...], ir.ScalarType]]
+    is_tuple: bool
+    is_scalar: bool
+    np_dtype: np.dtype | None      # of a non-tuple element type
+
+
+class ArgumentBinder:
+    """Checks and converts keyword arguments for one parameter list.
+
+    Built once per parameter list (SymPy work happens here); :meth:`bind` is
+    plain Python.
+    """
+
+    def __init__(self, params: Sequence[ir.Param], where: str = "program"):
+        self.params = tuple(params)
+        self.where = where
+        self._infos: list[_ParamInfo] = []
+        names_seen: set[str] = set()
+        for p in self.params:
+            if p.name in names_seen:
+                raise ValueError(f"duplicate parameter name {p.name!r}")
+            names_seen.add(p.name)
+            t = p.type
+            if not isinstance(t, ir.TensorType):
+                raise TypeError(f"parameter {p.name!r} has no tensor type: {t!r}")
+            leaves = leaf_types(t.dtype)
+            self._infos.append(_ParamInfo(p, p.name, t, leaves, isinstance(t.dtype, ir.TupleType),
+                                          not t.dims,
+                                          numpy_dtype(t.dtype) if isinstance(t.dtype, ir.ScalarType)
+                                          else None))
+        self.param_names = tuple(i.name for i in self._infos)
+        self._nparams = len(self.param_names)
+
+        # One equation per (parameter, dimension).
+        symbols: dict[str, None] = {}
+        self._equations: list[_Equation] = []
+        for info in self._infos:
+            for axis, d in enumerate(info.type.dims):
+                extent = sympy.expand(ir.as_bound(d.stop) - ir.as_bound(d.start))
+                names = tuple(sorted({s.name for s in extent.free_symbols}))
+                for n in names:
+                    symbols.setdefault(n)
+                self._equations.append(_Equation(info.name, axis, d, extent, names,
+                                                 _compile_expr(extent, names)))
+        self.symbol_names = tuple(symbols)
+        # Scalar integer parameters named like a size symbol provide its value.
+        self._symbol_params = tuple(
+            i.name for i in self._infos
+            if i.is_scalar and not i.is_tuple and i.name in symbols
+            and isinstance(i.type.dtype, ir.ScalarType) and i.type.dtype.is_int)
+        self._plans: dict[frozenset[str], _Plan] = {}
+        self._default_plan = self._plan(frozenset(self._symbol_params))
+        #: Symbols that the shapes alone cannot determine: pass them by keyword.
+        self.explicit_symbols = self._default_plan.undetermined
+        self._accepted = set(self.param_names) | set(self.symbol_names)
+
+    # ------------------------------------------------------------------ plans
+
+    def _plan(self, explicit: frozenset[str]) -> _Plan:
+        plan = self._plans.get(explicit)
+        if plan is None:
+            plan = _build_plan(self._equations, self.symbol_names, explicit)
+            self._plans[explicit] = plan
+        return plan
+
+    # ------------------------------------------------------------------ bind
+
+    def bind(self, kwargs: Mapping[str, Any], where: str | None = None) -> BoundArguments:
+        """Check ``kwargs``; ``where`` (default: the binder's) prefixes messages."""
+        if where is None:
+            where = self.where
+        accepted = self._accepted
+        for k in kwargs:
+            if k not in accepted:
+                raise ArgumentError(
+                    f"{where}: unexpected keyword argument '{k}'"
+                    + (did_you_mean(k, accepted) or
+                       f"; the parameters are {', '.join(self.param_names) or '(none)'}"))
+        missing = [i for i in self._infos if i.name not in kwargs]
+        if missing:
+            desc = ", ".join(f"'{i.name}' ({i.type})" for i in missing)
+            raise ArgumentError(f"{where}: missing argument{'s' if len(missing) > 1 else ''} "
+                                f"for parameter{'s' if len(missing) > 1 else ''} {desc}")
+
+        values: dict[str, Any] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        for info in self._infos:
+            v = kwargs[info.name]
+            if info.is_scalar:
+                values[info.name] = self._bind_scalar(info, v, where)
+            else:
+                values[info.name], shapes[info.name] = self._bind_tensor(info, v, where)
+
+        symbols = self._solve(kwargs, values, shapes, where)
+        return BoundArguments(values, symbols)
+
+    def _bind_scalar(self, info: _ParamInfo, v: Any, where: str) -> Any:
+        if not info.is_tuple:
+            return _convert_scalar(v, info.type.dtype, f"parameter '{info.name}'", where)
+        return self._bind_tuple(info, v, info.type.dtype, (), where,
+                                lambda leaf, t, path: _convert_scalar(
+                                    leaf, t, _leaf_name(info.name, path), where))
+
+    def _bind_tensor(self, info: _ParamInfo, v: Any, where: str) -> tuple[Any, tuple[int, ...]]:
+        if not info.is_tuple:
+            arr = _check_leaf_array(v, info.np_dtype, info.type, info.name, (), where)
+            return arr, arr.shape
+        first: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+
+        def leaf(x: Any, t: ir.ScalarType, path: tuple[int, ...]) -> Any:
+            arr = _check_leaf_array(x, numpy_dtype(t), info.type, info.name, path, where)
+            shape = arr.shape
+            if first and first[0][1] != shape:
+                p0, s0 = first[0]
+                raise ArgumentError(
+                    f"{where}: {_leaf_name(info.name, path)} has shape {_shape_str(shape)}, but element "
+                    f"{_path_str(p0)} of the same parameter has shape {_shape_str(s0)}; "
+                    "all elements of a tuple-typed tensor have the same shape")
+            if not first:
+                first.append((path, shape))
+            return arr
+
+        bound = self._bind_tuple(info, v, info.type.dtype, (), where, leaf)
+        return bound, first[0][1]
+
+    def _bind_tuple(self, info: _ParamInfo, v: Any, t: ir.ElementType, path: tuple[int, ...],
+                    where: str, leaf: Callable[[Any, ir.ScalarType, tuple[int, ...]], Any]) -> Any:
+        if isinstance(t, ir.ScalarType):
+            return leaf(v, t, path)
+        if not isinstance(v, tuple):
+            raise ArgumentError(
+                f"{where}: {_leaf_name(info.name, path)} has element type {t} and expects "
+                f"a tuple of {len(t.elements)} {'arrays' if not info.is_scalar else 'scalars'}, "
+                f"got {_describe(v)}")
+        if len(v) != len(t.elements):
+            raise ArgumentError(
+                f"{where}: {_leaf_name(info.name, path)} has element type {t} and expects "
+                f"a tuple of {len(t.elements)} elements, got {len(v)}")
+        return tuple(self._bind_tuple(info, x, e, path + (i,), where, leaf)
+                     for i, (x, e) in enumerate(zip(v, t.elements)))
+
+    # ------------------------------------------------------------------ symbols
+
+    def _solve(self, kwargs: Mapping[str, Any], values: dict[str, Any],
+               shapes: dict[str, tuple[int, ...]], where: str) -> dict[str, int]:
+        syms: dict[str, int] = {}
+        source: dict[str, str] = {}
+        for name in self._symbol_params:
+            syms[name] = int(values[name])
+            source[name] = ("param", name)
+        for name in (self.symbol_names if len(kwargs) > self._nparams else ()):
+            if name in kwargs and name not in self._symbol_params:
+                val = kwargs[name]
+                if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, np.integer)):
+                    raise ArgumentError(f"{where}: size symbol '{name}' must be an integer, "
+                                        f"got {_describe(val)} {val!r}")
+                if int(val) < 0:
+                    raise ArgumentError(f"{where}: size symbol '{name}' must be non-negative, "
+                                        f"got {int(val)}")
+                syms[name] = int(val)
+                source[name] = ("kwarg", name)
+        plan = self._default_plan if len(syms) == len(self._symbol_params) else \
+            self._plan(frozenset(syms))
+        if plan.undetermined:
+            uses = {}
+            for eq in self._equations:
+                for n in eq.names:
+                    if n in plan.undetermined:
+                        uses.setdefault(n, []).append(f"'{eq.param}' ({eq.dim})")
+            parts = [f"'{n}' (used by {', '.join(uses.get(n, ['?']))})"
+                     for n in plan.undetermined]
+            raise ArgumentError(
+                f"{where}: cannot infer size symbol{'s' if len(parts) > 1 else ''} "
+                f"{', '.join(parts)} from the array shapes; pass "
+                f"{'them' if len(parts) > 1 else 'it'} as keyword argument"
+                f"{'s' if len(parts) > 1 else ''}, e.g. "
+                f"{', '.join(f'{n}=...' for n in plan.undetermined)}")
+
+        for s in plan.solves:
+            eq = s.eq
+            observed = shapes[eq.param][eq.axis]
+            args = [syms[n] for n in s.known]
+            value: Any
+            try:
+                if s.linear:
+                    a = s.coeff(*args)
+                    b = s.rest(*args)
+                    ia, ib = _as_int(a), _as_int(b)
+                    if ia is not None and ib is not None and ia != 0:
+                        q, r = divmod(observed - ib, ia)
+                        value = q if r == 0 else (observed - ib) / ia
+                    else:   # not integer coefficients: solve, then check the equation
+                        value = (observed - b) / a
+                        iv = _as_int(value)
+                        if iv is not None and _as_int(eq.fn(*[
+                                iv if n == s.symbol else syms[n] for n in eq.names])) != observed:
+                            value = None
+                else:
+                    value = None
+                    found = set()
+                    for f in s.solutions:
+                        try:
+                            c = _as_int(f(observed, *args))
+                        except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                            continue
+                        if c is not None and c >= 0:
+                            found.add(c)
+                    if len(found) == 1:
+                        value = found.pop()
+                    elif found:
+                        raise ArgumentError(
+                            f"{where}: parameter '{eq.param}' has {observed} elements along "
+                            f"axis {eq.axis} ({eq.dim}), which allows several values of "
+                            f"{s.symbol} ({sorted(found)}); pass {s.symbol}=... explicitly")
+            except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+                value = None
+            iv = _as_int(value) if value is not None else None
+            if iv is None or iv < 0:
+                got = (f"no non-negative integer value of {s.symbol}" if value is None
+                       else f"{s.symbol} = {value}")
+                known = "".join(f" (with {self._source_str(n, source, syms, shapes)})"
+                                for n in s.known)
+                raise ArgumentError(
+                    f"{where}: parameter '{eq.param}' has {observed} elements along axis "
+                    f"{eq.axis} ({eq.dim}), which gives {got}{known}; size symbols are "
+                    f"non-negative integers, so this size is impossible")
+            syms[s.symbol] = iv
+            source[s.symbol] = ("eq", eq)
+
+        for eq in plan.verify:
+            observed = shapes[eq.param][eq.axis]
+            expected = eq.fn(*[syms[n] for n in eq.names])
+            if _as_int(expected) != observed:
+                if eq.names:
+                    because = "; ".join(self._source_str(n, source, syms, shapes)
+                                        for n in eq.names)
+                    raise ArgumentError(
+                        f"{where}: size mismatch: parameter '{eq.param}' has {observed} elements "
+                        f"along axis {eq.axis} ({eq.dim}), but {because}, so it needs "
+                        f"{expected}")
+                raise ArgumentError(
+                    f"{where}: parameter '{eq.param}' has {observed} elements along axis "
+                    f"{eq.axis} ({eq.dim}), expected {expected}")
+        return {n: syms[n] for n in self.symbol_names}
+
+    @staticmethod
+    def _source_str(name: str, source: dict[str, Any], syms: dict[str, int],
+                    shapes: dict[str, tuple[int, ...]]) -> str:
+        kind, what = source[name]
+        if kind == "param":
+            return f"{name} = {syms[name]} from parameter '{name}'"
+        if kind == "kwarg":
+            return f"{name} = {syms[name]} from keyword argument {name}={syms[name]}"
+        eq = what
+        return (f"{name} = {syms[name]} from parameter '{eq.param}' ({eq.dim} has "
+                f"{shapes[eq.param][eq.axis]} elements along axis {eq.axis})")
+
+
+# --------------------------------------------------------------------------- cache
+
+_BINDERS: dict[tuple[ir.Param, ...], ArgumentBinder] = {}
+_LAST: list[Any] = [None, None]   # (params tuple, binder): identity fast path
+
+
+def get_binder(params: Sequence[ir.Param]) -> ArgumentBinder:
+    """The (cached) :class:`ArgumentBinder` of a parameter list."""
+    last = _LAST
+    if last[0] is params:
+        return last[1]
+    key = tuple(params)
+    binder = _BINDERS.get(key)
+    if binder is None:
+        binder = ArgumentBinder(key)
+        if len(_BINDERS) >= 256:
+            _BINDERS.clear()
+        _BINDERS[key] = binder
+    if type(params) is tuple:   # immutable: safe to recognise by identity next time
+        last[0], last[1] = params, binder
+    return binder
+
+
+def bind_arguments(params: Sequence[ir.Param], kwargs: Mapping[str, Any], *,
+                   where: str) -> BoundArguments:
+    """Check ``kwargs`` against ``params`` and infer the size symbols.
+
+    Raises :class:`~tensorir_dace.errors.ArgumentError` (naming the parameter,
+    what was expected and what was given) for a missing or unknown argument,
+    a wrong rank, shape, dtype or layout, an impossible or inconsistent size,
+    or a scalar that cannot be converted without loss.  No argument is
+    modified.  ``where`` prefixes every message (e.g. ``"program 'lap'"``).
+    The SymPy work is done once per parameter list and cached.
+    """
+    return get_binder(params).bind(kwargs, where)

@@ -1,0 +1,59 @@
+"""The NumPy interpreter: the embedded backend and the reference every compiled
+result is compared against.
+
+    import tensorir_dace as tir
+    tir.interpret(program, out=out, inp=inp)
+
+:func:`interpret` type-checks the program (memoised per program), binds and
+checks the arguments with :func:`tensorir_dace.arguments.bind_arguments`
+(every check happens before anything is written), evaluates the statements
+with vectorised NumPy (:mod:`.evaluate`, values in :mod:`.values`) and writes
+the outputs in place into the caller's arrays.  Temporaries are allocated
+internally for each call.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .. import ir
+from ..arguments import bind_arguments
+from ..typing import check
+from .evaluate import Evaluator, interpret_program
+from .values import InterpreterError, Value, align
+
+__all__ = ["interpret", "typed_program", "Evaluator", "Value", "align", "InterpreterError"]
+
+_BY_ID: dict[int, tuple[ir.Program, ir.Program]] = {}
+
+
+@functools.lru_cache(maxsize=128)
+def _check_cached(program: ir.Program) -> ir.Program:
+    return check(program)
+
+
+def typed_program(program: ir.Program) -> ir.Program:
+    """The type-checked form of ``program`` (memoised: by identity, then by value)."""
+    hit = _BY_ID.get(id(program))
+    if hit is not None and hit[0] is program:
+        return hit[1]
+    typed = _check_cached(program)
+    if len(_BY_ID) >= 128:
+        _BY_ID.clear()
+    _BY_ID[id(program)] = (program, typed)
+    return typed
+
+
+def interpret(program: ir.Program, **args: Any) -> None:
+    """Run ``program`` on NumPy; outputs are written in place into ``args``.
+
+    Raises :class:`~tensorir_dace.TypeCheckError` for an ill-typed program and
+    :class:`~tensorir_dace.ArgumentError` for missing, unknown or mismatching
+    arguments (before any output is touched).
+    """
+    if not isinstance(program, ir.Program):
+        raise TypeError(f"interpret() expects an ir.Program, got {type(program).__name__}")
+    typed = typed_program(program)
+    bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
+    interpret_program(typed, bound.values, bound.symbols)

@@ -1,0 +1,589 @@
+"""Evaluation of typed Tensor IR expressions and statements on NumPy.
+
+Every typed expression is evaluated to a :class:`~.values.Value` that covers
+(at least, and for element-wise builtins exactly) the domain of its type,
+with the size symbols substituted.  Element-wise builtins align their
+operands to the node's domain (:func:`~.values.align`: views) and apply one
+NumPy ufunc; Cartesian shifts only move intervals (no copy); unstructured
+shifts are one ``np.take`` each.  The only Python loops are over statements,
+for-loop iterations, scan levels and reduce neighbours.
+
+Numerical conventions (DESIGN.md §2, and the decisions below):
+
+* Element types are kept exactly (float32 stays float32): every result is
+  cast to the node's NumPy dtype.
+* Integer ``divides`` truncates toward zero and integer ``mod`` takes the
+  sign of the dividend (C semantics).  Integer division or modulo by zero is
+  defined here as ``0`` (in C it is undefined; compiled code may differ).
+  Float ``mod`` is ``fmod`` (sign of the dividend, as C's ``fmod``), float
+  ``divides`` follows IEEE.
+* Integer ``power`` is exact integer power (wrapping on overflow); a negative
+  exponent gives the truncated value of ``1 / a**|b|``: ``1`` for ``a == 1``,
+  ``±1`` for ``a == -1``, else ``0`` (also for ``a == 0``).
+* ``minimum``/``maximum`` propagate NaN (``np.minimum``/``np.maximum``).
+* Floating-point warnings (overflow, invalid, division by zero) are
+  suppressed: IEEE results (inf, NaN) are the answer.
+* An absent neighbour (negative table entry, or an entry outside the
+  operand's interval) reads as NaN for floats, the minimum value for ints
+  and False for bools; it is never used as an index.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import intervals as iv
+from .. import ir
+from ..arguments import numpy_dtype
+from ..errors import ArgumentError
+from .values import (CDims, InterpreterError, Value, absent_fill, align, full_like_dims,
+                     gather, leaves, make_value, map_leaves, map_leaves2, restrict, shape_of)
+
+Env = dict[str, Value]
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def _int_divides(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero; division by zero gives 0."""
+    zero = b == 0
+    bs = np.where(zero, 1, b).astype(b.dtype, copy=False)
+    q = np.floor_divide(a, bs)
+    r = a - q * bs
+    q = q + ((r != 0) & ((a < 0) != (bs < 0))).astype(q.dtype)
+    return np.where(zero, 0, q).astype(q.dtype, copy=False)
+
+
+def _int_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer remainder with the sign of the dividend; modulo zero gives 0."""
+    zero = b == 0
+    bs = np.where(zero, 1, b).astype(b.dtype, copy=False)
+    r = np.fmod(a, bs)
+    return np.where(zero, 0, r).astype(r.dtype, copy=False)
+
+
+def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Exact integer power; negative exponents truncate 1 / a**|b| (see module doc)."""
+    neg = b < 0
+    if not np.any(neg):
+        return np.power(a, b)
+    p = np.power(a, np.where(neg, 0, b).astype(b.dtype, copy=False))
+    odd = (b % 2) != 0
+    negres = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.where(neg, negres, p).astype(p.dtype, copy=False)
+
+
+_FLOAT_BINARY: dict[str, Callable] = {
+    "plus": np.add, "minus": np.subtract, "multiplies": np.multiply,
+    "divides": np.true_divide, "mod": np.fmod, "power": np.power,
+    "minimum": np.minimum, "maximum": np.maximum, "arctan2": np.arctan2,
+}
+_INT_BINARY: dict[str, Callable] = {
+    "plus": np.add, "minus": np.subtract, "multiplies": np.multiply,
+    "divides": _int_divides, "mod": _int_mod, "power": _int_power,
+    "minimum": np.minimum, "maximum": np.maximum,
+}
+_OTHER: dict[str, Callable] = {
+    "eq": np.equal, "neq": np.not_equal, "less": np.less, "less_equal": np.less_equal,
+    "greater": np.greater, "greater_equal": np.greater_equal,
+    "and": np.logical_and, "or": np.logical_or, "not": np.logical_not,
+    "neg": np.negative, "abs": np.absolute, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
+    "log10": np.log10, "log2": np.log2, "sin": np.sin, "cos": np.cos, "tan": np.tan,
+    "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh,
+    "cosh": np.cosh, "tanh": np.tanh, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
+    "arctanh": np.arctanh, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "isfinite": np.isfinite, "isnan": np.isnan, "isinf": np.isinf,
+}
+ELEMENTWISE = frozenset(ir.ARITHMETIC + ir.COMPARISONS + ir.LOGICAL + ir.MATH_FUNCTIONS
+                        + ir.PREDICATES)
+
+_CANONICAL: dict[str, str | None] = {}
+
+
+def _canonical(name: str) -> str | None:
+    try:
+        return _CANONICAL[name]
+    except KeyError:
+        c = _CANONICAL[name] = ir.canonical_builtin(name)
+        return c
+
+
+def _head(e: ir.Expr) -> ir.Expr:
+    while isinstance(e, ir.Call):
+        e = e.func
+    return e
+
+
+def _highest_neighbor(t: ir.TensorType) -> ir.Dim | None:
+    best = None
+    for d in t.dims:
+        c = d.neighbor_counter
+        if c is not None and (best is None or c > best.neighbor_counter):
+            best = d
+    return best
+
+
+def _dtype_data(dtype: ir.ElementType, make: Callable[[np.dtype], np.ndarray]) -> Any:
+    """A (nested) tuple of ``make(np dtype)`` following the element type."""
+    if isinstance(dtype, ir.ScalarType):
+        return make(numpy_dtype(dtype))
+    return tuple(_dtype_data(e, make) for e in dtype.elements)
+
+
+def _false_fill(dtype: np.dtype) -> Any:
+    return np.False_
+
+
+# --------------------------------------------------------------------------- evaluator
+
+
+class Evaluator:
+    """Evaluates typed expressions and statements for one set of size symbols."""
+
+    def __init__(self, symbols: dict[str, int]):
+        self.symbols = symbols
+        self._dims: dict[int, tuple[ir.TensorType, CDims]] = {}
+        self._bounds: dict[Any, int] = {}
+        self._concat_axes: dict[int, tuple[ir.Expr, str | None, tuple[ir.Expr, ...]]] = {}
+
+    # ------------------------------------------------------------------ domains
+
+    def bound(self, b) -> int:
+        if b.is_Integer:
+            return int(b)
+        r = self._bounds.get(b)
+        if r is None:
+            r = self._bounds[b] = iv.evaluate(b, self.symbols)
+        return r
+
+    def dims_of(self, t: ir.TensorType) -> CDims:
+        """The concrete dims of a type (cached per type object)."""
+        hit = self._dims.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+        dims = tuple((d.name, self.bound(d.start), self.bound(d.stop)) for d in t.dims)
+        self._dims[id(t)] = (t, dims)
+        return dims
+
+    def dim_of(self, d: ir.Dim) -> tuple[str, int, int]:
+        return (d.name, self.bound(d.start), self.bound(d.stop))
+
+    # ------------------------------------------------------------------ expressions
+
+    def eval(self, e: ir.Expr, env: Env) -> Value:
+        t = type(e)
+        if t is ir.Sym:
+            try:
+                return env[e.name]
+            except KeyError:
+                raise InterpreterError(f"unbound name '{e.name}'", e.loc) from None
+        if t is ir.Literal:
+            dt = numpy_dtype(e.type.dtype)
+            try:
+                return Value((), np.asarray(e.value, dtype=dt))
+            except OverflowError:
+                return Value((), np.asarray(e.value).astype(dt))
+        if t is ir.Call:
+            f = e.func
+            ft = type(f)
+            if ft is ir.Sym:
+                name = _canonical(f.name)
+                if name in ELEMENTWISE:
+                    return self.elementwise(e, name, env)
+                method = getattr(self, "b_" + str(name), None)
+                if method is None:
+                    raise InterpreterError(f"unsupported builtin '{f.name}'", e.loc)
+                return method(e, env)
+            if ft is ir.Lambda:
+                return self.apply_lambda(f, e.args, env)
+            if ft is ir.Call:
+                head = _head(f)
+                name = _canonical(head.name) if isinstance(head, ir.Sym) else None
+                method = getattr(self, "c_" + str(name), None)
+                if method is None:
+                    raise InterpreterError(f"unsupported curried call of {head}", e.loc)
+                return method(e, env)
+        raise InterpreterError(f"cannot evaluate {type(e).__name__}", e.loc)
+
+    def elementwise(self, e: ir.Call, name: str, env: Env) -> Value:
+        dims = self.dims_of(e.type)
+        args = [align(self.eval(a, env), dims) for a in e.args]
+        fn = _OTHER.get(name)
+        if fn is None:
+            operand = e.args[0].type.dtype
+            fn = (_FLOAT_BINARY if operand.is_float else _INT_BINARY)[name]
+        out = np.asarray(fn(*args))
+        dt = numpy_dtype(e.type.dtype)
+        if out.dtype != dt:
+            out = out.astype(dt)
+        return make_value(dims, out)
+
+    def apply_lambda(self, lam: ir.Lambda, args, env: Env) -> Value:
+        vals = [self.eval(a, env) for a in args]
+        child = dict(env)
+        for p, v in zip(lam.params, vals):
+            child[p.name] = restrict(v, self.dims_of(p.type), what=f"argument '{p.name}'")
+        return self.eval(lam.body, child)
+
+    # ------------------------------------------------------------------ simple builtins
+
+    def b_cast(self, e, env):
+        dims = self.dims_of(e.type)
+        dt = numpy_dtype(e.type.dtype)
+        x = align(self.eval(e.args[0], env), dims)
+        return make_value(dims, np.asarray(x).astype(dt))
+
+    def b_if(self, e, env):
+        dims = self.dims_of(e.type)
+        c, a, b = (align(self.eval(x, env), dims) for x in e.args)
+        return make_value(dims, map_leaves2(lambda x, y: np.where(c, x, y), a, b))
+
+    def b_make_tuple(self, e, env):
+        dims = self.dims_of(e.type)
+        return make_value(dims, tuple(align(self.eval(a, env), dims) for a in e.args))
+
+    def b_tuple_get(self, e, env):
+        v = self.eval(e.args[0], env)
+        return Value(v.dims, v.data[e.args[1].value])
+
+    def b_subset(self, e, env):
+        return restrict(self.eval(e.args[0], env), self.dims_of(e.type))
+
+    def b_pos(self, e, env):
+        dims = self.dims_of(e.type)
+        (_, a, b), = dims
+        return Value(dims, np.arange(a, b, dtype=np.int64))
+
+    def b_add_dim(self, e, env):
+        dims = self.dims_of(e.type)
+        return make_value(dims, align(self.eval(e.args[3], env), dims))
+
+    def b_concat(self, e, env):
+        dims = self.dims_of(e.type)
+        axis, pieces = self.concat_axis(e)
+        if axis is None or len(pieces) == 1:
+            return restrict(self.eval(pieces[0], env), dims)
+        out = _dtype_data(e.type.dtype, lambda dt: np.empty(shape_of(dims), dtype=dt))
+        ai = [d[0] for d in dims].index(axis)
+        a0 = dims[ai][1]
+        for piece in pieces:
+            _, s, t = self.dim_of(piece.type.dim(axis))
+            part = tuple((n, s, t) if n == axis else (n, a, b) for n, a, b in dims)
+            data = align(self.eval(piece, env), part, what="a concat piece")
+            idx = (slice(None),) * ai + (slice(s - a0, t - a0),)
+            for o, x in zip(leaves(out), leaves(data)):
+                o[idx] = x
+        return Value(dims, out)
+
+    def concat_axis(self, e: ir.Call) -> tuple[str | None, tuple[ir.Expr, ...]]:
+        hit = self._concat_axes.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1], hit[2]
+        args = e.args
+        if args and isinstance(args[0], ir.Sym) and args[0].type is None:
+            axis, pieces = args[0].name, tuple(args[1:])
+        else:
+            pieces = tuple(args)
+            axis = None
+            types = [p.type for p in pieces]
+            if len(types) > 1:
+                for d in types[0].dims:
+                    ds = [t.dim(d.name) for t in types]
+                    if all(x is not None for x in ds) and all(
+                            iv.equal(a.stop, b.start) for a, b in zip(ds, ds[1:])):
+                        axis = d.name
+                        break
+                if axis is None:
+                    raise InterpreterError("concat: cannot find the concatenation axis", e.loc)
+        self._concat_axes[id(e)] = (e, axis, pieces)
+        return axis, pieces
+
+    # ------------------------------------------------------------------ shifts
+
+    def c_cartesian_shift(self, e, env):
+        v = self.eval(e.args[0], env)
+        dname, off = e.func.args[0].name, e.func.args[1].value
+        if off == 0:
+            return v
+        return Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
+                           for n, a, b in v.dims), v.data)
+
+    def _table(self, tbl: ir.Expr, dst_interval: tuple[str, int, int], env: Env,
+               nb_name: str | None = None):
+        """The table aligned to (Dst over ``dst_interval``, its neighbour dim)."""
+        t = tbl.type
+        nb = next(d for d in t.dims if d.is_neighbor)
+        nb_c = self.dim_of(nb)
+        data = align(self.eval(tbl, env), (dst_interval, nb_c), what="a neighbour table")
+        return np.asarray(data), nb, nb_c
+
+    def unstructured(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
+        """``unstructured_shift(T, k)`` applied to the value ``x``."""
+        tbl, k = e.func.args
+        dst = next(d for d in tbl.type.dims if not d.is_neighbor)
+        nb = next(d for d in tbl.type.dims if d.is_neighbor)
+        dst_c = next(d for d in self.dims_of(e.type) if d[0] == dst.name)
+        table, _, (_, n0, _) = self._table(tbl, dst_c, env)
+        col = table[:, k.value - n0]
+        return gather(x, nb.neighbor_source, col, (dst_c,), fill)
+
+    def partial(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
+        """``shift_init(T)`` applied to the value ``x``."""
+        (tbl,) = e.func.args
+        dst = next(d for d in tbl.type.dims if not d.is_neighbor)
+        nb = next(d for d in tbl.type.dims if d.is_neighbor)
+        rdims = self.dims_of(e.type)
+        dst_c = next(d for d in rdims if d[0] == dst.name)
+        new_nb = _highest_neighbor(e.type).name
+        table, _, (_, n0, n1) = self._table(tbl, dst_c, env)
+        return gather(x, nb.neighbor_source, table, (dst_c, (new_nb, n0, n1)), fill)
+
+    def c_unstructured_shift(self, e, env):
+        return self.unstructured(e, self.eval(e.args[0], env), env)
+
+    def c_shift_init(self, e, env):
+        return self.partial(e, self.eval(e.args[0], env), env)
+
+    def apply_index(self, e: ir.Call, x: Value) -> Value:
+        """``shift_apply(k)`` applied to the value ``x``."""
+        name = _highest_neighbor(e.args[0].type).name
+        axis = x.names.index(name)
+        start = x.dims[axis][1]
+        idx = (slice(None),) * axis + (e.func.args[0].value - start,)
+        return Value(x.dims[:axis] + x.dims[axis + 1:], map_leaves(lambda a: a[idx], x.data))
+
+    def c_shift_apply(self, e, env):
+        return self.apply_index(e, self.eval(e.args[0], env))
+
+    # ------------------------------------------------------------------ masks
+
+    def mask_present(self, d: ir.Dim, target: CDims, env: Env) -> np.ndarray | None:
+        """Where neighbour ``d`` (a ``_NB_<n>`` dim with a mask) is present, as a
+        bool array aligned to ``target`` (which contains ``d``)."""
+        if d.mask is None:
+            return None
+        m = self.eval(d.mask, env)
+        nb = [n for n in m.names if n.startswith(ir.NB_PREFIX)]
+        if len(nb) != 1:
+            raise InterpreterError(f"the mask of {d.name} is not a neighbour table "
+                                   f"({d.mask.type})")
+        data = align(m, target, rename={nb[0]: d.name}, what=f"the mask of {d.name}")
+        return np.asarray(data) >= 0
+
+    def type_presence(self, t: ir.TensorType, env: Env) -> list[np.ndarray]:
+        dims = self.dims_of(t)
+        out = []
+        for d in t.dims:
+            if d.mask is not None:
+                out.append(self.mask_present(d, dims, env))
+        return out
+
+    def presence(self, x: ir.Expr, env: Env) -> Value | None:
+        """Where ``x``'s value is present (None: everywhere), over ``x``'s domain."""
+        dims = self.dims_of(x.type)
+        parts: list[np.ndarray] = self.type_presence(x.type, env)
+        if isinstance(x, ir.Call):
+            f = x.func
+            if isinstance(f, ir.Call):
+                head = _head(f)
+                name = _canonical(head.name) if isinstance(head, ir.Sym) else None
+                y = x.args[0] if x.args else None
+                if name in ("unstructured_shift", "shift_init", "shift_apply"):
+                    inner = self.presence(y, env)
+                    ydims = self.dims_of(y.type)
+                    if inner is None:
+                        if name == "shift_apply":
+                            inner = None
+                        else:
+                            inner = Value(ydims, np.broadcast_to(np.True_, shape_of(ydims)))
+                    if inner is not None:
+                        if name == "unstructured_shift":
+                            p = self.unstructured(x, inner, env, _false_fill)
+                        elif name == "shift_init":
+                            p = self.partial(x, inner, env, _false_fill)
+                        else:
+                            p = self.apply_index(x, inner)
+                        parts.append(align(p, dims))
+                elif name == "cartesian_shift":
+                    inner = self.presence(y, env)
+                    if inner is not None:
+                        dname, off = f.args[0].name, f.args[1].value
+                        p = Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
+                                        for n, a, b in inner.dims), inner.data)
+                        parts.append(align(p, dims))
+            elif isinstance(f, ir.Sym) and (_canonical(f.name) in ELEMENTWISE or _canonical(
+                    f.name) in ("if", "cast", "make_tuple", "tuple_get")):
+                for a in x.args:
+                    if isinstance(a.type, ir.TensorType):
+                        p = self.presence(a, env)
+                        if p is not None:
+                            parts.append(align(p, dims))
+        if not parts:
+            return None
+        acc = parts[0]
+        for p in parts[1:]:
+            acc = np.logical_and(acc, p)
+        return make_value(dims, acc)
+
+    def b_can_deref(self, e, env):
+        dims = self.dims_of(e.type)
+        p = self.presence(e.args[0], env)
+        if p is None:
+            return make_value(dims, np.True_)
+        return make_value(dims, align(p, dims))
+
+    # ------------------------------------------------------------------ reduce / scan
+
+    def c_reduce(self, e, env):
+        lam, init_e = e.func.args
+        types = [a.type for a in e.args]
+        axis = max((d.neighbor_counter, d.name) for d in
+                   (_highest_neighbor(t) for t in types) if d is not None)[1]
+        R = self.dims_of(e.type)
+        intervals = [self.dim_of(t.dim(axis)) for t in types if t.dim(axis) is not None]
+        a0 = max(i[1] for i in intervals)
+        a1 = max(min(i[2] for i in intervals), a0)
+        ax = (axis, a0, a1)
+        vals = [self.eval(a, env) for a in e.args]
+        prepared = []
+        for p, v, t in zip(lam.params[1:], vals, types):
+            pd = self.dims_of(p.type)
+            if t.dim(axis) is not None:
+                prepared.append((p.name, pd, align(v, pd + (ax,), what=f"operand '{p.name}'"),
+                                 True))
+            else:
+                prepared.append((p.name, pd, restrict(v, pd).data, False))
+        present = None
+        for t in types:
+            d = t.dim(axis)
+            if d is not None and d.mask is not None:
+                m = self.mask_present(d, R + (ax,), env)
+                present = m if present is None else present & m
+        acc = full_like_dims(R, self.eval(init_e, env).data)
+        acc_name, acc_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
+        child = dict(env)
+        for j in range(a1 - a0):
+            child[acc_name] = restrict(Value(R, acc), acc_dims, what="the accumulator")
+            for name, pd, data, has in prepared:
+                child[name] = Value(pd, map_leaves(lambda a: a[..., j], data) if has else data)
+            new = align(self.eval(lam.body, child), R, what="the reduce lambda's result")
+            if present is not None:
+                pj = present[..., j]
+                new = map_leaves2(lambda n, o: np.where(pj, n, o), new, acc)
+            acc = make_value(R, new).data
+        return Value(R, acc)
+
+    def c_scan(self, e, env):
+        lam, forward, init_e, axis_e = e.func.args
+        axis = axis_e.name
+        R = self.dims_of(e.type)
+        ai = [d[0] for d in R].index(axis)
+        _, a0, a1 = R[ai]
+        ax = (axis, a0, a1)
+        rest = R[:ai] + R[ai + 1:]
+        vals = [self.eval(a, env) for a in e.args]
+        prepared = []
+        for p, v, a in zip(lam.params[1:], vals, e.args):
+            pd = self.dims_of(p.type)
+            if a.type.dim(axis) is not None:
+                prepared.append((p.name, pd, align(v, pd + (ax,), what=f"operand '{p.name}'"),
+                                 True))
+            else:
+                prepared.append((p.name, pd, restrict(v, pd).data, False))
+        out = _dtype_data(e.type.dtype, lambda dt: np.empty(shape_of(R), dtype=dt))
+        out_leaves = leaves(out)
+        state_name, state_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
+        state = Value(state_dims, full_like_dims(state_dims, self.eval(init_e, env).data))
+        child = dict(env)
+        levels = range(a1 - a0) if forward.value else range(a1 - a0 - 1, -1, -1)
+        for k in levels:
+            child[state_name] = state
+            for name, pd, data, has in prepared:
+                child[name] = Value(pd, map_leaves(lambda a: a[..., k], data) if has else data)
+            body = self.eval(lam.body, child)
+            level = align(body, rest, what="the scan lambda's result")
+            idx = (slice(None),) * ai + (k,)
+            for o, x in zip(out_leaves, leaves(level)):
+                o[idx] = x
+            state = restrict(body, state_dims, what="the scan state")
+        return Value(R, out)
+
+    # ------------------------------------------------------------------ statements
+
+    def run(self, stmts, env: Env, storage: dict[str, Value]) -> None:
+        for s in stmts:
+            t = type(s)
+            if t is ir.Assign:
+                self.assign(s, env, storage)
+            elif t is ir.IfStmt:
+                c = self.eval(s.cond, env)
+                self.run(s.then_body if bool(np.asarray(c.data)) else s.else_body, env,
+                         storage)
+            elif t is ir.ForStmt:
+                start = int(np.asarray(self.eval(s.start, env).data))
+                stop = int(np.asarray(self.eval(s.stop, env).data))
+                child = dict(env)
+                for i in range(start, stop):
+                    child[s.var] = Value((), np.asarray(i, dtype=np.int64))
+                    self.run(s.body, child, storage)
+            else:
+                raise InterpreterError(f"unknown statement {t.__name__}", s.loc)
+
+    def assign(self, s: ir.Assign, env: Env, storage: dict[str, Value]) -> None:
+        target = s.target
+        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        store = storage[name]
+        tdims = {d[0]: d for d in self.dims_of(target.type)}
+        # The written region, in the storage's dimension order.
+        region = tuple(tdims[n] for n, _, _ in store.dims)
+        value = self.eval(s.value, env)
+        data = align(value, region, what=f"the value assigned to '{name}'")
+        idx = tuple(slice(a - sa, b - sa) for (_, a, b), (_, sa, _) in zip(region, store.dims))
+        dst = leaves(store.data)
+        src = leaves(data)
+        # The value is complete before anything is written: copy what aliases the target.
+        src = [np.array(x) if any(np.may_share_memory(x, d) for d in dst) else x for x in src]
+        for d, x in zip(dst, src):
+            d[idx] = x
+
+
+def interpret_program(typed: ir.Program, values: dict[str, Any], symbols: dict[str, int]
+                      ) -> None:
+    """Run a typed program on bound arguments (arrays written in place)."""
+    ev = Evaluator(symbols)
+    env: Env = {}
+    storage: dict[str, Value] = {}
+    # Temporaries first: everything that can go wrong is found before any write.
+    tmp_dims = {}
+    for tmp in typed.temporaries:
+        try:
+            dims = ev.dims_of(tmp.type)
+        except KeyError as ex:
+            raise ArgumentError(f"program '{typed.name}': the size symbol {ex} of temporary "
+                                f"'{tmp.name}' ({tmp.type}) is not determined by the "
+                                "parameters' shapes") from None
+        for n, a, b in dims:
+            if b < a:
+                raise ArgumentError(f"program '{typed.name}': temporary '{tmp.name}' "
+                                    f"({tmp.type}) would have a negative extent {b - a} "
+                                    f"along {n} for sizes {symbols}")
+        tmp_dims[tmp.name] = dims
+    for name, v in symbols.items():
+        env[name] = Value((), np.asarray(v, dtype=np.int64))
+    for p in typed.params:
+        v = values[p.name]
+        if p.type.is_scalar:
+            env[p.name] = Value((), map_leaves(np.asarray, v))
+        else:
+            env[p.name] = storage[p.name] = Value(ev.dims_of(p.type), v)
+    for tmp in typed.temporaries:
+        dims = tmp_dims[tmp.name]
+        data = _dtype_data(tmp.type.dtype, lambda dt: np.zeros(shape_of(dims), dtype=dt))
+        env[tmp.name] = storage[tmp.name] = Value(dims, data)
+    with np.errstate(all="ignore"):
+        ev.run(typed.body, env, storage)
+
+
+__all__ = ["Evaluator", "interpret_program", "ELEMENTWISE"]

@@ -1,0 +1,499 @@
+"""C++ code for a typed expression evaluated at one point of its domain.
+
+An *environment* maps dimension names to the coordinate (:class:`Idx`) of the
+current point.  Shifts only change the environment: a Cartesian shift adds
+an offset, an unstructured shift replaces the destination coordinate by an
+index read from the neighbour table (guarded, so an absent neighbour is never
+read).  Lambda parameters are bound to their argument expressions and
+evaluated where they are used, so a shifted parameter reads its argument at
+the shifted point.
+
+Some nodes are *materialised* instead: computed by their own map (or
+library node) into a transient array, which the consumer then reads.  Which
+ones depends on the mode: without fusion every element-wise operation is
+its own map; with fusion only reductions, scans and non-trivial operands of
+unstructured shifts are.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import sympy
+
+from .. import ir
+from ..errors import LoweringError
+from .tasklet import TaskletBuilder
+from .values import (CPP_TYPES, ArrayInfo, CScope, Deferred, Idx, PointValue, ScalarData,
+                     Stored, SymbolValue, ccode, leaves_of, map_leaves)
+
+if TYPE_CHECKING:
+    from .program import ProgramLowering
+
+Env = dict[str, Idx]
+
+BINARY_CPP = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
+              "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+              "and": "&&", "or": "||"}
+UNARY_CPP = {"sqrt": "sqrt", "exp": "exp", "log": "log", "log10": "log10", "log2": "log2",
+             "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
+             "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
+             "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "floor": "floor",
+             "ceil": "ceil", "trunc": "trunc"}
+ELEMENTWISE = frozenset(ir.ARITHMETIC + ir.COMPARISONS + ir.LOGICAL + ir.MATH_FUNCTIONS
+                        + ir.PREDICATES + ("cast", "if", "can_deref", "concat"))
+SHIFTS = frozenset(("cartesian_shift", "unstructured_shift", "shift_init", "shift_apply"))
+
+
+def head_name(e: ir.Expr) -> str | None:
+    while isinstance(e, ir.Call):
+        e = e.func
+    return e.name if isinstance(e, ir.Sym) and e.name in ir.BUILTINS else None
+
+
+def is_leaf(e: ir.Expr) -> bool:
+    """A name, or only re-indexing of a name: nothing worth computing once."""
+    match e:
+        case ir.Sym() | ir.Literal():
+            return True
+        case ir.Call(func=ir.Call(func=ir.Sym(name=n)), args=(x,)) if n in SHIFTS:
+            return is_leaf(x)
+        case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(x, *_)):
+            return is_leaf(x)
+    return False
+
+
+def literal_code(value, dtype: ir.ScalarType) -> str:
+    if dtype.is_bool:
+        return "true" if value else "false"
+    if dtype.is_int:
+        v = int(value)
+        return f"{v}LL" if dtype.name == "int64" else str(v)
+    v = float(value)
+    if math.isnan(v):
+        text = "NAN"
+    elif math.isinf(v):
+        text = "INFINITY" if v > 0 else "(-INFINITY)"
+    else:
+        text = repr(v)
+        if "e" not in text and "." not in text:
+            text += ".0"
+    if dtype.name == "float32" and "N" not in text:
+        text += "f"
+    return text
+
+
+def absent_code(dtype: ir.ScalarType) -> str:
+    """The value of an absent neighbour (DESIGN: NaN, the minimum int, False)."""
+    if dtype.is_float:
+        return "NAN"
+    if dtype.is_bool:
+        return "false"
+    return "(-9223372036854775807LL - 1)" if dtype.name == "int64" else "(-2147483647 - 1)"
+
+
+class ExprGen:
+    def __init__(self, lowering: "ProgramLowering | None", tb: TaskletBuilder, *,
+                 fused: bool, materialize: bool = True):
+        self.low = lowering
+        self.tb = tb
+        self.fused = fused
+        self.allow_materialize = materialize and lowering is not None
+        self._scopes: list[CScope] = []   # keeps scopes alive: memo keys use their ids
+
+    def child_scope(self, scope: CScope, bindings: dict) -> CScope:
+        child = scope.child(bindings)
+        self._scopes.append(child)
+        return child
+
+    def fail(self, e: ir.Node, message: str) -> LoweringError:
+        return LoweringError(message, e.loc)
+
+    # ------------------------------------------------------------------ entry
+
+    def value(self, e: ir.Expr, env: Env, scope: CScope, *, root: bool = False,
+              cond: bool = False) -> Any:
+        if isinstance(e, ir.Literal):
+            return literal_code(e.value, e.type.dtype)
+        key = (id(e), id(scope), tuple(sorted((k, v.key()) for k, v in env.items())),
+               root, cond)
+        cached = self.tb.recall(key)
+        if cached is not None:
+            return cached
+        if self.allow_materialize and not root and self.should_materialize(e, cond):
+            stored = self.low.materialize(e, scope)
+            result = self.read_stored(e, stored, env)
+        else:
+            result = self.compute(e, env, scope, root=root, cond=cond)
+        self.tb.remember(key, result)
+        return result
+
+    def should_materialize(self, e: ir.Expr, cond: bool) -> bool:
+        if not isinstance(e, ir.Call) or not isinstance(e.type, ir.TensorType) or \
+                not e.type.dims:
+            return False
+        name = head_name(e)
+        if name in ("reduce", "scan"):
+            return True
+        if self.fused or name is None or name not in ELEMENTWISE:
+            return False
+        if cond and (name in ir.COMPARISONS or name in ir.LOGICAL):
+            return False
+        return True
+
+    def read_stored(self, node: ir.Node, stored: Stored, env: Env) -> Any:
+        def read(leaf: ArrayInfo):
+            try:
+                coords = [env[d.name] for d in leaf.dims]
+            except KeyError as missing:
+                raise self.fail(node, f"internal: no coordinate for {missing} when reading "
+                                      f"{leaf.data}") from None
+            return self.tb.read(leaf, coords)
+        return _map_tree(read, stored.leaves)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def compute(self, e: ir.Expr, env: Env, scope: CScope, *, root: bool, cond: bool) -> Any:
+        match e:
+            case ir.Sym():
+                return self.sym(e, env, scope)
+            case ir.Call(func=ir.Lambda() as lam, args=args):
+                bindings = {p.name: Deferred(a, scope, (), self.allow_materialize)
+                            for p, a in zip(lam.params, args)}
+                return self.value(lam.body, env, self.child_scope(scope, bindings), root=root)
+            case ir.Call(func=ir.Sym(name=name), args=args):
+                return self.builtin(e, name, args, env, scope, cond)
+            case ir.Call(func=ir.Call(func=ir.Sym(name=name), args=static), args=args):
+                return self.curried(e, name, static, args, env, scope)
+        raise self.fail(e, f"cannot lower expression {type(e).__name__}")
+
+    def sym(self, e: ir.Sym, env: Env, scope: CScope) -> Any:
+        b = scope.lookup(e.name)
+        match b:
+            case Stored():
+                return self.read_stored(e, b, env)
+            case ScalarData(data=data):
+                return self.tb.scalar(data)
+            case SymbolValue(name=name):
+                return f"((long long)({name}))"
+            case Deferred(expr=expr, scope=dscope, extra_env=extra, may_materialize=may):
+                saved = self.allow_materialize
+                self.allow_materialize = may and self.low is not None
+                try:
+                    return self.value(expr, {**env, **dict(extra)}, dscope)
+                finally:
+                    self.allow_materialize = saved
+            case PointValue(value=v):
+                return v
+        raise self.fail(e, f"internal: '{e.name}' is not bound")
+
+    # ------------------------------------------------------------------ builtins
+
+    def builtin(self, e: ir.Call, name: str, args, env: Env, scope: CScope, cond: bool):
+        t: ir.TensorType = e.type
+        dtype = t.dtype
+        in_cond = cond and (name in ir.COMPARISONS or name in ir.LOGICAL)
+        if name in BINARY_CPP or name in ("divides", "mod", "power", "minimum", "maximum",
+                                          "arctan2"):
+            a, b = (self.value(x, env, scope, cond=in_cond) for x in args)
+            return self.tb.var(dtype.name, self.binary(name, args[0].type.dtype, a, b))
+        if name in ("not", "neg", "abs") or name in UNARY_CPP or name in ir.PREDICATES:
+            a = self.value(args[0], env, scope, cond=in_cond)
+            return self.tb.var(dtype.name, self.unary(name, args[0].type.dtype, a))
+        match name:
+            case "cast":
+                a = self.value(args[0], env, scope)
+                code = f"({a} != 0)" if dtype.is_bool else f"static_cast<{CPP_TYPES[dtype.name]}>({a})"
+                return self.tb.var(dtype.name, code)
+            case "if":
+                c = self.value(args[0], env, scope, cond=True)
+                a = self.value(args[1], env, scope)
+                b = self.value(args[2], env, scope)
+                return map_leaves(lambda d, x, y: self.tb.var(d.name, f"({c} ? {x} : {y})"),
+                                  dtype, a, b)
+            case "make_tuple":
+                return tuple(self.value(x, env, scope) for x in args)
+            case "tuple_get":
+                return self.value(args[0], env, scope)[args[1].value]
+            case "subset":
+                return self.value(args[0], env, scope)
+            case "pos":
+                return self.tb.var("int64", f"(long long)({env[args[0].name].code})")
+            case "add_dim":
+                inner = {k: v for k, v in env.items() if k != args[0].name}
+                return self.value(args[3], inner, scope)
+            case "can_deref":
+                return self.valid(args[0], env, scope)
+            case "concat":
+                return self.concat(e, args, env, scope)
+        raise self.fail(e, f"cannot lower builtin '{name}'")
+
+    def binary(self, name: str, dtype: ir.ScalarType, a: str, b: str) -> str:
+        if name in BINARY_CPP:
+            return f"({a} {BINARY_CPP[name]} {b})"
+        if name == "divides":
+            return f"({a} / {b})" if dtype.is_float else f"(({b}) == 0 ? 0 : ({a}) / ({b}))"
+        if name == "mod":
+            return f"fmod({a}, {b})" if dtype.is_float else f"(({b}) == 0 ? 0 : ({a}) % ({b}))"
+        if name == "power":
+            if dtype.is_float:
+                return f"pow({a}, {b})"
+            return (f"[](long long _b, long long _e) {{ long long _r = 1; if (_e < 0) return "
+                    f"(long long)(_b == 1 ? 1 : (_b == -1 ? (_e % 2 ? -1 : 1) : 0)); "
+                    f"while (_e > 0) {{ if (_e & 1) _r *= _b; _b *= _b; _e >>= 1; }} "
+                    f"return _r; }}({a}, {b})")
+        if name == "minimum":
+            return f"(({a} != {a} || {a} < {b}) ? {a} : {b})" if dtype.is_float else \
+                f"({a} < {b} ? {a} : {b})"
+        if name == "maximum":
+            return f"(({a} != {a} || {a} > {b}) ? {a} : {b})" if dtype.is_float else \
+                f"({a} > {b} ? {a} : {b})"
+        if name == "arctan2":
+            return f"atan2({a}, {b})"
+        raise AssertionError(name)
+
+    def unary(self, name: str, dtype: ir.ScalarType, a: str) -> str:
+        match name:
+            case "not":
+                return f"(!{a})"
+            case "neg":
+                return f"(-{a})"
+            case "abs":
+                return f"fabs({a})" if dtype.is_float else f"({a} < 0 ? -{a} : {a})"
+            case "isnan":
+                return f"({a} != {a})"
+            case "isinf":
+                return f"isinf({a})"
+            case "isfinite":
+                return f"isfinite({a})"
+        return f"{UNARY_CPP[name]}({a})"
+
+    # ------------------------------------------------------------------ shifts
+
+    def curried(self, e: ir.Call, name: str, static, args, env: Env, scope: CScope):
+        match name:
+            case "cartesian_shift":
+                dim, offset = static[0].name, static[1].value
+                inner = dict(env)
+                if dim in inner:
+                    inner[dim] = inner[dim].shifted(offset)
+                return self.value(args[0], inner, scope)
+            case "shift_apply":
+                nb = _highest_neighbor(args[0].type)
+                inner = {**env, nb.name: Idx.of(nb.start + static[0].value)}
+                return self.value(args[0], inner, scope)
+            case "unstructured_shift":
+                table = static[0]
+                _, nbt = _table_dims(table.type)
+                nb_coord = Idx.of(nbt.start + static[1].value)
+                return self.indirect(e, table, nb_coord, None, args[0], env, scope)
+            case "shift_init":
+                table = static[0]
+                nb = _highest_neighbor(e.type)
+                return self.indirect(e, table, env[nb.name], nb.name, args[0], env, scope)
+            case "reduce":
+                return self.reduce(e, env, scope)
+            case "scan":
+                raise self.fail(e, "a scan cannot be nested inside a reduce or scan lambda; "
+                                   "compute it in its own statement or outside the lambda")
+        raise self.fail(e, f"cannot lower '{name}(…)(…)'")
+
+    def table_entry(self, table: ir.Expr, dst_coord: Idx, nb_coord: Idx, scope: CScope) -> str:
+        dst, nbt = _table_dims(table.type)
+        return self.value(table, {dst.name: dst_coord, nbt.name: nb_coord}, scope)
+
+    def indirect(self, e: ir.Call, table: ir.Expr, nb_coord: Idx, nb_name: str | None,
+                 operand: ir.Expr, env: Env, scope: CScope):
+        """Read ``operand`` at the neighbour the table names; absent → NaN/min."""
+        dst, nbt = _table_dims(table.type)
+        src = nbt.neighbor_source
+        idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
+        inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
+        inner[src] = Idx(idx)
+        if self.allow_materialize and not is_leaf(operand):
+            stored = self.low.materialize(operand, scope)
+            compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731
+        else:
+            compute = lambda: self.value(operand, inner, scope)  # noqa: E731
+        dtype = e.type.dtype
+        out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
+        with self.tb.block(f"if ({idx} >= 0)"):
+            val = compute()
+            for o, v in zip(leaves_of(out), leaves_of(val)):
+                self.tb.emit(f"{o} = {v};")
+        with self.tb.block("else", guarded=False):
+            map_leaves(lambda d, o: self.tb.emit(f"{o} = {absent_code(d)};"), dtype, out)
+        return out
+
+    def valid(self, x: ir.Expr, env: Env, scope: CScope) -> str:
+        """C++ bool: is the value of ``x`` at this point present (can_deref)?"""
+        match x:
+            case ir.Call(func=ir.Call(func=ir.Sym(name="cartesian_shift"), args=st), args=(y,)):
+                inner = dict(env)
+                if st[0].name in inner:
+                    inner[st[0].name] = inner[st[0].name].shifted(st[1].value)
+                return self.valid(y, inner, scope)
+            case ir.Call(func=ir.Call(func=ir.Sym(name="shift_apply"), args=st), args=(y,)):
+                nb = _highest_neighbor(y.type)
+                return self.valid(y, {**env, nb.name: Idx.of(nb.start + st[0].value)}, scope)
+            case ir.Call(func=ir.Call(func=ir.Sym(name="unstructured_shift" | "shift_init"
+                                                  ) as h, args=st), args=(y,)):
+                table = st[0]
+                dst, nbt = _table_dims(table.type)
+                if h.name == "unstructured_shift":
+                    nb_coord, nb_name = Idx.of(nbt.start + st[1].value), None
+                else:
+                    nb_name = _highest_neighbor(x.type).name
+                    nb_coord = env[nb_name]
+                idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord,
+                                                            scope), "n")
+                ok = self.tb.var("bool", "false", "ok")
+                inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
+                inner[nbt.neighbor_source] = Idx(idx)
+                with self.tb.block(f"if ({idx} >= 0)"):
+                    self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
+                return ok
+            case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(y, *_)):
+                return self.valid(y, env, scope)
+        checks = []
+        for d in x.type.dims:
+            if d.mask is not None and d.name in env:
+                checks.append(f"({self.mask_entry(d, env, scope)} >= 0)")
+        return self.tb.var("bool", " && ".join(checks) if checks else "true", "ok")
+
+    def mask_entry(self, nb: ir.Dim, env: Env, scope: CScope) -> str:
+        dst, _ = _table_dims(nb.mask.type)
+        return self.table_entry(nb.mask, env[dst.name], env[nb.name], scope)
+
+    # ------------------------------------------------------------------ concat
+
+    def concat(self, e: ir.Call, args, env: Env, scope: CScope):
+        pieces = [a for a in args if a.type is not None]
+        axis = _concat_axis(e, pieces)
+        coord = env[axis].code
+        dtype = e.type.dtype
+        out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
+        for i, piece in enumerate(pieces):
+            stop = piece.type.dim(axis).stop
+            last = i == len(pieces) - 1
+            header = ("if" if i == 0 else "else if") + f" ({coord} < {ccode(stop)})" \
+                if not last else ("else" if i else "if (true)")
+            with self.tb.block(header):
+                val = self.value(piece, env, scope)
+                for o, v in zip(leaves_of(out), leaves_of(val)):
+                    self.tb.emit(f"{o} = {v};")
+        return out
+
+    # ------------------------------------------------------------------ reduce / scan
+
+    def reduce(self, e: ir.Call, env: Env, scope: CScope):
+        """The neighbour loop of reduce; absent neighbours leave the accumulator alone."""
+        lam, init = e.func.args
+        operands = e.args
+        axis = max((_highest_neighbor(a.type) for a in operands
+                    if _highest_neighbor(a.type) is not None),
+                   key=lambda d: d.neighbor_counter)
+        mask_dim = next((a.type.dim(axis.name) for a in operands
+                         if a.type.dim(axis.name) is not None
+                         and a.type.dim(axis.name).mask is not None), None)
+        dtype = e.type.dtype
+        init_val = self.value(init, {}, scope)
+        acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)
+        n = self.tb.fresh("nb")
+        header = f"for (long long {n} = {ccode(axis.start)}; {n} < {ccode(axis.stop)}; ++{n})"
+        with self.tb.block(header):
+            nenv = {**env, axis.name: Idx(n)}
+            guard = None
+            if mask_dim is not None:
+                guard = f"if ({self.mask_entry(mask_dim, nenv, scope)} >= 0)"
+            bindings = {lam.params[0].name: PointValue(acc, lam.params[0].name)}
+            for p, a in zip(lam.params[1:], operands):
+                bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(n)),),
+                                            self.allow_materialize)
+            body_scope = self.child_scope(scope, bindings)
+            with (self.tb.block(guard) if guard else _null()):
+                saved = self.allow_materialize
+                self.allow_materialize = False
+                try:
+                    new = self.value(lam.body, env, body_scope)
+                finally:
+                    self.allow_materialize = saved
+                for a, v in zip(leaves_of(acc), leaves_of(new)):
+                    self.tb.emit(f"{a} = {v};")
+        return acc
+
+    def scan_column(self, e: ir.Call, env: Env, scope: CScope,
+                    outputs: list[tuple[str, ArrayInfo]]) -> None:
+        """The loop of one column of a scan, writing each level through ``outputs``
+        (connector, array) pointers to the column's first element."""
+        lam, forward, init, axis_sym = e.func.args
+        axis = e.type.dim(axis_sym.name)
+        dtype = e.type.dtype
+        init_val = self.value(init, {}, scope)
+        state = map_leaves(lambda d, v: self.tb.var(d.name, v, "state"), dtype, init_val)
+        k = self.tb.fresh("k")
+        start, stop = ccode(axis.start), ccode(axis.stop)
+        if forward.value:
+            header = f"for (long long {k} = {start}; {k} < {stop}; ++{k})"
+        else:
+            header = f"for (long long {k} = {stop} - 1; {k} >= {start}; --{k})"
+        with self.tb.block(header):
+            bindings = {lam.params[0].name: PointValue(state, lam.params[0].name)}
+            for p, a in zip(lam.params[1:], e.args):
+                bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(k)),),
+                                            self.allow_materialize)
+            saved = self.allow_materialize
+            self.allow_materialize = False
+            try:
+                new = self.value(lam.body, env, self.child_scope(scope, bindings))
+            finally:
+                self.allow_materialize = saved
+            fresh = map_leaves(lambda d, v: self.tb.var(d.name, v, "next"), dtype, new)
+            for s, v in zip(leaves_of(state), leaves_of(fresh)):
+                self.tb.emit(f"{s} = {v};")
+            for (conn, arr), s in zip(outputs, leaves_of(state)):
+                axis_pos = [d.name for d in arr.dims].index(axis.name)
+                stride = arr.strides[axis_pos]
+                off = f"({k} - {start})" + ("" if stride == 1 else f" * {ccode(stride)}")
+                self.tb.emit(f"{conn}[{off}] = {s};")
+
+
+class _null:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _map_tree(fn, tree):
+    if isinstance(tree, tuple):
+        return tuple(_map_tree(fn, t) for t in tree)
+    return fn(tree)
+
+
+def _highest_neighbor(t: ir.TensorType) -> ir.Dim | None:
+    best = None
+    for d in t.dims:
+        c = d.neighbor_counter
+        if c is not None and (best is None or c > best.neighbor_counter):
+            best = d
+    return best
+
+
+def _table_dims(t: ir.TensorType) -> tuple[ir.Dim, ir.Dim]:
+    dst = next(d for d in t.dims if not d.is_neighbor)
+    nb = next(d for d in t.dims if d.neighbor_source is not None)
+    return dst, nb
+
+
+def _concat_axis(e: ir.Call, pieces) -> str:
+    if e.args and isinstance(e.args[0], ir.Sym) and e.args[0].type is None:
+        return e.args[0].name
+    for d in e.type.dims:
+        ivs = {(str(p.type.dim(d.name).start), str(p.type.dim(d.name).stop))
+               for p in pieces if p.type.dim(d.name) is not None}
+        if len(ivs) > 1:
+            return d.name
+    return e.type.dims[0].name if e.type.dims else ""

@@ -1,0 +1,66 @@
+"""Names in the SDFG: user names stay readable, but never clash with C++
+keywords, DaCe internals or the names the lowering makes itself.
+
+Names the lowering invents (transients, map parameters, connectors) start
+with an underscore; user names that start with one get a ``u`` prefix, so
+the two never meet.
+"""
+
+from __future__ import annotations
+
+import keyword
+
+CPP_KEYWORDS = frozenset("""
+alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t
+char32_t class compl concept const consteval constexpr constinit const_cast continue co_await
+co_return co_yield decltype default delete do double dynamic_cast else enum explicit export
+extern false float for friend goto if inline int long mutable namespace new noexcept not
+not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
+return short signed sizeof static static_assert static_cast struct switch template this
+thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
+wchar_t while xor xor_eq restrict main NULL NAN INFINITY std dace int8_t int16_t int32_t
+int64_t uint8_t uint16_t uint32_t uint64_t size_t abs min max sqrt exp log sin cos tan pow
+floor ceil trunc fmod isnan isinf isfinite
+""".split())
+
+# Names DaCe uses in generated code or reserves for itself.
+DACE_RESERVED = frozenset("""
+state sdfg tasklet program handle __state __dace result output input i j k
+""".split())
+
+
+class Mangler:
+    """Deterministic map from user names to SDFG-safe, unique names."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        self.mapping: dict[str, str] = {}
+
+    def user(self, name: str) -> str:
+        """The SDFG name of a user-visible name (parameter, temporary, symbol)."""
+        if name in self.mapping:
+            return self.mapping[name]
+        safe = name
+        if (safe in CPP_KEYWORDS or safe in DACE_RESERVED or keyword.iskeyword(safe)
+                or safe.startswith("_")):
+            safe = "u" + safe if safe.startswith("_") else safe + "_"
+        safe = self._unique(safe)
+        self.mapping[name] = safe
+        return safe
+
+    def fresh(self, base: str) -> str:
+        """A new internal name (starts with an underscore)."""
+        return self._unique("_" + base.lstrip("_"))
+
+    def _unique(self, name: str) -> str:
+        candidate, n = name, 0
+        while candidate in self.used:
+            n += 1
+            candidate = f"{name}{n}"
+        self.used.add(candidate)
+        return candidate
+
+
+def map_param(dim: str) -> str:
+    """The map parameter that iterates over coordinates of a dimension."""
+    return "_i_" + dim.lstrip("_")

@@ -1,0 +1,413 @@
+"""Typed program → SDFG: containers, control flow, one state per statement.
+
+Parameters become non-transient arrays (one per tuple leaf, offset by the
+interval start so coordinates index them directly) or scalars; temporaries
+become transients; size symbols become SDFG symbols.  Each assignment gets
+its own state; program-level ``if`` becomes a ``ConditionalBlock`` and
+``for`` a ``LoopRegion``.  Inside a state, the value is computed by maps
+(see :mod:`.expressions` for what is inlined and what is materialised).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dace
+import sympy
+from dace.properties import CodeBlock
+from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
+
+from .. import ir
+from ..errors import LoweringError
+from ..library import ColumnScan, NeighborReduce
+from ..runtime.compiled import ArgBinding, CallSignature
+from .expressions import ExprGen, head_name
+from .names import Mangler, map_param
+from .tasklet import TaskletBuilder
+from .values import (DACE_TYPES, ArrayInfo, CScope, Deferred, Idx, ScalarData, Stored,
+                     SymbolValue, leaves_of)
+
+
+@dataclass
+class LoweredProgram:
+    """The SDFG of a program and how to call it."""
+
+    sdfg: dace.SDFG
+    signature: CallSignature
+
+
+def _text(node) -> str:
+    try:
+        from ..syntax import format as fmt
+        return fmt(node)
+    except Exception:  # the printer is only for display here
+        return str(node)
+
+
+class ProgramLowering:
+    def __init__(self, program: ir.Program, *, fused: bool):
+        self.program = program
+        self.fused = fused
+        self.names = Mangler()
+        for p in program.params + program.temporaries:
+            self.names.user(p.name)
+        self.sdfg = dace.SDFG(self.names.user(program.name) if program.name else "program")
+        self.symbol_names: dict[str, str] = {}
+        self.scope = CScope()
+        self.bindings: list[ArgBinding] = []
+        self.state: dace.SDFGState | None = None
+        self.region: ControlFlowRegion = self.sdfg
+        self.last_block = None
+        self._materialized: dict[tuple[int, int], Stored] = {}
+        self._last_write: dict[str, object] = {}
+        self._reads: dict[str, object] = {}
+        self._keep: list = []
+
+    # ------------------------------------------------------------------ containers
+
+    def bound(self, expr: sympy.Expr) -> sympy.Expr:
+        subs = {s: sympy.Symbol(self.symbol_names[s.name], integer=True, nonnegative=True)
+                for s in expr.free_symbols if self.symbol_names.get(s.name, s.name) != s.name}
+        return expr.subs(subs) if subs else expr
+
+    def sdfg_dims(self, t: ir.TensorType) -> tuple[ir.Dim, ...]:
+        return tuple(d.with_interval(self.bound(d.start), self.bound(d.stop)) for d in t.dims)
+
+    def declare_symbols(self) -> None:
+        names = []
+        for node in ir.walk(self.program):
+            if isinstance(node, ir.Param):
+                for d in node.type.dims:
+                    for b in (d.start, d.stop):
+                        names += sorted(s.name for s in b.free_symbols)
+        for n in dict.fromkeys(names):
+            sname = self.names.user(n)
+            self.symbol_names[n] = sname
+            self.sdfg.add_symbol(sname, dace.int64)
+            self.scope.bindings[n] = SymbolValue(sname)
+
+    def add_arrays(self, name: str, t: ir.TensorType, transient: bool,
+                   path: tuple[int, ...] = (), dtype=None):
+        dtype = t.dtype if dtype is None else dtype
+        if isinstance(dtype, ir.TupleType):
+            return tuple(self.add_arrays(name, t, transient, path + (i,), d)
+                         for i, d in enumerate(dtype.elements))
+        data = self.names.user(name) if not path else \
+            self.names.user(name + "_" + "_".join(map(str, path)))
+        dims = self.sdfg_dims(t)
+        info = ArrayInfo(data, dims, dtype)
+        if not transient:
+            self.bindings.append(ArgBinding(name, path, data))
+        if not dims:
+            self.sdfg.add_scalar(data, DACE_TYPES[dtype.name], transient=transient)
+            return info
+        self.sdfg.add_array(data, [str(s) for s in info.shape], DACE_TYPES[dtype.name],
+                            offset=[str(-d.start) for d in dims], transient=transient)
+        return info
+
+    def add_transient(self, t: ir.TensorType) -> Stored:
+        def leaf(dtype):
+            if isinstance(dtype, ir.TupleType):
+                return tuple(leaf(d) for d in dtype.elements)
+            data = self.names.fresh("t")
+            dims = tuple(t.dims)
+            info = ArrayInfo(data, dims, dtype)
+            self.sdfg.add_transient(data, [str(s) for s in info.shape], DACE_TYPES[dtype.name],
+                                    offset=[str(-d.start) for d in dims])
+            return info
+        return Stored(t, leaf(t.dtype))
+
+    # ------------------------------------------------------------------ program
+
+    def lower(self) -> LoweredProgram:
+        self.declare_symbols()
+        for p in self.program.params:
+            if p.type.is_scalar:
+                if isinstance(p.type.dtype, ir.TupleType):
+                    raise LoweringError(f"scalar parameter '{p.name}' of tuple type is not "
+                                        "supported", p.loc)
+                data = self.names.user(p.name)
+                self.sdfg.add_scalar(data, DACE_TYPES[p.type.dtype.name])
+                self.bindings.append(ArgBinding(p.name, (), data))
+                self.scope.bindings[p.name] = ScalarData(data, p.type.dtype)
+            else:
+                leaves = self.add_arrays(p.name, p.type, transient=False)
+                self.scope.bindings[p.name] = Stored(
+                    ir.TensorType(p.type.dtype, self.sdfg_dims(p.type)), leaves)
+        for tmp in self.program.temporaries:
+            leaves = self.add_arrays(tmp.name, tmp.type, transient=True)
+            self.scope.bindings[tmp.name] = Stored(
+                ir.TensorType(tmp.type.dtype, self.sdfg_dims(tmp.type)), leaves)
+        self.block(self.program.body, self.scope)
+        if self.last_block is None:
+            self.new_state("empty")
+        signature = CallSignature(self.program.params, tuple(self.bindings),
+                                  dict(self.symbol_names))
+        return LoweredProgram(self.sdfg, signature)
+
+    def add_block(self, block) -> None:
+        if self.last_block is None:
+            self.region.add_node(block, is_start_block=True)
+        else:
+            self.region.add_node(block)
+            self.region.add_edge(self.last_block, block, dace.InterstateEdge())
+        self.last_block = block
+
+    def new_state(self, label: str) -> dace.SDFGState:
+        state = dace.SDFGState(self.names.fresh(label), sdfg=self.sdfg)
+        self.add_block(state)
+        self.state = state
+        self._last_write = {}
+        self._reads = {}
+        return state
+
+    def in_region(self, region: ControlFlowRegion, stmts, scope: CScope) -> None:
+        saved = (self.region, self.last_block)
+        self.region, self.last_block = region, None
+        self.block(stmts, scope)
+        if self.last_block is None:
+            self.new_state("empty")
+        self.region, self.last_block = saved
+
+    def block(self, stmts, scope: CScope) -> None:
+        for s in stmts:
+            match s:
+                case ir.Assign():
+                    self.assign(s, scope)
+                case ir.IfStmt(cond=cond, then_body=tb, else_body=eb):
+                    cb = ConditionalBlock(self.names.fresh("if"), sdfg=self.sdfg)
+                    self.add_block(cb)
+                    then_r = ControlFlowRegion(self.names.fresh("then"), sdfg=self.sdfg)
+                    self.in_region(then_r, tb, scope)
+                    cb.add_branch(CodeBlock(self.condition(cond, scope)), then_r)
+                    if eb:
+                        else_r = ControlFlowRegion(self.names.fresh("else"), sdfg=self.sdfg)
+                        self.in_region(else_r, eb, scope)
+                        cb.add_branch(None, else_r)
+                case ir.ForStmt(var=var, start=start, stop=stop, body=body):
+                    v = self.names.user(var)
+                    lo, hi = self.condition(start, scope), self.condition(stop, scope)
+                    loop = LoopRegion(self.names.fresh("for_" + var),
+                                      condition_expr=f"{v} < {hi}", loop_var=v,
+                                      initialize_expr=f"{v} = {lo}",
+                                      update_expr=f"{v} = {v} + 1", sdfg=self.sdfg)
+                    self.add_block(loop)
+                    self.in_region(loop, body, scope.child({var: SymbolValue(v)}))
+
+    # ------------------------------------------------------------------ conditions
+
+    def condition(self, e: ir.Expr, scope: CScope) -> str:
+        """A scalar expression as Python code for interstate conditions and loop bounds."""
+        ops = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
+               "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
+               "and": "and", "or": "or"}
+        match e:
+            case ir.Literal(value=v):
+                return repr(v)
+            case ir.Sym(name=n):
+                b = scope.lookup(n)
+                if isinstance(b, ScalarData):
+                    return b.data
+                if isinstance(b, SymbolValue):
+                    return b.name
+            case ir.Call(func=ir.Sym(name=op), args=(a, b)) if op in ops:
+                return f"({self.condition(a, scope)} {ops[op]} {self.condition(b, scope)})"
+            case ir.Call(func=ir.Sym(name="divides"), args=(a, b)) if e.type.dtype.is_float:
+                return f"({self.condition(a, scope)} / {self.condition(b, scope)})"
+            case ir.Call(func=ir.Sym(name="not"), args=(a,)):
+                return f"(not {self.condition(a, scope)})"
+            case ir.Call(func=ir.Sym(name="neg"), args=(a,)):
+                return f"(-{self.condition(a, scope)})"
+        raise LoweringError("program-level conditions and loop bounds may use scalar "
+                            "parameters, size symbols, loop variables, literals, + - ×, "
+                            "float /, comparisons and logic only", e.loc)
+
+    # ------------------------------------------------------------------ dataflow
+
+    def read_node(self, data: str):
+        if data in self._last_write:
+            return self._last_write[data]
+        if data not in self._reads:
+            self._reads[data] = self.state.add_read(data)
+        return self._reads[data]
+
+    def write_node(self, data: str):
+        node = self.state.add_write(data)
+        self._last_write[data] = node
+        return node
+
+    def memlet(self, data: str, subset: str) -> dace.Memlet:
+        return dace.Memlet(f"{data}[{subset}]")
+
+    def assign(self, s: ir.Assign, scope: CScope) -> None:
+        target = s.target
+        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        self.new_state("s_" + name)
+        stored: Stored = scope.lookup(name)
+        domain = self.sdfg_dims(target.type)
+        target_data = {leaf.data for leaf in leaves_of(stored.leaves)}
+        reads_target = any(isinstance(n, ir.Sym) and n.name == name for n in ir.walk(s.value))
+        if reads_target:
+            tmp = self.materialize(s.value, scope, force=True)
+            self.copy(tmp, stored, domain, scope)
+            return
+        root, root_scope = self.peel(s.value, scope)
+        kind = head_name(root) if isinstance(root, ir.Call) else None
+        if kind == "scan" and _same_domain(self.sdfg_dims(root.type), domain):
+            self.scan_map(root, root_scope, stored, domain)
+        elif kind == "reduce" and root.type.dims:
+            self.reduce_map(root, root_scope, stored, domain)
+        else:
+            self.tasklet_map(s.value, scope, stored, domain, label="s_" + name)
+        assert not (target_data & set(self._reads)) or not reads_target
+
+    def peel(self, e: ir.Expr, scope: CScope):
+        """Look through lambda applications to the expression that computes the value."""
+        while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
+            bindings = {p.name: Deferred(a, scope, (), True) for p, a in zip(e.func.params,
+                                                                            e.args)}
+            scope = scope.child(bindings)
+            self._keep.append(scope)
+            e = e.func.body
+        return e, scope
+
+    def copy(self, source: Stored, target: Stored, domain, scope: CScope) -> None:
+        tmp_scope = CScope({"_value": source})
+        self._keep.append(tmp_scope)
+        expr = ir.Sym("_value", type=source.type)
+        self._keep.append(expr)
+        self.tasklet_map(expr, tmp_scope, target, domain, label="copy")
+
+    def materialize(self, e: ir.Expr, scope: CScope, force: bool = False) -> Stored:
+        """Compute ``e`` over its whole typed domain into new transient arrays."""
+        key = (id(e), id(scope))
+        if key in self._materialized and not force:
+            return self._materialized[key]
+        t = ir.TensorType(e.type.dtype, self.sdfg_dims(e.type))
+        stored = self.add_transient(t)
+        root, root_scope = self.peel(e, scope)
+        kind = head_name(root) if isinstance(root, ir.Call) else None
+        if kind == "scan":
+            self.scan_map(root, root_scope, stored, t.dims)
+        elif kind == "reduce":
+            self.reduce_map(root, root_scope, stored, t.dims)
+        else:
+            self.tasklet_map(e, scope, stored, t.dims, label="op")
+        self._materialized[key] = stored
+        return stored
+
+    def point_env(self, dims) -> dict[str, Idx]:
+        return {d.name: Idx.of(sympy.Symbol(map_param(d.name))) for d in dims}
+
+    def map_ranges(self, dims) -> dict[str, str]:
+        return {map_param(d.name): f"{d.start}:{d.stop}" for d in dims}
+
+    def tasklet_map(self, e: ir.Expr, scope: CScope, target: Stored, domain, label: str):
+        tb = TaskletBuilder()
+        gen = ExprGen(self, tb, fused=self.fused)
+        self._keep.append(gen)
+        env = self.point_env(domain)
+        value = gen.value(e, env, scope, root=True)
+        outputs = {}
+        for i, (leaf, v) in enumerate(zip(leaves_of(target.leaves), leaves_of(value))):
+            conn = f"_out{i}"
+            tb.emit(f"{conn} = {v};")
+            subset = ", ".join(map_param(d.name) for d in leaf.dims)
+            outputs[conn] = (leaf.data, subset)
+        self.emit_map(self.names.fresh(label), domain, tb, outputs)
+
+    def emit_map(self, label: str, domain, tb: TaskletBuilder, outputs: dict) -> None:
+        inputs = {c: self.memlet(conn.data, conn.subset) for c, conn in tb.inputs.items()}
+        input_nodes = {conn.data: self.read_node(conn.data) for conn in tb.inputs.values()}
+        out_memlets = {c: self.memlet(d, sub) for c, (d, sub) in outputs.items()}
+        output_nodes = {d: self.write_node(d) for d, _ in outputs.values()}
+        if not domain:
+            tasklet = self.state.add_tasklet(label, dict.fromkeys(inputs), dict.fromkeys(
+                out_memlets), tb.code, language=dace.Language.CPP)
+            for c, m in inputs.items():
+                self.state.add_edge(input_nodes[m.data], None, tasklet, c, m)
+            for c, m in out_memlets.items():
+                self.state.add_edge(tasklet, c, output_nodes[m.data], None, m)
+            return
+        self.state.add_mapped_tasklet(label, self.map_ranges(domain), inputs, tb.code,
+                                      out_memlets, language=dace.Language.CPP,
+                                      external_edges=True, input_nodes=input_nodes,
+                                      output_nodes=output_nodes)
+
+    def library_map(self, label: str, domain, node, tb: TaskletBuilder, outputs: dict):
+        """A map over ``domain`` whose body is one library node."""
+        state = self.state
+        me, mx = state.add_map(label, self.map_ranges(domain))
+        state.add_node(node)
+        for c, conn in tb.inputs.items():
+            node.add_in_connector(c)
+            state.add_memlet_path(self.read_node(conn.data), me, node, dst_conn=c,
+                                  memlet=self.memlet(conn.data, conn.subset))
+        if not tb.inputs:
+            state.add_nedge(me, node, dace.Memlet())
+        for c, (data, subset) in outputs.items():
+            node.add_out_connector(c)
+            state.add_memlet_path(node, mx, self.write_node(data), src_conn=c,
+                                  memlet=self.memlet(data, subset))
+
+    def reduce_map(self, e: ir.Call, scope: CScope, target: Stored, domain) -> None:
+        tb = TaskletBuilder(pointer_only=True)
+        gen = ExprGen(self, tb, fused=self.fused)
+        self._keep.append(gen)
+        value = gen.reduce(e, self.point_env(domain), scope)
+        outputs = {}
+        for i, (leaf, v) in enumerate(zip(leaves_of(target.leaves), leaves_of(value))):
+            conn = f"_out{i}"
+            tb.emit(f"{conn} = {v};")
+            outputs[conn] = (leaf.data, ", ".join(map_param(d.name) for d in leaf.dims))
+        lam, init = e.func.args
+        axis = max((d for a in e.args for d in a.type.dims if d.neighbor_counter is not None),
+                   key=lambda d: d.neighbor_counter)
+        node = NeighborReduce(self.names.fresh("reduce"), lambda_text=_text(lam),
+                              init_text=_text(init), code=tb.code, axis=axis.name,
+                              mask_table=", ".join(sorted(_table_names(e))))
+        self.library_map(node.label + "_map", domain, node, tb, outputs)
+
+    def scan_map(self, e: ir.Call, scope: CScope, target: Stored, domain) -> None:
+        lam, forward, init, axis_sym = e.func.args
+        axis = axis_sym.name
+        columns = tuple(d for d in domain if d.name != axis)
+        tb = TaskletBuilder(pointer_only=True)
+        gen = ExprGen(self, tb, fused=self.fused)
+        self._keep.append(gen)
+        outputs, conns = {}, []
+        for i, leaf in enumerate(leaves_of(target.leaves)):
+            conn = f"_out{i}"
+            ax = next(d for d in domain if d.name == axis)
+            subset = ", ".join(f"{ax.start}:{ax.stop}" if d.name == axis else map_param(d.name)
+                               for d in leaf.dims)
+            outputs[conn] = (leaf.data, subset)
+            conns.append((conn, leaf))
+        gen.scan_column(e, self.point_env(columns), scope, conns)
+        node = ColumnScan(self.names.fresh("scan"), lambda_text=_text(lam),
+                          init_text=_text(init), code=tb.code, axis=axis,
+                          forward=bool(forward.value))
+        self.library_map(node.label + "_map", columns, node, tb, outputs)
+
+
+def _same_domain(a, b) -> bool:
+    if {d.name for d in a} != {d.name for d in b}:
+        return False
+    bd = {d.name: d for d in b}
+    return all(sympy.expand(d.start - bd[d.name].start) == 0 and
+               sympy.expand(d.stop - bd[d.name].stop) == 0 for d in a)
+
+
+def _table_names(e: ir.Call) -> set[str]:
+    out = set()
+    for a in e.args:
+        for d in a.type.dims:
+            if d.mask is not None:
+                out |= {n.name for n in ir.walk(d.mask) if isinstance(n, ir.Sym)
+                        and n.name not in ir.BUILTINS}
+    return out
+
+
+def lower(program: ir.Program, *, fused: bool = False) -> LoweredProgram:
+    """Lower a type-checked program to an SDFG (not yet optimised)."""
+    return ProgramLowering(program, fused=fused).lower()

@@ -1,0 +1,150 @@
+"""What the lowering knows about values: coordinates at a point, arrays, bindings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import dace
+import sympy
+
+from .. import ir
+
+DACE_TYPES = {"float64": dace.float64, "float32": dace.float32, "int64": dace.int64,
+              "int32": dace.int32, "bool": dace.bool_}
+CPP_TYPES = {"float64": "double", "float32": "float", "int64": "long long", "int32": "int",
+             "bool": "bool"}
+
+
+def ccode(expr: sympy.Expr) -> str:
+    """An integer SymPy expression as C++ (size symbols are already SDFG names)."""
+    expr = sympy.expand(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    return "(" + sympy.ccode(expr) + ")"
+
+
+@dataclass(frozen=True)
+class Idx:
+    """A coordinate along one dimension at the current point: affine in map
+    parameters and size symbols (then memlets can name it), or only known at
+    run time (an index read from a neighbour table)."""
+
+    code: str
+    affine: sympy.Expr | None = None
+
+    @staticmethod
+    def of(expr: sympy.Expr) -> "Idx":
+        return Idx(ccode(expr), sympy.expand(expr))
+
+    def shifted(self, offset: int | sympy.Expr) -> "Idx":
+        if self.affine is not None:
+            return Idx.of(self.affine + offset)
+        return Idx(f"({self.code} + {ccode(sympy.Integer(offset) if isinstance(offset, int) else offset)})")
+
+    def key(self) -> str:
+        return str(self.affine) if self.affine is not None else "rt:" + self.code
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """One SDFG array holding a scalar-typed tensor (or one leaf of a tuple)."""
+
+    data: str
+    dims: tuple[ir.Dim, ...]      # bounds in SDFG symbol names
+    dtype: ir.ScalarType
+
+    @property
+    def shape(self) -> tuple[sympy.Expr, ...]:
+        return tuple(sympy.expand(d.stop - d.start) for d in self.dims)
+
+    @property
+    def strides(self) -> tuple[sympy.Expr, ...]:
+        out, acc = [], sympy.Integer(1)
+        for s in reversed(self.shape):
+            out.append(acc)
+            acc = sympy.expand(acc * s)
+        return tuple(reversed(out))
+
+    def full_subset(self) -> str:
+        return ", ".join(f"{d.start}:{d.stop}" for d in self.dims) if self.dims else "0"
+
+
+Leaves = Union[ArrayInfo, tuple]    # nested like the element type
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A tensor held in SDFG arrays (structure of arrays for tuples)."""
+
+    type: ir.TensorType
+    leaves: Any
+
+
+@dataclass(frozen=True)
+class ScalarData:
+    """A scalar program parameter: an SDFG scalar container."""
+
+    data: str
+    dtype: ir.ScalarType
+
+
+@dataclass(frozen=True)
+class SymbolValue:
+    """A value that is an SDFG symbol: a size symbol or a loop variable."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A lambda parameter bound to its argument expression, evaluated lazily at
+    the point of use (``extra_env`` pins e.g. the neighbour index in reduce)."""
+
+    expr: ir.Expr
+    scope: "CScope"
+    extra_env: tuple = ()
+    may_materialize: bool = True
+
+
+@dataclass(frozen=True)
+class PointValue:
+    """A C++ value valid only at the current point (reduce accumulator, scan state)."""
+
+    value: Any
+    name: str
+
+
+Binding = Union[Stored, ScalarData, SymbolValue, Deferred, PointValue]
+
+
+@dataclass(eq=False)
+class CScope:
+    bindings: dict[str, Binding] = field(default_factory=dict)
+    parent: "CScope | None" = None
+
+    def lookup(self, name: str) -> Binding | None:
+        s: CScope | None = self
+        while s is not None:
+            if name in s.bindings:
+                return s.bindings[name]
+            s = s.parent
+        return None
+
+    def child(self, bindings: dict[str, Binding]) -> "CScope":
+        return CScope(dict(bindings), self)
+
+
+def leaves_of(value: Any) -> list:
+    """Flatten a nested tuple of leaves."""
+    if isinstance(value, tuple):
+        return [x for v in value for x in leaves_of(v)]
+    return [value]
+
+
+def map_leaves(fn, dtype: ir.ElementType, *values):
+    """Apply ``fn(scalar_dtype, *leaf_values)`` leaf-wise over a (tuple) element type."""
+    if isinstance(dtype, ir.TupleType):
+        return tuple(map_leaves(fn, d, *(v[i] for v in values))
+                     for i, d in enumerate(dtype.elements))
+    return fn(dtype, *values)

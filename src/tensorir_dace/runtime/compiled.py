@@ -1,0 +1,524 @@
+"""Calling compiled SDFGs with Tensor IR arguments, safely and fast.
+
+:class:`SDFGCallable` wraps a DaCe ``CompiledSDFG`` and a
+:class:`CallSignature` (which SDFG container each program parameter leaf
+feeds, and which SDFG symbol each size symbol is).  A call:
+
+1. checks the arguments with :mod:`tensorir_dace.arguments` (dtype, rank,
+   shape, C-contiguity, size symbols) -- DaCe itself would silently compute
+   garbage for a wrong dtype, a Fortran-ordered array or a too-small array;
+2. builds DaCe's argument vectors once (``construct_arguments``) and calls
+   ``fast_call``;
+3. remembers those vectors, keyed by the identities of the arrays and the
+   values of the scalars, so that calling again with the same arrays skips
+   steps 1-2 (a few microseconds per call).
+
+C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
+NumPy view by default, but a C-contiguous one is laid out exactly like the
+array the program expects, so it is correct as input and as output.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import weakref
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import sympy
+
+import dace
+from dace import data as dt
+from dace import dtypes
+from dace.codegen.compiled_sdfg import CompiledSDFG
+
+from .. import ir
+from ..arguments import ArgumentBinder, BoundArguments, leaf_types, numpy_dtype
+from ..errors import ArgumentError, TensorIRError
+
+__all__ = [
+    "ArgBinding",
+    "CallSignature",
+    "GPUUnavailableError",
+    "SDFGCallable",
+    "gpu_available",
+]
+
+
+# --------------------------------------------------------------------------- interface
+
+
+@dataclass(frozen=True)
+class ArgBinding:
+    """One SDFG data container fed by one program parameter leaf."""
+
+    param: str               # program parameter name
+    path: tuple[int, ...]    # index path into a tuple-typed value ((), (0,), (1, 0), ...)
+    data: str                # SDFG array/scalar name (mangled)
+
+
+@dataclass(frozen=True)
+class CallSignature:
+    """How a program's parameters map onto a compiled SDFG's arguments."""
+
+    params: tuple[ir.Param, ...]          # the program parameters (types with sympy bounds)
+    bindings: tuple[ArgBinding, ...]
+    symbols: dict[str, str]               # size-symbol name -> SDFG symbol name (may be the same)
+
+
+class GPUUnavailableError(TensorIRError, RuntimeError):
+    """A program compiled for a GPU was called on a machine without a usable GPU."""
+
+
+# --------------------------------------------------------------------------- GPU probe
+
+_GPU_AVAILABLE: bool | None = None
+
+
+def gpu_available() -> bool:
+    """Whether a CUDA (or HIP) device can be used by this process.
+
+    Asks the driver library (``libcuda.so.1``: ``cuInit`` and
+    ``cuDeviceGetCount``; or ``libamdhip64.so``), which is safe without a
+    GPU -- unlike calling a CUDA-compiled program, which crashes the process.
+    The answer is cached.
+    """
+    global _GPU_AVAILABLE
+    if _GPU_AVAILABLE is None:
+        _GPU_AVAILABLE = _probe_cuda() or _probe_hip()
+    return _GPU_AVAILABLE
+
+
+def _probe_cuda() -> bool:
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        if lib.cuInit(0) != 0:
+            return False
+        n = ctypes.c_int(0)
+        return lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _probe_hip() -> bool:
+    try:
+        lib = ctypes.CDLL("libamdhip64.so")
+        n = ctypes.c_int(0)
+        return lib.hipGetDeviceCount(ctypes.byref(n)) == 0 and n.value > 0
+    except (OSError, AttributeError):
+        return False
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _leaf_type(t: ir.ElementType, path: tuple[int, ...]) -> ir.ScalarType:
+    for i in path:
+        if not isinstance(t, ir.TupleType) or not 0 <= i < len(t.elements):
+            raise ValueError(f"index path {path} does not name a leaf of {t}")
+        t = t.elements[i]
+    if not isinstance(t, ir.ScalarType):
+        raise ValueError(f"index path {path} names a tuple ({t}), not a scalar leaf")
+    return t
+
+
+def _get_leaf(value: Any, path: tuple[int, ...]) -> Any:
+    for i in path:
+        value = value[i]
+    return value
+
+
+_INT_RANGES = {
+    np.dtype(np.int8): (-(1 << 7), (1 << 7) - 1),
+    np.dtype(np.int16): (-(1 << 15), (1 << 15) - 1),
+    np.dtype(np.int32): (-(1 << 31), (1 << 31) - 1),
+    np.dtype(np.int64): (-(1 << 63), (1 << 63) - 1),
+    np.dtype(np.uint32): (0, (1 << 32) - 1),
+    np.dtype(np.uint64): (0, (1 << 64) - 1),
+}
+
+
+_DEVICE = object()   # marshalling marker: a device array (pointer via __cuda_array_interface__)
+
+_SCALAR_KEY_TYPES = frozenset([int, float, bool, np.float64, np.float32, np.int64, np.int32,
+                               np.bool_])
+
+
+class _Entry:
+    """Prepared DaCe argument vectors for one set of argument objects."""
+
+    __slots__ = ("callargs", "initargs", "checks", "keepalive")
+
+    def __init__(self, callargs: tuple, initargs: tuple,
+                 checks: tuple[tuple[Any, tuple, tuple, np.dtype], ...], keepalive: tuple):
+        self.callargs = callargs
+        self.initargs = initargs
+        self.checks = checks        # (weakref, shape, strides, dtype) per array, in key order
+        self.keepalive = keepalive  # arrays we made (scalars passed as arrays)
+
+
+# --------------------------------------------------------------------------- callable
+
+
+class SDFGCallable:
+    """Calls a compiled SDFG with the arguments of a Tensor IR program.
+
+    ``callable(**kwargs)`` takes the program's parameters by name (and, where
+    the shapes do not determine them, size symbols; see
+    :mod:`tensorir_dace.arguments`), checks them, and runs the compiled code.
+    Outputs are written in place; the call returns ``None``.
+
+    :param compiled: the ``CompiledSDFG`` (see :func:`~tensorir_dace.runtime.compile_sdfg`).
+    :param signature: which SDFG argument each parameter leaf / size symbol is.
+    :param name: used in error messages (default: the SDFG name).
+    :param max_cached: how many argument sets to remember (LRU).
+    """
+
+    #: Build argument vectors without DaCe's (slow) ``construct_arguments``
+    #: where the SDFG's arguments are plain arrays, scalars and symbols.
+    use_fast_marshalling = True
+
+    def __init__(self, compiled: CompiledSDFG, signature: CallSignature, *,
+                 name: str | None = None, max_cached: int = 8):
+        self.compiled = compiled
+        self.signature = signature
+        self.name = name or compiled.sdfg.name
+        self.where = f"program '{self.name}'"
+        self.max_cached = max(1, int(max_cached))
+        self._binder = ArgumentBinder(signature.params, self.where)
+        self._entries: dict[tuple, _Entry] = {}
+        self._hits = 0
+        self._misses = 0
+        self._gpu_checked = False
+        self._has_gpu_code = bool(getattr(compiled, "has_gpu_code", False))
+        self._fast_call = compiled.fast_call
+        self._analyse()
+
+    @classmethod
+    def from_sdfg(cls, sdfg: dace.SDFG, signature: CallSignature, *,
+                  cache_dir: str | os.PathLike | None = None, name: str | None = None,
+                  **kwargs: Any) -> "SDFGCallable":
+        """Compile ``sdfg`` through the compile cache and wrap it."""
+        from .cache import compile_sdfg
+        return cls(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
+                   name=name or sdfg.name, **kwargs)
+
+    # ------------------------------------------------------------------ analysis
+
+    def _analyse(self) -> None:
+        """Match the signature against the SDFG's arguments (once)."""
+        sdfg = self.compiled.sdfg
+        typedict = getattr(self.compiled, "_typedict", None) or sdfg.arglist()
+        sig = list(getattr(self.compiled, "_sig", None)
+                   or sdfg.signature_arglist(with_types=False, arglist=typedict))
+        params = {p.name: p for p in self.signature.params}
+        sdfg_symbols = {s: typedict[s] for s in sig if s in typedict and s not in sdfg.arrays}
+
+        problems: list[str] = []
+        self._arrays: list[tuple[ArgBinding, dt.Data, np.dtype, str]] = []  # kind: array/scalar/scalar_array/symbol
+        provided: set[str] = set()
+        for b in self.signature.bindings:
+            p = params.get(b.param)
+            if p is None:
+                problems.append(f"binding {b} names no program parameter")
+                continue
+            try:
+                leaf = _leaf_type(p.type.dtype, b.path)
+            except ValueError as ex:
+                problems.append(f"binding {b}: {ex}")
+                continue
+            want = numpy_dtype(leaf)
+            if b.data in sdfg.arrays:
+                desc = sdfg.arrays[b.data]
+                got = desc.dtype.as_numpy_dtype()
+                if got != want:
+                    problems.append(f"'{b.data}' is {got} in the SDFG but parameter "
+                                    f"'{b.param}'{''.join(f'[{i}]' for i in b.path)} is {leaf}")
+                if p.type.is_scalar:
+                    if isinstance(desc, dt.Scalar):
+                        kind = "scalar"
+                    elif isinstance(desc, dt.Array) and _prod(desc.shape) == 1:
+                        kind = "scalar_array"
+                    else:
+                        problems.append(f"scalar parameter '{b.param}' is bound to '{b.data}', "
+                                        f"a {type(desc).__name__} of shape {desc.shape}")
+                        continue
+                else:
+                    if not isinstance(desc, dt.Array) or len(desc.shape) != len(p.type.dims):
+                        problems.append(
+                            f"parameter '{b.param}' ({len(p.type.dims)}-D) is bound to "
+                            f"'{b.data}' ({type(desc).__name__} of shape {desc.shape})")
+                        continue
+                    kind = "array"
+                if desc.transient:
+                    problems.append(f"'{b.data}' is a transient of the SDFG, not an argument")
+                self._arrays.append((b, desc, want, kind))
+            elif b.data in sdfg_symbols:
+                if not (p.type.is_scalar and leaf.is_int):
+                    problems.append(f"'{b.data}' is an SDFG symbol but parameter '{b.param}' "
+                                    f"is {p.type}, not an integer scalar")
+                    continue
+                self._arrays.append((b, sdfg_symbols[b.data], want, "symbol"))
+            else:
+                problems.append(f"'{b.data}' (parameter '{b.param}') is not an argument of the "
+                                f"SDFG (its arguments: {', '.join(sig)})")
+                continue
+            provided.add(b.data)
+
+        self._symbol_map: list[tuple[str, str, np.dtype]] = []
+        for size_name, sym in self.signature.symbols.items():
+            if size_name not in self._binder.symbol_names:
+                problems.append(f"size symbol '{size_name}' occurs in no parameter type")
+                continue
+            if sym in provided:
+                problems.append(f"SDFG symbol '{sym}' is provided twice")
+                continue
+            if sym not in sdfg_symbols:
+                continue    # the SDFG does not need it (e.g. simplified away)
+            self._symbol_map.append((size_name, sym, sdfg_symbols[sym].dtype.as_numpy_dtype()))
+            provided.add(sym)
+
+        missing = [a for a in sig if a not in provided]
+        if missing:
+            problems.append(f"SDFG arguments {', '.join(repr(m) for m in missing)} are fed by "
+                            "no binding or size symbol")
+        if problems:
+            raise ValueError(f"call signature does not match SDFG '{sdfg.name}':\n  "
+                             + "\n  ".join(problems))
+
+        # Lowering self-check, evaluated on every argument-vector construction:
+        # each array's SDFG shape and strides for the call's symbol values.
+        exprs: list[Any] = []
+        self._layout: list[tuple[int, int, int]] = []   # (index into _arrays, ndim, first expr)
+        for i, (b, desc, _, kind) in enumerate(self._arrays):
+            if kind != "array":
+                continue
+            self._layout.append((i, len(desc.shape), len(exprs)))
+            exprs.extend(sympy.sympify(s) for s in desc.shape)
+            exprs.extend(sympy.sympify(s) for s in desc.strides)
+        names = sorted({str(s) for e in exprs for s in e.free_symbols})
+        unknown = [n for n in names if n not in sdfg_symbols]
+        if unknown:
+            raise ValueError(f"SDFG '{sdfg.name}': array sizes use symbols {unknown} that are "
+                             "not arguments")
+        plain = [sympy.Symbol(n) for n in names]
+        subs = {s: sympy.Symbol(str(s)) for e in exprs for s in e.free_symbols}
+        self._layout_names = names
+        self._layout_fn = sympy.lambdify(plain, [e.xreplace(subs) for e in exprs],
+                                         modules=["math"])
+        self._storage_gpu = {b.data: desc.storage in (dtypes.StorageType.GPU_Global,)
+                             for b, desc, _, _ in self._arrays if isinstance(desc, dt.Data)}
+        self._plan_marshalling(sig, typedict)
+
+    def _plan_marshalling(self, sig: list[str], typedict: Mapping[str, dt.Data]) -> None:
+        """Per C argument: how to turn its value into a ctypes object.  Falls
+        back to DaCe's ``construct_arguments`` for anything beyond plain arrays,
+        scalars and symbols (return values, structures, callbacks, …)."""
+        sdfg = self.compiled.sdfg
+        self._marshal_plan: list[tuple[str, Any]] | None = None
+        if not self.use_fast_marshalling or any(
+                n == "__return" or n.startswith("__return_") for n in sdfg.arrays):
+            return
+        plan: list[tuple[str, Any]] = []
+        for name in sig:
+            desc = typedict[name]
+            if isinstance(desc.dtype, (dtypes.callback, dtypes.pyobject)) or \
+                    type(desc) not in (dt.Array, dt.Scalar):
+                return
+            if isinstance(desc, dt.Array):
+                gpu = desc.storage == dtypes.StorageType.GPU_Global
+                plan.append((name, _DEVICE if gpu else None))
+            else:
+                plan.append((name, desc.dtype.as_ctypes()))
+        free = self.compiled._free_symbols if hasattr(self.compiled, "_free_symbols") \
+            else sdfg.free_symbols
+        self._init_positions = tuple(i for i, n in enumerate(sig) if n in free)
+        self._marshal_plan = plan
+
+    # ------------------------------------------------------------------ calling
+
+    def __call__(self, **kwargs: Any) -> None:
+        key, arrays = self._key(kwargs)
+        if key is not None:
+            entry = self._entries.get(key)
+            if entry is not None:
+                for a, (ref, shape, strides, dtype) in zip(arrays, entry.checks):
+                    if ref() is not a or a.shape != shape or a.strides != strides \
+                            or a.dtype is not dtype:
+                        break
+                else:
+                    self._hits += 1
+                    self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
+                    return None
+                del self._entries[key]
+        self._call_slow(kwargs, key, arrays)
+        return None
+
+    @staticmethod
+    def _key(kwargs: Mapping[str, Any]) -> tuple[tuple | None, list]:
+        """A hashable key for the argument objects, and the arrays in it."""
+        parts: list[Any] = []
+        arrays: list[Any] = []
+        for k, v in kwargs.items():
+            parts.append(k)
+            t = type(v)
+            if t is np.ndarray:
+                parts.append(id(v))
+                arrays.append(v)
+            elif t in _SCALAR_KEY_TYPES:
+                parts.append(t)
+                parts.append(v)
+            elif t is tuple:
+                stack = [v]
+                parts.append(tuple)
+                while stack:
+                    x = stack.pop()
+                    tx = type(x)
+                    if tx is tuple:
+                        parts.append(len(x))
+                        stack.extend(reversed(x))
+                    elif tx is np.ndarray:
+                        parts.append(id(x))
+                        arrays.append(x)
+                    elif tx in _SCALAR_KEY_TYPES:
+                        parts.append(tx)
+                        parts.append(x)
+                    else:
+                        return None, arrays
+            else:
+                return None, arrays   # not safely cacheable (0-d arrays, __array__ objects, …)
+        return tuple(parts), arrays
+
+    def _call_slow(self, kwargs: Mapping[str, Any], key: tuple | None, arrays: list) -> None:
+        self._misses += 1
+        bound = self._binder.bind(kwargs)
+        callargs, initargs, keepalive = self._construct(bound)
+        if self._has_gpu_code and not self._gpu_checked:
+            if not gpu_available():
+                raise GPUUnavailableError(
+                    f"{self.where} was compiled for a GPU, but no usable GPU was found "
+                    "(calling it would crash the process); compile it for the CPU instead")
+            self._gpu_checked = True
+        self._fast_call(callargs, initargs, self._has_gpu_code)
+        if key is not None:
+            checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype) for a in arrays)
+            if len(self._entries) >= self.max_cached:
+                self._entries.pop(next(iter(self._entries)))
+            self._entries[key] = _Entry(callargs, initargs, checks, keepalive)
+
+    def _construct(self, bound: BoundArguments) -> tuple[tuple, tuple, tuple]:
+        """DaCe argument vectors for checked arguments."""
+        where = self.where
+        dkw: dict[str, Any] = {}
+        keepalive: list[Any] = []
+        symvals: dict[str, int] = {}
+        any_view = False
+        for size_name, sym, sdtype in self._symbol_map:
+            v = bound.symbols[size_name]
+            lo, hi = _INT_RANGES.get(sdtype, (None, None))
+            if lo is not None and not lo <= v <= hi:
+                raise ArgumentError(f"{where}: size {size_name} = {v} does not fit the "
+                                    f"compiled program's {sdtype} symbol '{sym}'")
+            dkw[sym] = v
+            symvals[sym] = v
+        for b, desc, want, kind in self._arrays:
+            value = _get_leaf(bound.values[b.param], b.path)
+            if kind == "symbol":
+                iv = int(value)
+                sdtype = desc.dtype.as_numpy_dtype()
+                lo, hi = _INT_RANGES.get(sdtype, (None, None))
+                if lo is not None and not lo <= iv <= hi:
+                    raise ArgumentError(f"{where}: parameter '{b.param}' = {iv} does not fit the "
+                                        f"compiled program's {sdtype} symbol '{b.data}'")
+                dkw[b.data] = iv
+                symvals[b.data] = iv
+            elif kind == "scalar":
+                dkw[b.data] = value
+            elif kind == "scalar_array":
+                arr = np.full((1,) * len(desc.shape), value, dtype=want)
+                keepalive.append(arr)
+                dkw[b.data] = arr
+            else:
+                on_gpu = self._storage_gpu.get(b.data, False)
+                is_device = not isinstance(value, np.ndarray)
+                if on_gpu != is_device:
+                    raise ArgumentError(
+                        f"{where}: parameter '{b.param}' must be a "
+                        f"{'GPU (CuPy)' if on_gpu else 'host (NumPy)'} array for this compiled "
+                        f"program, got {type(value).__module__}.{type(value).__name__}")
+                if getattr(value, "base", None) is not None:
+                    any_view = True
+                dkw[b.data] = value   # identity-checked on reuse; no reference kept
+
+        # Lowering self-check: the SDFG's idea of each array's shape and strides.
+        if self._layout:
+            vals = self._layout_fn(*[symvals[n] for n in self._layout_names])
+            for i, ndim, first in self._layout:
+                b, desc, want, _ = self._arrays[i]
+                arr = dkw[b.data]
+                shape = tuple(int(x) for x in vals[first:first + ndim])
+                strides = tuple(int(x) * arr.itemsize for x in vals[first + ndim:first + 2 * ndim])
+                if shape != tuple(arr.shape) or (arr.size > 1 and any(
+                        s != a for s, a, n in zip(strides, arr.strides, arr.shape) if n > 1)):
+                    raise RuntimeError(
+                        f"{where}: internal error: SDFG array '{b.data}' has shape {shape} and "
+                        f"strides {strides} for this call, but parameter '{b.param}' has shape "
+                        f"{tuple(arr.shape)} and strides {tuple(arr.strides)} (lowering bug)")
+
+        if self._marshal_plan is None:
+            callargs, initargs = self._dace_construct(dkw, any_view)
+        else:
+            callargs, initargs = self._marshal(dkw)
+        return callargs, initargs, tuple(keepalive)
+
+    def _dace_construct(self, dkw: dict[str, Any], any_view: bool) -> tuple[tuple, tuple]:
+        """DaCe's own marshalling (``construct_arguments``), views allowed."""
+        if any_view:
+            with dace.config.set_temporary("compiler", "allow_view_arguments", value=True):
+                return self.compiled.construct_arguments(**dkw)
+        return self.compiled.construct_arguments(**dkw)
+
+    def _marshal(self, dkw: dict[str, Any]) -> tuple[tuple, tuple]:
+        """What ``construct_arguments`` computes for plain arrays and scalars, in
+        a fraction of the time (DaCe's takes ~70 µs for a few arguments):
+        array pointers as ``c_void_p``, scalars and symbols as their ctypes."""
+        callargs = []
+        for name, conv in self._marshal_plan:
+            v = dkw[name]
+            if conv is None:    # host array
+                callargs.append(ctypes.c_void_p(v.__array_interface__["data"][0]))
+            elif conv is _DEVICE:
+                callargs.append(ctypes.c_void_p(v.__cuda_array_interface__["data"][0]))
+            else:
+                callargs.append(conv(v))
+        return tuple(callargs), tuple(callargs[i] for i in self._init_positions)
+
+    # ------------------------------------------------------------------ introspection
+
+    def bind(self, **kwargs: Any) -> BoundArguments:
+        """Check arguments as a call would, without running anything."""
+        return self._binder.bind(kwargs)
+
+    def cache_info(self) -> dict[str, int]:
+        """``hits`` (calls that reused prepared arguments), ``misses``, ``size``."""
+        return {"hits": self._hits, "misses": self._misses, "size": len(self._entries)}
+
+    def clear_cache(self) -> None:
+        """Forget the prepared argument vectors."""
+        self._entries.clear()
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{p.name}: {p.type}" for p in self.signature.params)
+        return f"<SDFGCallable {self.name}({params})>"
+
+
+def _prod(shape: Any) -> Any:
+    out: Any = 1
+    for s in shape:
+        out = out * s
+    try:
+        return int(out)
+    except TypeError:
+        return None
