@@ -36,6 +36,14 @@ class LoweredProgram:
     signature: CallSignature
 
 
+def _dace_expr(expr: sympy.Expr):
+    """A SymPy bound as DaCe wants it: an int or a DaCe symbolic expression."""
+    expr = sympy.expand(expr)
+    if expr.is_Integer:
+        return int(expr)
+    return dace.symbolic.pystr_to_symbolic(str(expr))
+
+
 def _text(node) -> str:
     try:
         from ..syntax import format as fmt
@@ -101,8 +109,8 @@ class ProgramLowering:
         if not dims:
             self.sdfg.add_scalar(data, DACE_TYPES[dtype.name], transient=transient)
             return info
-        self.sdfg.add_array(data, [str(s) for s in info.shape], DACE_TYPES[dtype.name],
-                            offset=[str(-d.start) for d in dims], transient=transient)
+        self.sdfg.add_array(data, [_dace_expr(s) for s in info.shape], DACE_TYPES[dtype.name],
+                            offset=[_dace_expr(-d.start) for d in dims], transient=transient)
         return info
 
     def add_transient(self, t: ir.TensorType) -> Stored:
@@ -112,8 +120,9 @@ class ProgramLowering:
             data = self.names.fresh("t")
             dims = tuple(t.dims)
             info = ArrayInfo(data, dims, dtype)
-            self.sdfg.add_transient(data, [str(s) for s in info.shape], DACE_TYPES[dtype.name],
-                                    offset=[str(-d.start) for d in dims])
+            self.sdfg.add_transient(data, [_dace_expr(s) for s in info.shape],
+                                    DACE_TYPES[dtype.name],
+                                    offset=[_dace_expr(-d.start) for d in dims])
             return info
         return Stored(t, leaf(t.dtype))
 
