@@ -340,7 +340,25 @@ class SDFGCallable:
     # ------------------------------------------------------------------ calling
 
     def __call__(self, **kwargs: Any) -> None:
-        key, arrays = self._key(kwargs)
+        # Hot path: key on array identities and scalar values (see _key, inlined).
+        parts: list[Any] = []
+        arrays: list[Any] = []
+        key: tuple | None
+        for k, v in kwargs.items():
+            t = type(v)
+            if t is np.ndarray:
+                parts.append(k)
+                parts.append(id(v))
+                arrays.append(v)
+            elif t in _SCALAR_KEY_TYPES:
+                parts.append(k)
+                parts.append(t)
+                parts.append(v)
+            else:
+                key, arrays = self._key(kwargs)
+                break
+        else:
+            key = tuple(parts)
         if key is not None:
             entry = self._entries.get(key)
             if entry is not None:

@@ -542,7 +542,7 @@ class Checker:
         rest = self.broadcast(e, others)
         ds = [t.dim(axis) for t in types]
         whole = ds[0].with_interval(ds[0].start, ds[-1].stop)
-        order = [d.name for d in self.broadcast(e, types)]
+        order = list(dict.fromkeys(d.name for t in types for d in t.dims))
         dims = {d.name: d for d in rest}
         dims[axis] = replace(whole, mask=None)
         prefix = (ir.Sym(axis),) if explicit else ()
