@@ -561,6 +561,44 @@ def test_reduce_of_parameter_without_mask_uses_all_neighbours():
     np.testing.assert_allclose(out, s.prod(1), rtol=1e-14)
 
 
+def test_reduce_mask_follows_cartesian_shift():
+    # Shifting a partially shifted tensor along the table's destination dimension
+    # shifts its mask with it (the mask becomes ⟪Vertex, 1⟫(V2E)).
+    src = """p(out: tensor<float, Vertex[0:V-1]>, ok: tensor<bool, Vertex[0:V-1], _NB_0[0:3]>,
+                x: tensor<float, Edge[0:E]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>) {
+               out <- reduce(lambda(acc: tensor<float, Vertex[0:V-1]>, a: tensor<float, Vertex[0:V-1]>)
+                             -> acc + a, 0.0)(<<Vertex, 1>>(<<V2E>>(x)));
+               ok <- can_deref(<<Vertex, 1>>(<<V2E>>(x))) }"""
+    r = rng(13)
+    _, v2e = _tables(r, 7, 10, 3)
+    x = r.random(10)
+    out, ok = np.zeros(6), np.zeros((6, 3), bool)
+    run(src, out=out, ok=ok, x=x, V2E=v2e)
+    np.testing.assert_allclose(out, np.where(v2e >= 0, x[np.maximum(v2e, 0)], 0).sum(1)[1:],
+                               rtol=1e-14)
+    same(ok, v2e[1:] >= 0)
+
+
+def test_table_entries_out_of_range_read_as_absent():
+    src = """p(out: tensor<float, Edge[0:4]>, x: tensor<float, Vertex[0:3]>,
+                E2V: tensor<int, Edge[0:4], _NB_Vertex[0:2]>) { out <- <<E2V, 0>>(x) }"""
+    e2v = np.array([[0, 0], [2, 0], [3, 0], [-5, 0]])
+    out = np.zeros(4)
+    run(src, out=out, x=np.array([1.0, 2.0, 3.0]), E2V=e2v)
+    same(out, np.array([1.0, 3.0, np.nan, np.nan]))
+
+
+def test_zero_sizes():
+    src = """p(out: tensor<float, I[0:N]>, s: tensor<float, Vertex[0:V]>, x: tensor<float, I[-1:N+1]>,
+                y: tensor<float, Edge[0:E]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:2]>) {
+               out <- <<I, 1>>(x) + <<I, -1>>(x);
+               s <- reduce(lambda(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>)
+                           -> acc + a, 0.0)(<<V2E>>(y)) }"""
+    out, s = np.zeros(0), np.zeros(3)
+    run(src, out=out, s=s, x=np.zeros(2), y=np.zeros(0), V2E=np.full((3, 2), -1))
+    same(s, np.zeros(3))
+
+
 # --------------------------------------------------------------------------- scan
 
 

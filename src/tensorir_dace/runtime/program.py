@@ -1,0 +1,55 @@
+"""Compiled Tensor IR programs: lower, optimise, compile (cached), call."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import dace
+
+from .. import ir
+from ..lowering import lower_program
+from .cache import compile_sdfg
+from .compiled import CallSignature, SDFGCallable
+
+
+class CompiledProgram:
+    """A program compiled through DaCe; call it with keyword arguments named like
+    the parameters (same conventions as :func:`tensorir_dace.interpret`)."""
+
+    def __init__(self, program: ir.Program, sdfg: dace.SDFG, signature: CallSignature,
+                 *, cache_dir: str | os.PathLike | None = None):
+        self.program = program
+        self.sdfg = sdfg
+        self.signature = signature
+        self._callable = SDFGCallable(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
+                                      name=program.name)
+
+    @classmethod
+    def from_sdfg(cls, program: ir.Program, sdfg: dace.SDFG, *,
+                  cache_dir: str | os.PathLike | None = None) -> "CompiledProgram":
+        """Compile an SDFG obtained from :func:`tensorir_dace.to_sdfg` (and perhaps
+        transformed by the user) behind this program's argument checks."""
+        from ..lowering import lower
+        from ..typing import check
+        signature = lower(check(program)).signature
+        missing = [b.data for b in signature.bindings if b.data not in sdfg.arrays]
+        if missing:
+            from ..errors import TensorIRError
+            raise TensorIRError("the SDFG lacks the containers "
+                                + ", ".join(missing) + f" of program '{program.name}'; "
+                                "was it made by to_sdfg from this program?")
+        return cls(program, sdfg, signature, cache_dir=cache_dir)
+
+    def __call__(self, **kwargs: Any) -> None:
+        self._callable(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"CompiledProgram({self.program.name!r}, sdfg={self.sdfg.name!r})"
+
+
+def compile(program: ir.Program, *, optimize: str = "default",
+            cache_dir: str | os.PathLike | None = None) -> CompiledProgram:
+    """Check, lower, optimise and compile a program (compiled once per content)."""
+    lowered = lower_program(program, optimize=optimize)
+    return CompiledProgram(program, lowered.sdfg, lowered.signature, cache_dir=cache_dir)
