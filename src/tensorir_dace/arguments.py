@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import sympy
@@ -71,7 +72,8 @@ def numpy_dtype(t: ir.ScalarType) -> np.dtype:
     return _NUMPY_DTYPES[t.name]
 
 
-def leaf_types(t: ir.ElementType, path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], ir.ScalarType]]:
+def leaf_types(t: ir.ElementType,
+               path: tuple[int, ...] = ()) -> list[tuple[tuple[int, ...], ir.ScalarType]]:
     """The scalar leaves of an element type with their index paths, in order.
 
     ``float64`` gives ``[((), float64)]``; ``(float64, (int32, bool))`` gives
@@ -467,9 +469,9 @@ class ArgumentBinder:
             if first and first[0][1] != shape:
                 p0, s0 = first[0]
                 raise ArgumentError(
-                    f"{where}: {_leaf_name(info.name, path)} has shape {_shape_str(shape)}, but element "
-                    f"{_path_str(p0)} of the same parameter has shape {_shape_str(s0)}; "
-                    "all elements of a tuple-typed tensor have the same shape")
+                    f"{where}: {_leaf_name(info.name, path)} has shape {_shape_str(shape)}, "
+                    f"but element {_path_str(p0)} of the same parameter has shape "
+                    f"{_shape_str(s0)}; all elements of a tuple-typed tensor have the same shape")
             if not first:
                 first.append((path, shape))
             return arr

@@ -9,7 +9,11 @@ checks the arguments with :func:`tensorir_dace.arguments.bind_arguments`
 (every check happens before anything is written), evaluates the statements
 with vectorised NumPy (:mod:`.evaluate`, values in :mod:`.values`) and writes
 the outputs in place into the caller's arrays.  Temporaries are allocated
-internally for each call.
+internally for each call and zero-initialised (deterministic; compiled code
+need not do the same, so a program must not read a temporary before writing
+it).  Semantic conventions (integer division, absent neighbours, …) are listed
+in :mod:`.evaluate`.  An :class:`~.values.InterpreterError` means the typed
+program is inconsistent in a way the type checker should have rejected.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
 
-__all__ = ["interpret", "typed_program", "Evaluator", "Value", "align", "InterpreterError"]
+__all__ = ["Evaluator", "InterpreterError", "Value", "align", "interpret", "typed_program"]
 
 _BY_ID: dict[int, tuple[ir.Program, ir.Program]] = {}
 

@@ -30,7 +30,9 @@ Numerical conventions (DESIGN.md §2, and the decisions below):
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import itertools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +40,21 @@ from .. import intervals as iv
 from .. import ir
 from ..arguments import numpy_dtype
 from ..errors import ArgumentError
-from .values import (CDims, InterpreterError, Value, absent_fill, align, full_like_dims,
-                     gather, leaves, make_value, map_leaves, map_leaves2, restrict, shape_of)
+from .values import (
+    CDims,
+    InterpreterError,
+    Value,
+    absent_fill,
+    align,
+    full_like_dims,
+    gather,
+    leaves,
+    make_value,
+    map_leaves,
+    map_leaves2,
+    restrict,
+    shape_of,
+)
 
 Env = dict[str, Value]
 
@@ -292,7 +307,7 @@ class Evaluator:
                 for d in types[0].dims:
                     ds = [t.dim(d.name) for t in types]
                     if all(x is not None for x in ds) and all(
-                            iv.equal(a.stop, b.start) for a, b in zip(ds, ds[1:])):
+                            iv.equal(a.stop, b.start) for a, b in itertools.pairwise(ds)):
                         axis = d.name
                         break
                 if axis is None:
@@ -467,11 +482,11 @@ class Evaluator:
         for j in range(a1 - a0):
             child[acc_name] = restrict(Value(R, acc), acc_dims, what="the accumulator")
             for name, pd, data, has in prepared:
-                child[name] = Value(pd, map_leaves(lambda a: a[..., j], data) if has else data)
+                child[name] = Value(pd, map_leaves(lambda a, j=j: a[..., j], data) if has else data)
             new = align(self.eval(lam.body, child), R, what="the reduce lambda's result")
             if present is not None:
                 pj = present[..., j]
-                new = map_leaves2(lambda n, o: np.where(pj, n, o), new, acc)
+                new = map_leaves2(lambda n, o, pj=pj: np.where(pj, n, o), new, acc)
             acc = make_value(R, new).data
         return Value(R, acc)
 
@@ -501,7 +516,7 @@ class Evaluator:
         for k in levels:
             child[state_name] = state
             for name, pd, data, has in prepared:
-                child[name] = Value(pd, map_leaves(lambda a: a[..., k], data) if has else data)
+                child[name] = Value(pd, map_leaves(lambda a, k=k: a[..., k], data) if has else data)
             body = self.eval(lam.body, child)
             level = align(body, rest, what="the scan lambda's result")
             idx = (slice(None),) * ai + (k,)
@@ -580,10 +595,10 @@ def interpret_program(typed: ir.Program, values: dict[str, Any], symbols: dict[s
             env[p.name] = storage[p.name] = Value(ev.dims_of(p.type), v)
     for tmp in typed.temporaries:
         dims = tmp_dims[tmp.name]
-        data = _dtype_data(tmp.type.dtype, lambda dt: np.zeros(shape_of(dims), dtype=dt))
+        data = _dtype_data(tmp.type.dtype, lambda dt, dims=dims: np.zeros(shape_of(dims), dtype=dt))
         env[tmp.name] = storage[tmp.name] = Value(dims, data)
     with np.errstate(all="ignore"):
         ev.run(typed.body, env, storage)
 
 
-__all__ = ["Evaluator", "interpret_program", "ELEMENTWISE"]
+__all__ = ["ELEMENTWISE", "Evaluator", "interpret_program"]

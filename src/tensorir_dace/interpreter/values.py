@@ -19,7 +19,8 @@ views: no data is copied.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,9 +31,21 @@ CDim = tuple[str, int, int]
 CDims = tuple[CDim, ...]
 
 __all__ = [
-    "CDim", "CDims", "Value", "InterpreterError", "align", "restrict", "make_value",
-    "map_leaves", "map_leaves2", "leaves", "absent_fill", "full_like_dims", "shape_of",
-    "dims_str", "gather",
+    "CDim",
+    "CDims",
+    "InterpreterError",
+    "Value",
+    "absent_fill",
+    "align",
+    "dims_str",
+    "full_like_dims",
+    "gather",
+    "leaves",
+    "make_value",
+    "map_leaves",
+    "map_leaves2",
+    "restrict",
+    "shape_of",
 ]
 
 
@@ -94,7 +107,7 @@ def absent_fill(dtype: np.dtype) -> Any:
 class Value:
     """A tensor value: concrete ``dims`` and ``data`` (array or nested tuple)."""
 
-    __slots__ = ("dims", "data")
+    __slots__ = ("data", "dims")
 
     def __init__(self, dims: CDims, data: Any):
         self.dims = dims
@@ -248,7 +261,7 @@ def gather(value: Value, src: str, coords: np.ndarray, coord_dims: CDims,
         lo = max(dims[new][1], dims[old][1])
         hi = max(min(dims[new][2], dims[old][2]), lo)
 
-        def diag(a: np.ndarray, new=new, old=old, lo=lo, hi=hi) -> np.ndarray:
+        def diag(a: np.ndarray, new=new, old=old, lo=lo, hi=hi, dims=dims) -> np.ndarray:
             idx = [slice(None)] * a.ndim
             idx[new] = slice(lo - dims[new][1], hi - dims[new][1])
             idx[old] = slice(lo - dims[old][1], hi - dims[old][1])

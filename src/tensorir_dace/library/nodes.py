@@ -10,9 +10,8 @@ from dace.transformation.transformation import ExpandTransformation
 
 
 def _tasklet(node: "TensorIRLoopNode") -> nodes.Tasklet:
-    return nodes.Tasklet(node.label, dict.fromkeys(node.in_connectors),
-                         dict.fromkeys(node.out_connectors), node.code,
-                         language=dace.Language.CPP)
+    return nodes.Tasklet(node.label, dict(node.in_connectors), dict(node.out_connectors),
+                         node.code, language=dace.Language.CPP)
 
 
 @dace.library.expansion

@@ -338,10 +338,17 @@ class ProgramLowering:
             for c, m in out_memlets.items():
                 self.state.add_edge(tasklet, c, output_nodes[m.data], None, m)
             return
-        self.state.add_mapped_tasklet(label, self.map_ranges(domain), inputs, tb.code,
-                                      out_memlets, language=dace.Language.CPP,
-                                      external_edges=True, input_nodes=input_nodes,
-                                      output_nodes=output_nodes)
+        tasklet, _, _ = self.state.add_mapped_tasklet(
+            label, self.map_ranges(domain), inputs, tb.code, out_memlets,
+            language=dace.Language.CPP, external_edges=True, input_nodes=input_nodes,
+            output_nodes=output_nodes)
+        self.type_pointer_connectors(tasklet, tb)
+
+    def type_pointer_connectors(self, node, tb: TaskletBuilder) -> None:
+        """Whole-array connectors are pointers even when the array has one element."""
+        for c, conn in tb.inputs.items():
+            if conn.pointer:
+                node.in_connectors[c] = dace.pointer(self.sdfg.arrays[conn.data].dtype)
 
     def library_map(self, label: str, domain, node, tb: TaskletBuilder, outputs: dict):
         """A map over ``domain`` whose body is one library node."""
@@ -354,8 +361,11 @@ class ProgramLowering:
                                   memlet=self.memlet(conn.data, conn.subset))
         if not tb.inputs:
             state.add_nedge(me, node, dace.Memlet())
+        self.type_pointer_connectors(node, tb)
         for c, (data, subset) in outputs.items():
             node.add_out_connector(c)
+            if ":" in subset:
+                node.out_connectors[c] = dace.pointer(self.sdfg.arrays[data].dtype)
             state.add_memlet_path(node, mx, self.write_node(data), src_conn=c,
                                   memlet=self.memlet(data, subset))
 

@@ -23,19 +23,19 @@ from __future__ import annotations
 import ctypes
 import os
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
-
-import numpy as np
-import sympy
+from typing import Any
 
 import dace
+import numpy as np
+import sympy
 from dace import data as dt
 from dace import dtypes
 from dace.codegen.compiled_sdfg import CompiledSDFG
 
 from .. import ir
-from ..arguments import ArgumentBinder, BoundArguments, leaf_types, numpy_dtype
+from ..arguments import ArgumentBinder, BoundArguments, numpy_dtype
 from ..errors import ArgumentError, TensorIRError
 
 __all__ = [
@@ -217,7 +217,8 @@ class SDFGCallable:
         sdfg_symbols = {s: typedict[s] for s in sig if s in typedict and s not in sdfg.arrays}
 
         problems: list[str] = []
-        self._arrays: list[tuple[ArgBinding, dt.Data, np.dtype, str]] = []  # kind: array/scalar/scalar_array/symbol
+        # (binding, descriptor, dtype, kind: array / scalar / scalar_array / symbol)
+        self._arrays: list[tuple[ArgBinding, dt.Data, np.dtype, str]] = []
         provided: set[str] = set()
         for b in self.signature.bindings:
             p = params.get(b.param)
@@ -369,10 +370,10 @@ class SDFGCallable:
                 else:
                     self._hits += 1
                     self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
-                    return None
+                    return
                 del self._entries[key]
         self._call_slow(kwargs, key, arrays)
-        return None
+        return
 
     @staticmethod
     def _key(kwargs: Mapping[str, Any]) -> tuple[tuple | None, list]:

@@ -1,0 +1,114 @@
+"""Reproducible random arguments for any program, and result comparison.
+
+Used by the command line (``tensorir-dace run``), the tests and the
+benchmarks: neighbour tables get valid source coordinates with some ``-1``
+(absent) entries, other int tensors small values, floats values in [0.5, 1.5)
+(safe for division and logarithms).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import sympy
+
+from . import ir
+from .arguments import numpy_dtype
+from .errors import TensorIRError
+
+DEFAULT_SIZE = 8
+
+
+def size_symbols(program: ir.Program) -> list[str]:
+    names: dict[str, None] = {}
+    for p in program.params:
+        for d in p.type.dims:
+            for b in (d.start, d.stop):
+                for s in sorted(b.free_symbols, key=lambda s: s.name):
+                    names[s.name] = None
+    return list(names)
+
+
+def _concrete(b: sympy.Expr, sizes: dict[str, int]) -> int:
+    return int(b.subs({s: sizes[s.name] for s in b.free_symbols}))
+
+
+def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None,
+                     seed: int = 0, absent_fraction: float = 0.1) -> dict[str, Any]:
+    """Keyword arguments for ``program``: arrays for tensors, scalars for scalars."""
+    sizes = {s: DEFAULT_SIZE for s in size_symbols(program)} | dict(sizes or {})
+    rng = np.random.default_rng(seed)
+    intervals: dict[str, tuple[int, int]] = {}
+    for p in program.params:
+        for d in p.type.dims:
+            intervals.setdefault(d.name, (_concrete(d.start, sizes), _concrete(d.stop, sizes)))
+
+    def leaf(dtype: ir.ScalarType, t: ir.TensorType, shape: tuple[int, ...]):
+        np_t = numpy_dtype(dtype)
+        if dtype.is_bool:
+            return rng.random(shape) < 0.5
+        if dtype.is_float:
+            return (rng.random(shape) + 0.5).astype(np_t)
+        src = next((d.neighbor_source for d in t.dims if d.neighbor_source), None)
+        if src is not None:
+            if src not in intervals:
+                raise TensorIRError(f"cannot make a random neighbour table for {src}: no "
+                                    f"parameter has dimension {src}")
+            lo, hi = intervals[src]
+            values = rng.integers(lo, max(hi, lo + 1), shape)
+            values[rng.random(shape) < absent_fraction] = -1
+            return values.astype(np_t)
+        return rng.integers(-4, 5, shape).astype(np_t)
+
+    def value(dtype: ir.ElementType, t: ir.TensorType, shape):
+        if isinstance(dtype, ir.TupleType):
+            return tuple(value(d, t, shape) for d in dtype.elements)
+        return leaf(dtype, t, shape)
+
+    args: dict[str, Any] = {}
+    for p in program.params:
+        t = p.type
+        if t.is_scalar:
+            dtype = t.dtype
+            if isinstance(dtype, ir.TupleType):
+                raise TensorIRError(f"tuple scalar parameter '{p.name}' is not supported")
+            args[p.name] = (True if dtype.is_bool else 3 if dtype.is_int
+                            else numpy_dtype(dtype).type(1.25))
+            continue
+        shape = tuple(_concrete(d.stop, sizes) - _concrete(d.start, sizes) for d in t.dims)
+        args[p.name] = value(t.dtype, t, shape)
+    return args
+
+
+def clone(args: dict[str, Any]) -> dict[str, Any]:
+    return copy.deepcopy(args)
+
+
+def _leaves(x):
+    if isinstance(x, tuple):
+        for v in x:
+            yield from _leaves(v)
+    else:
+        yield x
+
+
+def max_difference(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """The largest absolute difference over all array leaves (NaN == NaN); inf if
+    NaN appears on one side only."""
+    worst = 0.0
+    for name in a:
+        for x, y in zip(_leaves(a[name]), _leaves(b[name])):
+            if not isinstance(x, np.ndarray) or x.size == 0:
+                continue
+            x64, y64 = x.astype(np.float64), y.astype(np.float64)
+            nan_x, nan_y = np.isnan(x64), np.isnan(y64)
+            if (nan_x != nan_y).any():
+                return float("inf")
+            ok = ~nan_x
+            if ok.any():
+                inf_same = (x64[ok] == y64[ok])
+                diff = np.where(inf_same, 0.0, np.abs(x64[ok] - y64[ok]))
+                worst = max(worst, float(np.max(diff)))
+    return worst

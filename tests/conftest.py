@@ -1,0 +1,67 @@
+"""Shared fixtures: compile each program once per test run."""
+
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import numpy as np
+import pytest
+
+import tensorir_dace as tir
+from tensorir_dace.testing import clone, random_arguments
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "sdfg_examples"
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(src: str):
+    return tir.parse(src)
+
+
+@functools.lru_cache(maxsize=None)
+def compiled(src: str, optimize: str = "default"):
+    """The compiled program of a source text (one compile per text and level)."""
+    return tir.compile(parsed(src), optimize=optimize)
+
+
+def example(name: str) -> str:
+    return (EXAMPLES / f"{name}.tir").read_text()
+
+
+def assert_same_results(actual: dict, expected: dict, rtol: float = 1e-12) -> None:
+    """Every array leaf equal up to ``rtol`` (NaN == NaN, same dtype)."""
+    def leaves(x):
+        if isinstance(x, tuple):
+            for v in x:
+                yield from leaves(v)
+        else:
+            yield x
+    for name in expected:
+        for a, e in zip(leaves(actual[name]), leaves(expected[name])):
+            if isinstance(e, np.ndarray):
+                assert a.dtype == e.dtype, (name, a.dtype, e.dtype)
+                tol = max(rtol, 2e-6) if a.dtype == np.float32 else rtol
+                if a.dtype.kind == "f":
+                    np.testing.assert_allclose(a, e, rtol=tol, atol=tol, equal_nan=True,
+                                               err_msg=name)
+                else:
+                    np.testing.assert_array_equal(a, e, err_msg=name)
+
+
+def check_against_interpreter(src: str, optimize: str = "default", *, sizes=None, seed=0,
+                              rtol: float = 1e-12, args=None):
+    """Run ``src`` compiled and interpreted on the same random inputs; compare."""
+    prog = parsed(src)
+    base = args if args is not None else random_arguments(prog, sizes=sizes, seed=seed)
+    ref, out = clone(base), clone(base)
+    tir.interpret(prog, **ref)
+    compiled(src, optimize)(**out)
+    assert_same_results(out, ref, rtol)
+    return out, ref
+
+
+@pytest.fixture(params=["none", "default"])
+def optimize(request):
+    return request.param
