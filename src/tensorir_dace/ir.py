@@ -16,6 +16,7 @@ whenever they mean the same program.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Iterator, Union
 
@@ -90,8 +91,8 @@ def as_bound(value: "int | str | sympy.Expr") -> sympy.Expr:
     if isinstance(value, int):
         return sympy.Integer(value)
     if isinstance(value, str):
-        expr = sympy.sympify(value)
-        return expr.subs({s: size_symbol(s.name) for s in expr.free_symbols})
+        names = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", value))
+        return sympy.sympify(value, locals={n: size_symbol(n) for n in names})
     raise TypeError(f"cannot use {value!r} as an interval bound")
 
 

@@ -717,9 +717,10 @@ class Checker:
         x = self.expr(e.args[0], scope, expected)
         t = self.unstructured_operand(e, x, nb.neighbor_source, _name_of(func.args[0]))
         dims = []
+        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
         for d in t.dims:
             if d.name == nb.neighbor_source:
-                dims.append(dst)
+                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
             elif d.name != dst.name:
                 dims.append(d)
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
@@ -796,10 +797,21 @@ class Checker:
         if body_t.dtype != acc_t.dtype or set(body_t.dim_names) != set(acc_t.dim_names):
             raise self.error(lam.body, f"the reduce lambda must return the accumulator's type "
                                        f"{acc_t}, got {body_t}")
+        self.body_covers(lam, body_t, bindings[lam.params[0].name].type, "reduce", "accumulator")
         result = ir.TensorType(acc_t.dtype, tuple(body_t.dim(n) for n in acc_t.dim_names))
         result = _substitute_masks(result, {p.name: a for p, a in zip(lam.params[1:], args)})
         return replace(e, func=replace(func, args=(typed, init)), args=tuple(args),
                        type=result)
+
+    def body_covers(self, lam: ir.Lambda, body_t: ir.TensorType, carried: ir.TensorType,
+                    what: str, role: str) -> None:
+        """The next step needs the carried value on its whole declared domain."""
+        for d in carried.dims:
+            bd = body_t.dim(d.name)
+            if not self.decide(lam.body, lambda: iv.covers(bd, d)):
+                raise self.error(lam.body, f"the {what} lambda returns {d.name}"
+                                           f"[{bd.start}:{bd.stop}] but the {role} needs "
+                                           f"{d.name}[{d.start}:{d.stop}]")
 
     def c_scan(self, e, func, scope, expected):
         lam = self.lambda_and_init(func, "scan", (3, 4))
@@ -836,6 +848,7 @@ class Checker:
         if body_t.dtype != state_t.dtype or set(body_t.dim_names) != set(state_t.dim_names):
             raise self.error(lam.body, f"the scan lambda must return the state's type "
                                        f"{state_t}, got {body_t}")
+        self.body_covers(lam, body_t, state_t, "scan", "state")
         dims = []
         for d in whole:
             if d.name == axis:
