@@ -253,10 +253,10 @@ BAD = [
      "needs I[0:12] but the argument only covers [0:10]"),
     ("reduce-body-shrinks", f"p({UNSTRUCTURED}) {{ out ← reduce(λ(acc: tensor<float, Vertex[0:4]>, "
      "x: tensor<float, Vertex[0:4]>) → ⟪Vertex, 1⟫(acc) + x, 0.0)(⟪V2E⟫(e)); }",
-     "the reduce lambda returns Vertex[-1:3] but the accumulator needs Vertex[0:4]"),
+     "the reduce lambda returns Vertex[0:3] but the accumulator needs Vertex[0:4]"),
     ("scan-body-shrinks", "p(out: tensor<float, I[0:3], K[0:5]>, x: tensor<float, I[0:3], "
      "K[0:5]>) { out ← scan(λ(s: tensor<float, I[0:3]>, a: tensor<float, I[0:3]>) → "
-     "⟪I, 1⟫(s) + a, True, 0.0)(x); }", "the scan lambda returns I[-1:2] but the state needs"),
+     "⟪I, 1⟫(s) + a, True, 0.0)(x); }", "the scan lambda returns I[0:2] but the state needs I[0:3]"),
     ("shift-overlap-dst", "p(out: tensor<float, Edge[0:9]>, x: tensor<float, Vertex[0:6], "
      "Edge[2:5]>, E2V: tensor<int, Edge[0:9], _NB_Vertex[0:2]>) { out ← ⟪E2V, 0⟫(x); }",
      "the expression is defined on Edge[2:5] but the target 'out' needs Edge[0:9]"),
