@@ -611,7 +611,8 @@ class Checker:
             a = items[i]
             nxt = items[i + 1] if i + 1 < len(items) else None
             is_offset = isinstance(nxt, ir.Literal) and nxt.kind == "int"
-            if isinstance(a, ir.Sym) and scope.lookup(a.name) is not None:
+            bound = scope.lookup(a.name) if isinstance(a, ir.Sym) else None
+            if bound is not None and bound.type.dims:
                 if is_offset:
                     steps.append(("unstructured_shift", (a, nxt)))
                     i += 2
