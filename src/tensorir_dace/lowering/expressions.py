@@ -116,7 +116,7 @@ class ExprGen:
               cond: bool = False) -> Any:
         if isinstance(e, ir.Literal):
             return literal_code(e.value, e.type.dtype)
-        key = (id(e), id(scope), tuple(sorted((k, v.key()) for k, v in env.items())),
+        key = (e, id(scope), tuple(sorted((k, v.key()) for k, v in env.items())),
                root, cond)
         cached = self.tb.recall(key)
         if cached is not None:
