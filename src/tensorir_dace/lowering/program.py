@@ -150,6 +150,7 @@ class ProgramLowering:
         self.block(self.program.body, self.scope)
         if self.last_block is None:
             self.new_state("empty")
+        self.sdfg.arg_names = [b.data for b in self.bindings]
         signature = CallSignature(self.program.params, tuple(self.bindings),
                                   dict(self.symbol_names))
         return LoweredProgram(self.sdfg, signature)

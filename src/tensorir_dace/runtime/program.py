@@ -8,12 +8,14 @@ from typing import Any
 import dace
 
 from .. import ir
+from ..errors import TensorIRError
+from ..interop import SDFGConvertible
 from ..lowering import lower_program
 from .cache import compile_sdfg
 from .compiled import CallSignature, SDFGCallable
 
 
-class CompiledProgram:
+class CompiledProgram(SDFGConvertible):
     """A program compiled through DaCe; call it with keyword arguments named like
     the parameters (same conventions as :func:`tensorir_dace.interpret`)."""
 
@@ -22,8 +24,12 @@ class CompiledProgram:
         self.program = program
         self.sdfg = sdfg
         self.signature = signature
-        self._callable = SDFGCallable(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
-                                      name=program.name)
+        try:
+            self._callable = SDFGCallable(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
+                                          name=program.name)
+        except ValueError as e:
+            raise TensorIRError(f"the SDFG '{sdfg.name}' does not fit program "
+                                f"'{program.name}': {e}") from None
 
     @classmethod
     def from_sdfg(cls, program: ir.Program, sdfg: dace.SDFG, *,
@@ -35,7 +41,6 @@ class CompiledProgram:
         signature = lower(check(program)).signature
         missing = [b.data for b in signature.bindings if b.data not in sdfg.arrays]
         if missing:
-            from ..errors import TensorIRError
             raise TensorIRError("the SDFG lacks the containers "
                                 + ", ".join(missing) + f" of program '{program.name}'; "
                                 "was it made by to_sdfg from this program?")
@@ -43,6 +48,9 @@ class CompiledProgram:
 
     def __call__(self, **kwargs: Any) -> None:
         self._callable(**kwargs)
+
+    def interop_program(self) -> ir.Program:
+        return self.program
 
     def __repr__(self) -> str:
         return f"CompiledProgram({self.program.name!r}, sdfg={self.sdfg.name!r})"

@@ -29,6 +29,36 @@ def scope_lifetimes(sdfg: dace.SDFG) -> None:
                 desc.lifetime = dace.AllocationLifetime.Scope
 
 
+def zero_offsets(sdfg: dace.SDFG) -> None:
+    """Rebase every array to start at index 0 (memlets shifted accordingly).
+
+    The lowering gives arrays the offset of their interval start, so that
+    coordinates index them directly.  DaCe's nesting and inlining (e.g. when
+    the SDFG is called from a ``@dace.program``) assume zero offsets, so
+    SDFGs handed to other DaCe code are rebased first.  Tasklet code indexes
+    whole-array pointers relative to the connector's subset start, which
+    moves with the memlet, so the code stays valid."""
+    for sd in sdfg.all_sdfgs_recursive():
+        shifts = {name: [int(o) if str(o).lstrip("-").isdigit() else o for o in desc.offset]
+                  for name, desc in sd.arrays.items()
+                  if isinstance(desc, dace.data.Array) and any(o != 0 for o in desc.offset)}
+        if not shifts:
+            continue
+        for state in sd.states():
+            for edge in state.edges():
+                m = edge.data
+                if m.data in shifts and m.subset is not None:
+                    m.subset.offset(shifts[m.data], negative=False)
+                if m.other_subset is not None:
+                    ends = [n.data for n in (edge.src, edge.dst)
+                            if isinstance(n, dace.nodes.AccessNode) and n.data != m.data]
+                    if ends and ends[0] in shifts:
+                        m.other_subset.offset(shifts[ends[0]], negative=False)
+        for name in shifts:
+            desc = sd.arrays[name]
+            desc.offset = [0] * len(desc.shape)
+
+
 def validate(sdfg: dace.SDFG) -> None:
     sdfg.validate()
 
