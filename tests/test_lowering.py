@@ -283,3 +283,25 @@ def test_sdfg_names_are_mangled():
     check_against_interpreter(src, "default")
     sdfg = tir.to_sdfg(parsed(src))
     assert "new" not in sdfg.arrays and "int" not in sdfg.arrays and "_x" not in sdfg.arrays
+
+
+# ------------------------------------------------------------------------- bad arguments
+
+
+@pytest.mark.parametrize("mutate,fragment", [
+    (lambda a: a.pop("inp"), "missing"),
+    (lambda a: a.update(inpt=a["inp"]), "inpt"),
+    (lambda a: a.update(inp=a["inp"].astype(np.float32)), "float32"),
+    (lambda a: a.update(inp=np.asfortranarray(a["inp"])), "contiguous"),
+    (lambda a: a.update(inp=a["inp"][:, :, ::2]), "contiguous"),
+    (lambda a: a.update(inp=a["inp"][1:]), "inp"),
+    (lambda a: a.update(inp=a["inp"][..., 0]), "inp"),
+])
+def test_bad_arguments_raise_before_anything_is_written(mutate, fragment):
+    prog = compiled(example("laplacian"))
+    args = random_arguments(parsed(example("laplacian")))
+    args["out"][...] = 42.0
+    mutate(args)
+    with pytest.raises(tir.ArgumentError, match=fragment):
+        prog(**args)
+    assert (args["out"] == 42.0).all()

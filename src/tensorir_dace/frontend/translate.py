@@ -317,6 +317,15 @@ class ProgramContext:
             raise FrontendError("expected a tensor value", loc)
         return t
 
+    def dim_intervals(self, name: str) -> list[ir.Dim]:
+        """The intervals of dimension ``name`` in the parameters and temporaries."""
+        out = []
+        for p in self.params + self.temporaries:
+            d = p.type.dim(name)
+            if d is not None:
+                out.append(d)
+        return out
+
     def broadcast(self, types: Sequence[ir.TensorType], loc: SourceLoc | None,
                   what: str) -> tuple[ir.Dim, ...]:
         try:
@@ -1189,7 +1198,9 @@ class FunctionTranslator:
         what = "concat_where"
 
         def go():
-            bounded = [d for d in (da, db) if d is not None]
+            # a branch without dimension D is defined everywhere along D: its pieces are
+            # clipped to the hull of D's intervals in this program and in the branches
+            bounded = [d for d in (da, db) if d is not None] + self.ctx.dim_intervals(D)
             lo = bounded[0].start
             hi = bounded[0].stop
             for d in bounded[1:]:
