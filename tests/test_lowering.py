@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.testing import random_arguments
 
 from conftest import check_against_interpreter, compiled, example, parsed
 
@@ -44,7 +44,7 @@ def elementwise_program(dtype: str) -> str:
     for n in COMPARE:
         outs.append(f"o_{n}: {B}")
         stmts.append(f"o_{n} ← {n}(a, b);")
-    outs += [f"o_logic: {B}", f"o_if: {t}", f"o_cast: tensor<int32, I[0:6], J[0:5]>",
+    outs += [f"o_logic: {B}", f"o_if: {t}", "o_cast: tensor<int32, I[0:6], J[0:5]>",
              f"o_castb: {B}", f"o_lit: {t}"]
     stmts += ["o_logic ← (a < b ∧ ¬(a == b)) ∨ p;",
               "o_if ← if(a < b, a, b × 2);",

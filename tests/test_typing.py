@@ -277,7 +277,7 @@ BAD = [
     ("undecidable-bounds", "p(out: tensor<float, I[0:N]>, a: tensor<float, I[0:N]>, "
      "b: tensor<float, I[0:M]>) { out ← a + b; }", "cannot decide whether"),
     ("duplicate-param", f"p(out: {F1}, out: {F1}) {{ out ← 1.0; }}", "'out' is declared twice"),
-    ("duplicate-dim", f"p(out: tensor<float, I[0:3], I[0:3]>) {{ out ← 1.0; }}",
+    ("duplicate-dim", "p(out: tensor<float, I[0:3], I[0:3]>) { out ← 1.0; }",
      "dimension 'I' appears twice"),
     ("builtin-as-param", f"p(out: {F1}, sin: {F1}) {{ out ← 1.0; }}", "'sin' is a builtin"),
     ("builtin-uncalled", f"p(out: {F1}, x: {F1}) {{ out ← sqrt; }}", "builtin 'sqrt' must be called"),

@@ -174,6 +174,13 @@ class TensorType:
                 return d
         return None
 
+    @property
+    def highest_neighbor(self) -> Dim | None:
+        """The ``_NB_<n>`` dimension with the highest counter: the one that
+        ``reduce`` and ``shift_apply`` act on."""
+        counted = [d for d in self.dims if d.neighbor_counter is not None]
+        return max(counted, key=lambda d: d.neighbor_counter) if counted else None
+
     def __str__(self) -> str:
         parts = [str(self.dtype)] + [str(d) for d in self.dims]
         return "tensor<" + ", ".join(parts) + ">"

@@ -131,14 +131,6 @@ def _head(e: ir.Expr) -> ir.Expr:
     return e
 
 
-def _highest_neighbor(t: ir.TensorType) -> ir.Dim | None:
-    best = None
-    for d in t.dims:
-        c = d.neighbor_counter
-        if c is not None and (best is None or c > best.neighbor_counter):
-            best = d
-    return best
-
 
 def _dtype_data(dtype: ir.ElementType, make: Callable[[np.dtype], np.ndarray]) -> Any:
     """A (nested) tuple of ``make(np dtype)`` following the element type."""
@@ -351,7 +343,7 @@ class Evaluator:
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         rdims = self.dims_of(e.type)
         dst_c = next(d for d in rdims if d[0] == dst.name)
-        new_nb = _highest_neighbor(e.type).name
+        new_nb = e.type.highest_neighbor.name
         table, _, (_, n0, n1) = self._table(tbl, dst_c, env)
         return gather(x, nb.neighbor_source, table, (dst_c, (new_nb, n0, n1)), fill)
 
@@ -363,7 +355,7 @@ class Evaluator:
 
     def apply_index(self, e: ir.Call, x: Value) -> Value:
         """``shift_apply(k)`` applied to the value ``x``."""
-        name = _highest_neighbor(e.args[0].type).name
+        name = e.args[0].type.highest_neighbor.name
         axis = x.names.index(name)
         start = x.dims[axis][1]
         idx = (slice(None),) * axis + (e.func.args[0].value - start,)
@@ -455,7 +447,7 @@ class Evaluator:
         lam, init_e = e.func.args
         types = [a.type for a in e.args]
         axis = max((d.neighbor_counter, d.name) for d in
-                   (_highest_neighbor(t) for t in types) if d is not None)[1]
+                   (t.highest_neighbor for t in types) if d is not None)[1]
         R = self.dims_of(e.type)
         intervals = [self.dim_of(t.dim(axis)) for t in types if t.dim(axis) is not None]
         a0 = max(i[1] for i in intervals)

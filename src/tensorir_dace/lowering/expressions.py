@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-import sympy
 
 from .. import ir
 from ..errors import LoweringError
@@ -280,7 +279,7 @@ class ExprGen:
                     inner[dim] = inner[dim].shifted(offset)
                 return self.value(args[0], inner, scope)
             case "shift_apply":
-                nb = _highest_neighbor(args[0].type)
+                nb = args[0].type.highest_neighbor
                 inner = {**env, nb.name: Idx.of(nb.start + static[0].value)}
                 return self.value(args[0], inner, scope)
             case "unstructured_shift":
@@ -290,7 +289,7 @@ class ExprGen:
                 return self.indirect(e, table, nb_coord, None, args[0], env, scope)
             case "shift_init":
                 table = static[0]
-                nb = _highest_neighbor(e.type)
+                nb = e.type.highest_neighbor
                 return self.indirect(e, table, env[nb.name], nb.name, args[0], env, scope)
             case "reduce":
                 return self.reduce(e, env, scope)
@@ -335,7 +334,7 @@ class ExprGen:
                     inner[st[0].name] = inner[st[0].name].shifted(st[1].value)
                 return self.valid(y, inner, scope)
             case ir.Call(func=ir.Call(func=ir.Sym(name="shift_apply"), args=st), args=(y,)):
-                nb = _highest_neighbor(y.type)
+                nb = y.type.highest_neighbor
                 return self.valid(y, {**env, nb.name: Idx.of(nb.start + st[0].value)}, scope)
             case ir.Call(func=ir.Call(func=ir.Sym(name="unstructured_shift" | "shift_init"
                                                   ) as h, args=st), args=(y,)):
@@ -344,7 +343,7 @@ class ExprGen:
                 if h.name == "unstructured_shift":
                     nb_coord, nb_name = Idx.of(nbt.start + st[1].value), None
                 else:
-                    nb_name = _highest_neighbor(x.type).name
+                    nb_name = x.type.highest_neighbor.name
                     nb_coord = env[nb_name]
                 idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord,
                                                             scope), "n")
@@ -391,8 +390,8 @@ class ExprGen:
         """The neighbour loop of reduce; absent neighbours leave the accumulator alone."""
         lam, init = e.func.args
         operands = e.args
-        axis = max((_highest_neighbor(a.type) for a in operands
-                    if _highest_neighbor(a.type) is not None),
+        axis = max((a.type.highest_neighbor for a in operands
+                    if a.type.highest_neighbor is not None),
                    key=lambda d: d.neighbor_counter)
         mask_dim = next((a.type.dim(axis.name) for a in operands
                          if a.type.dim(axis.name) is not None
@@ -472,14 +471,6 @@ def _map_tree(fn, tree):
         return tuple(_map_tree(fn, t) for t in tree)
     return fn(tree)
 
-
-def _highest_neighbor(t: ir.TensorType) -> ir.Dim | None:
-    best = None
-    for d in t.dims:
-        c = d.neighbor_counter
-        if c is not None and (best is None or c > best.neighbor_counter):
-            best = d
-    return best
 
 
 def _table_dims(t: ir.TensorType) -> tuple[ir.Dim, ir.Dim]:

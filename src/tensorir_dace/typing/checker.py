@@ -482,8 +482,8 @@ class Checker:
                 return ir.size_symbol(n)
             case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("plus", "minus",
                                                                          "multiplies"):
-                l, r = self.static_bound(x, scope), self.static_bound(y, scope)
-                return {"plus": l + r, "minus": l - r, "multiplies": l * r}[op]
+                lhs, rhs = self.static_bound(x, scope), self.static_bound(y, scope)
+                return {"plus": lhs + rhs, "minus": lhs - rhs, "multiplies": lhs * rhs}[op]
             case ir.Call(func=ir.Sym(name="neg"), args=(x,)):
                 return -self.static_bound(x, scope)
         raise self.error(a, "expected an integer literal or size expression here")
@@ -739,7 +739,7 @@ class Checker:
             raise self.error(e, "shift_apply takes a neighbour index: shift_apply(0)(x)")
         x = self.expr(e.args[0], scope, expected)
         t = self.tensor(x)
-        nb = _highest_neighbor(t)
+        nb = t.highest_neighbor
         if nb is None:
             raise self.error(e, f"shift_apply needs a tensor with a _NB_<n> dimension, got {t}")
         self.check_neighbor_index(func.args[0], func.args[0].value, nb)
@@ -772,7 +772,7 @@ class Checker:
         if not args:
             raise self.error(e, "reduce needs at least one operand")
         types = [self.tensor(a) for a in args]
-        nbs = [_highest_neighbor(t) for t in types]
+        nbs = [t.highest_neighbor for t in types]
         counters = [d.neighbor_counter for d in nbs if d is not None]
         if not counters:
             raise self.error(e, "reduce needs an operand with a neighbour dimension "
@@ -893,14 +893,6 @@ def _is_weak(e: ir.Expr) -> bool:
             return all(_is_weak(a) for a in args)
     return False
 
-
-def _highest_neighbor(t: ir.TensorType) -> ir.Dim | None:
-    best = None
-    for d in t.dims:
-        c = d.neighbor_counter
-        if c is not None and (best is None or c > best.neighbor_counter):
-            best = d
-    return best
 
 
 def _shift_mask(d: ir.Dim, dim: str, offset: int) -> ir.Dim:
