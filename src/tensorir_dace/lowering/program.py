@@ -249,7 +249,22 @@ class ProgramLowering:
     def memlet(self, data: str, subset: str) -> dace.Memlet:
         return dace.Memlet(f"{data}[{subset}]")
 
+    def debuginfo(self, node: ir.Node):
+        """The Tensor IR source position, instead of the Python line that built a node
+        (which would make the SDFG depend on where and how this package is installed)."""
+        loc = node.loc
+        if loc is None:
+            return dace.dtypes.DebugInfo(0)
+        return dace.dtypes.DebugInfo(loc.line, loc.column, loc.line, loc.column,
+                                     loc.filename or self.program.name)
+
     def assign(self, s: ir.Assign, scope: CScope) -> None:
+        self._assign(s, scope)
+        info = self.debuginfo(s)
+        for node in self.state.nodes():
+            node.debuginfo = info
+
+    def _assign(self, s: ir.Assign, scope: CScope) -> None:
         target = s.target
         name = target.name if isinstance(target, ir.Sym) else target.args[0].name
         self.new_state("s_" + name)

@@ -1,0 +1,160 @@
+"""The Python front end: Tensor IR programs written as decorated Python functions.
+
+    import tensorir_dace as tir
+    from tensorir_dace import Tensor, dims
+
+    I, J = dims("I J")
+
+    @tir.function
+    def lap(x):
+        return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+
+    @tir.program
+    def smooth(inp: Tensor[float, I, J], out: Tensor[float, I, J], alpha: float):
+        out[2:-2, 2:-2] = inp - alpha * lap(lap(inp))
+
+    smooth(inp, out, 0.1)          # compiled with DaCe, out written in place
+    print(tir.format(smooth.ir))   # the Tensor IR
+
+See docs/frontend.md for the tutorial.
+"""
+
+from .annotations import (
+    SparseTensor,
+    Tensor,
+    TensorArg,
+    TensorSpec,
+    bool_,
+    element_type,
+    float32,
+    float64,
+    int32,
+    int64,
+    with_interval,
+)
+from .api import (
+    ReduceOp,
+    abs,
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    can_deref,
+    cast,
+    ceil,
+    concat_where,
+    cos,
+    cosh,
+    exp,
+    floor,
+    index,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    log2,
+    log10,
+    max_over,
+    maximum,
+    min_over,
+    minimum,
+    neighbor_sum,
+    power,
+    reduce,
+    sin,
+    sinh,
+    sqrt,
+    tan,
+    tanh,
+    trunc,
+    where,
+)
+from .decorators import (
+    FunctionObject,
+    ProgramObject,
+    ScanOperator,
+    field_operator,
+    function,
+    program,
+    scan_operator,
+)
+from .dims import (
+    Dimension,
+    DimMask,
+    NeighborDimension,
+    Offset,
+    dims,
+    neighbor_dim,
+    size,
+    sizes,
+)
+
+__all__ = [
+    "DimMask",
+    "Dimension",
+    "FunctionObject",
+    "NeighborDimension",
+    "Offset",
+    "ProgramObject",
+    "ReduceOp",
+    "ScanOperator",
+    "SparseTensor",
+    "Tensor",
+    "TensorArg",
+    "TensorSpec",
+    "abs",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "bool_",
+    "can_deref",
+    "cast",
+    "ceil",
+    "concat_where",
+    "cos",
+    "cosh",
+    "dims",
+    "element_type",
+    "exp",
+    "field_operator",
+    "float32",
+    "float64",
+    "floor",
+    "function",
+    "index",
+    "int32",
+    "int64",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "log",
+    "log2",
+    "log10",
+    "max_over",
+    "maximum",
+    "min_over",
+    "minimum",
+    "neighbor_dim",
+    "neighbor_sum",
+    "power",
+    "program",
+    "reduce",
+    "scan_operator",
+    "sin",
+    "sinh",
+    "size",
+    "sizes",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
+    "where",
+    "with_interval",
+]

@@ -1,0 +1,220 @@
+"""Type annotations: ``Tensor[float, I, J]``, element types, intervals at call time.
+
+* ``Tensor[T, D1, D2, …]``: ``T`` is ``float`` (float64), ``int`` (int64),
+  ``bool``, ``float32``/``float64``/``int32``/``int64`` (from this package or
+  NumPy), or a (nested) tuple of them; ``Di`` is a :class:`Dimension`
+  (interval ``[0:N_Di]``), a dimension with an interval (``I[-1:N+1]``,
+  ``I.halo(1)``) or a :class:`NeighborDimension`.
+* ``Tensor[T]``, or just ``T`` (``alpha: float``), is a scalar.
+* An ``int`` tensor over one dimension and one neighbour dimension is a
+  neighbour table (``E2V: Tensor[int, Edge, E2VDim]`` →
+  ``tensor<int64, Edge[0:N_Edge], _NB_Vertex[0:2]>``); other tensors over a
+  neighbour dimension are sparse fields (``_NB_0``, ``_NB_1``, … in order).
+  ``SparseTensor[int, Vertex, V2EDim]`` forces an int sparse field.
+* ``with_interval(array, I=(-1, 11))`` passes an array whose element 0 is
+  coordinate ``-1`` along ``I`` (a halo) at call time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .. import ir
+from .dims import DefinitionError, Dimension, DimSpec, NeighborDimension
+
+float32 = ir.FLOAT32
+float64 = ir.FLOAT64
+int32 = ir.INT32
+int64 = ir.INT64
+bool_ = ir.BOOL
+
+_PY_TYPES = {float: ir.FLOAT64, int: ir.INT64, bool: ir.BOOL}
+
+
+def element_type(spec: Any) -> ir.ElementType:
+    """An element type from ``float``, ``"float32"``, ``np.float32``, ``float32``,
+    ``np.dtype``, a ScalarType or a (nested) tuple of these."""
+    if isinstance(spec, (ir.ScalarType, ir.TupleType)):
+        return spec
+    if isinstance(spec, tuple):
+        if not spec:
+            raise DefinitionError("a tuple element type needs at least one element")
+        return ir.TupleType(tuple(element_type(s) for s in spec))
+    if spec in _PY_TYPES:
+        return _PY_TYPES[spec]
+    if isinstance(spec, str):
+        try:
+            return ir.ScalarType(spec)
+        except ValueError:
+            pass
+    else:
+        try:
+            dt = np.dtype(spec)
+        except TypeError:
+            dt = None
+        if dt is not None:
+            name = {"float64": "float64", "float32": "float32", "int64": "int64",
+                    "int32": "int32", "bool": "bool"}.get(dt.name)
+            if name is not None:
+                return ir.ScalarType(name)
+    raise DefinitionError(f"{spec!r} is not an element type; use float, int, bool, float32, "
+                    "float64, int32, int64 or a tuple of them")
+
+
+def is_element_type(spec: Any) -> bool:
+    try:
+        element_type(spec)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An annotation: element type and dimensions (intervals possibly implicit)."""
+
+    dtype: Any
+    dims: tuple[Any, ...] = ()
+    sparse: bool = False
+
+    def element(self) -> ir.ElementType:
+        return element_type(self.dtype)
+
+    def is_table(self) -> bool:
+        et = self.element()
+        return (not self.sparse and isinstance(et, ir.ScalarType) and et.is_int
+                and len(self.dims) == 2 and isinstance(self.dims[1], NeighborDimension)
+                and not isinstance(self.dims[0], NeighborDimension))
+
+    def neighbor_dims(self) -> list[NeighborDimension]:
+        return [d for d in self.dims if isinstance(d, NeighborDimension)]
+
+    def to_type(self, size_of: Callable[[Dimension], sympy.Expr] | None = None) -> ir.TensorType:
+        """The IR type; ``size_of(D)`` is the size symbol of a bare dimension."""
+        size_of = size_of or (lambda d: d.size)
+        et = self.element()
+        out: list[ir.Dim] = []
+        table = self.is_table()
+        counter = 0
+        for d in self.dims:
+            if isinstance(d, NeighborDimension):
+                if table:
+                    out.append(ir.Dim(d.table_dim_name, 0, d.size))
+                else:
+                    out.append(ir.Dim(f"{ir.NB_PREFIX}{counter}", 0, d.size))
+                    counter += 1
+            elif isinstance(d, DimSpec):
+                out.append(ir.Dim(d.dim.name, _resize(d.start, d.dim, size_of),
+                                  _resize(d.stop, d.dim, size_of)))
+            elif isinstance(d, Dimension):
+                out.append(ir.Dim(d.name, 0, size_of(d)))
+            else:
+                raise DefinitionError(f"{d!r} is not a dimension")
+        return ir.TensorType(et, tuple(out))
+
+    def __repr__(self) -> str:
+        parts = [_type_name(self.dtype)] + [_dim_name(d) for d in self.dims]
+        return ("SparseTensor" if self.sparse else "Tensor") + "[" + ", ".join(parts) + "]"
+
+
+def _resize(bound: sympy.Expr, dim: Dimension, size_of) -> sympy.Expr:
+    """Replace the default size symbol of ``dim`` by the program's symbol for it."""
+    if dim.size in bound.free_symbols:
+        return bound.subs(dim.size, size_of(dim))
+    return bound
+
+
+def _type_name(t: Any) -> str:
+    try:
+        return str(element_type(t))
+    except (TypeError, ValueError):
+        return repr(t)
+
+
+def _dim_name(d: Any) -> str:
+    if isinstance(d, Dimension):
+        return d.name
+    return repr(d)
+
+
+class Tensor:
+    """``Tensor[T, D1, D2, …]``: the annotation of a tensor parameter."""
+
+    _sparse = False
+
+    def __init__(self, *a, **k):
+        raise DefinitionError("Tensor is an annotation: write Tensor[float, I, J]")
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec:
+        items = item if isinstance(item, tuple) else (item,)
+        # Tensor[(float, float), I]: the first item may itself be a tuple type
+        dtype, *ds = items
+        try:
+            element_type(dtype)
+        except (TypeError, ValueError) as e:
+            raise DefinitionError(f"{cls.__name__}[T, D…]: {getattr(e, 'message', e)}") from None
+        for d in ds:
+            if not isinstance(d, (Dimension, DimSpec, NeighborDimension)):
+                raise DefinitionError(f"{cls.__name__}[T, D…]: {d!r} is not a dimension "
+                                "(make dimensions with dims('I J K'))")
+        names = [(_dim_name(d.dim) if isinstance(d, DimSpec) else
+                  d.name if isinstance(d, Dimension) else repr(d)) for d in ds]
+        for n in names:
+            if names.count(n) > 1:
+                raise DefinitionError(f"{cls.__name__}[…]: dimension {n} appears twice")
+        return TensorSpec(dtype, tuple(ds), cls._sparse)
+
+
+class SparseTensor(Tensor):
+    """Like :class:`Tensor`, but a tensor over a neighbour dimension is always a
+    sparse field, never a neighbour table (only matters for ``int`` tensors)."""
+
+    _sparse = True
+
+
+def annotation_spec(ann: Any) -> TensorSpec | None:
+    """The TensorSpec of an annotation (``Tensor[…]`` or a scalar type), or None."""
+    if isinstance(ann, TensorSpec):
+        return ann
+    if ann is Tensor:
+        return None
+    if is_element_type(ann):
+        return TensorSpec(ann, ())
+    return None
+
+
+# --------------------------------------------------------------------------- call-time intervals
+
+
+@dataclass(frozen=True, eq=False)
+class TensorArg:
+    """An array (or tuple of arrays) with explicit intervals for some dimensions."""
+
+    value: Any
+    intervals: dict[str, tuple[int, int]]
+
+
+def with_interval(value: Any, **intervals: tuple[int, int]) -> TensorArg:
+    """Pass ``value`` with explicit coordinate intervals: ``with_interval(a, I=(-1, 11))``
+    means element 0 of ``a`` along ``I`` is coordinate ``-1`` and the last is 10.
+    The stop may be omitted (``I=-1`` or ``I=(-1, None)``): it follows from the shape."""
+    norm: dict[str, tuple[int, int | None]] = {}
+    for name, iv in intervals.items():
+        if isinstance(iv, Dimension):
+            raise DefinitionError("with_interval(a, I=(start, stop)): give the interval as a tuple")
+        if isinstance(iv, int):
+            iv = (iv, None)
+        if not (isinstance(iv, tuple) and len(iv) == 2 and isinstance(iv[0], int)
+                and (iv[1] is None or isinstance(iv[1], int))):
+            raise DefinitionError(f"with_interval: {name}={iv!r} must be (start, stop) integers")
+        norm[name] = (iv[0], iv[1])
+    if isinstance(value, TensorArg):
+        merged = dict(value.intervals)
+        merged.update(norm)
+        return TensorArg(value.value, merged)
+    return TensorArg(value, norm)

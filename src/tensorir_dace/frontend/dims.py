@@ -1,0 +1,411 @@
+"""Dimensions, neighbour dimensions, size symbols and index conditions.
+
+    I, J, K = dims("I J K")
+    Vertex, Edge = dims("Vertex Edge")
+    E2VDim = neighbor_dim(Vertex, 2)       # the neighbour dimension of an E2V table
+
+* ``I + 1`` / ``I - 1`` are Cartesian offsets (``x(I + 1)`` reads ``x[i + 1]``).
+* ``I[-1:N + 1]`` gives a dimension an explicit interval in an annotation;
+  ``I.halo(1)`` is ``I[-1:I.size + 1]`` and ``I.halo(1, 2)`` is
+  ``I[-1:I.size + 2]``; a bare ``I`` is ``I[0:I.size]``.
+* ``I.size`` is the size symbol shared by every tensor over ``I``
+  (``N_I``); ``sizes("N M")`` makes free size symbols.
+* ``K < 1``, ``I == 0``, ``I.interval(0, 1)``, combined with ``&``, ``|`` and
+  ``~``, are index conditions for :func:`~tensorir_dace.frontend.concat_where`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sympy
+
+from .. import ir
+from ..errors import FrontendError
+
+Bound = sympy.Expr
+
+
+def _user_loc():
+    """file:line of the innermost frame outside this package (where the user wrote it)."""
+    import os
+    import sys
+
+    from ..errors import SourceLoc
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not os.path.abspath(fn).startswith(pkg) and not fn.startswith("<frozen"):
+            return SourceLoc(f.f_lineno, 1, fn)
+        f = f.f_back
+    return None
+
+
+class DefinitionError(FrontendError, TypeError):
+    """A mistake in a dimension, an annotation or a decorator's arguments, reported at
+    the line that wrote it (also a TypeError, as Python reports bad arguments)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, _user_loc())
+
+
+def size(name: str) -> sympy.Symbol:
+    """A size symbol: a non-negative integer SymPy symbol (``N = size("N")``)."""
+    return ir.size_symbol(name)
+
+
+def sizes(names: str) -> tuple[sympy.Symbol, ...]:
+    """Several size symbols: ``N, M = sizes("N M")``."""
+    return tuple(size(n) for n in names.replace(",", " ").split())
+
+
+def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
+    if isinstance(value, bool):
+        raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
+    if isinstance(value, sympy.Expr):
+        if not all(s.is_integer for s in value.free_symbols):
+            value = value.subs({s: ir.size_symbol(s.name) for s in value.free_symbols})
+        return value
+    try:
+        import numpy as np
+        if isinstance(value, np.integer):
+            return sympy.Integer(int(value))
+    except ImportError:  # pragma: no cover
+        pass
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
+
+
+class Dimension:
+    """A named dimension of tensors (``I``, ``Vertex``)."""
+
+    def __init__(self, name: str):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise DefinitionError(f"a dimension name must be an identifier, got {name!r}")
+        if name.startswith(ir.NB_PREFIX):
+            raise DefinitionError(f"'{name}': names starting with {ir.NB_PREFIX} are reserved for "
+                             "neighbour dimensions; use neighbor_dim()")
+        self.name = name
+
+    # -- identity: two Dimension objects with one name are the same dimension
+    def __hash__(self) -> int:
+        return hash(("Dimension", self.name))
+
+    def same(self, other: Any) -> bool:
+        return isinstance(other, Dimension) and other.name == self.name
+
+    def __repr__(self) -> str:
+        return f"Dimension({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    # -- sizes and intervals
+    @property
+    def size(self) -> sympy.Symbol:
+        """The size symbol of this dimension: tensors over it run over ``[0:size]``."""
+        return ir.size_symbol(f"N_{self.name}")
+
+    def __getitem__(self, item: Any) -> DimSpec:
+        if not isinstance(item, slice) or item.step is not None:
+            raise DefinitionError(f"write an interval as {self.name}[start:stop]")
+        start = 0 if item.start is None else item.start
+        stop = self.size if item.stop is None else item.stop
+        return DimSpec(self, as_bound(start), as_bound(stop))
+
+    def halo(self, lower: int, upper: int | None = None) -> DimSpec:
+        """``[−lower : size + upper)``: the dimension extended by a halo."""
+        upper = lower if upper is None else upper
+        return DimSpec(self, as_bound(-lower), self.size + as_bound(upper))
+
+    def spec(self) -> DimSpec:
+        return DimSpec(self, sympy.Integer(0), self.size)
+
+    # -- offsets: I + 1, I - 1
+    def __add__(self, other: Any) -> Offset:
+        if isinstance(other, bool) or not isinstance(other, int):
+            try:
+                import numpy as np
+                if isinstance(other, np.integer):
+                    return Offset(self, int(other))
+            except ImportError:  # pragma: no cover
+                pass
+            return NotImplemented
+        return Offset(self, other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Offset:
+        off = self.__add__(other)
+        if off is NotImplemented:
+            return off
+        return Offset(self, -off.offset)
+
+    # -- index conditions: K < 1, I == 0, ...
+    def _cond(self, op: str, other: Any) -> DimMask:
+        try:
+            c = as_bound(other, "an index bound")
+        except TypeError:
+            return NotImplemented
+        oo = sympy.oo
+        segs = {"lt": [(-oo, c)], "le": [(-oo, c + 1)], "gt": [(c + 1, oo)],
+                "ge": [(c, oo)], "eq": [(c, c + 1)], "ne": [(-oo, c), (c + 1, oo)]}[op]
+        return DimMask(self, tuple(segs))
+
+    def __lt__(self, other):
+        return self._cond("lt", other)
+
+    def __le__(self, other):
+        return self._cond("le", other)
+
+    def __gt__(self, other):
+        return self._cond("gt", other)
+
+    def __ge__(self, other):
+        return self._cond("ge", other)
+
+    def __eq__(self, other):  # type: ignore[override]
+        if isinstance(other, Dimension):
+            return self.same(other)
+        if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
+            return self._cond("eq", other)
+        return NotImplemented
+
+    def __ne__(self, other):  # type: ignore[override]
+        if isinstance(other, Dimension):
+            return not self.same(other)
+        if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
+            return self._cond("ne", other)
+        return NotImplemented
+
+    def interval(self, start: Any, stop: Any) -> DimMask:
+        """The index condition ``start <= D < stop``."""
+        return DimMask(self, ((as_bound(start), as_bound(stop)),))
+
+
+class NeighborDimension:
+    """The neighbour dimension of a table whose entries index ``source``.
+
+    ``E2VDim = neighbor_dim(Vertex, 2)``: ``E2V: Tensor[int, Edge, E2VDim]`` is
+    the table ``tensor<int, Edge[0:N_Edge], _NB_Vertex[0:2]>``; a tensor of
+    another element type over ``E2VDim`` (``Tensor[float, Vertex, V2EDim]``) is
+    a sparse field with a ``_NB_<n>`` dimension.
+    """
+
+    def __init__(self, source: Dimension, size: int, name: str | None = None):
+        if not isinstance(source, Dimension):
+            raise DefinitionError("neighbor_dim(source, size): source must be a Dimension")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise DefinitionError("neighbor_dim(source, size): size must be a positive integer "
+                            "(the maximum number of neighbours)")
+        self.source = source
+        self.size = size
+        self.name = name or f"{ir.NB_PREFIX}{source.name}"
+
+    @property
+    def table_dim_name(self) -> str:
+        return f"{ir.NB_PREFIX}{self.source.name}"
+
+    def __repr__(self) -> str:
+        return f"neighbor_dim({self.source.name}, {self.size})"
+
+    def matches(self, other: Any) -> bool:
+        return isinstance(other, NeighborDimension) and other.source.same(self.source) and \
+            other.size == self.size
+
+
+def neighbor_dim(source: Dimension, size: int) -> NeighborDimension:
+    """A neighbour dimension with ``size`` entries pointing into ``source``."""
+    return NeighborDimension(source, size)
+
+
+def dims(names: str | Iterable[str]) -> tuple[Dimension, ...]:
+    """``I, J, K = dims("I J K")`` (also ``dims(["I", "J"])`` or ``"I, J"``)."""
+    if isinstance(names, str):
+        names = names.replace(",", " ").split()
+    out = tuple(Dimension(n) for n in names)
+    return out
+
+
+@dataclass(frozen=True)
+class DimSpec:
+    """A dimension with an explicit interval, for annotations."""
+
+    dim: Dimension
+    start: Bound
+    stop: Bound
+
+    def __repr__(self) -> str:
+        return f"{self.dim.name}[{self.start}:{self.stop}]"
+
+
+@dataclass(frozen=True)
+class Offset:
+    """A Cartesian offset ``I + k``."""
+
+    dim: Dimension
+    offset: int
+
+    def __add__(self, other: Any) -> Offset:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Offset(self.dim, self.offset + other)
+        return NotImplemented
+
+    def __sub__(self, other: Any) -> Offset:
+        if isinstance(other, int) and not isinstance(other, bool):
+            return Offset(self.dim, self.offset - other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        sign = "+" if self.offset >= 0 else "-"
+        return f"{self.dim.name} {sign} {abs(self.offset)}"
+
+
+# --------------------------------------------------------------------------- index conditions
+
+Segment = tuple[sympy.Expr, sympy.Expr]  # half-open [lo, hi); lo may be -oo, hi oo
+
+
+class Mask:
+    """An index condition for ``concat_where``: a set of points of the index space."""
+
+    def __and__(self, other: Any) -> Mask:
+        if not isinstance(other, Mask):
+            return NotImplemented
+        return _combine("and", self, other)
+
+    def __or__(self, other: Any) -> Mask:
+        if not isinstance(other, Mask):
+            return NotImplemented
+        return _combine("or", self, other)
+
+    def __invert__(self) -> Mask:
+        raise NotImplementedError
+
+    def __bool__(self) -> bool:
+        raise DefinitionError("an index condition such as 'K < 1' has no truth value in Python; "
+                        "use it in concat_where(condition, a, b)")
+
+
+@dataclass(frozen=True, eq=False)
+class DimMask(Mask):
+    """The points whose ``dim`` coordinate lies in a union of intervals."""
+
+    dim: Dimension
+    segments: tuple[Segment, ...]
+
+    def __invert__(self) -> DimMask:
+        return DimMask(self.dim, _complement(self.segments))
+
+    def __repr__(self) -> str:
+        parts = [f"{self.dim.name}[{lo}:{hi}]" for lo, hi in self.segments]
+        return " | ".join(parts) or f"{self.dim.name}[]"
+
+
+@dataclass(frozen=True, eq=False)
+class CompoundMask(Mask):
+    """``a & b`` / ``a | b`` of conditions on different dimensions."""
+
+    op: str
+    left: Mask
+    right: Mask
+
+    def __invert__(self) -> Mask:
+        # De Morgan
+        return CompoundMask("or" if self.op == "and" else "and", ~self.left, ~self.right)
+
+    def __repr__(self) -> str:
+        return f"({self.left!r} {'&' if self.op == 'and' else '|'} {self.right!r})"
+
+
+def _combine(op: str, a: Mask, b: Mask) -> Mask:
+    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim):
+        if op == "and":
+            return DimMask(a.dim, _intersect(a.segments, b.segments))
+        return DimMask(a.dim, _union(a.segments, b.segments))
+    return CompoundMask(op, a, b)
+
+
+LARGE = 2 ** 20
+
+
+def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """a <= b, for index conditions: where the order depends on the sizes, sizes are
+    taken to be larger than any offset written next to them (``K == K.size - 1`` lies
+    above ``K == 0``)."""
+    from .. import intervals as iv
+    if a == -sympy.oo or b == sympy.oo:
+        return True
+    if a == sympy.oo or b == -sympy.oo:
+        return a == b
+    try:
+        return iv.le(a, b)
+    except iv.Undecidable:
+        diff = sympy.expand(b - a)
+        value = diff.subs({s: LARGE for s in diff.free_symbols})
+        if value.is_number:
+            return bool(value >= 0)
+        raise
+
+
+def _is_empty(lo: sympy.Expr, hi: sympy.Expr) -> bool:
+    """[lo, hi) is empty (undecidable counts as not empty)."""
+    from .. import intervals as iv
+    try:
+        return _le(hi, lo)
+    except iv.Undecidable:
+        return False
+
+
+def _max(a, b):
+    return b if _le(a, b) else a
+
+
+def _min(a, b):
+    return a if _le(a, b) else b
+
+
+def _normalize(segs: Iterable[Segment]) -> tuple[Segment, ...]:
+    """Sorted, non-empty, merged segments."""
+    import functools
+    items = [(lo, hi) for lo, hi in segs if not _is_empty(lo, hi)]
+    items.sort(key=functools.cmp_to_key(
+        lambda x, y: 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)))
+    out: list[Segment] = []
+    for lo, hi in items:
+        if out and _le(lo, out[-1][1]):
+            out[-1] = (out[-1][0], _max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+def _intersect(a: tuple[Segment, ...], b: tuple[Segment, ...]) -> tuple[Segment, ...]:
+    out = []
+    for lo1, hi1 in a:
+        for lo2, hi2 in b:
+            lo, hi = _max(lo1, lo2), _min(hi1, hi2)
+            if not _is_empty(lo, hi):
+                out.append((lo, hi))
+    return _normalize(out)
+
+
+def _union(a, b):
+    return _normalize(tuple(a) + tuple(b))
+
+
+def _complement(segs: tuple[Segment, ...]) -> tuple[Segment, ...]:
+    segs = _normalize(segs)
+    out = []
+    prev = -sympy.oo
+    for lo, hi in segs:
+        if not _le(lo, prev):
+            out.append((prev, lo))
+        prev = hi
+    if prev != sympy.oo:
+        out.append((prev, sympy.oo))
+    return tuple(out)
