@@ -270,7 +270,6 @@ class ProgramLowering:
         self.new_state("s_" + name)
         stored: Stored = scope.lookup(name)
         domain = self.sdfg_dims(target.type)
-        target_data = {leaf.data for leaf in leaves_of(stored.leaves)}
         reads_target = any(isinstance(n, ir.Sym) and n.name == name for n in ir.walk(s.value))
         if reads_target:
             tmp = self.materialize(s.value, scope, force=True)
@@ -284,7 +283,6 @@ class ProgramLowering:
             self.reduce_map(root, root_scope, stored, domain)
         else:
             self.tasklet_map(s.value, scope, stored, domain, label="s_" + name)
-        assert not (target_data & set(self._reads)) or not reads_target
 
     def peel(self, e: ir.Expr, scope: CScope):
         """Look through lambda applications to the expression that computes the value."""
