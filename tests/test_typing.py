@@ -276,6 +276,8 @@ BAD = [
      "expected an element type"),
     ("undecidable-bounds", "p(out: tensor<float, I[0:N]>, a: tensor<float, I[0:N]>, "
      "b: tensor<float, I[0:M]>) { out ← a + b; }", "cannot decide whether"),
+    ("undetermined-size", f"p(out: {F1}) {{ tmp: tensor<float, I[0:Q]>; out ← 1.0; }}",
+     "size symbol 'Q' appears in no parameter type"),
     ("duplicate-param", f"p(out: {F1}, out: {F1}) {{ out ← 1.0; }}", "'out' is declared twice"),
     ("duplicate-dim", "p(out: tensor<float, I[0:3], I[0:3]>) { out ← 1.0; }",
      "dimension 'I' appears twice"),

@@ -64,7 +64,13 @@ class Checker:
                                         "parameter; rename it")
             seen.add(param.name)
             self.check_declared_type(param, param.type)
+        from_params = {s.name for param in p.params for d in param.type.dims
+                       for b in (d.start, d.stop) for s in b.free_symbols}
         for sym in _size_symbols(p):
+            if sym not in from_params:
+                raise self.error(p, f"size symbol '{sym}' appears in no parameter type, so no "
+                                    "argument can determine it; use it in a parameter's "
+                                    "interval or write a number")
             if sym in seen:
                 raise self.error(p, f"'{sym}' is used both as a size symbol and as a parameter")
             scope.bindings[sym] = Binding(sym, "size", ir.TensorType(ir.INT64))
