@@ -71,3 +71,24 @@ def test_from_sdfg_rejects_an_unrelated_sdfg():
     other = tir.to_sdfg(parsed(SMOOTH))
     with pytest.raises(tir.TensorIRError, match="does not fit program .laplacian."):
         tir.CompiledProgram.from_sdfg(parsed(example("laplacian")), other)
+
+
+from tensorir_dace import Tensor, dims, program  # noqa: E402
+
+(I,) = dims("I")
+
+
+@program
+def twice(x: Tensor[float, I], y: Tensor[float, I]):
+    y[...] = 2.0 * x
+
+
+def test_decorated_program_called_inside_dace_program():
+    @dace.program
+    def outer(a: dace.float64[N], b: dace.float64[N]):
+        twice(x=a, y=b)
+
+    a = np.arange(5.0)
+    b = np.zeros(5)
+    outer(a, b)
+    np.testing.assert_allclose(b, 2.0 * a)

@@ -305,3 +305,12 @@ def test_bad_arguments_raise_before_anything_is_written(mutate, fragment):
     with pytest.raises(tir.ArgumentError, match=fragment):
         prog(**args)
     assert (args["out"] == 42.0).all()
+
+
+def test_size_symbol_only_in_an_input_shape():
+    src = """
+gather(out: tensor<float, Edge[0:E]>, pp: tensor<float, Vertex[0:V]>,
+       E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>) {
+  out ← ⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)
+}"""
+    check_against_interpreter(src, "default", sizes={"E": 7, "V": 5})

@@ -54,6 +54,11 @@ _LAZY = {
     "float64": ("frontend", "float64"),
     "int32": ("frontend", "int32"),
     "int64": ("frontend", "int64"),
+    "with_dims": ("frontend", "with_dims"),
+    "default_dims": ("frontend", "default_dims"),
+    "get_default_dims": ("frontend", "get_default_dims"),
+    "CacheInfo": ("frontend", "CacheInfo"),
+    "Specialization": ("frontend", "Specialization"),
 }
 
 

@@ -16,10 +16,16 @@
     smooth(inp, out, 0.1)          # compiled with DaCe, out written in place
     print(tir.format(smooth.ir))   # the Tensor IR
 
-See docs/frontend.md for the tutorial.
+    y = lap(tir.with_dims(a, I, J))   # rank-generic @function called directly: a new array
+    lap.specializations()             # what was specialised (and logged why, on the logger
+                                      # "tensorir_dace.specialization")
+
+See docs/frontend.md for the tutorial and docs/specialization.md for rank-generic
+programs and functions.
 """
 
 from .annotations import (
+    GenericSpec,
     SparseTensor,
     Tensor,
     TensorArg,
@@ -30,6 +36,7 @@ from .annotations import (
     float64,
     int32,
     int64,
+    with_dims,
     with_interval,
 )
 from .api import (
@@ -91,17 +98,28 @@ from .dims import (
     size,
     sizes,
 )
+from .specialize import (
+    CacheInfo,
+    ParamSig,
+    Specialization,
+    default_dims,
+    get_default_dims,
+)
 
 __all__ = [
+    "CacheInfo",
     "DimMask",
     "Dimension",
     "FunctionObject",
+    "GenericSpec",
     "NeighborDimension",
     "Offset",
+    "ParamSig",
     "ProgramObject",
     "ReduceOp",
     "ScanOperator",
     "SparseTensor",
+    "Specialization",
     "Tensor",
     "TensorArg",
     "TensorSpec",
@@ -120,6 +138,7 @@ __all__ = [
     "concat_where",
     "cos",
     "cosh",
+    "default_dims",
     "dims",
     "element_type",
     "exp",
@@ -128,6 +147,7 @@ __all__ = [
     "float64",
     "floor",
     "function",
+    "get_default_dims",
     "index",
     "int32",
     "int64",
@@ -156,5 +176,6 @@ __all__ = [
     "tanh",
     "trunc",
     "where",
+    "with_dims",
     "with_interval",
 ]

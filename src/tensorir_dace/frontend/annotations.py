@@ -13,6 +13,11 @@
   ``SparseTensor[int, Vertex, V2EDim]`` forces an int sparse field.
 * ``with_interval(array, I=(-1, 11))`` passes an array whose element 0 is
   coordinate ``-1`` along ``I`` (a halo) at call time.
+* A parameter without annotation, annotated with a bare ``Tensor`` or with
+  ``Tensor[float, ...]`` (element type fixed, dimensions open) is *rank-generic*:
+  it is specialised from the arguments at call time (see
+  :mod:`tensorir_dace.frontend.specialize`); ``with_dims(array, I, J)`` names
+  the axes of an array argument.
 """
 
 from __future__ import annotations
@@ -150,7 +155,7 @@ class Tensor:
     def __init__(self, *a, **k):
         raise DefinitionError("Tensor is an annotation: write Tensor[float, I, J]")
 
-    def __class_getitem__(cls, item: Any) -> TensorSpec:
+    def __class_getitem__(cls, item: Any) -> TensorSpec | GenericSpec:
         items = item if isinstance(item, tuple) else (item,)
         # Tensor[(float, float), I]: the first item may itself be a tuple type
         dtype, *ds = items
@@ -158,6 +163,11 @@ class Tensor:
             element_type(dtype)
         except (TypeError, ValueError) as e:
             raise DefinitionError(f"{cls.__name__}[T, D…]: {getattr(e, 'message', e)}") from None
+        if any(d is Ellipsis for d in ds):
+            if ds != [Ellipsis] or cls._sparse:
+                raise DefinitionError(f"{cls.__name__}[T, ...]: '...' (any dimensions) "
+                                      "stands alone after the element type")
+            return GenericSpec(dtype, tensor_only=True)
         for d in ds:
             if not isinstance(d, (Dimension, DimSpec, NeighborDimension)):
                 raise DefinitionError(f"{cls.__name__}[T, D…]: {d!r} is not a dimension "
@@ -177,6 +187,36 @@ class SparseTensor(Tensor):
     _sparse = True
 
 
+@dataclass(frozen=True)
+class GenericSpec:
+    """A rank-generic parameter: no annotation (``dtype`` None, tensors or scalars),
+    a bare ``Tensor`` (any tensor) or ``Tensor[T, ...]`` (a tensor of element
+    type ``T`` over any dimensions).  Specialised from the arguments at call time."""
+
+    dtype: Any = None
+    tensor_only: bool = False
+
+    def element(self) -> ir.ElementType | None:
+        return None if self.dtype is None else element_type(self.dtype)
+
+    def __repr__(self) -> str:
+        if self.dtype is not None:
+            return f"Tensor[{_type_name(self.dtype)}, ...]"
+        return "Tensor" if self.tensor_only else "no annotation"
+
+
+def generic_spec(ann: Any, annotated: bool = True) -> GenericSpec | None:
+    """The GenericSpec of a rank-generic annotation (``Tensor``, ``Tensor[T, ...]``),
+    of a missing one (``annotated=False``), or None."""
+    if not annotated:
+        return GenericSpec()
+    if isinstance(ann, GenericSpec):
+        return ann
+    if ann is Tensor:
+        return GenericSpec(None, tensor_only=True)
+    return None
+
+
 def annotation_spec(ann: Any) -> TensorSpec | None:
     """The TensorSpec of an annotation (``Tensor[…]`` or a scalar type), or None."""
     if isinstance(ann, TensorSpec):
@@ -193,10 +233,22 @@ def annotation_spec(ann: Any) -> TensorSpec | None:
 
 @dataclass(frozen=True, eq=False)
 class TensorArg:
-    """An array (or tuple of arrays) with explicit intervals for some dimensions."""
+    """An array (or tuple of arrays) with explicit intervals for some dimensions
+    and, from :func:`with_dims`, the dimensions of its axes in order."""
 
     value: Any
-    intervals: dict[str, tuple[int, int]]
+    intervals: dict[str, tuple[int, int | None]]
+    dims: tuple[Dimension | NeighborDimension, ...] | None = None
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.dims is not None:
+            parts.append("dims=(" + ", ".join(_dim_name(d) for d in self.dims) + ")")
+        if self.intervals:
+            parts.append("intervals=" + ", ".join(
+                f"{k}=({a}, {b})" for k, (a, b) in self.intervals.items()))
+        shape = getattr(self.value, "shape", None)
+        return f"TensorArg(shape={shape}, {', '.join(parts)})"
 
 
 def with_interval(value: Any, **intervals: tuple[int, int]) -> TensorArg:
@@ -216,5 +268,41 @@ def with_interval(value: Any, **intervals: tuple[int, int]) -> TensorArg:
     if isinstance(value, TensorArg):
         merged = dict(value.intervals)
         merged.update(norm)
-        return TensorArg(value.value, merged)
+        return TensorArg(value.value, merged, value.dims)
     return TensorArg(value, norm)
+
+
+def with_dims(value: Any, *dims: Any) -> TensorArg:
+    """Name the axes of an array argument, in order: ``with_dims(a, I, J)``.
+
+    Each item is a :class:`Dimension` (or its name as a string), a
+    :class:`NeighborDimension` (for neighbour tables and sparse fields), or a
+    dimension with an interval whose start is an integer (``I[-1:]``,
+    ``I.halo(1)``: element 0 is coordinate ``-1``; the stop follows from the
+    shape).  Rank-generic parameters take their dimensions from it; for an
+    annotated parameter the names must be those of the annotation, in order.
+    """
+    out: list[Dimension | NeighborDimension] = []
+    intervals: dict[str, tuple[int, int | None]] = {}
+    for d in dims:
+        if isinstance(d, str):
+            d = Dimension(d)
+        if isinstance(d, DimSpec):
+            start, stop = d.start, d.stop
+            if not isinstance(start, sympy.Integer):
+                raise DefinitionError(f"with_dims: the interval {d!r} needs an integer start "
+                                      "(the coordinate of element 0)")
+            intervals[d.dim.name] = (int(start),
+                                     int(stop) if isinstance(stop, sympy.Integer) else None)
+            d = d.dim
+        if not isinstance(d, (Dimension, NeighborDimension)):
+            raise DefinitionError(f"with_dims(a, I, J, …): {d!r} is not a dimension "
+                                  "(make dimensions with dims('I J K'))")
+        if any(_dim_name(e) == _dim_name(d) for e in out):
+            raise DefinitionError(f"with_dims: dimension {_dim_name(d)} appears twice")
+        out.append(d)
+    if isinstance(value, TensorArg):
+        merged = dict(value.intervals)
+        merged.update(intervals)
+        return TensorArg(value.value, merged, tuple(out))
+    return TensorArg(value, intervals, tuple(out))

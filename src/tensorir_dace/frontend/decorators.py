@@ -6,6 +6,12 @@ other functions) call; they are inlined into the caller's Tensor IR.  A
 (``prog.ir``), and calling it with NumPy arrays runs it: compiled through DaCe
 by default (compiled once and cached), or with the NumPy interpreter
 (``backend="interpreter"``).  Outputs are written in place.
+
+Parameters without annotation (or annotated ``Tensor`` / ``Tensor[T, ...]``)
+are rank-generic: programs and functions are specialised for the dimensions,
+halos and dtypes of their arguments (not their sizes), once per
+specialisation (see :mod:`.specialize`).  A ``@function`` called directly with
+arrays returns its value as a new array, JAX-style.
 """
 
 from __future__ import annotations
@@ -20,37 +26,356 @@ import numpy as np
 import sympy
 
 from .. import ir
+from ..interop import SDFGConvertible
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
-from .annotations import TensorArg, TensorSpec, annotation_spec
-from .dims import DefinitionError, Dimension, NeighborDimension
+from .annotations import (
+    GenericSpec,
+    TensorArg,
+    TensorSpec,
+    annotation_spec,
+    generic_spec,
+)
+from .dims import DefinitionError, Dimension
+from .specialize import (
+    NO_DEFAULT,
+    Analysis,
+    CacheInfo,
+    ParamInfo,
+    ParamSig,
+    Specialization,
+    SpecializationCache,
+    Specializer,
+    check_named,
+)
 
 BACKENDS = ("compiled", "interpreter")
 
 
-class FunctionObject:
-    """A ``@function``: a Tensor IR function, inlined where it is called."""
+class _Specialized:
+    """What ``@program`` and ``@function`` objects share: parameters, the
+    specialisation cache and its inspection."""
 
-    def __init__(self, fn: Callable):
+    fn: Callable
+    backend: str
+    compile_options: dict[str, Any]
+    _cache: SpecializationCache
+    _infos: list[ParamInfo] | None
+    _spz: Specializer | None
+
+    def _init_cache(self) -> None:
+        self._infos = None
+        self._spz = None
+        self._cache = SpecializationCache(self.fn.__name__)
+
+    # ------------------------------------------------------------------ inspection
+
+    def specializations(self) -> list[str]:
+        """The keys of the cached specialisations, readable, oldest first: each
+        parameter with its type (sizes symbolic: ``N_I``), scalar type or static
+        value; for a function called directly, ``-> result type``."""
+        return [s.signature() for s in self._cache.entries()]
+
+    def cache_info(self) -> CacheInfo:
+        """Counters: ``hits``, ``misses``, ``specializations``, ``compiles`` (the C++
+        compiler ran) and ``loads`` (binary loaded from the on-disk compile cache)."""
+        return self._cache.info()
+
+    def clear_cache(self) -> None:
+        """Forget the specialisations of this object (the on-disk compile cache stays)."""
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _filename(self) -> str:
+        return inspect.getsourcefile(self.fn) or self.fn.__code__.co_filename
+
+    def _def_line(self) -> int:
+        try:
+            return inspect.getsourcelines(self.fn)[1]
+        except (OSError, TypeError):
+            return self.fn.__code__.co_firstlineno
+
+    def _def_loc(self) -> SourceLoc:
+        return SourceLoc(self._def_line(), 1, self._filename())
+
+    def _argument_error(self, e: ArgumentError) -> ArgumentError:
+        """The error with the user's parameter declaration as its place."""
+        loc = None
+        for info in self._param_infos():
+            if f"'{info.name}'" in e.message:
+                loc = info.loc
+                break
+        loc = loc or self._def_loc()
+        caller = _caller()
+        where = f" (called at {caller})" if caller else ""
+        return ArgumentError(f"{e.message}{where}", loc)
+
+    def _param_infos(self) -> list[ParamInfo]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _size_of(self) -> Callable[[Dimension], sympy.Expr]:
+        names = {p.name for p in self._param_infos()} | self._reserved_names()
+
+        def size_of(d: Dimension) -> sympy.Expr:
+            s = f"N_{d.name}"
+            while s in names:
+                s += "_"
+            return ir.size_symbol(s)
+        return size_of
+
+    def _reserved_names(self) -> set[str]:
+        return set()
+
+    def _annotated_type(self, info: ParamInfo) -> ir.TensorType:
+        assert isinstance(info.spec, TensorSpec)
+        try:
+            return info.spec.to_type(self._size_of())
+        except (TypeError, ValueError) as e:
+            raise FrontendError(f"parameter '{info.name}': {getattr(e, 'message', e)}",
+                                info.loc) from None
+
+    def _specializer(self) -> Specializer:
+        if self._spz is None:
+            self._spz = Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
+                                    self._annotated_type, _caller)
+        return self._spz
+
+    def _backend(self, backend: str | None) -> str:
+        backend = backend or self.backend
+        if backend not in BACKENDS:
+            raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        return backend
+
+    def _lookup(self, values: dict[str, Any], verb: str) -> tuple[Specialization, Analysis | None,
+                                                                  dict[str, Any]]:
+        """The specialisation for arguments ``values``; the values to pass."""
+        sp = self._specializer()
+        if not sp.generic and len(values) == len(sp.params) and \
+                not any(isinstance(v, TensorArg) for v in values.values()):
+            return self._default_spec(verb), None, values
+        known = {p.name for p in sp.params}
+        for k in values:
+            if k not in known:
+                raise sp.error(None, f"got an unexpected argument '{k}'; the parameters are "
+                                     + ", ".join(sorted(known)))
+        a = sp.analyse(values)
+        name = self.fn.__name__
+        spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make(key, a), verb,
+                                  validate=lambda s: check_named(name, s, a))
+        return spec, a, a.plain
+
+    def _default_spec(self, verb: str) -> Specialization:
+        """The specialisation of the annotations as written (no call-time intervals)."""
+        sp = self._specializer()
+        a = self._default_analysis()
+        return self._cache.lookup(sp.default_raw, lambda: sp.key(a),
+                                  lambda key: self._make(key, a), verb)
+
+    def _default_analysis(self) -> Analysis:
+        sp = self._specializer()
+        return Analysis(sp.default_raw, {}, {}, [], {p.name: ("A",) for p in sp.params}, {})
+
+    def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:  # pragma: no cover
+        raise NotImplementedError
+
+    def _ir_params(self, key: tuple[ParamSig, ...]) -> tuple[list[ir.Param], dict[str, Any]]:
+        loc_of = {p.name: p.loc for p in self._param_infos()}
+        params = [ir.Param(s.name, s.type, loc=loc_of[s.name]) for s in key
+                  if s.kind in ("tensor", "scalar")]
+        static = {s.name: s.static for s in key if s.kind == "static"}
+        return params, static
+
+    def _compile_fn(self) -> Callable[[ir.Program], Any]:
+        options = self.compile_options
+        return lambda prog: compile_ir(prog, **options)
+
+    def _run(self, spec: Specialization, backend: str, new: bool, plain: dict[str, Any]) -> None:
+        try:
+            if backend == "interpreter":
+                from ..interpreter import interpret
+                interpret(spec.program, **plain)
+            else:
+                compiled = self._cache.compiled(spec, self._compile_fn(),
+                                                translated_before=not new)
+                compiled(**plain)
+        except ArgumentError as e:
+            raise self._argument_error(e) from None
+        spec.calls += 1
+
+
+def _checked(prog: ir.Program) -> ir.Program:
+    from ..typing import check
+    try:
+        check(prog)
+    except TensorIRError as e:
+        if e.loc is None:
+            raise type(e)(e.message, prog.loc) from None
+        raise
+    return prog
+
+
+def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[bool, Any]:
+    anns = getattr(fn, "__annotations__", {}) or {}
+    if name not in anns:
+        return False, None
+    ann = anns[name]
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, dict(fn.__globals__))
+        except Exception as e:  # noqa: BLE001 - reported with the parameter's place
+            if not strict:
+                return False, None
+            raise FrontendError(f"cannot evaluate the annotation of '{name}': {e}",
+                                loc) from None
+    return True, ann
+
+
+class FunctionObject(_Specialized):
+    """A ``@function``: a Tensor IR function, inlined where it is called.
+
+    Called directly with arrays (outside a program), it runs JAX-style: it is
+    specialised for the arguments' dimensions, halos and dtypes, compiled once
+    per specialisation, and returns a new array holding its value over its
+    result domain (a tuple of arrays for a tuple result).  Element 0 of the
+    result is the first point of that domain: for ``lap(x)`` with ``x`` over
+    ``I[0:N]`` and shifts ``I ± 1``, the domain is ``I[1:N-1]`` and ``out[k]``
+    is the value at ``x``'s element ``k + 1`` (like NumPy's ``x[1:-1]``).
+    """
+
+    def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         if not inspect.isfunction(fn):
             raise DefinitionError("@function decorates a Python function")
+        if backend not in BACKENDS:
+            raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         self.fn = fn
+        self.backend = backend
+        self.compile_options = compile_options
         functools.update_wrapper(self, fn)
-
-    def __call__(self, *args: Any, **kwargs: Any):
-        raise FrontendError(f"'{self.fn.__name__}' is a Tensor IR function: call it from a "
-                            "@tensorir_dace.program (or another @function), and call the "
-                            "program with arrays")
+        self._init_cache()
+        self._result: str | None = None
+        self._sig: inspect.Signature | None = None
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.function {self.fn.__qualname__}>"
 
+    def _param_infos(self) -> list[ParamInfo]:
+        if self._infos is not None:
+            return self._infos
+        from .translate import source_info
+        src = source_info(self.fn)
+        a = src.node.args
+        if a.vararg or a.kwarg:
+            raise FrontendError(f"'{self.fn.__name__}' has *args or **kwargs parameters and "
+                                "cannot be called directly", src.loc(src.node))
+        sig = inspect.signature(self.fn)
+        out = []
+        for arg in a.posonlyargs + a.args + a.kwonlyargs:
+            loc = src.loc(arg)
+            has, ann = _annotation(self.fn, arg.arg, loc, strict=False)
+            spec: TensorSpec | GenericSpec | None = annotation_spec(ann) if has else None
+            if spec is None:
+                spec = (generic_spec(ann) if has else None) or GenericSpec()
+            if ir.canonical_builtin(arg.arg) is not None:
+                raise FrontendError(f"'{arg.arg}' is the name of a Tensor IR builtin; rename "
+                                    "the parameter to call the function directly", loc)
+            default = sig.parameters[arg.arg].default
+            out.append(ParamInfo(arg.arg, spec, loc,
+                                 NO_DEFAULT if default is inspect.Parameter.empty else default))
+        self._infos = out
+        return out
 
-def function(fn: Callable | None = None):
+    def _result_name(self) -> str:
+        if self._result is None:
+            names = {p.name for p in self._param_infos()}
+            r = "out"
+            while r in names:
+                r += "_"
+            self._result = r
+        return self._result
+
+    def _reserved_names(self) -> set[str]:
+        return {self._result_name()}
+
+    def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
+        from .translate import translate_call
+        params, static = self._ir_params(key)
+        report: dict[str, Any] = {}
+        sp = self._specializer()
+        prog = translate_call(self.fn, params, sp.table_dims(a), self._result_name(),
+                              static=static, rank_generic=sp.generic, report=report)
+        _checked(prog)
+        return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
+                              dropped=report.get("dropped", {}))
+
+    def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
+        """The specialisation for these arguments (translated and checked, not run):
+        ``.ir`` is its Tensor IR program (the result is its last parameter),
+        ``.key`` its key, ``.to_sdfg()`` its SDFG."""
+        if "backend" not in self._names():
+            kwargs.pop("backend", None)
+        values = self._bind(args, kwargs)
+        return self._lookup(values, "translating")[0]
+
+    def _names(self) -> list[str]:
+        return [p.name for p in self._param_infos()]
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._sig is None:
+            self._sig = inspect.signature(self.fn)
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            caller = _caller()
+            where = f" (called at {caller})" if caller else ""
+            raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
+        return dict(bound.arguments)
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        backend = None
+        if "backend" in kwargs and "backend" not in self._names():
+            backend = kwargs.pop("backend")
+        backend = self._backend(backend)
+        values = self._bind(args, kwargs)
+        misses = self._cache.misses
+        spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
+                                      else "translating")
+        new = self._cache.misses != misses
+        assert spec.result is not None
+        symbols = a.sizes if a is not None else {}
+        if not spec.result_symbols() <= symbols.keys():
+            from ..arguments import bind_arguments
+            try:
+                symbols = bind_arguments(spec.input_params, plain,
+                                         where=f"function '{self.fn.__name__}'").symbols
+            except ArgumentError as e:
+                raise self._argument_error(e) from None
+        result = _allocate(spec.result.type.dtype, spec.result_shape(symbols))
+        plain = dict(plain)
+        plain[spec.result.name] = result
+        self._run(spec, backend, new, plain)
+        return result
+
+
+def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
+    from ..arguments import numpy_dtype
+    if isinstance(dtype, ir.TupleType):
+        return tuple(_allocate(e, shape) for e in dtype.elements)
+    return np.empty(shape, dtype=numpy_dtype(dtype))
+
+
+def function(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
     """Decorate a Python function written with tensor operations (``x(I + 1)``,
-    ``neighbor_sum``, ``where``, …); programs call it and it is inlined."""
+    ``neighbor_sum``, ``where``, …); programs call it and it is inlined.
+
+    Called directly with arrays it runs (compiled by default, or
+    ``backend="interpreter"``) and returns its value as a new array.  Extra
+    keyword arguments are passed to :func:`tensorir_dace.compile`.
+    """
+    def deco(f: Callable) -> FunctionObject:
+        return FunctionObject(f, backend=backend, **compile_options)
     if fn is None:
-        return FunctionObject
-    return FunctionObject(fn)
+        return deco
+    return deco(fn)
 
 
 field_operator = function
@@ -106,7 +431,7 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
 # --------------------------------------------------------------------------- programs
 
 
-class ProgramObject:
+class ProgramObject(_Specialized, SDFGConvertible):
     """A ``@program``: translated to Tensor IR, runnable with arrays.
 
     * ``prog.ir`` — the :class:`ir.Program` (print it with ``tensorir_dace.format``);
@@ -114,7 +439,10 @@ class ProgramObject:
       callable (cached);
     * ``prog(a, b, out=c, alpha=0.5)`` — run it (``backend="interpreter"`` for
       the NumPy interpreter); arrays passed with :func:`with_interval` have
-      explicit coordinate intervals (halos), which specialises the program.
+      explicit coordinate intervals (halos), which specialises the program;
+    * parameters without annotation (or ``Tensor``, ``Tensor[T, ...]``) are
+      rank-generic: ``prog.specializations()``, ``prog.cache_info()`` and
+      ``prog.specialize(args…)`` show what was specialised and why.
     """
 
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
@@ -126,18 +454,19 @@ class ProgramObject:
         self.backend = backend
         self.compile_options = compile_options
         functools.update_wrapper(self, fn)
-        self._params: list[tuple[str, TensorSpec, SourceLoc]] | None = None
-        self._ir: dict[tuple, ir.Program] = {}
-        self._compiled: dict[tuple, Any] = {}
+        self._init_cache()
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
 
     # ------------------------------------------------------------------ parameters
 
-    def _param_specs(self) -> list[tuple[str, TensorSpec, SourceLoc]]:
-        if self._params is not None:
-            return self._params
+    def _param_specs(self) -> list[tuple[str, TensorSpec | GenericSpec, SourceLoc]]:
+        return [(p.name, p.spec, p.loc) for p in self._param_infos()]
+
+    def _param_infos(self) -> list[ParamInfo]:
+        if self._infos is not None:
+            return self._infos
         from .translate import source_info
         src = source_info(self.fn)
         a = src.node.args
@@ -145,102 +474,84 @@ class ProgramObject:
             raise FrontendError("program parameters must be plain positional-or-keyword "
                                 "parameters", src.loc(src.node))
         out = []
-        anns = getattr(self.fn, "__annotations__", {})
         for arg in a.args:
             loc = src.loc(arg)
-            ann = anns.get(arg.arg, None)
-            if isinstance(ann, str):
-                try:
-                    ann = eval(ann, dict(self.fn.__globals__))
-                except Exception as e:  # noqa: BLE001 - reported with the parameter's place
-                    raise FrontendError(f"cannot evaluate the annotation of '{arg.arg}': {e}",
-                                        loc) from None
-            if ann is None:
-                raise FrontendError(f"program parameter '{arg.arg}' needs a type annotation, "
-                                    "e.g. Tensor[float, I, J] or float", loc)
-            spec = annotation_spec(ann)
+            has, ann = _annotation(self.fn, arg.arg, loc, strict=True)
+            spec: TensorSpec | GenericSpec | None
+            spec = generic_spec(ann, annotated=has and ann is not None)
+            if spec is None:
+                spec = annotation_spec(ann)
             if spec is None:
                 raise FrontendError(f"the annotation of '{arg.arg}' ({ann!r}) is not a "
                                     "Tensor IR type; write Tensor[float, I, J], float, int, "
-                                    "bool, …", loc)
+                                    "bool, … (or leave it out: the parameter is then "
+                                    "specialised from its argument)", loc)
             if ir.canonical_builtin(arg.arg) is not None:
                 raise FrontendError(f"'{arg.arg}' is the name of a Tensor IR builtin; rename "
                                     "the parameter", loc)
-            out.append((arg.arg, spec, loc))
-        names = {n for n, _, _ in out}
-        for n, spec, loc in out:
-            for d in spec.dims:
+            out.append(ParamInfo(arg.arg, spec, loc))
+        names = {p.name for p in out}
+        for p in out:
+            if not isinstance(p.spec, TensorSpec):
+                continue
+            for d in p.spec.dims:
                 dn = d.name if isinstance(d, Dimension) else getattr(getattr(d, "dim", None),
                                                                      "name", None)
                 if dn in names:
                     raise FrontendError(f"parameter '{dn}' has the name of a dimension; "
-                                        "rename it", loc)
-        self._params = out
+                                        "rename it", p.loc)
+        self._infos = out
         return out
 
-    def _size_of(self) -> Callable[[Dimension], sympy.Expr]:
-        names = {n for n, _, _ in self._param_specs()}
+    def _generic_error(self, what: str) -> FrontendError:
+        p = next(p for p in self._param_infos() if p.generic)
+        name = self.fn.__name__
+        return FrontendError(f"'{name}' is rank-generic: program parameter '{p.name}' needs a "
+                             f"type annotation for {name}.{what} (e.g. Tensor[float, I, J] or "
+                             f"float), or call {name} with arrays — it is specialised from "
+                             f"them — and see {name}.specialize(…).ir", p.loc)
 
-        def size_of(d: Dimension) -> sympy.Expr:
-            s = f"N_{d.name}"
-            while s in names:
-                s += "_"
-            return ir.size_symbol(s)
-        return size_of
-
-    def _params_ir(self, overrides: dict[str, dict[str, tuple[int, int]]]) -> list[ir.Param]:
-        size_of = self._size_of()
-        params = []
-        for name, spec, loc in self._param_specs():
-            try:
-                t = spec.to_type(size_of)
-            except (TypeError, ValueError) as e:
-                raise FrontendError(f"parameter '{name}': {getattr(e, 'message', e)}", loc) from None
-            if name in overrides:
-                dims = []
-                for d in t.dims:
-                    if d.name in overrides[name]:
-                        ds, de = overrides[name][d.name]
-                        d = ir.Dim(d.name, d.start + ds, d.stop + de)
-                    dims.append(d)
-                t = ir.TensorType(t.dtype, tuple(dims))
-            params.append(ir.Param(name, t, loc=loc))
-        return params
-
-    def _table_dims(self) -> dict[str, NeighborDimension]:
-        return {n: spec.dims[1] for n, spec, _ in self._param_specs() if spec.is_table()}
-
-    def _translate(self, key: tuple, overrides) -> ir.Program:
-        hit = self._ir.get(key)
-        if hit is not None:
-            return hit
-        from ..typing import check
+    def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
         from .translate import translate_program
-        params = self._params_ir(overrides)
-        prog = translate_program(self.fn, params, self._size_of(), self._table_dims())
-        try:
-            check(prog)
-        except TensorIRError as e:
-            if e.loc is None:
-                raise type(e)(e.message, prog.loc) from None
-            raise
-        self._ir[key] = prog
-        return prog
+        params, static = self._ir_params(key)
+        report: dict[str, Any] = {}
+        sp = self._specializer()
+        prog = translate_program(self.fn, params, self._size_of(), sp.table_dims(a),
+                                 static=static, rank_generic=sp.generic, report=report)
+        _checked(prog)
+        return Specialization(self.fn.__name__, key, prog, dropped=report.get("dropped", {}))
+
+    def _default(self, verb: str = "translating") -> Specialization:
+        if self._specializer().generic:
+            raise self._generic_error("ir")
+        return self._default_spec(verb)
+
+    @property
+    def _ir(self) -> dict[tuple, ir.Program]:
+        """The translated programs by specialisation key."""
+        return {s.key: s.program for s in self._cache.entries()}
 
     @property
     def ir(self) -> ir.Program:
         """The Tensor IR program (arrays starting at coordinate 0)."""
-        return self._translate((), {})
+        return self._default().program
 
     @property
     def params(self) -> tuple[ir.Param, ...]:
-        return tuple(self._params_ir({}))
+        sp = self._specializer()
+        if sp.generic:
+            raise self._generic_error("params")
+        return tuple(self._ir_params(sp.key(self._default_analysis()))[0])
 
     def format(self, ascii: bool = False) -> str:
         from ..syntax import format as fmt
         return fmt(self.ir, ascii=ascii)
 
     # ------------------------------------------------------------------ running
+
+    def interop_program(self) -> ir.Program:
+        """The program DaCe nests when a ``@dace.program`` calls this one."""
+        return self.ir
 
     def to_sdfg(self, optimize: str = "none"):
         """The DaCe SDFG of the program (``optimize="default"`` for the optimised one)."""
@@ -249,145 +560,43 @@ class ProgramObject:
 
     def compile(self):
         """The compiled program (a callable taking keyword arguments); cached."""
-        return self._compile_key(())
+        return self._cache.compiled(self._default("compiling"), self._compile_fn())
 
-    def _compile_key(self, key: tuple, overrides=None):
-        hit = self._compiled.get(key)
-        if hit is not None:
-            return hit
-        prog = self._translate(key, overrides or {})
-        compiled = compile_ir(prog, **self.compile_options)
-        self._compiled[key] = compiled
-        return compiled
+    def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
+        """The specialisation for these arguments (translated and checked, not run):
+        ``.ir``, ``.key``, ``.to_sdfg()``."""
+        return self._lookup(self._bind(args, kwargs), "translating")[0]
 
     def interpret(self, *args: Any, **kwargs: Any) -> None:
         """Run the program with the NumPy interpreter."""
         return self.__call__(*args, backend="interpreter", **kwargs)
 
-    def __call__(self, *args: Any, backend: str | None = None, **kwargs: Any) -> None:
-        specs = self._param_specs()
-        names = [n for n, _, _ in specs]
-        if "backend" in names and backend is not None:
-            kwargs["backend"] = backend
-            backend = None
-        backend = backend or self.backend
-        if backend not in BACKENDS:
-            raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        loc = SourceLoc(self._def_line(), 1, self._filename())
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        names = [p.name for p in self._param_infos()]
         if len(args) > len(names):
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments but "
-                                f"{len(args)} were given", loc)
+                                f"{len(args)} were given", self._def_loc())
         values = dict(zip(names, args))
         for k, v in kwargs.items():
             if k in values:
-                raise ArgumentError(f"{self.__name__}() got multiple values for '{k}'", loc)
+                raise ArgumentError(f"{self.__name__}() got multiple values for '{k}'",
+                                    self._def_loc())
             values[k] = v
-        key, overrides = self._specialize(values)
-        plain = {k: (v.value if isinstance(v, TensorArg) else v) for k, v in values.items()}
-        try:
-            if backend == "interpreter":
-                from ..interpreter import interpret
-                interpret(self._translate(key, overrides), **plain)
-            else:
-                self._compile_key(key, overrides)(**plain)
-        except ArgumentError as e:
-            raise self._argument_error(e) from None
+        return values
 
-    def _filename(self) -> str:
-        return inspect.getsourcefile(self.fn) or self.fn.__code__.co_filename
-
-    def _def_line(self) -> int:
-        try:
-            return inspect.getsourcelines(self.fn)[1]
-        except (OSError, TypeError):
-            return self.fn.__code__.co_firstlineno
-
-    def _argument_error(self, e: ArgumentError) -> ArgumentError:
-        """The error with the user's parameter declaration as its place."""
-        loc = None
-        for name, _, ploc in self._param_specs():
-            if f"'{name}'" in e.message:
-                loc = ploc
-                break
-        loc = loc or SourceLoc(self._def_line(), 1, self._filename())
-        caller = _caller()
-        where = f" (called at {caller})" if caller else ""
-        return ArgumentError(f"{e.message}{where}", loc)
-
-    def _specialize(self, values: dict[str, Any]) -> tuple[tuple, dict]:
-        """Specialise parameter intervals for arrays passed with with_interval."""
-        wrapped = {k: v for k, v in values.items() if isinstance(v, TensorArg)}
-        if not wrapped:
-            return (), {}
-        params = {p.name: p for p in self._params_ir({})}
-        loc_of = {n: l for n, _, l in self._param_specs()}
-        known: dict[sympy.Symbol, int] = {}
-        for name, v in values.items():
-            p = params.get(name)
-            if p is None or isinstance(v, TensorArg) or not p.type.dims:
-                continue
-            shape = _shape(v)
-            if shape is None or len(shape) != len(p.type.dims):
-                continue
-            for d, n in zip(p.type.dims, shape):
-                _solve(d.stop - d.start, n, known)
-        key = []
-        overrides: dict[str, dict[str, tuple[int, int]]] = {}
-        for name, ta in wrapped.items():
-            p = params.get(name)
-            if p is None:
-                raise ArgumentError(f"{self.__name__}() has no parameter '{name}'",
-                                    SourceLoc(self._def_line(), 1, self._filename()))
-            shape = _shape(ta.value)
-            if shape is None or len(shape) != len(p.type.dims):
-                raise ArgumentError(f"'{name}' expects {len(p.type.dims)} dimensions "
-                                    f"({p.type}), got shape {shape}", loc_of[name])
-            dims_by_name = {d.name: (i, d) for i, d in enumerate(p.type.dims)}
-            for dname, (a, b) in ta.intervals.items():
-                if dname not in dims_by_name:
-                    raise ArgumentError(f"with_interval: '{name}' has no dimension {dname} "
-                                        f"({p.type})", loc_of[name])
-                i, d = dims_by_name[dname]
-                if b is None:
-                    b = a + shape[i]
-                if b - a != shape[i]:
-                    raise ArgumentError(f"with_interval: '{name}' has {shape[i]} elements "
-                                        f"along {dname} but the interval [{a}:{b}] has "
-                                        f"{b - a}", loc_of[name])
-                if d.stop.free_symbols - set(known):
-                    _solve(d.stop, b, known)
-                s0 = d.start.subs(known)
-                e0 = d.stop.subs(known)
-                if not (s0.is_Integer and e0.is_Integer):
-                    raise ArgumentError(f"with_interval: cannot relate the interval of "
-                                        f"'{name}' along {dname} ({d}) to the other "
-                                        "arguments", loc_of[name])
-                ds, de = a - int(s0), b - int(e0)
-                overrides.setdefault(name, {})[dname] = (ds, de)
-                key.append((name, dname, ds, de))
-        return tuple(sorted(key)), overrides
-
-
-def _shape(v: Any) -> tuple[int, ...] | None:
-    while isinstance(v, tuple) and v:
-        v = v[0]
-    s = getattr(v, "shape", None)
-    if s is None:
-        try:
-            s = np.shape(v)
-        except Exception:  # noqa: BLE001 - not array-like: no shape
-            return None
-    return tuple(int(x) for x in s)
-
-
-def _solve(expr: sympy.Expr, value: int, known: dict) -> None:
-    expr = sympy.expand(expr.subs(known))
-    free = list(expr.free_symbols)
-    if len(free) != 1:
-        return
-    sol = sympy.solve(sympy.Eq(expr, value), free[0])
-    if len(sol) == 1 and sol[0].is_Integer:
-        known[free[0]] = int(sol[0])
+    def __call__(self, *args: Any, backend: str | None = None, **kwargs: Any) -> None:
+        names = [p.name for p in self._param_infos()]
+        if "backend" in names and backend is not None:
+            kwargs["backend"] = backend
+            backend = None
+        backend = self._backend(backend)
+        values = self._bind(args, kwargs)
+        misses = self._cache.misses
+        spec, _, plain = self._lookup(values, "compiling" if backend == "compiled"
+                                      else "translating")
+        if plain is values:
+            plain = {k: (v.value if isinstance(v, TensorArg) else v) for k, v in values.items()}
+        self._run(spec, backend, self._cache.misses != misses, plain)
 
 
 def _caller() -> str | None:

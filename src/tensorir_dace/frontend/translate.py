@@ -46,7 +46,7 @@ from ..errors import (
 from ..typing.checker import Checker
 from ..typing.scope import Binding, Scope
 from . import api
-from .annotations import annotation_spec, element_type
+from .annotations import annotation_spec, element_type, generic_spec
 from .dims import (
     CompoundMask,
     Dimension,
@@ -305,6 +305,10 @@ class ProgramContext:
         self.used: set[str] = set(sizes) | {p.name for p in params} | \
             set(self.checker.dim_names) | set(ir.BUILTINS) | set(ir.BUILTIN_ALIASES)
         self.stack: list[Any] = []
+        # rank-generic specialisations: a Cartesian shift along a dimension that no
+        # parameter has is a no-op (dropped here, remembered for the log)
+        self.rank_generic = False
+        self.dropped: dict[str, SourceLoc] = {}
 
     def fresh(self, base: str) -> str:
         base = base if base.isidentifier() else "v"
@@ -885,6 +889,15 @@ class FunctionTranslator:
 
     def check_annotation(self, v: ir.Expr, ann: Any, pname: str, fname: str,
                          node: ast.AST) -> None:
+        gen = generic_spec(ann)
+        if gen is not None:
+            want = gen.element()
+            if want is not None:
+                t = self.type_of(v, node)
+                if t.dtype != want:
+                    raise self.error(node, f"argument '{pname}' of {fname}() is annotated "
+                                           f"{gen!r} but the value is {t}")
+            return
         spec = annotation_spec(ann)
         if spec is None:
             return
@@ -1180,6 +1193,9 @@ class FunctionTranslator:
             a = self.expr(a_node)
             aloc = self.loc(a_node)
             if isinstance(a, Offset):
+                if self.ctx.rank_generic and a.dim.name not in self.ctx.checker.dim_names:
+                    self.ctx.dropped.setdefault(a.dim.name, aloc)
+                    continue
                 if a.offset != 0:
                     items += [ir.Sym(a.dim.name, loc=aloc), ir.Literal(a.offset, loc=aloc)]
             elif isinstance(a, Dimension):
@@ -1408,6 +1424,9 @@ class FunctionTranslator:
             spec = annotation_spec(ann) if ann is not None else None
             if spec is not None:
                 return spec.element()
+            gen = generic_spec(ann) if ann is not None else None
+            if gen is not None:
+                return gen.element()
         return None
 
     def infer_dtype(self, init: Any, operand_types: list[ir.TensorType],
@@ -1674,7 +1693,7 @@ class ProgramTranslator(FunctionTranslator):
     """
 
     def __init__(self, ctx: ProgramContext, source: SourceInfo,
-                 size_of):
+                 size_of, static: dict[str, Any] | None = None):
         env: dict[str, Any] = {}
         super().__init__(ctx, source, env, ctx.scope, None)
         self.size_of = size_of
@@ -1684,6 +1703,10 @@ class ProgramTranslator(FunctionTranslator):
         for p in ctx.params:
             env[p.name] = ir.Sym(p.name, loc=p.loc)
             self.kinds[p.name] = "scalar_param" if p.type.is_scalar else "param"
+        for k, v in (static or {}).items():     # static arguments: plain Python values
+            env[k] = v
+            self.kinds[k] = "alias"
+            self.alias_depth[k] = 0
 
     # ------------------------------------------------------------------ statements
 
@@ -2045,11 +2068,55 @@ class ProgramTranslator(FunctionTranslator):
 
 
 def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
-                      table_dims: dict[str, NeighborDimension]) -> ir.Program:
-    """The (unchecked) Tensor IR program of a ``@program`` function."""
+                      table_dims: dict[str, NeighborDimension], *,
+                      static: dict[str, Any] | None = None, rank_generic: bool = False,
+                      report: dict[str, Any] | None = None) -> ir.Program:
+    """The (unchecked) Tensor IR program of a ``@program`` function.
+
+    ``static`` binds parameters to Python values (static arguments);
+    ``rank_generic`` makes shifts along dimensions that no parameter has no-ops
+    (their names and places go to ``report["dropped"]``).
+    """
     src = source_info(fn)
     ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
-    tr = ProgramTranslator(ctx, src, size_of)
+    ctx.rank_generic = rank_generic
+    tr = ProgramTranslator(ctx, src, size_of, static)
     body = tr.statements(list(src.node.body))
+    if report is not None:
+        report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
                       loc=src.loc(src.node))
+
+
+def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
+                   result_name: str, *, static: dict[str, Any] | None = None,
+                   rank_generic: bool = True,
+                   report: dict[str, Any] | None = None) -> ir.Program:
+    """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
+    directly with arrays: the parameters are the function's (those not given are
+    left to their defaults; ``static`` ones are Python values), plus
+    ``result_name``, typed with the value's type."""
+    src = source_info(fn)
+    node = src.node
+    loc = src.loc(node)
+    ctx = ProgramContext(src.name, params, loc, table_dims)
+    ctx.rank_generic = rank_generic
+    ctx.used.add(result_name)
+    tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
+    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params}
+    kwargs.update(static or {})
+    value = tr.inline(fn, [], kwargs, node, src.name)
+    if not contains_ir(value):
+        raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
+                            "not a tensor", loc)
+    expr = tr.to_ir(value, node)
+    t = strip_masks(tr.type_of(expr, node))
+    if t.is_scalar:
+        raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
+                            "function called directly returns a tensor (pass at least one "
+                            "array)", loc)
+    if report is not None:
+        report["dropped"] = dict(ctx.dropped)
+    out = ir.Param(result_name, t, loc=loc)
+    body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
+    return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc)

@@ -303,7 +303,10 @@ class SDFGCallable:
             exprs.extend(sympy.sympify(s) for s in desc.shape)
             exprs.extend(sympy.sympify(s) for s in desc.strides)
         names = sorted({str(s) for e in exprs for s in e.free_symbols})
-        unknown = [n for n in names if n not in sdfg_symbols]
+        # Size symbols the generated code does not need (DaCe drops them from the
+        # signature) still have values: the binder infers every size symbol.
+        known = set(sdfg_symbols) | set(self.signature.symbols.values())
+        unknown = [n for n in names if n not in known]
         if unknown:
             raise ValueError(f"SDFG '{sdfg.name}': array sizes use symbols {unknown} that are "
                              "not arguments")
@@ -445,6 +448,9 @@ class SDFGCallable:
                                     f"compiled program's {sdtype} symbol '{sym}'")
             dkw[sym] = v
             symvals[sym] = v
+        for size_name, sym in self.signature.symbols.items():
+            if sym not in symvals and size_name in bound.symbols:
+                symvals[sym] = bound.symbols[size_name]
         for b, desc, want, kind in self._arrays:
             value = _get_leaf(bound.values[b.param], b.path)
             if kind == "symbol":
