@@ -9,7 +9,7 @@ import pytest
 import tensorir_dace as tir
 from tensorir_dace.testing import random_arguments
 
-from conftest import check_against_interpreter, compiled, example, parsed
+from conftest import EXAMPLES, check_against_interpreter, compiled, example, parsed
 
 F = "tensor<float, I[0:6], J[0:5]>"
 B = "tensor<bool, I[0:6], J[0:5]>"
@@ -314,3 +314,17 @@ gather(out: tensor<float, Edge[0:E]>, pp: tensor<float, Vertex[0:V]>,
   out ← ⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)
 }"""
     check_against_interpreter(src, "default", sizes={"E": 7, "V": 5})
+
+
+def test_persistent_scratch_follows_the_sizes_of_each_call():
+    """The column solver keeps its scratch arrays between calls; calls with
+    other sizes (smaller, larger, smaller again) must re-size them."""
+    import sys
+    sys.path.insert(0, str(EXAMPLES.parent / "benchmarks"))
+    from bench_stencils import TRIDIAGONAL
+    prog = compiled(TRIDIAGONAL)
+    assert any(d.transient and d.lifetime.name == "Persistent" for d in prog.sdfg.arrays.values())
+    for n in (3, 17, 4, 17):
+        args = random_arguments(parsed(TRIDIAGONAL), sizes={"N": n, "M": 5, "L": n + 2}, seed=n)
+        args["b"] = args["b"] + 4.0
+        check_against_interpreter(TRIDIAGONAL, "default", args=args)

@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 #: Bump when the folder layout or the key recipe changes.
-_FORMAT = 1
+_FORMAT = 2
 
 _lock = threading.RLock()
 _memo: dict[str, CompiledSDFG] = {}
@@ -176,8 +176,11 @@ def reset_persistent_lifetimes(sdfg: dace.SDFG) -> int:
     init function, with the sizes of the *first* call; a later call with
     larger sizes then writes past the allocation (heap corruption, often a
     crash at exit).  ``auto_optimize`` makes surviving transients Persistent.
-    Transients of constant size keep their lifetime.  Returns how many were
-    changed.
+    Our calls do not need this (:class:`~.compiled.SDFGCallable` initialises
+    the program again when the sizes change, so persistent transients are
+    allocated once per size, not once per call); it is for SDFGs called by
+    other means.  Transients of constant size keep their lifetime.  Returns
+    how many were changed.
     """
     changed = 0
     risky = (dtypes.AllocationLifetime.Persistent, dtypes.AllocationLifetime.Global)
@@ -196,7 +199,6 @@ def _prepared_copy(sdfg: dace.SDFG, name: str, folder: pathlib.Path) -> dace.SDF
     """A copy of ``sdfg`` to compile/load as ``name`` in ``folder``."""
     dup = copy.deepcopy(sdfg)
     dup.name = name
-    reset_persistent_lifetimes(dup)
     dup.build_folder = str(folder)
     return dup
 

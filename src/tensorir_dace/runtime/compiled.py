@@ -152,14 +152,37 @@ _SCALAR_KEY_TYPES = frozenset([int, float, bool, np.float64, np.float32, np.int6
 class _Entry:
     """Prepared DaCe argument vectors for one set of argument objects."""
 
-    __slots__ = ("callargs", "initargs", "checks", "keepalive")
+    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive")
 
     def __init__(self, callargs: tuple, initargs: tuple,
                  checks: tuple[tuple[Any, tuple, tuple, np.dtype], ...], keepalive: tuple):
         self.callargs = callargs
         self.initargs = initargs
+        self.init_key = _init_key(initargs)
         self.checks = checks        # (weakref, shape, strides, dtype) per array, in key order
         self.keepalive = keepalive  # arrays we made (scalars passed as arrays)
+
+
+def _init_key(initargs: tuple) -> tuple:
+    """The values the program's init function sizes persistent transients with."""
+    return tuple(getattr(a, "value", a) for a in initargs)
+
+
+def _has_sized_persistent(sdfg: dace.SDFG) -> bool:
+    """Whether the SDFG keeps transients alive between calls whose size depends on
+    symbols: then the program must be initialised again when the sizes change."""
+    risky = (dtypes.AllocationLifetime.Persistent, dtypes.AllocationLifetime.Global)
+    return any(desc.transient and desc.lifetime in risky and getattr(desc, "free_symbols", None)
+               for sd in sdfg.all_sdfgs_recursive() for desc in sd.arrays.values())
+
+
+def _ensure_initialized_for(compiled: CompiledSDFG, init_key: tuple) -> None:
+    """Re-initialise ``compiled`` when a call's sizes differ from those its persistent
+    transients were allocated with (DaCe allocates them once, in the init function,
+    with the first call's sizes; a larger later call would write past them)."""
+    if getattr(compiled, "_tir_init_key", None) != init_key:
+        compiled.finalize()          # the next call runs __dace_init with the new sizes
+        compiled._tir_init_key = init_key
 
 
 # --------------------------------------------------------------------------- callable
@@ -197,6 +220,7 @@ class SDFGCallable:
         self._gpu_checked = False
         self._has_gpu_code = bool(getattr(compiled, "has_gpu_code", False))
         self._fast_call = compiled.fast_call
+        self._reinit = _has_sized_persistent(compiled.sdfg)
         self._analyse()
 
     @classmethod
@@ -375,6 +399,8 @@ class SDFGCallable:
                         break
                 else:
                     self._hits += 1
+                    if self._reinit:
+                        _ensure_initialized_for(self.compiled, entry.init_key)
                     self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
                     return
                 del self._entries[key]
@@ -426,6 +452,8 @@ class SDFGCallable:
                     f"{self.where} was compiled for a GPU, but no usable GPU was found "
                     "(calling it would crash the process); compile it for the CPU instead")
             self._gpu_checked = True
+        if self._reinit:
+            _ensure_initialized_for(self.compiled, _init_key(initargs))
         self._fast_call(callargs, initargs, self._has_gpu_code)
         if key is not None:
             checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype) for a in arrays)

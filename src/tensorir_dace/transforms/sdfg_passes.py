@@ -20,13 +20,24 @@ def fuse_maps_vertically(sdfg: dace.SDFG) -> None:
     sdfg.apply_transformations_repeated(MapFusionVertical)
 
 
-def scope_lifetimes(sdfg: dace.SDFG) -> None:
-    """Transients must not outlive a call: sizes may change between calls, and a
-    persistent transient sized by the first call corrupts memory on a larger one."""
-    for sd in sdfg.all_sdfgs_recursive():
-        for desc in sd.arrays.values():
-            if desc.transient and desc.lifetime == dace.AllocationLifetime.Persistent:
-                desc.lifetime = dace.AllocationLifetime.Scope
+def persistent_transients(sdfg: dace.SDFG) -> None:
+    """Keep the top-level transient arrays allocated between calls.
+
+    Allocating (and first touching) large scratch arrays on every call costs
+    more than the computation of a column solver; persistent transients are
+    allocated by the program's init function instead.  The runtime
+    initialises the program again whenever the sizes change, so a call with
+    other sizes never uses arrays sized for the previous ones."""
+    inside_maps: set[str] = set()
+    for state in sdfg.states():
+        scopes = state.scope_dict()
+        for node in state.data_nodes():
+            if scopes[node] is not None:
+                inside_maps.add(node.data)     # per-point scratch (e.g. from map fusion)
+    for name, desc in sdfg.arrays.items():
+        if desc.transient and isinstance(desc, dace.data.Array) and name not in inside_maps \
+                and desc.storage in (dace.StorageType.Default, dace.StorageType.CPU_Heap):
+            desc.lifetime = dace.AllocationLifetime.Persistent
 
 
 def zero_offsets(sdfg: dace.SDFG) -> None:
@@ -65,7 +76,7 @@ def validate(sdfg: dace.SDFG) -> None:
 
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, scope_lifetimes, validate],
+    "default": [simplify, fuse_maps_vertically, persistent_transients, validate],
 }
 
 
