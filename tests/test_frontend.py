@@ -975,7 +975,7 @@ def test_error_program_if_on_tensor():
     assert_error(e, p, "<- progif", "must be a scalar bool")
 
 
-def test_calling_a_function_directly_is_an_error():
+def test_direct_call_without_dimension_names_and_builtins_outside_programs():
     with pytest.raises(FrontendError, match="call it from a @tensorir_dace.program"):
         lap(np.zeros(3))
     with pytest.raises(FrontendError, match="only be used inside"):
