@@ -897,6 +897,10 @@ def _is_weak(e: ir.Expr) -> bool:
         case ir.Call(func=ir.Sym(name=n), args=args) if n in ir.ARITHMETIC or n in (
                 "neg", "abs"):
             return all(_is_weak(a) for a in args)
+        case ir.Call(func=ir.Sym(name="if"), args=(_, a, b)):
+            return _is_weak(a) and _is_weak(b)
+        case ir.Call(func=ir.Call(func=ir.Sym(name="shift" | "cartesian_shift")), args=(x,)):
+            return _is_weak(x)
     return False
 
 
