@@ -328,3 +328,18 @@ def test_persistent_scratch_follows_the_sizes_of_each_call():
         args = random_arguments(parsed(TRIDIAGONAL), sizes={"N": n, "M": 5, "L": n + 2}, seed=n)
         args["b"] = args["b"] + 4.0
         check_against_interpreter(TRIDIAGONAL, "default", args=args)
+
+
+def test_sizes_too_small_for_a_subset_are_refused():
+    src = """
+inner(out: tensor<float, I[0:N]>, x: tensor<float, I[0:N]>) {
+  subset(out, I[1:N-1]) ← subset(x, I[1:N-1]) × 2.0
+}"""
+    prog = compiled(src)
+    ok = random_arguments(parsed(src), sizes={"N": 4})
+    prog(**ok)
+    small = {"out": np.full(0, 7.0), "x": np.zeros(0)}
+    with pytest.raises(tir.ArgumentError, match=r"too small for the subset I\[1:N - 1\]"):
+        prog(**small)
+    with pytest.raises(tir.ArgumentError, match="too small"):
+        tir.interpret(parsed(src), **small)

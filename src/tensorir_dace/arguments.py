@@ -39,7 +39,7 @@ import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import sympy
@@ -647,3 +647,16 @@ def bind_arguments(params: Sequence[ir.Param], kwargs: Mapping[str, Any], *,
     The SymPy work is done once per parameter list and cached.
     """
     return get_binder(params).bind(kwargs, where)
+
+
+def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: dict[str, int],
+                           where: str) -> None:
+    """Raise ArgumentError when the call's sizes break an order the program relies on."""
+    for c in constraints:
+        subs = {s: symbols[s.name] for s in (c.lower.free_symbols | c.upper.free_symbols)
+                if s.name in symbols}
+        lo, hi = c.lower.subs(subs), c.upper.subs(subs)
+        if lo.is_Integer and hi.is_Integer and int(lo) > int(hi):
+            sizes = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()))
+            raise ArgumentError(f"{where}: the sizes ({sizes}) are too small for the "
+                                f"{c.reason}: it needs {c.lower} <= {c.upper}")

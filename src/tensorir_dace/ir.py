@@ -309,11 +309,23 @@ class ForStmt(Stmt):
 
 
 @dataclass(frozen=True)
+class SizeConstraint:
+    """``lower <= upper`` must hold for the sizes of a call: an order the type
+    checker could not decide for all sizes but the program relies on (a
+    ``subset`` such as ``I[1:N-1]`` of ``I[0:N]`` needs ``N >= 1``)."""
+
+    lower: sympy.Expr
+    upper: sympy.Expr
+    reason: str
+
+
+@dataclass(frozen=True)
 class Program(Node):
     name: str
     params: tuple[Param, ...]
     temporaries: tuple[Param, ...] = ()
     body: tuple[Stmt, ...] = ()
+    constraints: tuple[SizeConstraint, ...] = field(default=(), compare=False, repr=False)
 
     def param(self, name: str) -> Param | None:
         for p in self.params + self.temporaries:

@@ -22,7 +22,7 @@ import functools
 from typing import Any
 
 from .. import ir
-from ..arguments import bind_arguments
+from ..arguments import bind_arguments, check_size_constraints
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
@@ -60,4 +60,5 @@ def interpret(program: ir.Program, **args: Any) -> None:
         raise TypeError(f"interpret() expects an ir.Program, got {type(program).__name__}")
     typed = typed_program(program)
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
+    check_size_constraints(typed.constraints, bound.symbols, f"program '{typed.name}'")
     interpret_program(typed, bound.values, bound.symbols)

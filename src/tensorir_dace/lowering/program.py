@@ -152,7 +152,7 @@ class ProgramLowering:
             self.new_state("empty")
         self.sdfg.arg_names = [b.data for b in self.bindings]
         signature = CallSignature(self.program.params, tuple(self.bindings),
-                                  dict(self.symbol_names))
+                                  dict(self.symbol_names), self.program.constraints)
         return LoweredProgram(self.sdfg, signature)
 
     def add_block(self, block) -> None:

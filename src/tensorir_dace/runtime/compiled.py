@@ -38,7 +38,7 @@ from dace import dtypes
 from dace.codegen.compiled_sdfg import CompiledSDFG
 
 from .. import ir
-from ..arguments import ArgumentBinder, BoundArguments, numpy_dtype
+from ..arguments import ArgumentBinder, BoundArguments, check_size_constraints, numpy_dtype
 from ..errors import ArgumentError, TensorIRError
 
 __all__ = [
@@ -69,6 +69,7 @@ class CallSignature:
     params: tuple[ir.Param, ...]          # the program parameters (types with sympy bounds)
     bindings: tuple[ArgBinding, ...]
     symbols: dict[str, str]               # size-symbol name -> SDFG symbol name (may be the same)
+    constraints: tuple = ()               # ir.SizeConstraint: size orders checked per call
 
 
 class GPUUnavailableError(TensorIRError, RuntimeError):
@@ -445,6 +446,8 @@ class SDFGCallable:
     def _call_slow(self, kwargs: Mapping[str, Any], key: tuple | None, arrays: list) -> None:
         self._misses += 1
         bound = self._binder.bind(kwargs)
+        if self.signature.constraints:
+            check_size_constraints(self.signature.constraints, bound.symbols, self.where)
         callargs, initargs, keepalive = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
             if not gpu_available():

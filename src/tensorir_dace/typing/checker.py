@@ -35,6 +35,7 @@ class Checker:
     def __init__(self, program: ir.Program):
         self.program = program
         self.dim_names = _collect_dim_names(program)
+        self.constraints: list[ir.SizeConstraint] = []
 
     # ------------------------------------------------------------------ errors
 
@@ -81,7 +82,7 @@ class Checker:
                 raise self.error(tmp, f"temporary '{tmp.name}' must have dimensions")
             scope.bindings[tmp.name] = Binding(tmp.name, "temp", tmp.type)
         body = self.block(p.body, scope)
-        return replace(p, body=body)
+        return replace(p, body=body, constraints=tuple(dict.fromkeys(self.constraints)))
 
     def check_declared_type(self, node: ir.Node, t: ir.TensorType) -> None:
         names = [d.name for d in t.dims]
@@ -509,8 +510,12 @@ class Checker:
             sub = d.with_interval(a.start, a.stop)
             # An order that depends on the sizes is the user's assertion (I[1:N-1]
             # needs N >= 2); only a subset provably outside is an error.
-            inside = [iv.maybe_le(d.start, sub.start), iv.maybe_le(sub.stop, d.stop),
-                      iv.maybe_le(sub.start, sub.stop)]
+            pairs = [(d.start, sub.start), (sub.stop, d.stop), (sub.start, sub.stop)]
+            inside = [iv.maybe_le(lo, hi) for lo, hi in pairs]
+            where = f"subset {a.name}[{a.start}:{a.stop}] of {a.name}[{d.start}:{d.stop}]" + (
+                f" at {a.loc}" if a.loc else "")
+            self.constraints += [ir.SizeConstraint(lo, hi, where)
+                                 for (lo, hi), ok in zip(pairs, inside) if ok is None]
             if False in inside:
                 raise self.error(a, f"subset {a.name}[{a.start}:{a.stop}] is not within "
                                     f"{a.name}[{d.start}:{d.stop}]")
