@@ -11,22 +11,33 @@ from .program import LoweredProgram, lower
 OPTIMIZE_LEVELS = ("none", "default")
 
 
-def lower_program(program: ir.Program, *, optimize: str = "none") -> LoweredProgram:
-    """Check, lower and (for ``optimize="default"``) optimise a program."""
+DEVICES = ("cpu", "gpu")
+
+
+def lower_program(program: ir.Program, *, optimize: str = "none",
+                  device: str = "cpu") -> LoweredProgram:
+    """Check, lower and (for ``optimize="default"``) optimise a program;
+    ``device="gpu"`` makes its maps CUDA kernels."""
+    from ..errors import TensorIRError
     from ..transforms import pipeline
+    from ..transforms.sdfg_passes import to_gpu
     if optimize not in OPTIMIZE_LEVELS:
-        from ..errors import TensorIRError
         raise TensorIRError(f"optimize must be one of {', '.join(OPTIMIZE_LEVELS)}, "
                             f"got {optimize!r}")
+    if device not in DEVICES:
+        raise TensorIRError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     typed = check(program)
     lowered = lower(typed, fused=optimize != "none")
     pipeline(optimize)(lowered.sdfg)
+    if device == "gpu":
+        to_gpu(lowered.sdfg)
     return lowered
 
 
-def to_sdfg(program: ir.Program, *, optimize: str = "none") -> dace.SDFG:
-    """The SDFG of a program: as lowered (``"none"``) or optimised (``"default"``)."""
-    return lower_program(program, optimize=optimize).sdfg
+def to_sdfg(program: ir.Program, *, optimize: str = "none", device: str = "cpu") -> dace.SDFG:
+    """The SDFG of a program: as lowered (``"none"``) or optimised (``"default"``),
+    for the CPU or (``device="gpu"``) a CUDA GPU."""
+    return lower_program(program, optimize=optimize, device=device).sdfg
 
 
 __all__ = ["to_sdfg", "lower", "lower_program", "LoweredProgram"]

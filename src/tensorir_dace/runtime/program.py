@@ -56,8 +56,12 @@ class CompiledProgram(SDFGConvertible):
         return f"CompiledProgram({self.program.name!r}, sdfg={self.sdfg.name!r})"
 
 
-def compile(program: ir.Program, *, optimize: str = "default",
+def compile(program: ir.Program, *, optimize: str = "default", device: str = "cpu",
             cache_dir: str | os.PathLike | None = None) -> CompiledProgram:
-    """Check, lower, optimise and compile a program (compiled once per content)."""
-    lowered = lower_program(program, optimize=optimize)
+    """Check, lower, optimise and compile a program (compiled once per content).
+
+    ``device="gpu"`` compiles CUDA kernels (with nvcc; DaCe's
+    ``compiler.cuda.cuda_arch`` setting picks the architecture); calling such a
+    program on a machine without a GPU raises ``GPUUnavailableError``."""
+    lowered = lower_program(program, optimize=optimize, device=device)
     return CompiledProgram(program, lowered.sdfg, lowered.signature, cache_dir=cache_dir)

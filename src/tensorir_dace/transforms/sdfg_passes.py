@@ -70,6 +70,21 @@ def zero_offsets(sdfg: dace.SDFG) -> None:
             desc.offset = [0] * len(desc.shape)
 
 
+GPU_BLOCK_SIZE = [64, 1, 1]
+
+
+def to_gpu(sdfg: dace.SDFG) -> None:
+    """Run the maps on a CUDA GPU: DaCe's GPU transformation (device copies of
+    the arguments, kernels for the top-level maps), with a block size set on
+    every kernel so that DaCe does not guess one."""
+    sdfg.apply_gpu_transformations()
+    for state in sdfg.states():
+        for node in state.nodes():
+            if isinstance(node, dace.nodes.MapEntry) and \
+                    node.map.schedule == dace.ScheduleType.GPU_Device:
+                node.map.gpu_block_size = list(GPU_BLOCK_SIZE)
+
+
 def validate(sdfg: dace.SDFG) -> None:
     sdfg.validate()
 
