@@ -62,6 +62,18 @@ class _Specialized:
     _infos: list[ParamInfo] | None
     _spz: Specializer | None
 
+    def _setup(self, fn: Callable, decorator: str, backend: str,
+               compile_options: dict[str, Any]) -> None:
+        if not inspect.isfunction(fn):
+            raise DefinitionError(f"@{decorator} decorates a Python function")
+        if backend not in BACKENDS:
+            raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        self.fn = fn
+        self.backend = backend
+        self.compile_options = compile_options
+        functools.update_wrapper(self, fn)
+        self._init_cache()
+
     def _init_cache(self) -> None:
         self._infos = None
         self._spz = None
@@ -243,15 +255,7 @@ class FunctionObject(_Specialized):
     """
 
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
-        if not inspect.isfunction(fn):
-            raise DefinitionError("@function decorates a Python function")
-        if backend not in BACKENDS:
-            raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        self.fn = fn
-        self.backend = backend
-        self.compile_options = compile_options
-        functools.update_wrapper(self, fn)
-        self._init_cache()
+        self._setup(fn, "function", backend, compile_options)
         self._result: str | None = None
         self._sig: inspect.Signature | None = None
 
@@ -446,15 +450,7 @@ class ProgramObject(_Specialized, SDFGConvertible):
     """
 
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
-        if not inspect.isfunction(fn):
-            raise DefinitionError("@program decorates a Python function")
-        if backend not in BACKENDS:
-            raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-        self.fn = fn
-        self.backend = backend
-        self.compile_options = compile_options
-        functools.update_wrapper(self, fn)
-        self._init_cache()
+        self._setup(fn, "program", backend, compile_options)
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"

@@ -255,15 +255,6 @@ def is_table_type(t: ir.TensorType) -> bool:
             and sum(not d.is_neighbor for d in t.dims) == 1)
 
 
-def highest_neighbor(t: ir.TensorType) -> ir.Dim | None:
-    best = None
-    for d in t.dims:
-        c = d.neighbor_counter
-        if c is not None and (best is None or c > best.neighbor_counter):
-            best = d
-    return best
-
-
 def free_syms(e: ir.Node) -> set[str]:
     return {n.name for n in ir.walk(e) if isinstance(n, ir.Sym)}
 
@@ -1324,7 +1315,7 @@ class FunctionTranslator:
 
     def reduction_axis(self, types: list[ir.TensorType], axis: Any, node: ast.AST,
                        what: str) -> ir.Dim:
-        nbs = [highest_neighbor(t) for t in types]
+        nbs = [t.highest_neighbor for t in types]
         nbs = [d for d in nbs if d is not None]
         if not nbs:
             raise self.error(node, f"{what} needs an operand with a neighbour dimension, e.g. "
