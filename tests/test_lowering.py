@@ -343,3 +343,14 @@ inner(out: tensor<float, I[0:N]>, x: tensor<float, I[0:N]>) {
         prog(**small)
     with pytest.raises(tir.ArgumentError, match="too small"):
         tir.interpret(parsed(src), **small)
+
+
+def test_negated_negative_literals_and_weak_math_literals():
+    src = """
+lits(i: tensor<int, I[0:4]>, f: tensor<float32, I[0:4]>, oi: tensor<int, I[0:4]>,
+     of: tensor<float32, I[0:4]>) {
+  oi ← -(-3) + abs(-3) - i;
+  of ← sin(0.25) × f + maximum(sqrt(2.0), f);
+}"""
+    check_against_interpreter(src, "default")
+    assert tir.check(parsed(src)).body[1].value.args[0].args[0].type.dtype.name == "float32"

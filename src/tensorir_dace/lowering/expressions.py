@@ -257,9 +257,9 @@ class ExprGen:
             case "not":
                 return f"(!{a})"
             case "neg":
-                return f"(-{a})"
+                return f"(-({a}))"
             case "abs":
-                return f"fabs({a})" if dtype.is_float else f"({a} < 0 ? -{a} : {a})"
+                return f"fabs({a})" if dtype.is_float else f"({a} < 0 ? -({a}) : {a})"
             case "isnan":
                 return f"({a} != {a})"
             case "isinf":

@@ -899,8 +899,8 @@ def _is_weak(e: ir.Expr) -> bool:
     match e:
         case ir.Literal(kind=k):
             return k != "bool"
-        case ir.Call(func=ir.Sym(name=n), args=args) if n in ir.ARITHMETIC or n in (
-                "neg", "abs"):
+        case ir.Call(func=ir.Sym(name=n), args=args) if n in ir.ARITHMETIC or n in \
+                ir.MATH_FUNCTIONS:
             return all(_is_weak(a) for a in args)
         case ir.Call(func=ir.Sym(name="if"), args=(_, a, b)):
             return _is_weak(a) and _is_weak(b)
