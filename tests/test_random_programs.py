@@ -35,18 +35,39 @@ def expression(depth: int, r: random.Random) -> str:
     ])
 
 
-def random_program(seed: int, statements: int = 12) -> str:
+def int_expression(depth: int, r: random.Random, dtype: str) -> str:
+    if depth == 0 or r.random() < 0.2:
+        c = r.random()
+        if c < 0.5:
+            return r.choice(["a", "b"])
+        if c < 0.7:
+            return r.choice(["1", "2", "-3", "0"])
+        return f"⟪I, {r.choice([-1, 1])}⟫({r.choice(['a', 'b'])})"
+    x, y, z = (int_expression(depth - 1, r, dtype) for _ in range(3))
+    return r.choice([
+        f"({x} + {y})", f"({x} - {y})", f"({x} × {y})", f"({x} / {y})", f"({x} % {y})",
+        f"minimum({x}, {y})", f"maximum({x}, {y})", f"abs({x})", f"-{x}", f"power({x}, 2)",
+        f"if({x} < {y} ∧ ¬({y} == {z}), {x}, {z})", f"cast(cast({x}, float) × 0.5, {dtype})",
+    ])
+
+
+def random_program(seed: int, statements: int = 12, dtype: str = "float") -> str:
     r = random.Random(seed)
-    outs = [f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(statements)]
-    body = [f"  o{k} ← {expression(4, r)};" for k in range(statements)]
-    return (f"fuzz(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
-            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, " + ", ".join(outs) + ") {\n"
-            + "\n".join(body) + "\n}")
+    outs = [f"o{k}: tensor<{dtype}, I[0:N], J[0:M]>" for k in range(statements)]
+    if dtype.startswith("int"):
+        body = [f"  o{k} ← {int_expression(4, r, dtype)};" for k in range(statements)]
+    else:
+        body = [f"  o{k} ← {expression(4, r)};" for k in range(statements)]
+    src = (f"fuzz(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+           f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, " + ", ".join(outs) + ") {\n"
+           + "\n".join(body) + "\n}")
+    return src.replace("tensor<float,", f"tensor<{dtype},")
 
 
-@pytest.mark.parametrize("seed", [3, 11, 27])
-def test_random_program_compiled_matches_interpreter(seed):
-    prog = tir.parse(random_program(seed))
+@pytest.mark.parametrize("seed,dtype", [(3, "float"), (11, "float"), (27, "float"),
+                                        (7, "float32"), (2, "int"), (6, "int32")])
+def test_random_program_compiled_matches_interpreter(seed, dtype):
+    prog = tir.parse(random_program(seed, dtype=dtype))
     args = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=seed)
     ref = clone(args)
     tir.interpret(prog, **ref)
