@@ -75,3 +75,54 @@ def test_random_program_compiled_matches_interpreter(seed, dtype):
         out = clone(args)
         tir.compile(prog, optimize=optimize)(**out)
         assert_same_results(out, ref, 1e-11)
+
+
+VT = "tensor<float, Vertex[0:V]>"
+ET = "tensor<float, Edge[0:E]>"
+
+
+def vertex_expression(depth: int, r: random.Random) -> str:
+    if depth == 0 or r.random() < 0.2:
+        return r.choice(["v", "w", "(v × 1.5)"])
+    e = lambda: edge_expression(depth - 1, r)      # noqa: E731
+    v = lambda: vertex_expression(depth - 1, r)    # noqa: E731
+    return r.choice([
+        lambda: f"⟪V2E, {r.randrange(3)}⟫({e()})",
+        lambda: f"reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)(⟪V2E⟫({e()}))",
+        lambda: f"if(can_deref(⟪V2E, {r.randrange(3)}⟫(e)), {v()}, 0.0)",
+        lambda: (f"reduce(λ(acc: {VT}, x: {VT}, s: {VT}) → maximum(acc, x × s), -100.0)"
+                 f"(⟪V2E⟫({e()}), sg)"),
+        lambda: f"shift_apply({r.randrange(3)})(⟪V2E⟫({e()}))",
+        lambda: f"({v()} {r.choice(['+', '-', '×'])} {v()})",
+    ])()
+
+
+def edge_expression(depth: int, r: random.Random) -> str:
+    if depth == 0 or r.random() < 0.2:
+        return r.choice(["e", "(e + 2.0)"])
+    v = lambda: vertex_expression(depth - 1, r)    # noqa: E731
+    e = lambda: edge_expression(depth - 1, r)      # noqa: E731
+    return r.choice([
+        lambda: f"⟪E2V, {r.randrange(2)}⟫({v()})",
+        lambda: f"reduce(λ(acc: {ET}, x: {ET}) → acc + x, 0.0)(⟪E2V⟫({v()}))",
+        lambda: f"({e()} {r.choice(['+', '-', '×'])} {e()})",
+    ])()
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_random_mesh_program_with_absent_neighbours(seed):
+    r = random.Random(seed)
+    outs = [f"o{k}: {VT}" for k in range(8)]
+    body = [f"  o{k} ← {vertex_expression(4, r)};" for k in range(8)]
+    src = (f"mesh(v: {VT}, w: {VT}, e: {ET}, sg: tensor<float, Vertex[0:V], _NB_0[0:3]>, "
+           "E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, "
+           "V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>, " + ", ".join(outs) + ") {\n"
+           + "\n".join(body) + "\n}")
+    prog = tir.parse(src)
+    args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
+    ref = clone(args)
+    tir.interpret(prog, **ref)
+    for optimize in ("none", "default"):
+        out = clone(args)
+        tir.compile(prog, optimize=optimize)(**out)
+        assert_same_results(out, ref, 1e-11)
