@@ -354,3 +354,16 @@ lits(i: tensor<int, I[0:4]>, f: tensor<float32, I[0:4]>, oi: tensor<int, I[0:4]>
 }"""
     check_against_interpreter(src, "default")
     assert tir.check(parsed(src)).body[1].value.args[0].args[0].type.dtype.name == "float32"
+
+
+def test_positional_arguments_follow_the_parameter_order():
+    prog = compiled(example("laplacian"))
+    args = random_arguments(parsed(example("laplacian")))
+    ref = {k: v.copy() for k, v in args.items()}
+    tir.interpret(parsed(example("laplacian")), **ref)
+    prog(args["out"], args["inp"])
+    np.testing.assert_allclose(args["out"], ref["out"])
+    with pytest.raises(tir.ArgumentError, match="takes 2 arguments"):
+        prog(args["out"], args["inp"], args["inp"])
+    with pytest.raises(tir.ArgumentError, match="two values for parameter 'out'"):
+        prog(args["out"], out=args["out"])
