@@ -362,6 +362,9 @@ def test_positional_arguments_follow_the_parameter_order():
     ref = {k: v.copy() for k, v in args.items()}
     tir.interpret(parsed(example("laplacian")), **ref)
     prog(args["out"], args["inp"])
+    again = {k: v.copy() for k, v in args.items()}
+    tir.interpret(parsed(example("laplacian")), again["out"], inp=again["inp"])
+    np.testing.assert_allclose(again["out"], ref["out"])
     np.testing.assert_allclose(args["out"], ref["out"])
     with pytest.raises(tir.ArgumentError, match="takes 2 arguments"):
         prog(args["out"], args["inp"], args["inp"])

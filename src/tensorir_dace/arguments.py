@@ -660,3 +660,18 @@ def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: di
             sizes = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()))
             raise ArgumentError(f"{where}: the sizes ({sizes}) are too small for the "
                                 f"{c.reason}: it needs {c.lower} <= {c.upper}")
+
+
+def merge_positional(params: Sequence[ir.Param], args: tuple, kwargs: dict[str, Any],
+                     where: str) -> dict[str, Any]:
+    """Keyword arguments with positional ones assigned in parameter order."""
+    names = [p.name for p in params]
+    if len(args) > len(names):
+        raise ArgumentError(f"{where} takes {len(names)} arguments ({', '.join(names)}) "
+                            f"but {len(args)} were given")
+    merged = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in merged:
+            raise ArgumentError(f"{where} got two values for parameter '{k}'")
+        merged[k] = v
+    return merged

@@ -22,7 +22,7 @@ import functools
 from typing import Any
 
 from .. import ir
-from ..arguments import bind_arguments, check_size_constraints
+from ..arguments import bind_arguments, check_size_constraints, merge_positional
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
@@ -49,7 +49,7 @@ def typed_program(program: ir.Program) -> ir.Program:
     return typed
 
 
-def interpret(program: ir.Program, **args: Any) -> None:
+def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     """Run ``program`` on NumPy; outputs are written in place into ``args``.
 
     Raises :class:`~tensorir_dace.TypeCheckError` for an ill-typed program and
@@ -59,6 +59,8 @@ def interpret(program: ir.Program, **args: Any) -> None:
     if not isinstance(program, ir.Program):
         raise TypeError(f"interpret() expects an ir.Program, got {type(program).__name__}")
     typed = typed_program(program)
+    if positional:
+        args = merge_positional(typed.params, positional, args, f"program '{typed.name}'")
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
     check_size_constraints(typed.constraints, bound.symbols, f"program '{typed.name}'")
     interpret_program(typed, bound.values, bound.symbols)

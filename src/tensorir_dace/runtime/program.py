@@ -8,7 +8,8 @@ from typing import Any
 import dace
 
 from .. import ir
-from ..errors import ArgumentError, TensorIRError
+from ..arguments import merge_positional
+from ..errors import TensorIRError
 from ..interop import SDFGConvertible
 from ..lowering import lower_program
 from .cache import compile_sdfg
@@ -48,22 +49,10 @@ class CompiledProgram(SDFGConvertible):
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if args:
-            kwargs = self._with_positional(args, kwargs)
+            kwargs = merge_positional(self.program.params, args, kwargs,
+                                      f"program '{self.program.name}'")
         self._callable(**kwargs)
 
-    def _with_positional(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Positional arguments in parameter order (DaCe itself would misassign them)."""
-        names = [p.name for p in self.program.params]
-        if len(args) > len(names):
-            raise ArgumentError(f"program '{self.program.name}' takes {len(names)} arguments "
-                                f"({', '.join(names)}) but {len(args)} were given")
-        merged = dict(zip(names, args))
-        for k, v in kwargs.items():
-            if k in merged:
-                raise ArgumentError(f"program '{self.program.name}' got two values for "
-                                    f"parameter '{k}'")
-            merged[k] = v
-        return merged
 
     def interop_program(self) -> ir.Program:
         return self.program
