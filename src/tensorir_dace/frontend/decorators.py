@@ -265,7 +265,7 @@ class FunctionObject(_Specialized):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .translate import source_info
+        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg:
@@ -301,7 +301,7 @@ class FunctionObject(_Specialized):
         return {self._result_name()}
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .translate import translate_call
+        from .programs import translate_call
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
@@ -463,7 +463,7 @@ class ProgramObject(_Specialized, SDFGConvertible):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .translate import source_info
+        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -508,7 +508,7 @@ class ProgramObject(_Specialized, SDFGConvertible):
                              f"them — and see {name}.specialize(…).ir", p.loc)
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .translate import translate_program
+        from .programs import translate_program
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()

@@ -1,0 +1,107 @@
+"""What a translation knows about its program: parameters, tables, on-demand typing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .. import intervals as iv
+from .. import ir
+from ..errors import (
+    FrontendError,
+    SourceLoc,
+    TypeCheckError,
+)
+from ..typing.checker import Checker
+from ..typing.scope import Binding, Scope
+from .dims import (
+    NeighborDimension,
+)
+from .markers import strip_masks
+
+# --------------------------------------------------------------------------- context
+
+
+class ProgramContext:
+    """What one program translation shares: names, types, temporaries."""
+
+    def __init__(self, name: str, params: Sequence[ir.Param], loc: SourceLoc,
+                 table_dims: dict[str, NeighborDimension]):
+        self.name = name
+        self.params = list(params)
+        self.loc = loc
+        self.table_dims = table_dims
+        self.temporaries: list[ir.Param] = []
+        self.checker = Checker(ir.Program("__frontend__", tuple(params)))
+        self.scope = Scope()
+        sizes: set[str] = set()
+        for p in params:
+            for d in p.type.dims:
+                for b in (d.start, d.stop):
+                    sizes |= {s.name for s in b.free_symbols}
+        for s in sorted(sizes):
+            self.scope.bindings[s] = Binding(s, "size", ir.TensorType(ir.INT64))
+        for p in params:
+            self.scope.bindings[p.name] = Binding(p.name, "param", p.type)
+        self.used: set[str] = set(sizes) | {p.name for p in params} | \
+            set(self.checker.dim_names) | set(ir.BUILTINS) | set(ir.BUILTIN_ALIASES)
+        self.stack: list[Any] = []
+        # rank-generic specialisations: a Cartesian shift along a dimension that no
+        # parameter has is a no-op (dropped here, remembered for the log)
+        self.rank_generic = False
+        self.dropped: dict[str, SourceLoc] = {}
+
+    def fresh(self, base: str) -> str:
+        base = base if base.isidentifier() else "v"
+        if ir.canonical_builtin(base) is not None:
+            base = base + "_"
+        name = base
+        k = 1
+        while name in self.used:
+            name = f"{base}_{k}"
+            k += 1
+        self.used.add(name)
+        return name
+
+    def add_temporary(self, name: str, t: ir.TensorType, loc: SourceLoc) -> ir.Param:
+        p = ir.Param(name, strip_masks(t), loc=loc)
+        self.temporaries.append(p)
+        self.checker.dim_names |= set(t.dim_names)
+        self.scope.bindings[name] = Binding(name, "temp", p.type)
+        return p
+
+    def type_of(self, e: ir.Expr, scope: Scope, loc: SourceLoc | None,
+                expected: ir.ElementType | None = None) -> ir.TensorType:
+        try:
+            typed = self.checker.expr(e, scope, expected)
+        except TypeCheckError as err:
+            if err.loc is None:
+                raise TypeCheckError(err.message, loc) from None
+            raise
+        t = typed.type
+        if not isinstance(t, ir.TensorType):  # pragma: no cover - lambdas are applied
+            raise FrontendError("expected a tensor value", loc)
+        return t
+
+    def dim_intervals(self, name: str) -> list[ir.Dim]:
+        """The intervals of dimension ``name`` in the parameters and temporaries."""
+        out = []
+        for p in self.params + self.temporaries:
+            d = p.type.dim(name)
+            if d is not None:
+                out.append(d)
+        return out
+
+    def broadcast(self, types: Sequence[ir.TensorType], loc: SourceLoc | None,
+                  what: str) -> tuple[ir.Dim, ...]:
+        try:
+            return self.decide(lambda: self.checker.broadcast(None, types), loc, what)
+        except TypeCheckError as err:
+            raise TypeCheckError(f"{what}: {err.message}", err.loc or loc) from None
+
+    def decide(self, fn, loc: SourceLoc | None, what: str):
+        try:
+            return fn()
+        except iv.Undecidable as e:
+            raise FrontendError(f"{what}: cannot decide whether {e.a} <= {e.b} for all "
+                                "sizes", loc) from None

@@ -1,0 +1,116 @@
+"""Reading the source of decorated functions: AST and user file positions."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import (
+    FrontendError,
+    SourceLoc,
+)
+
+# --------------------------------------------------------------------------- source
+
+
+@dataclass
+class SourceInfo:
+    """The parsed source of a Python function and how to map its positions."""
+
+    fn: Any
+    filename: str
+    first_line: int
+    col_offset: int
+    node: ast.AST          # ast.FunctionDef or ast.Lambda
+
+    @property
+    def name(self) -> str:
+        return getattr(self.fn, "__name__", "<function>")
+
+    def loc(self, node: ast.AST | None) -> SourceLoc:
+        if node is None or not hasattr(node, "lineno"):
+            node = self.node
+        return SourceLoc(line=self.first_line + node.lineno - 1,
+                         column=node.col_offset + 1 + self.col_offset, filename=self.filename)
+
+    def lookup_global(self, name: str) -> tuple[bool, Any]:
+        """A name from the function's closure, module globals or builtins."""
+        fn = self.fn
+        code = getattr(fn, "__code__", None)
+        if code is not None and fn.__closure__:
+            for var, cell in zip(code.co_freevars, fn.__closure__):
+                if var == name:
+                    try:
+                        return True, cell.cell_contents
+                    except ValueError:
+                        return False, None
+        g = getattr(fn, "__globals__", {})
+        if name in g:
+            return True, g[name]
+        if hasattr(builtins, name):
+            return True, getattr(builtins, name)
+        return False, None
+
+    def global_names(self) -> set[str]:
+        fn = self.fn
+        names = set(getattr(fn, "__globals__", {}))
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            names |= set(code.co_freevars)
+        return names
+
+
+_SOURCES: dict[Any, SourceInfo] = {}
+
+
+def source_info(fn: Any) -> SourceInfo:
+    """Parse (once) the source of a Python function or lambda."""
+    hit = _SOURCES.get(fn)
+    if hit is not None:
+        return hit
+    name = getattr(fn, "__qualname__", repr(fn))
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as e:
+        raise FrontendError(f"cannot read the source code of '{name}' ({e}); decorated "
+                            "functions must be defined in a file") from None
+    first = max(first, 1)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    text = "".join(l[indent:] if (indent == 0 or l[:indent].isspace()) else l.lstrip()
+                   for l in lines)
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        tree = None
+    node: ast.AST | None = None
+    if getattr(fn, "__name__", "") == "<lambda>":
+        if tree is not None:
+            code = fn.__code__
+            argnames = list(code.co_varnames[:code.co_argcount])
+            cands = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                     and [a.arg for a in n.args.args] == argnames]
+            if len(cands) == 1:
+                node = cands[0]
+        if node is None:
+            raise FrontendError(f"cannot find the source of the lambda at "
+                                f"{filename}:{first} unambiguously; define the function "
+                                "with def", SourceLoc(first, 1, filename))
+    else:
+        if tree is None or not tree.body or not isinstance(
+                tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise FrontendError(f"cannot parse the source code of '{name}'",
+                                SourceLoc(first, 1, filename))
+        node = tree.body[0]
+        if isinstance(node, ast.AsyncFunctionDef):
+            raise FrontendError("async functions are not supported",
+                                SourceLoc(first, 1, filename))
+    info = SourceInfo(fn, filename, first, indent, node)
+    try:
+        _SOURCES[fn] = info
+    except TypeError:  # unhashable callables
+        pass
+    return info
