@@ -1,0 +1,147 @@
+"""Typing rules of the builtins that make or restrict domains: pos, add_dim, subset, concat."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sympy
+
+from .. import intervals as iv
+from .. import ir
+from ..errors import did_you_mean
+from .scope import Scope
+
+
+class DomainRules:
+    """Mixin of :class:`~.checker.Checker`."""
+
+    def resolve_dim(self, a: ir.Expr, what: str) -> str:
+        if not isinstance(a, ir.Sym):
+            raise self.error(a, f"expected a dimension name for {what}")
+        if a.name in self.dim_names:
+            return a.name
+        matches = sorted(d for d in self.dim_names
+                         if d.lower().startswith(a.name.lower()) and not d.startswith("_NB_"))
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise self.error(a, f"offset tag '{a.name}' is ambiguous: it could name "
+                                + ", ".join(matches) + "; write the full dimension name")
+        raise self.error(a, f"'{a.name}' names no dimension of this program; dimensions are "
+                            + ", ".join(sorted(self.dim_names)) + did_you_mean(a.name,
+                                                                              self.dim_names))
+
+    def b_pos(self, e, scope, expected):
+        if len(e.args) != 2:
+            raise self.error(e, "pos takes a dimension and a tensor: pos(I, x)")
+        name = self.resolve_dim(e.args[0], "pos")
+        x = self.expr(e.args[1], scope)
+        d = self.tensor(x).dim(name)
+        if d is None:
+            raise self.error(e, f"pos({name}, x): x has no dimension {name} "
+                                f"({self.tensor(x)})")
+        return replace(e, args=(replace(e.args[0], name=name), x),
+                       type=ir.TensorType(ir.INT64, (replace(d, mask=None),)))
+
+    def b_add_dim(self, e, scope, expected):
+        if len(e.args) != 4:
+            raise self.error(e, "add_dim takes a name, start, stop and a tensor: "
+                                "add_dim(K, 0, 5, x)")
+        if not isinstance(e.args[0], ir.Sym):
+            raise self.error(e.args[0], "add_dim needs a dimension name first")
+        name = e.args[0].name
+        start = self.static_bound(e.args[1], scope)
+        stop = self.static_bound(e.args[2], scope)
+        x = self.expr(e.args[3], scope)
+        t = self.tensor(x)
+        if t.dim(name) is not None:
+            raise self.error(e, f"add_dim: the operand already has dimension {name}")
+        if self.decide(e, lambda: iv.maybe_le(stop, start)) is True and not iv.equal(start, stop):
+            raise self.error(e, f"add_dim: empty interval [{start}:{stop}]")
+        new = ir.Dim(name, start, stop)
+        return replace(e, args=(e.args[0], e.args[1], e.args[2], x),
+                       type=ir.TensorType(t.dtype, (new,) + t.dims))
+
+    def static_bound(self, a: ir.Expr, scope: Scope) -> sympy.Expr:
+        """An integer bound written as an expression: literals, size symbols, + - ×."""
+        match a:
+            case ir.Literal(kind="int", value=v):
+                return sympy.Integer(v)
+            case ir.Sym(name=n) if scope.lookup(n) is not None and scope.lookup(n).kind == "size":
+                return ir.size_symbol(n)
+            case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("plus", "minus",
+                                                                         "multiplies"):
+                lhs, rhs = self.static_bound(x, scope), self.static_bound(y, scope)
+                return {"plus": lhs + rhs, "minus": lhs - rhs, "multiplies": lhs * rhs}[op]
+            case ir.Call(func=ir.Sym(name="neg"), args=(x,)):
+                return -self.static_bound(x, scope)
+        raise self.error(a, "expected an integer literal or size expression here")
+
+    def b_subset(self, e, scope, expected):
+        if not e.args:
+            raise self.error(e, "subset takes a tensor and intervals: subset(x, I[1:4])")
+        x = self.expr(e.args[0], scope)
+        t = self.tensor(x)
+        new = {d.name: d for d in t.dims}
+        for a in e.args[1:]:
+            if not isinstance(a, ir.DimInterval):
+                raise self.error(a, "subset takes intervals like I[1:4] after the tensor")
+            d = t.dim(a.name)
+            if d is None:
+                raise self.error(a, f"subset: the tensor has no dimension {a.name} ({t})")
+            sub = d.with_interval(a.start, a.stop)
+            # An order that depends on the sizes is the user's assertion (I[1:N-1]
+            # needs N >= 2); only a subset provably outside is an error.
+            pairs = [(d.start, sub.start), (sub.stop, d.stop), (sub.start, sub.stop)]
+            inside = [iv.maybe_le(lo, hi) for lo, hi in pairs]
+            where = f"subset {a.name}[{a.start}:{a.stop}] of {a.name}[{d.start}:{d.stop}]" + (
+                f" at {a.loc}" if a.loc else "")
+            self.constraints += [ir.SizeConstraint(lo, hi, where)
+                                 for (lo, hi), ok in zip(pairs, inside) if ok is None]
+            if False in inside:
+                raise self.error(a, f"subset {a.name}[{a.start}:{a.stop}] is not within "
+                                    f"{a.name}[{d.start}:{d.stop}]")
+            new[a.name] = sub
+        return replace(e, args=(x,) + tuple(e.args[1:]),
+                       type=ir.TensorType(t.dtype, tuple(new[d.name] for d in t.dims)))
+
+    def b_concat(self, e, scope, expected):
+        args = list(e.args)
+        explicit = None
+        if args and isinstance(args[0], ir.Sym) and scope.lookup(args[0].name) is None and \
+                args[0].name in self.dim_names:
+            explicit = args.pop(0).name
+        if len(args) < 1:
+            raise self.error(e, "concat needs at least one piece")
+        pieces = self.unify_literals([self.expr(a, scope, expected) for a in args], args, scope)
+        dtype = self.same_dtype(e, "concat", pieces)
+        types = [self.tensor(p) for p in pieces]
+        candidates = [explicit] if explicit else [
+            d.name for d in types[0].dims if all(t.dim(d.name) is not None for t in types)]
+        axis = None
+        for name in candidates:
+            ds = [t.dim(name) for t in types]
+            if any(d is None for d in ds):
+                raise self.error(e, f"concat along {name}: every piece needs dimension {name}")
+            if all(iv.equal(a.stop, b.start) for a, b in zip(ds, ds[1:])):
+                if axis is not None and explicit is None and len(types) > 1:
+                    raise self.error(e, f"concat: both {axis} and {name} could be the "
+                                        f"concatenation axis; name it: concat({axis}, …)")
+                axis = name
+                if explicit is None and len(types) == 1:
+                    break
+        if axis is None:
+            raise self.error(e, "concat: the pieces must cover contiguous, disjoint intervals "
+                                "of one dimension, in increasing order; got "
+                                + "; ".join(str(t) for t in types))
+        others = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
+                  for t in types]
+        rest = self.broadcast(e, others)
+        ds = [t.dim(axis) for t in types]
+        whole = ds[0].with_interval(ds[0].start, ds[-1].stop)
+        order = list(dict.fromkeys(d.name for t in types for d in t.dims))
+        dims = {d.name: d for d in rest}
+        dims[axis] = replace(whole, mask=None)
+        prefix = (ir.Sym(axis),) if explicit else ()
+        return replace(e, args=prefix + tuple(pieces),
+                       type=ir.TensorType(dtype, tuple(dims[n] for n in order)))

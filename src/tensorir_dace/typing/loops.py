@@ -1,0 +1,128 @@
+"""Typing rules of reduce and scan: the neighbour axis, the scan axis, the carried value."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import intervals as iv
+from .. import ir
+from .scope import Scope
+from .util import substitute_masks
+
+
+class LoopRules:
+    """Mixin of :class:`~.checker.Checker`."""
+
+    def lambda_and_init(self, func: ir.Call, name: str, counts: tuple[int, ...]) -> ir.Lambda:
+        if len(func.args) not in counts or not isinstance(func.args[0], ir.Lambda):
+            raise self.error(func, f"{name} takes a lambda and its static arguments: "
+                             + ("reduce(λ(acc, …) → …, init)" if name == "reduce" else
+                                "scan(λ(state, …) → …, forward, init)"))
+        return func.args[0]
+
+    def init_value(self, a: ir.Expr, scope: Scope, dtype: ir.ElementType, what: str):
+        init = self.expr(a, scope, dtype)
+        t = self.tensor(init)
+        if t.dims:
+            raise self.error(a, f"the init of {what} must be a scalar value, got {t}")
+        if t.dtype != dtype:
+            raise self.error(a, f"the init of {what} has element type {t.dtype} but the "
+                                f"accumulator is {dtype}")
+        return init
+
+    def c_reduce(self, e, func, scope, expected):
+        lam = self.lambda_and_init(func, "reduce", (2,))
+        args = [self.expr(a, scope) for a in e.args]
+        if not args:
+            raise self.error(e, "reduce needs at least one operand")
+        types = [self.tensor(a) for a in args]
+        nbs = [t.highest_neighbor for t in types]
+        counters = [d.neighbor_counter for d in nbs if d is not None]
+        if not counters:
+            raise self.error(e, "reduce needs an operand with a neighbour dimension "
+                                "(_NB_<n>), e.g. from a partial shift ⟪V2E⟫(x)")
+        axis = f"_NB_{max(counters)}"
+        axis_dims = [t.dim(axis) for t in types if t.dim(axis) is not None]
+        self.broadcast(e, [ir.TensorType(ir.BOOL, (d,)) for d in axis_dims])
+        sliced = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
+                  for t in types]
+        if not lam.params:
+            raise self.error(lam, "the reduce lambda needs an accumulator parameter")
+        acc_t = lam.params[0].type
+        init = self.init_value(func.args[1], scope, acc_t.dtype, "reduce")
+        dr = self.broadcast(e, sliced)
+        if set(acc_t.dim_names) != {d.name for d in dr}:
+            raise self.error(lam.params[0], f"the reduce accumulator is declared {acc_t} but "
+                                            f"the operands without {axis} have dimensions "
+                                            + ", ".join(d.name for d in dr))
+        acc_arg = ir.TensorType(acc_t.dtype, dr)
+        bindings = self.bind_params(e, lam, [acc_arg] + sliced, "reduce")
+        typed = self.typed_lambda(lam, bindings, scope, acc_t.dtype)
+        body_t = self.tensor(typed.body)
+        if body_t.dtype != acc_t.dtype or set(body_t.dim_names) != set(acc_t.dim_names):
+            raise self.error(lam.body, f"the reduce lambda must return the accumulator's type "
+                                       f"{acc_t}, got {body_t}")
+        self.body_covers(lam, body_t, bindings[lam.params[0].name].type, "reduce", "accumulator")
+        result = ir.TensorType(acc_t.dtype, tuple(body_t.dim(n) for n in acc_t.dim_names))
+        result = substitute_masks(result, {p.name: a for p, a in zip(lam.params[1:], args)})
+        return replace(e, func=replace(func, args=(typed, init)), args=tuple(args),
+                       type=result)
+
+    def body_covers(self, lam: ir.Lambda, body_t: ir.TensorType, carried: ir.TensorType,
+                    what: str, role: str) -> None:
+        """The next step needs the carried value on its whole declared domain."""
+        for d in carried.dims:
+            bd = body_t.dim(d.name)
+            if not self.decide(lam.body, lambda: iv.covers(bd, d)):
+                raise self.error(lam.body, f"the {what} lambda returns {d.name}"
+                                           f"[{bd.start}:{bd.stop}] but the {role} needs "
+                                           f"{d.name}[{d.start}:{d.stop}]")
+
+    def c_scan(self, e, func, scope, expected):
+        lam = self.lambda_and_init(func, "scan", (3, 4))
+        forward = func.args[1]
+        if not (isinstance(forward, ir.Literal) and forward.kind == "bool"):
+            raise self.error(forward, "the second argument of scan is the direction: True "
+                                      "(forward) or False (backward)")
+        args = [self.expr(a, scope) for a in e.args]
+        types = [self.tensor(a) for a in args]
+        if not lam.params:
+            raise self.error(lam, "the scan lambda needs a state parameter")
+        whole = self.broadcast(e, types) if types else ()
+        param_dims = set().union(*(p.type.dim_names for p in lam.params))
+        if len(func.args) == 4:
+            axis = self.resolve_dim(func.args[3], "the scan axis")
+        else:
+            missing = [d.name for d in whole if d.name not in param_dims]
+            if len(missing) != 1:
+                raise self.error(e, "cannot tell the scan axis: it is the one dimension of the "
+                                    "operands that the lambda's parameter types lack, but "
+                                    + (f"{', '.join(missing)} are all missing" if missing
+                                       else "there is none") + "; name it as a fourth argument")
+            axis = missing[0]
+        axis_dim = next((d for d in whole if d.name == axis), None)
+        if axis_dim is None:
+            raise self.error(e, f"the operands of scan have no dimension {axis}")
+        state_t = lam.params[0].type
+        init = self.init_value(func.args[2], scope, state_t.dtype, "scan")
+        sliced = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
+                  for t in types]
+        bindings = self.bind_params(e, lam, [state_t] + sliced, "scan")
+        typed = self.typed_lambda(lam, bindings, scope, state_t.dtype)
+        body_t = self.tensor(typed.body)
+        if body_t.dtype != state_t.dtype or set(body_t.dim_names) != set(state_t.dim_names):
+            raise self.error(lam.body, f"the scan lambda must return the state's type "
+                                       f"{state_t}, got {body_t}")
+        self.body_covers(lam, body_t, state_t, "scan", "state")
+        dims = []
+        for d in whole:
+            if d.name == axis:
+                dims.append(replace(axis_dim, mask=None))
+            elif body_t.dim(d.name) is not None:
+                dims.append(body_t.dim(d.name))
+        for d in body_t.dims:
+            if d.name not in {x.name for x in dims}:
+                dims.append(d)
+        static = (typed, forward, init, ir.Sym(axis, loc=func.loc))
+        return replace(e, func=replace(func, args=static), args=tuple(args),
+                       type=ir.TensorType(state_t.dtype, tuple(dims)))
