@@ -64,17 +64,21 @@ def random_program(seed: int, statements: int = 12, dtype: str = "float") -> str
     return src.replace("tensor<float,", f"tensor<{dtype},")
 
 
-@pytest.mark.parametrize("seed,dtype", [(3, "float"), (11, "float"), (27, "float"),
-                                        (7, "float32"), (2, "int"), (6, "int32")])
-def test_random_program_compiled_matches_interpreter(seed, dtype):
-    prog = tir.parse(random_program(seed, dtype=dtype))
-    args = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=seed)
+def both_modes_match_interpreter(prog, args) -> None:
     ref = clone(args)
     tir.interpret(prog, **ref)
     for optimize in ("none", "default"):
         out = clone(args)
         tir.compile(prog, optimize=optimize)(**out)
         assert_same_results(out, ref, 1e-11)
+
+
+@pytest.mark.parametrize("seed,dtype", [(3, "float"), (11, "float"), (27, "float"),
+                                        (7, "float32"), (2, "int"), (6, "int32")])
+def test_random_program_compiled_matches_interpreter(seed, dtype):
+    prog = tir.parse(random_program(seed, dtype=dtype))
+    args = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=seed)
+    both_modes_match_interpreter(prog, args)
 
 
 VT = "tensor<float, Vertex[0:V]>"
@@ -120,9 +124,4 @@ def test_random_mesh_program_with_absent_neighbours(seed):
            + "\n".join(body) + "\n}")
     prog = tir.parse(src)
     args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
-    ref = clone(args)
-    tir.interpret(prog, **ref)
-    for optimize in ("none", "default"):
-        out = clone(args)
-        tir.compile(prog, optimize=optimize)(**out)
-        assert_same_results(out, ref, 1e-11)
+    both_modes_match_interpreter(prog, args)

@@ -368,8 +368,7 @@ class ExprGen:
     # ------------------------------------------------------------------ concat
 
     def concat(self, e: ir.Call, args, env: Env, scope: CScope):
-        pieces = [a for a in args if a.type is not None]
-        axis = _concat_axis(e, pieces)
+        axis, pieces = args[0].name, args[1:]     # the checker records the axis first
         coord = env[axis].code
         dtype = e.type.dtype
         out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
@@ -477,14 +476,3 @@ def _table_dims(t: ir.TensorType) -> tuple[ir.Dim, ir.Dim]:
     dst = next(d for d in t.dims if not d.is_neighbor)
     nb = next(d for d in t.dims if d.neighbor_source is not None)
     return dst, nb
-
-
-def _concat_axis(e: ir.Call, pieces) -> str:
-    if e.args and isinstance(e.args[0], ir.Sym) and e.args[0].type is None:
-        return e.args[0].name
-    for d in e.type.dims:
-        ivs = {(str(p.type.dim(d.name).start), str(p.type.dim(d.name).stop))
-               for p in pieces if p.type.dim(d.name) is not None}
-        if len(ivs) > 1:
-            return d.name
-    return e.type.dims[0].name if e.type.dims else ""

@@ -142,6 +142,6 @@ class DomainRules:
         order = list(dict.fromkeys(d.name for t in types for d in t.dims))
         dims = {d.name: d for d in rest}
         dims[axis] = replace(whole, mask=None)
-        prefix = (ir.Sym(axis),) if explicit else ()
-        return replace(e, args=prefix + tuple(pieces),
+        # The axis is recorded as the first argument, so later stages need not find it.
+        return replace(e, args=(ir.Sym(axis, loc=e.loc),) + tuple(pieces),
                        type=ir.TensorType(dtype, tuple(dims[n] for n in order)))

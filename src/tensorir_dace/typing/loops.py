@@ -56,17 +56,25 @@ class LoopRules:
                                             f"the operands without {axis} have dimensions "
                                             + ", ".join(d.name for d in dr))
         acc_arg = ir.TensorType(acc_t.dtype, dr)
-        bindings = self.bind_params(e, lam, [acc_arg] + sliced, "reduce")
-        typed = self.typed_lambda(lam, bindings, scope, acc_t.dtype)
-        body_t = self.tensor(typed.body)
-        if body_t.dtype != acc_t.dtype or set(body_t.dim_names) != set(acc_t.dim_names):
-            raise self.error(lam.body, f"the reduce lambda must return the accumulator's type "
-                                       f"{acc_t}, got {body_t}")
-        self.body_covers(lam, body_t, bindings[lam.params[0].name].type, "reduce", "accumulator")
+        typed, body_t = self.typed_step(e, lam, acc_arg, sliced, scope, "reduce", "accumulator")
         result = ir.TensorType(acc_t.dtype, tuple(body_t.dim(n) for n in acc_t.dim_names))
         result = substitute_masks(result, {p.name: a for p, a in zip(lam.params[1:], args)})
         return replace(e, func=replace(func, args=(typed, init)), args=tuple(args),
                        type=result)
+
+    def typed_step(self, e: ir.Call, lam: ir.Lambda, carried: ir.TensorType,
+                   operands: list[ir.TensorType], scope, what: str, role: str):
+        """Type the lambda of one reduce/scan step; it must return the carried
+        value's type (``role``: accumulator or state) on its whole declared domain."""
+        bindings = self.bind_params(e, lam, [carried] + operands, what)
+        typed = self.typed_lambda(lam, bindings, scope, carried.dtype)
+        body_t = self.tensor(typed.body)
+        declared = lam.params[0].type
+        if body_t.dtype != declared.dtype or set(body_t.dim_names) != set(declared.dim_names):
+            raise self.error(lam.body, f"the {what} lambda must return the {role}'s type "
+                                       f"{declared}, got {body_t}")
+        self.body_covers(lam, body_t, bindings[lam.params[0].name].type, what, role)
+        return typed, body_t
 
     def body_covers(self, lam: ir.Lambda, body_t: ir.TensorType, carried: ir.TensorType,
                     what: str, role: str) -> None:
@@ -107,13 +115,7 @@ class LoopRules:
         init = self.init_value(func.args[2], scope, state_t.dtype, "scan")
         sliced = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
                   for t in types]
-        bindings = self.bind_params(e, lam, [state_t] + sliced, "scan")
-        typed = self.typed_lambda(lam, bindings, scope, state_t.dtype)
-        body_t = self.tensor(typed.body)
-        if body_t.dtype != state_t.dtype or set(body_t.dim_names) != set(state_t.dim_names):
-            raise self.error(lam.body, f"the scan lambda must return the state's type "
-                                       f"{state_t}, got {body_t}")
-        self.body_covers(lam, body_t, state_t, "scan", "state")
+        typed, body_t = self.typed_step(e, lam, state_t, sliced, scope, "scan", "state")
         dims = []
         for d in whole:
             if d.name == axis:
