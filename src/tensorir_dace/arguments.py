@@ -651,8 +651,12 @@ def bind_arguments(params: Sequence[ir.Param], kwargs: Mapping[str, Any], *,
 
 def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: dict[str, int],
                            where: str) -> None:
-    """Raise ArgumentError when the call's sizes break an order the program relies on."""
+    """Raise ArgumentError when the call's sizes (or runtime bound values, in
+    ``symbols`` too) break an order the program relies on."""
     for c in constraints:
+        if c.loops or c.guard or c.bound is not None:
+            _check_runtime(c, dict(symbols), 0, where)
+            continue
         subs = {s: symbols[s.name] for s in (c.lower.free_symbols | c.upper.free_symbols)
                 if s.name in symbols}
         lo, hi = c.lower.subs(subs), c.upper.subs(subs)
@@ -660,6 +664,64 @@ def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: di
             sizes = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()))
             raise ArgumentError(f"{where}: the sizes ({sizes}) are too small for the "
                                 f"{c.reason}: it needs {c.lower} <= {c.upper}")
+
+
+def runtime_values(params: Sequence[ir.Param], values: Mapping[str, Any]) -> dict[str, int]:
+    """The values of the scalar int parameters: they may be used as runtime bounds."""
+    return {p.name: int(values[p.name]) for p in params
+            if p.type.is_scalar and p.type.dtype in (ir.INT64, ir.INT32) and p.name in values}
+
+
+_EVALUATORS: dict[sympy.Expr, tuple[tuple[str, ...], Callable[..., Any]]] = {}
+
+
+def _eval_bound(expr: sympy.Expr, symbols: dict[str, int]) -> int | None:
+    """A bound's value, or None when a symbol is unknown (cached compiled form)."""
+    if expr.is_Integer:
+        return int(expr)
+    hit = _EVALUATORS.get(expr)
+    if hit is None:
+        names = tuple(sorted(s.name for s in expr.free_symbols))
+        plain = {s: sympy.Symbol(s.name) for s in expr.free_symbols}
+        fn = sympy.lambdify([sympy.Symbol(n) for n in names], expr.xreplace(plain), "math")
+        hit = _EVALUATORS[expr] = (names, fn)
+    names, fn = hit
+    try:
+        return int(fn(*[symbols[n] for n in names]))
+    except KeyError:
+        return None
+
+
+def _check_runtime(c: ir.SizeConstraint, symbols: dict[str, int], depth: int,
+                   where: str) -> None:
+    """One constraint on runtime bounds, for every iteration of its loops."""
+    if depth < len(c.loops):
+        var, start, stop = c.loops[depth]
+        lo, hi = _eval_bound(start, symbols), _eval_bound(stop, symbols)
+        if lo is None or hi is None:
+            return
+        for value in range(lo, hi):
+            symbols[var] = value
+            _check_runtime(c, symbols, depth + 1, where)
+        return
+    for g_lo, g_hi in c.guard:
+        a, b = _eval_bound(g_lo, symbols), _eval_bound(g_hi, symbols)
+        if a is None or b is None or a >= b:
+            return          # an empty range reads and writes nothing
+    lo, hi = _eval_bound(c.lower, symbols), _eval_bound(c.upper, symbols)
+    if lo is None or hi is None or lo <= hi:
+        return
+    names = sorted({s.name for e in (c.lower, c.upper, *[x for g in c.guard for x in g])
+                    for s in e.free_symbols if s.name in symbols})
+    given = ", ".join(f"{n}={symbols[n]}" for n in names)
+    if c.bound is None or c.allowed is None:
+        raise ArgumentError(f"{where}: {c.reason} needs {c.lower} <= {c.upper}, which "
+                            f"fails for {given}")
+    value = _eval_bound(c.bound, symbols)
+    alo, ahi = (_eval_bound(x, symbols) for x in c.allowed)
+    raise ArgumentError(f"{where}: the bound {c.bound} = {value} is outside its allowed "
+                        f"range [{alo}, {ahi}] ({c.reason}; with {given}); a range "
+                        "whose stop is not above its start is empty and allowed")
 
 
 def merge_positional(params: Sequence[ir.Param], args: tuple, kwargs: dict[str, Any],

@@ -82,6 +82,22 @@ def size_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
+def runtime_symbol(name: str) -> sympy.Symbol:
+    """The SymPy symbol of a runtime bound (a scalar integer parameter or a loop
+    variable): any integer, so no comparison with it is decided statically."""
+    return sympy.Symbol(name, integer=True)
+
+
+def is_runtime_symbol(s: sympy.Basic) -> bool:
+    """A symbol made by :func:`runtime_symbol` (size symbols are non-negative)."""
+    return isinstance(s, sympy.Symbol) and s.is_nonnegative is not True
+
+
+def has_runtime(expr: sympy.Expr) -> bool:
+    """Whether a bound depends on a runtime value."""
+    return any(is_runtime_symbol(s) for s in expr.free_symbols)
+
+
 def as_bound(value: "int | str | sympy.Expr") -> sympy.Expr:
     """An interval bound as a SymPy integer expression over size symbols."""
     if isinstance(value, sympy.Expr):
@@ -312,11 +328,20 @@ class ForStmt(Stmt):
 class SizeConstraint:
     """``lower <= upper`` must hold for the sizes of a call: an order the type
     checker could not decide for all sizes but the program relies on (a
-    ``subset`` such as ``I[1:N-1]`` of ``I[0:N]`` needs ``N >= 1``)."""
+    ``subset`` such as ``I[1:N-1]`` of ``I[0:N]`` needs ``N >= 1``, and
+    ``Cell[hs:he]`` with runtime ``hs``, ``he`` needs ``0 <= hs`` when non-empty)."""
 
     lower: sympy.Expr
     upper: sympy.Expr
     reason: str
+    # Runtime bounds: the order is only needed where every ``lo < hi`` here holds
+    # (an empty range reads and writes nothing) ...
+    guard: tuple[tuple[sympy.Expr, sympy.Expr], ...] = ()
+    # ... for every iteration of these enclosing loops (var, start, stop) ...
+    loops: tuple[tuple[str, sympy.Expr, sympy.Expr], ...] = ()
+    # ... and a failure names ``bound`` and its allowed range ``[allowed[0], allowed[1]]``.
+    bound: sympy.Expr | None = None
+    allowed: tuple[sympy.Expr, sympy.Expr] | None = None
 
 
 @dataclass(frozen=True)

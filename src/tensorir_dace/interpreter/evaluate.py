@@ -170,12 +170,20 @@ class Evaluator:
         hit = self._dims.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
-        dims = tuple((d.name, self.bound(d.start), self.bound(d.stop)) for d in t.dims)
+        dims = tuple(self.dim_of(d) for d in t.dims)
         self._dims[id(t)] = (t, dims)
         return dims
 
     def dim_of(self, d: ir.Dim) -> tuple[str, int, int]:
-        return (d.name, self.bound(d.start), self.bound(d.stop))
+        """``(name, start, stop)``; a runtime range with ``stop <= start`` is empty."""
+        start, stop = self.bound(d.start), self.bound(d.stop)
+        return (d.name, start, max(start, stop))
+
+    def set_runtime(self, name: str, value: int) -> None:
+        """A loop variable's new value: bounds that use it change."""
+        self.symbols[name] = value
+        self._bounds.clear()
+        self._dims.clear()
 
     # ------------------------------------------------------------------ expressions
 
@@ -277,6 +285,8 @@ class Evaluator:
         a0 = dims[ai][1]
         for piece in pieces:
             _, s, t = self.dim_of(piece.type.dim(axis))
+            if s >= t:
+                continue     # an empty piece is never evaluated
             part = tuple((n, s, t) if n == axis else (n, a, b) for n, a, b in dims)
             data = align(self.eval(piece, env), part, what="a concat piece")
             idx = (slice(None),) * ai + (slice(s - a0, t - a0),)
@@ -534,6 +544,7 @@ class Evaluator:
                 child = dict(env)
                 for i in range(start, stop):
                     child[s.var] = Value((), np.asarray(i, dtype=np.int64))
+                    self.set_runtime(s.var, i)
                     self.run(s.body, child, storage)
             else:
                 raise InterpreterError(f"unknown statement {t.__name__}", s.loc)
@@ -545,6 +556,8 @@ class Evaluator:
         tdims = {d[0]: d for d in self.dims_of(target.type)}
         # The written region, in the storage's dimension order.
         region = tuple(tdims[n] for n, _, _ in store.dims)
+        if any(a >= b for _, a, b in region):
+            return      # an empty range: nothing is read or written
         value = self.eval(s.value, env)
         data = align(value, region, what=f"the value assigned to '{name}'")
         idx = tuple(slice(a - sa, b - sa) for (_, a, b), (_, sa, _) in zip(region, store.dims))

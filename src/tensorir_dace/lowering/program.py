@@ -61,6 +61,7 @@ class ProgramLowering:
             self.names.user(p.name)
         self.sdfg = dace.SDFG(self.names.user(program.name) if program.name else "program")
         self.symbol_names: dict[str, str] = {}
+        self.runtime_names: dict[str, str] = {}   # runtime-bound parameters, loop variables
         self.scope = CScope()
         self.bindings: list[ArgBinding] = []
         self.state: dace.SDFGState | None = None
@@ -74,8 +75,9 @@ class ProgramLowering:
     # ------------------------------------------------------------------ containers
 
     def bound(self, expr: sympy.Expr) -> sympy.Expr:
-        subs = {s: sympy.Symbol(self.symbol_names[s.name], integer=True, nonnegative=True)
-                for s in expr.free_symbols if self.symbol_names.get(s.name, s.name) != s.name}
+        names = {**self.symbol_names, **self.runtime_names}
+        subs = {s: sympy.Symbol(names[s.name], **s.assumptions0)
+                for s in expr.free_symbols if names.get(s.name, s.name) != s.name}
         return expr.subs(subs) if subs else expr
 
     def sdfg_dims(self, t: ir.TensorType) -> tuple[ir.Dim, ...]:
@@ -93,6 +95,15 @@ class ProgramLowering:
             self.symbol_names[n] = sname
             self.sdfg.add_symbol(sname, dace.int64)
             self.scope.bindings[n] = SymbolValue(sname)
+        # Scalar parameters used as runtime bounds are SDFG symbols too: maps range
+        # over them, so one binary serves every value.
+        runtime = {s.name for node in ir.walk(self.program) for s in _bound_symbols(node)
+                   if ir.is_runtime_symbol(s)}
+        for p in self.program.params:
+            if p.name in runtime and p.type.is_scalar:
+                sname = self.names.user(p.name)
+                self.runtime_names[p.name] = sname
+                self.sdfg.add_symbol(sname, DACE_TYPES[p.type.dtype.name])
 
     def add_arrays(self, name: str, t: ir.TensorType, transient: bool,
                    path: tuple[int, ...] = (), dtype=None):
@@ -131,7 +142,10 @@ class ProgramLowering:
     def lower(self) -> LoweredProgram:
         self.declare_symbols()
         for p in self.program.params:
-            if p.type.is_scalar:
+            if p.name in self.runtime_names:
+                self.bindings.append(ArgBinding(p.name, (), self.runtime_names[p.name]))
+                self.scope.bindings[p.name] = SymbolValue(self.runtime_names[p.name])
+            elif p.type.is_scalar:
                 if isinstance(p.type.dtype, ir.TupleType):
                     raise LoweringError(f"scalar parameter '{p.name}' of tuple type is not "
                                         "supported", p.loc)
@@ -196,6 +210,7 @@ class ProgramLowering:
                         cb.add_branch(None, else_r)
                 case ir.ForStmt(var=var, start=start, stop=stop, body=body):
                     v = self.names.user(var)
+                    self.runtime_names[var] = v
                     lo, hi = self.condition(start, scope), self.condition(stop, scope)
                     loop = LoopRegion(self.names.fresh("for_" + var),
                                       condition_expr=f"{v} < {hi}", loop_var=v,
@@ -323,7 +338,7 @@ class ProgramLowering:
         return {d.name: Idx.of(sympy.Symbol(map_param(d.name))) for d in dims}
 
     def map_ranges(self, dims) -> dict[str, str]:
-        return {map_param(d.name): f"{d.start}:{d.stop}" for d in dims}
+        return {map_param(d.name): f"{d.start}:{_clamped_stop(d)}" for d in dims}
 
     def tasklet_map(self, e: ir.Expr, scope: CScope, target: Stored, domain, label: str):
         tb = TaskletBuilder()
@@ -421,6 +436,26 @@ class ProgramLowering:
                           init_text=_text(init), code=tb.code, axis=axis,
                           forward=bool(forward.value))
         self.library_map(node.label + "_map", columns, node, tb, outputs)
+
+
+def _clamped_stop(d: ir.Dim) -> sympy.Expr:
+    """A runtime range with ``stop <= start`` is empty: its map never runs."""
+    if ir.has_runtime(d.start) or ir.has_runtime(d.stop):
+        return sympy.Max(d.start, d.stop)
+    return d.stop
+
+
+def _bound_symbols(node: ir.Node):
+    """The symbols in the interval bounds a node carries (its type, its interval)."""
+    types = [node.type] if isinstance(node, (ir.Expr, ir.Param)) else []
+    for t in types:
+        if isinstance(t, ir.TensorType):
+            for d in t.dims:
+                yield from d.start.free_symbols
+                yield from d.stop.free_symbols
+    if isinstance(node, ir.DimInterval):
+        yield from node.start.free_symbols
+        yield from node.stop.free_symbols
 
 
 def _same_domain(a, b) -> bool:

@@ -7,6 +7,7 @@ from typing import Any, Union
 
 import dace
 import sympy
+from sympy.printing.c import C99CodePrinter
 
 from .. import ir
 
@@ -16,12 +17,32 @@ CPP_TYPES = {"float64": "double", "float32": "float", "int64": "long long", "int
              "bool": "bool"}
 
 
+class _IntPrinter(C99CodePrinter):
+    """Integer ``Max``/``Min`` (runtime bounds) as conditionals, not float fmax/fmin."""
+
+    def _minmax(self, expr, op: str) -> str:
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"(({out}) {op} ({a}) ? ({out}) : ({a}))"
+        return out
+
+    def _print_Max(self, expr) -> str:
+        return self._minmax(expr, ">")
+
+    def _print_Min(self, expr) -> str:
+        return self._minmax(expr, "<")
+
+
+_PRINTER = _IntPrinter()
+
+
 def ccode(expr: sympy.Expr) -> str:
     """An integer SymPy expression as C++ (size symbols are already SDFG names)."""
     expr = sympy.expand(expr)
     if expr.is_Integer:
         return str(int(expr))
-    return "(" + sympy.ccode(expr) + ")"
+    return "(" + _PRINTER.doprint(expr) + ")"
 
 
 @dataclass(frozen=True)
@@ -56,7 +77,9 @@ class ArrayInfo:
 
     @property
     def shape(self) -> tuple[sympy.Expr, ...]:
-        return tuple(sympy.expand(d.stop - d.start) for d in self.dims)
+        return tuple(sympy.Max(0, sympy.expand(d.stop - d.start))
+                     if ir.has_runtime(d.start) or ir.has_runtime(d.stop)
+                     else sympy.expand(d.stop - d.start) for d in self.dims)
 
     @property
     def strides(self) -> tuple[sympy.Expr, ...]:

@@ -38,7 +38,8 @@ from dace import dtypes
 from dace.codegen.compiled_sdfg import CompiledSDFG
 
 from .. import ir
-from ..arguments import ArgumentBinder, BoundArguments, check_size_constraints, numpy_dtype
+from ..arguments import (ArgumentBinder, BoundArguments, check_size_constraints, numpy_dtype,
+                         runtime_values)
 from ..errors import ArgumentError, TensorIRError
 
 __all__ = [
@@ -447,7 +448,9 @@ class SDFGCallable:
         self._misses += 1
         bound = self._binder.bind(kwargs)
         if self.signature.constraints:
-            check_size_constraints(self.signature.constraints, bound.symbols, self.where)
+            check_size_constraints(self.signature.constraints,
+                                   {**runtime_values(self.signature.params, bound.values),
+                                    **bound.symbols}, self.where)
         callargs, initargs, keepalive = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
             if not gpu_available():

@@ -23,6 +23,7 @@ from ..errors import TypeCheckError, did_you_mean
 from .domains import DomainRules
 from .elementwise import ElementwiseRules
 from .loops import LoopRules
+from .runtime import RuntimeBounds, runtime_names
 from .scope import Binding, Scope
 from .shifts import ShiftRules
 from .util import (
@@ -35,7 +36,7 @@ from .util import (
 )
 
 
-class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
+class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBounds):
     """Checks one program: statements, names, calls and lambdas here; the rules
     of each family of builtins in the mixins (``b_<name>`` for a builtin called
     directly, ``c_<name>`` for a curried one such as ``reduce(f, init)(x)``)."""
@@ -44,6 +45,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
         self.program = program
         self.dim_names = collect_dim_names(program)
         self.constraints: list[ir.SizeConstraint] = []
+        self.loops: list = []   # enclosing for loops: (var, start, stop) as SymPy or None
 
     # ------------------------------------------------------------------ errors
 
@@ -75,7 +77,15 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             self.check_declared_type(param, param.type)
         from_params = {s.name for param in p.params for d in param.type.dims
                        for b in (d.start, d.stop) for s in b.free_symbols}
+        runtime = runtime_names(p)
         for sym in size_symbols(p):
+            if sym in runtime and sym in from_params:
+                raise self.error(p, f"'{sym}' is a scalar parameter or loop variable, so it "
+                                    "cannot be used in a parameter type (array shapes are "
+                                    "inferred from those); use it in subset bounds or "
+                                    "temporaries' types, or use a size symbol")
+            if sym in runtime:
+                continue
             if sym not in from_params:
                 raise self.error(p, f"size symbol '{sym}' appears in no parameter type, so no "
                                     "argument can determine it; use it in a parameter's "
@@ -85,12 +95,19 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             scope.bindings[sym] = Binding(sym, "size", ir.TensorType(ir.INT64))
         for param in p.params:
             scope.bindings[param.name] = Binding(param.name, "param", param.type)
+        temporaries = []
         for tmp in p.temporaries:
             if tmp.type.is_scalar:
                 raise self.error(tmp, f"temporary '{tmp.name}' must have dimensions")
+            dims = tuple(d.with_interval(self.runtime_bound(d.start, tmp, scope, False),
+                                         self.runtime_bound(d.stop, tmp, scope, False))
+                         for d in tmp.type.dims)
+            tmp = replace(tmp, type=replace(tmp.type, dims=dims))
+            temporaries.append(tmp)
             scope.bindings[tmp.name] = Binding(tmp.name, "temp", tmp.type)
         body = self.block(p.body, scope)
-        return replace(p, body=body, constraints=tuple(dict.fromkeys(self.constraints)))
+        return replace(p, body=body, temporaries=tuple(temporaries),
+                       constraints=tuple(dict.fromkeys(self.constraints)))
 
     def check_declared_type(self, node: ir.Node, t: ir.TensorType) -> None:
         names = [d.name for d in t.dims]
@@ -130,7 +147,13 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
                 if scope.lookup(var) is not None and scope.lookup(var).kind != "loop":
                     raise self.error(s, f"loop variable '{var}' shadows a parameter; rename it")
                 inner = scope.child({var: Binding(var, "loop", ir.TensorType(ir.INT64))})
-                return replace(s, start=bounds[0], stop=bounds[1], body=self.block(body, inner))
+                self.loops.append((var, self.loop_bound(bounds[0], scope),
+                                   self.loop_bound(bounds[1], scope)))
+                try:
+                    typed_body = self.block(body, inner)
+                finally:
+                    self.loops.pop()
+                return replace(s, start=bounds[0], stop=bounds[1], body=typed_body)
         raise self.error(s, f"unknown statement {type(s).__name__}")
 
     def assign(self, s: ir.Assign, scope: Scope) -> ir.Assign:
@@ -162,7 +185,10 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
                                           f"target '{name}' ({ttype}) lacks")
         for d in ttype.dims:
             vd = vtype.dim(d.name)
-            if vd is not None and not self.decide(s, lambda: iv.covers(vd, d)):
+            if vd is not None and any(ir.has_runtime(b) for b in (d.start, d.stop, vd.start,
+                                                                   vd.stop)):
+                self.runtime_covers(s.value, vd, d, ttype, name)
+            elif vd is not None and not self.decide(s, lambda: iv.covers(vd, d)):
                 raise self.error(s.value, f"the expression is defined on {d.name}"
                                           f"[{vd.start}:{vd.stop}] but the target '{name}' "
                                           f"needs {d.name}[{d.start}:{d.stop}]")

@@ -83,13 +83,21 @@ class DomainRules:
         x = self.expr(e.args[0], scope)
         t = self.tensor(x)
         new = {d.name: d for d in t.dims}
+        intervals, runtime = [], []
         for a in e.args[1:]:
             if not isinstance(a, ir.DimInterval):
                 raise self.error(a, "subset takes intervals like I[1:4] after the tensor")
             d = t.dim(a.name)
             if d is None:
                 raise self.error(a, f"subset: the tensor has no dimension {a.name} ({t})")
+            a = replace(a, start=self.runtime_bound(a.start, a, scope),
+                        stop=self.runtime_bound(a.stop, a, scope))
+            intervals.append(a)
             sub = d.with_interval(a.start, a.stop)
+            if ir.has_runtime(a.start) or ir.has_runtime(a.stop):
+                runtime.append((a, d, sub))
+                new[a.name] = sub
+                continue
             # An order that depends on the sizes is the user's assertion (I[1:N-1]
             # needs N >= 2); only a subset provably outside is an error.
             pairs = [(d.start, sub.start), (sub.stop, d.stop), (sub.start, sub.stop)]
@@ -102,7 +110,11 @@ class DomainRules:
                 raise self.error(a, f"subset {a.name}[{a.start}:{a.stop}] is not within "
                                     f"{a.name}[{d.start}:{d.stop}]")
             new[a.name] = sub
-        return replace(e, args=(x,) + tuple(e.args[1:]),
+        guard = tuple((sub.start, sub.stop) for _, _, sub in runtime)
+        for a, d, sub in runtime:
+            self.runtime_subset(a, d, sub, guard, f"subset {a.name}[{a.start}:{a.stop}]"
+                                + (f" at {a.loc}" if a.loc else ""))
+        return replace(e, args=(x,) + tuple(intervals),
                        type=ir.TensorType(t.dtype, tuple(new[d.name] for d in t.dims)))
 
     def b_concat(self, e, scope, expected):
@@ -138,6 +150,7 @@ class DomainRules:
                   for t in types]
         rest = self.broadcast(e, others)
         ds = [t.dim(axis) for t in types]
+        self.runtime_concat(e, axis, ds)
         whole = ds[0].with_interval(ds[0].start, ds[-1].stop)
         order = list(dict.fromkeys(d.name for t in types for d in t.dims))
         dims = {d.name: d for d in rest}
