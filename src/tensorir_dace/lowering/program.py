@@ -89,7 +89,8 @@ class ProgramLowering:
             if isinstance(node, ir.Param):
                 for d in node.type.dims:
                     for b in (d.start, d.stop):
-                        names += sorted(s.name for s in b.free_symbols)
+                        names += sorted(s.name for s in b.free_symbols
+                                        if not ir.is_runtime_symbol(s))
         for n in dict.fromkeys(names):
             sname = self.names.user(n)
             self.symbol_names[n] = sname
