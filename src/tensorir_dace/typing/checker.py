@@ -86,6 +86,11 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                     "temporaries' types, or use a size symbol")
             if sym in runtime:
                 continue
+            if sym in seen and sym not in from_params:
+                raise self.error(p, f"'{sym}' cannot be used in a bound: bounds use size "
+                                    "symbols, scalar int/int32 parameters, loop variables "
+                                    f"and literals, and '{sym}' is "
+                                    f"{p.param(sym).type}")
             if sym not in from_params:
                 raise self.error(p, f"size symbol '{sym}' appears in no parameter type, so no "
                                     "argument can determine it; use it in a parameter's "

@@ -1,0 +1,178 @@
+"""Runtime domains: interval bounds given by scalar int parameters and loop variables.
+
+Interpreter, compiled code and hand-written NumPy agree on an unstructured
+mesh whose neighbour table holds -1; several bound values run through one
+binary; empty and inverted ranges write nothing; out-of-range bounds and
+uncovered reads are an ArgumentError before anything is written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tensorir_dace as tir
+from conftest import compiled, example, parsed
+from tensorir_dace.runtime.cache import compile_count
+
+N, L = 9, 6
+RNG = np.random.default_rng(7)
+THETA = RNG.random((N, L)) + 0.5
+C2E2C = RNG.integers(0, N, (N, 3))
+C2E2C[RNG.random((N, 3)) < 0.25] = -1
+assert (C2E2C == -1).any()
+
+
+def lateral_numpy(out, hs, he, vs, ve):
+    """The lateral-boundary example, by hand."""
+    nb = np.where(C2E2C[:, :, None] >= 0, THETA[np.maximum(C2E2C, 0)], 0.0).sum(axis=1)
+    full = np.full((N, L), np.nan)
+    full[:, 1:] = nb[:, 1:] - 3.0 * THETA[:, 1:] + 0.5 * THETA[:, :-1]
+    if hs < he and vs < ve:
+        out[hs:he, vs:ve] = full[hs:he, vs:ve]
+
+
+def vertical_numpy(w, nlev):
+    out = np.empty_like(w)
+    out[:, 0] = 0.0
+    out[:, 1:nlev] = 0.5 * (w[:, 0:nlev - 1] + w[:, 2:nlev + 1])
+    out[:, nlev:] = w[:, nlev:] - w[:, nlev - 1:-1]
+    return out
+
+
+LATERAL_BOUNDS = [(2, 7, 1, 6), (0, 9, 3, 4), (5, 6, 1, 2)]
+EMPTY_BOUNDS = [(4, 4, 1, 6), (7, 2, 1, 6), (0, 9, 5, 1), (20, 3, 1, 6)]
+
+
+@pytest.fixture(scope="module")
+def lateral():
+    return parsed(example("lateral_boundary")), compiled(example("lateral_boundary"))
+
+
+def run_both(prog, fn, base, **kw):
+    a, b = base.copy(), base.copy()
+    tir.interpret(prog, theta=THETA, C2E2C=C2E2C, out=a, **kw)
+    fn(theta=THETA, C2E2C=C2E2C, out=b, **kw)
+    return a, b
+
+
+def bounds(hs, he, vs, ve):
+    return dict(horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve)
+
+
+def test_lateral_boundary_matches_numpy_for_several_bounds_one_binary(lateral):
+    prog, fn = lateral
+    base = RNG.random((N, L))
+    fn(theta=THETA, C2E2C=C2E2C, out=base.copy(), **bounds(*LATERAL_BOUNDS[0]))
+    before = compile_count()
+    for hs, he, vs, ve in LATERAL_BOUNDS:
+        a, b = run_both(prog, fn, base, **bounds(hs, he, vs, ve))
+        ref = base.copy()
+        lateral_numpy(ref, hs, he, vs, ve)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+        outside = np.ones((N, L), bool)
+        outside[hs:he, vs:ve] = False
+        assert np.array_equal(b[outside], base[outside])     # untouched bits
+    assert compile_count() == before
+
+
+@pytest.mark.parametrize("hs, he, vs, ve", EMPTY_BOUNDS)
+def test_empty_and_inverted_ranges_write_nothing(lateral, hs, he, vs, ve):
+    prog, fn = lateral
+    base = RNG.random((N, L))
+    a, b = run_both(prog, fn, base, **bounds(hs, he, vs, ve))
+    assert np.array_equal(a, base) and np.array_equal(b, base)
+
+
+@pytest.mark.parametrize("hs, he, vs, ve, bad", [
+    (-1, 4, 1, 6, "horizontal_start = -1"),      # outside Cell[0:N]
+    (2, 10, 1, 6, "horizontal_end = 10"),
+    (2, 4, 1, 7, "vertical_end = 7"),
+    (2, 4, 0, 6, "vertical_start = 0"),           # reads K-1 at level -1: uncovered
+])
+def test_out_of_range_and_uncovered_bounds_are_argument_errors(lateral, hs, he, vs, ve, bad):
+    prog, fn = lateral
+    base = RNG.random((N, L))
+    for run in (lambda o: tir.interpret(prog, theta=THETA, C2E2C=C2E2C, out=o,
+                                        **bounds(hs, he, vs, ve)),
+                lambda o: fn(theta=THETA, C2E2C=C2E2C, out=o, **bounds(hs, he, vs, ve))):
+        out = base.copy()
+        with pytest.raises(tir.ArgumentError, match=bad) as info:
+            run(out)
+        assert "allowed range" in str(info.value)
+        assert np.array_equal(out, base)
+
+
+def test_vertical_nlev_is_lazy_and_matches_numpy():
+    prog, fn = parsed(example("vertical_nlev")), compiled(example("vertical_nlev"))
+    w = RNG.random((N, L))
+    fn(w=w, out=np.zeros((N, L)), nlev=2)
+    before = compile_count()
+    for nlev in (1, 3, L - 1):
+        a, b = np.zeros((N, L)), np.zeros((N, L))
+        tir.interpret(prog, w=w, out=a, nlev=nlev)
+        fn(w=w, out=b, nlev=nlev)
+        ref = vertical_numpy(w, nlev)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+    assert compile_count() == before
+    for nlev in (0, L):     # the centred piece would read K+1 below the last level
+        out = np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match=f"nlev = {nlev}"):
+            fn(w=w, out=out, nlev=nlev)
+        with pytest.raises(tir.ArgumentError, match=f"nlev = {nlev}"):
+            tir.interpret(prog, w=w, out=out, nlev=nlev)
+        assert not out.any()
+
+
+LOOPS = """
+loops(x: tensor<float, K[0:M]>, out: tensor<float, K[0:M]>, k0: tensor<int>,
+      k1: tensor<int>, n: tensor<int>) {
+  tmp: tensor<float, K[k0:k1]>;
+  subset(tmp, K[k0:k1]) <- x + 1.0;
+  subset(out, K[k0:k1]) <- tmp * 3.0;
+  for (t in 0:n) { subset(out, K[t:t+1]) <- <<K, 1>>(subset(out, K[t+1:t+2])) + 100.0 }
+}
+"""
+
+
+def loops_numpy(x, out, k0, k1, n):
+    if k0 < k1:
+        out[k0:k1] = (x[k0:k1] + 1.0) * 3.0
+    for t in range(n):
+        out[t] = out[t + 1] + 100.0
+
+
+def test_loop_variables_and_runtime_temporaries():
+    prog, fn = parsed(LOOPS), compiled(LOOPS)
+    x = RNG.random(8)
+    fn(x=x, out=np.zeros(8), k0=1, k1=3, n=1)
+    before = compile_count()
+    for k0, k1, n in [(2, 6, 3), (5, 2, 7), (0, 8, 0)]:
+        a, b, ref = np.zeros(8), np.zeros(8), np.zeros(8)
+        tir.interpret(prog, x=x, out=a, k0=k0, k1=k1, n=n)
+        fn(x=x, out=b, k0=k0, k1=k1, n=n)
+        loops_numpy(x, ref, k0, k1, n)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+    assert compile_count() == before
+    out = np.zeros(8)
+    with pytest.raises(tir.ArgumentError, match="t \\+ 2 = 9"):   # the last step reads K[8]
+        fn(x=x, out=out, k0=0, k1=0, n=8)
+    assert not out.any()
+
+
+@pytest.mark.parametrize("src, message", [
+    ("p(x: tensor<float, I[0:n]>, n: tensor<int>) { x <- x }",
+     "cannot be used in a parameter type"),
+    ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:N+1]) <- 1.0 }",
+     "not within I\\[0:N\\] for any value"),
+    ("p(x: tensor<float, I[0:N]>, f: tensor<float>) { subset(x, I[f:N]) <- 1.0 }",
+     "cannot be used in a bound"),
+    ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:a+1]) <- "
+     "subset(x, I[a+1:a+2]) }", "for every value"),
+])
+def test_type_errors(src, message):
+    with pytest.raises(tir.TypeCheckError, match=message):
+        tir.check(tir.parse(src))
