@@ -125,3 +125,54 @@ def test_random_mesh_program_with_absent_neighbours(seed):
     prog = tir.parse(src)
     args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
     both_modes_match_interpreter(prog, args)
+
+
+# Runtime bounds: subset targets whose intervals use scalar int parameters.
+I_RANGES = [("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0")]
+J_RANGES = [("g0", "g1"), ("0", "g1"), ("g0", "M")]
+
+
+def runtime_bound_program(seed: int, statements: int = 8) -> tuple[str, str, list]:
+    """The same random statements twice: on runtime sub-ranges of the outputs, and
+    on the whole outputs (the reference for the points inside the ranges)."""
+    r = random.Random(seed)
+    outs = [f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(statements)]
+    head = (f"rt(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, h1: tensor<int>, "
+            "g0: tensor<int>, g1: tensor<int>, " + ", ".join(outs) + ") {\n")
+    exprs = [expression(3, r) for _ in range(statements)]
+    ranges = [(r.choice(I_RANGES), r.choice(J_RANGES)) for _ in range(statements)]
+    sub = [f"  subset(o{k}, I[{i0}:{i1}], J[{j0}:{j1}]) ← {x};"
+           for k, (x, ((i0, i1), (j0, j1))) in enumerate(zip(exprs, ranges))]
+    full = [f"  o{k} ← {x};" for k, x in enumerate(exprs)]
+    return head + "\n".join(sub) + "\n}", head + "\n".join(full) + "\n}", ranges
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_random_runtime_bounds_one_binary(seed):
+    from tensorir_dace.runtime.cache import compile_count
+    src, full_src, ranges = runtime_bound_program(seed)
+    prog, full = tir.parse(src), tir.parse(full_src)
+    sizes = {"N": 5, "M": 4}
+    base = random_arguments(prog, sizes=sizes, seed=seed)
+    fns = [tir.compile(prog, optimize=o) for o in ("none", "default")]
+    before = compile_count()
+    for h0, h1, g0, g1 in [(0, 5, 0, 4), (2, 3, 1, 3), (1, 4, 3, 1)]:
+        bounds = dict(h0=h0, h1=h1, g0=g0, g1=g1)
+        args = clone(base) | bounds
+        ref = clone(args)
+        tir.interpret(prog, **ref)
+        whole = clone(args)
+        tir.interpret(full, **whole)
+        env = {"N": 5, "M": 4, **bounds}
+        for k, ((i0, i1), (j0, j1)) in enumerate(ranges):
+            i0, i1, j0, j1 = (eval(x, {}, env) for x in (i0, i1, j0, j1))
+            expected = base[f"o{k}"].copy()
+            if i0 < i1 and j0 < j1:
+                expected[i0:i1, j0:j1] = whole[f"o{k}"][i0:i1, j0:j1]
+            assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
+        for fn in fns:
+            out = clone(args)
+            fn(**out)
+            assert_same_results(out, ref, 1e-11)
+    assert compile_count() == before
