@@ -239,6 +239,18 @@ class Parser:
         if tok.kind == "int":
             self.advance()
             return sympy.Integer(tok.value)
+        if tok.kind == "ident" and tok.text in ("Max", "Min") and self.at("(", 1):
+            # a runtime range clamped to an interval: Min(Max(nlev, 0), N)
+            self.advance()
+            opener = self.advance()
+            args = [self.bound()]
+            while self.accept(","):
+                args.append(self.bound())
+            self.expect_closing(")", "'('", opener)
+            # Runtime values may be negative: no size assumption may simplify these.
+            plain = {x: ir.runtime_symbol(x.name) for a in args for x in a.free_symbols}
+            return (sympy.Max if tok.text == "Max" else sympy.Min)(
+                *[a.xreplace(plain) for a in args])
         if tok.kind == "ident":
             self.advance()
             return ir.size_symbol(tok.text)

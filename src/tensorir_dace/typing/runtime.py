@@ -39,7 +39,10 @@ class RuntimeBounds:
         subs = {}
         for s in b.free_symbols:
             binding = scope.lookup(s.name)
-            if binding is None or binding.kind == "size":
+            if binding is None:
+                continue
+            if binding.kind == "size":
+                subs[s] = ir.size_symbol(s.name)
                 continue
             scalar_int = binding.type.is_scalar and binding.type.dtype in RUNTIME_DTYPES
             if binding.kind == "param" and scalar_int:
@@ -59,7 +62,7 @@ class RuntimeBounds:
                                        "size symbols, scalar int parameters, loop variables "
                                        f"and literals (got {binding.kind} of type "
                                        f"{binding.type})")
-        return b.subs(subs) if subs else b
+        return b.xreplace(subs) if subs else b
 
     def loop_range(self, var: str):
         for name, lo, hi in reversed(self.loops):
