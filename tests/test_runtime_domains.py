@@ -176,3 +176,38 @@ def test_loop_variables_and_runtime_temporaries():
 def test_type_errors(src, message):
     with pytest.raises(tir.TypeCheckError, match=message):
         tir.check(tir.parse(src))
+
+
+CLAMPED = """
+clamped(x: tensor<float, Cell[0:N], K[0:L]>, out: tensor<float, Cell[0:N], K[0:L]>,
+        nlev: tensor<int>) {
+  out ← concat(K, subset(⟪K, 2⟫(x) − x, K[0:Min(L, Max(0, nlev − 2))]),
+                  subset(x × 3.0, K[Min(L, Max(0, nlev − 2)):Min(L, Max(0, nlev))]),
+                  subset(x − 1.0, K[Min(L, Max(0, nlev)):L]))
+}
+"""
+
+
+def test_clamped_lazy_concat_pieces_reading_two_levels_ahead():
+    """Pieces clamped to the interval (Max/Min bounds): nlev outside [0, L] gives
+    empty pieces; the K+2 piece is only evaluated where it can read."""
+    prog, fn = parsed(CLAMPED), compiled(CLAMPED)
+    x = RNG.random((N, L))
+    fn(x=x, out=np.zeros((N, L)), nlev=3)
+    before = compile_count()
+    for nlev in (-1, 0, 1, 3, L):
+        c, d = np.clip(nlev - 2, 0, L), np.clip(nlev, 0, L)
+        ref = np.empty((N, L))
+        ref[:, :c] = x[:, 2:c + 2] - x[:, :c]
+        ref[:, c:d] = 3.0 * x[:, c:d]
+        ref[:, d:] = x[:, d:] - 1.0
+        a, b = np.zeros((N, L)), np.zeros((N, L))
+        tir.interpret(prog, x=x, out=a, nlev=nlev)
+        fn(x=x, out=b, nlev=nlev)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+    assert compile_count() == before
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="nlev=8"):   # K+2 beyond the last level
+        fn(x=x, out=out, nlev=L + 2)
+    assert not out.any()
