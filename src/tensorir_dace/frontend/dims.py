@@ -322,8 +322,15 @@ class CompoundMask(Mask):
         return f"({self.left!r} {'&' if self.op == 'and' else '|'} {self.right!r})"
 
 
+def has_runtime_bounds(m: Mask) -> bool:
+    """A condition on one dimension whose bounds use runtime values (int parameters)."""
+    return isinstance(m, DimMask) and any(ir.has_runtime(b) for seg in m.segments for b in seg)
+
+
 def _combine(op: str, a: Mask, b: Mask) -> Mask:
-    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim):
+    # Runtime bounds cannot be ordered now: concat_where nests the two conditions.
+    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim) and \
+            not has_runtime_bounds(a) and not has_runtime_bounds(b):
         if op == "and":
             return DimMask(a.dim, _intersect(a.segments, b.segments))
         return DimMask(a.dim, _union(a.segments, b.segments))
@@ -345,6 +352,8 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
     try:
         return iv.le(a, b)
     except iv.Undecidable:
+        if ir.has_runtime(a) or ir.has_runtime(b):
+            raise
         diff = sympy.expand(b - a)
         value = diff.subs({s: LARGE for s in diff.free_symbols})
         if value.is_number:
@@ -399,6 +408,16 @@ def _union(a, b):
 
 
 def _complement(segs: tuple[Segment, ...]) -> tuple[Segment, ...]:
+    if any(ir.has_runtime(b) for seg in segs for b in seg):
+        # ordered segments with runtime bounds (as a condition makes them): the gaps
+        out, prev = [], -sympy.oo
+        for lo, hi in segs:
+            if lo != -sympy.oo:
+                out.append((prev, lo))
+            prev = hi
+        if prev != sympy.oo:
+            out.append((prev, sympy.oo))
+        return tuple(out)
     segs = _normalize(segs)
     out = []
     prev = -sympy.oo

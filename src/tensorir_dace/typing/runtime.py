@@ -28,6 +28,33 @@ def runtime_names(p: ir.Program) -> set[str]:
     return names
 
 
+def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
+    """An integer scalar expression (literals, size symbols, int parameters, loop
+    variables, + - ×) as a SymPy bound, or None when it is not one."""
+    match e:
+        case ir.Literal(kind="int", value=v):
+            return sympy.Integer(v)
+        case ir.Sym(name=n):
+            b = scope.lookup(n)
+            if b is None:
+                return None
+            if b.kind == "size":
+                return ir.size_symbol(n)
+            if b.kind == "loop" or (b.kind == "param" and b.type.is_scalar
+                                    and b.type.dtype in RUNTIME_DTYPES):
+                return ir.runtime_symbol(n)
+        case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("plus", "minus",
+                                                                     "multiplies"):
+            lhs, rhs = bound_of(x, scope), bound_of(y, scope)
+            if lhs is None or rhs is None:
+                return None
+            return {"plus": lhs + rhs, "minus": lhs - rhs, "multiplies": lhs * rhs}[op]
+        case ir.Call(func=ir.Sym(name="neg"), args=(x,)):
+            v = bound_of(x, scope)
+            return None if v is None else -v
+    return None
+
+
 class RuntimeBounds:
     """Mixin of :class:`~.checker.Checker`."""
 
@@ -72,28 +99,7 @@ class RuntimeBounds:
 
     def loop_bound(self, e: ir.Expr, scope: Scope) -> sympy.Expr | None:
         """A for-loop bound as a SymPy expression, or None when it is not one."""
-        match e:
-            case ir.Literal(kind="int", value=v):
-                return sympy.Integer(v)
-            case ir.Sym(name=n):
-                b = scope.lookup(n)
-                if b is None:
-                    return None
-                if b.kind == "size":
-                    return ir.size_symbol(n)
-                if b.kind == "loop" or (b.kind == "param" and b.type.is_scalar
-                                        and b.type.dtype in RUNTIME_DTYPES):
-                    return ir.runtime_symbol(n)
-            case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("plus", "minus",
-                                                                         "multiplies"):
-                lhs, rhs = self.loop_bound(x, scope), self.loop_bound(y, scope)
-                if lhs is None or rhs is None:
-                    return None
-                return {"plus": lhs + rhs, "minus": lhs - rhs, "multiplies": lhs * rhs}[op]
-            case ir.Call(func=ir.Sym(name="neg"), args=(x,)):
-                v = self.loop_bound(x, scope)
-                return None if v is None else -v
-        return None
+        return bound_of(e, scope)
 
     def enclosing_loops(self, *exprs: sympy.Expr) -> tuple:
         """The enclosing loops a constraint must be checked over (all of them when it

@@ -1,0 +1,81 @@
+"""Runtime bounds in the Python front end: ``int`` parameters and loop variables as
+interval bounds (``out[hs:he] = …``, ``domain={K: (vs, ve)}``,
+``concat_where(K == nlev, a, b)``).
+
+The translator's values for such bounds are IR expressions; here they become
+SymPy bounds over runtime symbols (:func:`~tensorir_dace.ir.runtime_symbol`),
+which the type checker turns into call-time checks.  ``concat_where`` on a
+condition with runtime bounds becomes a ``concat`` whose pieces are clamped to
+the target's interval with ``Max``/``Min``, so a condition outside it makes
+empty pieces, and each branch stays lazy (evaluated on its own piece only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .. import ir
+from ..typing.runtime import bound_of
+from ..typing.scope import Scope
+from .dims import DimMask
+
+
+def runtime_value(v: Any, scope: Scope) -> sympy.Expr | None:
+    """``v`` as an interval bound (an int, a size expression, or an IR expression
+    of int parameters, loop variables, sizes and literals), or None."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return sympy.Integer(int(v))
+    if isinstance(v, sympy.Expr):
+        return v
+    if isinstance(v, ir.Expr):
+        return bound_of(v, scope)
+    return None
+
+
+def _clamp(x: sympy.Expr, lo: sympy.Expr, hi: sympy.Expr) -> sympy.Expr:
+    return sympy.Min(sympy.Max(x, lo), hi)
+
+
+def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
+    """``(start, stop, branch)`` pieces covering ``[lo, hi)`` in order: branch ``a``
+    on the (clamped) segments, ``b`` in between.  Every boundary is the maximum of
+    the one before, so the pieces never overlap; a segment outside the interval
+    or an inverted one gives empty pieces."""
+    cursor, out = lo, []
+    for s_lo, s_hi in segments:
+        a_lo = sympy.Max(cursor, _clamp(s_lo, lo, hi))
+        a_hi = sympy.Max(a_lo, _clamp(s_hi, lo, hi))
+        out += [(cursor, a_lo, "b"), (a_lo, a_hi, "a")]
+        cursor = a_hi
+    out.append((cursor, hi, "b"))
+    return [p for p in out if sympy.expand(p[1] - p[0]) != 0]
+
+
+def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
+                         interval: tuple[sympy.Expr, sympy.Expr] | None) -> ir.Expr:
+    """``concat_where`` on a runtime condition, as a ``concat`` over ``interval``
+    (the target's, else the hull of the dimension's intervals in the program)."""
+    loc = tr.loc(node)
+    D = mask.dim.name
+    xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
+    doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
+    if interval is None:
+        known = tr.ctx.dim_intervals(D) + [d for d in doms.values() if d is not None]
+        if not known:
+            raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+        interval = (sympy.Min(*[d.start for d in known]), sympy.Max(*[d.stop for d in known]))
+    lo, hi = interval
+    exprs = []
+    for p_lo, p_hi, which in runtime_pieces(mask.segments, lo, hi):
+        x = xs[which]
+        if doms[which] is None:      # defined everywhere along D
+            x = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), tr.bound_ir(lo, node),
+                                                     tr.bound_ir(hi, node), x), loc=loc)
+        exprs.append(ir.Call(ir.Sym("subset", loc=loc),
+                             (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
+    return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
