@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from .. import intervals as iv
 from .. import ir
 from ..typing.runtime import bound_of
 from ..typing.scope import Scope
@@ -57,19 +58,26 @@ def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
 
 
 def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
-                         interval: tuple[sympy.Expr, sympy.Expr] | None) -> ir.Expr:
-    """``concat_where`` on a runtime condition, as a ``concat`` over ``interval``
-    (the target's, else the hull of the dimension's intervals in the program)."""
+                         target: tuple[sympy.Expr, sympy.Expr] | None) -> ir.Expr:
+    """``concat_where`` on a runtime condition, as a ``concat`` over the hull of the
+    branches' intervals, within the statement target's interval ``target``."""
     loc = tr.loc(node)
     D = mask.dim.name
     xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
     doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
-    if interval is None:
-        known = tr.ctx.dim_intervals(D) + [d for d in doms.values() if d is not None]
-        if not known:
-            raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
-        interval = (sympy.Min(*[d.start for d in known]), sympy.Max(*[d.stop for d in known]))
-    lo, hi = interval
+    known = [d for d in doms.values() if d is not None] or tr.ctx.dim_intervals(D)
+    if not known:
+        raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+
+    def hull():
+        lo, hi = known[0].start, known[0].stop
+        for d in known[1:]:
+            lo, hi = iv.smin(lo, d.start), iv.smax(hi, d.stop)
+        if target is not None:
+            lo, hi = iv.smax(lo, target[0]), iv.smin(hi, target[1])
+        return lo, hi
+
+    lo, hi = tr.ctx.decide(hull, loc, "concat_where")
     exprs = []
     for p_lo, p_hi, which in runtime_pieces(mask.segments, lo, hi):
         x = xs[which]
