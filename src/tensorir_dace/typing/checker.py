@@ -45,7 +45,9 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         self.program = program
         self.dim_names = collect_dim_names(program)
         self.constraints: list[ir.SizeConstraint] = []
-        self.loops: list = []   # enclosing for loops: (var, start, stop) as SymPy or None
+        # enclosing for loops (var, start, stop as SymPy or None) while checking a
+        # whole program; None when checking single expressions (the front end)
+        self.loops: list | None = None
 
     # ------------------------------------------------------------------ errors
 
@@ -65,6 +67,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
 
     def check_program(self) -> ir.Program:
         p = self.program
+        self.loops = []
         seen: set[str] = set()
         scope = Scope()
         for param in p.params + p.temporaries:
@@ -112,7 +115,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             scope.bindings[tmp.name] = Binding(tmp.name, "temp", tmp.type)
         body = self.block(p.body, scope)
         return replace(p, body=body, temporaries=tuple(temporaries),
-                       constraints=tuple(dict.fromkeys(self.constraints)))
+                       constraints=tuple(dict.fromkeys(p.constraints + tuple(self.constraints))))
 
     def check_declared_type(self, node: ir.Node, t: ir.TensorType) -> None:
         names = [d.name for d in t.dims]

@@ -58,7 +58,7 @@ def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
 class RuntimeBounds:
     """Mixin of :class:`~.checker.Checker`."""
 
-    loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]]
+    loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None
 
     def runtime_bound(self, b: sympy.Expr, node: ir.Node, scope: Scope,
                       allow_loops: bool = True) -> sympy.Expr:
@@ -75,7 +75,7 @@ class RuntimeBounds:
             if binding.kind == "param" and scalar_int:
                 subs[s] = ir.runtime_symbol(s.name)
             elif binding.kind == "loop" and allow_loops:
-                if self.loop_range(s.name) is None:
+                if self.loops is not None and self.loop_range(s.name) is None:
                     raise self.error(node, f"loop variable '{s.name}' is used in a bound, so "
                                            "its loop's bounds must be integer expressions of "
                                            "int parameters, sizes, outer loop variables and "
@@ -92,7 +92,7 @@ class RuntimeBounds:
         return b.xreplace(subs) if subs else b
 
     def loop_range(self, var: str):
-        for name, lo, hi in reversed(self.loops):
+        for name, lo, hi in reversed(self.loops or []):
             if name == var:
                 return None if lo is None or hi is None else (lo, hi)
         return None
@@ -105,7 +105,7 @@ class RuntimeBounds:
         """The enclosing loops a constraint must be checked over (all of them when it
         uses a loop variable: inner loop bounds may depend on outer variables)."""
         names = {s.name for e in exprs for s in e.free_symbols}
-        if not any(v in names for v, _, _ in self.loops):
+        if not self.loops or not any(v in names for v, _, _ in self.loops):
             return ()
         return tuple((v, lo, hi) for v, lo, hi in self.loops)
 
