@@ -26,8 +26,8 @@ import numpy as np
 import sympy
 
 from .. import ir
-from ..interop import SDFGConvertible
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
+from ..interop import SDFGConvertible
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -35,7 +35,11 @@ from .annotations import (
     annotation_spec,
     generic_spec,
 )
+from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .dims import DefinitionError, Dimension
+from .functions import translate_call
+from .programs import translate_program
+from .source import source_info
 from .specialize import (
     NO_DEFAULT,
     Analysis,
@@ -242,7 +246,7 @@ def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[
     return True, ann
 
 
-class FunctionObject(_Specialized):
+class FunctionObject(_Specialized, InlinedFunction):
     """A ``@function``: a Tensor IR function, inlined where it is called.
 
     Called directly with arrays (outside a program), it runs JAX-style: it is
@@ -265,7 +269,6 @@ class FunctionObject(_Specialized):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg:
@@ -301,7 +304,6 @@ class FunctionObject(_Specialized):
         return {self._result_name()}
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .programs import translate_call
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
@@ -385,46 +387,6 @@ def function(fn: Callable | None = None, *, backend: str = "compiled", **compile
 field_operator = function
 
 
-class ScanOperator:
-    """A ``@scan_operator``: a recurrence along one dimension.
-
-    The body takes ``(state, a1, …)`` — the state at the previous level and
-    the operands at this level, without the scan dimension — and returns the
-    new state (a tuple for a tuple state).  Called with ``(a1, …)``, it gives
-    the states at every level.
-    """
-
-    def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any):
-        if not inspect.isfunction(fn):
-            raise DefinitionError("@scan_operator decorates a Python function")
-        if not isinstance(axis, Dimension):
-            raise DefinitionError("scan_operator(axis=K, …): axis must be a Dimension")
-        _check_init(init)
-        self.fn = fn
-        self.axis = axis
-        self.forward = bool(forward)
-        self.init = init
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args: Any, **kwargs: Any):
-        raise FrontendError(f"'{self.fn.__name__}' is a scan operator: call it from a "
-                            "@tensorir_dace.program or @function")
-
-    def __repr__(self) -> str:
-        return (f"<tensorir_dace.scan_operator {self.fn.__qualname__} along "
-                f"{self.axis.name}, {'forward' if self.forward else 'backward'}>")
-
-
-def _check_init(init: Any) -> None:
-    if isinstance(init, tuple):
-        for x in init:
-            _check_init(x)
-        return
-    if not isinstance(init, (bool, int, float, np.generic)):
-        raise DefinitionError(f"scan_operator init must be a number or a tuple of numbers, got "
-                        f"{init!r}")
-
-
 def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
     """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``."""
     def deco(fn: Callable) -> ScanOperator:
@@ -435,7 +397,7 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
 # --------------------------------------------------------------------------- programs
 
 
-class ProgramObject(_Specialized, SDFGConvertible):
+class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     """A ``@program``: translated to Tensor IR, runnable with arrays.
 
     * ``prog.ir`` — the :class:`ir.Program` (print it with ``tensorir_dace.format``);
@@ -463,7 +425,6 @@ class ProgramObject(_Specialized, SDFGConvertible):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -508,7 +469,6 @@ class ProgramObject(_Specialized, SDFGConvertible):
                              f"them — and see {name}.specialize(…).ir", p.loc)
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .programs import translate_program
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
@@ -622,15 +582,6 @@ def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_
 
 
 def compile_ir(prog: ir.Program, **options: Any):
-    """Compile an IR program: ``tensorir_dace.compile`` where available."""
-    import tensorir_dace as tir
-    try:
-        comp = tir.compile
-    except AttributeError:
-        comp = None
-    if comp is not None:
-        return comp(prog, **options)
-    from ..lowering import lower_program
-    from ..runtime.compiled import SDFGCallable
-    lowered = lower_program(prog, optimize=options.get("optimize", "default"))
-    return SDFGCallable.from_sdfg(lowered.sdfg, lowered.signature)
+    """Compile an IR program with :func:`tensorir_dace.compile`."""
+    from ..runtime.program import compile as compile_program
+    return compile_program(prog, **options)

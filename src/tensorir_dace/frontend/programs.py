@@ -11,21 +11,26 @@ import sympy
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import (
-    FrontendError,
-    TypeCheckError,
-)
+from ..errors import TypeCheckError
 from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .context import ProgramContext
 from .dims import (
     NeighborDimension,
 )
-from .markers import LocalCallable, contains_ir, free_syms, is_ir, project, strip_masks
+from .functions import FunctionTranslator
+from .nodes import PROGRAM_STATEMENTS, handler
 from .source import SourceInfo, source_info
-from .translate import FunctionTranslator, describe, is_trivial, pushable
-
-# --------------------------------------------------------------------------- programs
+from .values import (
+    LocalCallable,
+    contains_ir,
+    describe,
+    free_syms,
+    is_ir,
+    is_trivial,
+    project,
+    pushable,
+)
 
 
 class ProgramTranslator(FunctionTranslator):
@@ -66,50 +71,53 @@ class ProgramTranslator(FunctionTranslator):
         return out
 
     def statement(self, s: ast.stmt) -> list[ir.Stmt]:
-        if isinstance(s, ast.Assign):
-            value = self.expr(s.value)
-            out: list[ir.Stmt] = []
-            for tgt in s.targets:
-                out += self.assign(tgt, value, s)
-            return out
-        if isinstance(s, ast.AugAssign):
-            tgt = s.target
-            base = tgt.value if isinstance(tgt, ast.Subscript) else tgt
-            if not isinstance(base, ast.Name):
-                raise self.error(tgt, "augmented assignment needs a name or name[…] on the left")
-            load = ast.copy_location(ast.Name(base.id, ast.Load()), base)
-            value = self.expr(ast.copy_location(ast.BinOp(load, s.op, s.value), s))
-            return self.assign(tgt, value, s)
-        if isinstance(s, ast.AnnAssign):
-            return self.declare(s)
-        if isinstance(s, ast.Expr):
-            if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
-                return []
-            if isinstance(s.value, ast.Call) and any(k.arg == "out" for k in s.value.keywords):
-                call = s.value
-                out_node = next(k.value for k in call.keywords if k.arg == "out")
-                rest = [k for k in call.keywords if k.arg != "out"]
-                inner = ast.copy_location(ast.Call(call.func, call.args, rest), call)
-                return self.assign(out_node, self.expr(inner), s)
-            raise self.error(s, "this expression statement has no effect; assign its value to "
-                                "an output (out[...] = …) or pass out=…")
-        if isinstance(s, ast.Pass):
-            return []
-        if isinstance(s, ast.If):
-            return self.if_statement(s)
-        if isinstance(s, ast.For):
-            return self.for_statement(s)
-        if isinstance(s, ast.Return):
-            raise self.error(s, "a program does not return values: it writes its outputs; "
-                                "assign to an output parameter (out[...] = value)")
-        if isinstance(s, ast.FunctionDef):
-            if s.decorator_list:
-                raise self.error(s, "decorators on nested functions are not supported")
-            self.env[s.name] = LocalCallable(s, self)
-            return []
-        raise self.unsupported(s)
+        method = handler(PROGRAM_STATEMENTS, self, s)
+        if method is None:
+            raise self.unsupported(s)
+        return method(s)
 
-    def if_statement(self, s: ast.If) -> list[ir.Stmt]:
+    def p_Assign(self, s: ast.Assign) -> list[ir.Stmt]:
+        value = self.expr(s.value)
+        out: list[ir.Stmt] = []
+        for tgt in s.targets:
+            out += self.assign(tgt, value, s)
+        return out
+
+    def p_AugAssign(self, s: ast.AugAssign) -> list[ir.Stmt]:
+        tgt = s.target
+        base = tgt.value if isinstance(tgt, ast.Subscript) else tgt
+        if not isinstance(base, ast.Name):
+            raise self.error(tgt, "augmented assignment needs a name or name[…] on the left")
+        load = ast.copy_location(ast.Name(base.id, ast.Load()), base)
+        value = self.expr(ast.copy_location(ast.BinOp(load, s.op, s.value), s))
+        return self.assign(tgt, value, s)
+
+    def p_Expr(self, s: ast.Expr) -> list[ir.Stmt]:
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return []
+        if isinstance(s.value, ast.Call) and any(k.arg == "out" for k in s.value.keywords):
+            call = s.value
+            out_node = next(k.value for k in call.keywords if k.arg == "out")
+            rest = [k for k in call.keywords if k.arg != "out"]
+            inner = ast.copy_location(ast.Call(call.func, call.args, rest), call)
+            return self.assign(out_node, self.expr(inner), s)
+        raise self.error(s, "this expression statement has no effect; assign its value to "
+                            "an output (out[...] = …) or pass out=…")
+
+    def p_Pass(self, s: ast.Pass) -> list[ir.Stmt]:
+        return []
+
+    def p_Return(self, s: ast.Return) -> list[ir.Stmt]:
+        raise self.error(s, "a program does not return values: it writes its outputs; "
+                            "assign to an output parameter (out[...] = value)")
+
+    def p_FunctionDef(self, s: ast.FunctionDef) -> list[ir.Stmt]:
+        if s.decorator_list:
+            raise self.error(s, "decorators on nested functions are not supported")
+        self.env[s.name] = LocalCallable(s, self)
+        return []
+
+    def p_If(self, s: ast.If) -> list[ir.Stmt]:
         c = self.expr(s.test)
         if not contains_ir(c):
             return self.statements(s.body if self.static_truth(c, s.test) else s.orelse)
@@ -132,7 +140,7 @@ class ProgramTranslator(FunctionTranslator):
                     self.env[k] = v
         return [ir.IfStmt(cond, tuple(then), tuple(orelse), loc=self.loc(s))]
 
-    def for_statement(self, s: ast.For) -> list[ir.Stmt]:
+    def p_For(self, s: ast.For) -> list[ir.Stmt]:
         if s.orelse:
             raise self.error(s, "for … else is not supported")
         it = s.iter
@@ -189,7 +197,7 @@ class ProgramTranslator(FunctionTranslator):
         assert b is not None
         return b.type
 
-    def declare(self, s: ast.AnnAssign) -> list[ir.Stmt]:
+    def p_AnnAssign(self, s: ast.AnnAssign) -> list[ir.Stmt]:
         if not isinstance(s.target, ast.Name):
             raise self.error(s.target, "an annotated assignment declares a temporary: "
                                        "tmp: Tensor[float, I, J] = …")
@@ -435,37 +443,3 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
                       loc=src.loc(src.node))
-
-
-def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
-                   result_name: str, *, static: dict[str, Any] | None = None,
-                   rank_generic: bool = True,
-                   report: dict[str, Any] | None = None) -> ir.Program:
-    """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
-    directly with arrays: the parameters are the function's (those not given are
-    left to their defaults; ``static`` ones are Python values), plus
-    ``result_name``, typed with the value's type."""
-    src = source_info(fn)
-    node = src.node
-    loc = src.loc(node)
-    ctx = ProgramContext(src.name, params, loc, table_dims)
-    ctx.rank_generic = rank_generic
-    ctx.used.add(result_name)
-    tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
-    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params}
-    kwargs.update(static or {})
-    value = tr.inline(fn, [], kwargs, node, src.name)
-    if not contains_ir(value):
-        raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
-                            "not a tensor", loc)
-    expr = tr.to_ir(value, node)
-    t = strip_masks(tr.type_of(expr, node))
-    if t.is_scalar:
-        raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
-                            "function called directly returns a tensor (pass at least one "
-                            "array)", loc)
-    if report is not None:
-        report["dropped"] = dict(ctx.dropped)
-    out = ir.Param(result_name, t, loc=loc)
-    body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
-    return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc)
