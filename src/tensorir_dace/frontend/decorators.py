@@ -28,6 +28,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
+from .analysis import Analysis, Specializer, check_named
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -42,14 +43,11 @@ from .programs import translate_program
 from .source import source_info
 from .specialize import (
     NO_DEFAULT,
-    Analysis,
     CacheInfo,
     ParamInfo,
     ParamSig,
     Specialization,
     SpecializationCache,
-    Specializer,
-    check_named,
 )
 
 BACKENDS = ("compiled", "interpreter")
