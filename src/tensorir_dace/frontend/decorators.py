@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
+from ..typing import check
 from .analysis import Analysis, Specializer, check_named
 from .annotations import (
     GenericSpec,
@@ -40,7 +40,7 @@ from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .dims import DefinitionError, Dimension
 from .functions import translate_call
 from .programs import translate_program
-from .source import source_info
+from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
     CacheInfo,
@@ -218,7 +218,6 @@ class _Specialized:
 
 
 def _checked(prog: ir.Program) -> ir.Program:
-    from ..typing import check
     try:
         check(prog)
     except TensorIRError as e:
@@ -555,15 +554,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
 def _caller() -> str | None:
     """file:line of the first frame outside this package (the user's call)."""
-    import os
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(pkg + os.sep):
-            return f"{fn}:{f.f_lineno}"
-        f = f.f_back
-    return None
+    frame = user_frame()
+    return f"{frame[0]}:{frame[1]}" if frame is not None else None
 
 
 def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):

@@ -140,17 +140,12 @@ class ExpressionTranslator:
                 raise self.error(node, f"size symbol '{b.name}' does not appear in the "
                                        "parameter types of this program")
             return ir.Sym(b.name, loc=loc)
-        if b.is_Add:
-            terms = [self.bound_ir(t, node) for t in b.as_ordered_terms()]
-            out = terms[0]
-            for t in terms[1:]:
-                out = ir.Call(ir.Sym("plus", loc=loc), (out, t), loc=loc)
-            return out
-        if b.is_Mul:
-            facs = [self.bound_ir(f, node) for f in b.as_ordered_factors()]
-            out = facs[0]
-            for f in facs[1:]:
-                out = ir.Call(ir.Sym("multiplies", loc=loc), (out, f), loc=loc)
+        if b.is_Add or b.is_Mul:
+            name = "plus" if b.is_Add else "multiplies"
+            parts = b.as_ordered_terms() if b.is_Add else b.as_ordered_factors()
+            out = self.bound_ir(parts[0], node)
+            for part in parts[1:]:
+                out = ir.Call(ir.Sym(name, loc=loc), (out, self.bound_ir(part, node)), loc=loc)
             return out
         raise self.error(node, f"cannot use the size expression {b} as a value")
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,6 +62,21 @@ class SourceInfo:
         if code is not None:
             names |= set(code.co_freevars)
         return names
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame() -> tuple[str, int] | None:
+    """File and line of the innermost frame outside this package: where the user
+    wrote a definition or made a call."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not os.path.abspath(fn).startswith(_PACKAGE) and not fn.startswith("<frozen"):
+            return fn, f.f_lineno
+        f = f.f_back
+    return None
 
 
 _SOURCES: dict[Any, SourceInfo] = {}
