@@ -211,3 +211,123 @@ def test_clamped_lazy_concat_pieces_reading_two_levels_ahead():
     with pytest.raises(tir.ArgumentError, match="nlev=8"):   # K+2 beyond the last level
         fn(x=x, out=out, nlev=L + 2)
     assert not out.any()
+
+
+# =========================================================================== Python front end
+
+from tensorir_dace.frontend import (Tensor, concat_where, dims, function,  # noqa: E402
+                                    neighbor_dim, neighbor_sum, program)
+
+Cell, KL = dims("Cell K")
+C2E2CDim = neighbor_dim(Cell, 3)
+
+
+@function
+def lateral_value(theta: Tensor[float, Cell, KL], c2e2c: Tensor[int, Cell, C2E2CDim]):
+    return neighbor_sum(theta(c2e2c), axis=C2E2CDim) - 3.0 * theta + 0.5 * theta(KL - 1)
+
+
+@program
+def lateral_slices(theta: Tensor[float, Cell, KL], c2e2c: Tensor[int, Cell, C2E2CDim],
+                   out: Tensor[float, Cell, KL], hs: int, he: int, vs: int, ve: int):
+    out[hs:he, vs:ve] = lateral_value(theta, c2e2c)
+
+
+@program
+def lateral_domain(theta: Tensor[float, Cell, KL], c2e2c: Tensor[int, Cell, C2E2CDim],
+                   out: Tensor[float, Cell, KL], hs: int, he: int, vs: int, ve: int):
+    lateral_value(theta, c2e2c, out=out, domain={Cell: (hs, he), KL: (vs, ve)})
+
+
+def run_frontend(prog, backend, base, **kw):
+    out = base.copy()
+    prog(theta=THETA, c2e2c=C2E2C, out=out, backend=backend, **kw)
+    return out
+
+
+@pytest.mark.parametrize("prog", [lateral_slices, lateral_domain], ids=["slices", "domain"])
+def test_frontend_runtime_bounds_match_numpy_one_binary(prog):
+    base = RNG.random((N, L))
+    run_frontend(prog, "compiled", base, hs=0, he=1, vs=1, ve=2)
+    before = compile_count()
+    for hs, he, vs, ve in LATERAL_BOUNDS + EMPTY_BOUNDS:
+        ref = base.copy()
+        lateral_numpy(ref, hs, he, vs, ve)
+        for backend in ("interpreter", "compiled"):
+            got = run_frontend(prog, backend, base, hs=hs, he=he, vs=vs, ve=ve)
+            np.testing.assert_allclose(got, ref, rtol=1e-13, err_msg=backend)
+    assert compile_count() == before
+    for hs, he, vs, ve, bad in [(-1, 4, 1, 6, "hs"), (2, 4, 0, 6, "vs = 0"),
+                                (2, 12, 1, 6, "he")]:
+        for backend in ("interpreter", "compiled"):
+            out = base.copy()
+            with pytest.raises(tir.ArgumentError, match=bad):
+                prog(theta=THETA, c2e2c=C2E2C, out=out, hs=hs, he=he, vs=vs, ve=ve,
+                     backend=backend)
+            assert np.array_equal(out, base)
+
+
+def test_frontend_negative_runtime_slice_bound_is_an_error_even_when_empty():
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="hs = -3"):
+        lateral_slices(theta=THETA, c2e2c=C2E2C, out=out, hs=-3, he=-5, vs=1, ve=6,
+                       backend="interpreter")
+
+
+def test_frontend_function_called_with_out_and_domain():
+    base = RNG.random((N, L))
+    before = None
+    for hs, he, vs, ve in LATERAL_BOUNDS + EMPTY_BOUNDS[:2]:
+        ref = base.copy()
+        lateral_numpy(ref, hs, he, vs, ve)
+        out = base.copy()
+        lateral_value(THETA, C2E2C, out=out, domain={Cell: (hs, he), KL: (vs, ve)})
+        np.testing.assert_allclose(out, ref, rtol=1e-13)
+        if before is None:
+            before = compile_count()
+    assert compile_count() == before
+    out = base.copy()       # a dimension left out of domain= is its full interval
+    lateral_value(THETA, C2E2C, out=out, domain={KL: (1, L)})
+    ref = base.copy()
+    lateral_numpy(ref, 0, N, 1, L)
+    np.testing.assert_allclose(out, ref, rtol=1e-13)
+
+
+@program
+def vertical_py(w: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], nlev: int):
+    out[...] = concat_where(KL == 0, 0.0 * w,
+                            concat_where(KL < nlev, 0.5 * (w(KL - 1) + w(KL + 1)),
+                                         w - w(KL - 1)))
+
+
+@program
+def window_py(w: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], k0: int, k1: int,
+              nlev: int):
+    out[...] = concat_where((KL >= k0) & (KL < k1), w * 2.0,
+                            concat_where(KL == nlev, -w, w))
+
+
+def test_frontend_concat_where_with_runtime_conditions_is_lazy_and_clamped():
+    w = RNG.random((N, L))
+    vertical_py(w=w, out=np.zeros((N, L)), nlev=2)
+    window_py(w=w, out=np.zeros((N, L)), k0=1, k1=2, nlev=3)
+    before = compile_count()
+    for nlev in (1, 3, L - 1):
+        for backend in ("interpreter", "compiled"):
+            out = np.zeros((N, L))
+            vertical_py(w=w, out=out, nlev=nlev, backend=backend)
+            np.testing.assert_allclose(out, vertical_numpy(w, nlev), rtol=1e-13)
+    for k0, k1, nlev in [(1, 4, 5), (4, 1, L), (-3, 2, -1), (2, 9, 0), (0, L, 2)]:
+        ref = w.copy()
+        ref[:, max(k0, 0):max(min(k1, L), 0)] *= 2.0
+        if 0 <= nlev < L and not k0 <= nlev < k1:
+            ref[:, nlev] = -w[:, nlev]
+        for backend in ("interpreter", "compiled"):
+            out = np.zeros((N, L))
+            window_py(w=w, out=out, k0=k0, k1=k1, nlev=nlev, backend=backend)
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {k0} {k1}")
+    assert compile_count() == before
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="nlev"):   # the centred piece reads K = L
+        vertical_py(w=w, out=out, nlev=L)
+    assert not out.any()

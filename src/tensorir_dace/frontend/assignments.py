@@ -10,6 +10,7 @@ are checked here so that a mismatch names the statement.
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -17,9 +18,11 @@ import sympy
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import TypeCheckError
+from ..errors import TensorIRError, TypeCheckError
 from .context import ProgramContext
+from .dims import Dimension
 from .functions import FunctionTranslator
+from .runtime_bounds import runtime_value
 from .source import SourceInfo
 from .values import (
     contains_ir,
@@ -210,8 +213,85 @@ class AssignmentTranslator(FunctionTranslator):
             return d.stop + v if v < 0 else d.start + v
         if isinstance(v, sympy.Expr):
             return d.start + v
+        if contains_ir(v):
+            return d.start + self.runtime_position(v, d, node)
         raise self.error(node, f"a slice bound must be an integer or a size expression, got "
                                f"{describe(v)}")
+
+    # ------------------------------------------------------------------ runtime bounds
+
+    def runtime_bound(self, v: Any, node: ast.AST, what: str) -> sympy.Expr:
+        b = runtime_value(v, self.scope)
+        if b is None:
+            raise self.error(node, f"{what} must be an integer, an int parameter, a loop "
+                                   "variable or an integer expression of them (+ - *), got "
+                                   f"{describe(v)}")
+        return b
+
+    def runtime_position(self, v: Any, d: ir.Dim, node: ast.AST) -> sympy.Expr:
+        """A runtime slice bound: a position from the array's first element, which
+        never wraps around, so a negative value is an error at call time."""
+        b = self.runtime_bound(v, node, "a slice bound")
+        names = {s.name for s in b.free_symbols}
+        loops = tuple(self.ctx.loops) if any(v in names for v, _, _ in self.ctx.loops) \
+            else ()
+        where = f"slice bound {ast.unparse(node)} of {d.name} at {self.loc(node)}"
+        self.ctx.constraints.append(ir.SizeConstraint(
+            sympy.Integer(0), b, where + " (a position from the first element)",
+            loops=loops, bound=b, allowed=(sympy.Integer(0), d.stop - d.start)))
+        return b
+
+    def domain_target(self, out_node: ast.AST, domain: ast.AST) -> ir.Expr:
+        """``out=o, domain={D: (lo, hi), …}``: ``o`` restricted to those coordinates
+        (a dimension left out keeps its whole interval)."""
+        if not isinstance(out_node, ast.Name) or \
+                self.kinds.get(out_node.id) not in ("param", "temp"):
+            raise self.error(out_node, "domain= needs out= to name a tensor parameter or "
+                                       "temporary")
+        if not isinstance(domain, ast.Dict) or None in domain.keys:
+            raise self.error(domain, "domain= takes a dict {Dim: (start, stop), …}")
+        ir_name = self.env[out_node.id].name
+        t = self.tensor_type(ir_name)
+        loc = self.loc(domain)
+        ivs: dict[str, ir.DimInterval] = {}
+        for knode, vnode in zip(domain.keys, domain.values):
+            dim = self.expr(knode)
+            name = getattr(dim, "name", None)
+            if not isinstance(dim, Dimension) or t.dim(name) is None:
+                raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
+                                        f"({t}), got {describe(dim)}")
+            bounds = self.expr(vnode)
+            if not isinstance(bounds, tuple) or len(bounds) != 2:
+                raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "
+                                        "coordinates")
+            lo, hi = (self.runtime_bound(x, vnode, "a domain bound") for x in bounds)
+            ivs[name] = ir.DimInterval(name, lo, hi, loc=self.loc(vnode))
+        if not ivs:
+            return ir.Sym(ir_name, loc=self.loc(out_node))
+        return ir.Call(ir.Sym("subset", loc=loc), (ir.Sym(ir_name, loc=loc),)
+                       + tuple(ivs[d.name] for d in t.dims if d.name in ivs), loc=loc)
+
+    @contextlib.contextmanager
+    def target_intervals(self, target: ast.AST | ir.Expr | None):
+        """While the value of a statement is translated, ``ctx.target`` holds the
+        intervals of its target (``concat_where`` clamps runtime pieces to them)."""
+        saved = self.ctx.target
+        self.ctx.target = None
+        try:
+            expr = target
+            if isinstance(target, ast.Name) and self.kinds.get(target.id) in ("param", "temp"):
+                expr = ir.Sym(self.env[target.id].name)
+            elif isinstance(target, ast.Subscript):
+                expr = self.subset_target(target)
+            if isinstance(expr, ir.Expr):
+                t = self.type_of(expr, target if isinstance(target, ast.AST) else None)
+                self.ctx.target = {d.name: (d.start, d.stop) for d in t.dims}
+        except TensorIRError:
+            self.ctx.target = None      # the assignment itself reports the problem
+        try:
+            yield
+        finally:
+            self.ctx.target = saved
 
     def assign_tuple(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[ir.Stmt]:
         targets = list(tgt.elts)

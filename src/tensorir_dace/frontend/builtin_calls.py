@@ -29,8 +29,10 @@ from .dims import (
     _le,
     _max,
     _min,
+    has_runtime_bounds,
 )
 from .expressions import ExpressionTranslator
+from .runtime_bounds import runtime_concat_where
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
 
@@ -194,8 +196,11 @@ class BuiltinTranslator(ExpressionTranslator):
             return self.concat_where(mask.left, self.concat_where(mask.right, a, b, node), b,
                                      node)
         assert isinstance(mask, DimMask)
-        loc = self.loc(node)
         D = mask.dim.name
+        if has_runtime_bounds(mask):
+            target = self.ctx.target.get(D) if self.ctx.target else None
+            return runtime_concat_where(self, mask, a, b, node, target)
+        loc = self.loc(node)
         xa, xb = self.to_ir(a, node), self.to_ir(b, node)
         ta, tb = self.type_of(xa, node), self.type_of(xb, node)
         da, db = ta.dim(D), tb.dim(D)

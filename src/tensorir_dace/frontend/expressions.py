@@ -27,6 +27,7 @@ from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..typing.scope import Scope
 from .context import ProgramContext
 from .dims import Dimension, Mask, Offset
+from .runtime_bounds import runtime_value
 from .nodes import (
     CMP_IR,
     CMP_STATIC,
@@ -268,6 +269,7 @@ class ExpressionTranslator:
             if t not in CMP_STATIC:
                 raise self.error(node, f"the comparison '{type(op).__name__}' is not supported"
                                        " in Tensor IR code")
+            a, b = self.runtime_index_bounds(a, b, na, nb)
             if not contains_ir(a) and not contains_ir(b):
                 results.append(self.static_op(node, CMP_STATIC[t], a, b))
             else:
@@ -286,6 +288,19 @@ class ExpressionTranslator:
         for r in results[1:]:
             out = self.call_ir("and", (out, self.to_ir(r, node)), node)
         return out
+
+    def runtime_index_bounds(self, a: Any, b: Any, na: ast.AST, nb: ast.AST) -> tuple:
+        """``K == nlev`` with an int parameter: the IR side becomes a runtime bound,
+        so the comparison is an index condition (for ``concat_where``)."""
+        for x, y, n in ((a, b, nb), (b, a, na)):
+            if isinstance(x, Dimension) and contains_ir(y):
+                bound = runtime_value(y, self.scope)
+                if bound is None:
+                    raise self.error(n, f"an index condition compares {x.name} with an "
+                                        "integer, an int parameter or an expression of "
+                                        f"them, got {describe(y)}")
+                return (x, bound) if x is a else (bound, x)
+        return a, b
 
     def e_IfExp(self, node: ast.IfExp) -> Any:
         c = self.expr(node.test)

@@ -15,6 +15,7 @@ import numpy as np
 import sympy
 
 from .. import ir
+from ..typing.runtime import bound_of
 from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .assignments import AssignmentTranslator
@@ -53,7 +54,8 @@ class ProgramTranslator(AssignmentTranslator):
         return method(s)
 
     def p_Assign(self, s: ast.Assign) -> list[ir.Stmt]:
-        value = self.expr(s.value)
+        with self.target_intervals(s.targets[0] if len(s.targets) == 1 else None):
+            value = self.expr(s.value)
         out: list[ir.Stmt] = []
         for tgt in s.targets:
             out += self.assign(tgt, value, s)
@@ -65,7 +67,8 @@ class ProgramTranslator(AssignmentTranslator):
         if not isinstance(base, ast.Name):
             raise self.error(tgt, "augmented assignment needs a name or name[…] on the left")
         load = ast.copy_location(ast.Name(base.id, ast.Load()), base)
-        value = self.expr(ast.copy_location(ast.BinOp(load, s.op, s.value), s))
+        with self.target_intervals(tgt):
+            value = self.expr(ast.copy_location(ast.BinOp(load, s.op, s.value), s))
         return self.assign(tgt, value, s)
 
     def p_Expr(self, s: ast.Expr) -> list[ir.Stmt]:
@@ -74,9 +77,16 @@ class ProgramTranslator(AssignmentTranslator):
         if isinstance(s.value, ast.Call) and any(k.arg == "out" for k in s.value.keywords):
             call = s.value
             out_node = next(k.value for k in call.keywords if k.arg == "out")
-            rest = [k for k in call.keywords if k.arg != "out"]
+            domain = next((k.value for k in call.keywords if k.arg == "domain"), None)
+            rest = [k for k in call.keywords if k.arg not in ("out", "domain")]
             inner = ast.copy_location(ast.Call(call.func, call.args, rest), call)
-            return self.assign(out_node, self.expr(inner), s)
+            if domain is not None:      # GT4Py's spelling: write only that sub-domain
+                target = self.domain_target(out_node, domain)
+                with self.target_intervals(target):
+                    value = self.to_ir(self.expr(inner), inner)
+                return [self.emit(target, value, s)]
+            with self.target_intervals(out_node):
+                return self.assign(out_node, self.expr(inner), s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
                             "an output (out[...] = …) or pass out=…")
 
@@ -148,6 +158,7 @@ class ProgramTranslator(AssignmentTranslator):
         saved_env, saved_scope, saved_kind = dict(self.env), self.scope, self.kinds.get(name)
         self.env[name] = ir.Sym(var, loc=loc)
         self.kinds[name] = "loop"
+        self.ctx.loops.append((var, bound_of(start, self.scope), bound_of(stop, self.scope)))
         self.scope = self.scope.child({var: Binding(var, "loop", ir.TensorType(ir.INT64))})
         self.depth += 1
         try:
@@ -155,6 +166,7 @@ class ProgramTranslator(AssignmentTranslator):
         finally:
             self.depth -= 1
             self.scope = saved_scope
+            self.ctx.loops.pop()
         body_env = self.env
         self.env = saved_env
         if saved_kind is None:
@@ -206,4 +218,4 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
-                      loc=src.loc(src.node))
+                      loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))

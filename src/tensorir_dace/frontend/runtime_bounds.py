@@ -87,3 +87,46 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         exprs.append(ir.Call(ir.Sym("subset", loc=loc),
                              (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+
+def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...]
+                 ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+    """The program of a ``@function`` called with ``out=`` (and ``domain=``): the
+    value is written into ``out`` (element 0 is coordinate 0), on the runtime
+    coordinates ``[start, stop)`` of the dimensions in ``domain`` and on the whole
+    interval of the others.  Returns the program and, per dimension, the names of
+    its two scalar bound parameters."""
+    inputs = tuple(p for p in prog.params if p.name != result.name)
+    taken = {p.name for p in prog.params} | {s.name for p in prog.params
+                                             for d in p.type.dims
+                                             for b in (d.start, d.stop) for s in b.free_symbols}
+    dims = []
+    for d in result.type.dims:
+        known = [x.type.dim(d.name) for x in inputs if x.type.dim(d.name) is not None]
+        syms = [s for x in known for s in x.stop.free_symbols]
+        stop = syms[0] if syms else ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
+        dims.append(ir.Dim(d.name, 0, stop))
+    out = ir.Param(result.name, ir.TensorType(result.type.dtype, tuple(dims)), loc=result.loc)
+    names, scalars, intervals = {}, [], []
+    for name in domain:
+        lo, hi = _fresh(f"{name}_start", taken), _fresh(f"{name}_stop", taken)
+        names[name] = (lo, hi)
+        scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=result.loc) for n in (lo, hi)]
+        intervals.append(ir.DimInterval(name, sympy.Symbol(lo), sympy.Symbol(hi),
+                                        loc=result.loc))
+    (stmt,) = prog.body
+    target: ir.Expr = ir.Sym(out.name, loc=stmt.loc)
+    if intervals:
+        target = ir.Call(ir.Sym("subset", loc=stmt.loc), (target,) + tuple(intervals),
+                         loc=stmt.loc)
+    body = (ir.Assign(target, stmt.value, loc=stmt.loc),)
+    return ir.Program(prog.name, inputs + (out,) + tuple(scalars), prog.temporaries, body,
+                      loc=prog.loc), names
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name
