@@ -331,3 +331,29 @@ def test_frontend_concat_where_with_runtime_conditions_is_lazy_and_clamped():
     with pytest.raises(tir.ArgumentError, match="nlev"):   # the centred piece reads K = L
         vertical_py(w=w, out=out, nlev=L)
     assert not out.any()
+
+
+@program
+def loop_slices(x: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], n: int, k0: int,
+                k1: int):
+    for t in range(1, n):
+        out[:, t:t + 1] = out(KL - 1) + concat_where(KL.interval(k0, k1), 2.0 * x, x)
+
+
+def test_frontend_loop_variable_slices_and_runtime_interval_condition():
+    x = RNG.random((N, L))
+    for backend in ("interpreter", "compiled"):
+        for n, k0, k1 in [(L, 2, 4), (3, 4, 1), (1, 0, L)]:
+            out = np.zeros((N, L))
+            out[:, 0] = 1.0
+            ref = out.copy()
+            y = x.copy()
+            y[:, max(k0, 0):max(k1, 0)] *= 2.0
+            for t in range(1, n):
+                ref[:, t] = ref[:, t - 1] + y[:, t]
+            loop_slices(x=x, out=out, n=n, k0=k0, k1=k1, backend=backend)
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=backend)
+        out = np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match="t \\+ 1 = 7"):   # the last t writes K[6]
+            loop_slices(x=x, out=out, n=L + 1, k0=0, k1=0, backend=backend)
+        assert not out.any()

@@ -28,8 +28,9 @@ from .annotations import annotation_spec, generic_spec
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
-from .dims import DimSpec, NeighborDimension
+from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
+from .runtime_bounds import runtime_value
 from .source import SourceInfo, source_info
 from .values import (
     BoundMethod,
@@ -112,6 +113,11 @@ class FunctionTranslator(BodyTranslator):
         if inspect.isfunction(func):
             # an undecorated Python function with tensor arguments: inline it
             return self.inline(func, args, kwargs, node, func.__name__)
+        if inspect.ismethod(func) and isinstance(func.__self__, Dimension) and not kwargs:
+            # K.interval(k0, k1) with int parameters: an index condition with runtime bounds
+            bounds = [runtime_value(a, self.scope) for a in args]
+            if None not in bounds:
+                return self.static_op(node, lambda: func(*bounds))
         raise self.error(node, f"cannot call {describe(func)} with tensor arguments")
 
     # -- @function inlining
