@@ -50,7 +50,7 @@ def smin(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return a if le(a, b) else b
 
 
-def _runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+def runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     """``Max(a, b)``; left symbolic when a runtime bound makes it undecidable."""
     ok = maybe_le(a, b)
     if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
@@ -58,7 +58,7 @@ def _runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return smax(a, b)
 
 
-def _runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+def runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     ok = maybe_le(a, b)
     if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
         return sympy.Min(a, b)
@@ -70,7 +70,7 @@ def intersect(a: ir.Dim, b: ir.Dim) -> ir.Dim:
 
     Size-symbol orders SymPy cannot decide raise :class:`Undecidable`; with a
     runtime bound the result keeps a symbolic ``Max``/``Min``."""
-    return a.with_interval(_runtime_max(a.start, b.start), _runtime_min(a.stop, b.stop))
+    return a.with_interval(runtime_max(a.start, b.start), runtime_min(a.stop, b.stop))
 
 
 def covers(outer: ir.Dim, inner: ir.Dim) -> bool:

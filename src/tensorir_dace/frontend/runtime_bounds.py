@@ -74,7 +74,7 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         for d in known[1:]:
             lo, hi = iv.smin(lo, d.start), iv.smax(hi, d.stop)
         if target is not None:
-            lo, hi = iv.smax(lo, target[0]), iv.smin(hi, target[1])
+            lo, hi = iv.runtime_max(lo, target[0]), iv.runtime_min(hi, target[1])
         return lo, hi
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
