@@ -75,6 +75,15 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             lo, hi = iv.smin(lo, d.start), iv.smax(hi, d.stop)
         if target is not None:
             lo, hi = iv.runtime_max(lo, target[0]), iv.runtime_min(hi, target[1])
+        # The branch chosen at an open end of the condition bounds the result there
+        # (as static conditions do: the result is defined where its pieces are).
+        segs = mask.segments
+        first = "a" if segs and segs[0][0] == -sympy.oo else "b"
+        last = "a" if segs and segs[-1][1] == sympy.oo else "b"
+        if doms[first] is not None:
+            lo = iv.runtime_max(lo, doms[first].start)
+        if doms[last] is not None:
+            hi = iv.runtime_min(hi, doms[last].stop)
         return lo, hi
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
