@@ -8,6 +8,10 @@ uncovered reads are an ArgumentError before anything is written.
 
 from __future__ import annotations
 
+import pathlib
+import re
+import runpy
+
 import numpy as np
 import pytest
 
@@ -357,3 +361,14 @@ def test_frontend_loop_variable_slices_and_runtime_interval_condition():
         with pytest.raises(tir.ArgumentError, match="t \\+ 1 = 7"):   # the last t writes K[6]
             loop_slices(x=x, out=out, n=L + 1, k0=0, k1=0, backend=backend)
         assert not out.any()
+
+
+DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "runtime_domains.md"
+DOC_BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+
+
+@pytest.mark.parametrize("code", DOC_BLOCKS, ids=[f"block{i}" for i in range(len(DOC_BLOCKS))])
+def test_documentation_examples_run(code, tmp_path):
+    script = tmp_path / "runtime_domains_example.py"     # a real file: decorators read it
+    script.write_text(code)
+    runpy.run_path(str(script), run_name="runtime_domains_example")
