@@ -14,9 +14,18 @@ import runpy
 
 import numpy as np
 import pytest
+from conftest import compiled, example, parsed
 
 import tensorir_dace as tir
-from conftest import compiled, example, parsed
+from tensorir_dace.frontend import (
+    Tensor,
+    concat_where,
+    dims,
+    function,
+    neighbor_dim,
+    neighbor_sum,
+    program,
+)
 from tensorir_dace.runtime.cache import compile_count
 
 N, L = 9, 6
@@ -61,7 +70,8 @@ def run_both(prog, fn, base, **kw):
 
 
 def bounds(hs, he, vs, ve):
-    return dict(horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve)
+    return {"horizontal_start": hs, "horizontal_end": he, "vertical_start": vs,
+            "vertical_end": ve}
 
 
 def test_lateral_boundary_matches_numpy_for_several_bounds_one_binary(lateral):
@@ -175,7 +185,7 @@ def test_loop_variables_and_runtime_temporaries():
     ("p(x: tensor<float, I[0:N]>, f: tensor<float>) { subset(x, I[f:N]) <- 1.0 }",
      "cannot be used in a bound"),
     ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:a+1]) <- "
-     "subset(x, I[a+1:a+2]) }", "for every value"),
+     + "subset(x, I[a+1:a+2]) }", "for every value"),
 ])
 def test_type_errors(src, message):
     with pytest.raises(tir.TypeCheckError, match=message):
@@ -218,9 +228,6 @@ def test_clamped_lazy_concat_pieces_reading_two_levels_ahead():
 
 
 # =========================================================================== Python front end
-
-from tensorir_dace.frontend import (Tensor, concat_where, dims, function,  # noqa: E402
-                                    neighbor_dim, neighbor_sum, program)
 
 Cell, KL = dims("Cell K")
 C2E2CDim = neighbor_dim(Cell, 3)
@@ -364,7 +371,7 @@ def test_frontend_loop_variable_slices_and_runtime_interval_condition():
 
 
 DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "runtime_domains.md"
-DOC_BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
+DOC_BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
 
 
 @pytest.mark.parametrize("code", DOC_BLOCKS, ids=[f"block{i}" for i in range(len(DOC_BLOCKS))])

@@ -700,8 +700,8 @@ def _check_runtime(c: ir.SizeConstraint, symbols: dict[str, int], depth: int,
         lo, hi = _eval_bound(start, symbols), _eval_bound(stop, symbols)
         if lo is None or hi is None:
             return
-        for value in range(lo, hi):
-            symbols[var] = value
+        for step in range(lo, hi):
+            symbols[var] = step
             _check_runtime(c, symbols, depth + 1, where)
         return
     for g_lo, g_hi in c.guard:

@@ -27,7 +27,6 @@ from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..typing.scope import Scope
 from .context import ProgramContext
 from .dims import Dimension, Mask, Offset
-from .runtime_bounds import runtime_value
 from .nodes import (
     CMP_IR,
     CMP_STATIC,
@@ -39,6 +38,7 @@ from .nodes import (
     UNSUPPORTED_EXPRESSIONS,
     handler,
 )
+from .runtime_bounds import runtime_value
 from .source import SourceInfo, parameters
 from .values import (
     BoundMethod,

@@ -22,7 +22,12 @@ import functools
 from typing import Any
 
 from .. import ir
-from ..arguments import bind_arguments, check_size_constraints, merge_positional, runtime_values
+from ..arguments import (
+    bind_arguments,
+    check_size_constraints,
+    merge_positional,
+    runtime_values,
+)
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align

@@ -38,8 +38,13 @@ from dace import dtypes
 from dace.codegen.compiled_sdfg import CompiledSDFG
 
 from .. import ir
-from ..arguments import (ArgumentBinder, BoundArguments, check_size_constraints, numpy_dtype,
-                         runtime_values)
+from ..arguments import (
+    ArgumentBinder,
+    BoundArguments,
+    check_size_constraints,
+    numpy_dtype,
+    runtime_values,
+)
 from ..errors import ArgumentError, TensorIRError
 
 __all__ = [

@@ -50,8 +50,8 @@ def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
                 return None
             return {"plus": lhs + rhs, "minus": lhs - rhs, "multiplies": lhs * rhs}[op]
         case ir.Call(func=ir.Sym(name="neg"), args=(x,)):
-            v = bound_of(x, scope)
-            return None if v is None else -v
+            inner = bound_of(x, scope)
+            return None if inner is None else -inner
     return None
 
 
