@@ -379,3 +379,12 @@ def test_documentation_examples_run(code, tmp_path):
     script = tmp_path / "runtime_domains_example.py"     # a real file: decorators read it
     script.write_text(code)
     runpy.run_path(str(script), run_name="runtime_domains_example")
+
+
+def test_frontend_programs_round_trip_through_the_text_syntax():
+    for prog in (lateral_slices, lateral_domain, vertical_py, window_py, loop_slices):
+        p = prog.ir
+        assert tir.parse(tir.format(p)) == p
+        tir.check(p)
+    text = tir.format(window_py.ir)
+    assert "Max(" in text and "k0" in text

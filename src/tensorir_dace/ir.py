@@ -98,6 +98,20 @@ def has_runtime(expr: sympy.Expr) -> bool:
     return any(is_runtime_symbol(s) for s in expr.free_symbols)
 
 
+def text_bound(expr: sympy.Expr) -> sympy.Expr:
+    """A bound as the text syntax reads it back: names are size symbols, except
+    inside ``Max``/``Min`` (clamped runtime ranges), where no size assumption may
+    simplify them.  The type checker tells runtime values apart by name."""
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        return expr.func(*[a.xreplace({s: runtime_symbol(s.name) for s in a.free_symbols})
+                           for a in expr.args])
+    if isinstance(expr, sympy.Symbol):
+        return size_symbol(expr.name)
+    if expr.args:
+        return expr.func(*[text_bound(a) for a in expr.args])
+    return expr
+
+
 def as_bound(value: "int | str | sympy.Expr") -> sympy.Expr:
     """An interval bound as a SymPy integer expression over size symbols."""
     if isinstance(value, sympy.Expr):

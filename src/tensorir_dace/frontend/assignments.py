@@ -22,7 +22,7 @@ from ..errors import TensorIRError, TypeCheckError
 from .context import ProgramContext
 from .dims import Dimension
 from .functions import FunctionTranslator
-from .runtime_bounds import runtime_value
+from .runtime_bounds import interval, runtime_value
 from .source import SourceInfo
 from .values import (
     contains_ir,
@@ -197,7 +197,7 @@ class AssignmentTranslator(FunctionTranslator):
             hi = self.slice_bound(item.upper, d, d.stop, item)
             if iv.equal(lo, d.start) and iv.equal(hi, d.stop):
                 continue
-            ivs.append(ir.DimInterval(d.name, lo, hi, loc=self.loc(item)))
+            ivs.append(interval(d.name, lo, hi, self.loc(item)))
         if not ivs:
             return ir.Sym(ir_name, loc=loc)
         return ir.Call(ir.Sym("subset", loc=loc), (ir.Sym(ir_name, loc=loc),) + tuple(ivs),
@@ -265,7 +265,7 @@ class AssignmentTranslator(FunctionTranslator):
                 raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "
                                         "coordinates")
             lo, hi = (self.runtime_bound(x, vnode, "a domain bound") for x in bounds)
-            ivs[name] = ir.DimInterval(name, lo, hi, loc=self.loc(vnode))
+            ivs[name] = interval(name, lo, hi, self.loc(vnode))
         if not ivs:
             return ir.Sym(ir_name, loc=self.loc(out_node))
         return ir.Call(ir.Sym("subset", loc=loc), (ir.Sym(ir_name, loc=loc),)

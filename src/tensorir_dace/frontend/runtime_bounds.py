@@ -38,6 +38,11 @@ def runtime_value(v: Any, scope: Scope) -> sympy.Expr | None:
     return None
 
 
+def interval(name: str, lo: sympy.Expr, hi: sympy.Expr, loc: Any) -> ir.DimInterval:
+    """``name[lo:hi]`` with bounds spelled as the parser would read them back."""
+    return ir.DimInterval(name, ir.text_bound(lo), ir.text_bound(hi), loc=loc)
+
+
 def _clamp(x: sympy.Expr, lo: sympy.Expr, hi: sympy.Expr) -> sympy.Expr:
     return sympy.Min(sympy.Max(x, lo), hi)
 
@@ -93,8 +98,8 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         if doms[which] is None:      # defined everywhere along D
             x = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), tr.bound_ir(lo, node),
                                                      tr.bound_ir(hi, node), x), loc=loc)
-        exprs.append(ir.Call(ir.Sym("subset", loc=loc),
-                             (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
+        exprs.append(ir.Call(ir.Sym("subset", loc=loc), (x, interval(D, p_lo, p_hi, loc)),
+                             loc=loc))
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
 
 
@@ -121,8 +126,7 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...]
         lo, hi = _fresh(f"{name}_start", taken), _fresh(f"{name}_stop", taken)
         names[name] = (lo, hi)
         scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=result.loc) for n in (lo, hi)]
-        intervals.append(ir.DimInterval(name, sympy.Symbol(lo), sympy.Symbol(hi),
-                                        loc=result.loc))
+        intervals.append(interval(name, sympy.Symbol(lo), sympy.Symbol(hi), result.loc))
     (stmt,) = prog.body
     target: ir.Expr = ir.Sym(out.name, loc=stmt.loc)
     if intervals:
