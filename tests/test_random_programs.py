@@ -176,3 +176,36 @@ def test_random_runtime_bounds_one_binary(seed):
             fn(**out)
             assert_same_results(out, ref, 1e-11)
     assert compile_count() == before
+
+
+def test_random_lazy_concat_with_runtime_boundaries():
+    """Random expressions as concat pieces split at clamped runtime boundaries,
+    against the same expressions computed whole (interpreter and compiled)."""
+    from tensorir_dace.runtime.cache import compile_count
+    r = random.Random(8)
+    pairs = [(expression(3, r), expression(3, r)) for _ in range(4)]
+    head = (f"rc(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, "
+            + ", ".join(f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(8)) + ") {\n")
+    cut = "Min(N, Max(0, h0))"
+    split = [f"  o{k} ← concat(I, subset({x}, I[0:{cut}]), subset({y}, I[{cut}:N]));"
+             for k, (x, y) in enumerate(pairs)]
+    whole = [f"  o{2 * k} ← {x};\n  o{2 * k + 1} ← {y};" for k, (x, y) in enumerate(pairs)]
+    prog = tir.parse(head + "\n".join(split) + "\n}")
+    full = tir.parse(head + "\n".join(whole) + "\n}")
+    base = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=8)
+    fn = tir.compile(prog, optimize="none")
+    before = compile_count()
+    for h0 in (-2, 0, 3, 5, 9):
+        args = clone(base) | {"h0": h0}
+        ref, parts, out = clone(args), clone(args), clone(args)
+        tir.interpret(prog, **ref)
+        tir.interpret(full, **parts)
+        fn(**out)
+        c = min(5, max(0, h0))
+        for k in range(len(pairs)):
+            expected = parts[f"o{2 * k + 1}"].copy()
+            expected[:c] = parts[f"o{2 * k}"][:c]
+            assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
+        assert_same_results(out, ref, 1e-11)
+    assert compile_count() == before
