@@ -158,7 +158,7 @@ def test_random_runtime_bounds_one_binary(seed):
     fns = [tir.compile(prog, optimize=o) for o in ("none", "default")]
     before = compile_count()
     for h0, h1, g0, g1 in [(0, 5, 0, 4), (2, 3, 1, 3), (1, 4, 3, 1)]:
-        bounds = dict(h0=h0, h1=h1, g0=g0, g1=g1)
+        bounds = {"h0": h0, "h1": h1, "g0": g0, "g1": g1}
         args = clone(base) | bounds
         ref = clone(args)
         tir.interpret(prog, **ref)
