@@ -158,8 +158,9 @@ def loops_numpy(x, out, k0, k1, n):
         out[t] = out[t + 1] + 100.0
 
 
-def test_loop_variables_and_runtime_temporaries():
-    prog, fn = parsed(LOOPS), compiled(LOOPS)
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_loop_variables_and_runtime_temporaries(optimize):
+    prog, fn = parsed(LOOPS), compiled(LOOPS, optimize)
     x = RNG.random(8)
     fn(x=x, out=np.zeros(8), k0=1, k1=3, n=1)
     before = compile_count()
