@@ -233,7 +233,7 @@ class AssignmentTranslator(FunctionTranslator):
         never wraps around, so a negative value is an error at call time."""
         b = self.runtime_bound(v, node, "a slice bound")
         names = {s.name for s in b.free_symbols}
-        loops = tuple(self.ctx.loops) if any(v in names for v, _, _ in self.ctx.loops) \
+        loops = tuple(self.ctx.loops) if any(var in names for var, _, _ in self.ctx.loops) \
             else ()
         where = f"slice bound {ast.unparse(node)} of {d.name} at {self.loc(node)}"
         self.ctx.constraints.append(ir.SizeConstraint(
