@@ -345,7 +345,7 @@ MATH_FUNCTIONS = ("neg", "abs", "sqrt", "exp", "log", "log10", "log2", "sin", "c
                   "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc")
 PREDICATES = ("isfinite", "isnan", "isinf")
 STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift",
-              "shift_init", "shift_apply", "unstructured_shift", "can_deref", "reduce",
+              "shift_init", "shift_apply", "unstructured_shift", "offset_shift", "can_deref", "reduce",
               "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
 BUILTINS = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
                      + STRUCTURAL)

@@ -353,6 +353,36 @@ class Evaluator:
     def c_shift_init(self, e, env):
         return self.partial(e, self.eval(e.args[0], env), env)
 
+    def offset_gather(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
+        """``offset_shift(K, off)`` applied to the value ``x``: ``x`` read at
+        ``p + off[p]`` along K; targets outside ``x``'s interval are absent."""
+        dim_e, off_e = e.func.args
+        k = dim_e.name
+        R = self.dims_of(e.type)
+        shape = shape_of(R)
+        ai = [d[0] for d in R].index(k)
+        _, r0, _ = R[ai]
+        _, x0, x1 = x.dim(k)
+        target = np.asarray(align(self.eval(off_e, env), R, what="a shift offset"))
+        target = np.broadcast_to(target, shape) + (np.arange(shape[ai]) + r0).reshape(
+            (-1,) + (1,) * (len(R) - ai - 1))
+        rel = target.astype(np.int64) - x0
+        valid = (rel >= 0) & (rel < x1 - x0)
+        safe = np.where(valid, rel, 0)
+        xdims = tuple((n, x0, x1) if n == k else d for d in R for n in (d[0],))
+        full = shape[:ai] + (x1 - x0,) + shape[ai + 1:]
+
+        def leaf(a: np.ndarray) -> np.ndarray:
+            if x1 <= x0:
+                return np.full(shape, fill(a.dtype), dtype=a.dtype)
+            g = np.take_along_axis(np.broadcast_to(a, full), safe, axis=ai)
+            return np.where(valid, g, fill(a.dtype))
+
+        return Value(R, map_leaves(leaf, align(x, xdims, what="a shifted operand")))
+
+    def c_offset_shift(self, e, env):
+        return self.offset_gather(e, self.eval(e.args[0], env), env)
+
     def apply_index(self, e: ir.Call, x: Value) -> Value:
         """``shift_apply(k)`` applied to the value ``x``."""
         name = e.args[0].type.highest_neighbor.name
@@ -413,6 +443,15 @@ class Evaluator:
                         else:
                             p = self.apply_index(x, inner)
                         parts.append(align(p, dims))
+                elif name == "offset_shift":
+                    inner = self.presence(y, env)
+                    ydims = self.dims_of(y.type)
+                    if inner is None:
+                        inner = Value(ydims, np.broadcast_to(np.True_, shape_of(ydims)))
+                    parts.append(align(self.offset_gather(x, inner, env, _false_fill), dims))
+                    off = self.presence(f.args[1], env)
+                    if off is not None:
+                        parts.append(align(off, dims))
                 elif name == "cartesian_shift":
                     inner = self.presence(y, env)
                     if inner is not None:

@@ -291,6 +291,8 @@ class ExprGen:
                 table = static[0]
                 nb = e.type.highest_neighbor
                 return self.indirect(e, table, env[nb.name], nb.name, args[0], env, scope)
+            case "offset_shift":
+                return self.offset_read(e, static, args[0], env, scope)
             case "reduce":
                 return self.reduce(e, env, scope)
             case "scan":
@@ -310,6 +312,12 @@ class ExprGen:
         idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
+        return self.guarded_read(e, operand, inner, f"{idx} >= 0", scope)
+
+    def guarded_read(self, e: ir.Call, operand: ir.Expr, inner: Env, guard: str,
+                     scope: CScope):
+        """``operand`` at the point ``inner`` where ``guard`` holds, else the absent
+        value: nothing is read when the guard is false."""
         if self.allow_materialize and not is_leaf(operand):
             stored = self.low.materialize(operand, scope)
             compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731
@@ -317,13 +325,28 @@ class ExprGen:
             compute = lambda: self.value(operand, inner, scope)  # noqa: E731
         dtype = e.type.dtype
         out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
-        with self.tb.block(f"if ({idx} >= 0)"):
+        with self.tb.block(f"if ({guard})"):
             val = compute()
             for o, v in zip(leaves_of(out), leaves_of(val)):
                 self.tb.emit(f"{o} = {v};")
         with self.tb.block("else", guarded=False):
             map_leaves(lambda d, o: self.tb.emit(f"{o} = {absent_code(d)};"), dtype, out)
         return out
+
+    def offset_target(self, static, operand: ir.Expr, env: Env, scope: CScope
+                      ) -> tuple[str, str, str]:
+        """(dimension, target coordinate, in-range test) of ``⟪K, off⟫(operand)``."""
+        dim, off = static[0].name, static[1]
+        k = operand.type.dim(dim)
+        target = self.tb.var("int64", f"{env[dim].code} + (long long)"
+                                      f"({self.value(off, env, scope)})", "t")
+        return dim, target, f"{target} >= {ccode(k.start)} && {target} < {ccode(k.stop)}"
+
+    def offset_read(self, e: ir.Call, static, operand: ir.Expr, env: Env, scope: CScope):
+        """A data-dependent shift: read ``operand`` at the computed coordinate,
+        guarded so that a target outside its interval is never read."""
+        dim, target, in_range = self.offset_target(static, operand, env, scope)
+        return self.guarded_read(e, operand, {**env, dim: Idx(target)}, in_range, scope)
 
     def valid(self, x: ir.Expr, env: Env, scope: CScope) -> str:
         """C++ bool: is the value of ``x`` at this point present (can_deref)?"""
@@ -353,6 +376,12 @@ class ExprGen:
                 with self.tb.block(f"if ({idx} >= 0)"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
+            case ir.Call(func=ir.Call(func=ir.Sym(name="offset_shift"), args=st), args=(y,)):
+                dim, target, in_range = self.offset_target(st, y, env, scope)
+                ok = self.tb.var("bool", "false", "ok")
+                with self.tb.block(f"if ({in_range})"):
+                    self.tb.emit(f"{ok} = {self.valid(y, {**env, dim: Idx(target)}, scope)};")
+                return self.tb.var("bool", f"{ok} && {self.valid(st[1], env, scope)}", "ok")
             case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(y, *_)):
                 return self.valid(y, env, scope)
         checks = []
