@@ -373,6 +373,16 @@ def builtin_name(expr: Expr) -> str | None:
     return None
 
 
+def reduce_axis(e: Call) -> str:
+    """The neighbour dimension a typed ``reduce(f, init[, axis])(x…)`` folds over:
+    the named axis, else the highest ``_NB_<n>`` counter of its operands."""
+    static = e.func.args
+    if len(static) == 3 and isinstance(static[2], Sym):
+        return static[2].name
+    counted = [d for a in e.args for d in a.type.dims if d.neighbor_counter is not None]
+    return max(counted, key=lambda d: d.neighbor_counter).name
+
+
 def children(node: Node) -> Iterator[Node]:
     """The direct sub-nodes of a node, in source order."""
     match node:

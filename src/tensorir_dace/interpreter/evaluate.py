@@ -143,6 +143,13 @@ def _false_fill(dtype: np.dtype) -> Any:
     return np.False_
 
 
+def _reduce_masks(types: list[ir.TensorType], axis: str) -> list[ir.Dim]:
+    """The masked dimensions a reduce over ``axis`` consults, element by element:
+    the axis itself and every neighbour dimension whose mask depends on it."""
+    return [d for t in types for d in t.dims if d.mask is not None and (
+        d.name == axis or axis in d.mask.type.dim_names)]
+
+
 # --------------------------------------------------------------------------- evaluator
 
 
@@ -402,7 +409,7 @@ class Evaluator:
         if d.mask is None:
             return None
         m = self.eval(d.mask, env)
-        nb = [n for n in m.names if n.startswith(ir.NB_PREFIX)]
+        nb = [x.name for x in d.mask.type.dims if x.neighbor_source is not None]
         if len(nb) != 1:
             raise InterpreterError(f"the mask of {d.name} is not a neighbour table "
                                    f"({d.mask.type})")
@@ -483,10 +490,9 @@ class Evaluator:
     # ------------------------------------------------------------------ reduce / scan
 
     def c_reduce(self, e, env):
-        lam, init_e = e.func.args
+        lam, init_e = e.func.args[:2]
         types = [a.type for a in e.args]
-        axis = max((d.neighbor_counter, d.name) for d in
-                   (t.highest_neighbor for t in types) if d is not None)[1]
+        axis = ir.reduce_axis(e)
         R = self.dims_of(e.type)
         intervals = [self.dim_of(t.dim(axis)) for t in types if t.dim(axis) is not None]
         a0 = max(i[1] for i in intervals)
@@ -502,11 +508,9 @@ class Evaluator:
             else:
                 prepared.append((p.name, pd, restrict(v, pd).data, False))
         present = None
-        for t in types:
-            d = t.dim(axis)
-            if d is not None and d.mask is not None:
-                m = self.mask_present(d, R + (ax,), env)
-                present = m if present is None else present & m
+        for d in _reduce_masks(types, axis):
+            m = self.mask_present(d, R + (ax,), env)
+            present = m if present is None else present & m
         acc = full_like_dims(R, self.eval(init_e, env).data)
         acc_name, acc_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
         child = dict(env)

@@ -391,8 +391,11 @@ class ExprGen:
         return self.tb.var("bool", " && ".join(checks) if checks else "true", "ok")
 
     def mask_entry(self, nb: ir.Dim, env: Env, scope: CScope) -> str:
-        dst, _ = _table_dims(nb.mask.type)
-        return self.table_entry(nb.mask, env[dst.name], env[nb.name], scope)
+        """The entry of ``nb``'s mask at this point; its ``_NB_<Src>`` axis is ``nb``
+        (a nested shift's mask also has the outer dimensions)."""
+        menv = {d.name: env[nb.name] if d.neighbor_source is not None else env[d.name]
+                for d in nb.mask.type.dims}
+        return self.value(nb.mask, menv, scope)
 
     # ------------------------------------------------------------------ concat
 
@@ -416,14 +419,13 @@ class ExprGen:
 
     def reduce(self, e: ir.Call, env: Env, scope: CScope):
         """The neighbour loop of reduce; absent neighbours leave the accumulator alone."""
-        lam, init = e.func.args
+        lam, init = e.func.args[:2]
         operands = e.args
-        axis = max((a.type.highest_neighbor for a in operands
-                    if a.type.highest_neighbor is not None),
-                   key=lambda d: d.neighbor_counter)
-        mask_dim = next((a.type.dim(axis.name) for a in operands
-                         if a.type.dim(axis.name) is not None
-                         and a.type.dim(axis.name).mask is not None), None)
+        axis_name = ir.reduce_axis(e)
+        axis = next(a.type.dim(axis_name) for a in operands
+                    if a.type.dim(axis_name) is not None)
+        masks = {d.name: d for a in operands for d in a.type.dims if d.mask is not None
+                 and (d.name == axis_name or axis_name in d.mask.type.dim_names)}
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)
@@ -432,8 +434,9 @@ class ExprGen:
         with self.tb.block(header):
             nenv = {**env, axis.name: Idx(n)}
             guard = None
-            if mask_dim is not None:
-                guard = f"if ({self.mask_entry(mask_dim, nenv, scope)} >= 0)"
+            if masks:
+                guard = "if (" + " && ".join(f"({self.mask_entry(d, nenv, scope)} >= 0)"
+                                              for d in masks.values()) + ")"
             bindings = {lam.params[0].name: PointValue(acc, lam.params[0].name)}
             for p, a in zip(lam.params[1:], operands):
                 bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(n)),),

@@ -141,11 +141,48 @@ class ShiftRules:
         if t.dim(src) is None:
             raise self.error(e, f"shifting with {table_name} needs an operand with dimension "
                                 f"{src}, got {t}")
-        for d in t.dims:
-            if d.mask is not None and src in self.tensor(d.mask).dim_names:
-                raise self.error(e, f"cannot shift along {src}: the neighbour dimension "
-                                    f"{d.name} depends on it; reduce {d.name} first")
         return t
+
+    def partial_dims(self, e, t: ir.TensorType, dst: ir.Dim, nb: ir.Dim,
+                     new_nb: ir.Dim) -> tuple[ir.Dim, ...]:
+        """The dimensions of ``t`` after a partial shift: Dst and the new ``_NB_<n>``
+        where the source dimension was."""
+        dims: list[ir.Dim] = []
+        for d in t.dims:
+            if d.name == nb.neighbor_source:
+                dims += [dst, new_nb]
+            elif d.name != dst.name:
+                dims.append(d)
+        other = t.dim(dst.name)
+        if other is not None and dst.name != nb.neighbor_source:
+            dims = [self.decide(e, lambda: iv.intersect(dst, other)) if d.name == dst.name
+                    else d for d in dims]
+        return tuple(dims)
+
+    def full_dims(self, e, t: ir.TensorType, dst: ir.Dim, nb: ir.Dim) -> tuple[ir.Dim, ...]:
+        """The dimensions of ``t`` after a full shift: Dst where the source was."""
+        dims = []
+        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
+        for d in t.dims:
+            if d.name == nb.neighbor_source:
+                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
+            elif d.name != dst.name:
+                dims.append(d)
+        return tuple(dims)
+
+    def carry_masks(self, dims: tuple[ir.Dim, ...], src: str, head: ir.Call,
+                    dims_of) -> tuple[ir.Dim, ...]:
+        """Nested shifts: a neighbour mask that depends on the shifted dimension is
+        shifted with the same table, so it stays a table seen from the result's
+        coordinates (an absent outer neighbour makes it negative)."""
+        out = []
+        for d in dims:
+            if d.mask is not None and src in self.tensor(d.mask).dim_names:
+                mt = self.tensor(d.mask)
+                d = replace(d, mask=ir.Call(head, (d.mask,),
+                                            type=ir.TensorType(mt.dtype, dims_of(mt))))
+            out.append(d)
+        return tuple(out)
 
     def c_shift_init(self, e, func, scope, expected):
         if len(func.args) != 1 or len(e.args) != 1:
@@ -156,20 +193,10 @@ class ShiftRules:
         counter = 1 + max((d.neighbor_counter for d in t.dims
                            if d.neighbor_counter is not None), default=-1)
         new_nb = ir.Dim(f"_NB_{counter}", nb.start, nb.stop, mask=tbl)
-        dims: list[ir.Dim] = []
-        for d in t.dims:
-            if d.name == nb.neighbor_source:
-                dims += [dst, new_nb]
-            elif d.name == dst.name:
-                continue
-            else:
-                dims.append(d)
-        other = t.dim(dst.name)
-        if other is not None and dst.name != nb.neighbor_source:
-            dims = [self.decide(e, lambda: iv.intersect(dst, other)) if d.name == dst.name
-                    else d for d in dims]
-        return replace(e, func=replace(func, args=(tbl,)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(dims)))
+        head = replace(func, args=(tbl,))
+        dims = self.carry_masks(self.partial_dims(e, t, dst, nb, new_nb), nb.neighbor_source,
+                                head, lambda mt: self.partial_dims(e, mt, dst, nb, new_nb))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def c_unstructured_shift(self, e, func, scope, expected):
         if len(func.args) != 2 or len(e.args) != 1 or not (
@@ -181,16 +208,11 @@ class ShiftRules:
         self.check_neighbor_index(func.args[1], k, nb)
         x = self.expr(e.args[0], scope, expected)
         t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
-        dims = []
-        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
-        for d in t.dims:
-            if d.name == nb.neighbor_source:
-                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
-            elif d.name != dst.name:
-                dims.append(d)
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
-        return replace(e, func=replace(func, args=(tbl, index)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(dims)))
+        head = replace(func, args=(tbl, index))
+        dims = self.carry_masks(self.full_dims(e, t, dst, nb), nb.neighbor_source, head,
+                                lambda mt: self.full_dims(e, mt, dst, nb))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def check_neighbor_index(self, node, k: int, nb: ir.Dim) -> None:
         if k < 0 or (nb.start.is_Integer and nb.stop.is_Integer
