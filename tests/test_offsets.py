@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import assert_same_results, compiled, parsed
 
 import tensorir_dace as tir
-from conftest import assert_same_results, compiled, parsed
 from tensorir_dace.testing import clone
 
 NC, NK, NV, NE = 6, 5, 5, 7

@@ -170,14 +170,15 @@ class ShiftRules:
                 dims.append(d)
         return tuple(dims)
 
-    def carry_masks(self, dims: tuple[ir.Dim, ...], src: str, head: ir.Call,
-                    dims_of) -> tuple[ir.Dim, ...]:
+    def carry_masks(self, t: ir.TensorType, dims: tuple[ir.Dim, ...], src: str,
+                    head: ir.Call, dims_of) -> tuple[ir.Dim, ...]:
         """Nested shifts: a neighbour mask that depends on the shifted dimension is
         shifted with the same table, so it stays a table seen from the result's
         coordinates (an absent outer neighbour makes it negative)."""
         out = []
         for d in dims:
-            if d.mask is not None and src in self.tensor(d.mask).dim_names:
+            if d.mask is not None and t.dim(d.name) is not None and \
+                    src in self.tensor(d.mask).dim_names:
                 mt = self.tensor(d.mask)
                 d = replace(d, mask=ir.Call(head, (d.mask,),
                                             type=ir.TensorType(mt.dtype, dims_of(mt))))
@@ -194,7 +195,7 @@ class ShiftRules:
                            if d.neighbor_counter is not None), default=-1)
         new_nb = ir.Dim(f"_NB_{counter}", nb.start, nb.stop, mask=tbl)
         head = replace(func, args=(tbl,))
-        dims = self.carry_masks(self.partial_dims(e, t, dst, nb, new_nb), nb.neighbor_source,
+        dims = self.carry_masks(t, self.partial_dims(e, t, dst, nb, new_nb), nb.neighbor_source,
                                 head, lambda mt: self.partial_dims(e, mt, dst, nb, new_nb))
         return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
@@ -210,7 +211,7 @@ class ShiftRules:
         t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
         head = replace(func, args=(tbl, index))
-        dims = self.carry_masks(self.full_dims(e, t, dst, nb), nb.neighbor_source, head,
+        dims = self.carry_masks(t, self.full_dims(e, t, dst, nb), nb.neighbor_source, head,
                                 lambda mt: self.full_dims(e, mt, dst, nb))
         return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
