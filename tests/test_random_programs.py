@@ -138,7 +138,7 @@ def column_expression(depth: int, r: random.Random) -> str:
     neighbour shifts with absent entries and nested partial shifts."""
     if depth == 0 or r.random() < 0.2:
         return r.choice(["t", "u", "(t × 0.5)"])
-    c = lambda: column_expression(depth - 1, r)  
+    c = lambda: column_expression(depth - 1, r)
     off = lambda: r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
                             f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
     nb0 = f"tensor<float, {COLUMN}, _NB_0[0:3]>"
