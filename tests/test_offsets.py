@@ -7,9 +7,12 @@ meshes whose neighbour tables contain -1.
 
 from __future__ import annotations
 
+import re
+import runpy
+
 import numpy as np
 import pytest
-from conftest import assert_same_results, compiled, parsed
+from conftest import ROOT, assert_same_results, compiled, parsed
 
 import tensorir_dace as tir
 from tensorir_dace.testing import clone
@@ -231,3 +234,17 @@ def test_cast_literal_has_a_fixed_type():
                y ← cast(1.0, float64) × x; }"""
     with pytest.raises(tir.TypeCheckError, match=r"float64 and float32"):
         tir.check(tir.parse(bad))
+
+
+# ----------------------------------------------------------------------- docs
+
+DOC_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "meshes.md").read_text(),
+                        re.S)
+
+
+@pytest.mark.parametrize("code", DOC_BLOCKS, ids=[f"block{i}" for i in range(len(DOC_BLOCKS))])
+def test_docs_examples_run(code, monkeypatch, tmp_path):
+    script = tmp_path / "meshes_example.py"
+    script.write_text(code)
+    monkeypatch.chdir(ROOT)
+    runpy.run_path(str(script), run_name="meshes_example")
