@@ -493,7 +493,8 @@ class Parser:
             elif tok.kind == "-" and simple:
                 self.advance()
                 offsets.append(ir.Literal(-self.advance().value, loc=self.loc(tok)))
-            elif offsets and tok.kind not in (",", "⟫", "eof"):
+            elif offsets and tok.kind not in (",", "⟫", "eof") and not (
+                    tok.kind == "float" and simple):
                 offsets.append(self.expr())     # a data-dependent offset: ⟪K, off + 1⟫
             else:
                 raise self.error("expected a dimension, a neighbour table or an integer "
