@@ -81,10 +81,10 @@ def steep_points(theta_v, zd_vertoffset):
 @program
 def offsets(theta_v: Tensor[float, Cell, K], zd_vertoffset: SparseTensor[int32, Cell, C2E2CDim, K],
             off: Tensor[int32, Cell, K], g: Tensor[float, Cell, C2E2CDim, K],
-            icon: Tensor[float, Cell, K], plus: Tensor[float, Cell, K],
+            icon: Tensor[float, Cell, K], shifted: Tensor[float, Cell, K],
             present: Tensor[bool, Cell, K], slot: Tensor[float, Cell, K]):
     icon[...] = steep_points(theta_v, zd_vertoffset)
-    plus[...] = theta_v(K + off) + theta_v(as_offset(K, off + 1)) * 0.5
+    shifted[...] = theta_v(K + off) + theta_v(as_offset(K, off + 1)) * 0.5
     present[...] = can_deref(theta_v(K + off))
     slot[...] = g[C2E2CDim(2)] + g[C2E2CDim(0)]
 
@@ -94,7 +94,7 @@ def offsets_args() -> dict:
                 zd_vertoffset=RNG.integers(-3, 4, (NC, 3, NK)).astype(np.int32),
                 off=RNG.integers(-3, 4, (NC, NK)).astype(np.int32),
                 g=RNG.random((NC, 3, NK)),
-                icon=np.zeros((NC, NK)), plus=np.zeros((NC, NK)),
+                icon=np.zeros((NC, NK)), shifted=np.zeros((NC, NK)),
                 present=np.zeros((NC, NK), dtype=bool), slot=np.zeros((NC, NK)))
 
 
@@ -104,7 +104,7 @@ def offsets_numpy(a: dict) -> dict:
     rows = np.broadcast_to(c2e2c[:, :1], (NC, NK))
     same = np.broadcast_to(cells, (NC, NK))
     return dict(icon=shifted_at(theta, rows, levels + zd[:, 0, :]),
-                plus=shifted_at(theta, same, levels + off)
+                shifted=shifted_at(theta, same, levels + off)
                 + shifted_at(theta, same, levels + off + 1) * 0.5,
                 present=(levels + off >= 0) & (levels + off < NK),
                 slot=a["g"][:, 2, :] + a["g"][:, 0, :])
@@ -217,10 +217,13 @@ def test_missing_and_unknown_tables_are_argument_errors():
     with pytest.raises(tir.ArgumentError, match="E2V"):
         mesh(x, np.zeros(NE), *(np.zeros(NV) for _ in range(3)), np.zeros(NV, np.int64),
              np.zeros(NV), V2E=TABLES["V2E"], backend="interpreter")
-    with pytest.raises(tir.ArgumentError, match="offset_provider names 'C2E'"):
+    with pytest.raises(tir.ArgumentError, match="'V2E' is given both as an argument and in "
+                                                "offset_provider"):
         mesh(x, np.zeros(NE), *(np.zeros(NV) for _ in range(3)), np.zeros(NV, np.int64),
-             np.zeros(NV), offset_provider={**TABLES, "C2E": TABLES["V2E"]},
-             backend="interpreter")
+             np.zeros(NV), V2E=TABLES["V2E"], offset_provider=TABLES, backend="interpreter")
+    # one provider for many programs: tables a program does not use are ignored
+    mesh(x, np.zeros(NE), *(np.zeros(NV) for _ in range(3)), np.zeros(NV, np.int64),
+         np.zeros(NV), offset_provider={**TABLES, "Koff": K}, backend="interpreter")
 
 
 # =========================================================================== scans, tuples
@@ -283,8 +286,8 @@ def test_non_integer_value_in_a_dimension_condition():
 
     def bad(x: Tensor[float, Cell, K], h: float, out: Tensor[float, Cell, K]):
         out[...] = concat_where(K == h, x, 0.0)
-    with pytest.raises(TensorIRError, match=r"test_frontend_meshes.py:\d+:\d+: .*'h'.*K.*"
-                                            r"integer"):
+    with pytest.raises(TensorIRError, match=r"test_frontend_meshes.py:\d+:\d+: .*K.*'h'.*"
+                                            r"tensor<float64>.*scalar integer"):
         _translate(bad)
 
 

@@ -49,6 +49,8 @@ from .api import (
     arctan,
     arctan2,
     arctanh,
+    as_offset,
+    astype,
     can_deref,
     cast,
     ceil,
@@ -79,6 +81,7 @@ from .api import (
     trunc,
     where,
 )
+from .connectivities import Connectivity, connectivity
 from .decorators import (
     FunctionObject,
     ProgramObject,
@@ -92,6 +95,7 @@ from .dims import (
     Dimension,
     DimMask,
     NeighborDimension,
+    NeighborSlot,
     Offset,
     dims,
     neighbor_dim,
@@ -108,11 +112,13 @@ from .specialize import (
 
 __all__ = [
     "CacheInfo",
+    "Connectivity",
     "DimMask",
     "Dimension",
     "FunctionObject",
     "GenericSpec",
     "NeighborDimension",
+    "NeighborSlot",
     "Offset",
     "ParamSig",
     "ProgramObject",
@@ -131,11 +137,14 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
+    "as_offset",
+    "astype",
     "bool_",
     "can_deref",
     "cast",
     "ceil",
     "concat_where",
+    "connectivity",
     "cos",
     "cosh",
     "default_dims",

@@ -122,7 +122,8 @@ def merge_offset_provider(kwargs: dict[str, Any], provider: Mapping[str, Any] | 
                           tables: Iterable[str], where: str,
                           loc: SourceLoc | None = None) -> dict[str, Any]:
     """``kwargs`` with the tables of GT4Py's ``offset_provider={"E2V": arr}``
-    added (unknown names and tables given twice are an ``ArgumentError``)."""
+    added; entries the program does not use are ignored, as in GT4Py, and a
+    table given twice is an ``ArgumentError``."""
     if provider is None:
         return kwargs
     if not isinstance(provider, Mapping):
@@ -132,16 +133,50 @@ def merge_offset_provider(kwargs: dict[str, Any], provider: Mapping[str, Any] | 
     out = dict(kwargs)
     for k, v in provider.items():
         if k not in names:
-            if isinstance(v, Dimension):    # GT4Py's Cartesian offsets need no table
-                continue
-            raise ArgumentError(f"{where}: offset_provider names '{k}', which is not a "
-                                "connectivity this program uses; it uses "
-                                + (", ".join(names) if names else "none"), loc)
+            continue    # one provider serves many programs (and Cartesian offsets)
         if k in out:
             raise ArgumentError(f"{where}: the table '{k}' is given both as an argument and "
                                 "in offset_provider", loc)
         out[k] = _table_array(v)
     return out
+
+
+def declared_tables(fn: Callable, declared: Iterable[str]) -> dict[str, Connectivity]:
+    """The connectivities a program takes as extra keyword-only parameters: the
+    ones it uses that are not already declared parameters (tables passed as
+    parameters keep working)."""
+    names = set(declared)
+    return {c.name: c for c in used_connectivities(fn) if c.name not in names}
+
+
+def table_arguments(kwargs: dict[str, Any], offset_provider: Mapping[str, Any] | None,
+                    tables: Mapping[str, Connectivity], where: str,
+                    loc: SourceLoc | None = None) -> dict[str, Any]:
+    """Keyword arguments with ``offset_provider``'s tables merged in and
+    integer tables converted to their declared element type."""
+    out = merge_offset_provider(kwargs, offset_provider, tables, where, loc)
+    for name, c in tables.items():
+        if name in out:
+            out[name] = as_table_dtype(_table_array(out[name]), c.dtype)
+    return out
+
+
+class TablesCall:
+    """A compiled program that also takes ``offset_provider=`` for its declared
+    connectivities; everything else is the compiled program's."""
+
+    def __init__(self, compiled: Any, tables: Mapping[str, Connectivity], where: str):
+        self._compiled = compiled
+        self._tables = dict(tables)
+        self._where = where
+
+    def __call__(self, *args: Any, offset_provider: Mapping[str, Any] | None = None,
+                 **kwargs: Any) -> Any:
+        return self._compiled(*args, **table_arguments(kwargs, offset_provider, self._tables,
+                                                       self._where))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._compiled, name)
 
 
 def _table_array(v: Any) -> Any:
@@ -162,5 +197,5 @@ def as_table_dtype(value: Any, dtype: ir.ScalarType) -> Any:
     return value
 
 
-__all__ = ["Connectivity", "as_table_dtype", "connectivity", "merge_offset_provider",
-           "used_connectivities"]
+__all__ = ["Connectivity", "TablesCall", "as_table_dtype", "connectivity", "declared_tables",
+           "merge_offset_provider", "table_arguments", "used_connectivities"]

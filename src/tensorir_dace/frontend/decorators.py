@@ -35,6 +35,7 @@ from .annotations import (
     annotation_spec,
     generic_spec,
 )
+from .connectivities import TablesCall, declared_tables, table_arguments
 from .dims import DefinitionError, Dimension
 from .specialize import (
     NO_DEFAULT,
@@ -452,6 +453,8 @@ class ProgramObject(_Specialized, SDFGConvertible):
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         self._setup(fn, "program", backend, compile_options)
 
+    _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
+
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
 
@@ -496,6 +499,9 @@ class ProgramObject(_Specialized, SDFGConvertible):
                 if dn in names:
                     raise FrontendError(f"parameter '{dn}' has the name of a dimension; "
                                         "rename it", p.loc)
+        # declared connectivities it uses: keyword-only table parameters, last
+        self._tables = declared_tables(self.fn, names)
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
 
@@ -555,8 +561,11 @@ class ProgramObject(_Specialized, SDFGConvertible):
         return to_sdfg(self.ir, optimize=optimize)
 
     def compile(self):
-        """The compiled program (a callable taking keyword arguments); cached."""
-        return self._cache.compiled(self._default("compiling"), self._compile_fn())
+        """The compiled program (a callable taking keyword arguments, and
+        ``offset_provider=`` for declared connectivities); cached."""
+        compiled = self._cache.compiled(self._default("compiling"), self._compile_fn())
+        self._param_infos()
+        return TablesCall(compiled, self._tables, self.__name__) if self._tables else compiled
 
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialisation for these arguments (translated and checked, not run):
@@ -568,7 +577,7 @@ class ProgramObject(_Specialized, SDFGConvertible):
         return self.__call__(*args, backend="interpreter", **kwargs)
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-        names = [p.name for p in self._param_infos()]
+        names = [p.name for p in self._param_infos() if p.name not in self._tables]
         if len(args) > len(names):
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments but "
                                 f"{len(args)} were given", self._def_loc())
@@ -580,12 +589,14 @@ class ProgramObject(_Specialized, SDFGConvertible):
             values[k] = v
         return values
 
-    def __call__(self, *args: Any, backend: str | None = None, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, backend: str | None = None,
+                 offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
             backend = None
         backend = self._backend(backend)
+        kwargs = table_arguments(kwargs, offset_provider, self._tables, self.__name__)
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, _, plain = self._lookup(values, "compiling" if backend == "compiled"

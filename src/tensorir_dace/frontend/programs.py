@@ -22,6 +22,7 @@ from .dims import (
     NeighborDimension,
 )
 from .markers import LocalCallable, contains_ir, free_syms, is_ir, project, strip_masks
+from .meshes import is_namedtuple_class, named_value
 from .source import SourceInfo, source_info
 from .translate import FunctionTranslator, describe, is_trivial, pushable
 
@@ -263,6 +264,8 @@ class ProgramTranslator(FunctionTranslator):
             return self.alias(name, v)
         ir_name = self.new_temp(name, t, s)
         self.alias_depth[name] = self.depth
+        if is_namedtuple_class(type(value)):       # keep state.z_q working on the copy
+            self.env[name] = named_value(type(value), self.env[name], self.loc(tgt))
         return [self.emit(ir.Sym(ir_name, loc=self.loc(tgt)), v, s)]
 
     def emit(self, target: ir.Expr, value: ir.Expr, s: ast.stmt) -> ir.Assign:

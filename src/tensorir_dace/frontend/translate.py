@@ -54,6 +54,7 @@ from .dims import (
     DimSpec,
     Mask,
     NeighborDimension,
+    NeighborSlot,
     Offset,
     _complement,
     _is_empty,
@@ -78,6 +79,24 @@ from .markers import (
     is_table_type,
     project,
     strip_masks,
+)
+from .connectivities import Connectivity
+from .meshes import (
+    TensorOffset,
+    as_offset,
+    cast_tuple,
+    check_dimension_condition,
+    is_namedtuple_class,
+    mask_table,
+    named_value,
+    namedtuple_of,
+    offset_shift,
+    reduce_axis_arg,
+    reduction_axis_by_table,
+    select_slot,
+    tensor_offset,
+    typed_literal,
+    whole_of_projections,
 )
 from .source import SourceInfo, source_info
 
@@ -142,6 +161,9 @@ class FunctionTranslator:
         if is_ir(v):
             return v
         if isinstance(v, tuple):
+            whole = whole_of_projections(v)
+            if whole is not None:
+                return whole
             if not v:
                 raise self.error(node, "an empty tuple has no Tensor IR meaning")
             return ir.Call(ir.Sym("make_tuple", loc=loc),
@@ -209,9 +231,20 @@ class FunctionTranslator:
 
     def e_Name(self, node: ast.Name) -> Any:
         v = self.lookup(node.id, node)
+        if isinstance(v, Connectivity):
+            v = self.connectivity_table(v, node)
         if isinstance(v, ir.Sym):
             v = replace(v, loc=self.loc(node))
         return v
+
+    def connectivity_table(self, c: Connectivity, node: ast.AST) -> ir.Sym:
+        """A declared connectivity: the program's table parameter of that name."""
+        b = self.ctx.scope.lookup(c.name)
+        if b is None or b.kind != "param":
+            raise self.error(node, f"the connectivity {c.name} is not a parameter of program "
+                                   f"'{self.ctx.name}'; declare it at module level (or pass "
+                                   "the table as a parameter)")
+        return ir.Sym(c.name, loc=self.loc(node))
 
     def e_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self.expr(e) for e in node.elts)
@@ -230,6 +263,10 @@ class FunctionTranslator:
             raise self.error(node, f"tensors have no attribute '{node.attr}' here (only "
                                    ".astype(T))")
         if isinstance(base, tuple) and contains_ir(base):
+            if node.attr == "astype":
+                return BoundMethod(base, "astype")
+            if is_namedtuple_class(type(base)) and node.attr in type(base)._fields:
+                return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
             return getattr(base, node.attr)
@@ -257,9 +294,12 @@ class FunctionTranslator:
         op = type(node.op)
         if not contains_ir(left) and not contains_ir(right):
             return self.static_op(node, _STATIC_BINOPS[op], left, right)
+        if isinstance(left, Dimension) and op in (ast.Add, ast.Sub) and contains_ir(right):
+            return tensor_offset(self, left, right, node, node.right, negate=op is ast.Sub)
         if isinstance(left, Dimension) or isinstance(right, Dimension):
-            raise self.error(node, "a shift offset must be an integer constant: x(I + 1); "
-                                   "for coordinates as values use index(I, x)")
+            raise self.error(node, "a shift offset is a dimension plus an integer: x(I + 1), "
+                                   "or x(K + off) with an integer tensor off; for "
+                                   "coordinates as values use index(I, x)")
         if op not in _IR_BINOPS:
             hint = " (use / : integer division truncates toward zero)" \
                 if op is ast.FloorDiv else ""
@@ -317,6 +357,9 @@ class FunctionTranslator:
             if not contains_ir(a) and not contains_ir(b):
                 results.append(self.static_op(node, _CMP_STATIC[t], a, b))
             else:
+                for d, v, vn in ((a, b, nb), (b, a, na)):
+                    if isinstance(d, Dimension):
+                        check_dimension_condition(self, d, v, node, vn)
                 results.append(self.call_ir(_CMP_IR[t], (self.to_ir(a, na),
                                                          self.to_ir(b, nb)), node))
         if len(results) == 1:
@@ -371,9 +414,11 @@ class FunctionTranslator:
                 raise self.error(node, "slicing a tensor is only allowed on the left of an "
                                        "assignment in a program (out[1:-1, :] = …)")
             k = self.expr(sl)
+            if isinstance(k, NeighborSlot):
+                return select_slot(self, base, k, node, sl)
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
-                raise self.error(sl, "the index of x[k] (tuple element or table entry) must "
-                                     "be an integer constant")
+                raise self.error(sl, "the index of x[k] (tuple element, table entry or "
+                                     "neighbour slot C2E2CDim(0)) must be an integer constant")
             k = int(k)
             t = self.type_of(base, node.value)
             if is_table_type(t):
@@ -432,6 +477,10 @@ class FunctionTranslator:
             return self.inline_local(func, args, kwargs, node)
         if isinstance(func, api.Builtin):
             return self.builtin(func, args, kwargs, node)
+        if isinstance(func, ir.ScalarType):
+            return typed_literal(self, func, args, kwargs, node)
+        if is_namedtuple_class(func):
+            return self.static_op(node, lambda: func(*args, **kwargs))
         try:
             equiv = api.PYTHON_EQUIVALENTS.get(func)
         except TypeError:
@@ -865,6 +914,8 @@ class FunctionTranslator:
         if kind == "can_deref":
             (x,) = self.positional(f, args, kwargs, ("x",), node)
             return self.call_ir("can_deref", [self.to_ir(x, node)], node)
+        if kind == "as_offset":
+            return as_offset(self, f, args, kwargs, node)
         raise self.error(node, f"unknown builtin {f.name}")  # pragma: no cover
 
     def positional(self, f, args, kwargs, names, node, defaults=None) -> list:
@@ -873,6 +924,9 @@ class FunctionTranslator:
         return [bound[n] for n in names]
 
     def cast(self, x: Any, dtype: Any, node: ast.AST, dnode: ast.AST) -> Any:
+        elementwise = cast_tuple(self, x, dtype, node, dnode)
+        if elementwise is not None:
+            return elementwise
         try:
             et = element_type(dtype)
         except (TypeError, ValueError):
@@ -919,6 +973,8 @@ class FunctionTranslator:
             elif isinstance(a, TableIndex):
                 x = flush(x)
                 x = self.table_shift(x, a.table, a.index, node, aloc)
+            elif isinstance(a, TensorOffset):
+                x = offset_shift(flush(x), a, aloc)
             elif is_ir(a):
                 t = self.type_of(a, a_node)
                 if not is_table_type(t):
@@ -1034,7 +1090,8 @@ class FunctionTranslator:
             info = np.iinfo(np.dtype(dt.name))
             init = ir.Literal(int(info.min) + 1 if kind == "max_over" else int(info.max),
                               loc=loc)
-        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init), loc=loc)
+        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init) + reduce_axis_arg(nb, [t], loc),
+                       loc=loc)
         return ir.Call(head, (xe,), loc=loc)
 
     def reduction_axis(self, types: list[ir.TensorType], axis: Any, node: ast.AST,
@@ -1061,6 +1118,9 @@ class FunctionTranslator:
         else:
             size = sympy.expand(nb.stop - nb.start)
             ok = size == axis.size
+        nested = None if ok else reduction_axis_by_table(types, axis, self.ctx.table_dims)
+        if nested is not None:      # nested partial shifts: an inner neighbour dimension
+            return nested
         if not ok:
             src = f" (from the table {self.mask_table_name(nb)})" if source is not None else ""
             raise self.error(node, f"{what}(…, axis={axis!r}): the operand's last neighbour "
@@ -1071,10 +1131,8 @@ class FunctionTranslator:
     def mask_table_name(self, nb: ir.Dim) -> str | None:
         if nb.mask is None:
             return None
-        for n in ir.walk(nb.mask):
-            if isinstance(n, ir.Sym) and n.name in self.ctx.table_dims:
-                return n.name
-        return None
+        name = mask_table(nb)
+        return name if name in self.ctx.table_dims else None
 
     def mask_source(self, nb: ir.Dim) -> NeighborDimension | None:
         name = self.mask_table_name(nb)
@@ -1124,7 +1182,8 @@ class FunctionTranslator:
         init = self.to_ir(init_v, node) if contains_ir(init_v) else self.typed_init(
             init_v, acc_dtype, node)
         lam = self.callable_lambda(fn, [acc_t] + sliced, node, "reduce")
-        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init), loc=loc)
+        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init) + reduce_axis_arg(nb, types, loc),
+                       loc=loc)
         return ir.Call(head, tuple(xs), loc=loc)
 
     def first_param_annotation(self, fn: Any) -> ir.ElementType | None:
@@ -1204,8 +1263,9 @@ class FunctionTranslator:
         return ir.Literal(float(v), loc=loc)
 
     def callable_lambda(self, fn: Any, param_types: list[ir.TensorType], node: ast.AST,
-                        what: str) -> ir.Lambda:
-        """An IR lambda from a Python callable (lambda literal, def, @function)."""
+                        what: str, state_class: type | None = None) -> ir.Lambda:
+        """An IR lambda from a Python callable (lambda literal, def, @function); the
+        first parameter is seen as a ``state_class`` NamedTuple when given."""
         from .decorators import FunctionObject
         if isinstance(fn, FunctionObject):
             fn = fn.fn
@@ -1240,6 +1300,8 @@ class FunctionTranslator:
             params.append(ir.Param(fresh, t, loc=loc))
             bindings[fresh] = Binding(fresh, "lambda", t)
             env[n] = ir.Sym(fresh, loc=loc)
+        if state_class is not None:
+            env[names[0]] = named_value(state_class, env[names[0]], loc)
         sub = FunctionTranslator(self.ctx, src, env, self.scope.child(bindings), owner)
         if fn in self.ctx.stack:
             raise self.error(node, "recursive call inside a reduction or scan")
@@ -1273,14 +1335,17 @@ class FunctionTranslator:
         sliced = [strip_masks(ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis)))
                   for t in types]
         state_dims = tuple(replace(d, mask=None) for d in whole if d.name != axis)
-        dtype = self.first_param_annotation(op.fn) or self.infer_dtype(op.init, sliced, node)
+        named = namedtuple_of(op.fn, op.init)
+        dtype = (None if named else self.first_param_annotation(op.fn)) or \
+            self.infer_dtype(op.init, sliced, node)
         state_t = ir.TensorType(dtype, state_dims)
         init = self.typed_init(op.init, dtype, node)
-        lam = self.callable_lambda(op.fn, [state_t] + sliced, node, "scan")
+        lam = self.callable_lambda(op.fn, [state_t] + sliced, node, "scan", named)
         head = ir.Call(ir.Sym("scan", loc=loc),
                        (lam, ir.Literal(bool(op.forward), loc=loc), init, ir.Sym(axis, loc=loc)),
                        loc=loc)
-        return ir.Call(head, tuple(xs), loc=loc)
+        result = ir.Call(head, tuple(xs), loc=loc)
+        return named_value(named, result, loc) if named else result
 
 
 def _sort_pieces(pieces: list) -> None:
