@@ -20,7 +20,7 @@ import sympy
 
 from .. import ir
 from .dims import Dimension, NeighborDimension, NeighborSlot
-from .markers import contains_ir, is_ir, project
+from .values import contains_ir, is_ir, project
 
 # --------------------------------------------------------------------------- offsets
 
