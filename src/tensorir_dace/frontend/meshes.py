@@ -107,8 +107,9 @@ def select_slot(tr, base: ir.Expr, slot: NeighborSlot, node: ast.AST,
     size = sympy.expand(nb.stop - nb.start)
     n = slot.dim.size
     if not 0 <= slot.index < n:
-        raise tr.error(slot_node, f"neighbour slot {slot.index} is outside {slot.dim!r}: its "
-                                  f"slots run from 0 to {n - 1}")
+        raise tr.error(slot_node, f"neighbour slot {slot.index} in "
+                                  f"'{source_text(tr, slot_node)}' is outside {slot.dim!r}: "
+                                  f"its {n} slots run from 0 to {n - 1}")
     if size.is_Integer and int(size) != n:
         raise tr.error(slot_node, f"{name}'s neighbour dimension {nb} has {size} slots, but "
                                   f"{slot.dim!r} has {n}")
