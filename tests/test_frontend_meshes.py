@@ -316,3 +316,17 @@ def test_typed_literals_do_not_adapt():
     def good(x32: Tensor[float32, Cell, K], out: Tensor[float32, Cell, K]):
         out[...] = vpfloat("0.5") * x32 + 1
     assert "cast(0.5, float32)" in tir.format(_translate(good))
+
+
+@function
+def edge_difference(x: Tensor[float, Vertex]):
+    return x(E2V[1]) - x(E2V[0])
+
+
+def test_function_called_directly_takes_its_connectivities():
+    x = RNG.random(NV)
+    e2v = TABLES["E2V"]
+    expected = np.where((e2v[:, 0] >= 0) & (e2v[:, 1] >= 0),
+                        x[np.maximum(e2v[:, 1], 0)] - x[np.maximum(e2v[:, 0], 0)], np.nan)
+    np.testing.assert_array_equal(edge_difference(x, E2V=e2v, backend="interpreter"), expected)
+    np.testing.assert_array_equal(edge_difference(x, offset_provider={"E2V": e2v}), expected)

@@ -64,6 +64,7 @@ class _Specialized:
     _cache: SpecializationCache
     _infos: list[ParamInfo] | None
     _spz: Specializer | None
+    _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
 
     def _setup(self, fn: Callable, decorator: str, backend: str,
                compile_options: dict[str, Any]) -> None:
@@ -286,6 +287,8 @@ class FunctionObject(_Specialized, InlinedFunction):
             default = sig.parameters[arg.arg].default
             out.append(ParamInfo(arg.arg, spec, loc,
                                  NO_DEFAULT if default is inspect.Parameter.empty else default))
+        self._tables = declared_tables(self.fn, [p.name for p in out])
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
 
@@ -326,13 +329,19 @@ class FunctionObject(_Specialized, InlinedFunction):
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self._sig is None:
             self._sig = inspect.signature(self.fn)
+        self._param_infos()
+        kwargs = dict(kwargs)
+        provider = kwargs.pop("offset_provider", None) if self._tables and \
+            "offset_provider" not in self._sig.parameters else None
+        tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
             caller = _caller()
             where = f" (called at {caller})" if caller else ""
             raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
-        return dict(bound.arguments)
+        return {**bound.arguments,
+                **table_arguments(tables, provider, self._tables, self.fn.__name__)}
 
     def __call__(self, *args: Any, **kwargs: Any):
         backend = None
@@ -411,8 +420,6 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         self._setup(fn, "program", backend, compile_options)
-
-    _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"

@@ -243,7 +243,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx.rank_generic = rank_generic
     ctx.used.add(result_name)
     tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
-    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params}
+    own = set(inspect.signature(fn).parameters)     # not the declared connectivities
+    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params
+                              if p.name in own}
     kwargs.update(static or {})
     value = tr.inline(fn, [], kwargs, node, src.name)
     if not contains_ir(value):
