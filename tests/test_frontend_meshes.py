@@ -90,12 +90,12 @@ def offsets(theta_v: Tensor[float, Cell, K], zd_vertoffset: SparseTensor[int32, 
 
 
 def offsets_args() -> dict:
-    return dict(theta_v=RNG.random((NC, NK)) + 0.5,
-                zd_vertoffset=RNG.integers(-3, 4, (NC, 3, NK)).astype(np.int32),
-                off=RNG.integers(-3, 4, (NC, NK)).astype(np.int32),
-                g=RNG.random((NC, 3, NK)),
-                icon=np.zeros((NC, NK)), shifted=np.zeros((NC, NK)),
-                present=np.zeros((NC, NK), dtype=bool), slot=np.zeros((NC, NK)))
+    return {"theta_v": RNG.random((NC, NK)) + 0.5,
+                "zd_vertoffset": RNG.integers(-3, 4, (NC, 3, NK)).astype(np.int32),
+                "off": RNG.integers(-3, 4, (NC, NK)).astype(np.int32),
+                "g": RNG.random((NC, 3, NK)),
+                "icon": np.zeros((NC, NK)), "shifted": np.zeros((NC, NK)),
+                "present": np.zeros((NC, NK), dtype=bool), "slot": np.zeros((NC, NK))}
 
 
 def offsets_numpy(a: dict) -> dict:
@@ -103,11 +103,11 @@ def offsets_numpy(a: dict) -> dict:
     cells, levels = np.arange(NC)[:, None], np.arange(NK)[None, :]
     rows = np.broadcast_to(c2e2c[:, :1], (NC, NK))
     same = np.broadcast_to(cells, (NC, NK))
-    return dict(icon=shifted_at(theta, rows, levels + zd[:, 0, :]),
-                shifted=shifted_at(theta, same, levels + off)
+    return {"icon": shifted_at(theta, rows, levels + zd[:, 0, :]),
+                "shifted": shifted_at(theta, same, levels + off)
                 + shifted_at(theta, same, levels + off + 1) * 0.5,
-                present=(levels + off >= 0) & (levels + off < NK),
-                slot=a["g"][:, 2, :] + a["g"][:, 0, :])
+                "present": (levels + off >= 0) & (levels + off < NK),
+                "slot": a["g"][:, 2, :] + a["g"][:, 0, :]}
 
 
 @pytest.fixture(scope="module")
@@ -185,8 +185,8 @@ def mesh_compiled():
 
 def test_declared_connectivities_and_nested_shifts(mesh_compiled):
     x, e = RNG.random(NV) + 0.5, RNG.random(NE)
-    args = dict(x=x, e=e, vsum=np.zeros(NV), per_vertex=np.zeros(NV), per_edge=np.zeros(NV),
-                edges=np.zeros(NV, dtype=np.int64), lit=np.zeros(NV))
+    args = {"x": x, "e": e, "vsum": np.zeros(NV), "per_vertex": np.zeros(NV), "per_edge": np.zeros(NV),
+                "edges": np.zeros(NV, dtype=np.int64), "lit": np.zeros(NV)}
     tables = {"E2V": TABLES["E2V"], "V2E": TABLES["V2E"]}
     ref = copy.deepcopy(args)
     mesh(**ref, **tables, backend="interpreter")
@@ -256,10 +256,10 @@ def test_namedtuple_scan_state_and_astype_on_tuples():
     for k in range(NK):
         z, w = z * 0.5 + a[:, k], w + b[:, k] * z
         zs[:, k], ws[:, k] = z, w
-    args = dict(a=a, b=b, z_q=np.zeros((NC, NK)), w32=np.zeros((NC, NK), np.float32),
-                pair=(np.zeros((NC, NK), np.float32), np.zeros((NC, NK), np.float32)))
-    expected = dict(z_q=zs, w32=ws.astype(np.float32),
-                    pair=(a.astype(np.float32), (b * 2.0).astype(np.float32)))
+    args = {"a": a, "b": b, "z_q": np.zeros((NC, NK)), "w32": np.zeros((NC, NK), np.float32),
+                "pair": (np.zeros((NC, NK), np.float32), np.zeros((NC, NK), np.float32))}
+    expected = {"z_q": zs, "w32": ws.astype(np.float32),
+                    "pair": (a.astype(np.float32), (b * 2.0).astype(np.float32))}
     for backend in ("interpreter", "compiled"):
         out = copy.deepcopy(args)
         columns(**out, backend=backend)

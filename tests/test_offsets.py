@@ -239,7 +239,7 @@ def test_cast_literal_has_a_fixed_type():
 # ----------------------------------------------------------------------- docs
 
 DOC_BLOCKS = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "meshes.md").read_text(),
-                        re.S)
+                        re.DOTALL)
 
 
 @pytest.mark.parametrize("code", DOC_BLOCKS, ids=[f"block{i}" for i in range(len(DOC_BLOCKS))])
