@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
-from .annotations import Tensor, TensorSpec, annotation_spec, element_type
+from .annotations import TensorSpec, element_type
 from .dims import DefinitionError, Dimension, NeighborDimension
 
 
@@ -51,9 +51,7 @@ class Connectivity:
 
     def spec(self) -> TensorSpec:
         """The annotation of the table parameter: ``Tensor[int, Edge, E2VDim]``."""
-        spec = annotation_spec(Tensor[self.dtype, self.target, self.neighbors])
-        assert spec is not None
-        return spec
+        return TensorSpec(self.dtype, (self.target, self.neighbors))
 
     def __repr__(self) -> str:
         return (f"connectivity({self.name!r}, {self.target.name}, {self.neighbors!r}"

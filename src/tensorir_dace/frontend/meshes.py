@@ -174,7 +174,7 @@ def is_namedtuple_class(f: Any) -> bool:
     return isinstance(f, type) and issubclass(f, tuple) and hasattr(f, "_fields")
 
 
-def named_value(cls: type, e: ir.Expr, loc) -> Any:
+def named_value(cls: Any, e: ir.Expr, loc) -> Any:
     """A tuple-typed IR value seen as an instance of the NamedTuple ``cls``
     (attribute access ``state.z_q`` then works)."""
     return cls(*(project(e, i, loc) for i in range(len(cls._fields))))
@@ -244,8 +244,8 @@ def mask_table(nb: ir.Dim) -> str | None:
 def reduce_axis_arg(nb: ir.Dim, types: list[ir.TensorType], loc) -> tuple[ir.Expr, ...]:
     """The axis argument of an IR ``reduce`` over ``nb``: none for the highest
     neighbour dimension (the default), else its name."""
-    highest = max((t.highest_neighbor for t in types if t.highest_neighbor is not None),
-                  key=lambda d: d.neighbor_counter)
+    highest = max((d for t in types for d in t.dims if d.neighbor_counter is not None),
+                  key=lambda d: d.neighbor_counter or 0)
     return () if highest.name == nb.name else (ir.Sym(nb.name, loc=loc),)
 
 
