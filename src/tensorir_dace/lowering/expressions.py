@@ -435,7 +435,7 @@ class ExprGen:
             nenv = {**env, axis.name: Idx(n)}
             guard = None
             if masks:
-                guard = "if (" + " && ".join(f"({self.mask_entry(d, nenv, scope)} >= 0)"
+                guard = "if (" + " && ".join(f"{self.mask_entry(d, nenv, scope)} >= 0"
                                               for d in masks.values()) + ")"
             bindings = {lam.params[0].name: PointValue(acc, lam.params[0].name)}
             for p, a in zip(lam.params[1:], operands):
