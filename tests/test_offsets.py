@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT, assert_same_results, compiled, parsed
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone
+from tensorir_dace.testing import clone, random_arguments
 
 NC, NK, NV, NE = 6, 5, 5, 7
 
@@ -248,3 +248,53 @@ def test_docs_examples_run(code, monkeypatch, tmp_path):
     script.write_text(code)
     monkeypatch.chdir(ROOT)
     runpy.run_path(str(script), run_name="meshes_example")
+
+
+# ----------------------------------------------------------------------- compositions
+
+COMPOSED = """
+composed(x: tensor<float, Cell[0:5], K[0:6]>, off: tensor<int32, Cell[0:5], K[0:6]>,
+         C2E2C: tensor<int, Cell[0:5], _NB_Cell[0:3]>,
+         s: tensor<float, Cell[0:5], K[0:6]>, r: tensor<float, Cell[0:5], K[0:6]>,
+         t: tensor<float, Cell[0:5], K[1:4]>) {
+  tmp: tensor<float, Cell[0:5], K[0:6]>;
+  s ← scan(λ(st: tensor<float, Cell[0:5]>, a: tensor<float, Cell[0:5]>)
+             → st + if(isnan(a), 0.0, a), True, 0.0)(⟪K, off⟫(x));
+  r ← reduce(λ(acc: tensor<float, Cell[0:5], K[0:6]>, a: tensor<float, Cell[0:5], K[0:6]>)
+               → acc + if(isnan(a), 1.0, a), 0.0)(⟪K, off⟫(⟪C2E2C⟫(x)));
+  tmp ← ⟪K, off⟫(x) × 2.0;
+  t ← ⟪K, -1⟫(⟪K, off⟫(tmp)) + ⟪K, 1⟫(⟪K, subset(off, K[1:5])⟫(x));
+}
+"""
+
+
+def composed_numpy(x: np.ndarray, off: np.ndarray, c2e2c: np.ndarray) -> dict:
+    n, m = x.shape
+
+    def at(field, c, k):
+        return field[c, k] if 0 <= k < m else np.nan
+
+    shifted = np.array([[at(x, c, k + off[c, k]) for k in range(m)] for c in range(n)])
+    tmp = shifted * 2.0
+    s = np.cumsum(np.where(np.isnan(shifted), 0.0, shifted), axis=1)
+    r = np.zeros((n, m))
+    for c in range(n):
+        for k in range(m):
+            for j in range(3):
+                if c2e2c[c, j] >= 0:        # absent neighbours are skipped
+                    v = at(x, c2e2c[c, j], k + off[c, k])
+                    r[c, k] += 1.0 if np.isnan(v) else v
+    t = np.array([[at(tmp, c, k - 1 + off[c, k - 1]) + shifted[c, k + 1] for k in range(1, 4)]
+                  for c in range(n)])
+    return {"s": s, "r": r, "t": t}
+
+
+def test_offsets_inside_scans_reductions_and_temporaries():
+    prog = parsed(COMPOSED)
+    args = random_arguments(prog, seed=3, absent_fraction=0.3)
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    assert_same_results({k: ref[k] for k in "srt"},
+                        composed_numpy(args["x"], args["off"], args["C2E2C"]))
+    compiled(COMPOSED, "default")(**out)
+    assert_same_results(out, ref)
