@@ -358,7 +358,9 @@ class ExpressionTranslator:
                                        "assignment in a program (out[1:-1, :] = …)")
             k = self.expr(sl)
             if isinstance(k, NeighborSlot):
-                return select_slot(self, base, k, node, sl)
+                if not is_table_type(self.type_of(base, node.value)):
+                    return select_slot(self, base, k, node, sl)
+                k = k.index         # E2V[E2VDim(0)] is the table entry E2V[0]
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
                 raise self.error(sl, "the index of x[k] (tuple element, table entry or "
                                      "neighbour slot C2E2CDim(0)) must be an integer constant")
