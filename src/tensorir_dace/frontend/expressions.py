@@ -327,11 +327,8 @@ class ExpressionTranslator:
         for x, y, n in ((a, b, nb), (b, a, na)):
             if isinstance(x, Dimension) and contains_ir(y):
                 bound = runtime_value(y, self.scope)
-                if bound is None:
-                    raise self.error(n, f"an index condition compares {x.name} with an "
-                                        "integer, an int parameter or an expression of "
-                                        f"them, got {describe(y)}")
-                return (x, bound) if x is a else (bound, x)
+                if bound is not None:       # else the comparison reports what is wrong
+                    return (x, bound) if x is a else (bound, x)
         return a, b
 
     def e_IfExp(self, node: ast.IfExp) -> Any:
