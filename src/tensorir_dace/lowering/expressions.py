@@ -18,8 +18,7 @@ unstructured shifts are.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
-
+from typing import Any, Protocol
 
 from .. import ir
 from ..errors import LoweringError
@@ -27,10 +26,14 @@ from .tasklet import TaskletBuilder
 from .values import (CPP_TYPES, ArrayInfo, CScope, Deferred, Idx, PointValue, ScalarData,
                      Stored, SymbolValue, ccode, leaves_of, map_leaves)
 
-if TYPE_CHECKING:
-    from .program import ProgramLowering
-
 Env = dict[str, Idx]
+
+
+class Materializer(Protocol):
+    """What point code needs of the program lowering (``ProgramLowering``): a
+    value computed over its whole domain into transient arrays."""
+
+    def materialize(self, e: ir.Expr, scope: CScope, force: bool = False) -> Stored: ...
 
 BINARY_CPP = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
               "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
@@ -93,7 +96,7 @@ def absent_code(dtype: ir.ScalarType) -> str:
 
 
 class ExprGen:
-    def __init__(self, lowering: "ProgramLowering | None", tb: TaskletBuilder, *,
+    def __init__(self, lowering: Materializer | None, tb: TaskletBuilder, *,
                  fused: bool, materialize: bool = True):
         self.low = lowering
         self.tb = tb

@@ -20,7 +20,7 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
 from .. import ir
 from ..errors import LoweringError
 from ..library import ColumnScan, NeighborReduce
-from ..runtime.compiled import ArgBinding, CallSignature
+from ..signature import ArgBinding, CallSignature
 from .expressions import ExprGen, head_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder

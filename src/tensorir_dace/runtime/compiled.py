@@ -27,7 +27,6 @@ import ctypes
 import os
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import dace
@@ -40,6 +39,7 @@ from dace.codegen.compiled_sdfg import CompiledSDFG
 from .. import ir
 from ..arguments import ArgumentBinder, BoundArguments, check_size_constraints, numpy_dtype
 from ..errors import ArgumentError, TensorIRError
+from ..signature import ArgBinding, CallSignature
 
 __all__ = [
     "ArgBinding",
@@ -51,25 +51,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- interface
-
-
-@dataclass(frozen=True)
-class ArgBinding:
-    """One SDFG data container fed by one program parameter leaf."""
-
-    param: str               # program parameter name
-    path: tuple[int, ...]    # index path into a tuple-typed value ((), (0,), (1, 0), ...)
-    data: str                # SDFG array/scalar name (mangled)
-
-
-@dataclass(frozen=True)
-class CallSignature:
-    """How a program's parameters map onto a compiled SDFG's arguments."""
-
-    params: tuple[ir.Param, ...]          # the program parameters (types with sympy bounds)
-    bindings: tuple[ArgBinding, ...]
-    symbols: dict[str, str]               # size-symbol name -> SDFG symbol name (may be the same)
-    constraints: tuple = ()               # ir.SizeConstraint: size orders checked per call
 
 
 class GPUUnavailableError(TensorIRError, RuntimeError):
