@@ -21,8 +21,6 @@ variable ``TENSORIR_DACE_CACHE``, ``$XDG_CACHE_HOME/tensorir_dace``,
 from __future__ import annotations
 
 import copy
-import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -40,6 +38,7 @@ from dace import dtypes
 from dace.codegen import compiler as dace_compiler
 from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.config import Config
+from filelock import FileLock
 
 __all__ = [
     "cache_key",
@@ -207,37 +206,6 @@ def _signature(sdfg: dace.SDFG) -> list[str]:
     return list(sdfg.signature_arglist(with_types=True))
 
 
-# --------------------------------------------------------------------------- locking
-
-
-class _FileLock:
-    """An exclusive ``fcntl.flock`` on ``path`` (created if missing)."""
-
-    def __init__(self, path: pathlib.Path):
-        self.path = path
-        self._fd: int | None = None
-
-    def __enter__(self) -> "_FileLock":
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
-                break
-            except OSError as ex:  # pragma: no cover - signal interruption
-                if ex.errno != errno.EINTR:
-                    os.close(self._fd)
-                    raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self._fd is not None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self._fd)
-            self._fd = None
-
-
 def _write_atomically(path: pathlib.Path, text: str) -> None:
     staging = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
     with open(staging, "x") as fp:
@@ -304,7 +272,7 @@ def compile_sdfg(sdfg: dace.SDFG, *,
         root.mkdir(parents=True, exist_ok=True)
         folder = (root / name).resolve()
         t0 = time.perf_counter()
-        with _FileLock(folder.with_name(folder.name + ".lock")):
+        with FileLock(folder.with_name(folder.name + ".lock")):
             dup = _prepared_copy(sdfg, name, folder)
             info = _read_marker(folder, name, key)
             if info is not None:
