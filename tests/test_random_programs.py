@@ -9,9 +9,8 @@ import random
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone, random_arguments
-
 from conftest import assert_same_results
+from tensorir_dace.testing import clone, random_arguments
 
 HALO = "I[-3:N+3], J[-3:M+3]"
 

@@ -129,7 +129,7 @@ class BoundArguments:
 def _cupy():
     try:
         import cupy  # type: ignore[import-not-found]
-    except Exception:  # pragma: no cover - depends on the installation
+    except Exception:  # noqa: BLE001  # pragma: no cover - a broken CuPy counts as none
         return None
     return cupy
 
@@ -150,7 +150,7 @@ def _as_array(value: Any, what: str, where: str) -> Any:
     if hasattr(value, "__array__") and not isinstance(value, (np.generic, numbers.Number)):
         try:
             return np.asarray(value)
-        except Exception as ex:
+        except Exception as ex:  # noqa: BLE001 - any failure of __array__ is reported
             raise ArgumentError(f"{where}: {what} got a {_describe(value)} that cannot be "
                                 f"converted to an array: {ex}") from None
     return None
@@ -337,7 +337,7 @@ def _make_solve(eq: _Equation, name: str) -> _Solve | None:
     s_obs = sympy.Symbol("__shape__", integer=True, nonnegative=True)
     try:
         sols = sympy.solve(sympy.Eq(eq.extent, s_obs), sym)
-    except Exception:
+    except Exception:  # noqa: BLE001 - unsolvable: the size is then checked, not solved
         return None
     sols = [x for x in sols if x.is_negative is not True]
     if not sols:

@@ -17,8 +17,8 @@ whenever they mean the same program.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Union
 
 import sympy
 
@@ -62,13 +62,13 @@ class ScalarType:
 class TupleType:
     """A (possibly nested) tuple element type."""
 
-    elements: tuple["ElementType", ...]
+    elements: tuple[ElementType, ...]
 
     def __str__(self) -> str:
         return "(" + ", ".join(str(e) for e in self.elements) + ")"
 
 
-ElementType = Union[ScalarType, TupleType]
+ElementType = ScalarType | TupleType
 
 FLOAT64 = ScalarType("float64")
 FLOAT32 = ScalarType("float32")
@@ -82,7 +82,7 @@ def size_symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True, nonnegative=True)
 
 
-def as_bound(value: "int | str | sympy.Expr") -> sympy.Expr:
+def as_bound(value: int | str | sympy.Expr) -> sympy.Expr:
     """An interval bound as a SymPy integer expression over size symbols."""
     if isinstance(value, sympy.Expr):
         return value
@@ -112,7 +112,7 @@ class Dim:
     name: str
     start: sympy.Expr
     stop: sympy.Expr
-    mask: "Expr | None" = field(default=None, compare=False, repr=False)
+    mask: Expr | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "start", as_bound(self.start))
@@ -139,7 +139,7 @@ class Dim:
     def size(self) -> sympy.Expr:
         return sympy.simplify(self.stop - self.start)
 
-    def with_interval(self, start, stop) -> "Dim":
+    def with_interval(self, start, stop) -> Dim:
         return replace(self, start=as_bound(start), stop=as_bound(stop))
 
     def __str__(self) -> str:
@@ -190,14 +190,14 @@ class TensorType:
 class FunctionType:
     """``(A, …) → R``: the type of a lambda."""
 
-    params: tuple["Type", ...]
-    result: "Type"
+    params: tuple[Type, ...]
+    result: Type
 
     def __str__(self) -> str:
         return "(" + ", ".join(str(p) for p in self.params) + ") → " + str(self.result)
 
 
-Type = Union[TensorType, FunctionType]
+Type = TensorType | FunctionType
 
 # --------------------------------------------------------------------------- expressions
 

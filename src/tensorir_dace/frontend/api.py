@@ -128,5 +128,5 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["Builtin", "ReduceOp", "reduce", "where", "concat_where", "neighbor_sum",  # noqa: PLE0604
+__all__ = ["Builtin", "ReduceOp", "reduce", "where", "concat_where", "neighbor_sum",
            "max_over", "min_over", "cast", "index", "can_deref", *ELEMENTWISE]

@@ -229,7 +229,8 @@ class BuiltinTranslator(ExpressionTranslator):
         for p, q in itertools.pairwise(pieces):
             if not iv.equal(p[1], q[0]):
                 raise self.error(node, f"concat_where on {D}: the result would have a gap "
-                                       f"between {D}[{p[0]}:{p[1]}] ({'true' if p[4] == 'a' else 'false'}"
+                                       f"between {D}[{p[0]}:{p[1]}] "
+                                       f"({'true' if p[4] == 'a' else 'false'}"
                                        f" branch) and {D}[{q[0]}:{q[1]}] "
                                        f"({'true' if q[4] == 'a' else 'false'} branch); "
                                        "extend the branches' domains")

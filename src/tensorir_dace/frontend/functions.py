@@ -126,7 +126,7 @@ class FunctionTranslator(BodyTranslator):
             if isinstance(v, str):
                 try:
                     v = eval(v, dict(getattr(fn, "__globals__", {})))
-                except Exception:  # noqa: BLE001, S112 - an unreadable annotation is none
+                except Exception:  # noqa: BLE001 - an unreadable annotation is none
                     continue
             out[k] = v
         return out

@@ -176,8 +176,8 @@ class ReductionTranslator(BuiltinTranslator):
                 leaves.append(t)
         for t in operand_types:
             collect(t.dtype)
-        floats = {l for l in leaves if l.is_float}
-        ints = {l for l in leaves if l.is_int}
+        floats = {x for x in leaves if x.is_float}
+        ints = {x for x in leaves if x.is_int}
 
         def leaf(v):
             if isinstance(v, tuple):

@@ -96,8 +96,8 @@ def source_info(fn: Any) -> SourceInfo:
                             "functions must be defined in a file") from None
     first = max(first, 1)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    text = "".join(l[indent:] if (indent == 0 or l[:indent].isspace()) else l.lstrip()
-                   for l in lines)
+    text = "".join(line[indent:] if (indent == 0 or line[:indent].isspace())
+                   else line.lstrip() for line in lines)
     try:
         tree = ast.parse(text)
     except SyntaxError:

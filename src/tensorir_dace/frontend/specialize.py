@@ -90,7 +90,7 @@ class default_dims:
         self._previous = _DEFAULT_DIMS
         _DEFAULT_DIMS = self.dims
 
-    def __enter__(self) -> default_dims:  # noqa: PYI034 - not subclassed
+    def __enter__(self) -> default_dims:
         return self
 
     def __exit__(self, *exc: object) -> None:

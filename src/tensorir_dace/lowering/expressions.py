@@ -23,8 +23,20 @@ from typing import Any, Protocol
 from .. import ir
 from ..errors import LoweringError
 from .tasklet import TaskletBuilder
-from .values import (CPP_TYPES, ArrayInfo, CScope, Deferred, Idx, PointValue, ScalarData,
-                     Stored, SymbolValue, ccode, leaves_of, map_leaves)
+from .values import (
+    CPP_TYPES,
+    ArrayInfo,
+    CScope,
+    Deferred,
+    Idx,
+    PointValue,
+    ScalarData,
+    Stored,
+    SymbolValue,
+    ccode,
+    leaves_of,
+    map_leaves,
+)
 
 Env = dict[str, Idx]
 
@@ -206,7 +218,8 @@ class ExprGen:
         match name:
             case "cast":
                 a = self.value(args[0], env, scope)
-                code = f"({a} != 0)" if dtype.is_bool else f"static_cast<{CPP_TYPES[dtype.name]}>({a})"
+                code = f"({a} != 0)" if dtype.is_bool else \
+                    f"static_cast<{CPP_TYPES[dtype.name]}>({a})"
                 return self.tb.var(dtype.name, code)
             case "if":
                 c = self.value(args[0], env, scope, cond=True)

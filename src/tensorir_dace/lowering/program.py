@@ -24,8 +24,17 @@ from ..signature import ArgBinding, CallSignature
 from .expressions import ExprGen, head_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
-from .values import (DACE_TYPES, ArrayInfo, CScope, Deferred, Idx, ScalarData, Stored,
-                     SymbolValue, leaves_of)
+from .values import (
+    DACE_TYPES,
+    ArrayInfo,
+    CScope,
+    Deferred,
+    Idx,
+    ScalarData,
+    Stored,
+    SymbolValue,
+    leaves_of,
+)
 
 
 @dataclass
@@ -48,7 +57,7 @@ def _text(node) -> str:
     try:
         from ..syntax import format as fmt
         return fmt(node)
-    except Exception:  # the printer is only for display here
+    except Exception:  # noqa: BLE001 - the printer is only for display here
         return str(node)
 
 

@@ -114,7 +114,7 @@ def _config_fingerprint() -> dict[str, Any]:
     for section in ("instrumentation", "profiling"):
         try:
             fp[section] = clean(Config.get(section), False)
-        except Exception:  # pragma: no cover - absent in this DaCe version
+        except Exception:  # noqa: BLE001  # pragma: no cover - absent in this DaCe version
             pass
     return fp
 
@@ -122,7 +122,7 @@ def _config_fingerprint() -> dict[str, Any]:
 def _host_isa() -> str:
     try:
         return dace_compiler.host_isa_id()
-    except Exception:  # pragma: no cover - older/newer DaCe
+    except Exception:  # noqa: BLE001  # pragma: no cover - older/newer DaCe
         return f"{platform.machine()}|{platform.processor()}"
 
 

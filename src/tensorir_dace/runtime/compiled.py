@@ -208,7 +208,7 @@ class SDFGCallable:
     @classmethod
     def from_sdfg(cls, sdfg: dace.SDFG, signature: CallSignature, *,
                   cache_dir: str | os.PathLike | None = None, name: str | None = None,
-                  **kwargs: Any) -> "SDFGCallable":
+                  **kwargs: Any) -> SDFGCallable:
         """Compile ``sdfg`` through the compile cache and wrap it."""
         from .cache import compile_sdfg
         return cls(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
@@ -302,7 +302,7 @@ class SDFGCallable:
         # each array's SDFG shape and strides for the call's symbol values.
         exprs: list[Any] = []
         self._layout: list[tuple[int, int, int]] = []   # (index into _arrays, ndim, first expr)
-        for i, (b, desc, _, kind) in enumerate(self._arrays):
+        for i, (_, desc, _, kind) in enumerate(self._arrays):
             if kind != "array":
                 continue
             self._layout.append((i, len(desc.shape), len(exprs)))

@@ -14,8 +14,8 @@ re-derive them:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
 
 from .. import intervals as iv
 from .. import ir

@@ -1,4 +1,5 @@
-"""Typing rules of the element-wise builtins: arithmetic, comparisons, logic, math, casts, select, tuples."""
+"""Typing rules of the element-wise builtins: arithmetic, comparisons, logic, math,
+casts, select, tuples."""
 
 from __future__ import annotations
 
