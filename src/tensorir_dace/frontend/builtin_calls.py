@@ -89,9 +89,6 @@ class BuiltinTranslator(ExpressionTranslator):
             if not isinstance(c, Mask):
                 return a if self.static_truth(c, node) else b
             return self.concat_where(c, a, b, node)
-        if kind in ("neighbor_sum", "max_over", "min_over"):
-            x, axis = self.positional(f, args, kwargs, ("x", "axis"), node, {"axis": None})
-            return self.neighbor_reduce(kind, x, axis, node)
         if kind == "cast":
             x, dtype = self.positional(f, args, kwargs, ("x", "dtype"), node)
             return self.cast(x, dtype, node, node)
@@ -252,6 +249,7 @@ class BuiltinTranslator(ExpressionTranslator):
     # ------------------------------------------------------------------ reductions
 
 
-def _sort_pieces(pieces: list) -> None:
-    pieces.sort(key=functools.cmp_to_key(
-        lambda p, q: 0 if iv.equal(p[0], q[0]) else (-1 if _le(p[0], q[0]) else 1)))
+def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:
+    def compare(p: tuple[Any, ...], q: tuple[Any, ...]) -> int:
+        return 0 if iv.equal(p[0], q[0]) else (-1 if _le(p[0], q[0]) else 1)
+    pieces.sort(key=functools.cmp_to_key(compare))

@@ -287,7 +287,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             out.append(t)
         return out
 
-    def broadcast(self, node: ir.Node, types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
+    def broadcast(self, node: ir.Node | None,
+                  types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
         """Union of dimensions (first appearance order), intersection of intervals."""
         dims: dict[str, ir.Dim] = {}
         for t in types:

@@ -9,10 +9,11 @@ import sympy
 from .. import intervals as iv
 from .. import ir
 from ..errors import did_you_mean
+from .rules import Rules
 from .scope import Scope
 
 
-class DomainRules:
+class DomainRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def resolve_dim(self, a: ir.Expr, what: str) -> str:

@@ -7,11 +7,12 @@ from dataclasses import replace
 
 from .. import ir
 from ..errors import did_you_mean
+from .rules import Rules
 from .scope import Scope
 from .util import ELEMENT_TYPE_NAMES, is_weak
 
 
-class ElementwiseRules:
+class ElementwiseRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def arithmetic(self, e: ir.Call, name: str, scope: Scope, expected) -> ir.Expr:

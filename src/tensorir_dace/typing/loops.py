@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
 from .util import substitute_masks
 
 
-class LoopRules:
+class LoopRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def lambda_and_init(self, func: ir.Call, name: str, counts: tuple[int, ...]) -> ir.Lambda:

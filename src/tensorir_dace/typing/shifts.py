@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
 from .util import name_of, shift_mask
 
 
-class ShiftRules:
+class ShiftRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def c_shift(self, e, func, scope, expected):
