@@ -179,7 +179,7 @@ class TensorType:
         """The ``_NB_<n>`` dimension with the highest counter: the one that
         ``reduce`` and ``shift_apply`` act on."""
         counted = [d for d in self.dims if d.neighbor_counter is not None]
-        return max(counted, key=lambda d: d.neighbor_counter) if counted else None
+        return max(counted, key=lambda d: d.neighbor_counter or 0) if counted else None
 
     def __str__(self) -> str:
         parts = [str(self.dtype)] + [str(d) for d in self.dims]
@@ -209,9 +209,14 @@ class Node:
 
 @dataclass(frozen=True)
 class Expr(Node):
-    """An expression; ``type`` is filled in by the type checker."""
+    """An expression; ``type`` is filled in by the type checker.
 
-    type: Type | None = field(default=None, compare=False, kw_only=True, repr=False)
+    ``type`` is declared as the type of checked IR, which every stage after the
+    checker reads; it is None only in IR that has not been checked yet (the
+    parser's and the builders' output, the checker's input)."""
+
+    type: TensorType = field(default=None, compare=False, kw_only=True,  # type: ignore[assignment]
+                             repr=False)
 
 
 @dataclass(frozen=True)
@@ -249,6 +254,8 @@ class Param(Node):
 class Lambda(Expr):
     params: tuple[Param, ...]
     body: Expr
+    type: FunctionType = field(default=None, compare=False, kw_only=True,  # type: ignore[assignment]
+                               repr=False)
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def get_cache_dir() -> pathlib.Path:
 
 def compile_count() -> int:
     """How many times this process ran the C++ compiler through :func:`compile_sdfg`."""
-    return _stats["compiled"]
+    return int(_stats["compiled"])
 
 
 def cache_stats() -> dict[str, float]:

@@ -455,7 +455,7 @@ class SDFGCallable:
         for size_name, sym, sdtype in self._symbol_map:
             v = bound.symbols[size_name]
             lo, hi = _INT_RANGES.get(sdtype, (None, None))
-            if lo is not None and not lo <= v <= hi:
+            if lo is not None and hi is not None and not lo <= v <= hi:
                 raise ArgumentError(f"{where}: size {size_name} = {v} does not fit the "
                                     f"compiled program's {sdtype} symbol '{sym}'")
             dkw[sym] = v
@@ -469,7 +469,7 @@ class SDFGCallable:
                 iv = int(value)
                 sdtype = desc.dtype.as_numpy_dtype()
                 lo, hi = _INT_RANGES.get(sdtype, (None, None))
-                if lo is not None and not lo <= iv <= hi:
+                if lo is not None and hi is not None and not lo <= iv <= hi:
                     raise ArgumentError(f"{where}: parameter '{b.param}' = {iv} does not fit the "
                                         f"compiled program's {sdtype} symbol '{b.data}'")
                 dkw[b.data] = iv
@@ -525,6 +525,7 @@ class SDFGCallable:
         a fraction of the time (DaCe's takes ~70 µs for a few arguments):
         array pointers as ``c_void_p``, scalars and symbols as their ctypes."""
         callargs = []
+        assert self._marshal_plan is not None   # made by the first call
         for name, conv in self._marshal_plan:
             v = dkw[name]
             if conv is None:    # host array

@@ -375,7 +375,7 @@ class Parser:
             nxt = self.peek()
             if nxt.kind in ("int", "float") and self.peek(1).kind not in ("(", "["):
                 self.advance()
-                return ir.Literal(-nxt.value, loc=self.loc(tok))
+                return ir.Literal(-nxt.number, loc=self.loc(tok))
             operand = self.unary()
             return ir.Call(ir.Sym("neg", loc=self.loc(tok)), (operand,), loc=self.loc(tok))
         return self.postfix()
@@ -425,7 +425,7 @@ class Parser:
             raise self.error("expected an integer literal as the tuple index in "
                              f"'x[i]', {self.found()}")
         self.advance()
-        value = -tok.value if sign else tok.value
+        value = -tok.number if sign else tok.number
         self.expect_closing("]", "'['", open_)
         index = ir.Literal(value, loc=self.loc(sign or tok))
         return ir.Call(ir.Sym("tuple_get", loc=self.loc(open_)), (expr, index),
@@ -452,7 +452,7 @@ class Parser:
             return ir.Sym(name, loc=self.loc(tok))
         if kind in ("int", "float", "bool"):
             self.advance()
-            return ir.Literal(tok.value, loc=self.loc(tok))
+            return ir.Literal(tok.number, loc=self.loc(tok))
         if kind == "(":
             self.advance()
             inner = self.expr()
@@ -487,10 +487,10 @@ class Parser:
                 offsets.append(ir.Sym(tok.text, loc=self.loc(tok)))
             elif tok.kind == "int":
                 self.advance()
-                offsets.append(ir.Literal(tok.value, loc=self.loc(tok)))
+                offsets.append(ir.Literal(tok.number, loc=self.loc(tok)))
             elif tok.kind == "-" and self.at("int", 1):
                 self.advance()
-                offsets.append(ir.Literal(-self.advance().value, loc=self.loc(tok)))
+                offsets.append(ir.Literal(-self.advance().number, loc=self.loc(tok)))
             else:
                 raise self.error("expected a dimension, a neighbour table or an integer "
                                  f"offset in the shift opened at {self.where(open_)}, "

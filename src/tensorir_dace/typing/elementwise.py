@@ -115,7 +115,7 @@ class ElementwiseRules(Rules):
             raise self.error(e, "tuple_get takes a tensor and an integer literal: tuple_get(x, 0)")
         x = self.expr(e.args[0], scope)
         t = self.tensor(x)
-        i = e.args[1].value
+        i = int(e.args[1].value)
         if not isinstance(t.dtype, ir.TupleType):
             raise self.error(e, f"tuple_get needs a tuple-typed tensor, got {t}")
         if not 0 <= i < len(t.dtype.elements):

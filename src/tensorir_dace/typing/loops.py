@@ -38,12 +38,12 @@ class LoopRules(Rules):
             raise self.error(e, "reduce needs at least one operand")
         types = [self.tensor(a) for a in args]
         nbs = [t.highest_neighbor for t in types]
-        counters = [d.neighbor_counter for d in nbs if d is not None]
+        counters = [c for d in nbs if d is not None and (c := d.neighbor_counter) is not None]
         if not counters:
             raise self.error(e, "reduce needs an operand with a neighbour dimension "
                                 "(_NB_<n>), e.g. from a partial shift ⟪V2E⟫(x)")
         axis = f"_NB_{max(counters)}"
-        axis_dims = [t.dim(axis) for t in types if t.dim(axis) is not None]
+        axis_dims = [d for t in types if (d := t.dim(axis)) is not None]
         self.broadcast(e, [ir.TensorType(ir.BOOL, (d,)) for d in axis_dims])
         sliced = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
                   for t in types]
@@ -82,6 +82,7 @@ class LoopRules(Rules):
         """The next step needs the carried value on its whole declared domain."""
         for d in carried.dims:
             bd = body_t.dim(d.name)
+            assert bd is not None   # the body's dims are broadcast with the carried ones
             if not self.decide(lam.body, lambda: iv.covers(bd, d)):
                 raise self.error(lam.body, f"the {what} lambda returns {d.name}"
                                            f"[{bd.start}:{bd.stop}] but the {role} needs "

@@ -24,7 +24,7 @@ class Rules:
     def error(self, node: ir.Node | None, message: str) -> TypeCheckError:
         raise NotImplementedError
 
-    def decide(self, node: ir.Node, fn: Callable[[], Any]) -> Any:
+    def decide(self, node: ir.Node | None, fn: Callable[[], Any]) -> Any:
         raise NotImplementedError
 
     @staticmethod

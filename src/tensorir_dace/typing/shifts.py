@@ -28,6 +28,7 @@ class ShiftRules(Rules):
             bound = scope.lookup(a.name) if isinstance(a, ir.Sym) else None
             if bound is not None and bound.type.dims:
                 if is_offset:
+                    assert nxt is not None
                     steps.append(("unstructured_shift", (a, nxt)))
                     i += 2
                 else:
@@ -37,6 +38,7 @@ class ShiftRules(Rules):
                 if not is_offset:
                     raise self.error(a, "a Cartesian shift needs a dimension and an integer "
                                         "offset: ⟪I, 1⟫")
+                assert nxt is not None
                 if steps and steps[-1][0] == "cartesian_shift":
                     steps[-1] = ("cartesian_shift", steps[-1][1] + (a, nxt))
                 else:
@@ -61,7 +63,7 @@ class ShiftRules(Rules):
             if not (isinstance(o, ir.Literal) and o.kind == "int"):
                 raise self.error(o, "a Cartesian shift offset must be an integer literal")
             name = self.resolve_dim(d, "a Cartesian shift")
-            pairs[name] = pairs.get(name, 0) + o.value
+            pairs[name] = pairs.get(name, 0) + int(o.value)
         x = self.expr(e.args[0], scope, expected)
         for name, offset in pairs.items():
             t = self.tensor(x)
@@ -86,9 +88,10 @@ class ShiftRules(Rules):
                                 f"dimension and one _NB_<Source> dimension, got {t}")
         return t_expr, dst[0], nb[0]
 
-    def unstructured_operand(self, e, x: ir.Expr, src: str, table_name: str) -> ir.TensorType:
+    def unstructured_operand(self, e, x: ir.Expr, src: str | None,
+                             table_name: str) -> ir.TensorType:
         t = self.tensor(x)
-        if t.dim(src) is None:
+        if src is None or t.dim(src) is None:
             raise self.error(e, f"shifting with {table_name} needs an operand with dimension "
                                 f"{src}, got {t}")
         for d in t.dims:
@@ -127,7 +130,7 @@ class ShiftRules(Rules):
             raise self.error(e, "unstructured_shift takes a table and a neighbour index: "
                                 "⟪E2V, 0⟫(x)")
         tbl, dst, nb = self.table(func.args[0], scope)
-        k = func.args[1].value
+        k = int(func.args[1].value)
         self.check_neighbor_index(func.args[1], k, nb)
         x = self.expr(e.args[0], scope, expected)
         t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
@@ -156,7 +159,7 @@ class ShiftRules(Rules):
         nb = t.highest_neighbor
         if nb is None:
             raise self.error(e, f"shift_apply needs a tensor with a _NB_<n> dimension, got {t}")
-        self.check_neighbor_index(func.args[0], func.args[0].value, nb)
+        self.check_neighbor_index(func.args[0], int(func.args[0].value), nb)
         index = replace(func.args[0], type=ir.TensorType(ir.INT64))
         return replace(e, func=replace(func, args=(index,)), args=(x,),
                        type=ir.TensorType(t.dtype, tuple(d for d in t.dims if d is not nb)))
