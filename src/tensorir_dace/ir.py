@@ -413,3 +413,52 @@ def walk(node: Node) -> Iterator[Node]:
     yield node
     for child in children(node):
         yield from walk(child)
+
+
+# --------------------------------------------------------------------------- checked IR
+# Accessors for what the type checker guarantees of checked IR; the stages after
+# it (interpreter, lowering) use them instead of re-checking.
+
+
+def head_args(e: Call) -> tuple[Expr, ...]:
+    """The arguments of a curried builtin's head: ``(T, k)`` of ``⟪T, k⟫(x)``."""
+    assert isinstance(e.func, Call)
+    return e.func.args
+
+
+def scalar_dtype(t: TensorType) -> ScalarType:
+    """The element type of a tensor that is not tuple-typed."""
+    assert isinstance(t.dtype, ScalarType)
+    return t.dtype
+
+
+def required_dim(t: TensorType, name: str) -> Dim:
+    """Dimension ``name`` of ``t``, which has it."""
+    d = t.dim(name)
+    assert d is not None
+    return d
+
+
+def neighbor_axis(t: TensorType) -> Dim:
+    """The ``_NB_<n>`` dimension with the highest counter of ``t``, which has one."""
+    d = t.highest_neighbor
+    assert d is not None
+    return d
+
+
+def int_value(e: Expr) -> int:
+    """The value of an integer literal."""
+    assert isinstance(e, Literal)
+    return int(e.value)
+
+
+def sym_name(e: Expr) -> str:
+    """The name of a symbol."""
+    assert isinstance(e, Sym)
+    return e.name
+
+
+def neighbor_source_of(d: Dim) -> str:
+    """The source dimension of a table's ``_NB_<Source>`` dimension."""
+    assert d.neighbor_source is not None
+    return d.neighbor_source

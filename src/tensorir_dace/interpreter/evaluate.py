@@ -132,47 +132,6 @@ def _head(e: ir.Expr) -> ir.Expr:
     return e
 
 
-# Accessors of checked IR whose shape the type checker guaranteed.
-
-def _head_args(e: ir.Call) -> tuple[ir.Expr, ...]:
-    """The arguments of a curried builtin's head: ``(T, k)`` of ``⟪T, k⟫(x)``."""
-    assert isinstance(e.func, ir.Call)
-    return e.func.args
-
-
-def _scalar(t: ir.TensorType) -> ir.ScalarType:
-    assert isinstance(t.dtype, ir.ScalarType)
-    return t.dtype
-
-
-def _dim(t: ir.TensorType, name: str) -> ir.Dim:
-    d = t.dim(name)
-    assert d is not None
-    return d
-
-
-def _highest_neighbor(t: ir.TensorType) -> ir.Dim:
-    d = t.highest_neighbor
-    assert d is not None
-    return d
-
-
-def _int_literal(e: ir.Expr) -> int:
-    assert isinstance(e, ir.Literal)
-    return int(e.value)
-
-
-def _source(nb: ir.Dim) -> str:
-    """The source dimension of a table's ``_NB_<Source>`` dimension."""
-    assert nb.neighbor_source is not None
-    return nb.neighbor_source
-
-
-def _sym_name(e: ir.Expr) -> str:
-    assert isinstance(e, ir.Sym)
-    return e.name
-
-
 def _at_last(k: int) -> Callable[[np.ndarray], np.ndarray]:
     """Element ``k`` along the last axis of an array."""
     return lambda a: a[..., k]
@@ -237,7 +196,7 @@ class Evaluator:
             except KeyError:
                 raise InterpreterError(f"unbound name '{e.name}'", e.loc) from None
         if type(e) is ir.Literal:
-            dt = numpy_dtype(_scalar(e.type))
+            dt = numpy_dtype(ir.scalar_dtype(e.type))
             try:
                 return Value((), np.asarray(e.value, dtype=dt))
             except OverflowError:
@@ -268,10 +227,10 @@ class Evaluator:
         args = [align(self.eval(a, env), dims) for a in e.args]
         fn = _OTHER.get(name)
         if fn is None:
-            operand = _scalar(e.args[0].type)
+            operand = ir.scalar_dtype(e.args[0].type)
             fn = (_FLOAT_BINARY if operand.is_float else _INT_BINARY)[name]
         out = np.asarray(fn(*args))
-        dt = numpy_dtype(_scalar(e.type))
+        dt = numpy_dtype(ir.scalar_dtype(e.type))
         if out.dtype != dt:
             out = out.astype(dt)
         return make_value(dims, out)
@@ -325,7 +284,7 @@ class Evaluator:
         ai = [d[0] for d in dims].index(axis)
         a0 = dims[ai][1]
         for piece in pieces:
-            _, s, t = self.dim_of(_dim(piece.type, axis))
+            _, s, t = self.dim_of(ir.required_dim(piece.type, axis))
             part = tuple((n, s, t) if n == axis else (n, a, b) for n, a, b in dims)
             data = align(self.eval(piece, env), part, what="a concat piece")
             idx = (slice(None),) * ai + (slice(s - a0, t - a0),)
@@ -377,24 +336,24 @@ class Evaluator:
 
     def unstructured(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``unstructured_shift(T, k)`` applied to the value ``x``."""
-        tbl, k = _head_args(e)
+        tbl, k = ir.head_args(e)
         dst = next(d for d in tbl.type.dims if not d.is_neighbor)
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         dst_c = next(d for d in self.dims_of(e.type) if d[0] == dst.name)
         table, _, (_, n0, _) = self._table(tbl, dst_c, env)
-        col = table[:, _int_literal(k) - n0]
-        return gather(x, _source(nb), col, (dst_c,), fill)
+        col = table[:, ir.int_value(k) - n0]
+        return gather(x, ir.neighbor_source_of(nb), col, (dst_c,), fill)
 
     def partial(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``shift_init(T)`` applied to the value ``x``."""
-        (tbl,) = _head_args(e)
+        (tbl,) = ir.head_args(e)
         dst = next(d for d in tbl.type.dims if not d.is_neighbor)
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         rdims = self.dims_of(e.type)
         dst_c = next(d for d in rdims if d[0] == dst.name)
-        new_nb = _highest_neighbor(e.type).name
+        new_nb = ir.neighbor_axis(e.type).name
         table, _, (_, n0, n1) = self._table(tbl, dst_c, env)
-        return gather(x, _source(nb), table, (dst_c, (new_nb, n0, n1)), fill)
+        return gather(x, ir.neighbor_source_of(nb), table, (dst_c, (new_nb, n0, n1)), fill)
 
     def c_unstructured_shift(self, e, env):
         return self.unstructured(e, self.eval(e.args[0], env), env)
@@ -404,11 +363,11 @@ class Evaluator:
 
     def apply_index(self, e: ir.Call, x: Value) -> Value:
         """``shift_apply(k)`` applied to the value ``x``."""
-        name = _highest_neighbor(e.args[0].type).name
+        name = ir.neighbor_axis(e.args[0].type).name
         axis = x.names.index(name)
         start = x.dims[axis][1]
-        (k,) = _head_args(e)
-        idx = (slice(None),) * axis + (_int_literal(k) - start,)
+        (k,) = ir.head_args(e)
+        idx = (slice(None),) * axis + (ir.int_value(k) - start,)
         return Value(x.dims[:axis] + x.dims[axis + 1:], map_leaves(lambda a: a[idx], x.data))
 
     def c_shift_apply(self, e, env):
@@ -466,7 +425,7 @@ class Evaluator:
                 elif name == "cartesian_shift" and x.args:
                     inner = self.presence(x.args[0], env)
                     if inner is not None:
-                        dname, off = _sym_name(f.args[0]), _int_literal(f.args[1])
+                        dname, off = ir.sym_name(f.args[0]), ir.int_value(f.args[1])
                         p = Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
                                         for n, a, b in inner.dims), inner.data)
                         parts.append(align(p, dims))
@@ -590,7 +549,7 @@ class Evaluator:
 
     def assign(self, s: ir.Assign, env: Env, storage: dict[str, Value]) -> None:
         target = s.target
-        name = _sym_name(target.args[0] if isinstance(target, ir.Call) else target)
+        name = ir.sym_name(target.args[0] if isinstance(target, ir.Call) else target)
         store = storage[name]
         tdims = {d[0]: d for d in self.dims_of(target.type)}
         # The written region, in the storage's dimension order.
