@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import ir
 from ..arguments import bind_arguments, check_size_constraints, merge_positional
+from ..callchecks import CallChecks
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
@@ -54,7 +55,9 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
 
     Raises :class:`~tensorir_dace.TypeCheckError` for an ill-typed program and
     :class:`~tensorir_dace.ArgumentError` for missing, unknown or mismatching
-    arguments (before any output is touched).
+    arguments, read-only or overlapping outputs and neighbour-table entries
+    out of range (before any output is touched; see :mod:`..callchecks`).
+    An input that shares memory with an output is read from a copy.
     """
     if not isinstance(program, ir.Program):
         raise TypeError(f"interpret() expects an ir.Program, got {type(program).__name__}")
@@ -63,4 +66,5 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
         args = merge_positional(typed.params, positional, args, f"program '{typed.name}'")
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
     check_size_constraints(typed.constraints, bound.symbols, f"program '{typed.name}'")
-    interpret_program(typed, bound.values, bound.symbols)
+    values, _ = CallChecks.for_program(typed).check(bound.values, bound.symbols)
+    interpret_program(typed, values, bound.symbols)

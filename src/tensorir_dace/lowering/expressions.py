@@ -3,8 +3,8 @@
 An *environment* maps dimension names to the coordinate (:class:`Idx`) of the
 current point.  Shifts only change the environment: a Cartesian shift adds
 an offset, an unstructured shift replaces the destination coordinate by an
-index read from the neighbour table (guarded, so an absent neighbour is never
-read).  Lambda parameters are bound to their argument expressions and
+index read from the neighbour table (guarded, so an absent neighbour, or an
+entry outside the operand's interval, is never read).  Lambda parameters are bound to their argument expressions and
 evaluated where they are used, so a shifted parameter reads its argument at
 the shifted point.
 
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, Any
+
+import sympy
 
 
 from .. import ir
@@ -317,7 +319,7 @@ class ExprGen:
             compute = lambda: self.value(operand, inner, scope)  # noqa: E731
         dtype = e.type.dtype
         out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
-        with self.tb.block(f"if ({idx} >= 0)"):
+        with self.tb.block(f"if ({in_range(idx, operand.type.dim(src))})"):
             val = compute()
             for o, v in zip(leaves_of(out), leaves_of(val)):
                 self.tb.emit(f"{o} = {v};")
@@ -350,7 +352,7 @@ class ExprGen:
                 ok = self.tb.var("bool", "false", "ok")
                 inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
                 inner[nbt.neighbor_source] = Idx(idx)
-                with self.tb.block(f"if ({idx} >= 0)"):
+                with self.tb.block(f"if ({in_range(idx, y.type.dim(nbt.neighbor_source))})"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
             case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(y, *_)):
@@ -470,6 +472,18 @@ def _map_tree(fn, tree):
         return tuple(_map_tree(fn, t) for t in tree)
     return fn(tree)
 
+
+
+def in_range(idx: str, dim: ir.Dim | None) -> str:
+    """C++: the table entry ``idx`` names an element of the operand's interval
+    ``dim`` (a negative entry never does).  Every indirect read is guarded by
+    it, so no table, however it was changed, makes a kernel read out of range."""
+    if dim is None:
+        return f"{idx} >= 0"
+    start = sympy.sympify(dim.start)
+    lower = [f"{idx} >= {ccode(start)}"] if start.is_nonnegative else \
+        [f"{idx} >= 0"] if start.is_nonpositive else [f"{idx} >= 0", f"{idx} >= {ccode(start)}"]
+    return " && ".join(lower + [f"{idx} < {ccode(dim.stop)}"])
 
 
 def _table_dims(t: ir.TensorType) -> tuple[ir.Dim, ir.Dim]:
