@@ -263,19 +263,19 @@ class CallChecks:
         replaced by copies) and the ``(copy, original)`` pairs made."""
         spans = []
         pointers: dict[str, int] = {}
+        pointer = data_pointer
         for name, w, is_tuple in self._plan:
-            v = values[name]
-            for path, a in (_leaves(v) if is_tuple else (((), v),)):
-                if w and not _writeable(a):
-                    raise ArgumentError(
-                        f"{self.where}: parameter {_leaf_str(name, path)} is written by the "
-                        "program, but the array given for it is read-only (pass a writeable "
-                        "array, e.g. a copy made with np.array(x))")
-                n = a.nbytes
-                if n:
-                    lo = data_pointer(a)
-                    spans.append((lo, lo + n, name, path, w))
-                    pointers[name] = lo
+            a = values[name]
+            if is_tuple:
+                self._tuple_spans(name, w, a, spans)
+                continue
+            if w and not _writeable(a):
+                self._read_only(name, ())
+            n = a.nbytes
+            if n:
+                lo = pointer(a)
+                spans.append((lo, lo + n, name, (), w))
+                pointers[name] = lo
         out = dict(values)
         copies: list[tuple[Any, Any]] = []
         if self.written and len(spans) > 1 and _any_overlap(spans):
@@ -290,6 +290,20 @@ class CallChecks:
                 if table in pointers:
                     self._check_table(table, values[table], pointers[table], uses, bounds)
         return out, copies
+
+    def _tuple_spans(self, name: str, w: bool, value: Any, spans: list) -> None:
+        for path, a in _leaves(value):
+            if w and not _writeable(a):
+                self._read_only(name, path)
+            if a.nbytes:
+                lo = data_pointer(a)
+                spans.append((lo, lo + a.nbytes, name, path, w))
+
+    def _read_only(self, name: str, path: tuple[int, ...]) -> None:
+        raise ArgumentError(
+            f"{self.where}: parameter {_leaf_str(name, path)} is written by the program, but "
+            "the array given for it is read-only (pass a writeable array, e.g. a copy made "
+            "with np.array(x))")
 
     def _bounds(self, symbols: Mapping[str, int]) -> dict[int, tuple[int, int] | None]:
         """The interval of each table use for these sizes (None: not known here)."""
