@@ -29,9 +29,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import tensorir_dace as tir  # noqa: E402
-from bench_stencils import NABLA  # noqa: E402
-from tensorir_dace.testing import random_arguments  # noqa: E402
+import tensorir_dace as tir
+from bench_stencils import NABLA
+from tensorir_dace.testing import random_arguments
 
 
 def best(fn, repeat: int) -> float:

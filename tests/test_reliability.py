@@ -161,7 +161,7 @@ def test_table_changed_in_place_is_guarded_in_the_kernel(progs, comp):
     kw["V2E"][2, 0] = 10**9
     kw["E2V"][3, 0] = 2**62
     f(**kw)
-    o, s, c = numpy_tables(kw["v"], kw["w"], kw["e"], kw["E2V"], kw["V2E"])
+    o, s, _ = numpy_tables(kw["v"], kw["w"], kw["e"], kw["E2V"], kw["V2E"])
     np.testing.assert_allclose(kw["o"], o, equal_nan=True)
     np.testing.assert_allclose(kw["s"][[0, 1, 3, 4]], s[[0, 1, 3, 4]])
     assert np.isnan(kw["o"][3]) and np.isnan(kw["s"][2])
@@ -357,7 +357,7 @@ def test_corrupt_cached_library_rebuilt_in_fresh_process(built_cache, tmp_path, 
     """
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                         text=True, env=env, timeout=300)
+                         text=True, env=env, timeout=300, check=False)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split("\n")[-2] == "[0.0, 3.0, 6.0, 9.0] 1"
     assert "rebuilding it" in out.stderr

@@ -107,7 +107,7 @@ def table_uses(program: ir.Program) -> tuple[TableUse, ...]:
                 src = next((d.neighbor_source for d in table.type.dims
                             if d.neighbor_source is not None), None)
                 dim = node.args[0].type.dim(src) if src is not None else None
-                if dim is not None:
+                if src is not None and dim is not None:
                     use = TableUse(table.name, src, dim.start, dim.stop,
                                    node.loc or node.func.loc)
                     if use not in out:
@@ -138,7 +138,7 @@ def written_parameters(program: ir.Program) -> frozenset[str]:
 
 
 class _TableStats:
-    __slots__ = ("owner", "max", "min_nonneg")
+    __slots__ = ("max", "min_nonneg", "owner")
 
     def __init__(self, owner: Any, mx: int | None):
         self.owner = owner          # weak reference to the array owning the buffer
@@ -244,7 +244,7 @@ class CallChecks:
         self._bounds_for: tuple[dict, dict] | None = None    # (symbols, bounds per use)
 
     @classmethod
-    def for_program(cls, program: ir.Program, where: str | None = None) -> "CallChecks":
+    def for_program(cls, program: ir.Program, where: str | None = None) -> CallChecks:
         """The checks of a typed program (built once per program)."""
         hit = _BY_PROGRAM.get(id(program))
         if hit is not None and hit[0] is program:
@@ -261,7 +261,7 @@ class CallChecks:
         """Raise :class:`ArgumentError` for an unusable call; else return the
         values to run with (read parameters overlapping a written one
         replaced by copies) and the ``(copy, original)`` pairs made."""
-        spans = []
+        spans: list[tuple[int, int, str, tuple[int, ...], bool]] = []
         pointers: dict[str, int] = {}
         pointer = data_pointer
         for name, w, is_tuple in self._plan:
@@ -352,7 +352,7 @@ class CallChecks:
             if b is None:
                 continue
             lo, hi = b
-            if st.max < hi and (lo <= 0 or _min_nonnegative(t, st) >= lo):
+            if st.max < hi and (lo <= 0 or (_min_nonnegative(t, st) or 0) >= lo):
                 continue
             bad = (t >= hi) | ((t >= 0) & (t < lo))
             if not bad.any():       # the cached scan is stale: scan again
@@ -381,8 +381,7 @@ def _any_overlap(spans: list) -> bool:
     for s in spans[1:]:
         if s[0] < end:
             return True
-        if s[1] > end:
-            end = s[1]
+        end = max(end, s[1])
     return False
 
 
