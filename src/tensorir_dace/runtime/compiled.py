@@ -418,7 +418,7 @@ class SDFGCallable:
                 else:
                     self._hits += 1
                     for dup, src in entry.copies:
-                        np.copyto(dup, src)
+                        dup[...] = src      # NumPy or device arrays
                     if self._reinit:
                         _ensure_initialized_for(self.compiled, entry.init_key)
                     self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
