@@ -241,6 +241,9 @@ class CallChecks:
                                 [e.xreplace(plain) for e in exprs], modules=["math"])
             uses.setdefault(u.table, []).append(_Use(u, names, fn))
         self._uses = uses
+        # Interval bounds that name scalar parameters are evaluated on every call.
+        scalars = {p.name for p in params if p.type.is_scalar}
+        self._scalar_bounds = any(set(u.names) & scalars for us in uses.values() for u in us)
         self._bounds_for: tuple[dict, dict] | None = None    # (symbols, bounds per use)
 
     @classmethod
@@ -285,7 +288,7 @@ class CallChecks:
                 copies.append((dup, leaf))
                 out[name] = _replace_leaf(out[name], path, dup)
         if self._uses:
-            bounds = self._bounds(symbols)
+            bounds = self._bounds({**symbols, **values} if self._scalar_bounds else symbols)
             for table, uses in self._uses.items():
                 if table in pointers:
                     self._check_table(table, values[table], pointers[table], uses, bounds)
@@ -305,10 +308,10 @@ class CallChecks:
             "the array given for it is read-only (pass a writeable array, e.g. a copy made "
             "with np.array(x))")
 
-    def _bounds(self, symbols: Mapping[str, int]) -> dict[int, tuple[int, int] | None]:
+    def _bounds(self, symbols: Mapping[str, Any]) -> dict[int, tuple[int, int] | None]:
         """The interval of each table use for these sizes (None: not known here)."""
         last = self._bounds_for
-        if last is not None and last[0] == symbols:
+        if last is not None and not self._scalar_bounds and last[0] == symbols:
             return last[1]
         bounds: dict[int, tuple[int, int] | None] = {}
         for uses in self._uses.values():
