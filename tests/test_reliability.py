@@ -379,3 +379,59 @@ def test_corrupt_cached_library_rebuilt_in_process(built_cache, tmp_path, caplog
     np.testing.assert_allclose(o, [0.0, 3.0, 6.0])
     marker = next(dst.glob("small_*/ready")).read_text()
     assert '"sha256"' in marker
+
+
+# --------------------------------------------------------------------------- seeded random
+
+
+@pytest.mark.parametrize("backend", ["interpret", "compiled"])
+def test_random_tables_error_exactly_when_out_of_range(progs, comp, backend):
+    run = dict(backends(progs, comp, "tables"))[backend]
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        nv, nw, ne = (int(x) for x in rng.integers(0, 6, size=3))
+        kw = dict(v=rng.random(nv), w=rng.random(nw), e=rng.random(ne),
+                  E2V=rng.integers(-2, max(min(nv, nw), 0) or -1, size=(ne, 2)),
+                  V2E=rng.integers(-2, ne or -1, size=(nv, 3)),
+                  o=np.zeros(ne), s=np.zeros(nv), c=np.zeros(nv, dtype=bool))
+        table = kw["E2V" if rng.random() < 0.5 else "V2E"]
+        if table.size and rng.random() < 0.5:      # one entry out of range, maybe
+            pos = tuple(int(rng.integers(0, n)) for n in table.shape)
+            table[pos] = rng.choice([nv, nw, ne, nv + 1, 10**9, 2**62])
+        bad = (kw["E2V"][:, 0] >= nv).any() or (kw["E2V"][:, 1] >= nw).any() \
+            or (kw["V2E"] >= ne).any()
+        if bad:
+            with pytest.raises(ArgumentError, match="neighbour table"):
+                run(**kw)
+            continue
+        run(**kw)
+        o, s, c = numpy_tables(kw["v"], kw["w"], kw["e"], kw["E2V"], kw["V2E"])
+        np.testing.assert_allclose(kw["o"], o, equal_nan=True)
+        np.testing.assert_allclose(kw["s"], s)
+        np.testing.assert_array_equal(kw["c"], c)
+
+
+@pytest.mark.parametrize("backend", ["interpret", "compiled"])
+def test_random_overlaps_behave_like_separate_arrays(progs, comp, backend):
+    run = dict(backends(progs, comp, "multi"))[backend]
+    rng = np.random.default_rng(5)
+    n = 6
+    for _ in range(40):
+        buf = rng.random(4 * n)
+        # Each parameter leaf is a random window of one shared buffer or a fresh array.
+        def window():
+            if rng.random() < 0.5:
+                return rng.random(n)
+            start = int(rng.integers(0, 3 * n + 1))
+            return buf[start:start + n]
+        kw = dict(x=window(), y=window(), a=window(), u=window(), p=(window(), window()))
+        written = [kw["x"], kw["y"], kw["u"], *kw["p"]]
+        clash = any(np.may_share_memory(s, t) for i, s in enumerate(written)
+                    for t in written[i + 1:])
+        if clash:
+            with pytest.raises(ArgumentError, match="share memory"):
+                run(**kw)
+            continue
+        ref = numpy_multi(kw["a"].copy(), kw["u"].copy())
+        run(**kw)
+        assert_multi(kw, ref)
