@@ -30,10 +30,11 @@ def test_checked_in_sdfg_is_current_and_loads(tir, optimize):
         f"{path.name} is out of date: run python sdfg_examples/regenerate.py")
 
 
-@pytest.mark.parametrize("name", ["program_if", "symbolic_sizes", "concat_boundary"])
+@pytest.mark.parametrize("name", ["program_if", "symbolic_sizes", "concat_boundary",
+                                  "vertical_offset"])
 def test_own_examples_match_interpreter(name):
     src = (EXAMPLES / f"{name}.tir").read_text()
-    check_against_interpreter(src, "default", sizes={"N": 6, "M": 5, "K": 3, "L": 7})
+    check_against_interpreter(src, "default", sizes={"N": 6, "M": 5, "K": 3, "L": 7, "C": 6})
 
 
 def test_command_line_check_lower_run(tmp_path):

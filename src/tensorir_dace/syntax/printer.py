@@ -191,7 +191,8 @@ class Printer:
                 return (f"{self.expr(args[0], POSTFIX, indent)}[{int(args[1].value)}]",
                         POSTFIX)
         if (isinstance(func, ir.Call) and func.func == ir.Sym("shift") and func.args
-                and all(self.is_offset(a) for a in func.args)):
+                and isinstance(func.args[0], ir.Sym)
+                and all(self.is_offset(a) or i > 0 for i, a in enumerate(func.args))):
             offsets = ", ".join(self.expr(a) for a in func.args)
             return (f"{self.shift_open}{offsets}{self.shift_close}"
                     f"({self.args(args, indent)})"), POSTFIX
