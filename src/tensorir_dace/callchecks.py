@@ -259,11 +259,12 @@ class CallChecks:
         _BY_PROGRAM[id(program)] = (program, checks)
         return checks
 
-    def check(self, values: Mapping[str, Any], symbols: Mapping[str, int]
+    def check(self, values: dict[str, Any], symbols: Mapping[str, int]
               ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
         """Raise :class:`ArgumentError` for an unusable call; else return the
         values to run with (read parameters overlapping a written one
-        replaced by copies) and the ``(copy, original)`` pairs made."""
+        replaced by copies; ``values`` itself when nothing overlaps) and the
+        ``(copy, original)`` pairs made."""
         spans: list[tuple[int, int, str, tuple[int, ...], bool]] = []
         pointers: dict[str, int] = {}
         pointer = data_pointer
@@ -279,9 +280,10 @@ class CallChecks:
                 lo = pointer(a)
                 spans.append((lo, lo + n, name, (), w))
                 pointers[name] = lo
-        out = dict(values)
+        out = values
         copies: list[tuple[Any, Any]] = []
         if self.written and len(spans) > 1 and _any_overlap(spans):
+            out = dict(values)
             for name, path in self._overlaps(spans):
                 leaf = dict(_leaves(out[name]))[path]
                 dup = leaf.copy()
