@@ -313,8 +313,7 @@ class ExprGen:
         idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
-        return self.guarded_read(e, operand, inner, table_guard(idx, operand.type.dim(src)),
-                                 scope)
+        return self.guarded_read(e, operand, inner, table_guard(idx, operand, src), scope)
 
     def guarded_read(self, e: ir.Call, operand: ir.Expr, inner: Env, guard: str,
                      scope: CScope):
@@ -375,7 +374,7 @@ class ExprGen:
                 ok = self.tb.var("bool", "false", "ok")
                 inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
                 inner[nbt.neighbor_source] = Idx(idx)
-                with self.tb.block(f"if ({table_guard(idx, y.type.dim(nbt.neighbor_source))})"):
+                with self.tb.block(f"if ({table_guard(idx, y, nbt.neighbor_source)})"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
             case ir.Call(func=ir.Call(func=ir.Sym(name="offset_shift"), args=st), args=(y,)):
@@ -506,10 +505,12 @@ def _map_tree(fn, tree):
 
 
 
-def table_guard(idx: str, dim: ir.Dim | None) -> str:
-    """C++: the table entry ``idx`` names an element of the operand's interval
-    ``dim`` (a negative entry never does).  Every indirect read is guarded by
-    it, so no table, however it was changed, makes a kernel read out of range."""
+def table_guard(idx: str, operand: ir.Expr, src: str | None) -> str:
+    """C++: the table entry ``idx`` names an element of ``operand``'s interval
+    along ``src`` (a negative entry never does).  Every indirect read is guarded
+    by it, so no table, however it was changed, makes a kernel read out of range."""
+    t = operand.type
+    dim = t.dim(src) if isinstance(t, ir.TensorType) and src is not None else None
     if dim is None:
         return f"{idx} >= 0"
     start = sympy.sympify(dim.start)

@@ -38,7 +38,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import dace
 from dace import dtypes
@@ -299,7 +299,7 @@ def _library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
     if len(head) < 64 or head[:4] != b"\x7fELF":
         return "not an ELF file"
     if head[4] == 2:        # ELFCLASS64
-        order = "little" if head[5] == 1 else "big"
+        order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
         shoff = int.from_bytes(head[40:48], order)
         shentsize = int.from_bytes(head[58:60], order)
         shnum = int.from_bytes(head[60:62], order)
