@@ -40,7 +40,7 @@ LAYERS: list[set[str]] = [          # top first
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "callchecks", "intervals", "syntax", "builders", "signature"},
+    {"arguments", "callchecks", "intervals", "openmp", "pointers", "syntax", "builders", "signature"},
     {"ir"},
     {"errors"},
 ]

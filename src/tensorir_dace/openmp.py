@@ -1,0 +1,123 @@
+"""OpenMP settings of compiled programs: wait policy, thread count, small maps.
+
+Compiled programs run their maps as OpenMP parallel loops (GNU libgomp).
+Two defaults of libgomp hurt on a shared machine:
+
+* **Wait policy.**  Idle threads spin at barriers for a while before they
+  sleep.  When other processes hold the cores, a spinning thread delays the
+  one that has work, and a call that takes 0.1 ms alone takes 10 ms or more.
+  ``import tensorir_dace`` therefore sets ``OMP_WAIT_POLICY=PASSIVE`` unless
+  the user set it.  libgomp reads its environment once, when it is loaded,
+  so this works only if no library has loaded libgomp before;
+  :func:`wait_policy` says which policy is in effect.
+* **Small maps.**  Starting a parallel region costs microseconds on an idle
+  machine and milliseconds on a busy one.  Maps with fewer than
+  :data:`SEQUENTIAL_BELOW` points run sequentially: constant-sized maps are
+  compiled so, and a call whose largest parallel map is that small runs
+  with one thread (see :mod:`tensorir_dace.runtime`).
+
+The thread count follows ``OMP_NUM_THREADS`` (libgomp's own rule: all cores
+when unset); :func:`set_num_threads` changes it for the calling thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+__all__ = ["SEQUENTIAL_BELOW", "get_num_threads", "set_num_threads", "wait_policy"]
+
+#: Maps with fewer points run sequentially.  Measured with
+#: ``benchmarks/bench_threads.py``: on an idle machine two threads pay off
+#: from roughly 20 000 points of a 7-point stencil, and with the cores busy
+#: a parallel region costs at least a scheduler time slice, which pays off
+#: only for maps far larger than this (those gain from the threads anyway).
+SEQUENTIAL_BELOW = 32768
+
+_policy_source = "user"          # "user", "tensorir_dace" or "too late"
+
+
+def _libgomp_loaded() -> bool:
+    """Whether libgomp is already mapped into this process (Linux; else False)."""
+    try:
+        with open("/proc/self/maps") as fp:
+            return any("libgomp" in line for line in fp)
+    except OSError:
+        return False
+
+
+def _configure() -> None:
+    """Make idle OpenMP threads sleep instead of spin, unless the user chose."""
+    global _policy_source
+    if "OMP_WAIT_POLICY" in os.environ:
+        return
+    if sys.platform.startswith("linux") and _libgomp_loaded():
+        _policy_source = "too late"
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    _policy_source = "tensorir_dace"
+
+
+def wait_policy() -> str:
+    """The OpenMP wait policy compiled programs run with, and who chose it:
+    ``"PASSIVE (set by tensorir_dace)"``, ``"ACTIVE (OMP_WAIT_POLICY)"``, or
+    ``"libgomp default (loaded before tensorir_dace)"``."""
+    if _policy_source == "too late":
+        return "libgomp default (loaded before tensorir_dace)"
+    value = os.environ.get("OMP_WAIT_POLICY", "")
+    who = "set by tensorir_dace" if _policy_source == "tensorir_dace" else "OMP_WAIT_POLICY"
+    return f"{value.upper()} ({who})"
+
+
+_gomp: ctypes.CDLL | None = None
+
+
+def _lib() -> ctypes.CDLL:
+    global _gomp
+    if _gomp is None:
+        try:
+            _gomp = ctypes.CDLL("libgomp.so.1")
+        except OSError:
+            from .errors import TensorIRError
+            raise TensorIRError("the OpenMP runtime (libgomp.so.1) is not installed; "
+                                "compiled programs need it") from None
+    return _gomp
+
+
+def get_num_threads() -> int:
+    """How many OpenMP threads the next compiled call of this thread may use."""
+    return int(_lib().omp_get_max_threads())
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` OpenMP threads in the compiled calls of this thread."""
+    if int(n) < 1:
+        from .errors import ArgumentError
+        raise ArgumentError(f"the thread count must be at least 1, got {n}")
+    _lib().omp_set_num_threads(int(n))
+
+
+class _Sequential:
+    """Run compiled calls with one thread: ``omp_set_num_threads`` around the call."""
+
+    __slots__ = ("set", "get")
+
+    def __init__(self) -> None:
+        lib = _lib()
+        self.set = lib.omp_set_num_threads
+        self.get = lib.omp_get_max_threads
+
+
+_sequential: _Sequential | None = None
+
+
+def sequential_switch() -> _Sequential:
+    """The libgomp functions a call uses to run one-threaded (loaded once)."""
+    global _sequential
+    if _sequential is None:
+        _sequential = _Sequential()
+    return _sequential
+
+
+_configure()
