@@ -67,10 +67,13 @@ def _median_time(fn, repeat: int) -> float:
 
 def cmd_run(args) -> int:
     from .interpreter import interpret
+    from .openmp import get_num_threads, set_num_threads, wait_policy
     from .runtime.program import compile
     from .testing import clone, max_difference, random_arguments
     program = _read(args.file)
     inputs = random_arguments(program, sizes=_sizes(args.size), seed=args.seed)
+    if args.threads is not None:
+        set_num_threads(args.threads)
     t0 = time.perf_counter()
     compiled = compile(program, optimize=args.optimize)
     compile_s = time.perf_counter() - t0
@@ -82,6 +85,8 @@ def cmd_run(args) -> int:
     work = clone(inputs)
     t_comp = _median_time(lambda: compiled(**work), args.repeat)
     print(f"program     {program.name}")
+    print(f"threads     {get_num_threads()} OpenMP threads, wait policy {wait_policy()}; "
+          "maps under the small-map threshold run on one")
     print(f"compile     {compile_s:.2f} s (cached builds load in milliseconds)")
     print(f"max |compiled - interpreted| = {diff:.3g}")
     print(f"interpreter {t_interp * 1e3:9.3f} ms (median of {args.repeat})")
@@ -110,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--optimize", default="default", choices=["none", "default"])
     p.add_argument("--tolerance", type=float, default=1e-9)
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="OpenMP threads of the compiled program (default: OMP_NUM_THREADS, "
+                        "else every core)")
     p.set_defaults(fn=cmd_run)
     args = parser.parse_args(argv)
     try:

@@ -11,10 +11,11 @@ Two defaults of libgomp hurt on a shared machine:
   so this works only if no library has loaded libgomp before;
   :func:`wait_policy` says which policy is in effect.
 * **Small maps.**  Starting a parallel region costs microseconds on an idle
-  machine and milliseconds on a busy one.  Maps with fewer than
-  :data:`SEQUENTIAL_BELOW` points run sequentially: constant-sized maps are
-  compiled so, and a call whose largest parallel map is that small runs
-  with one thread (see :mod:`tensorir_dace.runtime`).
+  machine and milliseconds on a busy one.  A call whose largest parallel
+  map has fewer than :data:`SEQUENTIAL_BELOW` points runs with one thread
+  (decided per call from the sizes, see :mod:`tensorir_dace.runtime`).  The
+  maps stay OpenMP loops: DaCe's sequential schedule would allocate per-point
+  scratch inside the loop and run several times slower.
 
 The thread count follows ``OMP_NUM_THREADS`` (libgomp's own rule: all cores
 when unset); :func:`set_num_threads` changes it for the calling thread.
@@ -25,6 +26,8 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["SEQUENTIAL_BELOW", "get_num_threads", "set_num_threads", "wait_policy"]
 
@@ -98,26 +101,15 @@ def set_num_threads(n: int) -> None:
     _lib().omp_set_num_threads(int(n))
 
 
-class _Sequential:
-    """Run compiled calls with one thread: ``omp_set_num_threads`` around the call."""
-
-    __slots__ = ("set", "get")
-
-    def __init__(self) -> None:
-        lib = _lib()
-        self.set = lib.omp_set_num_threads
-        self.get = lib.omp_get_max_threads
-
-
-_sequential: _Sequential | None = None
-
-
-def sequential_switch() -> _Sequential:
-    """The libgomp functions a call uses to run one-threaded (loaded once)."""
-    global _sequential
-    if _sequential is None:
-        _sequential = _Sequential()
-    return _sequential
+def run_one_threaded(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` with one OpenMP thread (for calls whose maps are all small)."""
+    lib = _lib()
+    threads = lib.omp_get_max_threads()
+    lib.omp_set_num_threads(1)
+    try:
+        fn(*args)
+    finally:
+        lib.omp_set_num_threads(threads)
 
 
 _configure()

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..openmp import sequential_switch
+from .. import openmp
+from ..openmp import run_one_threaded
 from ..pointers import data_pointer
 from .library import Library
 
@@ -115,7 +116,6 @@ class NativeCallable:
         self._constraints = evaluator(" and ".join(f"({lo}) <= ({hi})" for lo, hi in cons),
                                       names) if cons else None
         self._volume = evaluator(plan["volume"], names) if plan.get("volume") else None
-        self._below = int(plan.get("sequential_below", 0))
         self._args = tuple((kind, ref, _CTYPES[ct] if ct else None, _RANGES.get(ct))
                            for kind, ref, *rest in plan["args"] for ct in [rest[0] if rest
                                                                            else None])
@@ -165,13 +165,7 @@ class NativeCallable:
         if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
             lib.ensure_init(entry.initargs, entry.init_key)
         if entry.sequential:
-            switch = sequential_switch()
-            threads = switch.get()
-            switch.set(1)
-            try:
-                lib.call(entry.callargs)
-            finally:
-                switch.set(threads)
+            run_one_threaded(lib.call, entry.callargs)
         else:
             lib.call(entry.callargs)
 
@@ -229,7 +223,8 @@ class NativeCallable:
             callargs.append(ctype(v))
         checks = tuple((weakref.ref(v), v.shape, v.strides, v.dtype, self._leaves[i][5])
                        for i, v in enumerate(values) if self._leaves[i][2] == "array")
-        sequential = self._volume is not None and self._volume(*syms) < self._below
+        sequential = self._volume is not None and \
+            self._volume(*syms) < openmp.SEQUENTIAL_BELOW
         return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init), checks,
                       sequential)
 

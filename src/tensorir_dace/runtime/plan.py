@@ -27,7 +27,6 @@ import dace
 import sympy
 from dace import dtypes
 
-from ..openmp import SEQUENTIAL_BELOW
 from .library import file_digest
 from .native import PLAN_FORMAT, evaluator
 
@@ -181,5 +180,4 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         "init": list(c._init_positions),
         "reinit": c._reinit,
         "volume": None if volume is None else _py(volume, names),
-        "sequential_below": SEQUENTIAL_BELOW,
     }
