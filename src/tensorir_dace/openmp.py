@@ -31,12 +31,12 @@ from typing import Any
 
 __all__ = ["SEQUENTIAL_BELOW", "get_num_threads", "set_num_threads", "wait_policy"]
 
-#: Maps with fewer points run sequentially.  Measured with
-#: ``benchmarks/bench_threads.py``: on an idle machine two threads pay off
-#: from roughly 20 000 points of a 7-point stencil, and with the cores busy
-#: a parallel region costs at least a scheduler time slice, which pays off
-#: only for maps far larger than this (those gain from the threads anyway).
-SEQUENTIAL_BELOW = 32768
+#: A call whose largest parallel map has fewer points runs with one thread.
+#: Measured with ``benchmarks/bench_threads.py`` (a 3-point stencil, two
+#: cores): two threads were slower than one at every size up to 2**18
+#: points, on a shared machine and with two CPU-bound processes alongside
+#: (0.4x at 4096 points, 0.9x at 2**18); from about 2**20 points they pay.
+SEQUENTIAL_BELOW = 262144
 
 _policy_source = "user"          # "user", "tensorir_dace" or "too late"
 
@@ -90,7 +90,7 @@ def _lib() -> ctypes.CDLL:
 
 def get_num_threads() -> int:
     """How many OpenMP threads the next compiled call of this thread may use."""
-    return int(_lib().omp_get_max_threads())
+    return int(_lib().omp_get_max_threads()) if _threads is None else _threads
 
 
 def set_num_threads(n: int) -> None:
@@ -98,18 +98,25 @@ def set_num_threads(n: int) -> None:
     if int(n) < 1:
         from .errors import ArgumentError
         raise ArgumentError(f"the thread count must be at least 1, got {n}")
+    global _threads
     _lib().omp_set_num_threads(int(n))
+    _threads = int(n)
+
+
+_threads: int | None = None     # this process's thread count, once known
 
 
 def run_one_threaded(fn: Callable[..., Any], *args: Any) -> None:
     """``fn(*args)`` with one OpenMP thread (for calls whose maps are all small)."""
+    global _threads
     lib = _lib()
-    threads = lib.omp_get_max_threads()
+    if _threads is None:
+        _threads = int(lib.omp_get_max_threads())
     lib.omp_set_num_threads(1)
     try:
         fn(*args)
     finally:
-        lib.omp_set_num_threads(threads)
+        lib.omp_set_num_threads(_threads)
 
 
 _configure()

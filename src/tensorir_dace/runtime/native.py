@@ -21,6 +21,7 @@ import ast
 import ctypes
 import weakref
 from collections.abc import Callable
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -67,18 +68,55 @@ _SCALAR_TYPES = {
     "int64": (int, np.int64, np.int32), "int32": (int, np.int64, np.int32),
     "bool": (bool, np.bool_),
 }
-_KEY_TYPES = frozenset([int, float, bool, np.float64, np.float32, np.int64, np.int32, np.bool_])
 
 
 class _Entry:
-    __slots__ = ("callargs", "initargs", "init_key", "checks", "sequential")
+    """Prepared argument vectors for one set of argument objects.
 
-    def __init__(self, callargs: tuple, initargs: tuple, checks: tuple, sequential: bool):
+    Entries are found by argument names and object identities, and dropped
+    (weak-reference callbacks) as soon as one of their arrays is freed, so a
+    found entry's arrays are the very objects it was made for.  It is used if
+    their shapes are unchanged, the written ones are still writeable, and the
+    scalars have the same types and values."""
+
+    __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
+                 "scalars", "scalar_values", "sequential")
+
+    def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
+                 positions: tuple[Callable, Callable, tuple[int, ...]], sequential: bool):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = tuple(a.value for a in initargs)
-        self.checks = checks           # (weakref, shape, strides, dtype, written) per array
+        self.pick, self.pick_written, self.scalars = positions
+        self.shapes = tuple(map(_SHAPE, self.pick(values)))
+        self.refs: tuple = ()
+        self.scalar_values = tuple((type(values[i]), values[i]) for i in self.scalars)
         self.sequential = sequential
+
+    def watch(self, values: tuple, forget: Callable[[Any], None]) -> None:
+        """Call ``forget`` when one of the arrays in ``values`` is freed."""
+        self.refs = tuple(weakref.ref(a, forget) for a in self.pick(values))
+
+    def matches(self, values: tuple) -> bool:
+        return tuple(map(_SHAPE, self.pick(values))) == self.shapes \
+            and all(map(_WRITEABLE, self.pick_written(values))) \
+            and (not self.scalars
+                 or tuple((type(values[i]), values[i]) for i in self.scalars)
+                 == self.scalar_values)
+
+
+def _picker(positions: list[int]) -> Callable[[tuple], tuple]:
+    """``values -> tuple of values[i] for i in positions``, at C speed."""
+    if len(positions) > 1:
+        return itemgetter(*positions)
+    if positions:
+        i = positions[0]
+        return lambda values: (values[i],)
+    return lambda values: ()
+
+
+_SHAPE = attrgetter("shape")
+_WRITEABLE = attrgetter("flags.writeable")
 
 
 class NativeCallable:
@@ -98,17 +136,24 @@ class NativeCallable:
         self.max_cached = max_cached
         self._entries: dict[tuple, _Entry] = {}
         self.params = tuple(plan["params"])
-        self._param_set = frozenset(self.params)
+        leaves = plan["leaves"]
+        if any(lf["path"] for lf in leaves):    # plans describe no tuple parameters
+            raise ValueError("call plan with tuple-typed parameters")
+        self._param_keys = frozenset(lf["param"] for lf in leaves)
+        self._leaf_params = tuple(lf["param"] for lf in leaves)
         names = list(plan["symbols"])
         self._names = names
-        # (param, path, kind, dtype, ndim, written)
-        self._leaves = tuple((lf["param"], tuple(lf["path"]), lf["kind"], np.dtype(lf["dtype"]),
-                              len(lf.get("shape", ())), bool(lf.get("written")))
-                             for lf in plan["leaves"])
-        self._arrays = tuple(i for i, lf in enumerate(plan["leaves"]) if lf["kind"] == "array")
+        arrays = [i for i, lf in enumerate(leaves) if lf["kind"] == "array"]
+        # (leaf, dtype, ndim, written) per array; (leaf, accepted types) per scalar
+        self._array_specs = tuple((i, np.dtype(leaves[i]["dtype"]), len(leaves[i]["shape"]),
+                                   bool(leaves[i]["written"])) for i in arrays)
+        self._scalar_specs = tuple((i, _SCALAR_TYPES.get(lf["dtype"], ()))
+                                   for i, lf in enumerate(leaves) if lf["kind"] != "array")
+        self._written_params = tuple(leaves[i]["param"] for i in arrays if leaves[i]["written"])
+        self._pick_arrays = _picker(arrays)
         self._shapes = evaluator("(" + "".join(
-            "(" + "".join(f"{e}, " for e in plan["leaves"][i]["shape"]) + "), "
-            for i in self._arrays) + ")", names)
+            "(" + "".join(f"{e}, " for e in leaves[i]["shape"]) + "), " for i in arrays) + ")",
+            names)
         self._solve = tuple((sym, i, d, evaluator(e, ["x"]))
                             for sym, (i, d, e) in plan["solve"].items())
         self._scalar_symbols = tuple(plan["scalar_symbols"].items())
@@ -116,49 +161,35 @@ class NativeCallable:
         self._constraints = evaluator(" and ".join(f"({lo}) <= ({hi})" for lo, hi in cons),
                                       names) if cons else None
         self._volume = evaluator(plan["volume"], names) if plan.get("volume") else None
-        self._args = tuple((kind, ref, _CTYPES[ct] if ct else None, _RANGES.get(ct))
-                           for kind, ref, *rest in plan["args"] for ct in [rest[0] if rest
-                                                                           else None])
+        # per C argument: (kind, leaf index / array position / symbol, ctype, int range)
+        position = {leaf: k for k, leaf in enumerate(arrays)}
+        self._args = tuple((kind, position[ref] if kind == "array" else ref,
+                            _CTYPES[rest[0]] if rest else None,
+                            _RANGES.get(rest[0]) if rest else None)
+                           for kind, ref, *rest in plan["args"])
+        self._array_args = _picker([ref for _, ref, *_ in self._args]) \
+            if all(kind == "array" for kind, *_ in self._args) else None
+        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...]]] = {}
         self._init = tuple(plan["init"])
         self._reinit = bool(plan["reinit"])
 
     # ------------------------------------------------------------------ calling
 
     def __call__(self, **kwargs: Any) -> None:
-        parts: list[Any] = []
-        arrays: list[Any] = []
-        for k, v in kwargs.items():
-            t = type(v)
-            if t is np.ndarray:
-                parts.append(k)
-                parts.append(id(v))
-                arrays.append(v)
-            elif t in _KEY_TYPES:
-                parts.append(k)
-                parts.append(t)
-                parts.append(v)
-            else:
-                self.fallback(**kwargs)      # tuples, device arrays, …
-                return
-        key = tuple(parts)
+        values = tuple(kwargs.values())
+        key = (*kwargs, *map(id, values))
         entry = self._entries.get(key)
-        if entry is not None:
-            for a, (ref, shape, strides, dtype, written) in zip(arrays, entry.checks):
-                if ref() is not a or a.shape != shape or a.strides != strides \
-                        or a.dtype is not dtype or (written and not a.flags.writeable):
-                    break
-            else:
-                self._run(entry)
+        if entry is None or not entry.matches(values):
+            entry = self._prepare(kwargs)
+            if entry is None:
+                self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
                 return
-            del self._entries[key]
-        entry = self._prepare(kwargs)
-        if entry is None:
-            self.fallback(**kwargs)
-            return
+            entries = self._entries
+            if key not in entries and len(entries) >= self.max_cached:
+                entries.pop(next(iter(entries)))
+            entry.watch(values, lambda _ref: entries.pop(key, None))
+            entries[key] = entry
         self._run(entry)
-        if len(self._entries) >= self.max_cached:
-            self._entries.pop(next(iter(self._entries)))
-        self._entries[key] = entry
 
     def _run(self, entry: _Entry) -> None:
         lib = self.library
@@ -183,60 +214,72 @@ class NativeCallable:
 
     def _prepare(self, kwargs: dict[str, Any]) -> _Entry | None:
         """Argument vectors for a plainly valid call; ``None``: take the full path."""
-        if len(kwargs) != len(self._param_set) or not self._param_set.issuperset(kwargs):
+        if kwargs.keys() != self._param_keys:
             return None
-        values: list[Any] = []
-        for param, path, kind, dtype, ndim, written in self._leaves:
-            v = kwargs[param]
-            for i in path:
-                if type(v) is not tuple or i >= len(v):
-                    return None
-                v = v[i]
-            if kind == "array":
-                if type(v) is not np.ndarray or v.dtype != dtype or v.ndim != ndim \
-                        or not v.flags.c_contiguous or (written and not v.flags.writeable):
-                    return None
-            elif type(v) not in _SCALAR_TYPES.get(dtype.name, ()):
+        values = [kwargs[p] for p in self._leaf_params]
+        for i, dtype, ndim, written in self._array_specs:
+            v = values[i]
+            if type(v) is not np.ndarray or v.dtype is not dtype or v.ndim != ndim:
                 return None
-            values.append(v)
+            flags = v.flags
+            if not flags.c_contiguous or (written and not flags.writeable):
+                return None
+        for i, types in self._scalar_specs:
+            if type(values[i]) not in types:
+                return None
         env: dict[str, int] = {}
         for sym, i, d, fn in self._solve:
             env[sym] = int(fn(values[i].shape[d]))
         for sym, i in self._scalar_symbols:
             env[sym] = int(values[i])
         syms = [env[n] for n in self._names]
-        for i, shape in zip(self._arrays, self._shapes(*syms)):
-            if values[i].shape != shape:
-                return None
+        arrays = self._pick_arrays(values)
+        if tuple(map(_SHAPE, arrays)) != self._shapes(*syms):
+            return None
         if self._constraints is not None and not self._constraints(*syms):
             return None
-        if self._overlap(values):
+        pointers = [data_pointer(a) for a in arrays]
+        if self._overlap(arrays, pointers):
             return None
+        if self._array_args is not None:      # arrays only: pointers in argument order
+            callargs = list(map(ctypes.c_void_p, self._array_args(pointers)))
+        else:
+            callargs = self._mixed_args(values, env, pointers)
+            if callargs is None:
+                return None
+        sequential = self._volume is not None and \
+            self._volume(*syms) < openmp.SEQUENTIAL_BELOW
+        return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
+                      tuple(kwargs.values()), self._positions(kwargs), sequential)
+
+    def _positions(self, kwargs: dict[str, Any]) -> tuple[Callable, Callable, tuple[int, ...]]:
+        """Where the arrays, the written arrays and the scalars are among the values
+        of a call with these keyword names (computed once per name order)."""
+        order = tuple(kwargs)
+        hit = self._orders.get(order)
+        if hit is None:
+            arrays = [order.index(self._leaf_params[i]) for i, *_ in self._array_specs]
+            written = [order.index(p) for p in self._written_params]
+            scalars = tuple(order.index(self._leaf_params[i]) for i, _ in self._scalar_specs)
+            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars)
+        return hit
+
+    def _mixed_args(self, values: list, env: dict[str, int], pointers: list[int]) -> list | None:
         callargs: list[Any] = []
         for kind, ref, ctype, bounds in self._args:
             if kind == "array":
-                callargs.append(ctypes.c_void_p(data_pointer(values[ref])))
+                callargs.append(ctypes.c_void_p(pointers[ref]))
                 continue
             v = values[ref] if kind == "scalar" else env[ref]
             if bounds is not None and not bounds[0] <= int(v) <= bounds[1]:
                 return None
             callargs.append(ctype(v))
-        checks = tuple((weakref.ref(v), v.shape, v.strides, v.dtype, self._leaves[i][5])
-                       for i, v in enumerate(values) if self._leaves[i][2] == "array")
-        sequential = self._volume is not None and \
-            self._volume(*syms) < openmp.SEQUENTIAL_BELOW
-        return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init), checks,
-                      sequential)
+        return callargs
 
-    def _overlap(self, values: list[Any]) -> bool:
+    def _overlap(self, arrays: tuple, pointers: list[int]) -> bool:
         """Whether a written array shares memory with another array argument."""
-        spans = []
-        for i in self._arrays:
-            v = values[i]
-            if v.nbytes:
-                start = data_pointer(v)
-                spans.append((start, start + v.nbytes, self._leaves[i][5]))
-        spans.sort()
+        spans = sorted((p, p + a.nbytes, spec[3]) for a, p, spec
+                       in zip(arrays, pointers, self._array_specs) if a.nbytes)
         for before, after in zip(spans, spans[1:]):
             if after[0] < before[1]:
                 return any(a[0] < b[1] and b[0] < a[1] and (a[2] or b[2])

@@ -107,7 +107,9 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         if kind == "array":
             leaf["shape"] = [sympy.sympify(s) for s in desc.shape]
             leaf["written"] = b.param in c._checks.written
-        elif kind == "scalar_array":
+        if b.path:
+            raise _NoPlan("tuple-typed parameter")
+        if kind == "scalar_array":
             raise _NoPlan("scalar passed as an array")
         elif kind == "symbol":
             symbol_of_scalar[b.data] = len(leaves)

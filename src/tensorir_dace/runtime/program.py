@@ -39,9 +39,18 @@ class CompiledProgram(SDFGConvertible):
         self._sdfg: dace.SDFG | None = sdfg
         self._signature: CallSignature | None = signature
         self._params: tuple[str, ...] = tuple(p.name for p in program.params)
-        self._callable: Any = self._full_callable()
-        if source_key is not None:
-            _store_plan(self._callable, source_key, cache_dir)
+        full = self._full_callable()
+        self._callable: Any = full
+        plan = _store_plan(full, source_key, cache_dir) if source_key is not None else None
+        if plan is not None:
+            # Calls go through ctypes as in a later process; DaCe's loader stays the fallback.
+            from .library import Library, LibraryError
+            from .native import NativeCallable
+            try:
+                library = Library(full.compiled._tir_library, plan["name"], plan)
+            except LibraryError:
+                return          # changed on disk since DaCe loaded it: keep DaCe's handle
+            self._callable = NativeCallable(plan, library, fallback=lambda: full)
 
     @classmethod
     def _from_cache(cls, source: str, plan: dict[str, Any], library: Any,
@@ -141,16 +150,18 @@ class CompiledProgram(SDFGConvertible):
         return f"CompiledProgram({self.name!r}, sdfg={sdfg})"
 
 
-def _store_plan(callable: Any, key: str, cache_dir: str | os.PathLike | None) -> None:
+def _store_plan(callable: Any, key: str, cache_dir: str | os.PathLike | None
+                ) -> dict[str, Any] | None:
     """Record how to call the library without DaCe, for the next process."""
     from .plan import call_plan
     from .source_cache import store_plan
     library = getattr(callable.compiled, "_tir_library", None)
     if library is None:
-        return
+        return None
     plan = call_plan(callable, str(library))
     if plan is not None:
         store_plan(key, plan, library, cache_dir)
+    return plan
 
 
 def compile(program: ir.Program | str, *, optimize: str = "default", device: str = "cpu",
