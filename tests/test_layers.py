@@ -11,7 +11,8 @@ Modules outside the stages:
 
 * ``tensorir_dace/__init__.py`` and ``__main__.py`` are the entry points, above
   every layer (nothing inside the package imports the package root);
-* ``testing.py`` (helpers for test suites) sits with ``cli | frontend``;
+* ``testing.py`` (helpers for test suites) and ``build.py`` (compiling many
+  programs at once) sit with ``cli | frontend``;
 * ``builders.py`` (constructing IR in Python) sits with ``syntax``, the other
   way to write IR;
 * ``signature.py`` (a lowered program's calling convention, plain data made by
@@ -33,14 +34,15 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 LAYERS: list[set[str]] = [          # top first
     {"__init__", "__main__"},
-    {"cli", "frontend", "testing"},
+    {"cli", "frontend", "testing", "build"},
     {"runtime"},
     {"interop"},
     {"lowering"},
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "callchecks", "intervals", "openmp", "pointers", "syntax", "builders", "signature"},
+    {"arguments", "callchecks", "intervals", "openmp", "pointers", "syntax", "builders",
+     "signature"},
     {"ir"},
     {"errors"},
 ]

@@ -33,7 +33,7 @@ __version__ = "0.1.0"
 # are loaded on first use.
 _LAZY = {
     "check": ("typing", "check"),
-    "build": ("runtime.build", "build"),
+    "build": ("build", "build"),
     "set_num_threads": ("openmp", "set_num_threads"),
     "get_num_threads": ("openmp", "get_num_threads"),
     "parse": ("syntax", "parse"),
