@@ -266,3 +266,59 @@ def test_run_reports_and_sets_threads(capsys):
         tir.set_num_threads(before)
     text = capsys.readouterr().out
     assert "threads     1 OpenMP threads" in text
+
+
+# --------------------------------------------------------------------------- build
+
+MODULE = '''
+from tensorir_dace.frontend import Tensor, dims, program
+
+I, J = dims("I J")
+
+
+@program
+def shifted(inp: Tensor[float, I, J], out: Tensor[float, I, J], alpha: float):
+    out[1:-1, 1:-1] = alpha * (inp(I + 1) - inp(I - 1))
+
+
+@program
+def generic(a, out):
+    out[...] = a + 1.0
+'''
+
+
+def test_build_compiles_files_and_modules_in_parallel(tmp_path, capsys):
+    from tensorir_dace.cli import main
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "lap.tir").write_text(LAP)
+    (src / "stencils.py").write_text(MODULE)
+    cache = tmp_path / "cache"
+    report = tir.build([src], jobs=2, cache_dir=cache, progress=None)
+    assert sorted(n.rsplit("/", 1)[-1] for n, _ in report.built) == ["lap.tir",
+                                                                      "stencils.py:shifted"]
+    assert [(n.rsplit("/", 1)[-1], why.split(":")[0]) for n, why in report.skipped] == \
+        [("stencils.py:generic", "rank-generic")]
+    assert report.ok and len(list((cache / "programs").glob("*.json"))) == 2
+    # a new process finds the decorated program's binary without DaCe
+    got = run_fresh(f"""
+    import json, sys
+    sys.path.insert(0, {str(src)!r})
+    import numpy as np
+    import stencils
+    inp = np.arange(30.0).reshape(5, 6) ** 2
+    out = np.zeros((5, 6))
+    stencils.shifted(inp, out, 0.5)
+    print(json.dumps({{"out": out.tolist(), "dace": "dace" in sys.modules}}))
+    """, cache)
+    inp = np.arange(30.0).reshape(5, 6) ** 2
+    expected = np.zeros((5, 6))
+    expected[1:-1, 1:-1] = 0.5 * (inp[2:, 1:-1] - inp[:-2, 1:-1])
+    assert got["dace"] is False
+    np.testing.assert_allclose(got["out"], expected, rtol=1e-14)
+    # the command line: a broken file fails the build and says why
+    (src / "bad.tir").write_text("bad(out: tensor<float, I[0:N]>) { out ← zz }")
+    assert main(["build", str(src / "bad.tir"), str(src / "lap.tir"), "--jobs", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "bad.tir" in captured.err and "unknown name 'zz'" in captured.err
+    assert "built 1 programs" in captured.out

@@ -2,7 +2,8 @@
 
     tensorir-dace check sdfg_examples/laplacian.tir
     tensorir-dace lower sdfg_examples/laplacian.tir -o lap.sdfg --optimize default
-    tensorir-dace run sdfg_examples/nabla.tir --size N=1000
+    tensorir-dace run sdfg_examples/nabla.tir --size N=1000 --threads 1
+    tensorir-dace build sdfg_examples/ my_stencils.py
 """
 
 from __future__ import annotations
@@ -95,6 +96,17 @@ def cmd_run(args) -> int:
     return 0 if diff <= args.tolerance else 1
 
 
+def cmd_build(args) -> int:
+    from .build import build
+    report = build(args.paths, optimize=args.optimize, jobs=args.jobs)
+    for name, message in report.failed:
+        print(f"error: {name}: {message}", file=sys.stderr)
+    print(f"built {len(report.built)} programs in {report.seconds:.1f} s"
+          + (f", skipped {len(report.skipped)}" if report.skipped else "")
+          + (f", {len(report.failed)} failed" if report.failed else ""))
+    return 0 if report.ok else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tensorir-dace", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -119,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="OpenMP threads of the compiled program (default: OMP_NUM_THREADS, "
                         "else every core)")
     p.set_defaults(fn=cmd_run)
+    p = sub.add_parser("build", help="compile .tir files and the @programs of Python modules "
+                                     "into the compile cache, in parallel")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help=".tir files, Python modules or directories")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="programs compiled at once (default: one per core)")
+    p.add_argument("--optimize", default="default", choices=["none", "default"])
+    p.set_defaults(fn=cmd_build)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

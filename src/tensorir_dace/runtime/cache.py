@@ -45,7 +45,7 @@ from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.config import Config
 from filelock import FileLock
 
-from .cachedir import get_cache_dir, set_cache_dir
+from .cachedir import _stats, cache_stats, compile_count, get_cache_dir, set_cache_dir
 from .library import file_digest, library_problem
 
 __all__ = [
@@ -65,23 +65,6 @@ _log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
 _memo: dict[str, CompiledSDFG] = {}
-_stats = {"compiled": 0, "loaded": 0, "memo_hits": 0, "compile_seconds": 0.0,
-          "load_seconds": 0.0}
-
-# --------------------------------------------------------------------------- counters
-
-
-def compile_count() -> int:
-    """How many times this process ran the C++ compiler through :func:`compile_sdfg`."""
-    return int(_stats["compiled"])
-
-
-def cache_stats() -> dict[str, float]:
-    """Counters of this process: ``compiled`` (C++ compiler ran), ``loaded``
-    (built library loaded from disk), ``memo_hits`` (already loaded in this
-    process), and the seconds spent compiling and loading."""
-    return dict(_stats)
-
 
 # --------------------------------------------------------------------------- key
 

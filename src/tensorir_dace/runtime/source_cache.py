@@ -21,9 +21,10 @@ import os
 import pathlib
 import platform
 import sys
+import time
 from typing import Any
 
-from .cachedir import get_cache_dir
+from .cachedir import _stats, get_cache_dir
 from .library import Library, LibraryError
 from .native import PLAN_FORMAT
 
@@ -109,7 +110,11 @@ def load_plan(key: str, cache_dir: str | os.PathLike | None = None
         return None
     library = path.parent.parent / plan["library"]
     try:
-        return plan, Library(library, plan["name"], plan)
+        t0 = time.perf_counter()
+        loaded = plan, Library(library, plan["name"], plan)
+        _stats["loaded"] += 1
+        _stats["load_seconds"] += time.perf_counter() - t0
+        return loaded
     except LibraryError as ex:
         _log.warning("tensorir_dace: %s; rebuilding it", ex)
         return None
