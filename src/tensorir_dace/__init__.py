@@ -17,7 +17,10 @@ from typing import Any
 from . import ir
 from .errors import (ArgumentError, FrontendError, LoweringError, ParseError, SourceLoc,
                      TensorIRError, TypeCheckError)
+from .log import configure_from_env as _configure_log
 from .typing import check
+
+_configure_log()
 
 __version__ = "0.1.0"
 
@@ -31,6 +34,7 @@ _LAZY = {
     "interpret": ("interpreter", "interpret"),
     "to_sdfg": ("lowering", "to_sdfg"),
     "compile": ("runtime.program", "compile"),
+    "view": ("viewer", "view"),
     "CompiledProgram": ("runtime.program", "CompiledProgram"),
     "function": ("frontend", "function"),
     "program": ("frontend", "program"),
