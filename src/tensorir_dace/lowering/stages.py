@@ -43,7 +43,7 @@ def sdfg_stages(program: ir.Program, names: list[str] | None = None) -> dict[str
         with stage("lowering"):
             out["lowered"] = lower(typed, fused=False).sdfg
     if any(n != "lowered" for n in wanted):
-        with stage("lowering (fused)"):
+        with stage("lowering"):
             sdfg = lower(typed, fused=True).sdfg
         for p in PIPELINES["default"]:
             with stage(f"pass {p.__name__}"):
