@@ -22,6 +22,24 @@
 
 See docs/frontend.md for the tutorial and docs/specialization.md for rank-generic
 programs and functions.
+
+Layout, in the order a call flows through it.  What users write with:
+``dims`` (dimensions, offsets, index conditions), ``annotations`` (``Tensor[…]``
+and argument wrappers), ``api`` (the builtins), ``callables`` (scan operators
+and the classes translation recognises decorated objects by).  Specialising at
+call time: ``decorators`` (``@program``/``@function`` objects) ask ``analysis``
+to describe the arguments and ``specialize`` for the cached specialisation
+(keys, logging, compiled binaries); a new one is translated.  Reading the
+source: ``source`` (AST and file positions).  Translating: ``nodes`` lists every
+supported AST node type and the method that handles it; the translator is a
+chain of classes, each adding one concern: ``expressions`` (names, operators,
+subscripts; the values of ``values``; the program state of ``context``) <
+``builtin_calls`` (builtins, casts, shifts, concat_where) < ``reductions``
+(reductions and scans) < ``bodies`` (statements of function bodies, evaluated
+to their return value) < ``functions`` (calls and inlining; entry point
+``translate_call``) < ``assignments`` (names and writes in programs) <
+``programs`` (program statements and control flow; entry point
+``translate_program``).
 """
 
 from .annotations import (

@@ -17,9 +17,7 @@ from ..typing.scope import Binding, Scope
 from .dims import (
     NeighborDimension,
 )
-from .markers import strip_masks
-
-# --------------------------------------------------------------------------- context
+from .values import strip_masks
 
 
 class ProgramContext:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +25,10 @@ import numpy as np
 import sympy
 
 from .. import ir
-from ..interop import SDFGConvertible
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
+from ..interop import SDFGConvertible
+from ..typing import check
+from .analysis import Analysis, Specializer, check_named
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -35,17 +36,18 @@ from .annotations import (
     annotation_spec,
     generic_spec,
 )
+from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .dims import DefinitionError, Dimension
+from .functions import translate_call
+from .programs import translate_program
+from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
-    Analysis,
     CacheInfo,
     ParamInfo,
     ParamSig,
     Specialization,
     SpecializationCache,
-    Specializer,
-    check_named,
 )
 
 BACKENDS = ("compiled", "interpreter")
@@ -216,7 +218,6 @@ class _Specialized:
 
 
 def _checked(prog: ir.Program) -> ir.Program:
-    from ..typing import check
     try:
         check(prog)
     except TensorIRError as e:
@@ -242,7 +243,7 @@ def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[
     return True, ann
 
 
-class FunctionObject(_Specialized):
+class FunctionObject(_Specialized, InlinedFunction):
     """A ``@function``: a Tensor IR function, inlined where it is called.
 
     Called directly with arrays (outside a program), it runs JAX-style: it is
@@ -265,7 +266,6 @@ class FunctionObject(_Specialized):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg:
@@ -301,7 +301,6 @@ class FunctionObject(_Specialized):
         return {self._result_name()}
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .programs import translate_call
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
@@ -385,46 +384,6 @@ def function(fn: Callable | None = None, *, backend: str = "compiled", **compile
 field_operator = function
 
 
-class ScanOperator:
-    """A ``@scan_operator``: a recurrence along one dimension.
-
-    The body takes ``(state, a1, …)`` — the state at the previous level and
-    the operands at this level, without the scan dimension — and returns the
-    new state (a tuple for a tuple state).  Called with ``(a1, …)``, it gives
-    the states at every level.
-    """
-
-    def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any):
-        if not inspect.isfunction(fn):
-            raise DefinitionError("@scan_operator decorates a Python function")
-        if not isinstance(axis, Dimension):
-            raise DefinitionError("scan_operator(axis=K, …): axis must be a Dimension")
-        _check_init(init)
-        self.fn = fn
-        self.axis = axis
-        self.forward = bool(forward)
-        self.init = init
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args: Any, **kwargs: Any):
-        raise FrontendError(f"'{self.fn.__name__}' is a scan operator: call it from a "
-                            "@tensorir_dace.program or @function")
-
-    def __repr__(self) -> str:
-        return (f"<tensorir_dace.scan_operator {self.fn.__qualname__} along "
-                f"{self.axis.name}, {'forward' if self.forward else 'backward'}>")
-
-
-def _check_init(init: Any) -> None:
-    if isinstance(init, tuple):
-        for x in init:
-            _check_init(x)
-        return
-    if not isinstance(init, (bool, int, float, np.generic)):
-        raise DefinitionError(f"scan_operator init must be a number or a tuple of numbers, got "
-                        f"{init!r}")
-
-
 def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
     """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``."""
     def deco(fn: Callable) -> ScanOperator:
@@ -435,7 +394,7 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
 # --------------------------------------------------------------------------- programs
 
 
-class ProgramObject(_Specialized, SDFGConvertible):
+class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     """A ``@program``: translated to Tensor IR, runnable with arrays.
 
     * ``prog.ir`` — the :class:`ir.Program` (print it with ``tensorir_dace.format``);
@@ -463,7 +422,6 @@ class ProgramObject(_Specialized, SDFGConvertible):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -508,7 +466,6 @@ class ProgramObject(_Specialized, SDFGConvertible):
                              f"them — and see {name}.specialize(…).ir", p.loc)
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .programs import translate_program
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
@@ -597,15 +554,8 @@ class ProgramObject(_Specialized, SDFGConvertible):
 
 def _caller() -> str | None:
     """file:line of the first frame outside this package (the user's call)."""
-    import os
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(pkg + os.sep):
-            return f"{fn}:{f.f_lineno}"
-        f = f.f_back
-    return None
+    frame = user_frame()
+    return f"{frame[0]}:{frame[1]}" if frame is not None else None
 
 
 def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
@@ -622,15 +572,6 @@ def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_
 
 
 def compile_ir(prog: ir.Program, **options: Any):
-    """Compile an IR program: ``tensorir_dace.compile`` where available."""
-    import tensorir_dace as tir
-    try:
-        comp = tir.compile
-    except AttributeError:
-        comp = None
-    if comp is not None:
-        return comp(prog, **options)
-    from ..lowering import lower_program
-    from ..runtime.compiled import SDFGCallable
-    lowered = lower_program(prog, optimize=options.get("optimize", "default"))
-    return SDFGCallable.from_sdfg(lowered.sdfg, lowered.signature)
+    """Compile an IR program with :func:`tensorir_dace.compile`."""
+    from ..runtime.program import compile as compile_program
+    return compile_program(prog, **options)

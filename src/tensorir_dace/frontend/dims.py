@@ -16,32 +16,26 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy
 
+from .. import intervals as iv
 from .. import ir
-from ..errors import FrontendError
+from ..errors import FrontendError, SourceLoc
+from .source import user_frame
 
 Bound = sympy.Expr
 
 
-def _user_loc():
-    """file:line of the innermost frame outside this package (where the user wrote it)."""
-    import os
-    import sys
-
-    from ..errors import SourceLoc
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(pkg) and not fn.startswith("<frozen"):
-            return SourceLoc(f.f_lineno, 1, fn)
-        f = f.f_back
-    return None
+def _user_loc() -> SourceLoc | None:
+    """Where the user wrote the definition being made."""
+    frame = user_frame()
+    return SourceLoc(frame[1], 1, frame[0]) if frame is not None else None
 
 
 class DefinitionError(FrontendError, TypeError):
@@ -69,12 +63,8 @@ def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
         if not all(s.is_integer for s in value.free_symbols):
             value = value.subs({s: ir.size_symbol(s.name) for s in value.free_symbols})
         return value
-    try:
-        import numpy as np
-        if isinstance(value, np.integer):
-            return sympy.Integer(int(value))
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.integer):
+        return sympy.Integer(int(value))
     if isinstance(value, int):
         return sympy.Integer(value)
     raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
@@ -128,12 +118,8 @@ class Dimension:
     # -- offsets: I + 1, I - 1
     def __add__(self, other: Any) -> Offset:
         if isinstance(other, bool) or not isinstance(other, int):
-            try:
-                import numpy as np
-                if isinstance(other, np.integer):
-                    return Offset(self, int(other))
-            except ImportError:  # pragma: no cover
-                pass
+            if isinstance(other, np.integer):
+                return Offset(self, int(other))
             return NotImplemented
         return Offset(self, other)
 
@@ -337,7 +323,6 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
     """a <= b, for index conditions: where the order depends on the sizes, sizes are
     taken to be larger than any offset written next to them (``K == K.size - 1`` lies
     above ``K == 0``)."""
-    from .. import intervals as iv
     if a == -sympy.oo or b == sympy.oo:
         return True
     if a == sympy.oo or b == -sympy.oo:
@@ -354,7 +339,6 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
 
 def _is_empty(lo: sympy.Expr, hi: sympy.Expr) -> bool:
     """[lo, hi) is empty (undecidable counts as not empty)."""
-    from .. import intervals as iv
     try:
         return _le(hi, lo)
     except iv.Undecidable:
@@ -371,7 +355,6 @@ def _min(a, b):
 
 def _normalize(segs: Iterable[Segment]) -> tuple[Segment, ...]:
     """Sorted, non-empty, merged segments."""
-    import functools
     items = [(lo, hi) for lo, hi in segs if not _is_empty(lo, hi)]
     items.sort(key=functools.cmp_to_key(
         lambda x, y: 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)))

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +15,6 @@ from ..errors import (
     FrontendError,
     SourceLoc,
 )
-
-# --------------------------------------------------------------------------- source
 
 
 @dataclass
@@ -61,6 +62,21 @@ class SourceInfo:
         if code is not None:
             names |= set(code.co_freevars)
         return names
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame() -> tuple[str, int] | None:
+    """File and line of the innermost frame outside this package: where the user
+    wrote a definition or made a call."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not os.path.abspath(fn).startswith(_PACKAGE) and not fn.startswith("<frozen"):
+            return fn, f.f_lineno
+        f = f.f_back
+    return None
 
 
 _SOURCES: dict[Any, SourceInfo] = {}
@@ -114,3 +130,36 @@ def source_info(fn: Any) -> SourceInfo:
     except TypeError:  # unhashable callables
         pass
     return info
+
+
+def parameters(src: SourceInfo, fdef: Any, evaluate: Callable[[ast.expr], Any],
+               from_signature: bool) -> tuple[list[str], dict[str, Any]]:
+    """The parameter names of a def or lambda and its default values: read from
+    the live function's signature (``from_signature``), or, for nested defs,
+    ``evaluate``-d from the default expressions.  Lambdas have no defaults."""
+    a = fdef.args
+    if a.vararg or a.kwarg:
+        raise FrontendError("*args and **kwargs parameters are not supported",
+                            src.loc(fdef))
+    names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+    defaults: dict[str, Any] = {}
+    if isinstance(fdef, ast.Lambda):
+        if a.defaults or any(d is not None for d in a.kw_defaults):
+            raise FrontendError("lambdas with default arguments are not supported; "
+                                "write the lambda without defaults or use a def",
+                                src.loc(fdef))
+        return names, defaults
+    fn = src.fn
+    if fn is not None and not isinstance(fn, ast.AST) and from_signature:
+        sig = inspect.signature(fn)
+        for p in sig.parameters.values():
+            if p.default is not inspect.Parameter.empty:
+                defaults[p.name] = p.default
+    else:
+        pos = a.posonlyargs + a.args
+        for arg, d in zip(pos[len(pos) - len(a.defaults):], a.defaults):
+            defaults[arg.arg] = evaluate(d)
+        for arg, kd in zip(a.kwonlyargs, a.kw_defaults):
+            if kd is not None:
+                defaults[arg.arg] = evaluate(kd)
+    return names, defaults
