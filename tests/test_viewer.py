@@ -7,7 +7,7 @@ import re
 import webbrowser
 
 import pytest
-from conftest import EXAMPLES, example, parsed
+from conftest import compiled, example, parsed
 from viewer_browser import check_page, unavailable
 
 import numpy as np
@@ -71,11 +71,26 @@ def scale(inp: Tensor[float, I, J], out: Tensor[float, I, J], alpha: float):
     out[...] = alpha * inp
 
 
+@program
+def copy_any(a, out):
+    out[...] = a
+
+
 def test_view_of_decorated_programs_and_specialisations(tmp_path):
     page = tir.view(scale, tmp_path / "scale.html")
     assert "scale(" in page.read_text()
+    assert scale.view(tmp_path / "scale2.html") == tmp_path / "scale2.html"
     spec = scale.specialize(np.zeros((3, 4)), np.zeros((3, 4)), 2.0)
     assert tir.view(spec, tmp_path / "spec.html").is_file()
+    spec = copy_any.specialize(np.zeros((3, 4, 5)), np.zeros((3, 4, 5)))
+    assert "D2" in spec.view(tmp_path / "generic.html").read_text()
+    with pytest.raises(tir.TensorIRError, match=r"copy_any.specialize\(args\).view\(\)"):
+        tir.view(copy_any, tmp_path / "x.html")
+
+
+def test_view_of_a_compiled_program(tmp_path):
+    page = tir.view(compiled(example("laplacian")), tmp_path / "lap.html")
+    assert "laplacian(" in page.read_text()
 
 
 def test_view_rejects_other_objects():

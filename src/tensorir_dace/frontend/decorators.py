@@ -553,6 +553,13 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return to_sdfg(self.ir, optimize=optimize)
 
     @api_boundary
+    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+        """Write the viewer page of the program (see :func:`tensorir_dace.view`); a
+        rank-generic program is viewed through ``prog.specialize(args).view()``."""
+        from ..viewer import view
+        return view(self, path, open=open)
+
+    @api_boundary
     def compile(self):
         """The compiled program (a callable taking keyword arguments); cached."""
         return self._cache.compiled(self._default("compiling"), self._compile_fn())

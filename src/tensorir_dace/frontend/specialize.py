@@ -325,6 +325,11 @@ class Specialization:
         from ..lowering import to_sdfg
         return to_sdfg(self.program, optimize=optimize)
 
+    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+        """Write the viewer page of this specialisation (see :func:`tensorir_dace.view`)."""
+        from ..viewer import view
+        return view(self.program, path, open=open)
+
     def result_symbols(self) -> set[str]:
         """The names of the size symbols in the result's type."""
         if self._result_syms is None:

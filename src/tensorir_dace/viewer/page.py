@@ -66,8 +66,13 @@ def program_of(obj: Any) -> ir.Program:
     program = getattr(obj, "program", None)
     if isinstance(program, ir.Program):
         return program          # CompiledProgram, Specialization
-    if hasattr(obj, "specialize"):
-        return obj.ir            # a decorated program (raises if rank-generic)
+    if hasattr(obj, "specialize"):     # a decorated program
+        try:
+            return obj.ir
+        except TensorIRError as e:
+            name = getattr(obj, "__name__", "prog")
+            raise type(e)(f"{e.message}; to view it, view a specialisation: "
+                          f"{name}.specialize(args).view()", e.loc) from None
     raise TensorIRError(f"cannot view a {type(obj).__name__}: expected a parsed, compiled or "
                         "decorated program")
 
