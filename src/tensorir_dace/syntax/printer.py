@@ -76,6 +76,9 @@ class Printer:
         self.shift_open, self.shift_close = ("<<", ">>") if ascii else ("⟪", "⟫")
         self.neg = "-"
         self.not_ = "!" if ascii else "¬"
+        # The width the line breaking aims at: below WIDTH while a statement is
+        # re-laid out because text around a broken expression overflowed.
+        self.width = WIDTH
 
     # ----------------------------------------------------------------- types
 
@@ -113,7 +116,7 @@ class Printer:
 
     def expr_level(self, e: ir.Expr, indent: str | None = None) -> tuple[str, int]:
         flat = self.layout(e, None)
-        if indent is None or len(indent) + len(flat[0]) <= WIDTH:
+        if indent is None or len(indent) + len(flat[0]) <= self.width:
             return flat
         return self.layout(e, indent)
 
@@ -144,13 +147,13 @@ class Printer:
                 if indent is None:
                     return f"{self.lam}({ps}) {self.arrow} {self.expr(body)}", LAMBDA
                 inner = indent + INDENT
-                if len(indent) + len(ps) + 10 > WIDTH:
+                if len(indent) + len(ps) + 10 > self.width:
                     ps = "".join(f"\n{inner}{self.param(p)}," for p in params)
                     ps = ps[:-1] + "\n" + indent
                 head = f"{self.lam}({ps}) {self.arrow}"
                 flat_body = self.expr(body)
                 last_line = head.rsplit("\n", 1)[-1]
-                if "\n" in head and len(last_line) + len(flat_body) + 1 <= WIDTH:
+                if "\n" in head and len(last_line) + len(flat_body) + 1 <= self.width:
                     return f"{head} {flat_body}", LAMBDA
                 return f"{head}\n{inner}{self.expr(body, LAMBDA, inner)}", LAMBDA
             case ir.Call():
@@ -173,7 +176,7 @@ class Printer:
                     line = left.rsplit("\n", 1)[-1]
                     if "\n" not in left:
                         line = indent + line
-                    if len(line) + len(op) + 2 + len(right.split("\n", 1)[0]) > WIDTH:
+                    if len(line) + len(op) + 2 + len(right.split("\n", 1)[0]) > self.width:
                         sep = "\n" + indent
                 return f"{left}{sep}{op} {right}", level
             if name == "neg" and len(args) == 1:
@@ -199,7 +202,7 @@ class Printer:
 
     def args(self, args: tuple[ir.Expr, ...], indent: str | None = None) -> str:
         flat = ", ".join(self.expr(a) for a in args)
-        if indent is None or len(indent) + len(flat) <= WIDTH:
+        if indent is None or len(indent) + len(flat) <= self.width:
             return flat
         inner = indent + INDENT
         return ("".join(f"\n{inner}{self.expr(a, LAMBDA, inner)}," for a in args)[:-1]
@@ -214,6 +217,23 @@ class Printer:
     # ----------------------------------------------------------------- statements
 
     def stmt(self, s: ir.Stmt, indent: str = "") -> list[str]:
+        """The lines of ``s``, none longer than WIDTH where the syntax allows.
+
+        Breaking decisions look at one expression at a time, so text around it
+        (the target, a closing ``)(args);``) can overflow; the statement is then
+        laid out again aiming at a narrower width."""
+        saved = self.width
+        try:
+            for width in range(saved, 39, -6):
+                self.width = width
+                lines = self.stmt_lines(s, indent)
+                if all(len(line) <= WIDTH for line in "\n".join(lines).split("\n")):
+                    break
+            return lines
+        finally:
+            self.width = saved
+
+    def stmt_lines(self, s: ir.Stmt, indent: str) -> list[str]:
         match s:
             case ir.Assign(target=target, value=value):
                 return [f"{indent}{self.expr(target)} {self.assign} "
