@@ -188,3 +188,13 @@ def test_log_env_variable_turns_the_log_on():
     off = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert "tensorir_dace: checking:" in on.stderr and "tensorir_dace: lowering:" in on.stderr
     assert "checking" not in off.stderr
+
+
+def test_check_prints_shifts_in_the_notation(capsys):
+    from tensorir_dace.syntax.printer import format_checked
+    for path in sorted(EXAMPLES.glob("*.tir")):
+        assert cli.main(["check", "-q", str(path)]) == 0
+        out = capsys.readouterr().out
+        assert "cartesian_shift" not in out
+        typed = tir.check(tir.parse(path.read_text()))
+        assert tir.check(tir.parse(format_checked(typed))) == typed   # reads back the same

@@ -108,8 +108,10 @@ def _wait(driver, script: str, timeout: float = 60.0):
     raise TimeoutError(f"timed out waiting for: {script}")
 
 
-def check_page(page: pathlib.Path, screenshot: pathlib.Path | None = None) -> PageReport:
-    """Open ``page``, show each stage in turn and report what was drawn."""
+def check_page(page: pathlib.Path, screenshot: pathlib.Path | None = None,
+               screenshot_stage: str = "optimized") -> PageReport:
+    """Open ``page``, show each stage in turn and report what was drawn;
+    with ``screenshot``, save a PNG of the page showing ``screenshot_stage``."""
     import json
     report = PageReport()
     with tempfile.TemporaryDirectory() as profile:
@@ -132,8 +134,9 @@ def check_page(page: pathlib.Path, screenshot: pathlib.Path | None = None) -> Pa
                                              ".textContent;")
                 report.stages.append(StageReport(name, ink, labels, info))
             if screenshot is not None:
-                driver.execute_script("tirShowStage(arguments[0]);", stages[0])
-                time.sleep(1.0)
+                driver.execute_script("document.getElementById('stage').value = arguments[0];"
+                                      "tirShowStage(arguments[0]);", screenshot_stage)
+                time.sleep(1.5)
                 screenshot.write_bytes(base64.b64decode(driver.get_screenshot_as_base64()))
             for entry in driver.get_log("browser"):
                 if entry["level"] == "SEVERE":

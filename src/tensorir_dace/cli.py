@@ -64,14 +64,14 @@ def _sizes(program, items: list[str]) -> dict[str, int]:
 
 
 def cmd_check(args) -> int:
-    from . import syntax
+    from .syntax.printer import format_checked
     from .typing import check
     typed = check(_read(args.file))
-    print(syntax.format(typed, ascii=args.ascii))
+    print(format_checked(typed, ascii=args.ascii))
     for stmt in typed.body:
         value = getattr(stmt, "value", None)
         if value is not None and value.type is not None:
-            print(f"# {syntax.format(stmt.target)}: value {value.type}")
+            print(f"# {format_checked(stmt.target)}: value {value.type}")
     return 0
 
 

@@ -79,6 +79,8 @@ class Printer:
         # The width the line breaking aims at: below WIDTH while a statement is
         # re-laid out because text around a broken expression overflowed.
         self.width = WIDTH
+        # Builtins printed in the ⟪…⟫ notation (see format_checked).
+        self.shift_names = frozenset(("shift",))
 
     # ----------------------------------------------------------------- types
 
@@ -193,7 +195,8 @@ class Printer:
                     and args[1].kind == "int"):
                 return (f"{self.expr(args[0], POSTFIX, indent)}[{int(args[1].value)}]",
                         POSTFIX)
-        if (isinstance(func, ir.Call) and func.func == ir.Sym("shift") and func.args
+        if (isinstance(func, ir.Call) and isinstance(func.func, ir.Sym)
+                and func.func.name in self.shift_names and func.args
                 and all(self.is_offset(a) for a in func.args)):
             offsets = ", ".join(self.expr(a) for a in func.args)
             return (f"{self.shift_open}{offsets}{self.shift_close}"
@@ -308,3 +311,12 @@ def format(node, *, ascii: bool = False) -> str:  # noqa: A001 (the module's API
     Unicode by default; ``ascii=True`` spells every token in ASCII.
     """
     return Printer(ascii).format(node)
+
+
+def format_checked(node, *, ascii: bool = False) -> str:
+    """Like :func:`format`, for the checker's output: its ``cartesian_shift(D, o)(x)``
+    (the checked form of ``⟪D, o⟫(x)``) is printed in the ``⟪D, o⟫`` notation
+    again, so the text reads as written and checks to the same program."""
+    printer = Printer(ascii)
+    printer.shift_names = frozenset(("shift", "cartesian_shift"))
+    return printer.format(node)
