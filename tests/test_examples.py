@@ -58,10 +58,11 @@ def test_expanded_copies_load_in_plain_dace():
     assert "unexpanded fails:" in r.stdout             # the copies are needed there
 
 
-@pytest.mark.parametrize("name", ["program_if", "symbolic_sizes", "concat_boundary"])
+@pytest.mark.parametrize("name", ["program_if", "symbolic_sizes", "concat_boundary",
+                                  "vertical_offset"])
 def test_own_examples_match_interpreter(name):
     src = (EXAMPLES / f"{name}.tir").read_text()
-    check_against_interpreter(src, "default", sizes={"N": 6, "M": 5, "K": 3, "L": 7})
+    check_against_interpreter(src, "default", sizes={"N": 6, "M": 5, "K": 3, "L": 7, "C": 6})
 
 
 def test_command_line_check_lower_run(tmp_path):

@@ -125,3 +125,47 @@ def test_random_mesh_program_with_absent_neighbours(seed):
     prog = tir.parse(src)
     args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
     both_modes_match_interpreter(prog, args)
+
+
+# ----------------------------------------------------------- data-dependent offsets, nested shifts
+
+COLUMN = "Cell[0:C], K[0:L]"
+CT = f"tensor<float, {COLUMN}>"
+
+
+def column_expression(depth: int, r: random.Random) -> str:
+    """A float expression on (Cell, K) mixing data-dependent vertical offsets,
+    neighbour shifts with absent entries and nested partial shifts."""
+    if depth == 0 or r.random() < 0.2:
+        return r.choice(["t", "u", "(t × 0.5)"])
+    c = lambda: column_expression(depth - 1, r)
+    off = lambda: r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
+                            f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
+    nb0 = f"tensor<float, {COLUMN}, _NB_0[0:3]>"
+    nb1 = f"tensor<float, {COLUMN}, _NB_1[0:3]>"
+    return r.choice([
+        lambda: f"⟪K, {off()}⟫({c()})",
+        lambda: f"⟪C2E2C, {r.randrange(3)}⟫({c()})",
+        lambda: f"if(can_deref(⟪K, {off()}⟫({c()})), {c()}, 0.5)",
+        lambda: f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(⟪C2E2C⟫({c()}))",
+        lambda: (f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(reduce(λ(acc: {nb0}, "
+                 f"x: {nb0}) → maximum(acc, x), -9.0)(⟪C2E2C⟫(⟪C2E2C⟫({c()}))))"),
+        lambda: (f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(reduce(λ(acc: {nb1}, "
+                 f"x: {nb1}) → acc + x × 0.5, 0.0, _NB_0)(⟪C2E2C⟫(⟪C2E2C⟫({c()}))))"),
+        lambda: f"({c()} {r.choice(['+', '-', '×'])} {c()})",
+    ])()
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_random_offsets_and_nested_shifts(seed):
+    r = random.Random(seed)
+    outs = [f"o{k}: {CT}" for k in range(8)]
+    body = [f"  o{k} ← {column_expression(3, r)};" for k in range(8)]
+    src = (f"offsets(t: {CT}, u: {CT}, off: tensor<int32, {COLUMN}>, "
+           f"zd: tensor<int32, Cell[0:C], _NB_0[0:3], K[0:L]>, "
+           "C2E2C: tensor<int, Cell[0:C], _NB_Cell[0:3]>, " + ", ".join(outs) + ") {\n"
+           + "\n".join(body) + "\n}")
+    assert "⟪K, " in src and "⟪C2E2C⟫(⟪C2E2C⟫(" in src and "_NB_0)(" in src
+    prog = tir.parse(src)
+    args = random_arguments(prog, sizes={"C": 9, "L": 6}, seed=seed, absent_fraction=0.25)
+    both_modes_match_interpreter(prog, args)

@@ -283,7 +283,7 @@ def test_parse_expr(text, expected):
     (C(C("cartesian_shift", S("I"), L(1)), S("x")), "cartesian_shift(I, 1)(x)", None),
     (C(C("shift", S("I"), L(-1)), S("x")), "⟪I, -1⟫(x)", "<<I, -1>>(x)"),
     (C(C("shift", S("I"), S("n")), S("x")), "⟪I, n⟫(x)", "<<I, n>>(x)"),
-    (C(C("shift", S("I"), C("plus", S("n"), L(1))), S("x")), "shift(I, n + 1)(x)", None),
+    (C(C("shift", S("I"), C("plus", S("n"), L(1))), S("x")), "⟪I, n + 1⟫(x)", "<<I, n + 1>>(x)"),
     (C("plus", S("a"), ir.Lambda((), S("b"))), "a + (λ() → b)", "a + (lambda() -> b)"),
     (L(1e-10), "1e-10", None),
     (L(float("inf")), "1e999", None),

@@ -345,7 +345,7 @@ MATH_FUNCTIONS = ("neg", "abs", "sqrt", "exp", "log", "log10", "log2", "sin", "c
                   "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc")
 PREDICATES = ("isfinite", "isnan", "isinf")
 STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift",
-              "shift_init", "shift_apply", "unstructured_shift", "can_deref", "reduce",
+              "shift_init", "shift_apply", "unstructured_shift", "offset_shift", "can_deref", "reduce",
               "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
 BUILTINS = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
                      + STRUCTURAL)
@@ -371,6 +371,16 @@ def builtin_name(expr: Expr) -> str | None:
     if isinstance(expr, Sym) and expr.name in BUILTINS:
         return expr.name
     return None
+
+
+def reduce_axis(e: Call) -> str:
+    """The neighbour dimension a typed ``reduce(f, init[, axis])(x…)`` folds over:
+    the named axis, else the highest ``_NB_<n>`` counter of its operands."""
+    static = e.func.args
+    if len(static) == 3 and isinstance(static[2], Sym):
+        return static[2].name
+    counted = [d for a in e.args for d in a.type.dims if d.neighbor_counter is not None]
+    return max(counted, key=lambda d: d.neighbor_counter).name
 
 
 def children(node: Node) -> Iterator[Node]:

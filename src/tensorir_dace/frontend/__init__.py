@@ -67,6 +67,8 @@ from .api import (
     arctan,
     arctan2,
     arctanh,
+    as_offset,
+    astype,
     can_deref,
     cast,
     ceil,
@@ -97,6 +99,7 @@ from .api import (
     trunc,
     where,
 )
+from .connectivities import Connectivity, connectivity
 from .decorators import (
     FunctionObject,
     ProgramObject,
@@ -110,6 +113,7 @@ from .dims import (
     Dimension,
     DimMask,
     NeighborDimension,
+    NeighborSlot,
     Offset,
     dims,
     neighbor_dim,
@@ -126,11 +130,13 @@ from .specialize import (
 
 __all__ = [
     "CacheInfo",
+    "Connectivity",
     "DimMask",
     "Dimension",
     "FunctionObject",
     "GenericSpec",
     "NeighborDimension",
+    "NeighborSlot",
     "Offset",
     "ParamSig",
     "ProgramObject",
@@ -149,11 +155,14 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
+    "as_offset",
+    "astype",
     "bool_",
     "can_deref",
     "cast",
     "ceil",
     "concat_where",
+    "connectivity",
     "cos",
     "cosh",
     "default_dims",

@@ -78,6 +78,11 @@ max_over = Builtin("max_over", "max_over", doc="max_over(x, axis=…): maximum o
 min_over = Builtin("min_over", "min_over", doc="min_over(x, axis=…): minimum over neighbours.")
 cast = Builtin("cast", "cast", doc="cast(x, float32): convert the element type.")
 index = Builtin("index", "index", doc="index(I, x): the I coordinates of x's domain (int64).")
+astype = Builtin("astype", "cast", doc="astype(x, float32): convert the element type "
+                                       "(element-wise on tuples).")
+as_offset = Builtin("as_offset", "as_offset",
+                    doc="as_offset(K, off): a shift along K by the integer tensor off: "
+                        "x(as_offset(K, off)) is x(K + off).")
 can_deref = Builtin("can_deref", "can_deref",
                     doc="can_deref(x): whether each neighbour of a shifted tensor exists.")
 

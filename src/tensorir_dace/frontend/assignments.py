@@ -19,6 +19,7 @@ from .. import intervals as iv
 from .. import ir
 from ..errors import TypeCheckError
 from .context import ProgramContext
+from .meshes import is_namedtuple_class, named_value
 from .functions import FunctionTranslator
 from .source import SourceInfo
 from .values import (
@@ -110,6 +111,8 @@ class AssignmentTranslator(FunctionTranslator):
             return self.alias(name, v)
         ir_name = self.new_temp(name, t, s)
         self.alias_depth[name] = self.depth
+        if is_namedtuple_class(type(value)):       # keep state.z_q working on the copy
+            self.env[name] = named_value(type(value), self.env[name], self.loc(tgt))
         return [self.emit(ir.Sym(ir_name, loc=self.loc(tgt)), v, s)]
 
     def emit(self, target: ir.Expr, value: ir.Expr, s: ast.stmt) -> ir.Assign:

@@ -31,6 +31,7 @@ from .dims import (
     _min,
 )
 from .expressions import ExpressionTranslator
+from .meshes import TensorOffset, as_offset, cast_tuple, offset_shift
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
 
@@ -104,6 +105,8 @@ class BuiltinTranslator(ExpressionTranslator):
         if kind == "can_deref":
             (x,) = self.positional(f, args, kwargs, ("x",), node)
             return self.call_ir("can_deref", [self.to_ir(x, node)], node)
+        if kind == "as_offset":
+            return as_offset(self, f, args, kwargs, node)
         raise self.error(node, f"unknown builtin {f.name}")  # pragma: no cover
 
     def positional(self, f, args, kwargs, names, node, defaults=None) -> list:
@@ -112,6 +115,9 @@ class BuiltinTranslator(ExpressionTranslator):
         return [bound[n] for n in names]
 
     def cast(self, x: Any, dtype: Any, node: ast.AST, dnode: ast.AST) -> Any:
+        elementwise = cast_tuple(self, x, dtype, node, dnode)
+        if elementwise is not None:
+            return elementwise
         try:
             et = element_type(dtype)
         except (TypeError, ValueError):
@@ -158,6 +164,8 @@ class BuiltinTranslator(ExpressionTranslator):
             elif isinstance(a, TableIndex):
                 x = flush(x)
                 x = self.table_shift(x, a.table, a.index, node, aloc)
+            elif isinstance(a, TensorOffset):
+                x = offset_shift(flush(x), a, aloc)
             elif is_ir(a):
                 t = self.type_of(a, a_node)
                 if not is_table_type(t):

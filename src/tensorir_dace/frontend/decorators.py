@@ -39,6 +39,7 @@ from .annotations import (
     generic_spec,
 )
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
+from .connectivities import TablesCall, declared_tables, table_arguments
 from .dims import DefinitionError, Dimension
 from .functions import translate_call
 from .programs import translate_program
@@ -65,6 +66,7 @@ class _Specialized:
     _cache: SpecializationCache
     _infos: list[ParamInfo] | None
     _spz: Specializer | None
+    _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
 
     def _setup(self, fn: Callable, decorator: str, backend: str,
                compile_options: dict[str, Any]) -> None:
@@ -320,6 +322,8 @@ class FunctionObject(_Specialized, InlinedFunction):
             default = sig.parameters[arg.arg].default
             out.append(ParamInfo(arg.arg, spec, loc,
                                  NO_DEFAULT if default is inspect.Parameter.empty else default))
+        self._tables = declared_tables(self.fn, [p.name for p in out])
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
 
@@ -362,13 +366,19 @@ class FunctionObject(_Specialized, InlinedFunction):
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self._sig is None:
             self._sig = inspect.signature(self.fn)
+        self._param_infos()
+        kwargs = dict(kwargs)
+        provider = kwargs.pop("offset_provider", None) if self._tables and \
+            "offset_provider" not in self._sig.parameters else None
+        tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
             caller = _caller()
             where = f" (called at {caller})" if caller else ""
             raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
-        return dict(bound.arguments)
+        return {**bound.arguments,
+                **table_arguments(tables, provider, self._tables, self.fn.__name__)}
 
     @api_boundary
     def __call__(self, *args: Any, **kwargs: Any):
@@ -493,6 +503,9 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
                 if dn in names:
                     raise FrontendError(f"parameter '{dn}' has the name of a dimension; "
                                         "rename it", p.loc)
+        # declared connectivities it uses: keyword-only table parameters, last
+        self._tables = declared_tables(self.fn, names)
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
 
@@ -561,8 +574,11 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     @api_boundary
     def compile(self):
-        """The compiled program (a callable taking keyword arguments); cached."""
-        return self._cache.compiled(self._default("compiling"), self._compile_fn())
+        """The compiled program (a callable taking keyword arguments, and
+        ``offset_provider=`` for declared connectivities); cached."""
+        compiled = self._cache.compiled(self._default("compiling"), self._compile_fn())
+        self._param_infos()
+        return TablesCall(compiled, self._tables, self.__name__) if self._tables else compiled
 
     @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
@@ -576,7 +592,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return self.__call__(*args, backend="interpreter", **kwargs)
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-        names = [p.name for p in self._param_infos()]
+        names = [p.name for p in self._param_infos() if p.name not in self._tables]
         if len(args) > len(names):
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments but "
                                 f"{len(args)} were given", self._def_loc())
@@ -589,12 +605,14 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return values
 
     @api_boundary
-    def __call__(self, *args: Any, backend: str | None = None, **kwargs: Any) -> None:
+    def __call__(self, *args: Any, backend: str | None = None,
+                 offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
             backend = None
         backend = self._backend(backend)
+        kwargs = table_arguments(kwargs, offset_provider, self._tables, self.__name__)
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, _, plain = self._lookup(values, "compiling" if backend == "compiled"

@@ -212,6 +212,25 @@ class NeighborDimension:
             other.size == self.size
 
 
+    def __call__(self, index: int) -> NeighborSlot:
+        """``C2E2CDim(0)``: a neighbour slot, selecting ``g[C2E2CDim(0)]``."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise DefinitionError(f"{self!r}(k): the slot must be an integer constant, got "
+                                  f"{index!r}")
+        return NeighborSlot(self, index)
+
+
+@dataclass(frozen=True)
+class NeighborSlot:
+    """``C2E2CDim(k)``: slot ``k`` of a neighbour dimension (checked where used)."""
+
+    dim: NeighborDimension
+    index: int
+
+    def __repr__(self) -> str:
+        return f"{self.dim!r}({self.index})"
+
+
 def neighbor_dim(source: Dimension, size: int) -> NeighborDimension:
     """A neighbour dimension with ``size`` entries pointing into ``source``."""
     return NeighborDimension(source, size)

@@ -26,7 +26,15 @@ from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..typing.scope import Scope
 from .context import ProgramContext
-from .dims import Dimension, Mask, Offset
+from .connectivities import Connectivity
+from .dims import Dimension, Mask, NeighborSlot, Offset
+from .meshes import (
+    check_dimension_condition,
+    is_namedtuple_class,
+    select_slot,
+    tensor_offset,
+    whole_of_projections,
+)
 from .nodes import (
     CMP_IR,
     CMP_STATIC,
@@ -103,6 +111,9 @@ class ExpressionTranslator:
         if is_ir(v):
             return v
         if isinstance(v, tuple):
+            whole = whole_of_projections(v)
+            if whole is not None:
+                return whole
             if not v:
                 raise self.error(node, "an empty tuple has no Tensor IR meaning")
             return ir.Call(ir.Sym("make_tuple", loc=loc),
@@ -165,9 +176,20 @@ class ExpressionTranslator:
 
     def e_Name(self, node: ast.Name) -> Any:
         v = self.lookup(node.id, node)
+        if isinstance(v, Connectivity):
+            v = self.connectivity_table(v, node)
         if isinstance(v, ir.Sym):
             v = replace(v, loc=self.loc(node))
         return v
+
+    def connectivity_table(self, c: Connectivity, node: ast.AST) -> ir.Sym:
+        """A declared connectivity: the program's table parameter of that name."""
+        b = self.ctx.scope.lookup(c.name)
+        if b is None or b.kind != "param":
+            raise self.error(node, f"the connectivity {c.name} is not a parameter of program "
+                                   f"'{self.ctx.name}'; declare it at module level (or pass "
+                                   "the table as a parameter)")
+        return ir.Sym(c.name, loc=self.loc(node))
 
     def e_Tuple(self, node: ast.Tuple) -> Any:
         return tuple(self.expr(e) for e in node.elts)
@@ -186,6 +208,10 @@ class ExpressionTranslator:
             raise self.error(node, f"tensors have no attribute '{node.attr}' here (only "
                                    ".astype(T))")
         if isinstance(base, tuple) and contains_ir(base):
+            if node.attr == "astype":
+                return BoundMethod(base, "astype")
+            if is_namedtuple_class(type(base)) and node.attr in type(base)._fields:
+                return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
             return getattr(base, node.attr)
@@ -213,9 +239,12 @@ class ExpressionTranslator:
         op = type(node.op)
         if not contains_ir(left) and not contains_ir(right):
             return self.static_op(node, STATIC_BINOPS[op], left, right)
+        if isinstance(left, Dimension) and op in (ast.Add, ast.Sub) and contains_ir(right):
+            return tensor_offset(self, left, right, node, node.right, negate=op is ast.Sub)
         if isinstance(left, Dimension) or isinstance(right, Dimension):
-            raise self.error(node, "a shift offset must be an integer constant: x(I + 1); "
-                                   "for coordinates as values use index(I, x)")
+            raise self.error(node, "a shift offset is a dimension plus an integer: x(I + 1), "
+                                   "or x(K + off) with an integer tensor off; for "
+                                   "coordinates as values use index(I, x)")
         if op not in IR_BINOPS:
             hint = " (use / : integer division truncates toward zero)" \
                 if op is ast.FloorDiv else ""
@@ -271,6 +300,9 @@ class ExpressionTranslator:
             if not contains_ir(a) and not contains_ir(b):
                 results.append(self.static_op(node, CMP_STATIC[t], a, b))
             else:
+                for d, v, vn in ((a, b, nb), (b, a, na)):
+                    if isinstance(d, Dimension):
+                        check_dimension_condition(self, d, v, node, vn)
                 results.append(self.call_ir(CMP_IR[t], (self.to_ir(a, na),
                                                          self.to_ir(b, nb)), node))
         if len(results) == 1:
@@ -325,9 +357,13 @@ class ExpressionTranslator:
                 raise self.error(node, "slicing a tensor is only allowed on the left of an "
                                        "assignment in a program (out[1:-1, :] = …)")
             k = self.expr(sl)
+            if isinstance(k, NeighborSlot):
+                if not is_table_type(self.type_of(base, node.value)):
+                    return select_slot(self, base, k, node, sl)
+                k = k.index         # E2V[E2VDim(0)] is the table entry E2V[0]
             if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
-                raise self.error(sl, "the index of x[k] (tuple element or table entry) must "
-                                     "be an integer constant")
+                raise self.error(sl, "the index of x[k] (tuple element, table entry or "
+                                     "neighbour slot C2E2CDim(0)) must be an integer constant")
             k = int(k)
             t = self.type_of(base, node.value)
             if is_table_type(t):

@@ -30,6 +30,7 @@ from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
 from .dims import DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
+from .meshes import is_namedtuple_class, typed_literal
 from .source import SourceInfo, source_info
 from .values import (
     BoundMethod,
@@ -86,6 +87,10 @@ class FunctionTranslator(BodyTranslator):
             return self.inline_local(func, args, kwargs, node)
         if isinstance(func, api.Builtin):
             return self.builtin(func, args, kwargs, node)
+        if isinstance(func, ir.ScalarType):
+            return typed_literal(self, func, args, kwargs, node)
+        if is_namedtuple_class(func):
+            return self.static_op(node, lambda: func(*args, **kwargs))
         try:
             equiv = api.PYTHON_EQUIVALENTS.get(func)
         except TypeError:
@@ -238,7 +243,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx.rank_generic = rank_generic
     ctx.used.add(result_name)
     tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
-    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params}
+    own = set(inspect.signature(fn).parameters)     # not the declared connectivities
+    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params
+                              if p.name in own}
     kwargs.update(static or {})
     value = tr.inline(fn, [], kwargs, node, src.name)
     if not contains_ir(value):

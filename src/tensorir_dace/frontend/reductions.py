@@ -25,6 +25,13 @@ from .annotations import annotation_spec, element_type, generic_spec
 from .builtin_calls import BuiltinTranslator
 from .callables import InlinedFunction, ScanOperator
 from .dims import Dimension, NeighborDimension
+from .meshes import (
+    mask_table,
+    named_value,
+    namedtuple_of,
+    reduce_axis_arg,
+    reduction_axis_by_table,
+)
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe, is_ir, is_number, strip_masks
 
@@ -55,7 +62,8 @@ class ReductionTranslator(BuiltinTranslator):
             info = np.iinfo(np.dtype(dt.name))
             init = ir.Literal(int(info.min) + 1 if kind == "max_over" else int(info.max),
                               loc=loc)
-        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init), loc=loc)
+        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init) + reduce_axis_arg(nb, [t], loc),
+                       loc=loc)
         return ir.Call(head, (xe,), loc=loc)
 
     def reduction_axis(self, types: list[ir.TensorType], axis: Any, node: ast.AST,
@@ -82,6 +90,9 @@ class ReductionTranslator(BuiltinTranslator):
         else:
             size = sympy.expand(nb.stop - nb.start)
             ok = size == axis.size
+        nested = None if ok else reduction_axis_by_table(types, axis, self.ctx.table_dims)
+        if nested is not None:      # nested partial shifts: an inner neighbour dimension
+            return nested
         if not ok:
             src = f" (from the table {self.mask_table_name(nb)})" if source is not None else ""
             raise self.error(node, f"{what}(…, axis={axis!r}): the operand's last neighbour "
@@ -92,10 +103,8 @@ class ReductionTranslator(BuiltinTranslator):
     def mask_table_name(self, nb: ir.Dim) -> str | None:
         if nb.mask is None:
             return None
-        for n in ir.walk(nb.mask):
-            if isinstance(n, ir.Sym) and n.name in self.ctx.table_dims:
-                return n.name
-        return None
+        name = mask_table(nb)
+        return name if name in self.ctx.table_dims else None
 
     def mask_source(self, nb: ir.Dim) -> NeighborDimension | None:
         name = self.mask_table_name(nb)
@@ -145,7 +154,8 @@ class ReductionTranslator(BuiltinTranslator):
         init = self.to_ir(init_v, node) if contains_ir(init_v) else self.typed_init(
             init_v, acc_dtype, node)
         lam = self.callable_lambda(fn, [acc_t] + sliced, node, "reduce")
-        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init), loc=loc)
+        head = ir.Call(ir.Sym("reduce", loc=loc), (lam, init) + reduce_axis_arg(nb, types, loc),
+                       loc=loc)
         return ir.Call(head, tuple(xs), loc=loc)
 
     def first_param_annotation(self, fn: Any) -> ir.ElementType | None:
@@ -224,8 +234,9 @@ class ReductionTranslator(BuiltinTranslator):
         return ir.Literal(float(v), loc=loc)
 
     def callable_lambda(self, fn: Any, param_types: list[ir.TensorType], node: ast.AST,
-                        what: str) -> ir.Lambda:
-        """An IR lambda from a Python callable (lambda literal, def, @function)."""
+                        what: str, state_class: type | None = None) -> ir.Lambda:
+        """An IR lambda from a Python callable (lambda literal, def, @function); the
+        first parameter is seen as a ``state_class`` NamedTuple when given."""
         if isinstance(fn, InlinedFunction):
             fn = fn.fn
         if isinstance(fn, LocalCallable):
@@ -256,6 +267,8 @@ class ReductionTranslator(BuiltinTranslator):
             params.append(ir.Param(fresh, t, loc=loc))
             bindings[fresh] = Binding(fresh, "lambda", t)
             env[n] = ir.Sym(fresh, loc=loc)
+        if state_class is not None:
+            env[names[0]] = named_value(state_class, env[names[0]], loc)
         sub = self.new_translator(src, env, self.scope.child(bindings), owner)
         if fn in self.ctx.stack:
             raise self.error(node, "recursive call inside a reduction or scan")
@@ -289,11 +302,14 @@ class ReductionTranslator(BuiltinTranslator):
         sliced = [strip_masks(ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis)))
                   for t in types]
         state_dims = tuple(replace(d, mask=None) for d in whole if d.name != axis)
-        dtype = self.first_param_annotation(op.fn) or self.infer_dtype(op.init, sliced, node)
+        named = namedtuple_of(op.fn, op.init)
+        dtype = (None if named else self.first_param_annotation(op.fn)) or \
+            self.infer_dtype(op.init, sliced, node)
         state_t = ir.TensorType(dtype, state_dims)
         init = self.typed_init(op.init, dtype, node)
-        lam = self.callable_lambda(op.fn, [state_t] + sliced, node, "scan")
+        lam = self.callable_lambda(op.fn, [state_t] + sliced, node, "scan", named)
         head = ir.Call(ir.Sym("scan", loc=loc),
                        (lam, ir.Literal(bool(op.forward), loc=loc), init, ir.Sym(axis, loc=loc)),
                        loc=loc)
-        return ir.Call(head, tuple(xs), loc=loc)
+        result = ir.Call(head, tuple(xs), loc=loc)
+        return named_value(named, result, loc) if named else result

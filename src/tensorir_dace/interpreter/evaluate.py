@@ -143,6 +143,13 @@ def _false_fill(dtype: np.dtype) -> Any:
     return np.False_
 
 
+def _reduce_masks(types: list[ir.TensorType], axis: str) -> list[ir.Dim]:
+    """The masked dimensions a reduce over ``axis`` consults, element by element:
+    the axis itself and every neighbour dimension whose mask depends on it."""
+    return [d for t in types for d in t.dims if d.mask is not None and (
+        d.name == axis or axis in d.mask.type.dim_names)]
+
+
 # --------------------------------------------------------------------------- evaluator
 
 
@@ -353,6 +360,36 @@ class Evaluator:
     def c_shift_init(self, e, env):
         return self.partial(e, self.eval(e.args[0], env), env)
 
+    def offset_gather(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
+        """``offset_shift(K, off)`` applied to the value ``x``: ``x`` read at
+        ``p + off[p]`` along K; targets outside ``x``'s interval are absent."""
+        dim_e, off_e = e.func.args
+        k = dim_e.name
+        R = self.dims_of(e.type)
+        shape = shape_of(R)
+        ai = [d[0] for d in R].index(k)
+        _, r0, _ = R[ai]
+        _, x0, x1 = x.dim(k)
+        target = np.asarray(align(self.eval(off_e, env), R, what="a shift offset"))
+        target = np.broadcast_to(target, shape) + (np.arange(shape[ai]) + r0).reshape(
+            (-1,) + (1,) * (len(R) - ai - 1))
+        rel = target.astype(np.int64) - x0
+        valid = (rel >= 0) & (rel < x1 - x0)
+        safe = np.where(valid, rel, 0)
+        xdims = tuple((n, x0, x1) if n == k else d for d in R for n in (d[0],))
+        full = shape[:ai] + (x1 - x0,) + shape[ai + 1:]
+
+        def leaf(a: np.ndarray) -> np.ndarray:
+            if x1 <= x0:
+                return np.full(shape, fill(a.dtype), dtype=a.dtype)
+            g = np.take_along_axis(np.broadcast_to(a, full), safe, axis=ai)
+            return np.where(valid, g, fill(a.dtype))
+
+        return Value(R, map_leaves(leaf, align(x, xdims, what="a shifted operand")))
+
+    def c_offset_shift(self, e, env):
+        return self.offset_gather(e, self.eval(e.args[0], env), env)
+
     def apply_index(self, e: ir.Call, x: Value) -> Value:
         """``shift_apply(k)`` applied to the value ``x``."""
         name = e.args[0].type.highest_neighbor.name
@@ -372,7 +409,7 @@ class Evaluator:
         if d.mask is None:
             return None
         m = self.eval(d.mask, env)
-        nb = [n for n in m.names if n.startswith(ir.NB_PREFIX)]
+        nb = [x.name for x in d.mask.type.dims if x.neighbor_source is not None]
         if len(nb) != 1:
             raise InterpreterError(f"the mask of {d.name} is not a neighbour table "
                                    f"({d.mask.type})")
@@ -413,6 +450,15 @@ class Evaluator:
                         else:
                             p = self.apply_index(x, inner)
                         parts.append(align(p, dims))
+                elif name == "offset_shift":
+                    inner = self.presence(y, env)
+                    ydims = self.dims_of(y.type)
+                    if inner is None:
+                        inner = Value(ydims, np.broadcast_to(np.True_, shape_of(ydims)))
+                    parts.append(align(self.offset_gather(x, inner, env, _false_fill), dims))
+                    off = self.presence(f.args[1], env)
+                    if off is not None:
+                        parts.append(align(off, dims))
                 elif name == "cartesian_shift":
                     inner = self.presence(y, env)
                     if inner is not None:
@@ -444,10 +490,9 @@ class Evaluator:
     # ------------------------------------------------------------------ reduce / scan
 
     def c_reduce(self, e, env):
-        lam, init_e = e.func.args
+        lam, init_e = e.func.args[:2]
         types = [a.type for a in e.args]
-        axis = max((d.neighbor_counter, d.name) for d in
-                   (t.highest_neighbor for t in types) if d is not None)[1]
+        axis = ir.reduce_axis(e)
         R = self.dims_of(e.type)
         intervals = [self.dim_of(t.dim(axis)) for t in types if t.dim(axis) is not None]
         a0 = max(i[1] for i in intervals)
@@ -463,11 +508,9 @@ class Evaluator:
             else:
                 prepared.append((p.name, pd, restrict(v, pd).data, False))
         present = None
-        for t in types:
-            d = t.dim(axis)
-            if d is not None and d.mask is not None:
-                m = self.mask_present(d, R + (ax,), env)
-                present = m if present is None else present & m
+        for d in _reduce_masks(types, axis):
+            m = self.mask_present(d, R + (ax,), env)
+            present = m if present is None else present & m
         acc = full_like_dims(R, self.eval(init_e, env).data)
         acc_name, acc_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
         child = dict(env)

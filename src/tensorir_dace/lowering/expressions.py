@@ -291,6 +291,8 @@ class ExprGen:
                 table = static[0]
                 nb = e.type.highest_neighbor
                 return self.indirect(e, table, env[nb.name], nb.name, args[0], env, scope)
+            case "offset_shift":
+                return self.offset_read(e, static, args[0], env, scope)
             case "reduce":
                 return self.reduce(e, env, scope)
             case "scan":
@@ -310,6 +312,12 @@ class ExprGen:
         idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
+        return self.guarded_read(e, operand, inner, f"{idx} >= 0", scope)
+
+    def guarded_read(self, e: ir.Call, operand: ir.Expr, inner: Env, guard: str,
+                     scope: CScope):
+        """``operand`` at the point ``inner`` where ``guard`` holds, else the absent
+        value: nothing is read when the guard is false."""
         if self.allow_materialize and not is_leaf(operand):
             stored = self.low.materialize(operand, scope)
             compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731
@@ -317,13 +325,28 @@ class ExprGen:
             compute = lambda: self.value(operand, inner, scope)  # noqa: E731
         dtype = e.type.dtype
         out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
-        with self.tb.block(f"if ({idx} >= 0)"):
+        with self.tb.block(f"if ({guard})"):
             val = compute()
             for o, v in zip(leaves_of(out), leaves_of(val)):
                 self.tb.emit(f"{o} = {v};")
         with self.tb.block("else", guarded=False):
             map_leaves(lambda d, o: self.tb.emit(f"{o} = {absent_code(d)};"), dtype, out)
         return out
+
+    def offset_target(self, static, operand: ir.Expr, env: Env, scope: CScope
+                      ) -> tuple[str, str, str]:
+        """(dimension, target coordinate, in-range test) of ``⟪K, off⟫(operand)``."""
+        dim, off = static[0].name, static[1]
+        k = operand.type.dim(dim)
+        target = self.tb.var("int64", f"{env[dim].code} + (long long)"
+                                      f"({self.value(off, env, scope)})", "t")
+        return dim, target, f"{target} >= {ccode(k.start)} && {target} < {ccode(k.stop)}"
+
+    def offset_read(self, e: ir.Call, static, operand: ir.Expr, env: Env, scope: CScope):
+        """A data-dependent shift: read ``operand`` at the computed coordinate,
+        guarded so that a target outside its interval is never read."""
+        dim, target, in_range = self.offset_target(static, operand, env, scope)
+        return self.guarded_read(e, operand, {**env, dim: Idx(target)}, in_range, scope)
 
     def valid(self, x: ir.Expr, env: Env, scope: CScope) -> str:
         """C++ bool: is the value of ``x`` at this point present (can_deref)?"""
@@ -353,6 +376,12 @@ class ExprGen:
                 with self.tb.block(f"if ({idx} >= 0)"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
+            case ir.Call(func=ir.Call(func=ir.Sym(name="offset_shift"), args=st), args=(y,)):
+                dim, target, in_range = self.offset_target(st, y, env, scope)
+                ok = self.tb.var("bool", "false", "ok")
+                with self.tb.block(f"if ({in_range})"):
+                    self.tb.emit(f"{ok} = {self.valid(y, {**env, dim: Idx(target)}, scope)};")
+                return self.tb.var("bool", f"{ok} && {self.valid(st[1], env, scope)}", "ok")
             case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(y, *_)):
                 return self.valid(y, env, scope)
         checks = []
@@ -362,8 +391,11 @@ class ExprGen:
         return self.tb.var("bool", " && ".join(checks) if checks else "true", "ok")
 
     def mask_entry(self, nb: ir.Dim, env: Env, scope: CScope) -> str:
-        dst, _ = _table_dims(nb.mask.type)
-        return self.table_entry(nb.mask, env[dst.name], env[nb.name], scope)
+        """The entry of ``nb``'s mask at this point; its ``_NB_<Src>`` axis is ``nb``
+        (a nested shift's mask also has the outer dimensions)."""
+        menv = {d.name: env[nb.name] if d.neighbor_source is not None else env[d.name]
+                for d in nb.mask.type.dims}
+        return self.value(nb.mask, menv, scope)
 
     # ------------------------------------------------------------------ concat
 
@@ -387,14 +419,13 @@ class ExprGen:
 
     def reduce(self, e: ir.Call, env: Env, scope: CScope):
         """The neighbour loop of reduce; absent neighbours leave the accumulator alone."""
-        lam, init = e.func.args
+        lam, init = e.func.args[:2]
         operands = e.args
-        axis = max((a.type.highest_neighbor for a in operands
-                    if a.type.highest_neighbor is not None),
-                   key=lambda d: d.neighbor_counter)
-        mask_dim = next((a.type.dim(axis.name) for a in operands
-                         if a.type.dim(axis.name) is not None
-                         and a.type.dim(axis.name).mask is not None), None)
+        axis_name = ir.reduce_axis(e)
+        axis = next(a.type.dim(axis_name) for a in operands
+                    if a.type.dim(axis_name) is not None)
+        masks = {d.name: d for a in operands for d in a.type.dims if d.mask is not None
+                 and (d.name == axis_name or axis_name in d.mask.type.dim_names)}
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)
@@ -403,8 +434,9 @@ class ExprGen:
         with self.tb.block(header):
             nenv = {**env, axis.name: Idx(n)}
             guard = None
-            if mask_dim is not None:
-                guard = f"if ({self.mask_entry(mask_dim, nenv, scope)} >= 0)"
+            if masks:
+                guard = "if (" + " && ".join(f"{self.mask_entry(d, nenv, scope)} >= 0"
+                                              for d in masks.values()) + ")"
             bindings = {lam.params[0].name: PointValue(acc, lam.params[0].name)}
             for p, a in zip(lam.params[1:], operands):
                 bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(n)),),

@@ -393,11 +393,9 @@ class ProgramLowering:
             conn = f"_out{i}"
             tb.emit(f"{conn} = {v};")
             outputs[conn] = (leaf.data, ", ".join(map_param(d.name) for d in leaf.dims))
-        lam, init = e.func.args
-        axis = max((d for a in e.args for d in a.type.dims if d.neighbor_counter is not None),
-                   key=lambda d: d.neighbor_counter)
+        lam, init = e.func.args[:2]
         node = NeighborReduce(self.names.fresh("reduce"), lambda_text=_text(lam),
-                              init_text=_text(init), code=tb.code, axis=axis.name,
+                              init_text=_text(init), code=tb.code, axis=ir.reduce_axis(e),
                               mask_table=", ".join(sorted(_table_names(e))))
         self.library_map(node.label + "_map", domain, node, tb, outputs)
 

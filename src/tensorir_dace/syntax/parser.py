@@ -482,15 +482,20 @@ class Parser:
         offsets: list[ir.Expr] = []
         while True:
             tok = self.peek()
-            if tok.kind == "ident":
+            simple = (self.at(",", 1) or self.at("⟫", 1)) if tok.kind != "-" else \
+                (self.at("int", 1) and (self.at(",", 2) or self.at("⟫", 2)))
+            if tok.kind == "ident" and simple:
                 self.advance()
                 offsets.append(ir.Sym(tok.text, loc=self.loc(tok)))
-            elif tok.kind == "int":
+            elif tok.kind == "int" and simple:
                 self.advance()
                 offsets.append(ir.Literal(tok.value, loc=self.loc(tok)))
-            elif tok.kind == "-" and self.at("int", 1):
+            elif tok.kind == "-" and simple:
                 self.advance()
                 offsets.append(ir.Literal(-self.advance().value, loc=self.loc(tok)))
+            elif offsets and tok.kind not in (",", "⟫", "eof") and not (
+                    tok.kind == "float" and simple):
+                offsets.append(self.expr())     # a data-dependent offset: ⟪K, off + 1⟫
             else:
                 raise self.error("expected a dimension, a neighbour table or an integer "
                                  f"offset in the shift opened at {self.where(open_)}, "

@@ -197,7 +197,9 @@ class Printer:
                         POSTFIX)
         if (isinstance(func, ir.Call) and isinstance(func.func, ir.Sym)
                 and func.func.name in self.shift_names and func.args
-                and all(self.is_offset(a) for a in func.args)):
+                and isinstance(func.args[0], ir.Sym)
+                and all(self.is_offset(a) or (i > 0 and func.func.name == "shift")
+                        for i, a in enumerate(func.args))):
             offsets = ", ".join(self.expr(a) for a in func.args)
             return (f"{self.shift_open}{offsets}{self.shift_close}"
                     f"({self.args(args, indent)})"), POSTFIX

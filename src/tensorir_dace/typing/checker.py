@@ -311,9 +311,14 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
         dtypes = [self.tensor(t).dtype for t in typed]
         for d in dtypes[1:]:
             if d != dtypes[0]:
+                fixed = [t for t in typed if isinstance(t, ir.Call) and t.func == ir.Sym("cast")
+                         and isinstance(t.args[0], ir.Literal)]
+                hint = (f"; the literal cast({literal_text(fixed[0].args[0])}, "
+                        f"{fixed[0].type.dtype}) has a fixed type and does not adapt: give it "
+                        "the other operand's type") if fixed else ""
                 raise self.error(node, f"{name} needs operands of one element type, got "
                                        + " and ".join(str(x) for x in dtypes)
-                                       + "; convert one with cast(…, T)")
+                                       + "; convert one with cast(…, T)" + hint)
         return dtypes[0]
 
     # ------------------------------------------------------------------ lambdas

@@ -68,8 +68,9 @@ class ElementwiseRules:
     def b_cast(self, e, scope, expected):
         if len(e.args) != 2:
             raise self.error(e, "cast takes an operand and an element type: cast(x, float32)")
-        x = self.expr(e.args[0], scope)
         dtype = self.element_type_arg(e.args[1])
+        # cast(1.0, float64) is a literal of fixed type: read it as the target type.
+        x = self.expr(e.args[0], scope, dtype if isinstance(e.args[0], ir.Literal) else None)
         src = self.tensor(x).dtype
         if not isinstance(src, ir.ScalarType) or not isinstance(dtype, ir.ScalarType):
             raise self.error(e, f"cast converts between scalar element types, got {src} → {dtype}")

@@ -7,7 +7,7 @@ from dataclasses import replace
 from .. import intervals as iv
 from .. import ir
 from .scope import Scope
-from .util import name_of, shift_mask
+from .util import name_of, offset_text, shift_mask
 
 
 class ShiftRules:
@@ -33,9 +33,13 @@ class ShiftRules:
                     steps.append(("shift_init", (a,)))
                     i += 1
             else:
+                if nxt is not None and not is_offset and not self.is_table(nxt, scope):
+                    steps.append(("offset_shift", (a, nxt)))
+                    i += 2
+                    continue
                 if not is_offset:
                     raise self.error(a, "a Cartesian shift needs a dimension and an integer "
-                                        "offset: ⟪I, 1⟫")
+                                        "offset: ⟪I, 1⟫ (or an integer tensor: ⟪K, off⟫)")
                 if steps and steps[-1][0] == "cartesian_shift":
                     steps[-1] = ("cartesian_shift", steps[-1][1] + (a, nxt))
                 else:
@@ -73,6 +77,53 @@ class ShiftRules:
             x = ir.Call(head, (x,), loc=e.loc, type=replace(t, dims=dims))
         return x
 
+    @staticmethod
+    def is_table(a: ir.Expr, scope: Scope) -> bool:
+        """A name bound to a tensor with dimensions (a neighbour table in a shift)."""
+        bound = scope.lookup(a.name) if isinstance(a, ir.Sym) else None
+        return bound is not None and bool(bound.type.dims) and any(
+            d.neighbor_source is not None for d in bound.type.dims)
+
+    def c_offset_shift(self, e, func, scope, expected):
+        """⟪K, off⟫(x) with an integer tensor ``off``: result[p] = x[p + off[p]·e_K],
+        on ``off``'s domain intersected with ``x``'s other dimensions; targets
+        outside ``x``'s interval of K are absent neighbours."""
+        if len(func.args) != 2 or len(e.args) != 1:
+            raise self.error(e, "offset_shift takes a dimension and an integer tensor: "
+                                "⟪K, off⟫(x)")
+        dim_e, off_e = func.args
+        name = self.resolve_dim(dim_e, "a data-dependent shift")
+        off = self.expr(off_e, scope, ir.INT64)
+        ot = self.tensor(off)
+        if not (isinstance(ot.dtype, ir.ScalarType) and ot.dtype.is_int):
+            raise self.error(off_e, f"the offset {offset_text(off_e)} of a shift along {name} "
+                                    f"must be an integer tensor (int32 or int64), got {ot}; "
+                                    f"convert it with cast(…, int32)")
+        x = self.expr(e.args[0], scope, expected)
+        t = self.tensor(x)
+        kd = t.dim(name)
+        if kd is None:
+            raise self.error(e, f"a shift along {name} by {offset_text(off_e)} needs an "
+                                f"operand with dimension {name}, got {t}")
+        for d in t.dims + ot.dims:
+            if d.mask is not None and name in self.tensor(d.mask).dim_names:
+                raise self.error(e, f"cannot shift along {name} by {offset_text(off_e)}: the "
+                                    f"neighbour dimension {d.name} depends on {name}; reduce "
+                                    f"{d.name} first")
+        dims: list[ir.Dim] = []
+        for d in t.dims:
+            od = ot.dim(d.name)
+            if d.name == name:
+                dims.append(replace(od if od is not None else d, mask=None))
+            elif od is not None:
+                dims.append(self.broadcast(e, [ir.TensorType(ir.BOOL, (d,)),
+                                               ir.TensorType(ir.BOOL, (od,))])[0])
+            else:
+                dims.append(d)
+        dims += [d for d in ot.dims if t.dim(d.name) is None]
+        head = replace(func, args=(replace(dim_e, name=name), off))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, tuple(dims)))
+
     def table(self, a: ir.Expr, scope: Scope) -> tuple[ir.Expr, ir.Dim, ir.Dim]:
         """A neighbour table: (typed expr, destination dim, _NB_<Src> dim)."""
         t_expr = self.expr(a, scope)
@@ -90,11 +141,49 @@ class ShiftRules:
         if t.dim(src) is None:
             raise self.error(e, f"shifting with {table_name} needs an operand with dimension "
                                 f"{src}, got {t}")
-        for d in t.dims:
-            if d.mask is not None and src in self.tensor(d.mask).dim_names:
-                raise self.error(e, f"cannot shift along {src}: the neighbour dimension "
-                                    f"{d.name} depends on it; reduce {d.name} first")
         return t
+
+    def partial_dims(self, e, t: ir.TensorType, dst: ir.Dim, nb: ir.Dim,
+                     new_nb: ir.Dim) -> tuple[ir.Dim, ...]:
+        """The dimensions of ``t`` after a partial shift: Dst and the new ``_NB_<n>``
+        where the source dimension was."""
+        dims: list[ir.Dim] = []
+        for d in t.dims:
+            if d.name == nb.neighbor_source:
+                dims += [dst, new_nb]
+            elif d.name != dst.name:
+                dims.append(d)
+        other = t.dim(dst.name)
+        if other is not None and dst.name != nb.neighbor_source:
+            dims = [self.decide(e, lambda: iv.intersect(dst, other)) if d.name == dst.name
+                    else d for d in dims]
+        return tuple(dims)
+
+    def full_dims(self, e, t: ir.TensorType, dst: ir.Dim, nb: ir.Dim) -> tuple[ir.Dim, ...]:
+        """The dimensions of ``t`` after a full shift: Dst where the source was."""
+        dims = []
+        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
+        for d in t.dims:
+            if d.name == nb.neighbor_source:
+                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
+            elif d.name != dst.name:
+                dims.append(d)
+        return tuple(dims)
+
+    def carry_masks(self, t: ir.TensorType, dims: tuple[ir.Dim, ...], src: str,
+                    head: ir.Call, dims_of) -> tuple[ir.Dim, ...]:
+        """Nested shifts: a neighbour mask that depends on the shifted dimension is
+        shifted with the same table, so it stays a table seen from the result's
+        coordinates (an absent outer neighbour makes it negative)."""
+        out = []
+        for d in dims:
+            if d.mask is not None and t.dim(d.name) is not None and \
+                    src in self.tensor(d.mask).dim_names:
+                mt = self.tensor(d.mask)
+                d = replace(d, mask=ir.Call(head, (d.mask,),
+                                            type=ir.TensorType(mt.dtype, dims_of(mt))))
+            out.append(d)
+        return tuple(out)
 
     def c_shift_init(self, e, func, scope, expected):
         if len(func.args) != 1 or len(e.args) != 1:
@@ -105,20 +194,10 @@ class ShiftRules:
         counter = 1 + max((d.neighbor_counter for d in t.dims
                            if d.neighbor_counter is not None), default=-1)
         new_nb = ir.Dim(f"_NB_{counter}", nb.start, nb.stop, mask=tbl)
-        dims: list[ir.Dim] = []
-        for d in t.dims:
-            if d.name == nb.neighbor_source:
-                dims += [dst, new_nb]
-            elif d.name == dst.name:
-                continue
-            else:
-                dims.append(d)
-        other = t.dim(dst.name)
-        if other is not None and dst.name != nb.neighbor_source:
-            dims = [self.decide(e, lambda: iv.intersect(dst, other)) if d.name == dst.name
-                    else d for d in dims]
-        return replace(e, func=replace(func, args=(tbl,)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(dims)))
+        head = replace(func, args=(tbl,))
+        dims = self.carry_masks(t, self.partial_dims(e, t, dst, nb, new_nb), nb.neighbor_source,
+                                head, lambda mt: self.partial_dims(e, mt, dst, nb, new_nb))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def c_unstructured_shift(self, e, func, scope, expected):
         if len(func.args) != 2 or len(e.args) != 1 or not (
@@ -130,16 +209,11 @@ class ShiftRules:
         self.check_neighbor_index(func.args[1], k, nb)
         x = self.expr(e.args[0], scope, expected)
         t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
-        dims = []
-        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
-        for d in t.dims:
-            if d.name == nb.neighbor_source:
-                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
-            elif d.name != dst.name:
-                dims.append(d)
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
-        return replace(e, func=replace(func, args=(tbl, index)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(dims)))
+        head = replace(func, args=(tbl, index))
+        dims = self.carry_masks(t, self.full_dims(e, t, dst, nb), nb.neighbor_source, head,
+                                lambda mt: self.full_dims(e, mt, dst, nb))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def check_neighbor_index(self, node, k: int, nb: ir.Dim) -> None:
         if k < 0 or (nb.start.is_Integer and nb.stop.is_Integer
