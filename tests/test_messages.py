@@ -13,9 +13,18 @@ import pytest
 
 import tensorir_dace as tir
 from tensorir_dace.errors import did_you_mean
+from tensorir_dace.frontend import (
+    Tensor,
+    dims,
+    function,
+    int32,
+    max_over,
+    min_over,
+    neighbor_dim,
+    program,
+    with_interval,
+)
 from tensorir_dace.frontend.dims import Dimension
-from tensorir_dace.frontend import (Tensor, dims, function, int32, max_over, min_over,
-                                   neighbor_dim, program, with_interval)
 
 I, J = dims("I J")
 
@@ -37,7 +46,7 @@ def _run(tmp_path, env_extra):
     script = tmp_path / "mistake.py"
     script.write_text(MISTAKE)
     env = {k: v for k, v in os.environ.items() if k != "TENSORIR_DACE_TRACEBACK"}
-    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True,
                           env={**env, **env_extra})
 
 
@@ -89,7 +98,7 @@ def test_tensor_condition_in_python_if_suggests_where():
 def test_did_you_mean_ranks_the_users_names_first():
     @program
     def typo(inp: Tensor[float, I], out: Tensor[float, I]):
-        out[...] = inpt
+        out[...] = inpt  # noqa: F821 (the mistake under test)
 
     with pytest.raises(tir.FrontendError) as info:
         typo.specialize(np.ones(3), np.ones(3))
@@ -149,7 +158,7 @@ def test_dims_with_one_name_is_the_dimension():
                                                 r"the \[0\]"):
         K[0]
     with pytest.raises(tir.FrontendError, match="not a sequence"):
-        (K2,) = dims("K")
+        (_,) = dims("K")
     assert K[0:3].stop == 3                         # intervals still work
 
 

@@ -6,11 +6,10 @@ from __future__ import annotations
 import re
 import webbrowser
 
+import numpy as np
 import pytest
 from conftest import compiled, example, parsed
 from viewer_browser import check_page, unavailable
-
-import numpy as np
 
 import tensorir_dace as tir
 from tensorir_dace.frontend import Tensor, dims, program
@@ -29,7 +28,7 @@ def pages(tmp_path_factory):
 
 def test_page_is_self_contained(pages):
     text = pages["nabla"].read_text()
-    markup = re.sub(r"<script>.*?</script>", "", text, flags=re.S)   # the inlined code
+    markup = re.sub(r"<script>.*?</script>", "", text, flags=re.DOTALL)   # the inlined code
     assert not re.search(r"\b(src|href)=", markup)    # no script, style or image URLs
     assert "site-packages" not in text and "/dist/" not in text
     assert "Automatic publicPath" not in text           # the inlined bundle does not throw

@@ -218,7 +218,7 @@ def cmd_bench(args) -> int:
         ref, work = clone(inputs), clone(inputs)
         t_interp = None
         if not args.no_interpreter:
-            t_interp = _median_time(lambda: interpret(program, **clone(inputs)),
+            t_interp = _median_time(lambda inputs=inputs: interpret(program, **clone(inputs)),
                                     max(1, args.repeat // 4))
             interpret(program, **ref)
         for threads in args.threads:
@@ -227,7 +227,7 @@ def cmd_bench(args) -> int:
             compiled(**out)
             if t_interp is not None:
                 worst = max(worst, max_difference(out, ref))
-            t = _median_time(lambda: compiled(**work), args.repeat, args.warmup)
+            t = _median_time(lambda work=work: compiled(**work), args.repeat, args.warmup)
             row = "".join(f"{v:>8}" for v in values)
             interp = f"{t_interp * 1e3:12.3f}" if t_interp is not None else f"{'-':>12}"
             speed = f"{t_interp / max(t, 1e-12):9.1f}x" if t_interp is not None else f"{'-':>10}"

@@ -14,8 +14,8 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 logger = logging.getLogger("tensorir_dace")
 

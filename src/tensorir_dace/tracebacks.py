@@ -13,7 +13,8 @@ import functools
 import os
 import pathlib
 import types
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .errors import TensorIRError
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import html
-import re
 import json
 import os
 import pathlib
+import re
 import webbrowser
 from typing import Any
 
@@ -51,7 +51,8 @@ def _bundle() -> str:
     dist = pathlib.Path(dace.__file__).parent / "viewer" / "webclient" / "dist"
     js = _read(dist / "sdfv.js")
     if _PUBLIC_PATH_THROW not in js:
-        raise TensorIRError(f"this DaCe version's renderer ({path}) is not supported by the "
+        raise TensorIRError(f"this DaCe version's renderer ({dist / 'sdfv.js'}) is not "
+                            "supported by the "
                             "viewer: its public-path code changed")
     js = _FONT.sub('"data:font/woff2;base64,"', js.replace(_PUBLIC_PATH_THROW, _PUBLIC_PATH_FIX))
     chunks = [_read(dist / f"{c}.js") for c in _CHUNKS]
@@ -102,7 +103,7 @@ def page_html(program: ir.Program) -> str:
     return head + _bundle() + tail
 
 
-def view(obj: Any, path: str | os.PathLike | None = None, open: bool = False) -> pathlib.Path:  # noqa: A002
+def view(obj: Any, path: str | os.PathLike | None = None, open: bool = False) -> pathlib.Path:
     """Write the viewer page of ``obj`` (a parsed, compiled or decorated program,
     or a specialisation) and return its path (default ``<name>.html`` in the
     current directory).  ``open=True`` opens it in the web browser."""
