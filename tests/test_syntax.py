@@ -511,7 +511,7 @@ def test_long_expressions_are_broken_over_lines():
 def test_docs_example_parses():
     import re
     docs = (EXAMPLES.parent / "docs" / "syntax.md").read_text()
-    source = re.findall(r"```\n(.*?)```", docs, re.S)[0]
+    source = re.findall(r"```(?:text)?\n(.*?)```", docs, re.S)[0]
     p = parse(source)
     assert [t.name for t in p.temporaries] == ["tmp"]
     roundtrip(p, parse)

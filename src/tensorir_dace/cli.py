@@ -135,8 +135,7 @@ def cmd_view(args) -> int:
     from .viewer import view
     program = _read(args.file)
     out = args.output or str(pathlib.Path(args.file).with_suffix(".html"))
-    path = view(program, out, open=args.open)
-    print(f"wrote {path}" + ("" if args.open else "  (open it in a web browser, or use --open)"))
+    view(program, out, open=args.open)        # prints the path
     return 0
 
 
