@@ -27,6 +27,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
+from ..ir import Param, Program
 from ..typing import check
 from .analysis import Analysis, Specializer, check_named
 from .annotations import (
@@ -76,7 +77,7 @@ class _Specialized:
         self.fn = fn
         self.backend = backend
         self.compile_options = compile_options
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]  # subclasses are callable
         self._init_cache()
 
     def _init_cache(self) -> None:
@@ -198,7 +199,7 @@ class _Specialized:
     def _ir_params(self, key: tuple[ParamSig, ...]) -> tuple[list[ir.Param], dict[str, Any]]:
         loc_of = {p.name: p.loc for p in self._param_infos()}
         params = [ir.Param(s.name, s.type, loc=loc_of[s.name]) for s in key
-                  if s.kind in ("tensor", "scalar")]
+                  if s.kind in ("tensor", "scalar") and s.type is not None]
         static = {s.name: s.static for s in key if s.kind == "static"}
         return params, static
 
@@ -547,7 +548,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return self._default().program
 
     @property
-    def params(self) -> tuple[ir.Param, ...]:
+    def params(self) -> tuple[Param, ...]:   # (``ir`` is the property above)
         sp = self._specializer()
         if sp.generic:
             raise self._generic_error("params")
@@ -559,7 +560,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     # ------------------------------------------------------------------ running
 
-    def interop_program(self) -> ir.Program:
+    def interop_program(self) -> Program:
         """The program DaCe nests when a ``@dace.program`` calls this one."""
         return self.ir
 

@@ -25,8 +25,8 @@ from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..typing.scope import Scope
-from .context import ProgramContext
 from .connectivities import Connectivity
+from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
@@ -211,7 +211,7 @@ class ExpressionTranslator:
         if isinstance(base, tuple) and contains_ir(base):
             if node.attr == "astype":
                 return BoundMethod(base, "astype")
-            if is_namedtuple_class(type(base)) and node.attr in type(base)._fields:
+            if is_namedtuple_class(type(base)) and node.attr in getattr(base, "_fields", ()):
                 return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
