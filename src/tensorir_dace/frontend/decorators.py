@@ -385,6 +385,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds."""
         domain = {} if domain is None else domain
+        assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
         if not isinstance(domain, dict) or not all(
                 isinstance(k, Dimension) and k.name in result_dims for k in domain):
