@@ -64,14 +64,14 @@ def _sizes(program, items: list[str]) -> dict[str, int]:
 
 
 def cmd_check(args) -> int:
+    from . import ir
     from .syntax.printer import format_checked
     from .typing import check
     typed = check(_read(args.file))
     print(format_checked(typed, ascii=args.ascii))
     for stmt in typed.body:
-        value = getattr(stmt, "value", None)
-        if value is not None and value.type is not None:
-            print(f"# {format_checked(stmt.target)}: value {value.type}")
+        if isinstance(stmt, ir.Assign) and stmt.value.type is not None:
+            print(f"# {format_checked(stmt.target)}: value {stmt.value.type}")
     return 0
 
 

@@ -22,7 +22,12 @@ import functools
 from typing import Any
 
 from .. import ir
-from ..arguments import bind_arguments, check_size_constraints, merge_positional
+from ..arguments import (
+    bind_arguments,
+    check_size_constraints,
+    merge_positional,
+    runtime_values,
+)
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
@@ -62,5 +67,6 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     if positional:
         args = merge_positional(typed.params, positional, args, f"program '{typed.name}'")
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
-    check_size_constraints(typed.constraints, bound.symbols, f"program '{typed.name}'")
-    interpret_program(typed, bound.values, bound.symbols)
+    symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
+    check_size_constraints(typed.constraints, symbols, f"program '{typed.name}'")
+    interpret_program(typed, bound.values, symbols)
