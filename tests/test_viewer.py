@@ -8,12 +8,12 @@ import webbrowser
 
 import numpy as np
 import pytest
-from conftest import compiled, example, parsed
-from viewer_browser import check_page, unavailable
 
 import tensorir_dace as tir
+from conftest import compiled, example, parsed
 from tensorir_dace.frontend import Tensor, dims, program
 from tensorir_dace.lowering.stages import sdfg_stages, stage_names
+from viewer_browser import check_page, unavailable
 
 # A program with a library node (neighbour reduction) and one with control flow.
 BROWSER_EXAMPLES = ["nabla", "program_if"]

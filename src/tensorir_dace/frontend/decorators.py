@@ -612,7 +612,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return to_sdfg(self.ir, optimize=optimize)
 
     @api_boundary
-    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+    def view(self, path: Any = None, open: bool = False) -> Any:
         """Write the viewer page of the program (see :func:`tensorir_dace.view`); a
         rank-generic program is viewed through ``prog.specialize(args).view()``."""
         from ..viewer import view

@@ -326,7 +326,7 @@ class Specialization:
         from ..lowering import to_sdfg
         return to_sdfg(self.program, optimize=optimize)
 
-    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+    def view(self, path: Any = None, open: bool = False) -> Any:
         """Write the viewer page of this specialisation (see :func:`tensorir_dace.view`)."""
         from ..viewer import view
         return view(self.program, path, open=open)

@@ -19,7 +19,8 @@ _TEMPLATE = pathlib.Path(__file__).with_name("page.html")
 
 # webpack finds its public path from its <script src>; inlined there is none.
 # Chunks are never loaded, so any base will do.
-_PUBLIC_PATH_THROW = 'if(!e)throw new Error("Automatic publicPath is not supported in this browser");'
+_PUBLIC_PATH_THROW = ('if(!e)throw new Error("Automatic publicPath is not supported in this '
+                      'browser");')
 _PUBLIC_PATH_FIX = 'if(!e)e="./";'
 
 # The lazily loaded chunks that rendering an SDFG needs (the C++ syntax of
