@@ -261,7 +261,7 @@ def test_run_reports_and_sets_threads(capsys):
     before = tir.get_num_threads()
     try:
         assert main(["run", str(root / "sdfg_examples" / "laplacian.tir"), "--threads", "1",
-                     "--repeat", "1"]) == 0
+                     "--repeat", "1", "--quiet"]) == 0
     finally:
         tir.set_num_threads(before)
     text = capsys.readouterr().out
@@ -318,7 +318,8 @@ def test_build_compiles_files_and_modules_in_parallel(tmp_path, capsys):
     np.testing.assert_allclose(got["out"], expected, rtol=1e-14)
     # the command line: a broken file fails the build and says why
     (src / "bad.tir").write_text("bad(out: tensor<float, I[0:N]>) { out ← zz }")
-    assert main(["build", str(src / "bad.tir"), str(src / "lap.tir"), "--jobs", "1"]) == 1
+    assert main(["build", str(src / "bad.tir"), str(src / "lap.tir"), "--jobs", "1",
+                 "--quiet"]) == 1
     captured = capsys.readouterr()
     assert "bad.tir" in captured.err and "unknown name 'zz'" in captured.err
     assert "built 1 programs" in captured.out

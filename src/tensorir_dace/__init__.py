@@ -26,6 +26,10 @@ from .errors import (
     TensorIRError,
     TypeCheckError,
 )
+from .log import configure_from_env as _configure_log
+from .tracebacks import api_boundary
+
+_configure_log()
 
 __version__ = "0.1.0"
 
@@ -43,6 +47,7 @@ _LAZY = {
     "interpret": ("interpreter", "interpret"),
     "to_sdfg": ("lowering", "to_sdfg"),
     "compile": ("runtime.program", "compile"),
+    "view": ("viewer", "view"),
     "CompiledProgram": ("runtime.program", "CompiledProgram"),
     "function": ("frontend", "function"),
     "program": ("frontend", "program"),
@@ -106,6 +111,11 @@ _LAZY = {
 }
 
 
+# Entry points whose errors lose the package-internal traceback frames.
+_BOUNDARIES = {"parse", "parse_expr", "parse_type", "format", "interpret", "to_sdfg",
+               "compile", "view", "check", "build"}
+
+
 def __getattr__(name: str) -> Any:
     if name == "ir":
         value = import_module(".ir", __name__)
@@ -114,6 +124,8 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(import_module(f".{module}", __name__), attr)
+        if name in _BOUNDARIES:
+            value = api_boundary(value)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'tensorir_dace' has no attribute '{name}'")

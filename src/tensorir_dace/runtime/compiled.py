@@ -53,7 +53,6 @@ from ..callchecks import CallChecks, data_pointer
 from ..errors import ArgumentError, TensorIRError
 from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
-from .plan import parallel_volume
 
 __all__ = [
     "ArgBinding",
@@ -611,6 +610,27 @@ class SDFGCallable:
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.type}" for p in self.signature.params)
         return f"<SDFGCallable {self.name}({params})>"
+
+
+def parallel_volume(sdfg: dace.SDFG) -> sympy.Expr | None:
+    """The number of points of the largest top-level CPU map (``None``: none,
+    or a map whose size depends on loop variables)."""
+    volumes: list[sympy.Expr] = []
+    known = {str(s) for s in sdfg.free_symbols}
+    for state in sdfg.states():
+        for node in state.nodes():
+            if not isinstance(node, dace.nodes.MapEntry) or state.entry_node(node) is not None:
+                continue
+            if node.map.schedule not in (dtypes.ScheduleType.Default,
+                                         dtypes.ScheduleType.CPU_Multicore):
+                continue
+            v = sympy.sympify(node.map.range.num_elements_exact())
+            if not {str(s) for s in v.free_symbols} <= known:
+                return None
+            volumes.append(v)
+    if not volumes:
+        return None
+    return sympy.Max(*volumes) if len(volumes) > 1 else volumes[0]
 
 
 def _leaf_values(value: Any) -> list[Any]:

@@ -21,19 +21,15 @@ from __future__ import annotations
 import ctypes
 import pathlib
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import dace
 import sympy
-from dace import dtypes
 
+from .compiled import SDFGCallable, parallel_volume
 from .library import file_digest
 from .native import PLAN_FORMAT, evaluator
 
-if TYPE_CHECKING:
-    from .compiled import SDFGCallable
-
-__all__ = ["call_plan", "parallel_volume"]
+__all__ = ["call_plan"]
 
 _CTYPES = {ctypes.c_int: "int32", ctypes.c_long: "int64", ctypes.c_longlong: "int64",
            ctypes.c_double: "float64", ctypes.c_float: "float32", ctypes.c_bool: "bool",
@@ -43,27 +39,6 @@ _CTYPES = {ctypes.c_int: "int32", ctypes.c_long: "int64", ctypes.c_longlong: "in
 
 class _NoPlan(Exception):
     pass
-
-
-def parallel_volume(sdfg: dace.SDFG) -> sympy.Expr | None:
-    """The number of points of the largest top-level CPU map (``None``: none,
-    or a map whose size depends on loop variables)."""
-    volumes: list[sympy.Expr] = []
-    known = {str(s) for s in sdfg.free_symbols}
-    for state in sdfg.states():
-        for node in state.nodes():
-            if not isinstance(node, dace.nodes.MapEntry) or state.entry_node(node) is not None:
-                continue
-            if node.map.schedule not in (dtypes.ScheduleType.Default,
-                                         dtypes.ScheduleType.CPU_Multicore):
-                continue
-            v = sympy.sympify(node.map.range.num_elements_exact())
-            if not {str(s) for s in v.free_symbols} <= known:
-                return None
-            volumes.append(v)
-    if not volumes:
-        return None
-    return sympy.Max(*volumes) if len(volumes) > 1 else volumes[0]
 
 
 def _py(expr: Any, names: list[str]) -> str:

@@ -13,7 +13,9 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from ..errors import TensorIRError
 from ..interop import SDFGConvertible
+from ..tracebacks import api_boundary
 
 if TYPE_CHECKING:
     import dace
@@ -84,7 +86,6 @@ class CompiledProgram(SDFGConvertible):
             return SDFGCallable(compiled, self._signature, name=self.program.name,
                                 checks=checks)
         except ValueError as e:
-            from ..errors import TensorIRError
             raise TensorIRError(f"the SDFG '{self._sdfg.name}' does not fit program "
                                 f"'{self.program.name}': {e}") from None
 
@@ -115,7 +116,6 @@ class CompiledProgram(SDFGConvertible):
                   cache_dir: str | os.PathLike | None = None) -> CompiledProgram:
         """Compile an SDFG obtained from :func:`tensorir_dace.to_sdfg` (and perhaps
         transformed by the user) behind this program's argument checks."""
-        from ..errors import TensorIRError
         from ..lowering import lower
         from ..typing import check
         signature = lower(check(program)).signature
@@ -127,14 +127,17 @@ class CompiledProgram(SDFGConvertible):
         return cls(program, sdfg, signature, cache_dir=cache_dir)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        if args:
-            if len(args) > len(self._params) or set(self._params[:len(args)]) & set(kwargs):
-                from ..arguments import merge_positional
-                kwargs = merge_positional(self.program.params, args, kwargs,
-                                          f"program '{self.program.name}'")
-            else:
-                kwargs = {**dict(zip(self._params, args)), **kwargs}
-        self._callable(**kwargs)
+        try:                # an entry point, inlined: no extra frame per call
+            if args:
+                if len(args) > len(self._params) or set(self._params[:len(args)]) & set(kwargs):
+                    from ..arguments import merge_positional
+                    kwargs = merge_positional(self.program.params, args, kwargs,
+                                              f"program '{self.program.name}'")
+                else:
+                    kwargs = {**dict(zip(self._params, args)), **kwargs}
+            self._callable(**kwargs)
+        except TensorIRError as e:
+            _reraise_at_boundary(e)
 
     def interop_program(self) -> ir.Program:
         return self.program
@@ -148,6 +151,12 @@ class CompiledProgram(SDFGConvertible):
     def __repr__(self) -> str:
         sdfg = f"{self._sdfg.name!r}" if self._sdfg is not None else "(cached library)"
         return f"CompiledProgram({self.name!r}, sdfg={sdfg})"
+
+
+@api_boundary
+def _reraise_at_boundary(error: TensorIRError) -> None:
+    """Raise ``error`` as a public entry point does (package frames hidden)."""
+    raise error
 
 
 def _store_plan(callable: Any, key: str, cache_dir: str | os.PathLike | None

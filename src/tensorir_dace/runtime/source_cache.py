@@ -24,6 +24,7 @@ import sys
 import time
 from typing import Any
 
+from ..log import info as log_info
 from .cachedir import _stats, get_cache_dir
 from .library import Library, LibraryError
 from .native import PLAN_FORMAT
@@ -114,6 +115,8 @@ def load_plan(key: str, cache_dir: str | os.PathLike | None = None
         loaded = plan, Library(library, plan["name"], plan)
         _stats["loaded"] += 1
         _stats["load_seconds"] += time.perf_counter() - t0
+        log_info("compile cache hit: %s found by its source, loaded in %.3f s",
+                 plan["name"], time.perf_counter() - t0)
         return loaded
     except LibraryError as ex:
         _log.warning("tensorir_dace: %s; rebuilding it", ex)
