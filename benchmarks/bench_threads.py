@@ -34,7 +34,7 @@ def measure(repeat: int) -> list[tuple[int, float, float]]:
         times = []
         for threads in (1, 2):
             tir.set_num_threads(threads)
-            times.append(timed(lambda: prog(out=out, inp=inp), repeat)[1])
+            times.append(timed(lambda out=out, inp=inp: prog(out=out, inp=inp), repeat)[1])
         rows.append((n, times[0], times[1]))
     tir.set_num_threads(2)
     return rows
