@@ -323,3 +323,26 @@ def test_build_compiles_files_and_modules_in_parallel(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "bad.tir" in captured.err and "unknown name 'zz'" in captured.err
     assert "built 1 programs" in captured.out
+
+
+def test_new_views_of_known_buffers_reuse_the_prepared_call(cache):
+    _, prog = cache
+    call = prog._callable
+    call.clear_cache()
+    base, out_base = np.random.rand(12, 12), np.zeros((10, 10))
+    for k in range(4):
+        prog(out=out_base[:, :], inp=base[:, :], w=1.0 + k)
+        np.testing.assert_allclose(out_base, numpy_lap(base, 1.0 + k), rtol=1e-13)
+    assert len(call._buffers) == 4          # one per scalar value, none per view object
+    for _ in range(3):
+        prog(out=out_base[:, :], inp=base[:, :], w=1.0)
+    assert len(call._buffers) == 4
+    # a read-only view of a known output buffer is still refused
+    ro = out_base[:, :]
+    ro.flags.writeable = False
+    with pytest.raises(tir.ArgumentError, match="read-only"):
+        prog(out=ro, inp=base[:, :], w=1.0)
+    # a different window of the same buffer is a different buffer key
+    big = np.random.rand(14, 12)
+    prog(out=out_base, inp=big[2:, :], w=1.0)
+    np.testing.assert_allclose(out_base, numpy_lap(big[2:, :], 1.0), rtol=1e-13)

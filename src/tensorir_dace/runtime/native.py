@@ -10,9 +10,12 @@ handed to the full path (``fallback``: the program checked, lowered and
 loaded through DaCe), which either runs the call or raises the precise
 :class:`~tensorir_dace.ArgumentError`.  Both paths accept the same calls.
 
-Like :class:`.compiled.SDFGCallable`, prepared argument vectors are kept per
-set of argument objects, so calling again with the same arrays costs a few
-identity, shape and stride comparisons.
+Prepared argument vectors are kept per set of argument objects, so calling
+again with the same arrays costs a few identity and shape comparisons, and
+per set of buffers (address, shape, strides and dtype of each array, value of
+each scalar: everything the checks decide and the vector holds follows from
+them), so new array objects over known buffers, such as views made per call,
+cost one such key and a writeability check.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import ast
 import ctypes
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -93,7 +96,7 @@ class _Entry:
         self.scalar_values = tuple((type(values[i]), values[i]) for i in self.scalars)
         self.sequential = sequential
 
-    def watch(self, values: tuple, forget: Callable[[Any], None]) -> None:
+    def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
         """Call ``forget`` when one of the arrays in ``values`` is freed."""
         self.refs = tuple(weakref.ref(a, forget) for a in self.pick(values))
 
@@ -105,7 +108,7 @@ class _Entry:
                  == self.scalar_values)
 
 
-def _picker(positions: list[int]) -> Callable[[tuple], tuple]:
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
     """``values -> tuple of values[i] for i in positions``, at C speed."""
     if len(positions) > 1:
         return itemgetter(*positions)
@@ -134,7 +137,8 @@ class NativeCallable:
         self._make_fallback = fallback
         self._fallback: Callable[..., None] | None = None
         self.max_cached = max_cached
-        self._entries: dict[tuple, _Entry] = {}
+        self._entries: dict[tuple, _Entry] = {}       # by argument object identities
+        self._buffers: dict[tuple, _Entry] = {}       # by buffers (see _by_buffers)
         self.params = tuple(plan["params"])
         leaves = plan["leaves"]
         if any(lf["path"] for lf in leaves):    # plans describe no tuple parameters
@@ -179,17 +183,33 @@ class NativeCallable:
         values = tuple(kwargs.values())
         key = (*kwargs, *map(id, values))
         entry = self._entries.get(key)
-        if entry is None or not entry.matches(values):
-            entry = self._prepare(kwargs)
-            if entry is None:
-                self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
-                return
-            entries = self._entries
-            if key not in entries and len(entries) >= self.max_cached:
-                entries.pop(next(iter(entries)))
-            entry.watch(values, lambda _ref: entries.pop(key, None))
-            entries[key] = entry
+        if entry is not None and entry.matches(values):
+            self._run(entry)
+            return
+        bkey: tuple | None
+        try:
+            bkey = (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
+                               if type(v) is np.ndarray else (type(v), v) for v in values])
+            entry = self._buffers.get(bkey)
+        except TypeError:           # unhashable: not a plain call
+            bkey = entry = None
+        if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
+            self._run(entry)        # new objects, known buffers (e.g. views made per call)
+            return
+        entry = self._prepare(kwargs)
+        if entry is None:
+            self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
+            return
         self._run(entry)
+        entries, buffers = self._entries, self._buffers
+        if key not in entries and len(entries) >= self.max_cached:
+            entries.pop(next(iter(entries)))
+        entry.watch(values, lambda _ref: entries.pop(key, None))
+        entries[key] = entry
+        if bkey is not None:
+            if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
+                buffers.pop(next(iter(buffers)))
+            buffers[bkey] = entry
 
     def _run(self, entry: _Entry) -> None:
         lib = self.library
@@ -241,6 +261,7 @@ class NativeCallable:
         pointers = [data_pointer(a) for a in arrays]
         if self._overlap(arrays, pointers):
             return None
+        callargs: list[Any] | None
         if self._array_args is not None:      # arrays only: pointers in argument order
             callargs = list(map(ctypes.c_void_p, self._array_args(pointers)))
         else:
@@ -270,10 +291,10 @@ class NativeCallable:
             if kind == "array":
                 callargs.append(ctypes.c_void_p(pointers[ref]))
                 continue
-            v = values[ref] if kind == "scalar" else env[ref]
+            v = values[ref] if kind == "scalar" else env[str(ref)]   # leaf index / symbol
             if bounds is not None and not bounds[0] <= int(v) <= bounds[1]:
                 return None
-            callargs.append(ctype(v))
+            callargs.append(ctype(v))   # type: ignore[misc]  # scalars have a ctype
         return callargs
 
     def _overlap(self, arrays: tuple, pointers: list[int]) -> bool:
@@ -289,4 +310,5 @@ class NativeCallable:
     def clear_cache(self) -> None:
         """Forget the prepared argument vectors."""
         self._entries.clear()
+        self._buffers.clear()
 
