@@ -114,7 +114,10 @@ def build(paths: Iterable[str | os.PathLike], *, optimize: str = "default", devi
     options = {"optimize": optimize, "device": device, "cache_dir": cache_dir}
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(work) or 1))
     done = 0
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn")) as pool:
+    # fork: workers must not re-import the caller's script (spawn would run an
+    # unguarded script again); they only compile, so the parent's threads do not matter.
+    context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         futures = [pool.submit(_compile_one, name, text, options) for name, text in work]
         for fut in cf.as_completed(futures):
             name, seconds, error = fut.result()
