@@ -2,8 +2,9 @@
 
 Used by the command line (``tensorir-dace run``), the tests and the
 benchmarks: neighbour tables get valid source coordinates (inside every
-operand shifted through them) with some ``-1`` (absent) entries, other int tensors small values, floats values in [0.5, 1.5)
-(safe for division and logarithms).
+operand shifted through them) with some ``-1`` (absent) entries, other int
+tensors small values, floats values in [0.5, 1.5) (safe for division and
+logarithms).
 """
 
 from __future__ import annotations
