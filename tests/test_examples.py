@@ -55,3 +55,18 @@ def test_command_line_check_lower_run(tmp_path):
     bad.write_text("p(out: tensor<float, I[0:3]>) {\n  out ← nope;\n}\n")
     r = run("check", str(bad))
     assert r.returncode == 2 and "bad.tir:2:9: unknown name 'nope'" in r.stderr
+
+
+RUNTIME_BOUNDS = {"lateral_boundary": dict(horizontal_start=2, horizontal_end=5,
+                                           vertical_start=1, vertical_end=4),
+                  "vertical_nlev": dict(nlev=3)}
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIME_BOUNDS))
+def test_runtime_domain_examples_match_interpreter_unoptimized(name):
+    """The runtime-bound examples (the optimised level is tested in test_runtime_domains)."""
+    from conftest import parsed
+    from tensorir_dace.testing import random_arguments
+    src = (EXAMPLES / f"{name}.tir").read_text()
+    args = random_arguments(parsed(src), sizes={"N": 6, "L": 5}) | RUNTIME_BOUNDS[name]
+    check_against_interpreter(src, "none", args=args)

@@ -9,9 +9,8 @@ import random
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone, random_arguments
-
 from conftest import assert_same_results
+from tensorir_dace.testing import clone, random_arguments
 
 HALO = "I[-3:N+3], J[-3:M+3]"
 
@@ -127,6 +126,90 @@ def test_random_mesh_program_with_absent_neighbours(seed):
     both_modes_match_interpreter(prog, args)
 
 
+# Runtime bounds: subset targets whose intervals use scalar int parameters.
+I_RANGES = [("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0")]
+J_RANGES = [("g0", "g1"), ("0", "g1"), ("g0", "M")]
+
+
+def runtime_bound_program(seed: int, statements: int = 8) -> tuple[str, str, list]:
+    """The same random statements twice: on runtime sub-ranges of the outputs, and
+    on the whole outputs (the reference for the points inside the ranges)."""
+    r = random.Random(seed)
+    outs = [f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(statements)]
+    head = (f"rt(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, h1: tensor<int>, "
+            "g0: tensor<int>, g1: tensor<int>, " + ", ".join(outs) + ") {\n")
+    exprs = [expression(3, r) for _ in range(statements)]
+    ranges = [(r.choice(I_RANGES), r.choice(J_RANGES)) for _ in range(statements)]
+    sub = [f"  subset(o{k}, I[{i0}:{i1}], J[{j0}:{j1}]) ← {x};"
+           for k, (x, ((i0, i1), (j0, j1))) in enumerate(zip(exprs, ranges))]
+    full = [f"  o{k} ← {x};" for k, x in enumerate(exprs)]
+    return head + "\n".join(sub) + "\n}", head + "\n".join(full) + "\n}", ranges
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_random_runtime_bounds_one_binary(seed):
+    from tensorir_dace.runtime.cache import compile_count
+    src, full_src, ranges = runtime_bound_program(seed)
+    prog, full = tir.parse(src), tir.parse(full_src)
+    sizes = {"N": 5, "M": 4}
+    base = random_arguments(prog, sizes=sizes, seed=seed)
+    fns = [tir.compile(prog, optimize=o) for o in ("none", "default")]
+    before = compile_count()
+    for h0, h1, g0, g1 in [(0, 5, 0, 4), (2, 3, 1, 3), (1, 4, 3, 1)]:
+        bounds = {"h0": h0, "h1": h1, "g0": g0, "g1": g1}
+        args = clone(base) | bounds
+        ref = clone(args)
+        tir.interpret(prog, **ref)
+        whole = clone(args)
+        tir.interpret(full, **whole)
+        env = {"N": 5, "M": 4, **bounds}
+        for k, ((i0, i1), (j0, j1)) in enumerate(ranges):
+            i0, i1, j0, j1 = (eval(x, {}, env) for x in (i0, i1, j0, j1))
+            expected = base[f"o{k}"].copy()
+            if i0 < i1 and j0 < j1:
+                expected[i0:i1, j0:j1] = whole[f"o{k}"][i0:i1, j0:j1]
+            assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
+        for fn in fns:
+            out = clone(args)
+            fn(**out)
+            assert_same_results(out, ref, 1e-11)
+    assert compile_count() == before
+
+
+def test_random_lazy_concat_with_runtime_boundaries():
+    """Random expressions as concat pieces split at clamped runtime boundaries,
+    against the same expressions computed whole (interpreter and compiled)."""
+    from tensorir_dace.runtime.cache import compile_count
+    r = random.Random(8)
+    pairs = [(expression(3, r), expression(3, r)) for _ in range(4)]
+    head = (f"rc(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, "
+            + ", ".join(f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(8)) + ") {\n")
+    cut = "Min(N, Max(0, h0))"
+    split = [f"  o{k} ← concat(I, subset({x}, I[0:{cut}]), subset({y}, I[{cut}:N]));"
+             for k, (x, y) in enumerate(pairs)]
+    whole = [f"  o{2 * k} ← {x};\n  o{2 * k + 1} ← {y};" for k, (x, y) in enumerate(pairs)]
+    prog = tir.parse(head + "\n".join(split) + "\n}")
+    full = tir.parse(head + "\n".join(whole) + "\n}")
+    base = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=8)
+    fn = tir.compile(prog, optimize="none")
+    before = compile_count()
+    for h0 in (-2, 0, 3, 5, 9):
+        args = clone(base) | {"h0": h0}
+        ref, parts, out = clone(args), clone(args), clone(args)
+        tir.interpret(prog, **ref)
+        tir.interpret(full, **parts)
+        fn(**out)
+        c = min(5, max(0, h0))
+        for k in range(len(pairs)):
+            expected = parts[f"o{2 * k + 1}"].copy()
+            expected[:c] = parts[f"o{2 * k}"][:c]
+            assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
+        assert_same_results(out, ref, 1e-11)
+    assert compile_count() == before
+
+
 # ----------------------------------------------------------- data-dependent offsets, nested shifts
 
 COLUMN = "Cell[0:C], K[0:L]"
@@ -138,9 +221,13 @@ def column_expression(depth: int, r: random.Random) -> str:
     neighbour shifts with absent entries and nested partial shifts."""
     if depth == 0 or r.random() < 0.2:
         return r.choice(["t", "u", "(t × 0.5)"])
-    c = lambda: column_expression(depth - 1, r)
-    off = lambda: r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
-                            f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
+    def c():
+        return column_expression(depth - 1, r)
+
+    def off():
+        return r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
+                         f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
+
     nb0 = f"tensor<float, {COLUMN}, _NB_0[0:3]>"
     nb1 = f"tensor<float, {COLUMN}, _NB_1[0:3]>"
     return r.choice([

@@ -427,8 +427,9 @@ def test_random_overlaps_behave_like_separate_arrays(progs, comp, backend):
     n = 6
     for _ in range(40):
         buf = rng.random(4 * n)
-        # Each parameter leaf is a random window of one shared buffer or a fresh array.
-        def window():
+
+        def window(buf=buf):
+            """A random window of the shared buffer, or a fresh array."""
             if rng.random() < 0.5:
                 return rng.random(n)
             start = int(rng.integers(0, 3 * n + 1))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorir_dace import ir
 from tensorir_dace.errors import ParseError, SourceLoc
@@ -17,15 +18,15 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "sdfg_examples"
 EXAMPLE_NAMES = ["laplacian", "tridiagonal", "nabla", "fencil_cos", "fencil_cos_tmp"]
 
 
-def S(name):  # noqa: N802
+def S(name):
     return ir.Sym(name)
 
 
-def L(value):  # noqa: N802
+def L(value):
     return ir.Literal(value)
 
 
-def C(func, *args):  # noqa: N802
+def C(func, *args):
     return ir.Call(S(func) if isinstance(func, str) else func, tuple(args))
 
 

@@ -15,8 +15,15 @@ from importlib import import_module
 from typing import Any
 
 from . import ir
-from .errors import (ArgumentError, FrontendError, LoweringError, ParseError, SourceLoc,
-                     TensorIRError, TypeCheckError)
+from .errors import (
+    ArgumentError,
+    FrontendError,
+    LoweringError,
+    ParseError,
+    SourceLoc,
+    TensorIRError,
+    TypeCheckError,
+)
 from .typing import check
 
 __version__ = "0.1.0"

@@ -35,14 +35,13 @@ def _sizes(items: list[str]) -> dict[str, int]:
 
 
 def cmd_check(args) -> int:
-    from . import syntax
+    from . import ir, syntax
     from .typing import check
     typed = check(_read(args.file))
     print(syntax.format(typed, ascii=args.ascii))
     for stmt in typed.body:
-        value = getattr(stmt, "value", None)
-        if value is not None and value.type is not None:
-            print(f"# {syntax.format(stmt.target)}: value {value.type}")
+        if isinstance(stmt, ir.Assign) and stmt.value.type is not None:
+            print(f"# {syntax.format(stmt.target)}: value {stmt.value.type}")
     return 0
 
 

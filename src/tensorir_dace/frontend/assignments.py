@@ -10,6 +10,7 @@ are checked here so that a mismatch names the statement.
 from __future__ import annotations
 
 import ast
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -17,10 +18,12 @@ import sympy
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import TypeCheckError
+from ..errors import TensorIRError, TypeCheckError
 from .context import ProgramContext
-from .meshes import is_namedtuple_class, named_value
+from .dims import Dimension
 from .functions import FunctionTranslator
+from .meshes import is_namedtuple_class, named_value
+from .runtime_bounds import interval, runtime_value
 from .source import SourceInfo
 from .values import (
     contains_ir,
@@ -120,7 +123,9 @@ class AssignmentTranslator(FunctionTranslator):
         (the value may come from a function defined elsewhere)."""
         loc = self.loc(s)
         tt = self.type_of(target, s)
-        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        base = target.args[0] if isinstance(target, ir.Call) else target   # subset(name, …)
+        assert isinstance(base, ir.Sym)
+        name = base.name
         vt = self.type_of(value, s, tt.dtype)
         if vt.dtype != tt.dtype:
             raise TypeCheckError(f"cannot assign a {vt.dtype} expression to '{name}' of "
@@ -154,8 +159,7 @@ class AssignmentTranslator(FunctionTranslator):
         if vt.dtype != tt.dtype or not set(vt.dim_names) <= set(tt.dim_names):
             return False
         try:
-            return all(iv.covers(vt.dim(d.name), d) for d in tt.dims
-                       if vt.dim(d.name) is not None)
+            return all(iv.covers(vd, d) for d in tt.dims if (vd := vt.dim(d.name)) is not None)
         except iv.Undecidable:
             return False
 
@@ -168,7 +172,7 @@ class AssignmentTranslator(FunctionTranslator):
         ir_name = self.env[base.id].name
         t = self.tensor_type(ir_name)
         sl = tgt.slice
-        items = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        items: list[ast.expr | None] = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         n_ell = sum(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items)
         if n_ell > 1:
             raise self.error(sl, "at most one '...' in a subscript")
@@ -197,7 +201,7 @@ class AssignmentTranslator(FunctionTranslator):
             hi = self.slice_bound(item.upper, d, d.stop, item)
             if iv.equal(lo, d.start) and iv.equal(hi, d.stop):
                 continue
-            ivs.append(ir.DimInterval(d.name, lo, hi, loc=self.loc(item)))
+            ivs.append(interval(d.name, lo, hi, self.loc(item)))
         if not ivs:
             return ir.Sym(ir_name, loc=loc)
         return ir.Call(ir.Sym("subset", loc=loc), (ir.Sym(ir_name, loc=loc),) + tuple(ivs),
@@ -213,8 +217,85 @@ class AssignmentTranslator(FunctionTranslator):
             return d.stop + v if v < 0 else d.start + v
         if isinstance(v, sympy.Expr):
             return d.start + v
+        if contains_ir(v):
+            return d.start + self.runtime_position(v, d, node)
         raise self.error(node, f"a slice bound must be an integer or a size expression, got "
                                f"{describe(v)}")
+
+    # ------------------------------------------------------------------ runtime bounds
+
+    def runtime_bound(self, v: Any, node: ast.AST, what: str) -> sympy.Expr:
+        b = runtime_value(v, self.scope)
+        if b is None:
+            raise self.error(node, f"{what} must be an integer, an int parameter, a loop "
+                                   "variable or an integer expression of them (+ - *), got "
+                                   f"{describe(v)}")
+        return b
+
+    def runtime_position(self, v: Any, d: ir.Dim, node: ast.AST) -> sympy.Expr:
+        """A runtime slice bound: a position from the array's first element, which
+        never wraps around, so a negative value is an error at call time."""
+        b = self.runtime_bound(v, node, "a slice bound")
+        names = {s.name for s in b.free_symbols}
+        loops = tuple(self.ctx.loops) if any(var in names for var, _, _ in self.ctx.loops) \
+            else ()
+        where = f"slice bound {ast.unparse(node)} of {d.name} at {self.loc(node)}"
+        self.ctx.constraints.append(ir.SizeConstraint(
+            sympy.Integer(0), b, where + " (a position from the first element)",
+            loops=loops, bound=b, allowed=(sympy.Integer(0), d.stop - d.start)))
+        return b
+
+    def domain_target(self, out_node: ast.AST, domain: ast.AST) -> ir.Expr:
+        """``out=o, domain={D: (lo, hi), …}``: ``o`` restricted to those coordinates
+        (a dimension left out keeps its whole interval)."""
+        if not isinstance(out_node, ast.Name) or \
+                self.kinds.get(out_node.id) not in ("param", "temp"):
+            raise self.error(out_node, "domain= needs out= to name a tensor parameter or "
+                                       "temporary")
+        if not isinstance(domain, ast.Dict) or None in domain.keys:
+            raise self.error(domain, "domain= takes a dict {Dim: (start, stop), …}")
+        ir_name = self.env[out_node.id].name
+        t = self.tensor_type(ir_name)
+        loc = self.loc(domain)
+        ivs: dict[str, ir.DimInterval] = {}
+        for knode, vnode in zip(domain.keys, domain.values):
+            dim = self.expr(knode)
+            name = getattr(dim, "name", None)
+            if not isinstance(dim, Dimension) or t.dim(name) is None:
+                raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
+                                        f"({t}), got {describe(dim)}")
+            bounds = self.expr(vnode)
+            if not isinstance(bounds, tuple) or len(bounds) != 2:
+                raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "
+                                        "coordinates")
+            lo, hi = (self.runtime_bound(x, vnode, "a domain bound") for x in bounds)
+            ivs[name] = interval(name, lo, hi, self.loc(vnode))
+        if not ivs:
+            return ir.Sym(ir_name, loc=self.loc(out_node))
+        return ir.Call(ir.Sym("subset", loc=loc), (ir.Sym(ir_name, loc=loc),)
+                       + tuple(ivs[d.name] for d in t.dims if d.name in ivs), loc=loc)
+
+    @contextlib.contextmanager
+    def target_intervals(self, target: ast.AST | ir.Expr | None):
+        """While the value of a statement is translated, ``ctx.target`` holds the
+        intervals of its target (``concat_where`` clamps runtime pieces to them)."""
+        saved = self.ctx.target
+        self.ctx.target = None
+        try:
+            expr = target
+            if isinstance(target, ast.Name) and self.kinds.get(target.id) in ("param", "temp"):
+                expr = ir.Sym(self.env[target.id].name)
+            elif isinstance(target, ast.Subscript):
+                expr = self.subset_target(target)
+            if isinstance(expr, ir.Expr):
+                t = self.type_of(expr, target if isinstance(target, ast.AST) else None)
+                self.ctx.target = {d.name: (d.start, d.stop) for d in t.dims}
+        except TensorIRError:
+            self.ctx.target = None      # the assignment itself reports the problem
+        try:
+            yield
+        finally:
+            self.ctx.target = saved
 
     def assign_tuple(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[ir.Stmt]:
         targets = list(tgt.elts)

@@ -27,6 +27,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
+from ..ir import Param, Program
 from ..typing import check
 from .analysis import Analysis, Specializer, check_named
 from .annotations import (
@@ -41,6 +42,7 @@ from .connectivities import TablesCall, declared_tables, table_arguments
 from .dims import DefinitionError, Dimension
 from .functions import translate_call
 from .programs import translate_program
+from .runtime_bounds import into_program
 from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
@@ -75,7 +77,7 @@ class _Specialized:
         self.fn = fn
         self.backend = backend
         self.compile_options = compile_options
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]  # subclasses are callable
         self._init_cache()
 
     def _init_cache(self) -> None:
@@ -197,7 +199,7 @@ class _Specialized:
     def _ir_params(self, key: tuple[ParamSig, ...]) -> tuple[list[ir.Param], dict[str, Any]]:
         loc_of = {p.name: p.loc for p in self._param_infos()}
         params = [ir.Param(s.name, s.type, loc=loc_of[s.name]) for s in key
-                  if s.kind in ("tensor", "scalar")]
+                  if s.kind in ("tensor", "scalar") and s.type is not None]
         static = {s.name: s.static for s in key if s.kind == "static"}
         return params, static
 
@@ -261,6 +263,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         self._setup(fn, "function", backend, compile_options)
         self._result: str | None = None
         self._sig: inspect.Signature | None = None
+        self._into: dict[tuple, tuple[Specialization, dict]] = {}
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.function {self.fn.__qualname__}>"
@@ -348,12 +351,19 @@ class FunctionObject(_Specialized, InlinedFunction):
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
         backend = self._backend(backend)
+        into = {k: kwargs.pop(k) for k in ("out", "domain")
+                if k in kwargs and k not in self._names()}
+        if "domain" in into and "out" not in into:
+            raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
+                                "write", self._def_loc())
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
                                       else "translating")
         new = self._cache.misses != misses
         assert spec.result is not None
+        if into:
+            return self._call_into(spec, backend, plain, into["out"], into.get("domain"))
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -367,6 +377,41 @@ class FunctionObject(_Specialized, InlinedFunction):
         plain[spec.result.name] = result
         self._run(spec, backend, new, plain)
         return result
+
+
+    def _call_into(self, spec: Specialization, backend: str, plain: dict[str, Any],
+                   out: Any, domain: Any) -> Any:
+        """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
+        on those coordinates (a dimension left out: its whole interval); one
+        program per specialisation and set of dimensions, whatever the bounds."""
+        domain = {} if domain is None else domain
+        result_dims = {d.name for d in spec.result.type.dims}
+        if not isinstance(domain, dict) or not all(
+                isinstance(k, Dimension) and k.name in result_dims for k in domain):
+            raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: (start, "
+                                f"stop)}} over the result's dimensions "
+                                f"({', '.join(sorted(result_dims))}), got {domain!r}",
+                                self._def_loc())
+        names = tuple(sorted(k.name for k in domain))
+        hit = self._into.get((spec.key, names))
+        new = hit is None
+        if hit is None:
+            prog, bounds = into_program(spec.program, spec.result, names)
+            _checked(prog)
+            hit = self._into[(spec.key, names)] = (
+                Specialization(self.fn.__name__, spec.key, prog), bounds)
+        derived, bounds = hit
+        values = dict(plain)
+        values[spec.result.name] = out
+        for dim, pair in domain.items():
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
+                                    f"stop)}} takes a pair of coordinates, got {pair!r}",
+                                    self._def_loc())
+            for name, v in zip(bounds[dim.name], pair):
+                values[name] = v
+        self._run(derived, backend, new, values)
+        return out
 
 
 def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
@@ -503,7 +548,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return self._default().program
 
     @property
-    def params(self) -> tuple[ir.Param, ...]:
+    def params(self) -> tuple[Param, ...]:   # (``ir`` is the property above)
         sp = self._specializer()
         if sp.generic:
             raise self._generic_error("params")
@@ -515,7 +560,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     # ------------------------------------------------------------------ running
 
-    def interop_program(self) -> ir.Program:
+    def interop_program(self) -> Program:
         """The program DaCe nests when a ``@dace.program`` calls this one."""
         return self.ir
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import sympy
@@ -29,7 +29,7 @@ from .. import ir
 from ..errors import FrontendError, SourceLoc
 from .source import user_frame
 
-Bound = sympy.Expr
+Bound: TypeAlias = sympy.Expr
 
 
 def _user_loc() -> SourceLoc | None:
@@ -154,14 +154,14 @@ class Dimension:
     def __ge__(self, other):
         return self._cond("ge", other)
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other):
         if isinstance(other, Dimension):
             return self.same(other)
         if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
             return self._cond("eq", other)
         return NotImplemented
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other):
         if isinstance(other, Dimension):
             return not self.same(other)
         if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
@@ -327,8 +327,15 @@ class CompoundMask(Mask):
         return f"({self.left!r} {'&' if self.op == 'and' else '|'} {self.right!r})"
 
 
+def has_runtime_bounds(m: Mask) -> bool:
+    """A condition on one dimension whose bounds use runtime values (int parameters)."""
+    return isinstance(m, DimMask) and any(ir.has_runtime(b) for seg in m.segments for b in seg)
+
+
 def _combine(op: str, a: Mask, b: Mask) -> Mask:
-    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim):
+    # Runtime bounds cannot be ordered now: concat_where nests the two conditions.
+    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim) and \
+            not has_runtime_bounds(a) and not has_runtime_bounds(b):
         if op == "and":
             return DimMask(a.dim, _intersect(a.segments, b.segments))
         return DimMask(a.dim, _union(a.segments, b.segments))
@@ -349,6 +356,8 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
     try:
         return iv.le(a, b)
     except iv.Undecidable:
+        if ir.has_runtime(a) or ir.has_runtime(b):
+            raise
         diff = sympy.expand(b - a)
         value = diff.subs({s: LARGE for s in diff.free_symbols})
         if value.is_number:
@@ -372,11 +381,14 @@ def _min(a, b):
     return a if _le(a, b) else b
 
 
+def _compare_starts(x: Segment, y: Segment) -> int:
+    return 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)
+
+
 def _normalize(segs: Iterable[Segment]) -> tuple[Segment, ...]:
     """Sorted, non-empty, merged segments."""
     items = [(lo, hi) for lo, hi in segs if not _is_empty(lo, hi)]
-    items.sort(key=functools.cmp_to_key(
-        lambda x, y: 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)))
+    items.sort(key=functools.cmp_to_key(_compare_starts))
     out: list[Segment] = []
     for lo, hi in items:
         if out and _le(lo, out[-1][1]):
@@ -401,6 +413,16 @@ def _union(a, b):
 
 
 def _complement(segs: tuple[Segment, ...]) -> tuple[Segment, ...]:
+    if any(ir.has_runtime(b) for seg in segs for b in seg):
+        # ordered segments with runtime bounds (as a condition makes them): the gaps
+        out, prev = [], -sympy.oo
+        for lo, hi in segs:
+            if lo != -sympy.oo:
+                out.append((prev, lo))
+            prev = hi
+        if prev != sympy.oo:
+            out.append((prev, sympy.oo))
+        return tuple(out)
     segs = _normalize(segs)
     out = []
     prev = -sympy.oo

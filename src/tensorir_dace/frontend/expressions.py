@@ -25,8 +25,8 @@ from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..typing.scope import Scope
-from .context import ProgramContext
 from .connectivities import Connectivity
+from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
@@ -46,6 +46,7 @@ from .nodes import (
     UNSUPPORTED_EXPRESSIONS,
     handler,
 )
+from .runtime_bounds import runtime_value
 from .source import SourceInfo, parameters
 from .values import (
     BoundMethod,
@@ -210,7 +211,7 @@ class ExpressionTranslator:
         if isinstance(base, tuple) and contains_ir(base):
             if node.attr == "astype":
                 return BoundMethod(base, "astype")
-            if is_namedtuple_class(type(base)) and node.attr in type(base)._fields:
+            if is_namedtuple_class(type(base)) and node.attr in getattr(base, "_fields", ()):
                 return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
@@ -297,6 +298,7 @@ class ExpressionTranslator:
             if t not in CMP_STATIC:
                 raise self.error(node, f"the comparison '{type(op).__name__}' is not supported"
                                        " in Tensor IR code")
+            a, b = self.runtime_index_bounds(a, b, na, nb)
             if not contains_ir(a) and not contains_ir(b):
                 results.append(self.static_op(node, CMP_STATIC[t], a, b))
             else:
@@ -318,6 +320,16 @@ class ExpressionTranslator:
         for r in results[1:]:
             out = self.call_ir("and", (out, self.to_ir(r, node)), node)
         return out
+
+    def runtime_index_bounds(self, a: Any, b: Any, na: ast.AST, nb: ast.AST) -> tuple:
+        """``K == nlev`` with an int parameter: the IR side becomes a runtime bound,
+        so the comparison is an index condition (for ``concat_where``)."""
+        for x, y, n in ((a, b, nb), (b, a, na)):
+            if isinstance(x, Dimension) and contains_ir(y):
+                bound = runtime_value(y, self.scope)
+                if bound is not None:       # else the comparison reports what is wrong
+                    return (x, bound) if x is a else (bound, x)
+        return a, b
 
     def e_IfExp(self, node: ast.IfExp) -> Any:
         c = self.expr(node.test)

@@ -28,9 +28,10 @@ from .annotations import annotation_spec, generic_spec
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
-from .dims import DimSpec, NeighborDimension
+from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
 from .meshes import is_namedtuple_class, typed_literal
+from .runtime_bounds import runtime_value
 from .source import SourceInfo, source_info
 from .values import (
     BoundMethod,
@@ -117,6 +118,11 @@ class FunctionTranslator(BodyTranslator):
         if inspect.isfunction(func):
             # an undecorated Python function with tensor arguments: inline it
             return self.inline(func, args, kwargs, node, func.__name__)
+        if inspect.ismethod(func) and isinstance(func.__self__, Dimension) and not kwargs:
+            # K.interval(k0, k1) with int parameters: an index condition with runtime bounds
+            bounds = [runtime_value(a, self.scope) for a in args]
+            if None not in bounds:
+                return self.static_op(node, lambda: func(*bounds))
         raise self.error(node, f"cannot call {describe(func)} with tensor arguments")
 
     # -- @function inlining
@@ -131,12 +137,12 @@ class FunctionTranslator(BodyTranslator):
             if isinstance(v, str):
                 try:
                     v = eval(v, dict(getattr(fn, "__globals__", {})))
-                except Exception:  # noqa: BLE001, S112 - an unreadable annotation is none
+                except Exception:  # noqa: BLE001 - an unreadable annotation is none
                     continue
             out[k] = v
         return out
 
-    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.Call, name: str) -> Any:
+    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST, name: str) -> Any:
         src = source_info(fn)
         fdef = src.node
         if fn in self.ctx.stack:
@@ -159,7 +165,7 @@ class FunctionTranslator(BodyTranslator):
         sub = FunctionTranslator(self.ctx, owner.source, {}, self.scope, owner)
         return self.enter(sub, fn.node, bound, node, {}, fn.name)
 
-    def enter(self, sub: FunctionTranslator, fdef, bound: dict[str, Any], node: ast.Call,
+    def enter(self, sub: FunctionTranslator, fdef, bound: dict[str, Any], node: ast.AST,
               anns: dict[str, Any], name: str) -> Any:
         """Translate a callee body with its parameters bound; compound arguments used
         more than once become parameters of a lambda application."""

@@ -15,6 +15,8 @@ import numpy as np
 import sympy
 
 from .. import ir
+from ..errors import FrontendError
+from ..typing.runtime import bound_of
 from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .assignments import AssignmentTranslator
@@ -53,7 +55,8 @@ class ProgramTranslator(AssignmentTranslator):
         return method(s)
 
     def p_Assign(self, s: ast.Assign) -> list[ir.Stmt]:
-        value = self.expr(s.value)
+        with self.target_intervals(s.targets[0] if len(s.targets) == 1 else None):
+            value = self.expr(s.value)
         out: list[ir.Stmt] = []
         for tgt in s.targets:
             out += self.assign(tgt, value, s)
@@ -65,7 +68,8 @@ class ProgramTranslator(AssignmentTranslator):
         if not isinstance(base, ast.Name):
             raise self.error(tgt, "augmented assignment needs a name or name[…] on the left")
         load = ast.copy_location(ast.Name(base.id, ast.Load()), base)
-        value = self.expr(ast.copy_location(ast.BinOp(load, s.op, s.value), s))
+        with self.target_intervals(tgt):
+            value = self.expr(ast.copy_location(ast.BinOp(load, s.op, s.value), s))
         return self.assign(tgt, value, s)
 
     def p_Expr(self, s: ast.Expr) -> list[ir.Stmt]:
@@ -74,9 +78,16 @@ class ProgramTranslator(AssignmentTranslator):
         if isinstance(s.value, ast.Call) and any(k.arg == "out" for k in s.value.keywords):
             call = s.value
             out_node = next(k.value for k in call.keywords if k.arg == "out")
-            rest = [k for k in call.keywords if k.arg != "out"]
+            domain = next((k.value for k in call.keywords if k.arg == "domain"), None)
+            rest = [k for k in call.keywords if k.arg not in ("out", "domain")]
             inner = ast.copy_location(ast.Call(call.func, call.args, rest), call)
-            return self.assign(out_node, self.expr(inner), s)
+            if domain is not None:      # GT4Py's spelling: write only that sub-domain
+                target = self.domain_target(out_node, domain)
+                with self.target_intervals(target):
+                    value = self.to_ir(self.expr(inner), inner)
+                return [self.emit(target, value, s)]
+            with self.target_intervals(out_node):
+                return self.assign(out_node, self.expr(inner), s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
                             "an output (out[...] = …) or pass out=…")
 
@@ -121,7 +132,7 @@ class ProgramTranslator(AssignmentTranslator):
             raise self.error(s, "for … else is not supported")
         it = s.iter
         fn = self.expr(it.func) if isinstance(it, ast.Call) else None
-        if fn is not range:
+        if fn is not range or not isinstance(it, ast.Call):
             raise self.error(it, "a program loop must be 'for t in range(n)' or "
                                  "'for t in range(start, stop)'")
         if it.keywords or not 1 <= len(it.args) <= 3:
@@ -148,6 +159,7 @@ class ProgramTranslator(AssignmentTranslator):
         saved_env, saved_scope, saved_kind = dict(self.env), self.scope, self.kinds.get(name)
         self.env[name] = ir.Sym(var, loc=loc)
         self.kinds[name] = "loop"
+        self.ctx.loops.append((var, bound_of(start, self.scope), bound_of(stop, self.scope)))
         self.scope = self.scope.child({var: Binding(var, "loop", ir.TensorType(ir.INT64))})
         self.depth += 1
         try:
@@ -155,6 +167,7 @@ class ProgramTranslator(AssignmentTranslator):
         finally:
             self.depth -= 1
             self.scope = saved_scope
+            self.ctx.loops.pop()
         body_env = self.env
         self.env = saved_env
         if saved_kind is None:
@@ -199,6 +212,8 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     (their names and places go to ``report["dropped"]``).
     """
     src = source_info(fn)
+    if not isinstance(src.node, ast.FunctionDef):
+        raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
     ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
     ctx.rank_generic = rank_generic
     tr = ProgramTranslator(ctx, src, size_of, static)
@@ -206,4 +221,4 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
-                      loc=src.loc(src.node))
+                      loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))

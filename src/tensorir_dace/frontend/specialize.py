@@ -43,6 +43,7 @@ import sympy
 
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
+from ..ir import Param, Program
 from .annotations import GenericSpec, TensorSpec
 from .dims import DefinitionError, Dimension, NeighborDimension
 
@@ -90,7 +91,7 @@ class default_dims:
         self._previous = _DEFAULT_DIMS
         _DEFAULT_DIMS = self.dims
 
-    def __enter__(self) -> default_dims:  # noqa: PYI034 - not subclassed
+    def __enter__(self) -> default_dims:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -275,11 +276,11 @@ class Specialization:
     _result_syms: set[str] | None = None
 
     @property
-    def ir(self) -> ir.Program:
+    def ir(self) -> Program:
         return self.program
 
     @property
-    def input_params(self) -> tuple[ir.Param, ...]:
+    def input_params(self) -> tuple[Param, ...]:   # (``ir`` is the property above)
         if self.result is None:
             return self.program.params
         return tuple(p for p in self.program.params if p.name != self.result.name)

@@ -22,7 +22,12 @@ import functools
 from typing import Any
 
 from .. import ir
-from ..arguments import bind_arguments, check_size_constraints, merge_positional
+from ..arguments import (
+    bind_arguments,
+    check_size_constraints,
+    merge_positional,
+    runtime_values,
+)
 from ..callchecks import CallChecks
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
@@ -65,6 +70,7 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     if positional:
         args = merge_positional(typed.params, positional, args, f"program '{typed.name}'")
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
-    check_size_constraints(typed.constraints, bound.symbols, f"program '{typed.name}'")
-    values, _ = CallChecks.for_program(typed).check(bound.values, bound.symbols)
-    interpret_program(typed, values, bound.symbols)
+    symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
+    check_size_constraints(typed.constraints, symbols, f"program '{typed.name}'")
+    values, _ = CallChecks.for_program(typed).check(bound.values, symbols)
+    interpret_program(typed, values, symbols)

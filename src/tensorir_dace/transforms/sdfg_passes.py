@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import dace
 from dace.transformation.dataflow import MapFusionVertical
@@ -34,9 +34,12 @@ def persistent_transients(sdfg: dace.SDFG) -> None:
         for node in state.data_nodes():
             if scopes[node] is not None:
                 inside_maps.add(node.data)     # per-point scratch (e.g. from map fusion)
+    # Sizes that depend on loop variables (runtime bounds) are unknown at init time.
+    known = {str(s) for s in sdfg.free_symbols}
     for name, desc in sdfg.arrays.items():
         if desc.transient and isinstance(desc, dace.data.Array) and name not in inside_maps \
-                and desc.storage in (dace.StorageType.Default, dace.StorageType.CPU_Heap):
+                and desc.storage in (dace.StorageType.Default, dace.StorageType.CPU_Heap) \
+                and {str(s) for s in desc.free_symbols} <= known:
             desc.lifetime = dace.AllocationLifetime.Persistent
 
 
