@@ -16,7 +16,9 @@ Modules outside the stages:
   way to write IR;
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
-  runtime can read it without importing the lowering.
+  runtime can read it without importing the lowering;
+* ``callchecks.py`` (call-time checks shared by the interpreter and the
+  runtime) sits with ``arguments``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ LAYERS: list[set[str]] = [          # top first
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "intervals", "syntax", "builders", "signature"},
+    {"arguments", "callchecks", "intervals", "syntax", "builders", "signature"},
     {"ir"},
     {"errors"},
 ]
