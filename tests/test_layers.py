@@ -14,6 +14,10 @@ Modules outside the stages:
 * ``testing.py`` (helpers for test suites) sits with ``cli | frontend``;
 * ``builders.py`` (constructing IR in Python) sits with ``syntax``, the other
   way to write IR;
+* ``viewer`` (the HTML page of a program's pipeline stages) sits with
+  ``runtime``: it lowers programs, and the front end and the CLI use it;
+* ``log.py`` (stage timing) and ``tracebacks.py`` (short tracebacks at the
+  API boundary) sit with ``errors``: every layer may use them;
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
   runtime can read it without importing the lowering;
@@ -34,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 LAYERS: list[set[str]] = [          # top first
     {"__init__", "__main__"},
     {"cli", "frontend", "testing"},
-    {"runtime"},
+    {"runtime", "viewer"},
     {"interop"},
     {"lowering"},
     {"transforms", "library"},
@@ -42,7 +46,7 @@ LAYERS: list[set[str]] = [          # top first
     {"typing"},
     {"arguments", "callchecks", "intervals", "syntax", "builders", "signature"},
     {"ir"},
-    {"errors"},
+    {"errors", "log", "tracebacks"},
 ]
 RANK = {name: len(LAYERS) - k for k, names in enumerate(LAYERS) for name in names}
 

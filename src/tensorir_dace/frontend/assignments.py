@@ -259,11 +259,12 @@ class AssignmentTranslator(FunctionTranslator):
         loc = self.loc(domain)
         ivs: dict[str, ir.DimInterval] = {}
         for knode, vnode in zip(domain.keys, domain.values):
+            assert knode is not None    # a ``**`` entry was refused above
             dim = self.expr(knode)
-            name = getattr(dim, "name", None)
-            if not isinstance(dim, Dimension) or t.dim(name) is None:
+            if not isinstance(dim, Dimension) or t.dim(dim.name) is None:
                 raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
                                         f"({t}), got {describe(dim)}")
+            name = dim.name
             bounds = self.expr(vnode)
             if not isinstance(bounds, tuple) or len(bounds) != 2:
                 raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "

@@ -104,8 +104,8 @@ class ExpressionTranslator:
             if found:
                 return value
             owner = owner.owner
-        candidates = set(self.env) | self.source.global_names() | set(dir(builtins))
-        raise self.error(node, f"unknown name '{name}'" + did_you_mean(name, candidates))
+        own = set(self.env) | self.source.global_names()
+        raise self.error(node, f"unknown name '{name}'" + did_you_mean(name, own, dir(builtins)))
 
     def to_ir(self, v: Any, node: ast.AST | None) -> ir.Expr:
         loc = self.loc(node)
@@ -324,7 +324,7 @@ class ExpressionTranslator:
     def runtime_index_bounds(self, a: Any, b: Any, na: ast.AST, nb: ast.AST) -> tuple:
         """``K == nlev`` with an int parameter: the IR side becomes a runtime bound,
         so the comparison is an index condition (for ``concat_where``)."""
-        for x, y, n in ((a, b, nb), (b, a, na)):
+        for x, y in ((a, b), (b, a)):
             if isinstance(x, Dimension) and contains_ir(y):
                 bound = runtime_value(y, self.scope)
                 if bound is not None:       # else the comparison reports what is wrong

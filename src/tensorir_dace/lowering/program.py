@@ -114,7 +114,7 @@ class ProgramLowering:
             if p.name in runtime and p.type.is_scalar:
                 sname = self.names.user(p.name)
                 self.runtime_names[p.name] = sname
-                self.sdfg.add_symbol(sname, DACE_TYPES[p.type.dtype.name])
+                self.sdfg.add_symbol(sname, DACE_TYPES[ir.scalar_dtype(p.type).name])
 
     def add_arrays(self, name: str, t: ir.TensorType, transient: bool,
                    path: tuple[int, ...] = (), dtype=None):

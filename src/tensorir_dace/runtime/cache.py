@@ -45,6 +45,9 @@ from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.config import Config
 from filelock import FileLock
 
+from ..log import info as log_info
+from ..log import stage
+
 __all__ = [
     "cache_key",
     "cache_stats",
@@ -237,7 +240,7 @@ def _read_marker(folder: pathlib.Path, name: str, key: str) -> dict[str, Any] | 
         return None
     problem = _library_problem(lib, info)
     if problem is not None:
-        _log.warning("tensorir_dace: the cached library %s is unusable (%s); rebuilding it",
+        _log.warning("compile cache: the cached library %s is unusable (%s); rebuilding it",
                      lib, problem)
         return None
     return info
@@ -328,6 +331,7 @@ def compile_sdfg(sdfg: dace.SDFG, *,
         hit = _memo.get(memo_key)
         if hit is not None:
             _stats["memo_hits"] += 1
+            log_info("compile cache hit: %s already loaded", name)
             return hit
 
         root = pathlib.Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
@@ -340,9 +344,10 @@ def compile_sdfg(sdfg: dace.SDFG, *,
             compiled = None
             if info is not None:
                 try:
-                    compiled = _handle(folder, info, dup)
+                    with stage(f"loading {name} from the compile cache"):
+                        compiled = _handle(folder, info, dup)
                 except Exception as ex:  # noqa: BLE001 - any failure to load: build it again
-                    _log.warning("tensorir_dace: cannot load the cached library in %s (%s); "
+                    _log.warning("compile cache: cannot load the cached library in %s (%s); "
                                  "rebuilding it", folder, ex)
             if compiled is not None:
                 _stats["loaded"] += 1
@@ -358,8 +363,17 @@ def compile_sdfg(sdfg: dace.SDFG, *,
 def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> CompiledSDFG:
     if folder.exists():   # a build that failed or was interrupted: start over
         shutil.rmtree(folder)
-    with dace.config.set_temporary("compiler", "use_cache", value=False):
-        dup.compile(return_program_handle=False)
+    from dace.codegen import codegen
+    with stage("code generation"):
+        gen = copy.deepcopy(dup)
+        gen.build_folder = str(folder)
+        for _ in gen.all_sdfgs_recursive(load_ext=True):
+            pass
+        gen.fill_scope_connectors()
+        objects = codegen.generate_code(gen, validate=True)
+        program_folder = dace_compiler.generate_program_folder(gen, objects, str(folder))
+    with stage("C++ build", live=True):
+        dace_compiler.configure_and_compile(program_folder, name)
     lib = dace_compiler.get_binary_name(folder, name)
     if not lib.is_file():  # pragma: no cover - DaCe renamed the library
         raise RuntimeError(f"DaCe did not produce {lib}")
@@ -377,4 +391,5 @@ def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> Compile
         "built": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     _write_atomically(folder / "ready", json.dumps(info, indent=1))
-    return _handle(folder, info, dup)
+    with stage("loading"):
+        return _handle(folder, info, dup)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
+import sympy
+
 from .. import intervals as iv
 from .. import ir
 from ..errors import TypeCheckError, did_you_mean
@@ -48,7 +50,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         self.constraints: list[ir.SizeConstraint] = []
         # enclosing for loops (var, start, stop as SymPy or None) while checking a
         # whole program; None when checking single expressions (the front end)
-        self.loops: list | None = None
+        self.loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None = None
 
     # ------------------------------------------------------------------ errors
 
@@ -94,7 +96,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                 raise self.error(p, f"'{sym}' cannot be used in a bound: bounds use size "
                                     "symbols, scalar int/int32 parameters, loop variables "
                                     f"and literals, and '{sym}' is "
-                                    f"{p.param(sym).type}")
+                                    f"{getattr(p.param(sym), 'type', '?')}")
             if sym not in from_params:
                 raise self.error(p, f"size symbol '{sym}' appears in no parameter type, so no "
                                     "argument can determine it; use it in a parameter's "
@@ -156,12 +158,13 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                 if (bound := scope.lookup(var)) is not None and bound.kind != "loop":
                     raise self.error(s, f"loop variable '{var}' shadows a parameter; rename it")
                 inner = scope.child({var: Binding(var, "loop", ir.TensorType(ir.INT64))})
-                self.loops.append((var, self.loop_bound(bounds[0], scope),
-                                   self.loop_bound(bounds[1], scope)))
+                loops = self.loops if self.loops is not None else []
+                loops.append((var, self.loop_bound(bounds[0], scope),
+                              self.loop_bound(bounds[1], scope)))
                 try:
                     typed_body = self.block(body, inner)
                 finally:
-                    self.loops.pop()
+                    loops.pop()
                 return replace(s, start=bounds[0], stop=bounds[1], body=typed_body)
         raise self.error(s, f"unknown statement {type(s).__name__}")
 

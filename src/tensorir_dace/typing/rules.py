@@ -62,3 +62,14 @@ class Rules:
 
     def resolve_dim(self, a: ir.Expr, what: str) -> str:
         raise NotImplementedError
+
+    def runtime_bound(self, b: Any, node: ir.Node, scope: Scope,
+                      allow_loops: bool = True) -> Any:
+        raise NotImplementedError
+
+    def runtime_subset(self, a: ir.DimInterval, d: ir.Dim, sub: ir.Dim, guard: tuple,
+                       where: str) -> None:
+        raise NotImplementedError
+
+    def runtime_concat(self, node: ir.Node, axis: str, ds: list[ir.Dim]) -> None:
+        raise NotImplementedError
