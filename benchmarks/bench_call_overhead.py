@@ -29,8 +29,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import tensorir_dace as tir
 from bench_stencils import NABLA
+
+import tensorir_dace as tir
 from tensorir_dace.testing import random_arguments
 
 

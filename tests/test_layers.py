@@ -22,8 +22,8 @@ Modules outside the stages:
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
   runtime can read it without importing the lowering;
-* ``callchecks.py`` (the checks a call makes on its arguments, shared by the
-  interpreter and the runtime) sits with ``arguments``.
+* ``callchecks.py`` (call-time checks shared by the interpreter and the
+  runtime) sits with ``arguments``.
 """
 
 from __future__ import annotations

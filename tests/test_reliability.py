@@ -342,7 +342,9 @@ def corrupted_copy(built_cache, tmp_path, how):
     dst = tmp_path / "cache"
     shutil.copytree(root, dst)
     lib = dst / rel
-    if how == "truncated":
+    if how == "stub":               # DaCe's loader library next to the program's
+        lib = lib.with_name(lib.name.replace("lib", "libdacestub_", 1))
+    if how in ("truncated", "stub"):
         os.truncate(lib, lib.stat().st_size // 3)
     else:
         lib.write_bytes(b"not a shared library\n")
@@ -369,8 +371,10 @@ def test_corrupt_cached_library_rebuilt_in_fresh_process(built_cache, tmp_path, 
     assert "truncated" in out.stderr if how == "truncated" else "not an ELF" in out.stderr
 
 
-def test_corrupt_cached_library_rebuilt_in_process(built_cache, tmp_path, caplog, monkeypatch):
-    dst = corrupted_copy(built_cache, tmp_path, "not-elf")
+@pytest.mark.parametrize("how", ["not-elf", "stub"])
+def test_corrupt_cached_library_rebuilt_in_process(built_cache, tmp_path, caplog, monkeypatch,
+                                                   how):
+    dst = corrupted_copy(built_cache, tmp_path, how)
     monkeypatch.setattr(cache_mod, "_memo", {})     # as a process that has not loaded it
     cache_mod.set_cache_dir(dst)
     try:
@@ -423,8 +427,9 @@ def test_random_overlaps_behave_like_separate_arrays(progs, comp, backend):
     n = 6
     for _ in range(40):
         buf = rng.random(4 * n)
-        # Each parameter leaf is a random window of one shared buffer or a fresh array.
+
         def window(buf=buf):
+            """A random window of the shared buffer, or a fresh array."""
             if rng.random() < 0.5:
                 return rng.random(n)
             start = int(rng.integers(0, 3 * n + 1))

@@ -533,12 +533,12 @@ def _map_tree(fn, tree):
 
 
 
-def table_guard(idx: str, operand: ir.Expr, src: str | None) -> str:
+def table_guard(idx: str, operand: ir.Expr, src: str) -> str:
     """C++: the table entry ``idx`` names an element of ``operand``'s interval
     along ``src`` (a negative entry never does).  Every indirect read is guarded
     by it, so no table, however it was changed, makes a kernel read out of range."""
     t = operand.type
-    dim = t.dim(src) if isinstance(t, ir.TensorType) and src is not None else None
+    dim = t.dim(src) if isinstance(t, ir.TensorType) else None
     if dim is None:
         return f"{idx} >= 0"
     start = sympy.sympify(dim.start)

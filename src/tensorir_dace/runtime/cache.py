@@ -203,7 +203,7 @@ def _read_marker(folder: pathlib.Path, name: str, key: str) -> dict[str, Any] | 
         return None
     problem = library_problem(lib, info)
     if problem is not None:
-        _log.warning("tensorir_dace: the cached library %s is unusable (%s); rebuilding it",
+        _log.warning("compile cache: the cached library %s is unusable (%s); rebuilding it",
                      lib, problem)
         return None
     return info
@@ -262,8 +262,8 @@ def compile_sdfg(sdfg: dace.SDFG, *,
                 try:
                     with stage(f"loading {name} from the compile cache"):
                         compiled = _handle(folder, info, dup)
-                except (OSError, RuntimeError) as ex:
-                    _log.warning("tensorir_dace: cannot load the cached library in %s (%s); "
+                except Exception as ex:  # noqa: BLE001 - any failure to load: build it again
+                    _log.warning("compile cache: cannot load the cached library in %s (%s); "
                                  "rebuilding it", folder, ex)
             if compiled is not None:
                 _stats["loaded"] += 1

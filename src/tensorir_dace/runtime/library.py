@@ -29,16 +29,11 @@ def file_digest(path: pathlib.Path) -> str:
     return h.hexdigest()
 
 
-def library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
-    """Why the built library ``lib`` must not be loaded (None: it looks intact).
-
-    Checked before ``dlopen``, because mapping a truncated shared object can
-    kill the process with SIGBUS: the ELF magic, the section header table
-    lying inside the file, and the size and SHA-256 recorded at build time.
-    """
+def _elf_problem(path: pathlib.Path) -> str | None:
+    """Why ``path`` is not a complete ELF file (None: it looks complete)."""
     try:
-        size = lib.stat().st_size
-        with open(lib, "rb") as fp:
+        size = path.stat().st_size
+        with open(path, "rb") as fp:
             head = fp.read(64)
     except OSError as ex:
         return f"cannot read it: {ex}"
@@ -51,6 +46,24 @@ def library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
         shnum = int.from_bytes(head[60:62], order)
         if shoff + shentsize * shnum > size:
             return f"truncated to {size} bytes"
+    return None
+
+
+def library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
+    """Why the built library ``lib`` must not be loaded (None: it looks intact).
+
+    Checked before ``dlopen``, because mapping a truncated shared object can
+    kill the process with SIGBUS: the ELF magic and the section header table
+    lying inside the file (of the library and of DaCe's loader stub next to
+    it), and the size and SHA-256 recorded at build time.
+    """
+    problem = _elf_problem(lib)
+    if problem is not None:
+        return problem
+    stub = lib.with_name(lib.name.replace("lib", "libdacestub_", 1))
+    if stub.name != lib.name and stub.exists() and (problem := _elf_problem(stub)) is not None:
+        return f"its loader {stub.name}: {problem}"
+    size = lib.stat().st_size
     if "size" in info and info["size"] != size:
         return f"{size} bytes, but {info['size']} were built"
     if "sha256" in info and info["sha256"] != file_digest(lib):

@@ -119,7 +119,7 @@ def load_plan(key: str, cache_dir: str | os.PathLike | None = None
                  plan["name"], time.perf_counter() - t0)
         return loaded
     except LibraryError as ex:
-        _log.warning("tensorir_dace: %s; rebuilding it", ex)
+        _log.warning("compile cache: %s; rebuilding it", ex)
         return None
 
 
