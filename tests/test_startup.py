@@ -346,3 +346,25 @@ def test_new_views_of_known_buffers_reuse_the_prepared_call(cache):
     big = np.random.rand(14, 12)
     prog(out=out_base, inp=big[2:, :], w=1.0)
     np.testing.assert_allclose(out_base, numpy_lap(big[2:, :], 1.0), rtol=1e-13)
+
+
+@pytest.mark.parametrize("seed,dtype", [(3, "float"), (7, "float32"), (2, "int")])
+def test_random_programs_through_the_cached_path(seed, dtype):
+    """Seeded random programs (see test_random_programs), called through their call
+    plan at several sizes and with views, agree with the interpreter."""
+    from conftest import assert_same_results
+    from tensorir_dace.testing import clone, random_arguments
+    from test_random_programs import random_program
+    src = random_program(seed, dtype=dtype)
+    prog = tir.compile(src)
+    assert isinstance(prog._callable, NativeCallable)
+    parsed = tir.parse(src)
+    for n, m in [(5, 4), (9, 2), (5, 4)]:
+        args = random_arguments(parsed, sizes={"N": n, "M": m}, seed=seed + n)
+        ref, out = clone(args), clone(args)
+        tir.interpret(parsed, **ref)
+        prog(**out)
+        assert_same_results(out, ref, 1e-11 if dtype != "float32" else 1e-5)
+        views = {k: v[...] if isinstance(v, np.ndarray) else v for k, v in clone(args).items()}
+        prog(**views)
+        assert_same_results(views, ref, 1e-11 if dtype != "float32" else 1e-5)
