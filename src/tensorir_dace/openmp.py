@@ -104,19 +104,21 @@ def set_num_threads(n: int) -> None:
 
 
 _threads: int | None = None     # this process's thread count, once known
+_set: Any = None
 
 
 def run_one_threaded(fn: Callable[..., Any], *args: Any) -> None:
     """``fn(*args)`` with one OpenMP thread (for calls whose maps are all small)."""
-    global _threads
-    lib = _lib()
+    global _threads, _set
+    if _set is None:
+        _set = _lib().omp_set_num_threads
     if _threads is None:
-        _threads = int(lib.omp_get_max_threads())
-    lib.omp_set_num_threads(1)
+        _threads = int(_lib().omp_get_max_threads())
+    _set(1)
     try:
         fn(*args)
     finally:
-        lib.omp_set_num_threads(_threads)
+        _set(_threads)
 
 
 _configure()

@@ -111,6 +111,11 @@ class Library:
     def call(self, callargs: tuple) -> None:
         self._program(self.handle, *callargs)
 
+    @property
+    def program(self) -> Any:
+        """The C function ``__program_<name>(state, arguments…)``."""
+        return self._program
+
     def finalize(self) -> None:
         """Free the program's persistent state (the next call initialises again)."""
         if self.handle is not None:

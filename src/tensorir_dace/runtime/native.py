@@ -83,7 +83,7 @@ class _Entry:
     scalars have the same types and values."""
 
     __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
-                 "scalars", "scalar_values", "sequential")
+                 "scalars", "scalar_values", "sequential", "handle", "full")
 
     def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
                  positions: tuple[Callable, Callable, tuple[int, ...]], sequential: bool):
@@ -95,6 +95,8 @@ class _Entry:
         self.refs: tuple = ()
         self.scalar_values = tuple((type(values[i]), values[i]) for i in self.scalars)
         self.sequential = sequential
+        self.handle: Any = None          # the library state the full vector was made for
+        self.full: tuple = ()
 
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
         """Call ``forget`` when one of the arrays in ``values`` is freed."""
@@ -215,10 +217,13 @@ class NativeCallable:
         lib = self.library
         if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
             lib.ensure_init(entry.initargs, entry.init_key)
+        if entry.handle is not lib.handle:        # the state handle leads the arguments
+            entry.handle = lib.handle
+            entry.full = (lib.handle, *entry.callargs)
         if entry.sequential:
-            run_one_threaded(lib.call, entry.callargs)
+            run_one_threaded(lib.program, *entry.full)
         else:
-            lib.call(entry.callargs)
+            lib.program(*entry.full)
 
     def set_fallback(self, full: Callable[..., None]) -> None:
         """Use ``full`` as the full path (made already)."""
