@@ -182,6 +182,10 @@ class NativeCallable:
     # ------------------------------------------------------------------ calling
 
     def __call__(self, **kwargs: Any) -> None:
+        self.call(kwargs)
+
+    def call(self, kwargs: dict[str, Any]) -> None:
+        """``self(**kwargs)``, without unpacking the dictionary again."""
         values = tuple(kwargs.values())
         key = (*kwargs, *map(id, values))
         entry = self._entries.get(key)

@@ -43,6 +43,7 @@ class CompiledProgram(SDFGConvertible):
         self._params: tuple[str, ...] = tuple(p.name for p in program.params)
         full = self._full_callable()
         self._callable: Any = full
+        self._native = False
         plan = _store_plan(full, source_key, cache_dir) if source_key is not None else None
         if plan is not None:
             # Calls go through ctypes as in a later process; DaCe's loader stays the fallback.
@@ -53,6 +54,7 @@ class CompiledProgram(SDFGConvertible):
             except LibraryError:
                 return          # changed on disk since DaCe loaded it: keep DaCe's handle
             self._callable = NativeCallable(plan, library, fallback=lambda: full)
+            self._native = True
 
     @classmethod
     def _from_cache(cls, source: str, plan: dict[str, Any], library: Any,
@@ -64,6 +66,7 @@ class CompiledProgram(SDFGConvertible):
         self._options = options
         self._params = tuple(plan["params"])
         self._callable = NativeCallable(plan, library, fallback=self._full_callable)
+        self._native = True
         return self
 
     def _full_callable(self) -> Any:
@@ -135,7 +138,10 @@ class CompiledProgram(SDFGConvertible):
                                               f"program '{self.program.name}'")
                 else:
                     kwargs = {**dict(zip(self._params, args)), **kwargs}
-            self._callable(**kwargs)
+            if self._native:
+                self._callable.call(kwargs)
+            else:
+                self._callable(**kwargs)
         except TensorIRError as e:
             _reraise_at_boundary(e)
 
