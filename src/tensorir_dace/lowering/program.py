@@ -166,6 +166,9 @@ class ProgramLowering:
 
     def new_state(self, label: str) -> dace.SDFGState:
         state = dace.SDFGState(self.names.fresh(label), sdfg=self.sdfg)
+        # An explicit line stops DaCe from inspecting the Python stack for every node
+        # (slow in deep expressions); ``assign`` sets the Tensor IR position.
+        state.set_default_lineinfo(dace.dtypes.DebugInfo(0))
         self.add_block(state)
         self.state = state
         self._last_write = {}

@@ -61,6 +61,7 @@ class CompiledProgram(SDFGConvertible):
         return f"CompiledProgram({self.program.name!r}, sdfg={self.sdfg.name!r})"
 
 
+@ir.with_recursion_room
 def compile(program: ir.Program, *, optimize: str = "default", device: str = "cpu",
             cache_dir: str | os.PathLike | None = None) -> CompiledProgram:
     """Check, lower, optimise and compile a program (compiled once per content).

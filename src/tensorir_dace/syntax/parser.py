@@ -70,6 +70,7 @@ class Parser:
         self.tokens = tokenize(text, filename)
         self.pos = 0
         self.temporaries: list[ir.Param] = []
+        self.nesting = 0        # depth of nested prefix operators, parentheses and calls
 
     # ----------------------------------------------------------------- helpers
 
@@ -366,6 +367,17 @@ class Parser:
 
     def unary(self) -> ir.Expr:
         tok = self.peek()
+        self.nesting += 1
+        try:
+            if self.nesting > ir.MAX_DEPTH:
+                raise self.error(f"the expression nests more than {ir.MAX_DEPTH} levels deep "
+                                 "(parentheses, prefix operators, calls); split it with "
+                                 "temporaries", tok)
+            return self._unary(tok)
+        finally:
+            self.nesting -= 1
+
+    def _unary(self, tok: Token) -> ir.Expr:
         if tok.kind == "¬":
             self.advance()
             operand = self.unary()
@@ -513,12 +525,19 @@ class Parser:
 # --------------------------------------------------------------------------- API
 
 
+@ir.with_recursion_room
 def _run(text: str, filename: str | None, rule):
     parser = Parser(text, filename)
     try:
-        return rule(parser)
+        result = rule(parser)
     except RecursionError:
-        raise parser.error("the text is nested too deeply to parse") from None
+        raise parser.error(f"the text is nested too deeply to parse (at most {ir.MAX_DEPTH} "
+                           "levels)") from None
+    deep = ir.too_deep(result)
+    if deep is not None:
+        raise ParseError(f"expressions nest more than {ir.MAX_DEPTH} levels deep; split the "
+                         "expression with temporaries", deep.loc)
+    return result
 
 
 def _program(parser: Parser) -> ir.Program:

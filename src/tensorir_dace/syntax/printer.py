@@ -76,6 +76,7 @@ class Printer:
         self.shift_open, self.shift_close = ("<<", ">>") if ascii else ("⟪", "⟫")
         self.neg = "-"
         self.not_ = "!" if ascii else "¬"
+        self._flat: dict[int, tuple[ir.Expr, tuple[str, int]]] = {}
 
     # ----------------------------------------------------------------- types
 
@@ -112,7 +113,12 @@ class Printer:
         return f"({text})" if own < level else text
 
     def expr_level(self, e: ir.Expr, indent: str | None = None) -> tuple[str, int]:
-        flat = self.layout(e, None)
+        hit = self._flat.get(id(e))
+        if hit is not None and hit[0] is e:
+            flat = hit[1]
+        else:       # remembered: long chains ask for each operand's flat form again
+            flat = self.layout(e, None)
+            self._flat[id(e)] = (e, flat)
         if indent is None or len(indent) + len(flat[0]) <= WIDTH:
             return flat
         return self.layout(e, indent)
@@ -121,7 +127,7 @@ class Printer:
         if e.kind == "bool":
             return ("True" if e.value else "False"), POSTFIX
         if e.kind == "int":
-            text = str(int(e.value))
+            text = _int_text(int(e.value))
         else:
             value = float(e.value)
             if math.isinf(value):
@@ -282,9 +288,21 @@ class Printer:
         raise TypeError(f"cannot format a {type(node).__name__}")
 
 
+@ir.with_recursion_room
 def format(node, *, ascii: bool = False) -> str:  # noqa: A001 (the module's API name)
     """The text form of a program, statement, expression, parameter or type.
 
     Unicode by default; ``ascii=True`` spells every token in ASCII.
     """
     return Printer(ascii).format(node)
+
+
+def _int_text(value: int) -> str:
+    """Decimal digits of any integer (Python's ``str`` refuses more than about 4,300)."""
+    if abs(value).bit_length() < 13000:
+        return str(value)
+    sign, value, parts = "-" if value < 0 else "", abs(value), []
+    while value:
+        value, chunk = divmod(value, 10 ** 4000)
+        parts.append(chunk)
+    return sign + str(parts[-1]) + "".join(f"{p:04000d}" for p in reversed(parts[:-1]))
