@@ -1,70 +1,24 @@
-"""Random element-wise stencil programs: compiled (both lowering modes) against the
-interpreter.  Each program has a dozen statements built from arithmetic, shifts,
-selects, math functions, lambdas and literals whose types adapt to their partners."""
+"""Random well-typed programs (``tensorir_dace.fuzz``): compiled against the
+interpreter, at two sizes through one binary; mutated texts through the parser.
+
+A fixed set of 300 generated programs runs here, 20 to a compiled program; the
+on-demand command (``python -m tensorir_dace.fuzz``) runs any number."""
 
 from __future__ import annotations
-
-import random
 
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace import fuzz
+from tensorir_dace.testing import clone
 
 from conftest import assert_same_results
 
-HALO = "I[-3:N+3], J[-3:M+3]"
-
-
-def expression(depth: int, r: random.Random) -> str:
-    if depth == 0 or r.random() < 0.2:
-        c = r.random()
-        if c < 0.5:
-            return r.choice(["a", "b", "c"])
-        if c < 0.7:
-            return r.choice(["1.5", "2.0", "0.25", "3"])
-        dim, offsets = r.choice([("I", [-1, 1, 2]), ("J", [-1, 1])])
-        return f"⟪{dim}, {r.choice(offsets)}⟫({r.choice(['a', 'b', 'c'])})"
-    x, y, z = (expression(depth - 1, r) for _ in range(3))
-    return r.choice([
-        f"({x} + {y})", f"({x} - {y})", f"({x} × {y})", f"({x} / {y})",
-        f"if({x} < {y}, {x}, {z})", f"minimum({x}, {y})", f"maximum({x}, {y})",
-        f"sin({x})", f"sqrt(abs({x}))", f"⟪I, {r.choice([-1, 1])}⟫({x})",
-        f"if({x} ≥ {y} ∨ {x} == 0.0, {y}, {x})",
-        f"(λ(p: tensor<float, {HALO}>, q: tensor<float, {HALO}>) → p × 2.0 - ⟪I, 1⟫(q))(a, b)",
-    ])
-
-
-def int_expression(depth: int, r: random.Random, dtype: str) -> str:
-    if depth == 0 or r.random() < 0.2:
-        c = r.random()
-        if c < 0.5:
-            return r.choice(["a", "b"])
-        if c < 0.7:
-            return r.choice(["1", "2", "-3", "0"])
-        return f"⟪I, {r.choice([-1, 1])}⟫({r.choice(['a', 'b'])})"
-    x, y, z = (int_expression(depth - 1, r, dtype) for _ in range(3))
-    return r.choice([
-        f"({x} + {y})", f"({x} - {y})", f"({x} × {y})", f"({x} / {y})", f"({x} % {y})",
-        f"minimum({x}, {y})", f"maximum({x}, {y})", f"abs({x})", f"-{x}", f"power({x}, 2)",
-        f"if({x} < {y} ∧ ¬({y} == {z}), {x}, {z})", f"cast(cast({x}, float) × 0.5, {dtype})",
-    ])
-
-
-def random_program(seed: int, statements: int = 12, dtype: str = "float") -> str:
-    r = random.Random(seed)
-    outs = [f"o{k}: tensor<{dtype}, I[0:N], J[0:M]>" for k in range(statements)]
-    if dtype.startswith("int"):
-        body = [f"  o{k} ← {int_expression(4, r, dtype)};" for k in range(statements)]
-    else:
-        body = [f"  o{k} ← {expression(4, r)};" for k in range(statements)]
-    src = (f"fuzz(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
-           f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, " + ", ".join(outs) + ") {\n"
-           + "\n".join(body) + "\n}")
-    return src.replace("tensor<float,", f"tensor<{dtype},")
+PROGRAMS, PER_COMPILE = 300, 20
 
 
 def both_modes_match_interpreter(prog, args) -> None:
+    """Compiled as lowered and optimised, both equal to the interpreter."""
     ref = clone(args)
     tir.interpret(prog, **ref)
     for optimize in ("none", "default"):
@@ -73,55 +27,53 @@ def both_modes_match_interpreter(prog, args) -> None:
         assert_same_results(out, ref, 1e-11)
 
 
-@pytest.mark.parametrize("seed,dtype", [(3, "float"), (11, "float"), (27, "float"),
-                                        (7, "float32"), (2, "int"), (6, "int32")])
-def test_random_program_compiled_matches_interpreter(seed, dtype):
-    prog = tir.parse(random_program(seed, dtype=dtype))
-    args = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=seed)
-    both_modes_match_interpreter(prog, args)
+# --------------------------------------------------------------------------- generated
 
 
-VT = "tensor<float, Vertex[0:V]>"
-ET = "tensor<float, Edge[0:E]>"
+def test_the_generator_covers_every_kind_of_program():
+    kinds = {fuzz.generate_case(s).kind for s in range(PROGRAMS)}
+    assert kinds == set(fuzz.KINDS)
+    text = fuzz.program_text(fuzz.batch(0, PROGRAMS))
+    for construct in ("scan(", "reduce(", "shift_apply(", "can_deref(", "concat(",
+                      "subset(", "make_tuple(", "cast(", "if (", "for (", " % ", "float32",
+                      "int32", "bool", "⟪I, -2⟫", "False)"):
+        assert construct in text, construct
 
 
-def vertex_expression(depth: int, r: random.Random) -> str:
-    if depth == 0 or r.random() < 0.2:
-        return r.choice(["v", "w", "(v × 1.5)"])
-    e = lambda: edge_expression(depth - 1, r)      # noqa: E731
-    v = lambda: vertex_expression(depth - 1, r)    # noqa: E731
-    return r.choice([
-        lambda: f"⟪V2E, {r.randrange(3)}⟫({e()})",
-        lambda: f"reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)(⟪V2E⟫({e()}))",
-        lambda: f"if(can_deref(⟪V2E, {r.randrange(3)}⟫(e)), {v()}, 0.0)",
-        lambda: (f"reduce(λ(acc: {VT}, x: {VT}, s: {VT}) → maximum(acc, x × s), -100.0)"
-                 f"(⟪V2E⟫({e()}), sg)"),
-        lambda: f"shift_apply({r.randrange(3)})(⟪V2E⟫({e()}))",
-        lambda: f"({v()} {r.choice(['+', '-', '×'])} {v()})",
-    ])()
+@pytest.mark.parametrize("first", range(0, PROGRAMS, PER_COMPILE))
+def test_generated_programs_compile_and_match_the_interpreter(first):
+    outcome = fuzz.run_text(fuzz.program_text(fuzz.batch(first, PER_COMPILE)), seed=first)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
 
 
-def edge_expression(depth: int, r: random.Random) -> str:
-    if depth == 0 or r.random() < 0.2:
-        return r.choice(["e", "(e + 2.0)"])
-    v = lambda: vertex_expression(depth - 1, r)    # noqa: E731
-    e = lambda: edge_expression(depth - 1, r)      # noqa: E731
-    return r.choice([
-        lambda: f"⟪E2V, {r.randrange(2)}⟫({v()})",
-        lambda: f"reduce(λ(acc: {ET}, x: {ET}) → acc + x, 0.0)(⟪E2V⟫({v()}))",
-        lambda: f"({e()} {r.choice(['+', '-', '×'])} {e()})",
-    ])()
+def test_mutated_texts_only_raise_tensorir_errors():
+    assert fuzz.fuzz_parser(600, seed=3) == []
 
 
-@pytest.mark.parametrize("seed", [5])
-def test_random_mesh_program_with_absent_neighbours(seed):
-    r = random.Random(seed)
-    outs = [f"o{k}: {VT}" for k in range(8)]
-    body = [f"  o{k} ← {vertex_expression(4, r)};" for k in range(8)]
-    src = (f"mesh(v: {VT}, w: {VT}, e: {ET}, sg: tensor<float, Vertex[0:V], _NB_0[0:3]>, "
-           "E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, "
-           "V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>, " + ", ".join(outs) + ") {\n"
-           + "\n".join(body) + "\n}")
-    prog = tir.parse(src)
-    args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
-    both_modes_match_interpreter(prog, args)
+def test_a_failing_case_shrinks_to_a_smaller_failing_case(monkeypatch):
+    """Delta debugging keeps what the failure needs: here, a division."""
+    from tensorir_dace.fuzz import runner
+
+    def fails(case, seed=0):
+        return "has a division" if any("/" in s for s in case.statements) else None
+    monkeypatch.setattr(runner, "case_fails", fails)
+    case = next(c for c in (fuzz.generate_case(s) for s in range(200))
+                if c.kind == "temporary" and "/" in c.statements[1]
+                and "/" not in c.statements[0] + c.statements[2])
+    small, reason = runner.shrink(case)
+    assert reason == "has a division"
+    assert len(small.statements) == 1 and "/" in small.statements[0]
+
+
+@pytest.mark.slow
+def test_generated_programs_generate_and_compile_cuda():
+    """Compile-only: CUDA code is generated and built by nvcc (no GPU needed)."""
+    import shutil
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is not installed")
+    prog = tir.parse(fuzz.program_text([c for c in fuzz.batch(0, 60)
+                                        if c.kind in ("float", "mesh", "scan", "int32")][:8]))
+    compiled = tir.compile(prog, device="gpu")
+    assert any(s.name.endswith(".cu") or "cuda" in s.language
+               for s in compiled.sdfg.generate_code())
