@@ -60,11 +60,12 @@ def test_unread_temporaries_wide_scans_and_mod_conditions_compile(s):
 MESH = """
 p(v2: tensor<float, V[0:3]>, E2V: tensor<int, E[0:3], _NB_V[0:2]>,
   V2E: tensor<int, V[0:3], _NB_E[0:2]>, o: tensor<float, V[0:3]>,
-  d: tensor<bool, V[0:3]>, e: tensor<bool, V[0:3]>) {
+  d: tensor<bool, V[0:3]>, e: tensor<bool, V[0:3]>, q: tensor<bool, V[0:3]>) {
     o ← if(can_deref(⟪V2E, 1⟫(if(can_deref(⟪E2V, 1⟫(v2)), ⟪E2V, 1⟫(v2), 0.0))),
            shift_apply(1)(⟪V2E⟫(if(can_deref(⟪E2V, 1⟫(v2)), ⟪E2V, 1⟫(v2), 0.0))), -9.0);
     d ← can_deref(⟪V2E, 1⟫(⟪E2V, 1⟫(v2)));
-    e ← can_deref(⟪V2E, 1⟫(if(can_deref(⟪E2V, 1⟫(v2)), ⟪E2V, 1⟫(v2), 0.0)))
+    e ← can_deref(⟪V2E, 1⟫(if(can_deref(⟪E2V, 1⟫(v2)), ⟪E2V, 1⟫(v2), 0.0)));
+    q ← can_deref(⟪V2E, 1⟫(⟪E2V, 0⟫(v2) + cast(⟪E2V, 1⟫(v2) > 0.0, float)))
 }
 """
 
@@ -74,11 +75,13 @@ def test_presence_of_a_select_comes_from_the_chosen_branch():
     unguarded chain stays absent wherever one table entry is."""
     args = dict(v2=np.array([10.0, 20.0, 30.0]), E2V=np.array([[0, 1], [1, -1], [2, 0]]),
                 V2E=np.array([[0, 1], [1, 2], [2, -1]]), o=np.zeros(3),
-                d=np.zeros(3, bool), e=np.zeros(3, bool))
+                d=np.zeros(3, bool), e=np.zeros(3, bool), q=np.zeros(3, bool))
     out, ref = check_against_interpreter(MESH, args=args)
     np.testing.assert_array_equal(ref["o"], [0.0, 10.0, -9.0])
     np.testing.assert_array_equal(ref["d"], [False, True, False])
     np.testing.assert_array_equal(ref["e"], [True, True, False])
+    # element-wise operations propagate absence from any operand, in compiled code too
+    np.testing.assert_array_equal(out["q"], [False, True, False])
 
 
 def _sum_program(terms: int) -> str:
