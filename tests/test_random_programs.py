@@ -1,24 +1,70 @@
-"""Random well-typed programs (``tensorir_dace.fuzz``): compiled against the
-interpreter, at two sizes through one binary; mutated texts through the parser.
-
-A fixed set of 300 generated programs runs here, 20 to a compiled program; the
-on-demand command (``python -m tensorir_dace.fuzz``) runs any number."""
+"""Random element-wise stencil programs: compiled (both lowering modes) against the
+interpreter.  Each program has a dozen statements built from arithmetic, shifts,
+selects, math functions, lambdas and literals whose types adapt to their partners."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
 import tensorir_dace as tir
 from tensorir_dace import fuzz
-from tensorir_dace.testing import clone
-
 from conftest import assert_same_results
+from tensorir_dace.testing import clone, random_arguments
 
-PROGRAMS, PER_COMPILE = 300, 20
+HALO = "I[-3:N+3], J[-3:M+3]"
+
+
+def expression(depth: int, r: random.Random) -> str:
+    if depth == 0 or r.random() < 0.2:
+        c = r.random()
+        if c < 0.5:
+            return r.choice(["a", "b", "c"])
+        if c < 0.7:
+            return r.choice(["1.5", "2.0", "0.25", "3"])
+        dim, offsets = r.choice([("I", [-1, 1, 2]), ("J", [-1, 1])])
+        return f"⟪{dim}, {r.choice(offsets)}⟫({r.choice(['a', 'b', 'c'])})"
+    x, y, z = (expression(depth - 1, r) for _ in range(3))
+    return r.choice([
+        f"({x} + {y})", f"({x} - {y})", f"({x} × {y})", f"({x} / {y})",
+        f"if({x} < {y}, {x}, {z})", f"minimum({x}, {y})", f"maximum({x}, {y})",
+        f"sin({x})", f"sqrt(abs({x}))", f"⟪I, {r.choice([-1, 1])}⟫({x})",
+        f"if({x} ≥ {y} ∨ {x} == 0.0, {y}, {x})",
+        f"(λ(p: tensor<float, {HALO}>, q: tensor<float, {HALO}>) → p × 2.0 - ⟪I, 1⟫(q))(a, b)",
+    ])
+
+
+def int_expression(depth: int, r: random.Random, dtype: str) -> str:
+    if depth == 0 or r.random() < 0.2:
+        c = r.random()
+        if c < 0.5:
+            return r.choice(["a", "b"])
+        if c < 0.7:
+            return r.choice(["1", "2", "-3", "0"])
+        return f"⟪I, {r.choice([-1, 1])}⟫({r.choice(['a', 'b'])})"
+    x, y, z = (int_expression(depth - 1, r, dtype) for _ in range(3))
+    return r.choice([
+        f"({x} + {y})", f"({x} - {y})", f"({x} × {y})", f"({x} / {y})", f"({x} % {y})",
+        f"minimum({x}, {y})", f"maximum({x}, {y})", f"abs({x})", f"-{x}", f"power({x}, 2)",
+        f"if({x} < {y} ∧ ¬({y} == {z}), {x}, {z})", f"cast(cast({x}, float) × 0.5, {dtype})",
+    ])
+
+
+def random_program(seed: int, statements: int = 12, dtype: str = "float") -> str:
+    r = random.Random(seed)
+    outs = [f"o{k}: tensor<{dtype}, I[0:N], J[0:M]>" for k in range(statements)]
+    if dtype.startswith("int"):
+        body = [f"  o{k} ← {int_expression(4, r, dtype)};" for k in range(statements)]
+    else:
+        body = [f"  o{k} ← {expression(4, r)};" for k in range(statements)]
+    src = (f"fuzz(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+           f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, " + ", ".join(outs) + ") {\n"
+           + "\n".join(body) + "\n}")
+    return src.replace("tensor<float,", f"tensor<{dtype},")
 
 
 def both_modes_match_interpreter(prog, args) -> None:
-    """Compiled as lowered and optimised, both equal to the interpreter."""
     ref = clone(args)
     tir.interpret(prog, **ref)
     for optimize in ("none", "default"):
@@ -27,7 +73,197 @@ def both_modes_match_interpreter(prog, args) -> None:
         assert_same_results(out, ref, 1e-11)
 
 
-# --------------------------------------------------------------------------- generated
+@pytest.mark.parametrize("seed,dtype", [(3, "float"), (11, "float"), (27, "float"),
+                                        (7, "float32"), (2, "int"), (6, "int32")])
+def test_random_program_compiled_matches_interpreter(seed, dtype):
+    prog = tir.parse(random_program(seed, dtype=dtype))
+    args = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=seed)
+    both_modes_match_interpreter(prog, args)
+
+
+VT = "tensor<float, Vertex[0:V]>"
+ET = "tensor<float, Edge[0:E]>"
+
+
+def vertex_expression(depth: int, r: random.Random) -> str:
+    if depth == 0 or r.random() < 0.2:
+        return r.choice(["v", "w", "(v × 1.5)"])
+    e = lambda: edge_expression(depth - 1, r)      # noqa: E731
+    v = lambda: vertex_expression(depth - 1, r)    # noqa: E731
+    return r.choice([
+        lambda: f"⟪V2E, {r.randrange(3)}⟫({e()})",
+        lambda: f"reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)(⟪V2E⟫({e()}))",
+        lambda: f"if(can_deref(⟪V2E, {r.randrange(3)}⟫(e)), {v()}, 0.0)",
+        lambda: (f"reduce(λ(acc: {VT}, x: {VT}, s: {VT}) → maximum(acc, x × s), -100.0)"
+                 f"(⟪V2E⟫({e()}), sg)"),
+        lambda: f"shift_apply({r.randrange(3)})(⟪V2E⟫({e()}))",
+        lambda: f"({v()} {r.choice(['+', '-', '×'])} {v()})",
+    ])()
+
+
+def edge_expression(depth: int, r: random.Random) -> str:
+    if depth == 0 or r.random() < 0.2:
+        return r.choice(["e", "(e + 2.0)"])
+    v = lambda: vertex_expression(depth - 1, r)    # noqa: E731
+    e = lambda: edge_expression(depth - 1, r)      # noqa: E731
+    return r.choice([
+        lambda: f"⟪E2V, {r.randrange(2)}⟫({v()})",
+        lambda: f"reduce(λ(acc: {ET}, x: {ET}) → acc + x, 0.0)(⟪E2V⟫({v()}))",
+        lambda: f"({e()} {r.choice(['+', '-', '×'])} {e()})",
+    ])()
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_random_mesh_program_with_absent_neighbours(seed):
+    r = random.Random(seed)
+    outs = [f"o{k}: {VT}" for k in range(8)]
+    body = [f"  o{k} ← {vertex_expression(4, r)};" for k in range(8)]
+    src = (f"mesh(v: {VT}, w: {VT}, e: {ET}, sg: tensor<float, Vertex[0:V], _NB_0[0:3]>, "
+           "E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, "
+           "V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>, " + ", ".join(outs) + ") {\n"
+           + "\n".join(body) + "\n}")
+    prog = tir.parse(src)
+    args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
+    both_modes_match_interpreter(prog, args)
+
+
+# Runtime bounds: subset targets whose intervals use scalar int parameters.
+I_RANGES = [("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0")]
+J_RANGES = [("g0", "g1"), ("0", "g1"), ("g0", "M")]
+
+
+def runtime_bound_program(seed: int, statements: int = 8) -> tuple[str, str, list]:
+    """The same random statements twice: on runtime sub-ranges of the outputs, and
+    on the whole outputs (the reference for the points inside the ranges)."""
+    r = random.Random(seed)
+    outs = [f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(statements)]
+    head = (f"rt(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, h1: tensor<int>, "
+            "g0: tensor<int>, g1: tensor<int>, " + ", ".join(outs) + ") {\n")
+    exprs = [expression(3, r) for _ in range(statements)]
+    ranges = [(r.choice(I_RANGES), r.choice(J_RANGES)) for _ in range(statements)]
+    sub = [f"  subset(o{k}, I[{i0}:{i1}], J[{j0}:{j1}]) ← {x};"
+           for k, (x, ((i0, i1), (j0, j1))) in enumerate(zip(exprs, ranges))]
+    full = [f"  o{k} ← {x};" for k, x in enumerate(exprs)]
+    return head + "\n".join(sub) + "\n}", head + "\n".join(full) + "\n}", ranges
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_random_runtime_bounds_one_binary(seed):
+    from tensorir_dace.runtime.cache import compile_count
+    src, full_src, ranges = runtime_bound_program(seed)
+    prog, full = tir.parse(src), tir.parse(full_src)
+    sizes = {"N": 5, "M": 4}
+    base = random_arguments(prog, sizes=sizes, seed=seed)
+    fns = [tir.compile(prog, optimize=o) for o in ("none", "default")]
+    before = compile_count()
+    for h0, h1, g0, g1 in [(0, 5, 0, 4), (2, 3, 1, 3), (1, 4, 3, 1)]:
+        bounds = {"h0": h0, "h1": h1, "g0": g0, "g1": g1}
+        args = clone(base) | bounds
+        ref = clone(args)
+        tir.interpret(prog, **ref)
+        whole = clone(args)
+        tir.interpret(full, **whole)
+        env = {"N": 5, "M": 4, **bounds}
+        for k, ((i0, i1), (j0, j1)) in enumerate(ranges):
+            i0, i1, j0, j1 = (eval(x, {}, env) for x in (i0, i1, j0, j1))
+            expected = base[f"o{k}"].copy()
+            if i0 < i1 and j0 < j1:
+                expected[i0:i1, j0:j1] = whole[f"o{k}"][i0:i1, j0:j1]
+            assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
+        for fn in fns:
+            out = clone(args)
+            fn(**out)
+            assert_same_results(out, ref, 1e-11)
+    assert compile_count() == before
+
+
+def test_random_lazy_concat_with_runtime_boundaries():
+    """Random expressions as concat pieces split at clamped runtime boundaries,
+    against the same expressions computed whole (interpreter and compiled)."""
+    from tensorir_dace.runtime.cache import compile_count
+    r = random.Random(8)
+    pairs = [(expression(3, r), expression(3, r)) for _ in range(4)]
+    head = (f"rc(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
+            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, "
+            + ", ".join(f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(8)) + ") {\n")
+    cut = "Min(N, Max(0, h0))"
+    split = [f"  o{k} ← concat(I, subset({x}, I[0:{cut}]), subset({y}, I[{cut}:N]));"
+             for k, (x, y) in enumerate(pairs)]
+    whole = [f"  o{2 * k} ← {x};\n  o{2 * k + 1} ← {y};" for k, (x, y) in enumerate(pairs)]
+    prog = tir.parse(head + "\n".join(split) + "\n}")
+    full = tir.parse(head + "\n".join(whole) + "\n}")
+    base = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=8)
+    fn = tir.compile(prog, optimize="none")
+    before = compile_count()
+    for h0 in (-2, 0, 3, 5, 9):
+        args = clone(base) | {"h0": h0}
+        ref, parts, out = clone(args), clone(args), clone(args)
+        tir.interpret(prog, **ref)
+        tir.interpret(full, **parts)
+        fn(**out)
+        c = min(5, max(0, h0))
+        for k in range(len(pairs)):
+            expected = parts[f"o{2 * k + 1}"].copy()
+            expected[:c] = parts[f"o{2 * k}"][:c]
+            assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
+        assert_same_results(out, ref, 1e-11)
+    assert compile_count() == before
+
+
+# ----------------------------------------------------------- data-dependent offsets, nested shifts
+
+COLUMN = "Cell[0:C], K[0:L]"
+CT = f"tensor<float, {COLUMN}>"
+
+
+def column_expression(depth: int, r: random.Random) -> str:
+    """A float expression on (Cell, K) mixing data-dependent vertical offsets,
+    neighbour shifts with absent entries and nested partial shifts."""
+    if depth == 0 or r.random() < 0.2:
+        return r.choice(["t", "u", "(t × 0.5)"])
+    def c():
+        return column_expression(depth - 1, r)
+
+    def off():
+        return r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
+                         f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
+
+    nb0 = f"tensor<float, {COLUMN}, _NB_0[0:3]>"
+    nb1 = f"tensor<float, {COLUMN}, _NB_1[0:3]>"
+    return r.choice([
+        lambda: f"⟪K, {off()}⟫({c()})",
+        lambda: f"⟪C2E2C, {r.randrange(3)}⟫({c()})",
+        lambda: f"if(can_deref(⟪K, {off()}⟫({c()})), {c()}, 0.5)",
+        lambda: f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(⟪C2E2C⟫({c()}))",
+        lambda: (f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(reduce(λ(acc: {nb0}, "
+                 f"x: {nb0}) → maximum(acc, x), -9.0)(⟪C2E2C⟫(⟪C2E2C⟫({c()}))))"),
+        lambda: (f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(reduce(λ(acc: {nb1}, "
+                 f"x: {nb1}) → acc + x × 0.5, 0.0, _NB_0)(⟪C2E2C⟫(⟪C2E2C⟫({c()}))))"),
+        lambda: f"({c()} {r.choice(['+', '-', '×'])} {c()})",
+    ])()
+
+
+@pytest.mark.parametrize("seed", [4])
+def test_random_offsets_and_nested_shifts(seed):
+    r = random.Random(seed)
+    outs = [f"o{k}: {CT}" for k in range(8)]
+    body = [f"  o{k} ← {column_expression(3, r)};" for k in range(8)]
+    src = (f"offsets(t: {CT}, u: {CT}, off: tensor<int32, {COLUMN}>, "
+           f"zd: tensor<int32, Cell[0:C], _NB_0[0:3], K[0:L]>, "
+           "C2E2C: tensor<int, Cell[0:C], _NB_Cell[0:3]>, " + ", ".join(outs) + ") {\n"
+           + "\n".join(body) + "\n}")
+    assert "⟪K, " in src and "⟪C2E2C⟫(⟪C2E2C⟫(" in src and "_NB_0)(" in src
+    prog = tir.parse(src)
+    args = random_arguments(prog, sizes={"C": 9, "L": 6}, seed=seed, absent_fraction=0.25)
+    both_modes_match_interpreter(prog, args)
+
+
+# --------------------------------------------------------------------------- tensorir_dace.fuzz
+# A fixed set of generated programs (every construct family), 20 to a compile;
+# the on-demand command python -m tensorir_dace.fuzz runs any number.
+
+PROGRAMS, PER_COMPILE = 300, 20
 
 
 def test_the_generator_covers_every_kind_of_program():

@@ -15,9 +15,22 @@ from importlib import import_module
 from typing import Any
 
 from . import ir
-from .errors import (ArgumentError, FrontendError, LoweringError, ParseError, SourceLoc,
-                     TensorIRError, TypeCheckError)
-from .typing import check
+from .errors import (
+    ArgumentError,
+    FrontendError,
+    LoweringError,
+    ParseError,
+    SourceLoc,
+    TensorIRError,
+    TypeCheckError,
+)
+from .log import configure_from_env as _configure_log
+from .tracebacks import api_boundary
+from .typing import check as _check
+
+check = api_boundary(_check)
+
+_configure_log()
 
 __version__ = "0.1.0"
 
@@ -31,6 +44,7 @@ _LAZY = {
     "interpret": ("interpreter", "interpret"),
     "to_sdfg": ("lowering", "to_sdfg"),
     "compile": ("runtime.program", "compile"),
+    "view": ("viewer", "view"),
     "CompiledProgram": ("runtime.program", "CompiledProgram"),
     "function": ("frontend", "function"),
     "program": ("frontend", "program"),
@@ -47,6 +61,9 @@ _LAZY = {
     "cast": ("frontend", "cast"),
     "index": ("frontend", "index"),
     "can_deref": ("frontend", "can_deref"),
+    "connectivity": ("frontend", "connectivity"),
+    "as_offset": ("frontend", "as_offset"),
+    "astype": ("frontend", "astype"),
     "with_interval": ("frontend", "with_interval"),
     "sizes": ("frontend", "sizes"),
     "SparseTensor": ("frontend", "SparseTensor"),
@@ -91,10 +108,17 @@ _LAZY = {
 }
 
 
+# Entry points whose errors lose the package-internal traceback frames.
+_BOUNDARIES = {"parse", "parse_expr", "parse_type", "format", "interpret", "to_sdfg",
+               "compile", "view"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(import_module(f".{module}", __name__), attr)
+        if name in _BOUNDARIES:
+            value = api_boundary(value)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'tensorir_dace' has no attribute '{name}'")

@@ -58,7 +58,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- types
 
-_NUMPY_DTYPES = {
+_NUMPY_DTYPES: dict[str, np.dtype] = {
     "float64": np.dtype(np.float64),
     "float32": np.dtype(np.float32),
     "int64": np.dtype(np.int64),
@@ -129,7 +129,7 @@ class BoundArguments:
 def _cupy():
     try:
         import cupy  # type: ignore[import-not-found]
-    except Exception:  # pragma: no cover - depends on the installation
+    except Exception:  # noqa: BLE001  # pragma: no cover - a broken CuPy counts as none
         return None
     return cupy
 
@@ -150,7 +150,7 @@ def _as_array(value: Any, what: str, where: str) -> Any:
     if hasattr(value, "__array__") and not isinstance(value, (np.generic, numbers.Number)):
         try:
             return np.asarray(value)
-        except Exception as ex:
+        except Exception as ex:  # noqa: BLE001 - any failure of __array__ is reported
             raise ArgumentError(f"{where}: {what} got a {_describe(value)} that cannot be "
                                 f"converted to an array: {ex}") from None
     return None
@@ -337,7 +337,7 @@ def _make_solve(eq: _Equation, name: str) -> _Solve | None:
     s_obs = sympy.Symbol("__shape__", integer=True, nonnegative=True)
     try:
         sols = sympy.solve(sympy.Eq(eq.extent, s_obs), sym)
-    except Exception:
+    except Exception:  # noqa: BLE001 - unsolvable: the size is then checked, not solved
         return None
     sols = [x for x in sols if x.is_negative is not True]
     if not sols:
@@ -451,14 +451,14 @@ class ArgumentBinder:
         return BoundArguments(values, symbols)
 
     def _bind_scalar(self, info: _ParamInfo, v: Any, where: str) -> Any:
-        if not info.is_tuple:
+        if not isinstance(info.type.dtype, ir.TupleType):
             return _convert_scalar(v, info.type.dtype, f"parameter '{info.name}'", where)
         return self._bind_tuple(info, v, info.type.dtype, (), where,
                                 lambda leaf, t, path: _convert_scalar(
                                     leaf, t, _leaf_name(info.name, path), where))
 
     def _bind_tensor(self, info: _ParamInfo, v: Any, where: str) -> tuple[Any, tuple[int, ...]]:
-        if not info.is_tuple:
+        if info.np_dtype is not None:    # not a tuple
             arr = _check_leaf_array(v, info.np_dtype, info.type, info.name, (), where)
             return arr, arr.shape
         first: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
@@ -500,7 +500,7 @@ class ArgumentBinder:
     def _solve(self, kwargs: Mapping[str, Any], values: dict[str, Any],
                shapes: dict[str, tuple[int, ...]], where: str) -> dict[str, int]:
         syms: dict[str, int] = {}
-        source: dict[str, str] = {}
+        source: dict[str, tuple[str, Any]] = {}   # symbol -> where its value came from
         for name in self._symbol_params:
             syms[name] = int(values[name])
             source[name] = ("param", name)
@@ -518,7 +518,7 @@ class ArgumentBinder:
         plan = self._default_plan if len(syms) == len(self._symbol_params) else \
             self._plan(frozenset(syms))
         if plan.undetermined:
-            uses = {}
+            uses: dict[str, list[str]] = {}
             for eq in self._equations:
                 for n in eq.names:
                     if n in plan.undetermined:
@@ -539,6 +539,7 @@ class ArgumentBinder:
             value: Any
             try:
                 if s.linear:
+                    assert s.coeff is not None and s.rest is not None
                     a = s.coeff(*args)
                     b = s.rest(*args)
                     ia, ib = _as_int(a), _as_int(b)
@@ -651,8 +652,12 @@ def bind_arguments(params: Sequence[ir.Param], kwargs: Mapping[str, Any], *,
 
 def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: dict[str, int],
                            where: str) -> None:
-    """Raise ArgumentError when the call's sizes break an order the program relies on."""
+    """Raise ArgumentError when the call's sizes (or runtime bound values, in
+    ``symbols`` too) break an order the program relies on."""
     for c in constraints:
+        if c.loops or c.guard or c.bound is not None:
+            _check_runtime(c, dict(symbols), 0, where)
+            continue
         subs = {s: symbols[s.name] for s in (c.lower.free_symbols | c.upper.free_symbols)
                 if s.name in symbols}
         lo, hi = c.lower.subs(subs), c.upper.subs(subs)
@@ -660,6 +665,64 @@ def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: di
             sizes = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()))
             raise ArgumentError(f"{where}: the sizes ({sizes}) are too small for the "
                                 f"{c.reason}: it needs {c.lower} <= {c.upper}")
+
+
+def runtime_values(params: Sequence[ir.Param], values: Mapping[str, Any]) -> dict[str, int]:
+    """The values of the scalar int parameters: they may be used as runtime bounds."""
+    return {p.name: int(values[p.name]) for p in params
+            if p.type.is_scalar and p.type.dtype in (ir.INT64, ir.INT32) and p.name in values}
+
+
+_EVALUATORS: dict[sympy.Expr, tuple[tuple[str, ...], Callable[..., Any]]] = {}
+
+
+def _eval_bound(expr: sympy.Expr, symbols: dict[str, int]) -> int | None:
+    """A bound's value, or None when a symbol is unknown (cached compiled form)."""
+    if expr.is_Integer:
+        return int(expr)
+    hit = _EVALUATORS.get(expr)
+    if hit is None:
+        names = tuple(sorted(s.name for s in expr.free_symbols))
+        plain = {s: sympy.Symbol(s.name) for s in expr.free_symbols}
+        fn = sympy.lambdify([sympy.Symbol(n) for n in names], expr.xreplace(plain), "math")
+        hit = _EVALUATORS[expr] = (names, fn)
+    names, fn = hit
+    try:
+        return int(fn(*[symbols[n] for n in names]))
+    except KeyError:
+        return None
+
+
+def _check_runtime(c: ir.SizeConstraint, symbols: dict[str, int], depth: int,
+                   where: str) -> None:
+    """One constraint on runtime bounds, for every iteration of its loops."""
+    if depth < len(c.loops):
+        var, start, stop = c.loops[depth]
+        lo, hi = _eval_bound(start, symbols), _eval_bound(stop, symbols)
+        if lo is None or hi is None:
+            return
+        for step in range(lo, hi):
+            symbols[var] = step
+            _check_runtime(c, symbols, depth + 1, where)
+        return
+    for g_lo, g_hi in c.guard:
+        a, b = _eval_bound(g_lo, symbols), _eval_bound(g_hi, symbols)
+        if a is None or b is None or a >= b:
+            return          # an empty range reads and writes nothing
+    lo, hi = _eval_bound(c.lower, symbols), _eval_bound(c.upper, symbols)
+    if lo is None or hi is None or lo <= hi:
+        return
+    names = sorted({s.name for e in (c.lower, c.upper, *[x for g in c.guard for x in g])
+                    for s in e.free_symbols if s.name in symbols})
+    given = ", ".join(f"{n}={symbols[n]}" for n in names)
+    if c.bound is None or c.allowed is None:
+        raise ArgumentError(f"{where}: {c.reason} needs {c.lower} <= {c.upper}, which "
+                            f"fails for {given}")
+    value = _eval_bound(c.bound, symbols)
+    alo, ahi = (_eval_bound(x, symbols) for x in c.allowed)
+    raise ArgumentError(f"{where}: the bound {c.bound} = {value} is outside its allowed "
+                        f"range [{alo}, {ahi}] ({c.reason}; with {given}); a range "
+                        "whose stop is not above its start is empty and allowed")
 
 
 def merge_positional(params: Sequence[ir.Param], args: tuple, kwargs: dict[str, Any],

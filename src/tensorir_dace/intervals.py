@@ -50,9 +50,27 @@ def smin(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return a if le(a, b) else b
 
 
+def runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``Max(a, b)``; left symbolic when a runtime bound makes it undecidable."""
+    ok = maybe_le(a, b)
+    if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
+        return sympy.Max(a, b)
+    return smax(a, b)
+
+
+def runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    ok = maybe_le(a, b)
+    if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
+        return sympy.Min(a, b)
+    return smin(a, b)
+
+
 def intersect(a: ir.Dim, b: ir.Dim) -> ir.Dim:
-    """The intersection of two intervals of the same dimension (keeps a's mask)."""
-    return a.with_interval(smax(a.start, b.start), smin(a.stop, b.stop))
+    """The intersection of two intervals of the same dimension (keeps a's mask).
+
+    Size-symbol orders SymPy cannot decide raise :class:`Undecidable`; with a
+    runtime bound the result keeps a symbolic ``Max``/``Min``."""
+    return a.with_interval(runtime_max(a.start, b.start), runtime_min(a.stop, b.stop))
 
 
 def covers(outer: ir.Dim, inner: ir.Dim) -> bool:
@@ -71,7 +89,7 @@ def shifted(d: ir.Dim, offset: int) -> ir.Dim:
 
 
 def evaluate(bound: sympy.Expr, symbols: dict[str, int]) -> int:
-    """A bound's integer value for concrete sizes."""
+    """A bound's integer value for concrete sizes (and runtime bound values)."""
     if bound.is_Integer:
         return int(bound)
     value = bound.subs({s: symbols[s.name] for s in bound.free_symbols})

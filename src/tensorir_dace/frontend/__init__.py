@@ -22,6 +22,24 @@
 
 See docs/frontend.md for the tutorial and docs/specialization.md for rank-generic
 programs and functions.
+
+Layout, in the order a call flows through it.  What users write with:
+``dims`` (dimensions, offsets, index conditions), ``annotations`` (``Tensor[…]``
+and argument wrappers), ``api`` (the builtins), ``callables`` (scan operators
+and the classes translation recognises decorated objects by).  Specialising at
+call time: ``decorators`` (``@program``/``@function`` objects) ask ``analysis``
+to describe the arguments and ``specialize`` for the cached specialisation
+(keys, logging, compiled binaries); a new one is translated.  Reading the
+source: ``source`` (AST and file positions).  Translating: ``nodes`` lists every
+supported AST node type and the method that handles it; the translator is a
+chain of classes, each adding one concern: ``expressions`` (names, operators,
+subscripts; the values of ``values``; the program state of ``context``) <
+``builtin_calls`` (builtins, casts, shifts, concat_where) < ``reductions``
+(reductions and scans) < ``bodies`` (statements of function bodies, evaluated
+to their return value) < ``functions`` (calls and inlining; entry point
+``translate_call``) < ``assignments`` (names and writes in programs) <
+``programs`` (program statements and control flow; entry point
+``translate_program``).
 """
 
 from .annotations import (
@@ -49,6 +67,8 @@ from .api import (
     arctan,
     arctan2,
     arctanh,
+    as_offset,
+    astype,
     can_deref,
     cast,
     ceil,
@@ -79,6 +99,7 @@ from .api import (
     trunc,
     where,
 )
+from .connectivities import Connectivity, connectivity
 from .decorators import (
     FunctionObject,
     ProgramObject,
@@ -92,6 +113,7 @@ from .dims import (
     Dimension,
     DimMask,
     NeighborDimension,
+    NeighborSlot,
     Offset,
     dims,
     neighbor_dim,
@@ -108,11 +130,13 @@ from .specialize import (
 
 __all__ = [
     "CacheInfo",
+    "Connectivity",
     "DimMask",
     "Dimension",
     "FunctionObject",
     "GenericSpec",
     "NeighborDimension",
+    "NeighborSlot",
     "Offset",
     "ParamSig",
     "ProgramObject",
@@ -131,11 +155,14 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
+    "as_offset",
+    "astype",
     "bool_",
     "can_deref",
     "cast",
     "ceil",
     "concat_where",
+    "connectivity",
     "cos",
     "cosh",
     "default_dims",

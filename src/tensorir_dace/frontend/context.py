@@ -17,9 +17,7 @@ from ..typing.scope import Binding, Scope
 from .dims import (
     NeighborDimension,
 )
-from .markers import strip_masks
-
-# --------------------------------------------------------------------------- context
+from .values import strip_masks
 
 
 class ProgramContext:
@@ -32,6 +30,12 @@ class ProgramContext:
         self.loc = loc
         self.table_dims = table_dims
         self.temporaries: list[ir.Param] = []
+        # runtime bounds: call-time checks the front end adds (a runtime slice bound
+        # is never negative), the enclosing loops, and the interval of each
+        # dimension of the statement target being translated (for concat_where)
+        self.constraints: list[ir.SizeConstraint] = []
+        self.loops: list[tuple[str, Any, Any]] = []
+        self.target: dict[str, tuple[Any, Any]] | None = None
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

@@ -16,18 +16,22 @@ arrays returns its value as a new array, JAX-style.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 import sympy
 
 from .. import ir
-from ..interop import SDFGConvertible
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
+from ..interop import SDFGConvertible
+from ..ir import Param, Program
+from ..tracebacks import api_boundary
+from ..typing import check
+from .analysis import Analysis, Specializer, check_named
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -35,17 +39,20 @@ from .annotations import (
     annotation_spec,
     generic_spec,
 )
+from .callables import InlinedFunction, ProgramDefinition, ScanOperator
+from .connectivities import TablesCall, declared_tables, table_arguments
 from .dims import DefinitionError, Dimension
+from .functions import translate_call
+from .programs import translate_program
+from .runtime_bounds import into_program
+from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
-    Analysis,
     CacheInfo,
     ParamInfo,
     ParamSig,
     Specialization,
     SpecializationCache,
-    Specializer,
-    check_named,
 )
 
 BACKENDS = ("compiled", "interpreter")
@@ -61,6 +68,7 @@ class _Specialized:
     _cache: SpecializationCache
     _infos: list[ParamInfo] | None
     _spz: Specializer | None
+    _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
 
     def _setup(self, fn: Callable, decorator: str, backend: str,
                compile_options: dict[str, Any]) -> None:
@@ -71,7 +79,7 @@ class _Specialized:
         self.fn = fn
         self.backend = backend
         self.compile_options = compile_options
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]  # subclasses are callable
         self._init_cache()
 
     def _init_cache(self) -> None:
@@ -193,7 +201,7 @@ class _Specialized:
     def _ir_params(self, key: tuple[ParamSig, ...]) -> tuple[list[ir.Param], dict[str, Any]]:
         loc_of = {p.name: p.loc for p in self._param_infos()}
         params = [ir.Param(s.name, s.type, loc=loc_of[s.name]) for s in key
-                  if s.kind in ("tensor", "scalar")]
+                  if s.kind in ("tensor", "scalar") and s.type is not None]
         static = {s.name: s.static for s in key if s.kind == "static"}
         return params, static
 
@@ -215,8 +223,40 @@ class _Specialized:
         spec.calls += 1
 
 
+# Tensor IR spellings in checker messages, as written in Python.
+_PYTHON_SPELLING = {"if(c, a, b)": "where(c, a, b)"}
+
+
+def _scalar_annotation_hint(fn: Callable | None) -> str:
+    """For a mixed-precision error: scalars annotated ``float``/``int`` are 64-bit."""
+    kinds = {float: "float", int: "int", "float": "float", "int": "int"}
+    anns = getattr(fn, "__annotations__", None) or {}
+    fixed = [(name, kinds[a]) for name, a in anns.items()
+             if name != "return" and isinstance(a, (type, str)) and a in kinds]
+    if not fixed:
+        return ""
+    name, kind = fixed[0]
+    return (f"; the annotation '{name}: {kind}' fixes {kind}64 (as in GT4Py): annotate "
+            f"'{name}: {kind}32' or leave '{name}' unannotated to take the arrays' type")
+
+
+@contextlib.contextmanager
+def _python_messages(fn: Callable) -> Iterator[None]:
+    """Errors of translating and checking ``fn``, worded for Python source."""
+    try:
+        yield
+    except TensorIRError as e:
+        message = e.message
+        for tir_text, python_text in _PYTHON_SPELLING.items():
+            message = message.replace(tir_text, python_text)
+        if "one element type" in message:
+            message += _scalar_annotation_hint(fn)
+        if message != e.message:
+            raise type(e)(message, e.loc) from None
+        raise
+
+
 def _checked(prog: ir.Program) -> ir.Program:
-    from ..typing import check
     try:
         check(prog)
     except TensorIRError as e:
@@ -242,7 +282,7 @@ def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[
     return True, ann
 
 
-class FunctionObject(_Specialized):
+class FunctionObject(_Specialized, InlinedFunction):
     """A ``@function``: a Tensor IR function, inlined where it is called.
 
     Called directly with arrays (outside a program), it runs JAX-style: it is
@@ -258,6 +298,7 @@ class FunctionObject(_Specialized):
         self._setup(fn, "function", backend, compile_options)
         self._result: str | None = None
         self._sig: inspect.Signature | None = None
+        self._into: dict[tuple, tuple[Specialization, dict]] = {}
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.function {self.fn.__qualname__}>"
@@ -265,7 +306,6 @@ class FunctionObject(_Specialized):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg:
@@ -285,6 +325,8 @@ class FunctionObject(_Specialized):
             default = sig.parameters[arg.arg].default
             out.append(ParamInfo(arg.arg, spec, loc,
                                  NO_DEFAULT if default is inspect.Parameter.empty else default))
+        self._tables = declared_tables(self.fn, [p.name for p in out])
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
 
@@ -301,16 +343,17 @@ class FunctionObject(_Specialized):
         return {self._result_name()}
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .programs import translate_call
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
-        prog = translate_call(self.fn, params, sp.table_dims(a), self._result_name(),
-                              static=static, rank_generic=sp.generic, report=report)
-        _checked(prog)
+        with _python_messages(self.fn):
+            prog = _checked(translate_call(self.fn, params, sp.table_dims(a),
+                                           self._result_name(), static=static,
+                                           rank_generic=sp.generic, report=report))
         return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
                               dropped=report.get("dropped", {}))
 
+    @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialisation for these arguments (translated and checked, not run):
         ``.ir`` is its Tensor IR program (the result is its last parameter),
@@ -326,25 +369,39 @@ class FunctionObject(_Specialized):
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self._sig is None:
             self._sig = inspect.signature(self.fn)
+        self._param_infos()
+        kwargs = dict(kwargs)
+        provider = kwargs.pop("offset_provider", None) if self._tables and \
+            "offset_provider" not in self._sig.parameters else None
+        tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
         try:
             bound = self._sig.bind(*args, **kwargs)
         except TypeError as e:
             caller = _caller()
             where = f" (called at {caller})" if caller else ""
             raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
-        return dict(bound.arguments)
+        return {**bound.arguments,
+                **table_arguments(tables, provider, self._tables, self.fn.__name__)}
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any):
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
         backend = self._backend(backend)
+        into = {k: kwargs.pop(k) for k in ("out", "domain")
+                if k in kwargs and k not in self._names()}
+        if "domain" in into and "out" not in into:
+            raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
+                                "write", self._def_loc())
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
                                       else "translating")
         new = self._cache.misses != misses
         assert spec.result is not None
+        if into:
+            return self._call_into(spec, backend, plain, into["out"], into.get("domain"))
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -360,6 +417,42 @@ class FunctionObject(_Specialized):
         return result
 
 
+    def _call_into(self, spec: Specialization, backend: str, plain: dict[str, Any],
+                   out: Any, domain: Any) -> Any:
+        """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
+        on those coordinates (a dimension left out: its whole interval); one
+        program per specialisation and set of dimensions, whatever the bounds."""
+        domain = {} if domain is None else domain
+        assert spec.result is not None   # only a function specialisation has ``out=``
+        result_dims = {d.name for d in spec.result.type.dims}
+        if not isinstance(domain, dict) or not all(
+                isinstance(k, Dimension) and k.name in result_dims for k in domain):
+            raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: (start, "
+                                f"stop)}} over the result's dimensions "
+                                f"({', '.join(sorted(result_dims))}), got {domain!r}",
+                                self._def_loc())
+        names = tuple(sorted(k.name for k in domain))
+        hit = self._into.get((spec.key, names))
+        new = hit is None
+        if hit is None:
+            prog, bounds = into_program(spec.program, spec.result, names)
+            _checked(prog)
+            hit = self._into[(spec.key, names)] = (
+                Specialization(self.fn.__name__, spec.key, prog), bounds)
+        derived, bounds = hit
+        values = dict(plain)
+        values[spec.result.name] = out
+        for dim, pair in domain.items():
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
+                                    f"stop)}} takes a pair of coordinates, got {pair!r}",
+                                    self._def_loc())
+            for name, v in zip(bounds[dim.name], pair):
+                values[name] = v
+        self._run(derived, backend, new, values)
+        return out
+
+
 def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
     from ..arguments import numpy_dtype
     if isinstance(dtype, ir.TupleType):
@@ -367,6 +460,7 @@ def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
     return np.empty(shape, dtype=numpy_dtype(dtype))
 
 
+@api_boundary
 def function(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
     """Decorate a Python function written with tensor operations (``x(I + 1)``,
     ``neighbor_sum``, ``where``, …); programs call it and it is inlined.
@@ -385,46 +479,6 @@ def function(fn: Callable | None = None, *, backend: str = "compiled", **compile
 field_operator = function
 
 
-class ScanOperator:
-    """A ``@scan_operator``: a recurrence along one dimension.
-
-    The body takes ``(state, a1, …)`` — the state at the previous level and
-    the operands at this level, without the scan dimension — and returns the
-    new state (a tuple for a tuple state).  Called with ``(a1, …)``, it gives
-    the states at every level.
-    """
-
-    def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any):
-        if not inspect.isfunction(fn):
-            raise DefinitionError("@scan_operator decorates a Python function")
-        if not isinstance(axis, Dimension):
-            raise DefinitionError("scan_operator(axis=K, …): axis must be a Dimension")
-        _check_init(init)
-        self.fn = fn
-        self.axis = axis
-        self.forward = bool(forward)
-        self.init = init
-        functools.update_wrapper(self, fn)
-
-    def __call__(self, *args: Any, **kwargs: Any):
-        raise FrontendError(f"'{self.fn.__name__}' is a scan operator: call it from a "
-                            "@tensorir_dace.program or @function")
-
-    def __repr__(self) -> str:
-        return (f"<tensorir_dace.scan_operator {self.fn.__qualname__} along "
-                f"{self.axis.name}, {'forward' if self.forward else 'backward'}>")
-
-
-def _check_init(init: Any) -> None:
-    if isinstance(init, tuple):
-        for x in init:
-            _check_init(x)
-        return
-    if not isinstance(init, (bool, int, float, np.generic)):
-        raise DefinitionError(f"scan_operator init must be a number or a tuple of numbers, got "
-                        f"{init!r}")
-
-
 def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
     """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``."""
     def deco(fn: Callable) -> ScanOperator:
@@ -435,7 +489,7 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
 # --------------------------------------------------------------------------- programs
 
 
-class ProgramObject(_Specialized, SDFGConvertible):
+class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     """A ``@program``: translated to Tensor IR, runnable with arrays.
 
     * ``prog.ir`` — the :class:`ir.Program` (print it with ``tensorir_dace.format``);
@@ -463,7 +517,6 @@ class ProgramObject(_Specialized, SDFGConvertible):
     def _param_infos(self) -> list[ParamInfo]:
         if self._infos is not None:
             return self._infos
-        from .source import source_info
         src = source_info(self.fn)
         a = src.node.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
@@ -496,6 +549,9 @@ class ProgramObject(_Specialized, SDFGConvertible):
                 if dn in names:
                     raise FrontendError(f"parameter '{dn}' has the name of a dimension; "
                                         "rename it", p.loc)
+        # declared connectivities it uses: keyword-only table parameters, last
+        self._tables = declared_tables(self.fn, names)
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
 
@@ -508,13 +564,13 @@ class ProgramObject(_Specialized, SDFGConvertible):
                              f"them — and see {name}.specialize(…).ir", p.loc)
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
-        from .programs import translate_program
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
-        prog = translate_program(self.fn, params, self._size_of(), sp.table_dims(a),
-                                 static=static, rank_generic=sp.generic, report=report)
-        _checked(prog)
+        with _python_messages(self.fn):
+            prog = _checked(translate_program(self.fn, params, self._size_of(),
+                                              sp.table_dims(a), static=static,
+                                              rank_generic=sp.generic, report=report))
         return Specialization(self.fn.__name__, key, prog, dropped=report.get("dropped", {}))
 
     def _default(self, verb: str = "translating") -> Specialization:
@@ -533,7 +589,7 @@ class ProgramObject(_Specialized, SDFGConvertible):
         return self._default().program
 
     @property
-    def params(self) -> tuple[ir.Param, ...]:
+    def params(self) -> tuple[Param, ...]:   # (``ir`` is the property above)
         sp = self._specializer()
         if sp.generic:
             raise self._generic_error("params")
@@ -545,30 +601,44 @@ class ProgramObject(_Specialized, SDFGConvertible):
 
     # ------------------------------------------------------------------ running
 
-    def interop_program(self) -> ir.Program:
+    def interop_program(self) -> Program:
         """The program DaCe nests when a ``@dace.program`` calls this one."""
         return self.ir
 
+    @api_boundary
     def to_sdfg(self, optimize: str = "none"):
         """The DaCe SDFG of the program (``optimize="default"`` for the optimised one)."""
         from ..lowering import to_sdfg
         return to_sdfg(self.ir, optimize=optimize)
 
-    def compile(self):
-        """The compiled program (a callable taking keyword arguments); cached."""
-        return self._cache.compiled(self._default("compiling"), self._compile_fn())
+    @api_boundary
+    def view(self, path: Any = None, open: bool = False) -> Any:
+        """Write the viewer page of the program (see :func:`tensorir_dace.view`); a
+        rank-generic program is viewed through ``prog.specialize(args).view()``."""
+        from ..viewer import view
+        return view(self, path, open=open)
 
+    @api_boundary
+    def compile(self):
+        """The compiled program (a callable taking keyword arguments, and
+        ``offset_provider=`` for declared connectivities); cached."""
+        compiled = self._cache.compiled(self._default("compiling"), self._compile_fn())
+        self._param_infos()
+        return TablesCall(compiled, self._tables, self.__name__) if self._tables else compiled
+
+    @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialisation for these arguments (translated and checked, not run):
         ``.ir``, ``.key``, ``.to_sdfg()``."""
         return self._lookup(self._bind(args, kwargs), "translating")[0]
 
+    @api_boundary
     def interpret(self, *args: Any, **kwargs: Any) -> None:
         """Run the program with the NumPy interpreter."""
         return self.__call__(*args, backend="interpreter", **kwargs)
 
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
-        names = [p.name for p in self._param_infos()]
+        names = [p.name for p in self._param_infos() if p.name not in self._tables]
         if len(args) > len(names):
             raise ArgumentError(f"{self.__name__}() takes {len(names)} arguments but "
                                 f"{len(args)} were given", self._def_loc())
@@ -580,12 +650,15 @@ class ProgramObject(_Specialized, SDFGConvertible):
             values[k] = v
         return values
 
-    def __call__(self, *args: Any, backend: str | None = None, **kwargs: Any) -> None:
+    @api_boundary
+    def __call__(self, *args: Any, backend: str | None = None,
+                 offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
             backend = None
         backend = self._backend(backend)
+        kwargs = table_arguments(kwargs, offset_provider, self._tables, self.__name__)
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, _, plain = self._lookup(values, "compiling" if backend == "compiled"
@@ -597,17 +670,11 @@ class ProgramObject(_Specialized, SDFGConvertible):
 
 def _caller() -> str | None:
     """file:line of the first frame outside this package (the user's call)."""
-    import os
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(pkg + os.sep):
-            return f"{fn}:{f.f_lineno}"
-        f = f.f_back
-    return None
+    frame = user_frame()
+    return f"{frame[0]}:{frame[1]}" if frame is not None else None
 
 
+@api_boundary
 def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
     """Decorate a Python function whose body writes its tensor parameters.
 
@@ -622,15 +689,6 @@ def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_
 
 
 def compile_ir(prog: ir.Program, **options: Any):
-    """Compile an IR program: ``tensorir_dace.compile`` where available."""
-    import tensorir_dace as tir
-    try:
-        comp = tir.compile
-    except AttributeError:
-        comp = None
-    if comp is not None:
-        return comp(prog, **options)
-    from ..lowering import lower_program
-    from ..runtime.compiled import SDFGCallable
-    lowered = lower_program(prog, optimize=options.get("optimize", "default"))
-    return SDFGCallable.from_sdfg(lowered.sdfg, lowered.signature)
+    """Compile an IR program with :func:`tensorir_dace.compile`."""
+    from ..runtime.program import compile as compile_program
+    return compile_program(prog, **options)

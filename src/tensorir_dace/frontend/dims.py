@@ -16,32 +16,26 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
+import numpy as np
 import sympy
 
+from .. import intervals as iv
 from .. import ir
-from ..errors import FrontendError
+from ..errors import FrontendError, SourceLoc
+from .source import user_frame
 
-Bound = sympy.Expr
+Bound: TypeAlias = sympy.Expr
 
 
-def _user_loc():
-    """file:line of the innermost frame outside this package (where the user wrote it)."""
-    import os
-    import sys
-
-    from ..errors import SourceLoc
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    f = sys._getframe(1)
-    while f is not None:
-        fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(pkg) and not fn.startswith("<frozen"):
-            return SourceLoc(f.f_lineno, 1, fn)
-        f = f.f_back
-    return None
+def _user_loc() -> SourceLoc | None:
+    """Where the user wrote the definition being made."""
+    frame = user_frame()
+    return SourceLoc(frame[1], 1, frame[0]) if frame is not None else None
 
 
 class DefinitionError(FrontendError, TypeError):
@@ -69,12 +63,8 @@ def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
         if not all(s.is_integer for s in value.free_symbols):
             value = value.subs({s: ir.size_symbol(s.name) for s in value.free_symbols})
         return value
-    try:
-        import numpy as np
-        if isinstance(value, np.integer):
-            return sympy.Integer(int(value))
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, np.integer):
+        return sympy.Integer(int(value))
     if isinstance(value, int):
         return sympy.Integer(value)
     raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
@@ -104,6 +94,11 @@ class Dimension:
     def __str__(self) -> str:
         return self.name
 
+    def __iter__(self) -> Any:
+        raise DefinitionError(f"dimension {self.name} is not a sequence: dims(\"{self.name}\") "
+                              f"with one name is the dimension itself ({self.name} = "
+                              f"dims(\"{self.name}\"))")
+
     # -- sizes and intervals
     @property
     def size(self) -> sympy.Symbol:
@@ -111,6 +106,9 @@ class Dimension:
         return ir.size_symbol(f"N_{self.name}")
 
     def __getitem__(self, item: Any) -> DimSpec:
+        if isinstance(item, int) and not isinstance(item, bool):
+            raise DefinitionError(f"{self.name}[{item}]: dims(\"{self.name}\") with one name "
+                                  f"is the dimension itself; drop the [{item}]")
         if not isinstance(item, slice) or item.step is not None:
             raise DefinitionError(f"write an interval as {self.name}[start:stop]")
         start = 0 if item.start is None else item.start
@@ -128,12 +126,8 @@ class Dimension:
     # -- offsets: I + 1, I - 1
     def __add__(self, other: Any) -> Offset:
         if isinstance(other, bool) or not isinstance(other, int):
-            try:
-                import numpy as np
-                if isinstance(other, np.integer):
-                    return Offset(self, int(other))
-            except ImportError:  # pragma: no cover
-                pass
+            if isinstance(other, np.integer):
+                return Offset(self, int(other))
             return NotImplemented
         return Offset(self, other)
 
@@ -168,14 +162,14 @@ class Dimension:
     def __ge__(self, other):
         return self._cond("ge", other)
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other):
         if isinstance(other, Dimension):
             return self.same(other)
         if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
             return self._cond("eq", other)
         return NotImplemented
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other):
         if isinstance(other, Dimension):
             return not self.same(other)
         if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
@@ -218,17 +212,37 @@ class NeighborDimension:
             other.size == self.size
 
 
+    def __call__(self, index: int) -> NeighborSlot:
+        """``C2E2CDim(0)``: a neighbour slot, selecting ``g[C2E2CDim(0)]``."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise DefinitionError(f"{self!r}(k): the slot must be an integer constant, got "
+                                  f"{index!r}")
+        return NeighborSlot(self, index)
+
+
+@dataclass(frozen=True)
+class NeighborSlot:
+    """``C2E2CDim(k)``: slot ``k`` of a neighbour dimension (checked where used)."""
+
+    dim: NeighborDimension
+    index: int
+
+    def __repr__(self) -> str:
+        return f"{self.dim!r}({self.index})"
+
+
 def neighbor_dim(source: Dimension, size: int) -> NeighborDimension:
     """A neighbour dimension with ``size`` entries pointing into ``source``."""
     return NeighborDimension(source, size)
 
 
-def dims(names: str | Iterable[str]) -> tuple[Dimension, ...]:
-    """``I, J, K = dims("I J K")`` (also ``dims(["I", "J"])`` or ``"I, J"``)."""
+def dims(names: str | Iterable[str]) -> Any:
+    """``I, J, K = dims("I J K")`` (also ``dims(["I", "J"])`` or ``"I, J"``);
+    with one name the dimension itself, as ``sympy.symbols`` does: ``K = dims("K")``."""
     if isinstance(names, str):
         names = names.replace(",", " ").split()
     out = tuple(Dimension(n) for n in names)
-    return out
+    return out[0] if len(out) == 1 else out
 
 
 @dataclass(frozen=True)
@@ -322,8 +336,15 @@ class CompoundMask(Mask):
         return f"({self.left!r} {'&' if self.op == 'and' else '|'} {self.right!r})"
 
 
+def has_runtime_bounds(m: Mask) -> bool:
+    """A condition on one dimension whose bounds use runtime values (int parameters)."""
+    return isinstance(m, DimMask) and any(ir.has_runtime(b) for seg in m.segments for b in seg)
+
+
 def _combine(op: str, a: Mask, b: Mask) -> Mask:
-    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim):
+    # Runtime bounds cannot be ordered now: concat_where nests the two conditions.
+    if isinstance(a, DimMask) and isinstance(b, DimMask) and a.dim.same(b.dim) and \
+            not has_runtime_bounds(a) and not has_runtime_bounds(b):
         if op == "and":
             return DimMask(a.dim, _intersect(a.segments, b.segments))
         return DimMask(a.dim, _union(a.segments, b.segments))
@@ -337,7 +358,6 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
     """a <= b, for index conditions: where the order depends on the sizes, sizes are
     taken to be larger than any offset written next to them (``K == K.size - 1`` lies
     above ``K == 0``)."""
-    from .. import intervals as iv
     if a == -sympy.oo or b == sympy.oo:
         return True
     if a == sympy.oo or b == -sympy.oo:
@@ -345,6 +365,8 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
     try:
         return iv.le(a, b)
     except iv.Undecidable:
+        if ir.has_runtime(a) or ir.has_runtime(b):
+            raise
         diff = sympy.expand(b - a)
         value = diff.subs({s: LARGE for s in diff.free_symbols})
         if value.is_number:
@@ -354,7 +376,6 @@ def _le(a: sympy.Expr, b: sympy.Expr) -> bool:
 
 def _is_empty(lo: sympy.Expr, hi: sympy.Expr) -> bool:
     """[lo, hi) is empty (undecidable counts as not empty)."""
-    from .. import intervals as iv
     try:
         return _le(hi, lo)
     except iv.Undecidable:
@@ -369,12 +390,14 @@ def _min(a, b):
     return a if _le(a, b) else b
 
 
+def _compare_starts(x: Segment, y: Segment) -> int:
+    return 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)
+
+
 def _normalize(segs: Iterable[Segment]) -> tuple[Segment, ...]:
     """Sorted, non-empty, merged segments."""
-    import functools
     items = [(lo, hi) for lo, hi in segs if not _is_empty(lo, hi)]
-    items.sort(key=functools.cmp_to_key(
-        lambda x, y: 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)))
+    items.sort(key=functools.cmp_to_key(_compare_starts))
     out: list[Segment] = []
     for lo, hi in items:
         if out and _le(lo, out[-1][1]):
@@ -399,6 +422,16 @@ def _union(a, b):
 
 
 def _complement(segs: tuple[Segment, ...]) -> tuple[Segment, ...]:
+    if any(ir.has_runtime(b) for seg in segs for b in seg):
+        # ordered segments with runtime bounds (as a condition makes them): the gaps
+        out, prev = [], -sympy.oo
+        for lo, hi in segs:
+            if lo != -sympy.oo:
+                out.append((prev, lo))
+            prev = hi
+        if prev != sympy.oo:
+            out.append((prev, sympy.oo))
+        return tuple(out)
     segs = _normalize(segs)
     out = []
     prev = -sympy.oo

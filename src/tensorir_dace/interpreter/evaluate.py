@@ -30,6 +30,7 @@ Numerical conventions (DESIGN.md §2, and the decisions below):
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -131,6 +132,15 @@ def _head(e: ir.Expr) -> ir.Expr:
     return e
 
 
+def _at_last(k: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Element ``k`` along the last axis of an array."""
+    return lambda a: a[..., k]
+
+
+def _zeros(dims: Any, dt: np.dtype) -> np.ndarray:
+    return np.zeros(shape_of(dims), dtype=dt)
+
+
 
 def _dtype_data(dtype: ir.ElementType, make: Callable[[np.dtype], np.ndarray]) -> Any:
     """A (nested) tuple of ``make(np dtype)`` following the element type."""
@@ -141,6 +151,13 @@ def _dtype_data(dtype: ir.ElementType, make: Callable[[np.dtype], np.ndarray]) -
 
 def _false_fill(dtype: np.dtype) -> Any:
     return np.False_
+
+
+def _reduce_masks(types: list[ir.TensorType], axis: str) -> list[ir.Dim]:
+    """The masked dimensions a reduce over ``axis`` consults, element by element:
+    the axis itself and every neighbour dimension whose mask depends on it."""
+    return [d for t in types for d in t.dims if d.mask is not None and (
+        d.name == axis or axis in d.mask.type.dim_names)]
 
 
 # --------------------------------------------------------------------------- evaluator
@@ -170,32 +187,38 @@ class Evaluator:
         hit = self._dims.get(id(t))
         if hit is not None and hit[0] is t:
             return hit[1]
-        dims = tuple((d.name, self.bound(d.start), self.bound(d.stop)) for d in t.dims)
+        dims = tuple(self.dim_of(d) for d in t.dims)
         self._dims[id(t)] = (t, dims)
         return dims
 
     def dim_of(self, d: ir.Dim) -> tuple[str, int, int]:
-        return (d.name, self.bound(d.start), self.bound(d.stop))
+        """``(name, start, stop)``; a runtime range with ``stop <= start`` is empty."""
+        start, stop = self.bound(d.start), self.bound(d.stop)
+        return (d.name, start, max(start, stop))
+
+    def set_runtime(self, name: str, value: int) -> None:
+        """A loop variable's new value: bounds that use it change."""
+        self.symbols[name] = value
+        self._bounds.clear()
+        self._dims.clear()
 
     # ------------------------------------------------------------------ expressions
 
     def eval(self, e: ir.Expr, env: Env) -> Value:
-        t = type(e)
-        if t is ir.Sym:
+        if type(e) is ir.Sym:
             try:
                 return env[e.name]
             except KeyError:
                 raise InterpreterError(f"unbound name '{e.name}'", e.loc) from None
-        if t is ir.Literal:
-            dt = numpy_dtype(e.type.dtype)
+        if type(e) is ir.Literal:
+            dt = numpy_dtype(ir.scalar_dtype(e.type))
             try:
                 return Value((), np.asarray(e.value, dtype=dt))
             except OverflowError:
                 return Value((), np.asarray(e.value).astype(dt))
-        if t is ir.Call:
+        if type(e) is ir.Call:
             f = e.func
-            ft = type(f)
-            if ft is ir.Sym:
+            if type(f) is ir.Sym:
                 name = _canonical(f.name)
                 if name in ELEMENTWISE:
                     return self.elementwise(e, name, env)
@@ -203,9 +226,9 @@ class Evaluator:
                 if method is None:
                     raise InterpreterError(f"unsupported builtin '{f.name}'", e.loc)
                 return method(e, env)
-            if ft is ir.Lambda:
+            if type(f) is ir.Lambda:
                 return self.apply_lambda(f, e.args, env)
-            if ft is ir.Call:
+            if type(f) is ir.Call:
                 head = _head(f)
                 name = _canonical(head.name) if isinstance(head, ir.Sym) else None
                 method = getattr(self, "c_" + str(name), None)
@@ -219,10 +242,10 @@ class Evaluator:
         args = [align(self.eval(a, env), dims) for a in e.args]
         fn = _OTHER.get(name)
         if fn is None:
-            operand = e.args[0].type.dtype
+            operand = ir.scalar_dtype(e.args[0].type)
             fn = (_FLOAT_BINARY if operand.is_float else _INT_BINARY)[name]
         out = np.asarray(fn(*args))
-        dt = numpy_dtype(e.type.dtype)
+        dt = numpy_dtype(ir.scalar_dtype(e.type))
         if out.dtype != dt:
             out = out.astype(dt)
         return make_value(dims, out)
@@ -276,7 +299,9 @@ class Evaluator:
         ai = [d[0] for d in dims].index(axis)
         a0 = dims[ai][1]
         for piece in pieces:
-            _, s, t = self.dim_of(piece.type.dim(axis))
+            _, s, t = self.dim_of(ir.required_dim(piece.type, axis))
+            if s >= t:
+                continue     # an empty piece is never evaluated
             part = tuple((n, s, t) if n == axis else (n, a, b) for n, a, b in dims)
             data = align(self.eval(piece, env), part, what="a concat piece")
             idx = (slice(None),) * ai + (slice(s - a0, t - a0),)
@@ -297,8 +322,8 @@ class Evaluator:
             types = [p.type for p in pieces]
             if len(types) > 1:
                 for d in types[0].dims:
-                    ds = [t.dim(d.name) for t in types]
-                    if all(x is not None for x in ds) and all(
+                    ds = [x for t in types if (x := t.dim(d.name)) is not None]
+                    if len(ds) == len(types) and all(
                             iv.equal(a.stop, b.start) for a, b in itertools.pairwise(ds)):
                         axis = d.name
                         break
@@ -328,24 +353,24 @@ class Evaluator:
 
     def unstructured(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``unstructured_shift(T, k)`` applied to the value ``x``."""
-        tbl, k = e.func.args
+        tbl, k = ir.head_args(e)
         dst = next(d for d in tbl.type.dims if not d.is_neighbor)
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         dst_c = next(d for d in self.dims_of(e.type) if d[0] == dst.name)
         table, _, (_, n0, _) = self._table(tbl, dst_c, env)
-        col = table[:, k.value - n0]
-        return gather(x, nb.neighbor_source, col, (dst_c,), fill)
+        col = table[:, ir.int_value(k) - n0]
+        return gather(x, ir.neighbor_source_of(nb), col, (dst_c,), fill)
 
     def partial(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``shift_init(T)`` applied to the value ``x``."""
-        (tbl,) = e.func.args
+        (tbl,) = ir.head_args(e)
         dst = next(d for d in tbl.type.dims if not d.is_neighbor)
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         rdims = self.dims_of(e.type)
         dst_c = next(d for d in rdims if d[0] == dst.name)
-        new_nb = e.type.highest_neighbor.name
+        new_nb = ir.neighbor_axis(e.type).name
         table, _, (_, n0, n1) = self._table(tbl, dst_c, env)
-        return gather(x, nb.neighbor_source, table, (dst_c, (new_nb, n0, n1)), fill)
+        return gather(x, ir.neighbor_source_of(nb), table, (dst_c, (new_nb, n0, n1)), fill)
 
     def c_unstructured_shift(self, e, env):
         return self.unstructured(e, self.eval(e.args[0], env), env)
@@ -353,12 +378,45 @@ class Evaluator:
     def c_shift_init(self, e, env):
         return self.partial(e, self.eval(e.args[0], env), env)
 
+    def offset_gather(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
+        """``offset_shift(K, off)`` applied to the value ``x``: ``x`` read at
+        ``p + off[p]`` along K; targets outside ``x``'s interval are absent."""
+        dim_e, off_e = ir.head_args(e)
+        k = ir.sym_name(dim_e)
+        R = self.dims_of(e.type)
+        shape = shape_of(R)
+        ai = [d[0] for d in R].index(k)
+        _, r0, _ = R[ai]
+        kdim = x.dim(k)
+        assert kdim is not None   # the operand has the shifted dimension
+        _, x0, x1 = kdim
+        target = np.asarray(align(self.eval(off_e, env), R, what="a shift offset"))
+        target = np.broadcast_to(target, shape) + (np.arange(shape[ai]) + r0).reshape(
+            (-1,) + (1,) * (len(R) - ai - 1))
+        rel = target.astype(np.int64) - x0
+        valid = (rel >= 0) & (rel < x1 - x0)
+        safe = np.where(valid, rel, 0)
+        xdims = tuple((n, x0, x1) if n == k else d for d in R for n in (d[0],))
+        full = shape[:ai] + (x1 - x0,) + shape[ai + 1:]
+
+        def leaf(a: np.ndarray) -> np.ndarray:
+            if x1 <= x0:
+                return np.full(shape, fill(a.dtype), dtype=a.dtype)
+            g = np.take_along_axis(np.broadcast_to(a, full), safe, axis=ai)
+            return np.where(valid, g, fill(a.dtype))
+
+        return Value(R, map_leaves(leaf, align(x, xdims, what="a shifted operand")))
+
+    def c_offset_shift(self, e, env):
+        return self.offset_gather(e, self.eval(e.args[0], env), env)
+
     def apply_index(self, e: ir.Call, x: Value) -> Value:
         """``shift_apply(k)`` applied to the value ``x``."""
-        name = e.args[0].type.highest_neighbor.name
+        name = ir.neighbor_axis(e.args[0].type).name
         axis = x.names.index(name)
         start = x.dims[axis][1]
-        idx = (slice(None),) * axis + (e.func.args[0].value - start,)
+        (k,) = ir.head_args(e)
+        idx = (slice(None),) * axis + (ir.int_value(k) - start,)
         return Value(x.dims[:axis] + x.dims[axis + 1:], map_leaves(lambda a: a[idx], x.data))
 
     def c_shift_apply(self, e, env):
@@ -372,7 +430,7 @@ class Evaluator:
         if d.mask is None:
             return None
         m = self.eval(d.mask, env)
-        nb = [n for n in m.names if n.startswith(ir.NB_PREFIX)]
+        nb = [x.name for x in d.mask.type.dims if x.neighbor_source is not None]
         if len(nb) != 1:
             raise InterpreterError(f"the mask of {d.name} is not a neighbour table "
                                    f"({d.mask.type})")
@@ -381,10 +439,10 @@ class Evaluator:
 
     def type_presence(self, t: ir.TensorType, env: Env) -> list[np.ndarray]:
         dims = self.dims_of(t)
-        out = []
+        out: list[np.ndarray] = []
         for d in t.dims:
-            if d.mask is not None:
-                out.append(self.mask_present(d, dims, env))
+            if (present := self.mask_present(d, dims, env)) is not None:
+                out.append(present)
         return out
 
     def presence(self, x: ir.Expr, env: Env) -> Value | None:
@@ -396,8 +454,8 @@ class Evaluator:
             if isinstance(f, ir.Call):
                 head = _head(f)
                 name = _canonical(head.name) if isinstance(head, ir.Sym) else None
-                y = x.args[0] if x.args else None
-                if name in ("unstructured_shift", "shift_init", "shift_apply"):
+                if name in ("unstructured_shift", "shift_init", "shift_apply") and x.args:
+                    y = x.args[0]
                     inner = self.presence(y, env)
                     ydims = self.dims_of(y.type)
                     if inner is None:
@@ -413,10 +471,20 @@ class Evaluator:
                         else:
                             p = self.apply_index(x, inner)
                         parts.append(align(p, dims))
-                elif name == "cartesian_shift":
+                elif name == "offset_shift" and x.args:
+                    y = x.args[0]
                     inner = self.presence(y, env)
+                    ydims = self.dims_of(y.type)
+                    if inner is None:
+                        inner = Value(ydims, np.broadcast_to(np.True_, shape_of(ydims)))
+                    parts.append(align(self.offset_gather(x, inner, env, _false_fill), dims))
+                    offset_present = self.presence(f.args[1], env)
+                    if offset_present is not None:
+                        parts.append(align(offset_present, dims))
+                elif name == "cartesian_shift" and x.args:
+                    inner = self.presence(x.args[0], env)
                     if inner is not None:
-                        dname, off = f.args[0].name, f.args[1].value
+                        dname, off = ir.sym_name(f.args[0]), ir.int_value(f.args[1])
                         p = Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
                                         for n, a, b in inner.dims), inner.data)
                         parts.append(align(p, dims))
@@ -428,14 +496,14 @@ class Evaluator:
                     f.name) in ("if", "cast", "make_tuple", "tuple_get")):
                 for a in x.args:
                     if isinstance(a.type, ir.TensorType):
-                        p = self.presence(a, env)
-                        if p is not None:
-                            parts.append(align(p, dims))
+                        pa = self.presence(a, env)
+                        if pa is not None:
+                            parts.append(align(pa, dims))
         if not parts:
             return None
         acc = parts[0]
-        for p in parts[1:]:
-            acc = np.logical_and(acc, p)
+        for part in parts[1:]:
+            acc = np.logical_and(acc, part)
         return make_value(dims, acc)
 
     def select_presence(self, x: ir.Call, env: Env) -> np.ndarray | None:
@@ -463,10 +531,9 @@ class Evaluator:
     # ------------------------------------------------------------------ reduce / scan
 
     def c_reduce(self, e, env):
-        lam, init_e = e.func.args
+        lam, init_e = e.func.args[:2]
         types = [a.type for a in e.args]
-        axis = max((d.neighbor_counter, d.name) for d in
-                   (t.highest_neighbor for t in types) if d is not None)[1]
+        axis = ir.reduce_axis(e)
         R = self.dims_of(e.type)
         intervals = [self.dim_of(t.dim(axis)) for t in types if t.dim(axis) is not None]
         a0 = max(i[1] for i in intervals)
@@ -482,22 +549,20 @@ class Evaluator:
             else:
                 prepared.append((p.name, pd, restrict(v, pd).data, False))
         present = None
-        for t in types:
-            d = t.dim(axis)
-            if d is not None and d.mask is not None:
-                m = self.mask_present(d, R + (ax,), env)
-                present = m if present is None else present & m
+        for d in _reduce_masks(types, axis):
+            m = self.mask_present(d, R + (ax,), env)
+            present = m if present is None else present & m
         acc = full_like_dims(R, self.eval(init_e, env).data)
         acc_name, acc_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
         child = dict(env)
         for j in range(a1 - a0):
             child[acc_name] = restrict(Value(R, acc), acc_dims, what="the accumulator")
             for name, pd, data, has in prepared:
-                child[name] = Value(pd, map_leaves(lambda a, j=j: a[..., j], data) if has else data)
+                child[name] = Value(pd, map_leaves(_at_last(j), data) if has else data)
             new = align(self.eval(lam.body, child), R, what="the reduce lambda's result")
             if present is not None:
                 pj = present[..., j]
-                new = map_leaves2(lambda n, o, pj=pj: np.where(pj, n, o), new, acc)
+                new = map_leaves2(functools.partial(np.where, pj), new, acc)
             acc = make_value(R, new).data
         return Value(R, acc)
 
@@ -527,7 +592,7 @@ class Evaluator:
         for k in levels:
             child[state_name] = state
             for name, pd, data, has in prepared:
-                child[name] = Value(pd, map_leaves(lambda a, k=k: a[..., k], data) if has else data)
+                child[name] = Value(pd, map_leaves(_at_last(k), data) if has else data)
             body = self.eval(lam.body, child)
             level = align(body, rest, what="the scan lambda's result")
             idx = (slice(None),) * ai + (k,)
@@ -553,17 +618,20 @@ class Evaluator:
                 child = dict(env)
                 for i in range(start, stop):
                     child[s.var] = Value((), np.asarray(i, dtype=np.int64))
+                    self.set_runtime(s.var, i)
                     self.run(s.body, child, storage)
             else:
                 raise InterpreterError(f"unknown statement {t.__name__}", s.loc)
 
     def assign(self, s: ir.Assign, env: Env, storage: dict[str, Value]) -> None:
         target = s.target
-        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        name = ir.sym_name(target.args[0] if isinstance(target, ir.Call) else target)
         store = storage[name]
         tdims = {d[0]: d for d in self.dims_of(target.type)}
         # The written region, in the storage's dimension order.
         region = tuple(tdims[n] for n, _, _ in store.dims)
+        if any(a >= b for _, a, b in region):
+            return      # an empty range: nothing is read or written
         value = self.eval(s.value, env)
         data = align(value, region, what=f"the value assigned to '{name}'")
         idx = tuple(slice(a - sa, b - sa) for (_, a, b), (_, sa, _) in zip(region, store.dims))
@@ -606,7 +674,7 @@ def interpret_program(typed: ir.Program, values: dict[str, Any], symbols: dict[s
             env[p.name] = storage[p.name] = Value(ev.dims_of(p.type), v)
     for tmp in typed.temporaries:
         dims = tmp_dims[tmp.name]
-        data = _dtype_data(tmp.type.dtype, lambda dt, dims=dims: np.zeros(shape_of(dims), dtype=dt))
+        data = _dtype_data(tmp.type.dtype, functools.partial(_zeros, dims))
         env[tmp.name] = storage[tmp.name] = Value(dims, data)
     with np.errstate(all="ignore"):
         ev.run(typed.body, env, storage)

@@ -3,10 +3,10 @@
 An *environment* maps dimension names to the coordinate (:class:`Idx`) of the
 current point.  Shifts only change the environment: a Cartesian shift adds
 an offset, an unstructured shift replaces the destination coordinate by an
-index read from the neighbour table (guarded, so an absent neighbour is never
-read).  Lambda parameters are bound to their argument expressions and
-evaluated where they are used, so a shifted parameter reads its argument at
-the shifted point.
+index read from the neighbour table (guarded, so an absent neighbour, or an
+entry outside the operand's interval, is never read).  Lambda parameters are
+bound to their argument expressions and evaluated where they are used, so a
+shifted parameter reads its argument at the shifted point.
 
 Some nodes are *materialised* instead: computed by their own map (or
 library node) into a transient array, which the consumer then reads.  Which
@@ -18,19 +18,37 @@ unstructured shifts are.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import sympy
 
 from .. import ir
 from ..errors import LoweringError
 from .tasklet import TaskletBuilder
-from .values import (CPP_TYPES, ArrayInfo, CScope, Deferred, Idx, PointValue, ScalarData,
-                     Stored, SymbolValue, ccode, leaves_of, map_leaves)
-
-if TYPE_CHECKING:
-    from .program import ProgramLowering
+from .values import (
+    CPP_TYPES,
+    ArrayInfo,
+    Binding,
+    CScope,
+    Deferred,
+    Idx,
+    PointValue,
+    ScalarData,
+    Stored,
+    SymbolValue,
+    ccode,
+    leaves_of,
+    map_leaves,
+)
 
 Env = dict[str, Idx]
+
+
+class Materializer(Protocol):
+    """What point code needs of the program lowering (``ProgramLowering``): a
+    value computed over its whole domain into transient arrays."""
+
+    def materialize(self, e: ir.Expr, scope: CScope, force: bool = False) -> Stored: ...
 
 BINARY_CPP = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
               "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
@@ -70,8 +88,8 @@ def literal_code(value, dtype: ir.ScalarType) -> str:
     if dtype.is_bool:
         return "true" if value else "false"
     if dtype.is_int:
-        v = int(value)
-        return f"{v}LL" if dtype.name == "int64" else str(v)
+        n = int(value)
+        return f"{n}LL" if dtype.name == "int64" else str(n)
     v = float(value)
     if math.isnan(v):
         text = "NAN"
@@ -96,7 +114,7 @@ def absent_code(dtype: ir.ScalarType) -> str:
 
 
 class ExprGen:
-    def __init__(self, lowering: "ProgramLowering | None", tb: TaskletBuilder, *,
+    def __init__(self, lowering: Materializer | None, tb: TaskletBuilder, *,
                  fused: bool, materialize: bool = True):
         self.low = lowering
         self.tb = tb
@@ -117,13 +135,14 @@ class ExprGen:
     def value(self, e: ir.Expr, env: Env, scope: CScope, *, root: bool = False,
               cond: bool = False) -> Any:
         if isinstance(e, ir.Literal):
-            return literal_code(e.value, e.type.dtype)
+            return literal_code(e.value, ir.scalar_dtype(e.type))
         key = (e, id(scope), tuple(sorted((k, v.key()) for k, v in env.items())),
                root, cond)
         cached = self.tb.recall(key)
         if cached is not None:
             return cached
         if self.allow_materialize and not root and self.should_materialize(e, cond):
+            assert self.low is not None   # allow_materialize needs it
             stored = self.low.materialize(e, scope)
             result = self.read_stored(e, stored, env)
         else:
@@ -199,15 +218,18 @@ class ExprGen:
         if name in BINARY_CPP or name in ("divides", "mod", "power", "minimum", "maximum",
                                           "arctan2"):
             a, b = (self.value(x, env, scope, cond=in_cond) for x in args)
-            return self.tb.var(dtype.name, self.binary(name, args[0].type.dtype, a, b))
+            return self.tb.var(ir.scalar_dtype(t).name,
+                               self.binary(name, args[0].type.dtype, a, b))
         if name in ("not", "neg", "abs") or name in UNARY_CPP or name in ir.PREDICATES:
             a = self.value(args[0], env, scope, cond=in_cond)
-            return self.tb.var(dtype.name, self.unary(name, args[0].type.dtype, a))
+            return self.tb.var(ir.scalar_dtype(t).name, self.unary(name, args[0].type.dtype, a))
         match name:
             case "cast":
                 a = self.value(args[0], env, scope)
-                code = f"({a} != 0)" if dtype.is_bool else f"static_cast<{CPP_TYPES[dtype.name]}>({a})"
-                return self.tb.var(dtype.name, code)
+                target = ir.scalar_dtype(t)
+                code = f"({a} != 0)" if target.is_bool else \
+                    f"static_cast<{CPP_TYPES[target.name]}>({a})"
+                return self.tb.var(target.name, code)
             case "if":
                 c = self.value(args[0], env, scope, cond=True)
                 a = self.value(args[1], env, scope)
@@ -292,8 +314,10 @@ class ExprGen:
                 return self.indirect(e, table, nb_coord, None, args[0], env, scope)
             case "shift_init":
                 table = static[0]
-                nb = e.type.highest_neighbor
+                nb = ir.neighbor_axis(e.type)
                 return self.indirect(e, table, env[nb.name], nb.name, args[0], env, scope)
+            case "offset_shift":
+                return self.offset_read(e, static, args[0], env, scope)
             case "reduce":
                 return self.reduce(e, env, scope)
             case "scan":
@@ -309,18 +333,25 @@ class ExprGen:
                  operand: ir.Expr, env: Env, scope: CScope):
         """Read ``operand`` at the neighbour the table names; absent → NaN/min."""
         dst, nbt = _table_dims(table.type)
-        src = nbt.neighbor_source
+        src = ir.neighbor_source_of(nbt)
         idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
+        return self.guarded_read(e, operand, inner, table_guard(idx, operand, src), scope)
+
+    def guarded_read(self, e: ir.Call, operand: ir.Expr, inner: Env, guard: str,
+                     scope: CScope):
+        """``operand`` at the point ``inner`` where ``guard`` holds, else the absent
+        value: nothing is read when the guard is false."""
         if self.allow_materialize and not is_leaf(operand):
+            assert self.low is not None   # allow_materialize needs it
             stored = self.low.materialize(operand, scope)
             compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731
         else:
             compute = lambda: self.value(operand, inner, scope)  # noqa: E731
         dtype = e.type.dtype
         out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
-        with self.tb.block(f"if ({idx} >= 0)"):
+        with self.tb.block(f"if ({guard})"):
             val = compute()
             for o, v in zip(leaves_of(out), leaves_of(val)):
                 self.tb.emit(f"{o} = {v};")
@@ -328,34 +359,57 @@ class ExprGen:
             map_leaves(lambda d, o: self.tb.emit(f"{o} = {absent_code(d)};"), dtype, out)
         return out
 
+    def offset_target(self, static, operand: ir.Expr, env: Env, scope: CScope
+                      ) -> tuple[str, str, str]:
+        """(dimension, target coordinate, in-range test) of ``⟪K, off⟫(operand)``."""
+        dim, off = static[0].name, static[1]
+        k = ir.required_dim(operand.type, dim)
+        target = self.tb.var("int64", f"{env[dim].code} + (long long)"
+                                      f"({self.value(off, env, scope)})", "t")
+        return dim, target, f"{target} >= {ccode(k.start)} && {target} < {ccode(k.stop)}"
+
+    def offset_read(self, e: ir.Call, static, operand: ir.Expr, env: Env, scope: CScope):
+        """A data-dependent shift: read ``operand`` at the computed coordinate,
+        guarded so that a target outside its interval is never read."""
+        dim, target, in_range = self.offset_target(static, operand, env, scope)
+        return self.guarded_read(e, operand, {**env, dim: Idx(target)}, in_range, scope)
+
     def valid(self, x: ir.Expr, env: Env, scope: CScope) -> str:
         """C++ bool: is the value of ``x`` at this point present (can_deref)?"""
         match x:
             case ir.Call(func=ir.Call(func=ir.Sym(name="cartesian_shift"), args=st), args=(y,)):
                 inner = dict(env)
-                if st[0].name in inner:
-                    inner[st[0].name] = inner[st[0].name].shifted(st[1].value)
+                dim = ir.sym_name(st[0])
+                if dim in inner:
+                    inner[dim] = inner[dim].shifted(ir.int_value(st[1]))
                 return self.valid(y, inner, scope)
             case ir.Call(func=ir.Call(func=ir.Sym(name="shift_apply"), args=st), args=(y,)):
-                nb = y.type.highest_neighbor
-                return self.valid(y, {**env, nb.name: Idx.of(nb.start + st[0].value)}, scope)
+                nb = ir.neighbor_axis(y.type)
+                return self.valid(y, {**env, nb.name: Idx.of(nb.start + ir.int_value(st[0]))},
+                                  scope)
             case ir.Call(func=ir.Call(func=ir.Sym(name="unstructured_shift" | "shift_init"
                                                   ) as h, args=st), args=(y,)):
                 table = st[0]
                 dst, nbt = _table_dims(table.type)
                 if h.name == "unstructured_shift":
-                    nb_coord, nb_name = Idx.of(nbt.start + st[1].value), None
+                    nb_coord, nb_name = Idx.of(nbt.start + ir.int_value(st[1])), None
                 else:
-                    nb_name = x.type.highest_neighbor.name
+                    nb_name = ir.neighbor_axis(x.type).name
                     nb_coord = env[nb_name]
                 idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord,
                                                             scope), "n")
                 ok = self.tb.var("bool", "false", "ok")
                 inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
-                inner[nbt.neighbor_source] = Idx(idx)
-                with self.tb.block(f"if ({idx} >= 0)"):
+                inner[ir.neighbor_source_of(nbt)] = Idx(idx)
+                with self.tb.block(f"if ({table_guard(idx, y, ir.neighbor_source_of(nbt))})"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
+            case ir.Call(func=ir.Call(func=ir.Sym(name="offset_shift"), args=st), args=(y,)):
+                dim, target, in_range = self.offset_target(st, y, env, scope)
+                ok = self.tb.var("bool", "false", "ok")
+                with self.tb.block(f"if ({in_range})"):
+                    self.tb.emit(f"{ok} = {self.valid(y, {**env, dim: Idx(target)}, scope)};")
+                return self.tb.var("bool", f"{ok} && {self.valid(st[1], env, scope)}", "ok")
             case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(y, *_)):
                 return self.valid(y, env, scope)
         checks = []
@@ -372,8 +426,12 @@ class ExprGen:
         return self.tb.var("bool", " && ".join(checks) if checks else "true", "ok")
 
     def mask_entry(self, nb: ir.Dim, env: Env, scope: CScope) -> str:
-        dst, _ = _table_dims(nb.mask.type)
-        return self.table_entry(nb.mask, env[dst.name], env[nb.name], scope)
+        """The entry of ``nb``'s mask at this point; its ``_NB_<Src>`` axis is ``nb``
+        (a nested shift's mask also has the outer dimensions)."""
+        assert nb.mask is not None
+        menv = {d.name: env[nb.name] if d.neighbor_source is not None else env[d.name]
+                for d in nb.mask.type.dims}
+        return self.value(nb.mask, menv, scope)
 
     # ------------------------------------------------------------------ concat
 
@@ -397,14 +455,13 @@ class ExprGen:
 
     def reduce(self, e: ir.Call, env: Env, scope: CScope):
         """The neighbour loop of reduce; absent neighbours leave the accumulator alone."""
-        lam, init = e.func.args
+        lam, init = ir.head_args(e)[:2]
+        assert isinstance(lam, ir.Lambda)
         operands = e.args
-        axis = max((a.type.highest_neighbor for a in operands
-                    if a.type.highest_neighbor is not None),
-                   key=lambda d: d.neighbor_counter)
-        mask_dim = next((a.type.dim(axis.name) for a in operands
-                         if a.type.dim(axis.name) is not None
-                         and a.type.dim(axis.name).mask is not None), None)
+        axis_name = ir.reduce_axis(e)
+        axis = next(d for a in operands if (d := a.type.dim(axis_name)) is not None)
+        masks = {d.name: d for a in operands for d in a.type.dims if d.mask is not None
+                 and (d.name == axis_name or axis_name in d.mask.type.dim_names)}
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)
@@ -413,9 +470,11 @@ class ExprGen:
         with self.tb.block(header):
             nenv = {**env, axis.name: Idx(n)}
             guard = None
-            if mask_dim is not None:
-                guard = f"if ({self.mask_entry(mask_dim, nenv, scope)} >= 0)"
-            bindings = {lam.params[0].name: PointValue(acc, lam.params[0].name)}
+            if masks:
+                guard = "if (" + " && ".join(f"{self.mask_entry(d, nenv, scope)} >= 0"
+                                              for d in masks.values()) + ")"
+            bindings: dict[str, Binding] = {lam.params[0].name: PointValue(acc,
+                                                                            lam.params[0].name)}
             for p, a in zip(lam.params[1:], operands):
                 bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(n)),),
                                             self.allow_materialize)
@@ -435,8 +494,9 @@ class ExprGen:
                     outputs: list[tuple[str, ArrayInfo]]) -> None:
         """The loop of one column of a scan, writing each level through ``outputs``
         (connector, array) pointers to the column's first element."""
-        lam, forward, init, axis_sym = e.func.args
-        axis = e.type.dim(axis_sym.name)
+        lam, forward, init, axis_sym = ir.head_args(e)
+        assert isinstance(lam, ir.Lambda) and isinstance(forward, ir.Literal)
+        axis = ir.required_dim(e.type, ir.sym_name(axis_sym))
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         state = map_leaves(lambda d, v: self.tb.var(d.name, v, "state"), dtype, init_val)
@@ -447,7 +507,8 @@ class ExprGen:
         else:
             header = f"for (long long {k} = {stop} - 1; {k} >= {start}; --{k})"
         with self.tb.block(header):
-            bindings = {lam.params[0].name: PointValue(state, lam.params[0].name)}
+            bindings: dict[str, Binding] = {lam.params[0].name: PointValue(state,
+                                                                            lam.params[0].name)}
             for p, a in zip(lam.params[1:], e.args):
                 bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(k)),),
                                             self.allow_materialize)
@@ -480,6 +541,20 @@ def _map_tree(fn, tree):
         return tuple(_map_tree(fn, t) for t in tree)
     return fn(tree)
 
+
+
+def table_guard(idx: str, operand: ir.Expr, src: str) -> str:
+    """C++: the table entry ``idx`` names an element of ``operand``'s interval
+    along ``src`` (a negative entry never does).  Every indirect read is guarded
+    by it, so no table, however it was changed, makes a kernel read out of range."""
+    t = operand.type
+    dim = t.dim(src) if isinstance(t, ir.TensorType) else None
+    if dim is None:
+        return f"{idx} >= 0"
+    start = sympy.sympify(dim.start)
+    lower = [f"{idx} >= {ccode(start)}"] if start.is_nonnegative else \
+        [f"{idx} >= 0"] if start.is_nonpositive else [f"{idx} >= 0", f"{idx} >= {ccode(start)}"]
+    return " && ".join(lower + [f"{idx} < {ccode(dim.stop)}"])
 
 
 def _table_dims(t: ir.TensorType) -> tuple[ir.Dim, ir.Dim]:

@@ -20,12 +20,22 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
 from .. import ir
 from ..errors import LoweringError
 from ..library import ColumnScan, NeighborReduce
-from ..runtime.compiled import ArgBinding, CallSignature
+from ..signature import ArgBinding, CallSignature
 from .expressions import ExprGen, head_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
-from .values import (DACE_TYPES, ArrayInfo, CScope, Deferred, Idx, ScalarData, Stored,
-                     SymbolValue, leaves_of)
+from .values import (
+    DACE_TYPES,
+    ArrayInfo,
+    Binding,
+    CScope,
+    Deferred,
+    Idx,
+    ScalarData,
+    Stored,
+    SymbolValue,
+    leaves_of,
+)
 
 
 @dataclass
@@ -48,7 +58,7 @@ def _text(node) -> str:
     try:
         from ..syntax import format as fmt
         return fmt(node)
-    except Exception:  # the printer is only for display here
+    except Exception:  # noqa: BLE001 - the printer is only for display here
         return str(node)
 
 
@@ -61,9 +71,10 @@ class ProgramLowering:
             self.names.user(p.name)
         self.sdfg = dace.SDFG(self.names.user(program.name) if program.name else "program")
         self.symbol_names: dict[str, str] = {}
+        self.runtime_names: dict[str, str] = {}   # runtime-bound parameters, loop variables
         self.scope = CScope()
         self.bindings: list[ArgBinding] = []
-        self.state: dace.SDFGState | None = None
+        self.state: dace.SDFGState = None   # the current state, made by new_state
         self.region: ControlFlowRegion = self.sdfg
         self.last_block = None
         self._materialized: dict[tuple[int, int], Stored] = {}
@@ -74,8 +85,9 @@ class ProgramLowering:
     # ------------------------------------------------------------------ containers
 
     def bound(self, expr: sympy.Expr) -> sympy.Expr:
-        subs = {s: sympy.Symbol(self.symbol_names[s.name], integer=True, nonnegative=True)
-                for s in expr.free_symbols if self.symbol_names.get(s.name, s.name) != s.name}
+        names = {**self.symbol_names, **self.runtime_names}
+        subs = {s: sympy.Symbol(names[s.name], **s.assumptions0)
+                for s in expr.free_symbols if names.get(s.name, s.name) != s.name}
         return expr.subs(subs) if subs else expr
 
     def sdfg_dims(self, t: ir.TensorType) -> tuple[ir.Dim, ...]:
@@ -87,12 +99,22 @@ class ProgramLowering:
             if isinstance(node, ir.Param):
                 for d in node.type.dims:
                     for b in (d.start, d.stop):
-                        names += sorted(s.name for s in b.free_symbols)
+                        names += sorted(s.name for s in b.free_symbols
+                                        if not ir.is_runtime_symbol(s))
         for n in dict.fromkeys(names):
             sname = self.names.user(n)
             self.symbol_names[n] = sname
             self.sdfg.add_symbol(sname, dace.int64)
             self.scope.bindings[n] = SymbolValue(sname)
+        # Scalar parameters used as runtime bounds are SDFG symbols too: maps range
+        # over them, so one binary serves every value.
+        runtime = {s.name for node in ir.walk(self.program) for s in _bound_symbols(node)
+                   if ir.is_runtime_symbol(s)}
+        for p in self.program.params:
+            if p.name in runtime and p.type.is_scalar:
+                sname = self.names.user(p.name)
+                self.runtime_names[p.name] = sname
+                self.sdfg.add_symbol(sname, DACE_TYPES[ir.scalar_dtype(p.type).name])
 
     def add_arrays(self, name: str, t: ir.TensorType, transient: bool,
                    path: tuple[int, ...] = (), dtype=None):
@@ -131,7 +153,10 @@ class ProgramLowering:
     def lower(self) -> LoweredProgram:
         self.declare_symbols()
         for p in self.program.params:
-            if p.type.is_scalar:
+            if p.name in self.runtime_names:
+                self.bindings.append(ArgBinding(p.name, (), self.runtime_names[p.name]))
+                self.scope.bindings[p.name] = SymbolValue(self.runtime_names[p.name])
+            elif p.type.is_scalar:
                 if isinstance(p.type.dtype, ir.TupleType):
                     raise LoweringError(f"scalar parameter '{p.name}' of tuple type is not "
                                         "supported", p.loc)
@@ -200,6 +225,7 @@ class ProgramLowering:
                         cb.add_branch(None, else_r)
                 case ir.ForStmt(var=var, start=start, stop=stop, body=body):
                     v = self.names.user(var)
+                    self.runtime_names[var] = v
                     lo, hi = self.condition(start, scope), self.condition(stop, scope)
                     loop = LoopRegion(self.names.fresh("for_" + var),
                                       condition_expr=f"{v} < {hi}", loop_var=v,
@@ -270,9 +296,10 @@ class ProgramLowering:
 
     def _assign(self, s: ir.Assign, scope: CScope) -> None:
         target = s.target
-        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        name = ir.sym_name(target.args[0] if isinstance(target, ir.Call) else target)
         self.new_state("s_" + name)
-        stored: Stored = scope.lookup(name)
+        stored = scope.lookup(name)
+        assert isinstance(stored, Stored)
         domain = self.sdfg_dims(target.type)
         reads_target = any(isinstance(n, ir.Sym) and n.name == name for n in ir.walk(s.value))
         if reads_target:
@@ -293,8 +320,8 @@ class ProgramLowering:
     def peel(self, e: ir.Expr, scope: CScope):
         """Look through lambda applications to the expression that computes the value."""
         while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
-            bindings = {p.name: Deferred(a, scope, (), True) for p, a in zip(e.func.params,
-                                                                            e.args)}
+            bindings: dict[str, Binding] = {
+                p.name: Deferred(a, scope, (), True) for p, a in zip(e.func.params, e.args)}
             scope = scope.child(bindings)
             self._keep.append(scope)
             e = e.func.body
@@ -329,7 +356,7 @@ class ProgramLowering:
         return {d.name: Idx.of(sympy.Symbol(map_param(d.name))) for d in dims}
 
     def map_ranges(self, dims) -> dict[str, str]:
-        return {map_param(d.name): f"{d.start}:{d.stop}" for d in dims}
+        return {map_param(d.name): f"{d.start}:{_clamped_stop(d)}" for d in dims}
 
     def tasklet_map(self, e: ir.Expr, scope: CScope, target: Stored, domain, label: str):
         tb = TaskletBuilder()
@@ -399,17 +426,16 @@ class ProgramLowering:
             conn = f"_out{i}"
             tb.emit(f"{conn} = {v};")
             outputs[conn] = (leaf.data, ", ".join(map_param(d.name) for d in leaf.dims))
-        lam, init = e.func.args
-        axis = max((d for a in e.args for d in a.type.dims if d.neighbor_counter is not None),
-                   key=lambda d: d.neighbor_counter)
+        lam, init = ir.head_args(e)[:2]
         node = NeighborReduce(self.names.fresh("reduce"), lambda_text=_text(lam),
-                              init_text=_text(init), code=tb.code, axis=axis.name,
+                              init_text=_text(init), code=tb.code, axis=ir.reduce_axis(e),
                               mask_table=", ".join(sorted(_table_names(e))))
         self.library_map(node.label + "_map", domain, node, tb, outputs)
 
     def scan_map(self, e: ir.Call, scope: CScope, target: Stored, domain) -> None:
-        lam, forward, init, axis_sym = e.func.args
-        axis = axis_sym.name
+        lam, forward, init, axis_sym = ir.head_args(e)
+        assert isinstance(forward, ir.Literal)
+        axis = ir.sym_name(axis_sym)
         columns = tuple(d for d in domain if d.name != axis)
         tb = TaskletBuilder(pointer_only=True)
         gen = ExprGen(self, tb, fused=self.fused)
@@ -460,6 +486,24 @@ def _live_temporaries(program: ir.Program) -> set[str]:
                 stack += s.body
         if len(live) == before:
             return live
+def _clamped_stop(d: ir.Dim) -> sympy.Expr:
+    """A runtime range with ``stop <= start`` is empty: its map never runs."""
+    if ir.has_runtime(d.start) or ir.has_runtime(d.stop):
+        return sympy.Max(d.start, d.stop)
+    return d.stop
+
+
+def _bound_symbols(node: ir.Node):
+    """The symbols in the interval bounds a node carries (its type, its interval)."""
+    types = [node.type] if isinstance(node, (ir.Expr, ir.Param)) else []
+    for t in types:
+        if isinstance(t, ir.TensorType):
+            for d in t.dims:
+                yield from d.start.free_symbols
+                yield from d.stop.free_symbols
+    if isinstance(node, ir.DimInterval):
+        yield from node.start.free_symbols
+        yield from node.stop.free_symbols
 
 
 def _same_domain(a, b) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import dace
 import sympy
+from sympy.printing.c import C99CodePrinter
 
 from .. import ir
 
@@ -16,12 +17,32 @@ CPP_TYPES = {"float64": "double", "float32": "float", "int64": "long long", "int
              "bool": "bool"}
 
 
+class _IntPrinter(C99CodePrinter):
+    """Integer ``Max``/``Min`` (runtime bounds) as conditionals, not float fmax/fmin."""
+
+    def _minmax(self, expr, op: str) -> str:
+        args = [self._print(a) for a in expr.args]
+        out = args[0]
+        for a in args[1:]:
+            out = f"(({out}) {op} ({a}) ? ({out}) : ({a}))"
+        return out
+
+    def _print_Max(self, expr) -> str:
+        return self._minmax(expr, ">")
+
+    def _print_Min(self, expr) -> str:
+        return self._minmax(expr, "<")
+
+
+_PRINTER = _IntPrinter()
+
+
 def ccode(expr: sympy.Expr) -> str:
     """An integer SymPy expression as C++ (size symbols are already SDFG names)."""
     expr = sympy.expand(expr)
     if expr.is_Integer:
         return str(int(expr))
-    return "(" + sympy.ccode(expr) + ")"
+    return "(" + _PRINTER.doprint(expr) + ")"
 
 
 @dataclass(frozen=True)
@@ -34,13 +55,14 @@ class Idx:
     affine: sympy.Expr | None = None
 
     @staticmethod
-    def of(expr: sympy.Expr) -> "Idx":
+    def of(expr: sympy.Expr) -> Idx:
         return Idx(ccode(expr), sympy.expand(expr))
 
-    def shifted(self, offset: int | sympy.Expr) -> "Idx":
+    def shifted(self, offset: int | sympy.Expr) -> Idx:
         if self.affine is not None:
             return Idx.of(self.affine + offset)
-        return Idx(f"({self.code} + {ccode(sympy.Integer(offset) if isinstance(offset, int) else offset)})")
+        step = sympy.Integer(offset) if isinstance(offset, int) else offset
+        return Idx(f"({self.code} + {ccode(step)})")
 
     def key(self) -> str:
         return str(self.affine) if self.affine is not None else "rt:" + self.code
@@ -56,7 +78,9 @@ class ArrayInfo:
 
     @property
     def shape(self) -> tuple[sympy.Expr, ...]:
-        return tuple(sympy.expand(d.stop - d.start) for d in self.dims)
+        return tuple(sympy.Max(0, sympy.expand(d.stop - d.start))
+                     if ir.has_runtime(d.start) or ir.has_runtime(d.stop)
+                     else sympy.expand(d.stop - d.start) for d in self.dims)
 
     @property
     def strides(self) -> tuple[sympy.Expr, ...]:
@@ -70,7 +94,7 @@ class ArrayInfo:
         return ", ".join(f"{d.start}:{d.stop}" for d in self.dims) if self.dims else "0"
 
 
-Leaves = Union[ArrayInfo, tuple]    # nested like the element type
+Leaves = ArrayInfo | tuple    # nested like the element type
 
 
 @dataclass(frozen=True)
@@ -102,7 +126,7 @@ class Deferred:
     the point of use (``extra_env`` pins e.g. the neighbour index in reduce)."""
 
     expr: ir.Expr
-    scope: "CScope"
+    scope: CScope
     extra_env: tuple = ()
     may_materialize: bool = True
 
@@ -115,13 +139,13 @@ class PointValue:
     name: str
 
 
-Binding = Union[Stored, ScalarData, SymbolValue, Deferred, PointValue]
+Binding = Stored | ScalarData | SymbolValue | Deferred | PointValue
 
 
 @dataclass(eq=False)
 class CScope:
     bindings: dict[str, Binding] = field(default_factory=dict)
-    parent: "CScope | None" = None
+    parent: CScope | None = None
 
     def lookup(self, name: str) -> Binding | None:
         s: CScope | None = self
@@ -131,7 +155,7 @@ class CScope:
             s = s.parent
         return None
 
-    def child(self, bindings: dict[str, Binding]) -> "CScope":
+    def child(self, bindings: dict[str, Binding]) -> CScope:
         return CScope(dict(bindings), self)
 
 

@@ -11,7 +11,11 @@ Layout: ``<cache_dir>/<sdfg.name>_<key16>/`` is the DaCe build folder of a
 copy of the SDFG renamed to ``<sdfg.name>_<key16>`` (so two programs never
 share a library name); ``<folder>.lock`` serialises processes that build or
 load the same program; ``<folder>/ready`` (JSON) is written after a
-successful build, and only folders with it are trusted.
+successful build, and only folders with it are trusted.  The marker records
+the library's size and SHA-256; a library that no longer matches (truncated,
+overwritten, not an ELF file) or that fails to load is rebuilt, with a
+logged warning, instead of crashing the process (loading a truncated shared
+object can end in SIGBUS).
 
 The cache directory is, in order: :func:`set_cache_dir`, the environment
 variable ``TENSORIR_DACE_CACHE``, ``$XDG_CACHE_HOME/tensorir_dace``,
@@ -21,10 +25,9 @@ variable ``TENSORIR_DACE_CACHE``, ``$XDG_CACHE_HOME/tensorir_dace``,
 from __future__ import annotations
 
 import copy
-import errno
-import fcntl
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import platform
@@ -33,13 +36,17 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import dace
 from dace import dtypes
 from dace.codegen import compiler as dace_compiler
 from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.config import Config
+from filelock import FileLock
+
+from ..log import info as log_info
+from ..log import stage
 
 __all__ = [
     "cache_key",
@@ -53,6 +60,8 @@ __all__ = [
 
 #: Bump when the folder layout or the key recipe changes.
 _FORMAT = 2
+
+_log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
 _memo: dict[str, CompiledSDFG] = {}
@@ -86,7 +95,7 @@ def get_cache_dir() -> pathlib.Path:
 
 def compile_count() -> int:
     """How many times this process ran the C++ compiler through :func:`compile_sdfg`."""
-    return _stats["compiled"]
+    return int(_stats["compiled"])
 
 
 def cache_stats() -> dict[str, float]:
@@ -115,7 +124,7 @@ def _config_fingerprint() -> dict[str, Any]:
     for section in ("instrumentation", "profiling"):
         try:
             fp[section] = clean(Config.get(section), False)
-        except Exception:  # pragma: no cover - absent in this DaCe version
+        except Exception:  # noqa: BLE001  # pragma: no cover - absent in this DaCe version
             pass
     return fp
 
@@ -123,7 +132,7 @@ def _config_fingerprint() -> dict[str, Any]:
 def _host_isa() -> str:
     try:
         return dace_compiler.host_isa_id()
-    except Exception:  # pragma: no cover - older/newer DaCe
+    except Exception:  # noqa: BLE001  # pragma: no cover - older/newer DaCe
         return f"{platform.machine()}|{platform.processor()}"
 
 
@@ -207,37 +216,6 @@ def _signature(sdfg: dace.SDFG) -> list[str]:
     return list(sdfg.signature_arglist(with_types=True))
 
 
-# --------------------------------------------------------------------------- locking
-
-
-class _FileLock:
-    """An exclusive ``fcntl.flock`` on ``path`` (created if missing)."""
-
-    def __init__(self, path: pathlib.Path):
-        self.path = path
-        self._fd: int | None = None
-
-    def __enter__(self) -> "_FileLock":
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
-                break
-            except OSError as ex:  # pragma: no cover - signal interruption
-                if ex.errno != errno.EINTR:
-                    os.close(self._fd)
-                    raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self._fd is not None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self._fd)
-            self._fd = None
-
-
 def _write_atomically(path: pathlib.Path, text: str) -> None:
     staging = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
     with open(staging, "x") as fp:
@@ -260,7 +238,62 @@ def _read_marker(folder: pathlib.Path, name: str, key: str) -> dict[str, Any] | 
     lib = folder / str(info.get("library", ""))
     if not lib.is_file():
         return None
+    problem = _library_problem(lib, info)
+    if problem is not None:
+        _log.warning("compile cache: the cached library %s is unusable (%s); rebuilding it",
+                     lib, problem)
+        return None
     return info
+
+
+def _file_digest(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fp:
+        for block in iter(lambda: fp.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _elf_problem(path: pathlib.Path) -> str | None:
+    """Why ``path`` is not a complete ELF file (None: it looks complete)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fp:
+            head = fp.read(64)
+    except OSError as ex:
+        return f"cannot read it: {ex}"
+    if len(head) < 64 or head[:4] != b"\x7fELF":
+        return "not an ELF file"
+    if head[4] == 2:        # ELFCLASS64
+        order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
+        shoff = int.from_bytes(head[40:48], order)
+        shentsize = int.from_bytes(head[58:60], order)
+        shnum = int.from_bytes(head[60:62], order)
+        if shoff + shentsize * shnum > size:
+            return f"truncated to {size} bytes"
+    return None
+
+
+def _library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
+    """Why the built library ``lib`` must not be loaded (None: it looks intact).
+
+    Checked before ``dlopen``, because mapping a truncated shared object can
+    kill the process with SIGBUS: the ELF magic and the section header table
+    lying inside the file (of the library and of DaCe's loader stub next to
+    it), and the size and SHA-256 recorded at build time.
+    """
+    problem = _elf_problem(lib)
+    if problem is not None:
+        return problem
+    stub = lib.with_name(lib.name.replace("lib", "libdacestub_", 1))
+    if stub.name != lib.name and (problem := _elf_problem(stub)) is not None:
+        return f"its loader {stub.name}: {problem}"
+    size = lib.stat().st_size
+    if "size" in info and info["size"] != size:
+        return f"{size} bytes, but {info['size']} were built"
+    if "sha256" in info and info["sha256"] != _file_digest(lib):
+        return "its content changed after the build"
+    return None
 
 
 def _handle(folder: pathlib.Path, info: dict[str, Any], dup: dace.SDFG) -> CompiledSDFG:
@@ -298,17 +331,25 @@ def compile_sdfg(sdfg: dace.SDFG, *,
         hit = _memo.get(memo_key)
         if hit is not None:
             _stats["memo_hits"] += 1
+            log_info("compile cache hit: %s already loaded", name)
             return hit
 
         root = pathlib.Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
         root.mkdir(parents=True, exist_ok=True)
         folder = (root / name).resolve()
         t0 = time.perf_counter()
-        with _FileLock(folder.with_name(folder.name + ".lock")):
+        with FileLock(folder.with_name(folder.name + ".lock")):
             dup = _prepared_copy(sdfg, name, folder)
             info = _read_marker(folder, name, key)
+            compiled = None
             if info is not None:
-                compiled = _handle(folder, info, dup)
+                try:
+                    with stage(f"loading {name} from the compile cache"):
+                        compiled = _handle(folder, info, dup)
+                except Exception as ex:  # noqa: BLE001 - any failure to load: build it again
+                    _log.warning("compile cache: cannot load the cached library in %s (%s); "
+                                 "rebuilding it", folder, ex)
+            if compiled is not None:
                 _stats["loaded"] += 1
                 _stats["load_seconds"] += time.perf_counter() - t0
             else:
@@ -322,8 +363,17 @@ def compile_sdfg(sdfg: dace.SDFG, *,
 def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> CompiledSDFG:
     if folder.exists():   # a build that failed or was interrupted: start over
         shutil.rmtree(folder)
-    with dace.config.set_temporary("compiler", "use_cache", value=False):
-        dup.compile(return_program_handle=False)
+    from dace.codegen import codegen
+    with stage("code generation"):
+        gen = copy.deepcopy(dup)
+        gen.build_folder = str(folder)
+        for _ in gen.all_sdfgs_recursive(load_ext=True):
+            pass
+        gen.fill_scope_connectors()
+        objects = codegen.generate_code(gen, validate=True)
+        program_folder = dace_compiler.generate_program_folder(gen, objects, str(folder))
+    with stage("C++ build", live=True):
+        dace_compiler.configure_and_compile(program_folder, name)
     lib = dace_compiler.get_binary_name(folder, name)
     if not lib.is_file():  # pragma: no cover - DaCe renamed the library
         raise RuntimeError(f"DaCe did not produce {lib}")
@@ -334,9 +384,12 @@ def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> Compile
         "name": name,
         "key": key,
         "library": os.path.relpath(lib, folder),
+        "size": lib.stat().st_size,
+        "sha256": _file_digest(lib),
         "signature": built_sig,
         "dace": dace.__version__,
         "built": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     _write_atomically(folder / "ready", json.dumps(info, indent=1))
-    return _handle(folder, info, dup)
+    with stage("loading"):
+        return _handle(folder, info, dup)

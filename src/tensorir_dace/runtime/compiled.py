@@ -12,9 +12,14 @@ feeds, and which SDFG symbol each size symbol is).  A call:
    arrays/scalars/symbols this is done here, ~5x faster than DaCe's, else
    DaCe's own is used), after checking each array's shape and strides against
    the SDFG's descriptors, and calls ``fast_call``;
-3. remembers those vectors, keyed by the identities of the arrays and the
+3. runs the call-time checks of :mod:`tensorir_dace.callchecks` (read-only
+   or overlapping outputs, neighbour-table entries) and copies an input that
+   shares memory with an output;
+4. remembers those vectors, keyed by the identities of the arrays and the
    values of the scalars, so that calling again with the same arrays skips
-   steps 1-2 (a few microseconds per call).
+   steps 1-3 (a few microseconds per call: identities, shapes and strides
+   are compared, written arrays must still be writeable, and the copies of
+   overlapping inputs are refreshed).
 
 C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
 NumPy view by default, but a C-contiguous one is laid out exactly like the
@@ -27,7 +32,6 @@ import ctypes
 import os
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import dace
@@ -38,8 +42,16 @@ from dace import dtypes
 from dace.codegen.compiled_sdfg import CompiledSDFG
 
 from .. import ir
-from ..arguments import ArgumentBinder, BoundArguments, check_size_constraints, numpy_dtype
+from ..arguments import (
+    ArgumentBinder,
+    BoundArguments,
+    check_size_constraints,
+    numpy_dtype,
+    runtime_values,
+)
+from ..callchecks import CallChecks, data_pointer
 from ..errors import ArgumentError, TensorIRError
+from ..signature import ArgBinding, CallSignature
 
 __all__ = [
     "ArgBinding",
@@ -51,25 +63,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- interface
-
-
-@dataclass(frozen=True)
-class ArgBinding:
-    """One SDFG data container fed by one program parameter leaf."""
-
-    param: str               # program parameter name
-    path: tuple[int, ...]    # index path into a tuple-typed value ((), (0,), (1, 0), ...)
-    data: str                # SDFG array/scalar name (mangled)
-
-
-@dataclass(frozen=True)
-class CallSignature:
-    """How a program's parameters map onto a compiled SDFG's arguments."""
-
-    params: tuple[ir.Param, ...]          # the program parameters (types with sympy bounds)
-    bindings: tuple[ArgBinding, ...]
-    symbols: dict[str, str]               # size-symbol name -> SDFG symbol name (may be the same)
-    constraints: tuple = ()               # ir.SizeConstraint: size orders checked per call
 
 
 class GPUUnavailableError(TensorIRError, RuntimeError):
@@ -153,15 +146,17 @@ _SCALAR_KEY_TYPES = frozenset([int, float, bool, np.float64, np.float32, np.int6
 class _Entry:
     """Prepared DaCe argument vectors for one set of argument objects."""
 
-    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive")
+    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive", "copies")
 
     def __init__(self, callargs: tuple, initargs: tuple,
-                 checks: tuple[tuple[Any, tuple, tuple, np.dtype], ...], keepalive: tuple):
+                 checks: tuple[tuple[Any, tuple, tuple, np.dtype, bool], ...], keepalive: tuple,
+                 copies: tuple[tuple[Any, Any], ...]):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = _init_key(initargs)
-        self.checks = checks        # (weakref, shape, strides, dtype) per array, in key order
-        self.keepalive = keepalive  # arrays we made (scalars passed as arrays)
+        self.checks = checks        # (weakref, shape, strides, dtype, written) per array
+        self.keepalive = keepalive  # arrays we made (scalars passed as arrays, copies)
+        self.copies = copies        # (copy, original): inputs overlapping an output
 
 
 def _init_key(initargs: tuple) -> tuple:
@@ -201,6 +196,8 @@ class SDFGCallable:
     :param signature: which SDFG argument each parameter leaf / size symbol is.
     :param name: used in error messages (default: the SDFG name).
     :param max_cached: how many argument sets to remember (LRU).
+    :param checks: the call-time checks (default: written parameters taken from
+        the SDFG's written containers, no neighbour-table uses).
     """
 
     #: Build argument vectors without DaCe's (slow) ``construct_arguments``
@@ -208,7 +205,8 @@ class SDFGCallable:
     use_fast_marshalling = True
 
     def __init__(self, compiled: CompiledSDFG, signature: CallSignature, *,
-                 name: str | None = None, max_cached: int = 8):
+                 name: str | None = None, max_cached: int = 8,
+                 checks: CallChecks | None = None):
         self.compiled = compiled
         self.signature = signature
         self.name = name or compiled.sdfg.name
@@ -223,11 +221,17 @@ class SDFGCallable:
         self._fast_call = compiled.fast_call
         self._reinit = _has_sized_persistent(compiled.sdfg)
         self._analyse()
+        if checks is None:
+            written = _written_containers(compiled.sdfg)
+            checks = CallChecks(signature.params, {b.param for b in signature.bindings
+                                                   if b.data in written}, (), self.where)
+        self._checks = checks
+        self._written = checks.written
 
     @classmethod
     def from_sdfg(cls, sdfg: dace.SDFG, signature: CallSignature, *,
                   cache_dir: str | os.PathLike | None = None, name: str | None = None,
-                  **kwargs: Any) -> "SDFGCallable":
+                  **kwargs: Any) -> SDFGCallable:
         """Compile ``sdfg`` through the compile cache and wrap it."""
         from .cache import compile_sdfg
         return cls(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
@@ -321,7 +325,7 @@ class SDFGCallable:
         # each array's SDFG shape and strides for the call's symbol values.
         exprs: list[Any] = []
         self._layout: list[tuple[int, int, int]] = []   # (index into _arrays, ndim, first expr)
-        for i, (b, desc, _, kind) in enumerate(self._arrays):
+        for i, (_, desc, _, kind) in enumerate(self._arrays):
             if kind != "array":
                 continue
             self._layout.append((i, len(desc.shape), len(exprs)))
@@ -394,12 +398,14 @@ class SDFGCallable:
         if key is not None:
             entry = self._entries.get(key)
             if entry is not None:
-                for a, (ref, shape, strides, dtype) in zip(arrays, entry.checks):
+                for a, (ref, shape, strides, dtype, written) in zip(arrays, entry.checks):
                     if ref() is not a or a.shape != shape or a.strides != strides \
-                            or a.dtype is not dtype:
+                            or a.dtype is not dtype or (written and not a.flags.writeable):
                         break
                 else:
                     self._hits += 1
+                    for dup, src in entry.copies:
+                        dup[...] = src      # NumPy or device arrays
                     if self._reinit:
                         _ensure_initialized_for(self.compiled, entry.init_key)
                     self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
@@ -447,7 +453,12 @@ class SDFGCallable:
         self._misses += 1
         bound = self._binder.bind(kwargs)
         if self.signature.constraints:
-            check_size_constraints(self.signature.constraints, bound.symbols, self.where)
+            check_size_constraints(self.signature.constraints,
+                                   {**runtime_values(self.signature.params, bound.values),
+                                    **bound.symbols}, self.where)
+        values, copies = self._checks.check(bound.values, bound.symbols)
+        if copies:
+            bound = BoundArguments(values, bound.symbols)
         callargs, initargs, keepalive = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
             if not gpu_available():
@@ -459,10 +470,13 @@ class SDFGCallable:
             _ensure_initialized_for(self.compiled, _init_key(initargs))
         self._fast_call(callargs, initargs, self._has_gpu_code)
         if key is not None:
-            checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype) for a in arrays)
+            written = {id(x) for name in self._written for x in _leaf_values(kwargs[name])}
+            checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype, id(a) in written)
+                           for a in arrays)
             if len(self._entries) >= self.max_cached:
                 self._entries.pop(next(iter(self._entries)))
-            self._entries[key] = _Entry(callargs, initargs, checks, keepalive)
+            self._entries[key] = _Entry(callargs, initargs, checks,
+                                        keepalive + tuple(c for c, _ in copies), tuple(copies))
 
     def _construct(self, bound: BoundArguments) -> tuple[tuple, tuple, tuple]:
         """DaCe argument vectors for checked arguments."""
@@ -474,7 +488,7 @@ class SDFGCallable:
         for size_name, sym, sdtype in self._symbol_map:
             v = bound.symbols[size_name]
             lo, hi = _INT_RANGES.get(sdtype, (None, None))
-            if lo is not None and not lo <= v <= hi:
+            if lo is not None and hi is not None and not lo <= v <= hi:
                 raise ArgumentError(f"{where}: size {size_name} = {v} does not fit the "
                                     f"compiled program's {sdtype} symbol '{sym}'")
             dkw[sym] = v
@@ -488,7 +502,7 @@ class SDFGCallable:
                 iv = int(value)
                 sdtype = desc.dtype.as_numpy_dtype()
                 lo, hi = _INT_RANGES.get(sdtype, (None, None))
-                if lo is not None and not lo <= iv <= hi:
+                if lo is not None and hi is not None and not lo <= iv <= hi:
                     raise ArgumentError(f"{where}: parameter '{b.param}' = {iv} does not fit the "
                                         f"compiled program's {sdtype} symbol '{b.data}'")
                 dkw[b.data] = iv
@@ -544,10 +558,11 @@ class SDFGCallable:
         a fraction of the time (DaCe's takes ~70 µs for a few arguments):
         array pointers as ``c_void_p``, scalars and symbols as their ctypes."""
         callargs = []
+        assert self._marshal_plan is not None   # made by the first call
         for name, conv in self._marshal_plan:
             v = dkw[name]
             if conv is None:    # host array
-                callargs.append(ctypes.c_void_p(v.__array_interface__["data"][0]))
+                callargs.append(ctypes.c_void_p(data_pointer(v)))
             elif conv is _DEVICE:
                 callargs.append(ctypes.c_void_p(v.__cuda_array_interface__["data"][0]))
             else:
@@ -571,6 +586,22 @@ class SDFGCallable:
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.type}" for p in self.signature.params)
         return f"<SDFGCallable {self.name}({params})>"
+
+
+def _leaf_values(value: Any) -> list[Any]:
+    if type(value) is tuple:
+        return [x for v in value for x in _leaf_values(v)]
+    return [value]
+
+
+def _written_containers(sdfg: dace.SDFG) -> set[str]:
+    """Names of the SDFG's data containers that some state writes."""
+    out = set()
+    for state in sdfg.states():
+        for node in state.data_nodes():
+            if state.in_degree(node) > 0:
+                out.add(node.data)
+    return out
 
 
 def _prod(shape: Any) -> Any:

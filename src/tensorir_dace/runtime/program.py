@@ -9,9 +9,12 @@ import dace
 
 from .. import ir
 from ..arguments import merge_positional
+from ..callchecks import CallChecks
 from ..errors import TensorIRError
 from ..interop import SDFGConvertible
 from ..lowering import lower_program
+from ..tracebacks import api_boundary
+from ..typing import check
 from .cache import compile_sdfg
 from .compiled import CallSignature, SDFGCallable
 
@@ -26,19 +29,19 @@ class CompiledProgram(SDFGConvertible):
         self.sdfg = sdfg
         self.signature = signature
         try:
+            checks = CallChecks.for_program(check(program))
             self._callable = SDFGCallable(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
-                                          name=program.name)
+                                          name=program.name, checks=checks)
         except ValueError as e:
             raise TensorIRError(f"the SDFG '{sdfg.name}' does not fit program "
                                 f"'{program.name}': {e}") from None
 
     @classmethod
     def from_sdfg(cls, program: ir.Program, sdfg: dace.SDFG, *,
-                  cache_dir: str | os.PathLike | None = None) -> "CompiledProgram":
+                  cache_dir: str | os.PathLike | None = None) -> CompiledProgram:
         """Compile an SDFG obtained from :func:`tensorir_dace.to_sdfg` (and perhaps
         transformed by the user) behind this program's argument checks."""
         from ..lowering import lower
-        from ..typing import check
         signature = lower(check(program)).signature
         missing = [b.data for b in signature.bindings if b.data not in sdfg.arrays]
         if missing:
@@ -47,6 +50,7 @@ class CompiledProgram(SDFGConvertible):
                                 "was it made by to_sdfg from this program?")
         return cls(program, sdfg, signature, cache_dir=cache_dir)
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if args:
             kwargs = merge_positional(self.program.params, args, kwargs,

@@ -50,7 +50,7 @@ def _is_name(name: str) -> bool:
 class _BoundPrinter(StrPrinter):
     """SymPy's str, with integer powers written as products (``N*N``)."""
 
-    def _print_Pow(self, expr, rational=False):  # noqa: N802 (SymPy's naming)
+    def _print_Pow(self, expr, rational=False):
         exp = expr.exp
         if exp.is_Integer and int(exp) > 0:
             base = self.parenthesize(expr.base, sympy.printing.precedence.PRECEDENCE["Mul"],
@@ -77,6 +77,11 @@ class Printer:
         self.neg = "-"
         self.not_ = "!" if ascii else "¬"
         self._flat: dict[int, tuple[ir.Expr, tuple[str, int]]] = {}
+        # The width the line breaking aims at: below WIDTH while a statement is
+        # re-laid out because text around a broken expression overflowed.
+        self.width = WIDTH
+        # Builtins printed in the ⟪…⟫ notation (see format_checked).
+        self.shift_names = frozenset(("shift",))
 
     # ----------------------------------------------------------------- types
 
@@ -119,7 +124,7 @@ class Printer:
         else:       # remembered: long chains ask for each operand's flat form again
             flat = self.layout(e, None)
             self._flat[id(e)] = (e, flat)
-        if indent is None or len(indent) + len(flat[0]) <= WIDTH:
+        if indent is None or len(indent) + len(flat[0]) <= self.width:
             return flat
         return self.layout(e, indent)
 
@@ -150,13 +155,13 @@ class Printer:
                 if indent is None:
                     return f"{self.lam}({ps}) {self.arrow} {self.expr(body)}", LAMBDA
                 inner = indent + INDENT
-                if len(indent) + len(ps) + 10 > WIDTH:
+                if len(indent) + len(ps) + 10 > self.width:
                     ps = "".join(f"\n{inner}{self.param(p)}," for p in params)
                     ps = ps[:-1] + "\n" + indent
                 head = f"{self.lam}({ps}) {self.arrow}"
                 flat_body = self.expr(body)
                 last_line = head.rsplit("\n", 1)[-1]
-                if "\n" in head and len(last_line) + len(flat_body) + 1 <= WIDTH:
+                if "\n" in head and len(last_line) + len(flat_body) + 1 <= self.width:
                     return f"{head} {flat_body}", LAMBDA
                 return f"{head}\n{inner}{self.expr(body, LAMBDA, inner)}", LAMBDA
             case ir.Call():
@@ -179,7 +184,7 @@ class Printer:
                     line = left.rsplit("\n", 1)[-1]
                     if "\n" not in left:
                         line = indent + line
-                    if len(line) + len(op) + 2 + len(right.split("\n", 1)[0]) > WIDTH:
+                    if len(line) + len(op) + 2 + len(right.split("\n", 1)[0]) > self.width:
                         sep = "\n" + indent
                 return f"{left}{sep}{op} {right}", level
             if name == "neg" and len(args) == 1:
@@ -196,8 +201,11 @@ class Printer:
                     and args[1].kind == "int"):
                 return (f"{self.expr(args[0], POSTFIX, indent)}[{int(args[1].value)}]",
                         POSTFIX)
-        if (isinstance(func, ir.Call) and func.func == ir.Sym("shift") and func.args
-                and all(self.is_offset(a) for a in func.args)):
+        if (isinstance(func, ir.Call) and isinstance(func.func, ir.Sym)
+                and func.func.name in self.shift_names and func.args
+                and isinstance(func.args[0], ir.Sym)
+                and all(self.is_offset(a) or (i > 0 and func.func.name == "shift")
+                        for i, a in enumerate(func.args))):
             offsets = ", ".join(self.expr(a) for a in func.args)
             return (f"{self.shift_open}{offsets}{self.shift_close}"
                     f"({self.args(args, indent)})"), POSTFIX
@@ -205,7 +213,7 @@ class Printer:
 
     def args(self, args: tuple[ir.Expr, ...], indent: str | None = None) -> str:
         flat = ", ".join(self.expr(a) for a in args)
-        if indent is None or len(indent) + len(flat) <= WIDTH:
+        if indent is None or len(indent) + len(flat) <= self.width:
             return flat
         inner = indent + INDENT
         return ("".join(f"\n{inner}{self.expr(a, LAMBDA, inner)}," for a in args)[:-1]
@@ -220,6 +228,23 @@ class Printer:
     # ----------------------------------------------------------------- statements
 
     def stmt(self, s: ir.Stmt, indent: str = "") -> list[str]:
+        """The lines of ``s``, none longer than WIDTH where the syntax allows.
+
+        Breaking decisions look at one expression at a time, so text around it
+        (the target, a closing ``)(args);``) can overflow; the statement is then
+        laid out again aiming at a narrower width."""
+        saved = self.width
+        try:
+            for width in range(saved, 39, -6):
+                self.width = width
+                lines = self.stmt_lines(s, indent)
+                if all(len(line) <= WIDTH for line in "\n".join(lines).split("\n")):
+                    break
+            return lines
+        finally:
+            self.width = saved
+
+    def stmt_lines(self, s: ir.Stmt, indent: str) -> list[str]:
         match s:
             case ir.Assign(target=target, value=value):
                 return [f"{indent}{self.expr(target)} {self.assign} "
@@ -289,7 +314,7 @@ class Printer:
 
 
 @ir.with_recursion_room
-def format(node, *, ascii: bool = False) -> str:  # noqa: A001 (the module's API name)
+def format(node, *, ascii: bool = False) -> str:
     """The text form of a program, statement, expression, parameter or type.
 
     Unicode by default; ``ascii=True`` spells every token in ASCII.
@@ -306,3 +331,10 @@ def _int_text(value: int) -> str:
         value, chunk = divmod(value, 10 ** 4000)
         parts.append(chunk)
     return sign + str(parts[-1]) + "".join(f"{p:04000d}" for p in reversed(parts[:-1]))
+def format_checked(node, *, ascii: bool = False) -> str:
+    """Like :func:`format`, for the checker's output: its ``cartesian_shift(D, o)(x)``
+    (the checked form of ``⟪D, o⟫(x)``) is printed in the ``⟪D, o⟫`` notation
+    again, so the text reads as written and checks to the same program."""
+    printer = Printer(ascii)
+    printer.shift_names = frozenset(("shift", "cartesian_shift"))
+    return printer.format(node)

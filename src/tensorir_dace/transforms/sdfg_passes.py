@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import dace
 from dace.transformation.dataflow import MapFusionVertical
+
+from ..log import stage
 
 SDFGPass = Callable[[dace.SDFG], None]
 
@@ -34,9 +36,12 @@ def persistent_transients(sdfg: dace.SDFG) -> None:
         for node in state.data_nodes():
             if scopes[node] is not None:
                 inside_maps.add(node.data)     # per-point scratch (e.g. from map fusion)
+    # Sizes that depend on loop variables (runtime bounds) are unknown at init time.
+    known = {str(s) for s in sdfg.free_symbols}
     for name, desc in sdfg.arrays.items():
         if desc.transient and isinstance(desc, dace.data.Array) and name not in inside_maps \
-                and desc.storage in (dace.StorageType.Default, dace.StorageType.CPU_Heap):
+                and desc.storage in (dace.StorageType.Default, dace.StorageType.CPU_Heap) \
+                and {str(s) for s in desc.free_symbols} <= known:
             desc.lifetime = dace.AllocationLifetime.Persistent
 
 
@@ -89,17 +94,28 @@ def validate(sdfg: dace.SDFG) -> None:
     sdfg.validate()
 
 
+# A pass named here is also a stage of ``lower --stage`` and of the viewer
+# (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
     "default": [simplify, fuse_maps_vertically, persistent_transients, validate],
 }
 
+#: Passes that check the SDFG without changing it (no stage of their own).
+CHECKS: tuple[SDFGPass, ...] = (validate,)
+
+
+def pass_names(name: str = "default") -> list[str]:
+    """The names of the passes of pipeline ``name`` that change the SDFG, in order."""
+    return [p.__name__ for p in PIPELINES[name] if p not in CHECKS]
+
 
 def pipeline(name: str) -> SDFGPass:
-    """The pipeline ``name`` as one pass."""
+    """The pipeline ``name`` as one pass; each pass is logged with its time."""
     passes = PIPELINES[name]
 
     def run(sdfg: dace.SDFG) -> None:
         for p in passes:
-            p(sdfg)
+            with stage(f"pass {p.__name__}"):
+                p(sdfg)
     return run

@@ -14,8 +14,11 @@ re-derive them:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Any
+
+import sympy
 
 from .. import intervals as iv
 from .. import ir
@@ -23,6 +26,7 @@ from ..errors import TypeCheckError, did_you_mean
 from .domains import DomainRules
 from .elementwise import ElementwiseRules
 from .loops import LoopRules
+from .runtime import RuntimeBounds, runtime_names
 from .scope import Binding, Scope
 from .shifts import ShiftRules
 from .util import (
@@ -35,7 +39,7 @@ from .util import (
 )
 
 
-class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
+class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBounds):
     """Checks one program: statements, names, calls and lambdas here; the rules
     of each family of builtins in the mixins (``b_<name>`` for a builtin called
     directly, ``c_<name>`` for a curried one such as ``reduce(f, init)(x)``)."""
@@ -45,13 +49,16 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
         self.dim_names = collect_dim_names(program)
         self.constraints: list[ir.SizeConstraint] = []
         self.weak_memo: dict[int, tuple[ir.Expr, bool]] = {}
+        # enclosing for loops (var, start, stop as SymPy or None) while checking a
+        # whole program; None when checking single expressions (the front end)
+        self.loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None = None
 
     # ------------------------------------------------------------------ errors
 
     def error(self, node: ir.Node | None, message: str) -> TypeCheckError:
         return TypeCheckError(message, node.loc if node is not None else None)
 
-    def decide(self, node: ir.Node, fn: Callable[[], object]):
+    def decide(self, node: ir.Node | None, fn: Callable[[], Any]) -> Any:
         """Run an interval comparison; undecidable bounds become a type error."""
         try:
             return fn()
@@ -64,6 +71,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
 
     def check_program(self) -> ir.Program:
         p = self.program
+        self.loops = []
         seen: set[str] = set()
         scope = Scope()
         for param in p.params + p.temporaries:
@@ -76,7 +84,20 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             self.check_declared_type(param, param.type)
         from_params = {s.name for param in p.params for d in param.type.dims
                        for b in (d.start, d.stop) for s in b.free_symbols}
+        runtime = runtime_names(p)
         for sym in size_symbols(p):
+            if sym in runtime and sym in from_params:
+                raise self.error(p, f"'{sym}' is a scalar parameter or loop variable, so it "
+                                    "cannot be used in a parameter type (array shapes are "
+                                    "inferred from those); use it in subset bounds or "
+                                    "temporaries' types, or use a size symbol")
+            if sym in runtime:
+                continue
+            if sym in seen and sym not in from_params:
+                raise self.error(p, f"'{sym}' cannot be used in a bound: bounds use size "
+                                    "symbols, scalar int/int32 parameters, loop variables "
+                                    f"and literals, and '{sym}' is "
+                                    f"{getattr(p.param(sym), 'type', '?')}")
             if sym not in from_params:
                 raise self.error(p, f"size symbol '{sym}' appears in no parameter type, so no "
                                     "argument can determine it; use it in a parameter's "
@@ -86,12 +107,19 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             scope.bindings[sym] = Binding(sym, "size", ir.TensorType(ir.INT64))
         for param in p.params:
             scope.bindings[param.name] = Binding(param.name, "param", param.type)
+        temporaries = []
         for tmp in p.temporaries:
             if tmp.type.is_scalar:
                 raise self.error(tmp, f"temporary '{tmp.name}' must have dimensions")
+            dims = tuple(d.with_interval(self.runtime_bound(d.start, tmp, scope, False),
+                                         self.runtime_bound(d.stop, tmp, scope, False))
+                         for d in tmp.type.dims)
+            tmp = replace(tmp, type=replace(tmp.type, dims=dims))
+            temporaries.append(tmp)
             scope.bindings[tmp.name] = Binding(tmp.name, "temp", tmp.type)
         body = self.block(p.body, scope)
-        return replace(p, body=body, constraints=tuple(dict.fromkeys(self.constraints)))
+        return replace(p, body=body, temporaries=tuple(temporaries),
+                       constraints=tuple(dict.fromkeys(p.constraints + tuple(self.constraints))))
 
     def check_declared_type(self, node: ir.Node, t: ir.TensorType) -> None:
         names = [d.name for d in t.dims]
@@ -123,15 +151,22 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             case ir.ForStmt(var=var, start=start, stop=stop, body=body):
                 bounds = []
                 for b in (start, stop):
-                    tb = self.expr(b, scope, ir.INT64)
-                    t = self.tensor(tb)
+                    tbound = self.expr(b, scope, ir.INT64)
+                    t = self.tensor(tbound)
                     if t.dims or not (isinstance(t.dtype, ir.ScalarType) and t.dtype.is_int):
                         raise self.error(b, f"a for-loop bound must be a scalar integer, got {t}")
-                    bounds.append(tb)
-                if scope.lookup(var) is not None and scope.lookup(var).kind != "loop":
+                    bounds.append(tbound)
+                if (bound := scope.lookup(var)) is not None and bound.kind != "loop":
                     raise self.error(s, f"loop variable '{var}' shadows a parameter; rename it")
                 inner = scope.child({var: Binding(var, "loop", ir.TensorType(ir.INT64))})
-                return replace(s, start=bounds[0], stop=bounds[1], body=self.block(body, inner))
+                loops = self.loops if self.loops is not None else []
+                loops.append((var, self.loop_bound(bounds[0], scope),
+                              self.loop_bound(bounds[1], scope)))
+                try:
+                    typed_body = self.block(body, inner)
+                finally:
+                    loops.pop()
+                return replace(s, start=bounds[0], stop=bounds[1], body=typed_body)
         raise self.error(s, f"unknown statement {type(s).__name__}")
 
     def assign(self, s: ir.Assign, scope: Scope) -> ir.Assign:
@@ -163,17 +198,20 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
                                           f"target '{name}' ({ttype}) lacks")
         for d in ttype.dims:
             vd = vtype.dim(d.name)
-            if vd is not None and not self.decide(s, lambda: iv.covers(vd, d)):
+            if vd is not None and any(ir.has_runtime(b) for b in (d.start, d.stop, vd.start,
+                                                                   vd.stop)):
+                self.runtime_covers(s.value, vd, d, ttype, name)
+            elif vd is not None and not self.decide(s, lambda: iv.covers(vd, d)):
                 raise self.error(s.value, f"the expression is defined on {d.name}"
                                           f"[{vd.start}:{vd.stop}] but the target '{name}' "
                                           f"needs {d.name}[{d.start}:{d.stop}]")
         # The neighbour masks of the value survive in the temporary it is stored in.
-        binding = scope.lookup(name)
-        if binding.kind == "temp" and isinstance(target, ir.Sym):
-            masked = tuple(replace(d, mask=vtype.dim(d.name).mask)
-                           if vtype.dim(d.name) is not None and vtype.dim(d.name).mask is not None
-                           else d for d in binding.type.dims)
-            scope.rebind(replace(binding, type=replace(binding.type, dims=masked)))
+        stored = scope.lookup(name)
+        if stored is not None and stored.kind == "temp" and isinstance(target, ir.Sym):
+            masked = tuple(replace(d, mask=vd.mask)
+                           if (vd := vtype.dim(d.name)) is not None and vd.mask is not None
+                           else d for d in stored.type.dims)
+            scope.rebind(replace(stored, type=replace(stored.type, dims=masked)))
         return replace(s, target=typed_target, value=value)
 
     def writable(self, target: ir.Sym, scope: Scope) -> Binding:
@@ -256,11 +294,11 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             return rule(e, scope, expected)
         if isinstance(func, ir.Lambda):
             return self.apply_lambda(e, func, scope, expected)
-        if isinstance(func, ir.Call) and isinstance(ir_head(func), ir.Sym):
-            head = ir.canonical_builtin(ir_head(func).name)
+        if isinstance(func, ir.Call) and isinstance(root := ir_head(func), ir.Sym):
+            head = ir.canonical_builtin(root.name)
             rule = getattr(self, "c_" + (head or ""), None)
             if rule is None:
-                raise self.error(e, f"'{ir_head(func).name}(…)' does not return a function")
+                raise self.error(e, f"'{root.name}(…)' does not return a function")
             return rule(e, func, scope, expected)
         if isinstance(func, ir.Sym):
             raise self.error(func, f"'{func.name}' is a tensor, not a function")
@@ -277,6 +315,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
     def unify_literals(self, typed: list[ir.Expr], raw: Sequence[ir.Expr], scope: Scope):
         """Weak (literal-only) operands take the element type of a strong partner."""
         strong = [t for t in typed if not is_weak(t, self.weak_memo)]
+        target: ir.ElementType | None
         if strong:
             target = self.tensor(strong[0]).dtype
         else:
@@ -294,7 +333,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             out.append(t)
         return out
 
-    def broadcast(self, node: ir.Node, types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
+    def broadcast(self, node: ir.Node | None,
+                  types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
         """Union of dimensions (first appearance order), intersection of intervals."""
         dims: dict[str, ir.Dim] = {}
         for t in types:
@@ -318,9 +358,14 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
         dtypes = [self.tensor(t).dtype for t in typed]
         for d in dtypes[1:]:
             if d != dtypes[0]:
+                fixed = [t for t in typed if isinstance(t, ir.Call) and t.func == ir.Sym("cast")
+                         and isinstance(t.args[0], ir.Literal)]
+                hint = (f"; the literal cast({literal_text(fixed[0].args[0])}, "
+                        f"{fixed[0].type.dtype}) has a fixed type and does not adapt: give it "
+                        "the other operand's type") if fixed else ""
                 raise self.error(node, f"{name} needs operands of one element type, got "
                                        + " and ".join(str(x) for x in dtypes)
-                                       + "; convert one with cast(…, T)")
+                                       + "; convert one with cast(…, T)" + hint)
         return dtypes[0]
 
     # ------------------------------------------------------------------ lambdas
@@ -343,6 +388,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules):
             dims = []
             for d in pt.dims:
                 ad = at.dim(d.name)
+                assert ad is not None   # the dimension names are the same (checked above)
                 if not self.decide(p, lambda: iv.covers(ad, d)):
                     raise self.error(p, f"{what}: parameter '{p.name}' needs {d.name}"
                                         f"[{d.start}:{d.stop}] but the argument only covers "

@@ -9,10 +9,11 @@ import sympy
 from .. import intervals as iv
 from .. import ir
 from ..errors import did_you_mean
+from .rules import Rules
 from .scope import Scope
 
 
-class DomainRules:
+class DomainRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def resolve_dim(self, a: ir.Expr, what: str) -> str:
@@ -67,7 +68,7 @@ class DomainRules:
         match a:
             case ir.Literal(kind="int", value=v):
                 return sympy.Integer(v)
-            case ir.Sym(name=n) if scope.lookup(n) is not None and scope.lookup(n).kind == "size":
+            case ir.Sym(name=n) if (b := scope.lookup(n)) is not None and b.kind == "size":
                 return ir.size_symbol(n)
             case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("plus", "minus",
                                                                          "multiplies"):
@@ -83,13 +84,21 @@ class DomainRules:
         x = self.expr(e.args[0], scope)
         t = self.tensor(x)
         new = {d.name: d for d in t.dims}
+        intervals, runtime = [], []
         for a in e.args[1:]:
             if not isinstance(a, ir.DimInterval):
                 raise self.error(a, "subset takes intervals like I[1:4] after the tensor")
             d = t.dim(a.name)
             if d is None:
                 raise self.error(a, f"subset: the tensor has no dimension {a.name} ({t})")
+            a = replace(a, start=self.runtime_bound(a.start, a, scope),
+                        stop=self.runtime_bound(a.stop, a, scope))
+            intervals.append(a)
             sub = d.with_interval(a.start, a.stop)
+            if ir.has_runtime(a.start) or ir.has_runtime(a.stop):
+                runtime.append((a, d, sub))
+                new[a.name] = sub
+                continue
             # An order that depends on the sizes is the user's assertion (I[1:N-1]
             # needs N >= 2); only a subset provably outside is an error.
             pairs = [(d.start, sub.start), (sub.stop, d.stop), (sub.start, sub.stop)]
@@ -102,7 +111,11 @@ class DomainRules:
                 raise self.error(a, f"subset {a.name}[{a.start}:{a.stop}] is not within "
                                     f"{a.name}[{d.start}:{d.stop}]")
             new[a.name] = sub
-        return replace(e, args=(x,) + tuple(e.args[1:]),
+        guard = tuple((sub.start, sub.stop) for _, _, sub in runtime)
+        for a, d, sub in runtime:
+            self.runtime_subset(a, d, sub, guard, f"subset {a.name}[{a.start}:{a.stop}]"
+                                + (f" at {a.loc}" if a.loc else ""))
+        return replace(e, args=(x,) + tuple(intervals),
                        type=ir.TensorType(t.dtype, tuple(new[d.name] for d in t.dims)))
 
     def b_concat(self, e, scope, expected):
@@ -120,8 +133,8 @@ class DomainRules:
             d.name for d in types[0].dims if all(t.dim(d.name) is not None for t in types)]
         axis = None
         for name in candidates:
-            ds = [t.dim(name) for t in types]
-            if any(d is None for d in ds):
+            ds = [d for t in types if (d := t.dim(name)) is not None]
+            if len(ds) != len(types):
                 raise self.error(e, f"concat along {name}: every piece needs dimension {name}")
             if all(iv.equal(a.stop, b.start) for a, b in zip(ds, ds[1:])):
                 if axis is not None and explicit is None and len(types) > 1:
@@ -137,7 +150,8 @@ class DomainRules:
         others = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
                   for t in types]
         rest = self.broadcast(e, others)
-        ds = [t.dim(axis) for t in types]
+        ds = [d for t in types if (d := t.dim(axis)) is not None]
+        self.runtime_concat(e, axis, ds)
         whole = ds[0].with_interval(ds[0].start, ds[-1].stop)
         order = list(dict.fromkeys(d.name for t in types for d in t.dims))
         dims = {d.name: d for d in rest}

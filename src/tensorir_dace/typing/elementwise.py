@@ -1,4 +1,5 @@
-"""Typing rules of the element-wise builtins: arithmetic, comparisons, logic, math, casts, select, tuples."""
+"""Typing rules of the element-wise builtins: arithmetic, comparisons, logic, math,
+casts, select, tuples."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from dataclasses import replace
 
 from .. import ir
 from ..errors import did_you_mean
+from .rules import Rules
 from .scope import Scope
 from .util import ELEMENT_TYPE_NAMES, is_weak
 
 
-class ElementwiseRules:
+class ElementwiseRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def arithmetic(self, e: ir.Call, name: str, scope: Scope, expected) -> ir.Expr:
@@ -68,8 +70,9 @@ class ElementwiseRules:
     def b_cast(self, e, scope, expected):
         if len(e.args) != 2:
             raise self.error(e, "cast takes an operand and an element type: cast(x, float32)")
-        x = self.expr(e.args[0], scope)
         dtype = self.element_type_arg(e.args[1])
+        # cast(1.0, float64) is a literal of fixed type: read it as the target type.
+        x = self.expr(e.args[0], scope, dtype if isinstance(e.args[0], ir.Literal) else None)
         src = self.tensor(x).dtype
         if not isinstance(src, ir.ScalarType) or not isinstance(dtype, ir.ScalarType):
             raise self.error(e, f"cast converts between scalar element types, got {src} → {dtype}")
@@ -113,7 +116,7 @@ class ElementwiseRules:
             raise self.error(e, "tuple_get takes a tensor and an integer literal: tuple_get(x, 0)")
         x = self.expr(e.args[0], scope)
         t = self.tensor(x)
-        i = e.args[1].value
+        i = int(e.args[1].value)
         if not isinstance(t.dtype, ir.TupleType):
             raise self.error(e, f"tuple_get needs a tuple-typed tensor, got {t}")
         if not 0 <= i < len(t.dtype.elements):

@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
 from .util import substitute_masks
 
 
-class LoopRules:
+class LoopRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def lambda_and_init(self, func: ir.Call, name: str, counts: tuple[int, ...]) -> ir.Lambda:
@@ -31,21 +32,28 @@ class LoopRules:
         return init
 
     def c_reduce(self, e, func, scope, expected):
-        lam = self.lambda_and_init(func, "reduce", (2,))
+        lam = self.lambda_and_init(func, "reduce", (2, 3))
         args = [self.expr(a, scope) for a in e.args]
         if not args:
             raise self.error(e, "reduce needs at least one operand")
         types = [self.tensor(a) for a in args]
         nbs = [t.highest_neighbor for t in types]
-        counters = [d.neighbor_counter for d in nbs if d is not None]
+        counters = [c for d in nbs if d is not None and (c := d.neighbor_counter) is not None]
         if not counters:
             raise self.error(e, "reduce needs an operand with a neighbour dimension "
                                 "(_NB_<n>), e.g. from a partial shift ⟪V2E⟫(x)")
         axis = f"_NB_{max(counters)}"
-        axis_dims = [t.dim(axis) for t in types if t.dim(axis) is not None]
+        static: tuple[ir.Expr, ...] = ()
+        if len(func.args) == 3:
+            axis = self.reduce_axis_name(func.args[2], types)
+            static = (ir.Sym(axis, loc=func.args[2].loc),)
+        axis_dims = [d for t in types if (d := t.dim(axis)) is not None]
         self.broadcast(e, [ir.TensorType(ir.BOOL, (d,)) for d in axis_dims])
-        sliced = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
-                  for t in types]
+        # A neighbour dimension whose mask depends on the reduced one is unmasked
+        # afterwards: the reduction has already skipped its absent elements.
+        sliced = [ir.TensorType(t.dtype, tuple(
+            replace(d, mask=None) if d.mask is not None and axis in self.tensor(d.mask).dim_names
+            else d for d in t.dims if d.name != axis)) for t in types]
         if not lam.params:
             raise self.error(lam, "the reduce lambda needs an accumulator parameter")
         acc_t = lam.params[0].type
@@ -59,8 +67,16 @@ class LoopRules:
         typed, body_t = self.typed_step(e, lam, acc_arg, sliced, scope, "reduce", "accumulator")
         result = ir.TensorType(acc_t.dtype, tuple(body_t.dim(n) for n in acc_t.dim_names))
         result = substitute_masks(result, {p.name: a for p, a in zip(lam.params[1:], args)})
-        return replace(e, func=replace(func, args=(typed, init)), args=tuple(args),
+        return replace(e, func=replace(func, args=(typed, init) + static), args=tuple(args),
                        type=result)
+
+    def reduce_axis_name(self, a: ir.Expr, types: list[ir.TensorType]) -> str:
+        """The neighbour dimension named as reduce's third argument."""
+        names = sorted({d.name for t in types for d in t.dims if d.neighbor_counter is not None})
+        if not isinstance(a, ir.Sym) or a.name not in names:
+            raise self.error(a, "the axis of reduce must name a neighbour dimension of its "
+                                "operands: " + ", ".join(names))
+        return a.name
 
     def typed_step(self, e: ir.Call, lam: ir.Lambda, carried: ir.TensorType,
                    operands: list[ir.TensorType], scope, what: str, role: str):
@@ -81,6 +97,7 @@ class LoopRules:
         """The next step needs the carried value on its whole declared domain."""
         for d in carried.dims:
             bd = body_t.dim(d.name)
+            assert bd is not None   # the body's dims are broadcast with the carried ones
             if not self.decide(lam.body, lambda: iv.covers(bd, d)):
                 raise self.error(lam.body, f"the {what} lambda returns {d.name}"
                                            f"[{bd.start}:{bd.stop}] but the {role} needs "

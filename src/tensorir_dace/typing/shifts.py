@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
-from .util import name_of, shift_mask
+from .util import name_of, offset_text, shift_mask
 
 
-class ShiftRules:
+class ShiftRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def c_shift(self, e, func, scope, expected):
@@ -27,15 +28,21 @@ class ShiftRules:
             bound = scope.lookup(a.name) if isinstance(a, ir.Sym) else None
             if bound is not None and bound.type.dims:
                 if is_offset:
+                    assert nxt is not None
                     steps.append(("unstructured_shift", (a, nxt)))
                     i += 2
                 else:
                     steps.append(("shift_init", (a,)))
                     i += 1
             else:
+                if nxt is not None and not is_offset and not self.is_table(nxt, scope):
+                    steps.append(("offset_shift", (a, nxt)))
+                    i += 2
+                    continue
                 if not is_offset:
                     raise self.error(a, "a Cartesian shift needs a dimension and an integer "
-                                        "offset: ⟪I, 1⟫")
+                                        "offset: ⟪I, 1⟫ (or an integer tensor: ⟪K, off⟫)")
+                assert nxt is not None
                 if steps and steps[-1][0] == "cartesian_shift":
                     steps[-1] = ("cartesian_shift", steps[-1][1] + (a, nxt))
                 else:
@@ -60,7 +67,7 @@ class ShiftRules:
             if not (isinstance(o, ir.Literal) and o.kind == "int"):
                 raise self.error(o, "a Cartesian shift offset must be an integer literal")
             name = self.resolve_dim(d, "a Cartesian shift")
-            pairs[name] = pairs.get(name, 0) + o.value
+            pairs[name] = pairs.get(name, 0) + int(o.value)
         x = self.expr(e.args[0], scope, expected)
         for name, offset in pairs.items():
             t = self.tensor(x)
@@ -72,6 +79,53 @@ class ShiftRules:
                            loc=func.loc)
             x = ir.Call(head, (x,), loc=e.loc, type=replace(t, dims=dims))
         return x
+
+    @staticmethod
+    def is_table(a: ir.Expr, scope: Scope) -> bool:
+        """A name bound to a tensor with dimensions (a neighbour table in a shift)."""
+        bound = scope.lookup(a.name) if isinstance(a, ir.Sym) else None
+        return bound is not None and bool(bound.type.dims) and any(
+            d.neighbor_source is not None for d in bound.type.dims)
+
+    def c_offset_shift(self, e, func, scope, expected):
+        """⟪K, off⟫(x) with an integer tensor ``off``: result[p] = x[p + off[p]·e_K],
+        on ``off``'s domain intersected with ``x``'s other dimensions; targets
+        outside ``x``'s interval of K are absent neighbours."""
+        if len(func.args) != 2 or len(e.args) != 1:
+            raise self.error(e, "offset_shift takes a dimension and an integer tensor: "
+                                "⟪K, off⟫(x)")
+        dim_e, off_e = func.args
+        name = self.resolve_dim(dim_e, "a data-dependent shift")
+        off = self.expr(off_e, scope, ir.INT64)
+        ot = self.tensor(off)
+        if not (isinstance(ot.dtype, ir.ScalarType) and ot.dtype.is_int):
+            raise self.error(off_e, f"the offset {offset_text(off_e)} of a shift along {name} "
+                                    f"must be an integer tensor (int32 or int64), got {ot}; "
+                                    f"convert it with cast(…, int32)")
+        x = self.expr(e.args[0], scope, expected)
+        t = self.tensor(x)
+        kd = t.dim(name)
+        if kd is None:
+            raise self.error(e, f"a shift along {name} by {offset_text(off_e)} needs an "
+                                f"operand with dimension {name}, got {t}")
+        for d in t.dims + ot.dims:
+            if d.mask is not None and name in self.tensor(d.mask).dim_names:
+                raise self.error(e, f"cannot shift along {name} by {offset_text(off_e)}: the "
+                                    f"neighbour dimension {d.name} depends on {name}; reduce "
+                                    f"{d.name} first")
+        dims: list[ir.Dim] = []
+        for d in t.dims:
+            od = ot.dim(d.name)
+            if d.name == name:
+                dims.append(replace(od if od is not None else d, mask=None))
+            elif od is not None:
+                dims.append(self.broadcast(e, [ir.TensorType(ir.BOOL, (d,)),
+                                               ir.TensorType(ir.BOOL, (od,))])[0])
+            else:
+                dims.append(d)
+        dims += [d for d in ot.dims if t.dim(d.name) is None]
+        head = replace(func, args=(replace(dim_e, name=name), off))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, tuple(dims)))
 
     def table(self, a: ir.Expr, scope: Scope) -> tuple[ir.Expr, ir.Dim, ir.Dim]:
         """A neighbour table: (typed expr, destination dim, _NB_<Src> dim)."""
@@ -85,16 +139,55 @@ class ShiftRules:
                                 f"dimension and one _NB_<Source> dimension, got {t}")
         return t_expr, dst[0], nb[0]
 
-    def unstructured_operand(self, e, x: ir.Expr, src: str, table_name: str) -> ir.TensorType:
+    def unstructured_operand(self, e, x: ir.Expr, src: str | None,
+                             table_name: str) -> ir.TensorType:
         t = self.tensor(x)
-        if t.dim(src) is None:
+        if src is None or t.dim(src) is None:
             raise self.error(e, f"shifting with {table_name} needs an operand with dimension "
                                 f"{src}, got {t}")
-        for d in t.dims:
-            if d.mask is not None and src in self.tensor(d.mask).dim_names:
-                raise self.error(e, f"cannot shift along {src}: the neighbour dimension "
-                                    f"{d.name} depends on it; reduce {d.name} first")
         return t
+
+    def partial_dims(self, e, t: ir.TensorType, dst: ir.Dim, nb: ir.Dim,
+                     new_nb: ir.Dim) -> tuple[ir.Dim, ...]:
+        """The dimensions of ``t`` after a partial shift: Dst and the new ``_NB_<n>``
+        where the source dimension was."""
+        dims: list[ir.Dim] = []
+        for d in t.dims:
+            if d.name == nb.neighbor_source:
+                dims += [dst, new_nb]
+            elif d.name != dst.name:
+                dims.append(d)
+        other = t.dim(dst.name)
+        if other is not None and dst.name != nb.neighbor_source:
+            dims = [self.decide(e, lambda: iv.intersect(dst, other)) if d.name == dst.name
+                    else d for d in dims]
+        return tuple(dims)
+
+    def full_dims(self, e, t: ir.TensorType, dst: ir.Dim, nb: ir.Dim) -> tuple[ir.Dim, ...]:
+        """The dimensions of ``t`` after a full shift: Dst where the source was."""
+        dims = []
+        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
+        for d in t.dims:
+            if d.name == nb.neighbor_source:
+                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
+            elif d.name != dst.name:
+                dims.append(d)
+        return tuple(dims)
+
+    def carry_masks(self, t: ir.TensorType, dims: tuple[ir.Dim, ...], src: str,
+                    head: ir.Call, dims_of) -> tuple[ir.Dim, ...]:
+        """Nested shifts: a neighbour mask that depends on the shifted dimension is
+        shifted with the same table, so it stays a table seen from the result's
+        coordinates (an absent outer neighbour makes it negative)."""
+        out = []
+        for d in dims:
+            if d.mask is not None and t.dim(d.name) is not None and \
+                    src in self.tensor(d.mask).dim_names:
+                mt = self.tensor(d.mask)
+                d = replace(d, mask=ir.Call(head, (d.mask,),
+                                            type=ir.TensorType(mt.dtype, dims_of(mt))))
+            out.append(d)
+        return tuple(out)
 
     def c_shift_init(self, e, func, scope, expected):
         if len(func.args) != 1 or len(e.args) != 1:
@@ -105,20 +198,11 @@ class ShiftRules:
         counter = 1 + max((d.neighbor_counter for d in t.dims
                            if d.neighbor_counter is not None), default=-1)
         new_nb = ir.Dim(f"_NB_{counter}", nb.start, nb.stop, mask=tbl)
-        dims: list[ir.Dim] = []
-        for d in t.dims:
-            if d.name == nb.neighbor_source:
-                dims += [dst, new_nb]
-            elif d.name == dst.name:
-                continue
-            else:
-                dims.append(d)
-        other = t.dim(dst.name)
-        if other is not None and dst.name != nb.neighbor_source:
-            dims = [self.decide(e, lambda: iv.intersect(dst, other)) if d.name == dst.name
-                    else d for d in dims]
-        return replace(e, func=replace(func, args=(tbl,)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(dims)))
+        head = replace(func, args=(tbl,))
+        dims = self.carry_masks(t, self.partial_dims(e, t, dst, nb, new_nb),
+                                ir.neighbor_source_of(nb), head,
+                                lambda mt: self.partial_dims(e, mt, dst, nb, new_nb))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def c_unstructured_shift(self, e, func, scope, expected):
         if len(func.args) != 2 or len(e.args) != 1 or not (
@@ -126,20 +210,15 @@ class ShiftRules:
             raise self.error(e, "unstructured_shift takes a table and a neighbour index: "
                                 "⟪E2V, 0⟫(x)")
         tbl, dst, nb = self.table(func.args[0], scope)
-        k = func.args[1].value
+        k = int(func.args[1].value)
         self.check_neighbor_index(func.args[1], k, nb)
         x = self.expr(e.args[0], scope, expected)
         t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
-        dims = []
-        other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
-        for d in t.dims:
-            if d.name == nb.neighbor_source:
-                dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
-            elif d.name != dst.name:
-                dims.append(d)
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
-        return replace(e, func=replace(func, args=(tbl, index)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(dims)))
+        head = replace(func, args=(tbl, index))
+        dims = self.carry_masks(t, self.full_dims(e, t, dst, nb), ir.neighbor_source_of(nb), head,
+                                lambda mt: self.full_dims(e, mt, dst, nb))
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def check_neighbor_index(self, node, k: int, nb: ir.Dim) -> None:
         if k < 0 or (nb.start.is_Integer and nb.stop.is_Integer
@@ -155,7 +234,7 @@ class ShiftRules:
         nb = t.highest_neighbor
         if nb is None:
             raise self.error(e, f"shift_apply needs a tensor with a _NB_<n> dimension, got {t}")
-        self.check_neighbor_index(func.args[0], func.args[0].value, nb)
+        self.check_neighbor_index(func.args[0], int(func.args[0].value), nb)
         index = replace(func.args[0], type=ir.TensorType(ir.INT64))
         return replace(e, func=replace(func, args=(index,)), args=(x,),
                        type=ir.TensorType(t.dtype, tuple(d for d in t.dims if d is not nb)))

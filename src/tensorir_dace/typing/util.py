@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from ..syntax.printer import format as format_node
 
 ELEMENT_TYPE_NAMES = ir.SCALAR_NAMES + tuple(ir.SCALAR_ALIASES)
 
@@ -28,6 +29,13 @@ def literal_text(e: ir.Expr) -> str:
             return f"{'-' if e.value < 0 else ''}<an integer of about {digits} digits>"
         return repr(e.value)
     return "expression"
+
+
+def offset_text(e: ir.Expr) -> str:
+    """How an offset expression is named in a message: its name, or its text."""
+    if isinstance(e, ir.Sym):
+        return f"'{e.name}'"
+    return f"'{format_node(e)}'"
 
 
 def is_weak(e: ir.Expr, memo: dict[int, tuple[ir.Expr, bool]] | None = None) -> bool:

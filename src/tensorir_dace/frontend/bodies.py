@@ -1,0 +1,285 @@
+"""Translating the statements of ``@function`` bodies (and of defs they contain).
+
+A function body is not translated into IR statements: it is evaluated, in
+order, to the value of its ``return``.  Assignments bind local names;
+``if`` on a static condition and ``for`` over constants are unrolled.  A
+compound value used more than once is bound by a lambda application,
+``(λ(v: T) → rest)(value)``, so nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ir
+from ..errors import FrontendError
+from ..typing.scope import Binding
+from .nodes import FUNCTION_STATEMENTS, UNSUPPORTED_STATEMENTS, handler
+from .reductions import ReductionTranslator
+from .values import (
+    Bind,
+    LocalCallable,
+    contains_ir,
+    describe,
+    is_ir,
+    is_trivial,
+    project,
+    pushable,
+    strip_masks,
+)
+
+
+@dataclass(frozen=True)
+class _Value:
+    """What a statement handler returns when the body's value is known."""
+
+    value: Any
+
+
+class BodyTranslator(ReductionTranslator):
+    """Adds function bodies: :meth:`block` and its ``f_<Node>`` statement handlers
+    (see :data:`.nodes.FUNCTION_STATEMENTS`)."""
+
+    def block(self, stmts: list, fdef: ast.AST) -> Any:
+        """A function body: statements ending in return; returns the value.
+
+        A statement handler returns ``None`` to go on with the rest, a
+        :class:`_Value` when the body's value is known, or the statements to
+        translate instead of the rest (an unrolled loop, the branch an ``if``
+        chose, the bindings of an unpacked tuple)."""
+        todo = list(stmts)
+        while todo:
+            s, rest = todo[0], todo[1:]
+            method = handler(FUNCTION_STATEMENTS, self, s)
+            if method is None:
+                raise self.unsupported(s)
+            outcome = method(s, rest)
+            if isinstance(outcome, _Value):
+                return outcome.value
+            todo = rest if outcome is None else outcome
+        raise self.error(fdef, f"function '{getattr(fdef, 'name', '<lambda>')}' ends without "
+                               "returning a value")
+
+    def f_Bind(self, s: Bind, rest: list) -> Any:
+        if not s.let:
+            self.env[s.name] = s.value
+            return None
+        let = self.bind_local(s.name, s.value, rest, None, force=s.force)
+        return None if let is None else _Value(let)
+
+    def f_Return(self, s: ast.Return, rest: list) -> Any:
+        if s.value is None:
+            raise self.error(s, "a Tensor IR function must return a value")
+        return _Value(self.expr(s.value))
+
+    def f_Assign(self, s: ast.Assign | ast.AnnAssign | ast.AugAssign, rest: list) -> Any:
+        if isinstance(s, ast.AnnAssign) and s.value is None:
+            return None
+        targets, value = self.assignment_parts(s)
+        for tgt in targets:
+            if isinstance(tgt, ast.Name):
+                let = self.bind_local(tgt.id, value, rest, s)
+                if let is not None:
+                    return _Value(let)
+            elif isinstance(tgt, (ast.Tuple, ast.List)):
+                binds = self.unpack(tgt, value, s)
+                if len(targets) > 1:
+                    raise self.error(s, "chained assignment with unpacking is not supported")
+                return binds + list(rest)
+            else:
+                raise self.error(tgt, "a function cannot write into a tensor; return "
+                                      "the new value instead (programs write outputs)")
+        return None
+
+    def unpack(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[Bind]:
+        """``a, b = value`` as bindings; a compound IR value is bound once first."""
+        names = self.unpack_names(tgt)
+        binds: list[Bind] = []
+        if is_ir(value) and not is_trivial(value) and not pushable(value):
+            self.unpack_value(value, len(names), s)   # checks the arity
+            hidden = self.ctx.fresh("t")
+            binds.append(Bind(hidden, value, let=True, force=True))
+            hsym = ir.Sym(hidden, loc=self.loc(s))
+            parts = [project(hsym, k, self.loc(s)) for k in range(len(names))]
+        else:
+            parts = self.unpack_value(value, len(names), s)
+        return binds + [Bind(n, part, let=True) for n, part in zip(names, parts) if n != "_"]
+
+    def f_Expr(self, s: ast.Expr, rest: list) -> Any:
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return None   # docstring
+        raise self.error(s, "this expression statement has no effect; assign or return its "
+                            "value")
+
+    def f_Pass(self, s: ast.Pass, rest: list) -> Any:
+        return None
+
+    def f_If(self, s: ast.If, rest: list) -> Any:
+        c = self.expr(s.test)
+        if contains_ir(c):
+            raise self.error(s, "an if statement inside a function cannot depend on a "
+                                "tensor or scalar value; use where(c, a, b) for an "
+                                "element-wise choice, concat_where for a boundary, "
+                                "or a program-level if")
+        chosen = s.body if self.static_truth(c, s.test) else s.orelse
+        return list(chosen) + list(rest)
+
+    def f_For(self, s: ast.For, rest: list) -> Any:
+        return self.unroll(s) + list(rest)
+
+    def f_FunctionDef(self, s: ast.FunctionDef, rest: list) -> Any:
+        if s.decorator_list:
+            raise self.error(s, "decorators on nested functions are not supported")
+        self.env[s.name] = LocalCallable(s, self)
+        return None
+
+    def unsupported(self, s: ast.AST) -> FrontendError:
+        what = UNSUPPORTED_STATEMENTS.get(type(s), type(s).__name__)
+        hint = ""
+        if isinstance(s, ast.While):
+            hint = "; use 'for t in range(n)' in a program, or a scan_operator for a " \
+                   "recurrence along a dimension"
+        elif isinstance(s, (ast.Break, ast.Continue)):
+            hint = "; loops cannot be left early"
+        return self.error(s, f"{what} {'are' if what.endswith('s') else 'is'} not supported "
+                             f"in Tensor IR code{hint}")
+
+    def assignment_parts(self, s) -> tuple[list[ast.AST], Any]:
+        if isinstance(s, ast.Assign):
+            return list(s.targets), self.expr(s.value)
+        if isinstance(s, ast.AnnAssign):
+            assert s.value is not None   # a declaration without value binds nothing
+            return [s.target], self.expr(s.value)
+        # AugAssign: x op= v  →  x = x op v
+        tgt = s.target
+        if not isinstance(tgt, ast.Name):
+            raise self.error(tgt, "augmented assignment needs a name on the left")
+        load = ast.copy_location(ast.Name(tgt.id, ast.Load()), tgt)
+        binop = ast.copy_location(ast.BinOp(load, s.op, s.value), s)
+        return [tgt], self.expr(binop)
+
+    def unpack_names(self, tgt: ast.Tuple | ast.List) -> list[str]:
+        names = []
+        for e in tgt.elts:
+            if not isinstance(e, ast.Name):
+                raise self.error(e, "only names can be unpacked into")
+            names.append(e.id)
+        return names
+
+    def unpack_value(self, value: Any, n: int, node: ast.AST) -> list[Any]:
+        if isinstance(value, tuple):
+            if len(value) != n:
+                raise self.error(node, f"cannot unpack a tuple of {len(value)} values into "
+                                       f"{n} names")
+            return list(value)
+        if is_ir(value):
+            t = self.type_of(value, node)
+            if not isinstance(t.dtype, ir.TupleType):
+                raise self.error(node, f"cannot unpack {t}: it is not tuple-typed")
+            if len(t.dtype.elements) != n:
+                raise self.error(node, f"cannot unpack {t.dtype} ({len(t.dtype.elements)} "
+                                       f"elements) into {n} names")
+            return [project(value, k, self.loc(node)) for k in range(n)]
+        try:
+            vals = list(value)
+        except TypeError:
+            raise self.error(node, f"cannot unpack {describe(value)}") from None
+        if len(vals) != n:
+            raise self.error(node, f"cannot unpack {len(vals)} values into {n} names")
+        return vals
+
+    def bind_local(self, name: str, value: Any, rest: list, node: ast.AST | None,
+                   force: bool = False) -> Any:
+        """Bind a local; a compound value used more than once becomes a let (lambda)."""
+        if is_ir(value) and not is_trivial(value) and (force or uses_of(name, rest) > 1):
+            t = strip_masks(self.type_of(value, node))
+            fresh = name if force else self.ctx.fresh(name)
+            loc = self.loc(node)
+            sub = self.new_translator(self.source, dict(self.env),
+                                      self.scope.child({fresh: Binding(fresh, "lambda", t)}),
+                                      self.owner)
+            sub.env[name] = ir.Sym(fresh, loc=loc)
+            body = sub.to_ir(sub.block(list(rest), self.source.node), node)
+            return ir.Call(ir.Lambda((ir.Param(fresh, t, loc=loc),), body, loc=loc),
+                           (value,), loc=loc)
+        if isinstance(value, tuple) and contains_ir(value) and uses_of(name, rest) > 1:
+            return self.bind_local(name, self.to_ir(value, node), rest, node)
+        self.env[name] = value
+        return None
+
+    def unroll(self, s: ast.For) -> list:
+        if s.orelse:
+            raise self.error(s, "for … else is not supported")
+        it = self.expr(s.iter)
+        if contains_ir(it):
+            raise self.error(s.iter, "a for loop inside a function must run over constants "
+                                     "(e.g. range(3)); loops over scalar parameters belong "
+                                     "in a @program")
+        try:
+            values = list(it)
+        except TypeError:
+            raise self.error(s.iter, f"cannot iterate over {describe(it)}") from None
+        for n in ast.walk(s):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                raise self.error(n, "break, continue and return are not supported inside a "
+                                    "loop that is unrolled")
+        out: list = []
+        for v in values:
+            if isinstance(s.target, ast.Name):
+                out.append(Bind(s.target.id, v))
+            elif isinstance(s.target, ast.Tuple):
+                names = self.unpack_names(s.target)
+                vals = self.unpack_value(v, len(names), s.target)
+                out += [Bind(n, x) for n, x in zip(names, vals)]
+            else:
+                raise self.error(s.target, "unsupported loop target")
+            out += list(s.body)
+        return out
+
+    # ------------------------------------------------------------------ builtins
+
+
+def uses_of(name: str, stmts: Iterable[Any]) -> int:
+    """How often ``name`` is read in ``stmts`` before it is reassigned (loops and
+    nested functions count double)."""
+    total = 0
+    for s in stmts:
+        if isinstance(s, Bind):
+            if s.name == name:
+                return total
+            continue
+        if isinstance(s, ast.expr):
+            total += _loads(name, s, 1)
+            continue
+        reassigned = False
+        if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            value = s.value
+            total += _loads(name, value, 1) if value is not None else 0
+            if isinstance(s, ast.AugAssign):
+                total += _loads(name, s.target, 1) + (1 if isinstance(s.target, ast.Name)
+                                                      and s.target.id == name else 0)
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+                        reassigned = True
+        else:
+            total += _loads(name, s, 1)
+            for n in ast.walk(s):
+                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
+                    reassigned = True
+        if reassigned or total > 1:
+            return total
+    return total
+
+
+def _loads(name: str, node: ast.AST, weight: int) -> int:
+    if isinstance(node, ast.Name):
+        return weight if node.id == name and isinstance(node.ctx, ast.Load) else 0
+    if isinstance(node, (ast.For, ast.While, ast.Lambda, ast.FunctionDef,
+                         ast.comprehension)):
+        weight *= 2
+    return sum(_loads(name, c, weight) for c in ast.iter_child_nodes(node))

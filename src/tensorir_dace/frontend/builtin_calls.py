@@ -1,0 +1,268 @@
+"""Translating calls of builtins: element-wise functions, where, casts, shifts
+and concat_where.
+
+Argument binding for calls (``bind_arguments``) lives here too, since the
+builtins, the reductions and inlined functions all bind Python arguments to
+parameters the same way.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import itertools
+from typing import Any
+
+from .. import intervals as iv
+from .. import ir
+from ..errors import did_you_mean
+from . import api
+from .annotations import element_type
+from .dims import (
+    CompoundMask,
+    Dimension,
+    DimMask,
+    Mask,
+    Offset,
+    _complement,
+    _is_empty,
+    _le,
+    _max,
+    _min,
+    has_runtime_bounds,
+)
+from .expressions import ExpressionTranslator
+from .meshes import TensorOffset, as_offset, cast_tuple, offset_shift
+from .runtime_bounds import runtime_concat_where
+from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
+
+
+class BuiltinTranslator(ExpressionTranslator):
+    """Adds the builtins of :mod:`.api`, casts, shifts and concat_where."""
+
+    def bind_arguments(self, params: list[str], defaults: dict[str, Any], args: list,
+                       kwargs: dict, node: ast.AST, name: str) -> dict[str, Any]:
+        if len(args) > len(params):
+            raise self.error(node, f"{name}() takes {len(params)} argument"
+                                   f"{'s' if len(params) != 1 else ''} but {len(args)} "
+                                   "were given")
+        bound = dict(zip(params, args))
+        for k, v in kwargs.items():
+            if k not in params:
+                raise self.error(node, f"{name}() got an unexpected keyword argument '{k}'"
+                                 + did_you_mean(k, params))
+            if k in bound:
+                raise self.error(node, f"{name}() got multiple values for argument '{k}'")
+            bound[k] = v
+        for p in params:
+            if p not in bound:
+                if p in defaults:
+                    bound[p] = defaults[p]
+                else:
+                    raise self.error(node, f"{name}() missing required argument '{p}'")
+        return bound
+
+
+    # ------------------------------------------------------------------ builtins
+
+    def builtin(self, f: api.Builtin, args: list, kwargs: dict, node: ast.Call) -> Any:
+        kind = f.kind
+        if kind == "elementwise":
+            if kwargs:
+                raise self.error(node, f"{f.name}() takes no keyword arguments")
+            if len(args) != f.arity:
+                raise self.error(node, f"{f.name}() takes {f.arity} argument"
+                                       f"{'s' if f.arity != 1 else ''}, got {len(args)}")
+            return self.call_ir(f.ir_name, [self.to_ir(a, node) for a in args], node)
+        if kind == "where":
+            args = self.positional(f, args, kwargs, ("condition", "a", "b"), node)
+            c, a, b = args
+            if isinstance(c, Mask):
+                raise self.error(node, "where() takes an element-wise bool condition; for an "
+                                       "index condition such as 'K < 1' use concat_where")
+            if not contains_ir(c):
+                return a if self.static_truth(c, node) else b
+            return self.call_ir("if", [self.to_ir(x, node) for x in (c, a, b)], node)
+        if kind == "concat_where":
+            c, a, b = self.positional(f, args, kwargs, ("condition", "a", "b"), node)
+            if contains_ir(c):
+                raise self.error(node, "concat_where() needs an index condition such as "
+                                       "'K < 1' or 'I.interval(0, 1)' (known without "
+                                       "computing); for an element-wise choice use where()")
+            if not isinstance(c, Mask):
+                return a if self.static_truth(c, node) else b
+            return self.concat_where(c, a, b, node)
+        if kind == "cast":
+            x, dtype = self.positional(f, args, kwargs, ("x", "dtype"), node)
+            return self.cast(x, dtype, node, node)
+        if kind == "index":
+            d, x = self.positional(f, args, kwargs, ("dim", "x"), node)
+            if not isinstance(d, Dimension):
+                raise self.error(node, "index(I, x): the first argument must be a dimension")
+            return self.call_ir("pos", [ir.Sym(d.name, loc=self.loc(node)),
+                                        self.to_ir(x, node)], node)
+        if kind == "can_deref":
+            (x,) = self.positional(f, args, kwargs, ("x",), node)
+            return self.call_ir("can_deref", [self.to_ir(x, node)], node)
+        if kind == "as_offset":
+            return as_offset(self, f, args, kwargs, node)
+        raise self.error(node, f"unknown builtin {f.name}")  # pragma: no cover
+
+    def positional(self, f, args, kwargs, names, node, defaults=None) -> list:
+        bound = self.bind_arguments(list(names), defaults or {}, list(args), dict(kwargs),
+                                    node, f.name)
+        return [bound[n] for n in names]
+
+    def cast(self, x: Any, dtype: Any, node: ast.AST, dnode: ast.AST) -> Any:
+        elementwise = cast_tuple(self, x, dtype, node, dnode)
+        if elementwise is not None:
+            return elementwise
+        try:
+            et = element_type(dtype)
+        except (TypeError, ValueError):
+            raise self.error(dnode, f"{describe(dtype)} is not an element type; use float32, "
+                                    "float64, int32, int64 or bool") from None
+        if not isinstance(et, ir.ScalarType):
+            raise self.error(dnode, "cast converts to a scalar element type")
+        if not contains_ir(x):
+            conv = {"bool": bool}.get(et.name, float if et.is_float else int)
+            x = conv(x)
+        loc = self.loc(node)
+        return ir.Call(ir.Sym("cast", loc=loc), (self.to_ir(x, node), ir.Sym(et.name, loc=loc)),
+                       loc=loc)
+
+    # ------------------------------------------------------------------ shifts
+
+    def shift(self, x: ir.Expr, node: ast.Call) -> ir.Expr:
+        if not node.args:
+            raise self.error(node, "a tensor called without arguments: write x(I + 1) to "
+                                   "shift, x(E2V[0]) or x(V2E) to follow neighbour tables")
+        loc = self.loc(node)
+        items: list[ir.Expr] = []   # pending Cartesian pairs
+
+        def flush(x):
+            nonlocal items
+            if items:
+                x = ir.Call(ir.Call(ir.Sym("shift", loc=loc), tuple(items), loc=loc), (x,),
+                            loc=loc)
+                items = []
+            return x
+
+        for a_node in node.args:
+            a = self.expr(a_node)
+            aloc = self.loc(a_node)
+            if isinstance(a, Offset):
+                if self.ctx.rank_generic and a.dim.name not in self.ctx.checker.dim_names:
+                    self.ctx.dropped.setdefault(a.dim.name, aloc)
+                    continue
+                if a.offset != 0:
+                    items += [ir.Sym(a.dim.name, loc=aloc), ir.Literal(a.offset, loc=aloc)]
+            elif isinstance(a, Dimension):
+                raise self.error(a_node, f"x({a.name}) needs an offset: x({a.name} + 1) or "
+                                         f"x({a.name} - 1)")
+            elif isinstance(a, TableIndex):
+                x = flush(x)
+                x = self.table_shift(x, a.table, a.index, node, aloc)
+            elif isinstance(a, TensorOffset):
+                x = offset_shift(flush(x), a, aloc)
+            elif is_ir(a):
+                t = self.type_of(a, a_node)
+                if not is_table_type(t):
+                    raise self.error(a_node, f"cannot shift by {t}: a shift takes an offset "
+                                             "(I + 1), a neighbour table (V2E) or a table "
+                                             "entry (E2V[0])")
+                x = flush(x)
+                x = self.table_shift(x, a, None, node, aloc)
+            else:
+                raise self.error(a_node, f"cannot shift by {describe(a)}: a shift takes an "
+                                         "offset (I + 1), a neighbour table (V2E) or a table "
+                                         "entry (E2V[0])")
+        return flush(x)
+
+    def table_shift(self, x: ir.Expr, table: ir.Expr, k: int | None, node, aloc) -> ir.Expr:
+        loc = self.loc(node)
+        if isinstance(table, ir.Sym):
+            static = (table,) if k is None else (table, ir.Literal(k, loc=aloc))
+            head = ir.Call(ir.Sym("shift", loc=loc), static, loc=loc)
+        elif k is None:
+            head = ir.Call(ir.Sym("shift_init", loc=loc), (table,), loc=loc)
+        else:
+            head = ir.Call(ir.Sym("unstructured_shift", loc=loc),
+                           (table, ir.Literal(k, loc=aloc)), loc=loc)
+        return ir.Call(head, (x,), loc=loc)
+
+    # ------------------------------------------------------------------ concat_where
+
+    def concat_where(self, mask: Mask, a: Any, b: Any, node: ast.AST) -> Any:
+        if isinstance(mask, CompoundMask):
+            if mask.op == "or":
+                return self.concat_where(mask.left, a,
+                                         self.concat_where(mask.right, a, b, node), node)
+            return self.concat_where(mask.left, self.concat_where(mask.right, a, b, node), b,
+                                     node)
+        assert isinstance(mask, DimMask)
+        D = mask.dim.name
+        if has_runtime_bounds(mask):
+            target = self.ctx.target.get(D) if self.ctx.target else None
+            return runtime_concat_where(self, mask, a, b, node, target)
+        loc = self.loc(node)
+        xa, xb = self.to_ir(a, node), self.to_ir(b, node)
+        ta, tb = self.type_of(xa, node), self.type_of(xb, node)
+        da, db = ta.dim(D), tb.dim(D)
+        if da is None and db is None:
+            raise self.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+        what = "concat_where"
+
+        def go():
+            # a branch without dimension D is defined everywhere along D: its pieces are
+            # clipped to the hull of D's intervals in this program and in the branches
+            bounded = [d for d in (da, db) if d is not None] + self.ctx.dim_intervals(D)
+            lo = bounded[0].start
+            hi = bounded[0].stop
+            for d in bounded[1:]:
+                lo, hi = _min(lo, d.start), _max(hi, d.stop)
+            pieces = []
+            for segs, dom, x, which in ((mask.segments, da, xa, "a"),
+                                        (_complement(mask.segments), db, xb, "b")):
+                s0, s1 = (dom.start, dom.stop) if dom is not None else (lo, hi)
+                for seg_lo, seg_hi in segs:
+                    p_lo, p_hi = _max(seg_lo, s0), _min(seg_hi, s1)
+                    if not _is_empty(p_lo, p_hi):
+                        pieces.append((p_lo, p_hi, x, dom, which))
+            _sort_pieces(pieces)
+            return pieces
+
+        pieces = self.ctx.decide(go, loc, what)
+        if not pieces:
+            raise self.error(node, f"concat_where on {D}: the result is empty (neither "
+                                   "branch is defined where it is selected)")
+        for p, q in itertools.pairwise(pieces):
+            if not iv.equal(p[1], q[0]):
+                raise self.error(node, f"concat_where on {D}: the result would have a gap "
+                                       f"between {D}[{p[0]}:{p[1]}] "
+                                       f"({'true' if p[4] == 'a' else 'false'}"
+                                       f" branch) and {D}[{q[0]}:{q[1]}] "
+                                       f"({'true' if q[4] == 'a' else 'false'} branch); "
+                                       "extend the branches' domains")
+        exprs = []
+        for p_lo, p_hi, x, dom, _ in pieces:
+            if dom is None:
+                exprs.append(ir.Call(ir.Sym("add_dim", loc=loc),
+                                     (ir.Sym(D, loc=loc), self.bound_ir(p_lo, node),
+                                      self.bound_ir(p_hi, node), x), loc=loc))
+            elif iv.equal(p_lo, dom.start) and iv.equal(p_hi, dom.stop):
+                exprs.append(x)
+            else:
+                exprs.append(ir.Call(ir.Sym("subset", loc=loc),
+                                     (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
+        if len(exprs) == 1:
+            return exprs[0]
+        return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+    # ------------------------------------------------------------------ reductions
+
+
+def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:
+    def compare(p: tuple[Any, ...], q: tuple[Any, ...]) -> int:
+        return 0 if iv.equal(p[0], q[0]) else (-1 if _le(p[0], q[0]) else 1)
+    pieces.sort(key=functools.cmp_to_key(compare))

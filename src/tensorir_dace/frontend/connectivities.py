@@ -1,0 +1,199 @@
+"""Neighbour tables declared once, at module level.
+
+``E2V = connectivity("E2V", Edge, E2VDim)`` declares the table
+``tensor<int64, Edge[0:N_Edge], _NB_Vertex[0:2]>`` under the name ``E2V``.
+Function and program bodies use it like a table parameter (``x(E2V)``,
+``x(E2V[0])``) without declaring one: a program that uses declared
+connectivities (directly or through the functions it calls) takes their arrays
+as keyword-only arguments named by the connectivity, after its declared
+parameters (``prog(a, out, E2V=arr)``), or as GT4Py's
+``offset_provider={"E2V": arr}``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .. import ir
+from ..errors import ArgumentError, SourceLoc
+from .annotations import TensorSpec, element_type
+from .dims import DefinitionError, Dimension, NeighborDimension
+
+
+class Connectivity:
+    """A neighbour table declared by :func:`connectivity`."""
+
+    def __init__(self, name: str, target: Dimension, neighbors: NeighborDimension,
+                 dtype: Any = int):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise DefinitionError(f"connectivity(name, …): the name must be an identifier, "
+                                  f"got {name!r}")
+        if not isinstance(target, Dimension):
+            raise DefinitionError(f"connectivity({name!r}, target, …): target must be a "
+                                  f"Dimension (the table's rows), got {target!r}")
+        if not isinstance(neighbors, NeighborDimension):
+            raise DefinitionError(f"connectivity({name!r}, {target.name}, neighbors): "
+                                  "neighbors must be a neighbour dimension, e.g. "
+                                  f"neighbor_dim(Vertex, 2), got {neighbors!r}")
+        et = element_type(dtype)
+        if not (isinstance(et, ir.ScalarType) and et.is_int):
+            raise DefinitionError(f"connectivity({name!r}, …): the entries are integers "
+                                  f"(int32 or int64), not {et}")
+        self.name = name
+        self.target = target
+        self.neighbors = neighbors
+        self.dtype = et
+
+    def spec(self) -> TensorSpec:
+        """The annotation of the table parameter: ``Tensor[int, Edge, E2VDim]``."""
+        return TensorSpec(self.dtype, (self.target, self.neighbors))
+
+    def __repr__(self) -> str:
+        return (f"connectivity({self.name!r}, {self.target.name}, {self.neighbors!r}"
+                + (f", {self.dtype}" if self.dtype != ir.INT64 else "") + ")")
+
+
+def connectivity(name: str, target: Dimension, neighbors: NeighborDimension,
+                 dtype: Any = int) -> Connectivity:
+    """Declare the neighbour table ``name`` with rows along ``target`` and entries
+    indexing ``neighbors.source``: ``E2V = connectivity("E2V", Edge, E2VDim)``."""
+    return Connectivity(name, target, neighbors, dtype)
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def used_connectivities(fn: Callable) -> list[Connectivity]:
+    """The connectivities a function's code names, directly or through the
+    functions, scan operators and reductions it calls (in first-use order)."""
+    found: dict[str, Connectivity] = {}
+    seen: set[int] = set()
+
+    def visit_function(f: Any) -> None:
+        f = inspect.unwrap(getattr(f, "fn", f)) if not inspect.isfunction(f) else f
+        if not inspect.isfunction(f) or id(f) in seen:
+            return
+        seen.add(id(f))
+        cells = dict(zip(f.__code__.co_freevars,
+                         (c.cell_contents for c in (f.__closure__ or ())
+                          if _has_contents(c))))
+        visit_code(f.__code__, f.__globals__, cells)
+
+    def visit_code(code: types.CodeType, globs: Mapping[str, Any],
+                   cells: Mapping[str, Any]) -> None:
+        for n in code.co_names + code.co_freevars:
+            if n in cells:
+                visit_value(cells[n])
+            elif n in globs:
+                visit_value(globs[n])
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                visit_code(c, globs, cells)
+
+    def visit_value(v: Any) -> None:
+        if isinstance(v, Connectivity):
+            found.setdefault(v.name, v)
+        elif inspect.isfunction(v) or inspect.isfunction(getattr(v, "fn", None)):
+            visit_function(v)
+
+    visit_function(fn)
+    return list(found.values())
+
+
+def _has_contents(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018 - an empty cell raises
+    except ValueError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def merge_offset_provider(kwargs: dict[str, Any], provider: Mapping[str, Any] | None,
+                          tables: Iterable[str], where: str,
+                          loc: SourceLoc | None = None) -> dict[str, Any]:
+    """``kwargs`` with the tables of GT4Py's ``offset_provider={"E2V": arr}``
+    added; entries the program does not use are ignored, as in GT4Py, and a
+    table given twice is an ``ArgumentError``."""
+    if provider is None:
+        return kwargs
+    if not isinstance(provider, Mapping):
+        raise ArgumentError(f"{where}: offset_provider must be a dict of neighbour tables "
+                            f"by connectivity name, got {type(provider).__name__}", loc)
+    names = list(tables)
+    out = dict(kwargs)
+    for k, v in provider.items():
+        if k not in names:
+            continue    # one provider serves many programs (and Cartesian offsets)
+        if k in out:
+            raise ArgumentError(f"{where}: the table '{k}' is given both as an argument and "
+                                "in offset_provider", loc)
+        out[k] = _table_array(v)
+    return out
+
+
+def declared_tables(fn: Callable, declared: Iterable[str]) -> dict[str, Connectivity]:
+    """The connectivities a program takes as extra keyword-only parameters: the
+    ones it uses that are not already declared parameters (tables passed as
+    parameters keep working)."""
+    names = set(declared)
+    return {c.name: c for c in used_connectivities(fn) if c.name not in names}
+
+
+def table_arguments(kwargs: dict[str, Any], offset_provider: Mapping[str, Any] | None,
+                    tables: Mapping[str, Connectivity], where: str,
+                    loc: SourceLoc | None = None) -> dict[str, Any]:
+    """Keyword arguments with ``offset_provider``'s tables merged in and
+    integer tables converted to their declared element type."""
+    out = merge_offset_provider(kwargs, offset_provider, tables, where, loc)
+    for name, c in tables.items():
+        if name in out:
+            out[name] = as_table_dtype(_table_array(out[name]), c.dtype)
+    return out
+
+
+class TablesCall:
+    """A compiled program that also takes ``offset_provider=`` for its declared
+    connectivities; everything else is the compiled program's."""
+
+    def __init__(self, compiled: Any, tables: Mapping[str, Connectivity], where: str):
+        self._compiled = compiled
+        self._tables = dict(tables)
+        self._where = where
+
+    def __call__(self, *args: Any, offset_provider: Mapping[str, Any] | None = None,
+                 **kwargs: Any) -> Any:
+        return self._compiled(*args, **table_arguments(kwargs, offset_provider, self._tables,
+                                                       self._where))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._compiled, name)
+
+
+def _table_array(v: Any) -> Any:
+    """The array of a table given as an array or as a GT4Py-style connectivity object."""
+    for attr in ("ndarray", "table"):
+        inner = getattr(v, attr, None)
+        if inner is not None and not callable(inner):
+            return inner
+    return v
+
+
+def as_table_dtype(value: Any, dtype: ir.ScalarType) -> Any:
+    """A NumPy integer table of another width converted to the declared element
+    type (tables are read-only inputs; other arrays pass unchanged)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and \
+            value.dtype != np.dtype(dtype.name):
+        return value.astype(dtype.name)
+    return value
+
+
+__all__ = ["Connectivity", "TablesCall", "as_table_dtype", "connectivity", "declared_tables",
+           "merge_offset_provider", "table_arguments", "used_connectivities"]

@@ -1,0 +1,270 @@
+"""Translating calls and inlining functions.
+
+Calls of ``@function`` objects, undecorated Python functions and local
+lambdas/defs are inlined as lambda applications: an argument that is a name or
+a literal is substituted, a compound argument used more than once becomes a
+lambda parameter whose type is the argument's inferred type (typed on demand
+with the type checker).  Builtins, reductions and scans go to the translators
+below (:mod:`.builtin_calls`, :mod:`.reductions`); calls with only static
+arguments run now.
+
+:func:`translate_call` is the entry point for a ``@function`` called
+directly with arrays: the program ``result ← fn(params…)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from .. import ir
+from ..errors import FrontendError
+from ..typing.scope import Binding, Scope
+from . import api
+from .annotations import annotation_spec, generic_spec
+from .bodies import BodyTranslator, uses_of
+from .callables import InlinedFunction, ProgramDefinition, ScanOperator
+from .context import ProgramContext
+from .dims import Dimension, DimSpec, NeighborDimension
+from .expressions import ExpressionTranslator
+from .meshes import is_namedtuple_class, typed_literal
+from .runtime_bounds import runtime_value
+from .source import SourceInfo, source_info
+from .values import (
+    BoundMethod,
+    LocalCallable,
+    contains_ir,
+    describe,
+    is_ir,
+    is_trivial,
+    strip_masks,
+)
+
+
+class FunctionTranslator(BodyTranslator):
+    """Translates a function body with everything it may call."""
+
+    def new_translator(self, source: SourceInfo, env: dict[str, Any], scope: Scope,
+                       owner: ExpressionTranslator | None) -> FunctionTranslator:
+        return FunctionTranslator(self.ctx, source, env, scope, owner)
+
+    # ------------------------------------------------------------------ calls
+
+    def e_Call(self, node: ast.Call) -> Any:
+        func = self.expr(node.func)
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(
+                k.arg is None for k in node.keywords):
+            raise self.error(node, "*args and **kwargs in calls are not supported")
+        if isinstance(func, BoundMethod):
+            args = [self.expr(a) for a in node.args]
+            if len(args) != 1 or node.keywords:
+                raise self.error(node, "x.astype(T) takes one element type")
+            return self.cast(func.value, args[0], node, node.args[0])
+        if is_ir(func):
+            if node.keywords:
+                raise self.error(node, "a shift takes no keyword arguments")
+            return self.shift(func, node)
+        # reduce(lambda …, init)(…) written inline
+        if func is api.reduce:
+            return self.make_reduce(node)
+        args = [self.expr(a) for a in node.args]
+        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
+        return self.apply(func, args, kwargs, node)
+
+    def apply(self, func: Any, args: list, kwargs: dict, node: ast.Call) -> Any:
+        if isinstance(func, InlinedFunction):
+            return self.inline(func.fn, args, kwargs, node, func.__name__)
+        if isinstance(func, ScanOperator):
+            return self.scan(func, args, kwargs, node)
+        if isinstance(func, ProgramDefinition):
+            raise self.error(node, f"'{func.__name__}' is a program; call @function's from "
+                                   "programs, not programs")
+        if isinstance(func, api.ReduceOp):
+            return self.reduce(func, args, kwargs, node)
+        if isinstance(func, LocalCallable):
+            return self.inline_local(func, args, kwargs, node)
+        if isinstance(func, api.Builtin):
+            return self.builtin(func, args, kwargs, node)
+        if isinstance(func, ir.ScalarType):
+            return typed_literal(self, func, args, kwargs, node)
+        if is_namedtuple_class(func):
+            return self.static_op(node, lambda: func(*args, **kwargs))
+        try:
+            equiv = api.PYTHON_EQUIVALENTS.get(func)
+        except TypeError:
+            equiv = None
+        static = not any(contains_ir(a) for a in args) and not any(
+            contains_ir(v) for v in kwargs.values())
+        if equiv is not None and not static:
+            if equiv == "where":
+                return self.builtin(api.where, args, kwargs, node)
+            fn = api.ELEMENTWISE.get(equiv) or api.Builtin(equiv, "elementwise", equiv, 1)
+            if func in (builtins.min, builtins.max) and len(args) > 2 and not kwargs:
+                out = args[0]
+                for a in args[1:]:
+                    out = self.builtin(fn, [out, a], {}, node)
+                return out
+            return self.builtin(fn, args, kwargs, node)
+        if not static and func in (float, int, bool) and len(args) == 1 and not kwargs:
+            return self.cast(args[0], func, node, node)
+        if static and callable(func):
+            if func is range or isinstance(func, type) or not inspect.isfunction(func):
+                return self.static_op(node, lambda: func(*args, **kwargs))
+            # a plain Python function with static arguments: run it
+            return self.static_op(node, lambda: func(*args, **kwargs))
+        if inspect.isfunction(func):
+            # an undecorated Python function with tensor arguments: inline it
+            return self.inline(func, args, kwargs, node, func.__name__)
+        if inspect.ismethod(func) and isinstance(func.__self__, Dimension) and not kwargs:
+            # K.interval(k0, k1) with int parameters: an index condition with runtime bounds
+            bounds = [runtime_value(a, self.scope) for a in args]
+            if None not in bounds:
+                return self.static_op(node, lambda: func(*bounds))
+        raise self.error(node, f"cannot call {describe(func)} with tensor arguments")
+
+    # -- @function inlining
+
+    # ------------------------------------------------------------------ inlining
+
+    def annotations_of(self, src: SourceInfo, fdef) -> dict[str, Any]:
+        fn = src.fn
+        anns = dict(getattr(fn, "__annotations__", {}) or {})
+        out = {}
+        for k, v in anns.items():
+            if isinstance(v, str):
+                try:
+                    v = eval(v, dict(getattr(fn, "__globals__", {})))
+                except Exception:  # noqa: BLE001 - an unreadable annotation is none
+                    continue
+            out[k] = v
+        return out
+
+    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST, name: str) -> Any:
+        src = source_info(fn)
+        fdef = src.node
+        if fn in self.ctx.stack:
+            raise self.error(node, f"recursive call of '{name}': Tensor IR functions are "
+                                   "inlined and cannot recurse")
+        params, defaults = self.function_params(src, fdef, None)
+        bound = self.bind_arguments(params, defaults, args, kwargs, node, name)
+        anns = self.annotations_of(src, fdef)
+        self.ctx.stack.append(fn)
+        try:
+            sub = FunctionTranslator(self.ctx, src, {}, self.scope, None)
+            return self.enter(sub, fdef, bound, node, anns, name)
+        finally:
+            self.ctx.stack.pop()
+
+    def inline_local(self, fn: LocalCallable, args: list, kwargs: dict, node: ast.Call) -> Any:
+        owner = fn.owner
+        params, defaults = self.function_params(owner.source, fn.node, owner)
+        bound = self.bind_arguments(params, defaults, args, kwargs, node, fn.name)
+        sub = FunctionTranslator(self.ctx, owner.source, {}, self.scope, owner)
+        return self.enter(sub, fn.node, bound, node, {}, fn.name)
+
+    def enter(self, sub: FunctionTranslator, fdef, bound: dict[str, Any], node: ast.AST,
+              anns: dict[str, Any], name: str) -> Any:
+        """Translate a callee body with its parameters bound; compound arguments used
+        more than once become parameters of a lambda application."""
+        body_stmts = fdef.body if isinstance(fdef, ast.FunctionDef) else None
+        lam_params: list[ir.Param] = []
+        lam_args: list[ir.Expr] = []
+        bindings: dict[str, Binding] = {}
+        for p, v in bound.items():
+            if p in anns and contains_ir(v):
+                self.check_annotation(self.to_ir(v, node), anns[p], p, name, node)
+            n_uses = uses_of(p, body_stmts if body_stmts is not None else [fdef.body])
+            if isinstance(v, tuple) and contains_ir(v) and n_uses > 1:
+                v = self.to_ir(v, node)
+            if is_ir(v) and not is_trivial(v) and n_uses > 1:
+                t = strip_masks(self.type_of(v, node))
+                fresh = self.ctx.fresh(p)
+                loc = sub.loc(fdef)
+                lam_params.append(ir.Param(fresh, t, loc=loc))
+                lam_args.append(v)
+                bindings[fresh] = Binding(fresh, "lambda", t)
+                sub.env[p] = ir.Sym(fresh, loc=loc)
+            else:
+                sub.env[p] = v
+        if bindings:
+            sub.scope = self.scope.child(bindings)
+        if body_stmts is not None:
+            result = sub.block(list(body_stmts), fdef)
+        else:
+            result = sub.expr(fdef.body)
+        if not lam_params:
+            return result
+        body = sub.to_ir(result, fdef)
+        loc = self.loc(node)
+        return ir.Call(ir.Lambda(tuple(lam_params), body, loc=sub.loc(fdef)), tuple(lam_args),
+                       loc=loc)
+
+    def check_annotation(self, v: ir.Expr, ann: Any, pname: str, fname: str,
+                         node: ast.AST) -> None:
+        gen = generic_spec(ann)
+        if gen is not None:
+            want = gen.element()
+            if want is not None:
+                t = self.type_of(v, node)
+                if t.dtype != want:
+                    raise self.error(node, f"argument '{pname}' of {fname}() is annotated "
+                                           f"{gen!r} but the value is {t}")
+            return
+        spec = annotation_spec(ann)
+        if spec is None:
+            return
+        t = self.type_of(v, node)
+        want_dtype = spec.element()
+        names = set()
+        n_nb = 0
+        for d in spec.dims:
+            if isinstance(d, NeighborDimension):
+                n_nb += 1
+            else:
+                names.add(d.dim.name if isinstance(d, DimSpec) else d.name)
+        got = {d.name for d in t.dims if not d.is_neighbor}
+        got_nb = sum(d.is_neighbor for d in t.dims)
+        if t.dtype != want_dtype or got != names or got_nb != n_nb:
+            raise self.error(node, f"argument '{pname}' of {fname}() is annotated {spec!r} "
+                                   f"but the value is {t}")
+
+    # -- function bodies
+
+
+def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
+                   result_name: str, *, static: dict[str, Any] | None = None,
+                   rank_generic: bool = True,
+                   report: dict[str, Any] | None = None) -> ir.Program:
+    """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
+    directly with arrays: the parameters are the function's (those not given are
+    left to their defaults; ``static`` ones are Python values), plus
+    ``result_name``, typed with the value's type."""
+    src = source_info(fn)
+    node = src.node
+    loc = src.loc(node)
+    ctx = ProgramContext(src.name, params, loc, table_dims)
+    ctx.rank_generic = rank_generic
+    ctx.used.add(result_name)
+    tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
+    own = set(inspect.signature(fn).parameters)     # not the declared connectivities
+    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params
+                              if p.name in own}
+    kwargs.update(static or {})
+    value = tr.inline(fn, [], kwargs, node, src.name)
+    if not contains_ir(value):
+        raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
+                            "not a tensor", loc)
+    expr = tr.to_ir(value, node)
+    t = strip_masks(tr.type_of(expr, node))
+    if t.is_scalar:
+        raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
+                            "function called directly returns a tensor (pass at least one "
+                            "array)", loc)
+    if report is not None:
+        report["dropped"] = dict(ctx.dropped)
+    out = ir.Param(result_name, t, loc=loc)
+    body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
+    return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc)

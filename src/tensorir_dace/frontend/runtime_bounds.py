@@ -1,0 +1,146 @@
+"""Runtime bounds in the Python front end: ``int`` parameters and loop variables as
+interval bounds (``out[hs:he] = …``, ``domain={K: (vs, ve)}``,
+``concat_where(K == nlev, a, b)``).
+
+The translator's values for such bounds are IR expressions; here they become
+SymPy bounds over runtime symbols (:func:`~tensorir_dace.ir.runtime_symbol`),
+which the type checker turns into call-time checks.  ``concat_where`` on a
+condition with runtime bounds becomes a ``concat`` whose pieces are clamped to
+the target's interval with ``Max``/``Min``, so a condition outside it makes
+empty pieces, and each branch stays lazy (evaluated on its own piece only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import sympy
+
+from .. import intervals as iv
+from .. import ir
+from ..typing.runtime import bound_of
+from ..typing.scope import Scope
+from .dims import DimMask
+
+
+def runtime_value(v: Any, scope: Scope) -> sympy.Expr | None:
+    """``v`` as an interval bound (an int, a size expression, or an IR expression
+    of int parameters, loop variables, sizes and literals), or None."""
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return sympy.Integer(int(v))
+    if isinstance(v, sympy.Expr):
+        return v
+    if isinstance(v, ir.Expr):
+        return bound_of(v, scope)
+    return None
+
+
+def interval(name: str, lo: sympy.Expr, hi: sympy.Expr, loc: Any) -> ir.DimInterval:
+    """``name[lo:hi]`` with bounds spelled as the parser would read them back."""
+    return ir.DimInterval(name, ir.text_bound(lo), ir.text_bound(hi), loc=loc)
+
+
+def _clamp(x: sympy.Expr, lo: sympy.Expr, hi: sympy.Expr) -> sympy.Expr:
+    return sympy.Min(sympy.Max(x, lo), hi)
+
+
+def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
+    """``(start, stop, branch)`` pieces covering ``[lo, hi)`` in order: branch ``a``
+    on the (clamped) segments, ``b`` in between.  Every boundary is the maximum of
+    the one before, so the pieces never overlap; a segment outside the interval
+    or an inverted one gives empty pieces."""
+    cursor, out = lo, []
+    for s_lo, s_hi in segments:
+        a_lo = sympy.Max(cursor, _clamp(s_lo, lo, hi))
+        a_hi = sympy.Max(a_lo, _clamp(s_hi, lo, hi))
+        out += [(cursor, a_lo, "b"), (a_lo, a_hi, "a")]
+        cursor = a_hi
+    out.append((cursor, hi, "b"))
+    return [p for p in out if sympy.expand(p[1] - p[0]) != 0]
+
+
+def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
+                         target: tuple[sympy.Expr, sympy.Expr] | None) -> ir.Expr:
+    """``concat_where`` on a runtime condition, as a ``concat`` over the hull of the
+    branches' intervals, within the statement target's interval ``target``."""
+    loc = tr.loc(node)
+    D = mask.dim.name
+    xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
+    doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
+    known = [d for d in doms.values() if d is not None] or tr.ctx.dim_intervals(D)
+    if not known:
+        raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+
+    def hull():
+        lo, hi = known[0].start, known[0].stop
+        for d in known[1:]:
+            lo, hi = iv.smin(lo, d.start), iv.smax(hi, d.stop)
+        if target is not None:
+            lo, hi = iv.runtime_max(lo, target[0]), iv.runtime_min(hi, target[1])
+        # The branch chosen at an open end of the condition bounds the result there
+        # (as static conditions do: the result is defined where its pieces are).
+        segs = mask.segments
+        first = "a" if segs and segs[0][0] == -sympy.oo else "b"
+        last = "a" if segs and segs[-1][1] == sympy.oo else "b"
+        if doms[first] is not None:
+            lo = iv.runtime_max(lo, doms[first].start)
+        if doms[last] is not None:
+            hi = iv.runtime_min(hi, doms[last].stop)
+        return lo, hi
+
+    lo, hi = tr.ctx.decide(hull, loc, "concat_where")
+    exprs = []
+    for p_lo, p_hi, which in runtime_pieces(mask.segments, lo, hi):
+        x = xs[which]
+        if doms[which] is None:      # defined everywhere along D
+            x = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), tr.bound_ir(lo, node),
+                                                     tr.bound_ir(hi, node), x), loc=loc)
+        exprs.append(ir.Call(ir.Sym("subset", loc=loc), (x, interval(D, p_lo, p_hi, loc)),
+                             loc=loc))
+    return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+
+def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...]
+                 ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+    """The program of a ``@function`` called with ``out=`` (and ``domain=``): the
+    value is written into ``out`` (element 0 is coordinate 0), on the runtime
+    coordinates ``[start, stop)`` of the dimensions in ``domain`` and on the whole
+    interval of the others.  Returns the program and, per dimension, the names of
+    its two scalar bound parameters."""
+    inputs = tuple(p for p in prog.params if p.name != result.name)
+    taken = {p.name for p in prog.params} | {s.name for p in prog.params
+                                             for d in p.type.dims
+                                             for b in (d.start, d.stop) for s in b.free_symbols}
+    dims = []
+    for d in result.type.dims:
+        known = [k for x in inputs if (k := x.type.dim(d.name)) is not None]
+        syms = [s for k in known for s in k.stop.free_symbols]
+        stop = syms[0] if syms else ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
+        dims.append(ir.Dim(d.name, 0, stop))
+    out = ir.Param(result.name, ir.TensorType(result.type.dtype, tuple(dims)), loc=result.loc)
+    names, scalars, intervals = {}, [], []
+    for name in domain:
+        lo, hi = _fresh(f"{name}_start", taken), _fresh(f"{name}_stop", taken)
+        names[name] = (lo, hi)
+        scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=result.loc) for n in (lo, hi)]
+        intervals.append(interval(name, sympy.Symbol(lo), sympy.Symbol(hi), result.loc))
+    (stmt,) = prog.body
+    assert isinstance(stmt, ir.Assign)   # a function body is one assignment
+    target: ir.Expr = ir.Sym(out.name, loc=stmt.loc)
+    if intervals:
+        target = ir.Call(ir.Sym("subset", loc=stmt.loc), (target,) + tuple(intervals),
+                         loc=stmt.loc)
+    body = (ir.Assign(target, stmt.value, loc=stmt.loc),)
+    return ir.Program(prog.name, inputs + (out,) + tuple(scalars), prog.temporaries, body,
+                      loc=prog.loc), names
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 1
+    while name in taken:
+        name, k = f"{base}_{k}", k + 1
+    taken.add(name)
+    return name

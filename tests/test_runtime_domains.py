@@ -1,0 +1,391 @@
+"""Runtime domains: interval bounds given by scalar int parameters and loop variables.
+
+Interpreter, compiled code and hand-written NumPy agree on an unstructured
+mesh whose neighbour table holds -1; several bound values run through one
+binary; empty and inverted ranges write nothing; out-of-range bounds and
+uncovered reads are an ArgumentError before anything is written.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import runpy
+
+import numpy as np
+import pytest
+
+import tensorir_dace as tir
+from conftest import compiled, example, parsed
+from tensorir_dace.frontend import (
+    Tensor,
+    concat_where,
+    dims,
+    function,
+    neighbor_dim,
+    neighbor_sum,
+    program,
+)
+from tensorir_dace.runtime.cache import compile_count
+
+N, L = 9, 6
+RNG = np.random.default_rng(7)
+THETA = RNG.random((N, L)) + 0.5
+C2E2C = RNG.integers(0, N, (N, 3))
+C2E2C[RNG.random((N, 3)) < 0.25] = -1
+assert (C2E2C == -1).any()
+
+
+def lateral_numpy(out, hs, he, vs, ve):
+    """The lateral-boundary example, by hand."""
+    nb = np.where(C2E2C[:, :, None] >= 0, THETA[np.maximum(C2E2C, 0)], 0.0).sum(axis=1)
+    full = np.full((N, L), np.nan)
+    full[:, 1:] = nb[:, 1:] - 3.0 * THETA[:, 1:] + 0.5 * THETA[:, :-1]
+    if hs < he and vs < ve:
+        out[hs:he, vs:ve] = full[hs:he, vs:ve]
+
+
+def vertical_numpy(w, nlev):
+    out = np.empty_like(w)
+    out[:, 0] = 0.0
+    out[:, 1:nlev] = 0.5 * (w[:, 0:nlev - 1] + w[:, 2:nlev + 1])
+    out[:, nlev:] = w[:, nlev:] - w[:, nlev - 1:-1]
+    return out
+
+
+LATERAL_BOUNDS = [(2, 7, 1, 6), (0, 9, 3, 4), (5, 6, 1, 2)]
+EMPTY_BOUNDS = [(4, 4, 1, 6), (7, 2, 1, 6), (0, 9, 5, 1), (20, 3, 1, 6)]
+
+
+@pytest.fixture(scope="module")
+def lateral():
+    return parsed(example("lateral_boundary")), compiled(example("lateral_boundary"))
+
+
+def run_both(prog, fn, base, **kw):
+    a, b = base.copy(), base.copy()
+    tir.interpret(prog, theta=THETA, C2E2C=C2E2C, out=a, **kw)
+    fn(theta=THETA, C2E2C=C2E2C, out=b, **kw)
+    return a, b
+
+
+def bounds(hs, he, vs, ve):
+    return {"horizontal_start": hs, "horizontal_end": he, "vertical_start": vs,
+            "vertical_end": ve}
+
+
+def test_lateral_boundary_matches_numpy_for_several_bounds_one_binary(lateral):
+    prog, fn = lateral
+    base = RNG.random((N, L))
+    fn(theta=THETA, C2E2C=C2E2C, out=base.copy(), **bounds(*LATERAL_BOUNDS[0]))
+    before = compile_count()
+    for hs, he, vs, ve in LATERAL_BOUNDS:
+        a, b = run_both(prog, fn, base, **bounds(hs, he, vs, ve))
+        ref = base.copy()
+        lateral_numpy(ref, hs, he, vs, ve)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+        outside = np.ones((N, L), bool)
+        outside[hs:he, vs:ve] = False
+        assert np.array_equal(b[outside], base[outside])     # untouched bits
+    assert compile_count() == before
+
+
+@pytest.mark.parametrize("hs, he, vs, ve", EMPTY_BOUNDS)
+def test_empty_and_inverted_ranges_write_nothing(lateral, hs, he, vs, ve):
+    prog, fn = lateral
+    base = RNG.random((N, L))
+    a, b = run_both(prog, fn, base, **bounds(hs, he, vs, ve))
+    assert np.array_equal(a, base) and np.array_equal(b, base)
+
+
+@pytest.mark.parametrize("hs, he, vs, ve, bad", [
+    (-1, 4, 1, 6, "horizontal_start = -1"),      # outside Cell[0:N]
+    (2, 10, 1, 6, "horizontal_end = 10"),
+    (2, 4, 1, 7, "vertical_end = 7"),
+    (2, 4, 0, 6, "vertical_start = 0"),           # reads K-1 at level -1: uncovered
+])
+def test_out_of_range_and_uncovered_bounds_are_argument_errors(lateral, hs, he, vs, ve, bad):
+    prog, fn = lateral
+    base = RNG.random((N, L))
+    for run in (lambda o: tir.interpret(prog, theta=THETA, C2E2C=C2E2C, out=o,
+                                        **bounds(hs, he, vs, ve)),
+                lambda o: fn(theta=THETA, C2E2C=C2E2C, out=o, **bounds(hs, he, vs, ve))):
+        out = base.copy()
+        with pytest.raises(tir.ArgumentError, match=bad) as info:
+            run(out)
+        assert "allowed range" in str(info.value)
+        assert np.array_equal(out, base)
+
+
+def test_vertical_nlev_is_lazy_and_matches_numpy():
+    prog, fn = parsed(example("vertical_nlev")), compiled(example("vertical_nlev"))
+    w = RNG.random((N, L))
+    fn(w=w, out=np.zeros((N, L)), nlev=2)
+    before = compile_count()
+    for nlev in (1, 3, L - 1):
+        a, b = np.zeros((N, L)), np.zeros((N, L))
+        tir.interpret(prog, w=w, out=a, nlev=nlev)
+        fn(w=w, out=b, nlev=nlev)
+        ref = vertical_numpy(w, nlev)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+    assert compile_count() == before
+    for nlev in (0, L):     # the centred piece would read K+1 below the last level
+        out = np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match=f"nlev = {nlev}"):
+            fn(w=w, out=out, nlev=nlev)
+        with pytest.raises(tir.ArgumentError, match=f"nlev = {nlev}"):
+            tir.interpret(prog, w=w, out=out, nlev=nlev)
+        assert not out.any()
+
+
+LOOPS = """
+loops(x: tensor<float, K[0:M]>, out: tensor<float, K[0:M]>, k0: tensor<int>,
+      k1: tensor<int>, n: tensor<int>) {
+  tmp: tensor<float, K[k0:k1]>;
+  subset(tmp, K[k0:k1]) <- x + 1.0;
+  subset(out, K[k0:k1]) <- tmp * 3.0;
+  for (t in 0:n) { subset(out, K[t:t+1]) <- <<K, 1>>(subset(out, K[t+1:t+2])) + 100.0 }
+}
+"""
+
+
+def loops_numpy(x, out, k0, k1, n):
+    if k0 < k1:
+        out[k0:k1] = (x[k0:k1] + 1.0) * 3.0
+    for t in range(n):
+        out[t] = out[t + 1] + 100.0
+
+
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_loop_variables_and_runtime_temporaries(optimize):
+    prog, fn = parsed(LOOPS), compiled(LOOPS, optimize)
+    x = RNG.random(8)
+    fn(x=x, out=np.zeros(8), k0=1, k1=3, n=1)
+    before = compile_count()
+    for k0, k1, n in [(2, 6, 3), (5, 2, 7), (0, 8, 0)]:
+        a, b, ref = np.zeros(8), np.zeros(8), np.zeros(8)
+        tir.interpret(prog, x=x, out=a, k0=k0, k1=k1, n=n)
+        fn(x=x, out=b, k0=k0, k1=k1, n=n)
+        loops_numpy(x, ref, k0, k1, n)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+    assert compile_count() == before
+    out = np.zeros(8)
+    with pytest.raises(tir.ArgumentError, match="t \\+ 2 = 9"):   # the last step reads K[8]
+        fn(x=x, out=out, k0=0, k1=0, n=8)
+    assert not out.any()
+
+
+@pytest.mark.parametrize("src, message", [
+    ("p(x: tensor<float, I[0:n]>, n: tensor<int>) { x <- x }",
+     "cannot be used in a parameter type"),
+    ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:N+1]) <- 1.0 }",
+     "not within I\\[0:N\\] for any value"),
+    ("p(x: tensor<float, I[0:N]>, f: tensor<float>) { subset(x, I[f:N]) <- 1.0 }",
+     "cannot be used in a bound"),
+    ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:a+1]) <- "
+     + "subset(x, I[a+1:a+2]) }", "for every value"),
+])
+def test_type_errors(src, message):
+    with pytest.raises(tir.TypeCheckError, match=message):
+        tir.check(tir.parse(src))
+
+
+CLAMPED = """
+clamped(x: tensor<float, Cell[0:N], K[0:L]>, out: tensor<float, Cell[0:N], K[0:L]>,
+        nlev: tensor<int>) {
+  out ← concat(K, subset(⟪K, 2⟫(x) − x, K[0:Min(L, Max(0, nlev − 2))]),
+                  subset(x × 3.0, K[Min(L, Max(0, nlev − 2)):Min(L, Max(0, nlev))]),
+                  subset(x − 1.0, K[Min(L, Max(0, nlev)):L]))
+}
+"""
+
+
+def test_clamped_lazy_concat_pieces_reading_two_levels_ahead():
+    """Pieces clamped to the interval (Max/Min bounds): nlev outside [0, L] gives
+    empty pieces; the K+2 piece is only evaluated where it can read."""
+    prog, fn = parsed(CLAMPED), compiled(CLAMPED)
+    x = RNG.random((N, L))
+    fn(x=x, out=np.zeros((N, L)), nlev=3)
+    before = compile_count()
+    for nlev in (-1, 0, 1, 3, L):
+        c, d = np.clip(nlev - 2, 0, L), np.clip(nlev, 0, L)
+        ref = np.empty((N, L))
+        ref[:, :c] = x[:, 2:c + 2] - x[:, :c]
+        ref[:, c:d] = 3.0 * x[:, c:d]
+        ref[:, d:] = x[:, d:] - 1.0
+        a, b = np.zeros((N, L)), np.zeros((N, L))
+        tir.interpret(prog, x=x, out=a, nlev=nlev)
+        fn(x=x, out=b, nlev=nlev)
+        np.testing.assert_allclose(a, ref, rtol=1e-13)
+        np.testing.assert_allclose(b, ref, rtol=1e-13)
+    assert compile_count() == before
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="nlev=8"):   # K+2 beyond the last level
+        fn(x=x, out=out, nlev=L + 2)
+    assert not out.any()
+
+
+# =========================================================================== Python front end
+
+Cell, KL = dims("Cell K")
+C2E2CDim = neighbor_dim(Cell, 3)
+
+
+@function
+def lateral_value(theta: Tensor[float, Cell, KL], c2e2c: Tensor[int, Cell, C2E2CDim]):
+    return neighbor_sum(theta(c2e2c), axis=C2E2CDim) - 3.0 * theta + 0.5 * theta(KL - 1)
+
+
+@program
+def lateral_slices(theta: Tensor[float, Cell, KL], c2e2c: Tensor[int, Cell, C2E2CDim],
+                   out: Tensor[float, Cell, KL], hs: int, he: int, vs: int, ve: int):
+    out[hs:he, vs:ve] = lateral_value(theta, c2e2c)
+
+
+@program
+def lateral_domain(theta: Tensor[float, Cell, KL], c2e2c: Tensor[int, Cell, C2E2CDim],
+                   out: Tensor[float, Cell, KL], hs: int, he: int, vs: int, ve: int):
+    lateral_value(theta, c2e2c, out=out, domain={Cell: (hs, he), KL: (vs, ve)})
+
+
+def run_frontend(prog, backend, base, **kw):
+    out = base.copy()
+    prog(theta=THETA, c2e2c=C2E2C, out=out, backend=backend, **kw)
+    return out
+
+
+@pytest.mark.parametrize("prog", [lateral_slices, lateral_domain], ids=["slices", "domain"])
+def test_frontend_runtime_bounds_match_numpy_one_binary(prog):
+    base = RNG.random((N, L))
+    run_frontend(prog, "compiled", base, hs=0, he=1, vs=1, ve=2)
+    before = compile_count()
+    for hs, he, vs, ve in LATERAL_BOUNDS + EMPTY_BOUNDS:
+        ref = base.copy()
+        lateral_numpy(ref, hs, he, vs, ve)
+        for backend in ("interpreter", "compiled"):
+            got = run_frontend(prog, backend, base, hs=hs, he=he, vs=vs, ve=ve)
+            np.testing.assert_allclose(got, ref, rtol=1e-13, err_msg=backend)
+    assert compile_count() == before
+    for hs, he, vs, ve, bad in [(-1, 4, 1, 6, "hs"), (2, 4, 0, 6, "vs = 0"),
+                                (2, 12, 1, 6, "he")]:
+        for backend in ("interpreter", "compiled"):
+            out = base.copy()
+            with pytest.raises(tir.ArgumentError, match=bad):
+                prog(theta=THETA, c2e2c=C2E2C, out=out, hs=hs, he=he, vs=vs, ve=ve,
+                     backend=backend)
+            assert np.array_equal(out, base)
+
+
+def test_frontend_negative_runtime_slice_bound_is_an_error_even_when_empty():
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="hs = -3"):
+        lateral_slices(theta=THETA, c2e2c=C2E2C, out=out, hs=-3, he=-5, vs=1, ve=6,
+                       backend="interpreter")
+
+
+def test_frontend_function_called_with_out_and_domain():
+    base = RNG.random((N, L))
+    before = None
+    for hs, he, vs, ve in LATERAL_BOUNDS + EMPTY_BOUNDS[:2]:
+        ref = base.copy()
+        lateral_numpy(ref, hs, he, vs, ve)
+        out = base.copy()
+        lateral_value(THETA, C2E2C, out=out, domain={Cell: (hs, he), KL: (vs, ve)})
+        np.testing.assert_allclose(out, ref, rtol=1e-13)
+        if before is None:
+            before = compile_count()
+    assert compile_count() == before
+    out = base.copy()       # a dimension left out of domain= is its full interval
+    lateral_value(THETA, C2E2C, out=out, domain={KL: (1, L)})
+    ref = base.copy()
+    lateral_numpy(ref, 0, N, 1, L)
+    np.testing.assert_allclose(out, ref, rtol=1e-13)
+
+
+@program
+def vertical_py(w: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], nlev: int):
+    out[...] = concat_where(KL == 0, 0.0 * w,
+                            concat_where(KL < nlev, 0.5 * (w(KL - 1) + w(KL + 1)),
+                                         w - w(KL - 1)))
+
+
+@program
+def window_py(w: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], k0: int, k1: int,
+              nlev: int):
+    out[...] = concat_where((KL >= k0) & (KL < k1), w * 2.0,
+                            concat_where(KL == nlev, -w, w))
+
+
+def test_frontend_concat_where_with_runtime_conditions_is_lazy_and_clamped():
+    w = RNG.random((N, L))
+    vertical_py(w=w, out=np.zeros((N, L)), nlev=2)
+    window_py(w=w, out=np.zeros((N, L)), k0=1, k1=2, nlev=3)
+    before = compile_count()
+    for nlev in (1, 3, L - 1):
+        for backend in ("interpreter", "compiled"):
+            out = np.zeros((N, L))
+            vertical_py(w=w, out=out, nlev=nlev, backend=backend)
+            np.testing.assert_allclose(out, vertical_numpy(w, nlev), rtol=1e-13)
+    for k0, k1, nlev in [(1, 4, 5), (4, 1, L), (-3, 2, -1), (2, 9, 0), (0, L, 2)]:
+        ref = w.copy()
+        ref[:, max(k0, 0):max(min(k1, L), 0)] *= 2.0
+        if 0 <= nlev < L and not k0 <= nlev < k1:
+            ref[:, nlev] = -w[:, nlev]
+        for backend in ("interpreter", "compiled"):
+            out = np.zeros((N, L))
+            window_py(w=w, out=out, k0=k0, k1=k1, nlev=nlev, backend=backend)
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {k0} {k1}")
+    assert compile_count() == before
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="nlev"):   # the centred piece reads K = L
+        vertical_py(w=w, out=out, nlev=L)
+    assert not out.any()
+
+
+@program
+def loop_slices(x: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], n: int, k0: int,
+                k1: int):
+    for t in range(1, n):
+        out[:, t:t + 1] = out(KL - 1) + concat_where(KL.interval(k0, k1), 2.0 * x, x)
+
+
+def test_frontend_loop_variable_slices_and_runtime_interval_condition():
+    x = RNG.random((N, L))
+    for backend in ("interpreter", "compiled"):
+        for n, k0, k1 in [(L, 2, 4), (3, 4, 1), (1, 0, L)]:
+            out = np.zeros((N, L))
+            out[:, 0] = 1.0
+            ref = out.copy()
+            y = x.copy()
+            y[:, max(k0, 0):max(k1, 0)] *= 2.0
+            for t in range(1, n):
+                ref[:, t] = ref[:, t - 1] + y[:, t]
+            loop_slices(x=x, out=out, n=n, k0=k0, k1=k1, backend=backend)
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=backend)
+        out = np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match="t \\+ 1 = 7"):   # the last t writes K[6]
+            loop_slices(x=x, out=out, n=L + 1, k0=0, k1=0, backend=backend)
+        assert not out.any()
+
+
+DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "runtime_domains.md"
+DOC_BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+
+
+@pytest.mark.parametrize("code", DOC_BLOCKS, ids=[f"block{i}" for i in range(len(DOC_BLOCKS))])
+def test_documentation_examples_run(code, tmp_path):
+    script = tmp_path / "runtime_domains_example.py"     # a real file: decorators read it
+    script.write_text(code)
+    runpy.run_path(str(script), run_name="runtime_domains_example")
+
+
+def test_frontend_programs_round_trip_through_the_text_syntax():
+    for prog in (lateral_slices, lateral_domain, vertical_py, window_py, loop_slices):
+        p = prog.ir
+        assert tir.parse(tir.format(p)) == p
+        tir.check(p)
+    text = tir.format(window_py.ir)
+    assert "Max(" in text and "k0" in text
