@@ -272,7 +272,7 @@ def test_the_generator_covers_every_kind_of_program():
     text = fuzz.program_text(fuzz.batch(0, PROGRAMS))
     for construct in ("scan(", "reduce(", "shift_apply(", "can_deref(", "concat(",
                       "subset(", "make_tuple(", "cast(", "if (", "for (", " % ", "float32",
-                      "int32", "bool", "⟪I, -2⟫", "False)"):
+                      "int32", "bool", "⟪I, -2⟫", ", False, "):
         assert construct in text, construct
 
 
