@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace import ParseError, TypeCheckError, ir
-
 from conftest import check_against_interpreter
+from tensorir_dace import ParseError, TypeCheckError, ir
 
 F = "tensor<float, I[0:N]>"
 

@@ -11,7 +11,8 @@ Modules outside the stages:
 
 * ``tensorir_dace/__init__.py`` and ``__main__.py`` are the entry points, above
   every layer (nothing inside the package imports the package root);
-* ``testing.py`` (helpers for test suites) sits with ``cli | frontend``;
+* ``testing.py`` (helpers for test suites) and ``fuzz`` (random-program
+  differential testing) sit with ``cli | frontend``;
 * ``builders.py`` (constructing IR in Python) sits with ``syntax``, the other
   way to write IR;
 * ``viewer`` (the HTML page of a program's pipeline stages) sits with
@@ -37,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 LAYERS: list[set[str]] = [          # top first
     {"__init__", "__main__"},
-    {"cli", "frontend", "testing"},
+    {"cli", "frontend", "testing", "fuzz"},
     {"runtime", "viewer"},
     {"interop"},
     {"lowering"},

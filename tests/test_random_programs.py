@@ -1,6 +1,7 @@
-"""Random element-wise stencil programs: compiled (both lowering modes) against the
-interpreter.  Each program has a dozen statements built from arithmetic, shifts,
-selects, math functions, lambdas and literals whose types adapt to their partners."""
+"""Random programs compiled against the interpreter: small seeded generators for
+single features (element-wise stencils in both lowering modes, meshes, runtime
+bounds, offsets), and the package generator ``tensorir_dace.fuzz`` (a fixed set
+of 300 programs over every construct family, and mutated texts for the parser)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import random
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace import fuzz
 from conftest import assert_same_results
+from tensorir_dace import fuzz
 from tensorir_dace.testing import clone, random_arguments
 
 HALO = "I[-3:N+3], J[-3:M+3]"

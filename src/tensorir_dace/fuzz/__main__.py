@@ -9,8 +9,8 @@ import pathlib
 import sys
 import time
 
-from .generator import program_text
-from .runner import fuzz_parser, run_batch, shrink
+from .generator import generate_case, program_text
+from .runner import case_fails, fuzz_parser, run_batch, shrink
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,15 +31,12 @@ def main(argv: list[str] | None = None) -> int:
     statements = sum(r[1] for r in results)
     failures = [(seed, why) for r in results for seed, why in r[2]]
     crashes = [(r[0], r[3]) for r in results if r[3]]
-    for first, why in crashes:     # pin a crash on its cases
-        from .generator import generate_case
-        from .runner import case_fails
+    for first, _ in crashes:     # pin a crash on its cases
         for k in range(args.batch):
             reason = case_fails(generate_case(first + k))
             if reason:
                 failures.append((first + k, reason))
-    for seed, why in failures:
-        from .generator import generate_case
+    for seed, _ in failures:
         small, reason = shrink(generate_case(seed), seed)
         out.mkdir(parents=True, exist_ok=True)
         (out / f"case_{seed}.tir").write_text(

@@ -4,8 +4,8 @@ delta debugging of a failing case down to a minimal program."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Callable
 
 import numpy as np
 
@@ -43,8 +43,10 @@ def _leaves(v):
 
 def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcome:
     """Check, compile once, run at both sizes against the interpreter."""
-    from .. import check, compile, interpret
+    from ..interpreter import interpret
+    from ..runtime.program import compile
     from ..syntax import parse
+    from ..typing import check
     prog = parse(text)
     statements = sum(1 for n in ir.walk(prog) if isinstance(n, ir.Assign))
     failed: dict[str, str] = {}
@@ -122,8 +124,9 @@ def _replace(node, old, new):
 def _simpler(stmt: str, program_of: Callable[[str], str]) -> list[str]:
     """Candidate simplifications of one statement: a call replaced by one of its
     arguments of the same type."""
-    from .. import check
-    from ..syntax import format as fmt, parse
+    from ..syntax import format as fmt
+    from ..syntax import parse
+    from ..typing import check
     try:
         typed = check(parse(program_of(stmt)))
     except TensorIRError:
@@ -158,7 +161,7 @@ def shrink(case: Case, seed: int = 0, budget: int = 40) -> tuple[Case, str]:
     while changed and runs < budget:
         changed = False
         for k, stmt in enumerate(stmts):
-            def program_of(s: str, k=k) -> str:
+            def program_of(s: str, k=k, case=case, stmts=stmts) -> str:
                 return program_text([replace(case, statements=tuple(
                     stmts[:k] + [s] + stmts[k + 1:]))])
             for cand in _simpler(stmt, program_of):
@@ -205,8 +208,8 @@ def mutate(text: str, r: random.Random) -> str:
 def fuzz_parser(count: int, seed: int = 0) -> list[tuple[str, str]]:
     """Parse and check ``count`` mutated programs; the (text, error) pairs where
     anything but a TensorIRError came out."""
-    from .. import check
     from ..syntax import parse
+    from ..typing import check
     r = random.Random(seed)
     bad = []
     for k in range(count):

@@ -32,7 +32,7 @@ from __future__ import annotations
 import sympy
 
 from .. import ir
-from ..errors import did_you_mean
+from ..errors import ParseError, did_you_mean
 from .lexer import Token
 from .reader import TokenReader
 
