@@ -489,9 +489,9 @@ class Evaluator:
                                         for n, a, b in inner.dims), inner.data)
                         parts.append(align(p, dims))
             elif isinstance(f, ir.Sym) and _canonical(f.name) == "if":
-                p = self.select_presence(x, env)
-                if p is not None:
-                    parts.append(p)
+                chosen = self.select_presence(x, env)
+                if chosen is not None:
+                    parts.append(chosen)
             elif isinstance(f, ir.Sym) and (_canonical(f.name) in ELEMENTWISE or _canonical(
                     f.name) in ("if", "cast", "make_tuple", "tuple_get")):
                 for a in x.args:

@@ -457,7 +457,10 @@ class ProgramLowering:
 
 def _target_name(s: ir.Assign) -> str:
     t = s.target
-    return t.name if isinstance(t, ir.Sym) else t.args[0].name
+    if isinstance(t, ir.Sym):
+        return t.name
+    assert isinstance(t, ir.Call)
+    return ir.sym_name(t.args[0])
 
 
 def _live_temporaries(program: ir.Program) -> set[str]:

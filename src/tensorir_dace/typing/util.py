@@ -24,7 +24,7 @@ def name_of(e: ir.Expr) -> str:
 
 def literal_text(e: ir.Expr) -> str:
     if isinstance(e, ir.Literal):
-        if e.kind == "int" and abs(e.value).bit_length() > 200:
+        if isinstance(e.value, int) and abs(e.value).bit_length() > 200:
             digits = int(abs(e.value).bit_length() * 0.30103) + 1
             return f"{'-' if e.value < 0 else ''}<an integer of about {digits} digits>"
         return repr(e.value)
