@@ -11,8 +11,9 @@ Modules outside the stages:
 
 * ``tensorir_dace/__init__.py`` and ``__main__.py`` are the entry points, above
   every layer (nothing inside the package imports the package root);
-* ``testing.py`` (helpers for test suites) and ``build.py`` (compiling many
-  programs at once) sit with ``cli | frontend``;
+* ``testing.py`` (helpers for test suites), ``build.py`` (compiling many
+  programs at once) and ``fuzz`` (random-program differential testing) sit
+  with ``cli | frontend``;
 * ``builders.py`` (constructing IR in Python) sits with ``syntax``, the other
   way to write IR;
 * ``viewer`` (the HTML page of a program's pipeline stages) sits with
@@ -38,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 LAYERS: list[set[str]] = [          # top first
     {"__init__", "__main__"},
-    {"cli", "frontend", "testing", "build"},
+    {"cli", "frontend", "testing", "build", "fuzz"},
     {"runtime", "viewer"},
     {"interop"},
     {"lowering"},

@@ -38,6 +38,7 @@ def lower_program(program: ir.Program, *, optimize: str = "none",
     return lowered
 
 
+@ir.with_recursion_room
 def to_sdfg(program: ir.Program, *, optimize: str = "none", device: str = "cpu") -> dace.SDFG:
     """The SDFG of a program: as lowered (``"none"``) or optimised (``"default"``),
     for the CPU or (``device="gpu"``) a CUDA GPU."""

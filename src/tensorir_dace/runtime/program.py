@@ -206,10 +206,12 @@ def compile(program: ir.Program | str, *, optimize: str = "default", device: str
         if not isinstance(program, str):
             compiled._program = program
         return compiled
-    if isinstance(program, str):
-        from ..syntax import parse
-        program = parse(text)
-    from ..lowering import lower_program
-    lowered = lower_program(program, optimize=optimize, device=device)
-    return CompiledProgram(program, lowered.sdfg, lowered.signature, cache_dir=cache_dir,
-                           source_key=key)
+    from .. import ir as ir_module  # a miss: SymPy and DaCe are needed from here on
+    with ir_module.recursion_room():
+        if isinstance(program, str):
+            from ..syntax import parse
+            program = parse(text)
+        from ..lowering import lower_program
+        lowered = lower_program(program, optimize=optimize, device=device)
+        return CompiledProgram(program, lowered.sdfg, lowered.signature,
+                               cache_dir=cache_dir, source_key=key)
