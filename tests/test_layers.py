@@ -23,6 +23,8 @@ Modules outside the stages:
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
   runtime can read it without importing the lowering;
+* ``size_solving.py`` (size symbols solved from array shapes, for the
+  argument binder) sits with ``arguments``;
 * ``callchecks.py`` (call-time checks shared by the interpreter and the
   runtime) sits with ``arguments``.
 """
@@ -47,7 +49,7 @@ LAYERS: list[set[str]] = [          # top first
     {"interpreter"},
     {"typing"},
     {"arguments", "callchecks", "intervals", "openmp", "pointers", "syntax", "builders",
-     "signature"},
+     "signature", "size_solving"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]
