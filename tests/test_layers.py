@@ -22,7 +22,8 @@ Modules outside the stages:
   the lowering and used by the runtime) sits with ``arguments``, so that the
   runtime can read it without importing the lowering;
 * ``callchecks.py`` (call-time checks shared by the interpreter and the
-  runtime) sits with ``arguments``.
+  runtime) and ``device_arrays.py`` (GPU arrays seen through
+  ``__cuda_array_interface__``, for those checks) sit with ``arguments``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ LAYERS: list[set[str]] = [          # top first
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "callchecks", "intervals", "syntax", "builders", "signature"},
+    {"arguments", "callchecks", "device_arrays", "intervals", "syntax", "builders",
+     "signature"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]

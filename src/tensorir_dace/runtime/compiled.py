@@ -564,7 +564,7 @@ class SDFGCallable:
             if conv is None:    # host array
                 callargs.append(ctypes.c_void_p(data_pointer(v)))
             elif conv is _DEVICE:
-                callargs.append(ctypes.c_void_p(v.__cuda_array_interface__["data"][0]))
+                callargs.append(ctypes.c_void_p(data_pointer(v)))
             else:
                 callargs.append(conv(v))
         return tuple(callargs), tuple(callargs[i] for i in self._init_positions)
