@@ -29,12 +29,12 @@ from conftest import (
     fake_device_like,
     parsed,
 )
-from test_examples import RUNTIME_BOUNDS
-from test_random_programs import random_program
 from tensorir_dace.lowering import lower_program
 from tensorir_dace.runtime import GPUUnavailableError, compile_sdfg, gpu_available
 from tensorir_dace.runtime import compiled as compiled_module
 from tensorir_dace.testing import clone, random_arguments
+from test_examples import RUNTIME_BOUNDS
+from test_random_programs import random_program
 
 HAVE_GPU = gpu_available()
 NO_GPU = ("no usable CUDA GPU on this machine: GPU builds are generated and compiled "
