@@ -222,6 +222,20 @@ def test_device_pointers_and_sizes_reach_the_compiled_call(monkeypatch):
     given = {"N": 8, "M": 6, "L": 4}
     passed = {n: values[s].value for n, s in callable_.signature.symbols.items() if s in values}
     assert passed and all(given[n] == v for n, v in passed.items())
+    # The prepared call is reused while pointers and layouts stay; a change is checked again.
+    callable_.clear_cache()
+    before = callable_.cache_info()
+    resident_build(src)(**fakes)
+    resident_build(src)(**dict(fakes))
+    assert callable_.cache_info()["hits"] == before["hits"] + 1
+    out = fakes["out"].__cuda_array_interface__
+    out["data"] = (out["data"][0] + 0x100000, False)      # far from 'inp'
+    resident_build(src)(**fakes)
+    assert dict(zip(sig, calls[-1][0]))["out"].value == out["data"][0]
+    out["data"] = (out["data"][0], True)
+    with pytest.raises(tir.ArgumentError, match="'out' is written.*read-only"):
+        resident_build(src)(**fakes)
+    assert len(calls) == 4
 
 
 # --------------------------------------------------------------------------- on a GPU

@@ -22,7 +22,8 @@ import numpy as np
 
 from .errors import ArgumentError
 
-__all__ = ["DeviceArray", "device_parameters", "is_device_array", "require_host_arrays"]
+__all__ = ["DeviceArray", "device_parameters", "interface_key", "is_device_array",
+           "require_host_arrays"]
 
 
 def is_device_array(value: Any) -> bool:
@@ -157,3 +158,21 @@ def require_host_arrays(values: dict[str, Any], where: str, runner: str) -> None
             f"{'are' if len(names) > 1 else 'is a'} GPU array{'s' if len(names) > 1 else ''}; "
             "pass NumPy arrays (e.g. cupy.asnumpy(x)), or compile the program with "
             "device=\"gpu\"")
+
+
+def interface_key(value: Any) -> tuple | None:
+    """Everything a checked, prepared call with the GPU array ``value`` depends on
+    (pointer and read-only flag, shape, strides, element type), as a hashable key;
+    None when the interface is unusable (the full check then reports why)."""
+    try:
+        cai = value.__cuda_array_interface__
+        if cai.get("mask") is not None:
+            return None
+        strides = cai.get("strides")
+        return (_DEVICE_KEY, tuple(cai["data"]), tuple(cai["shape"]),
+                None if strides is None else tuple(strides), cai["typestr"])
+    except Exception:  # noqa: BLE001 - malformed: not cacheable, checked in full instead
+        return None
+
+
+_DEVICE_KEY = "cuda_array"    # tags device-array keys among argument-cache key parts
