@@ -35,7 +35,7 @@ from tensorir_dace.runtime import gpu_available
 from tensorir_dace.testing import clone, random_arguments
 
 CASES = [  # name, source, sizes at --scale 1, small sizes for the correctness check
-    ("laplacian", LAPLACIAN, {"N": 512, "M": 512, "L": 128}, {"N": 9, "M": 7, "L": 5}),
+    ("laplacian", LAPLACIAN, {"N": 1024, "M": 1024, "L": 128}, {"N": 9, "M": 7, "L": 5}),
     ("tridiagonal", TRIDIAGONAL, {"N": 512, "M": 512, "L": 80}, {"N": 9, "M": 7, "L": 5}),
     ("nabla", NABLA, {"V": 4_000_000, "E": 12_000_000}, {"V": 60, "E": 170}),
 ]
