@@ -11,7 +11,9 @@ Modules outside the stages:
 
 * ``tensorir_dace/__init__.py`` and ``__main__.py`` are the entry points, above
   every layer (nothing inside the package imports the package root);
-* ``testing.py`` (helpers for test suites) sits with ``cli | frontend``;
+* ``testing.py`` (helpers for test suites), ``build.py`` (compiling many
+  programs at once) and ``fuzz`` (random-program differential testing) sit
+  with ``cli | frontend``;
 * ``builders.py`` (constructing IR in Python) sits with ``syntax``, the other
   way to write IR;
 * ``viewer`` (the HTML page of a program's pipeline stages) sits with
@@ -38,15 +40,15 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 LAYERS: list[set[str]] = [          # top first
     {"__init__", "__main__"},
-    {"cli", "frontend", "testing"},
+    {"cli", "frontend", "testing", "build", "fuzz"},
     {"runtime", "viewer"},
     {"interop"},
     {"lowering"},
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "callchecks", "device_arrays", "intervals", "syntax", "builders",
-     "signature"},
+    {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
+     "builders", "signature"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]

@@ -29,7 +29,6 @@ once per program (:meth:`CallChecks.for_program`).
 
 from __future__ import annotations
 
-import ctypes
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from . import ir
+from . import ir, pointers
 from .device_arrays import DeviceArray
 from .errors import ArgumentError, SourceLoc
 
@@ -48,32 +47,7 @@ __all__ = ["CallChecks", "TableUse", "data_pointer", "table_uses", "written_para
 # --------------------------------------------------------------------------- pointers
 
 
-def _interface_pointer(a: Any) -> int:
-    if isinstance(a, np.ndarray):
-        return a.__array_interface__["data"][0]
-    if isinstance(a, DeviceArray):
-        return a.ptr
-    return a.__cuda_array_interface__["data"][0]
-
-
-def _struct_pointer_reader():
-    """Read ``PyArrayObject.data`` directly (~10x faster than
-    ``__array_interface__``); used only if it agrees with NumPy here."""
-    offset = object.__basicsize__     # the data pointer follows PyObject_HEAD
-    read = ctypes.c_void_p.from_address
-    probe = np.arange(3.0)[1:]
-    if read(id(probe) + offset).value != _interface_pointer(probe):
-        return None
-
-    def pointer(a: Any) -> int:
-        if type(a) is np.ndarray:
-            return read(id(a) + offset).value or 0
-        return _interface_pointer(a)
-    return pointer
-
-
-data_pointer = _struct_pointer_reader() or _interface_pointer
-data_pointer.__doc__ = "The address of an array's first element (NumPy or CUDA array)."
+data_pointer = pointers.data_pointer
 
 
 # --------------------------------------------------------------------------- program facts

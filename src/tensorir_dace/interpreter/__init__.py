@@ -56,6 +56,7 @@ def typed_program(program: ir.Program) -> ir.Program:
     return typed
 
 
+@ir.with_recursion_room
 def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     """Run ``program`` on NumPy; outputs are written in place into ``args``.
 

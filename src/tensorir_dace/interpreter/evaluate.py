@@ -488,6 +488,10 @@ class Evaluator:
                         p = Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
                                         for n, a, b in inner.dims), inner.data)
                         parts.append(align(p, dims))
+            elif isinstance(f, ir.Sym) and _canonical(f.name) == "if":
+                chosen = self.select_presence(x, env)
+                if chosen is not None:
+                    parts.append(chosen)
             elif isinstance(f, ir.Sym) and (_canonical(f.name) in ELEMENTWISE or _canonical(
                     f.name) in ("if", "cast", "make_tuple", "tuple_get")):
                 for a in x.args:
@@ -501,6 +505,21 @@ class Evaluator:
         for part in parts[1:]:
             acc = np.logical_and(acc, part)
         return make_value(dims, acc)
+
+    def select_presence(self, x: ir.Call, env: Env) -> np.ndarray | None:
+        """``if(c, a, b)`` is present where ``c`` is and the branch it selects is:
+        the absent value of the other branch is never used."""
+        dims = self.dims_of(x.type)
+        c, a, b = x.args
+        pc, pa, pb = (self.presence(y, env) if isinstance(y.type, ir.TensorType) else None
+                      for y in (c, a, b))
+        if pa is None and pb is None:
+            return None if pc is None else align(pc, dims)
+        true = np.True_
+        chosen = np.where(align(self.eval(c, env), dims),
+                          true if pa is None else align(pa, dims),
+                          true if pb is None else align(pb, dims))
+        return chosen if pc is None else np.logical_and(align(pc, dims), chosen)
 
     def b_can_deref(self, e, env):
         dims = self.dims_of(e.type)

@@ -45,6 +45,7 @@ def resident_arrays(typed: ir.Program, lowered: LoweredProgram) -> list[str]:
     return [b.data for b in lowered.signature.bindings if b.param in arrays]
 
 
+@ir.with_recursion_room
 def to_sdfg(program: ir.Program, *, optimize: str = "none", device: str = "cpu") -> dace.SDFG:
     """The SDFG of a program: as lowered (``"none"``) or optimised (``"default"``),
     for the CPU or (``device="gpu"``) a CUDA GPU."""

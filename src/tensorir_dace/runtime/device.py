@@ -21,12 +21,14 @@ waits for GPU work queued before it, and returns when its kernels are done.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import ArgumentError
-from .compiled import SDFGCallable
+
+if TYPE_CHECKING:
+    from .compiled import SDFGCallable
 
 __all__ = ["GPUCallable", "residence"]
 
