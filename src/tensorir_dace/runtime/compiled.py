@@ -17,9 +17,10 @@ feeds, and which SDFG symbol each size symbol is).  A call:
    shares memory with an output;
 4. remembers those vectors, keyed by the identities of the arrays (for GPU
    arrays: their pointers and layouts) and the values of the scalars, so
-   that calling again with the same arrays skips steps 1-3 (a few microseconds per call: identities, shapes and strides
-   are compared, written arrays must still be writeable, and the copies of
-   overlapping inputs are refreshed).
+   that calling again with the same arrays skips steps 1-3 (a few
+   microseconds per call: identities, shapes and strides are compared,
+   written arrays must still be writeable, and the copies of overlapping
+   inputs are refreshed).
 
 C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
 NumPy view by default, but a C-contiguous one is laid out exactly like the
