@@ -26,7 +26,8 @@ Modules outside the stages:
 * ``size_solving.py`` (size symbols solved from array shapes, for the
   argument binder) sits with ``arguments``;
 * ``callchecks.py`` (call-time checks shared by the interpreter and the
-  runtime) sits with ``arguments``.
+  runtime) and ``device_arrays.py`` (GPU arrays seen through
+  ``__cuda_array_interface__``, for those checks) sit with ``arguments``.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ LAYERS: list[set[str]] = [          # top first
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "callchecks", "intervals", "openmp", "pointers", "syntax", "builders",
-     "signature", "size_solving"},
+    {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
+     "builders", "signature", "size_solving"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]

@@ -11,8 +11,10 @@ Rules (DESIGN.md §2, "Python values"):
   The element type must match exactly (no silent casting of arrays), and the
   array must be C-contiguous (C-contiguous views such as ``big[2:7]`` are
   fine).  Anything with ``__array__`` is accepted through ``np.asarray``
-  (without a copy where NumPy can avoid one); ``__cuda_array_interface__``
-  objects need CuPy.
+  (without a copy where NumPy can avoid one); GPU arrays
+  (``__cuda_array_interface__``) are checked alike and bound as
+  :class:`~tensorir_dace.device_arrays.DeviceArray` (only compiled GPU
+  programs run them).
 * A tuple-typed tensor takes a nested Python tuple of arrays, one per leaf,
   each with its own element type and all with the tensor's shape.
 * A scalar parameter (``tensor<T>``) takes a Python or NumPy scalar, or a 0-d
@@ -45,6 +47,7 @@ import numpy as np
 import sympy
 
 from . import ir
+from .device_arrays import DeviceArray
 from .errors import ArgumentError, did_you_mean
 from .size_solving import Equation, Plan, as_int, build_plan, compile_expr
 
@@ -127,27 +130,14 @@ class BoundArguments:
 # --------------------------------------------------------------------------- arrays
 
 
-def _cupy():
-    try:
-        import cupy  # type: ignore[import-not-found]
-    except Exception:  # noqa: BLE001  # pragma: no cover - a broken CuPy counts as none
-        return None
-    return cupy
-
-
 def _as_array(value: Any, what: str, where: str) -> Any:
-    """``value`` as an array object (NumPy, or CuPy for device arrays)."""
+    """``value`` as an array object (NumPy, or a :class:`DeviceArray` for GPU arrays)."""
     if type(value) is np.ndarray:
         return value
     if isinstance(value, np.ndarray):
         return np.asarray(value)  # a subclass: a base-class view, no copy
     if hasattr(value, "__cuda_array_interface__"):
-        cupy = _cupy()
-        if cupy is None:
-            raise ArgumentError(
-                f"{where}: {what} got a GPU array ({_describe(value)}), which needs CuPy; "
-                "install cupy, or pass a NumPy array (e.g. .get() / .cpu().numpy())")
-        return cupy.asarray(value)
+        return DeviceArray(value, what, where)
     if hasattr(value, "__array__") and not isinstance(value, (np.generic, numbers.Number)):
         try:
             return np.asarray(value)
@@ -155,6 +145,11 @@ def _as_array(value: Any, what: str, where: str) -> Any:
             raise ArgumentError(f"{where}: {what} got a {_describe(value)} that cannot be "
                                 f"converted to an array: {ex}") from None
     return None
+
+
+def _module_of(arr: Any) -> str:
+    """How messages name the array library of ``arr``."""
+    return "cupy" if isinstance(arr, DeviceArray) else "np"
 
 
 def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: str,
@@ -184,11 +179,11 @@ def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: 
                 else "a strided view")
         raise ArgumentError(
             f"{where}: {what} must be a C-contiguous array, got {hint} with strides "
-            f"{tuple(arr.strides)} (use np.ascontiguousarray(x), and copy results back "
-            "if it is an output)")
+            f"{tuple(arr.strides)} (use {_module_of(arr)}.ascontiguousarray(x), and copy "
+            "results back if it is an output)")
     if not flags.aligned:
         raise ArgumentError(f"{where}: {what} is not aligned to its element size "
-                            "(copy it with np.array(x))")
+                            f"(copy it with {_module_of(arr)}.array(x))")
     return arr
 
 

@@ -15,11 +15,12 @@ feeds, and which SDFG symbol each size symbol is).  A call:
 3. runs the call-time checks of :mod:`tensorir_dace.callchecks` (read-only
    or overlapping outputs, neighbour-table entries) and copies an input that
    shares memory with an output;
-4. remembers those vectors, keyed by the identities of the arrays and the
-   values of the scalars, so that calling again with the same arrays skips
-   steps 1-3 (a few microseconds per call: identities, shapes and strides
-   are compared, written arrays must still be writeable, and the copies of
-   overlapping inputs are refreshed).
+4. remembers those vectors, keyed by the identities of the arrays (for GPU
+   arrays: their pointers and layouts) and the values of the scalars, so
+   that calling again with the same arrays skips steps 1-3 (a few
+   microseconds per call: identities, shapes and strides are compared,
+   written arrays must still be writeable, and the copies of overlapping
+   inputs are refreshed).
 
 C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
 NumPy view by default, but a C-contiguous one is laid out exactly like the
@@ -50,6 +51,7 @@ from ..arguments import (
     runtime_values,
 )
 from ..callchecks import CallChecks, data_pointer
+from ..device_arrays import interface_key
 from ..errors import ArgumentError, TensorIRError
 from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
@@ -459,8 +461,14 @@ class SDFGCallable:
                     elif tx in _SCALAR_KEY_TYPES:
                         parts.append(tx)
                         parts.append(x)
+                    elif (dkey := interface_key(x)) is not None:
+                        parts.append(dkey)
                     else:
                         return None, arrays
+            elif (dkey := interface_key(v)) is not None:
+                # A GPU array: keyed by all that the prepared call depends on (pointer,
+                # layout, read-only flag), not by identity.
+                parts.append(dkey)
             else:
                 return None, arrays   # not safely cacheable (0-d arrays, __array__ objects, …)
         return tuple(parts), arrays
@@ -588,7 +596,7 @@ class SDFGCallable:
             if conv is None:    # host array
                 callargs.append(ctypes.c_void_p(data_pointer(v)))
             elif conv is _DEVICE:
-                callargs.append(ctypes.c_void_p(v.__cuda_array_interface__["data"][0]))
+                callargs.append(ctypes.c_void_p(data_pointer(v)))
             else:
                 callargs.append(conv(v))
         return tuple(callargs), tuple(callargs[i] for i in self._init_positions)

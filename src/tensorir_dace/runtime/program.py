@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import TensorIRError
 from ..interop import SDFGConvertible
 from ..tracebacks import api_boundary
+from .device import GPUCallable
 
 if TYPE_CHECKING:
     import dace
@@ -34,7 +36,8 @@ class CompiledProgram(SDFGConvertible):
     program came from the cache by its source."""
 
     def __init__(self, program: ir.Program, sdfg: dace.SDFG, signature: CallSignature,
-                 *, cache_dir: str | os.PathLike | None = None, source_key: str | None = None):
+                 *, cache_dir: str | os.PathLike | None = None, source_key: str | None = None,
+                 resident_sdfg: Callable[[], dace.SDFG] | None = None):
         self._program: ir.Program | None = program
         self._source: str | None = None
         self._options: dict[str, Any] = {"cache_dir": cache_dir}
@@ -44,6 +47,9 @@ class CompiledProgram(SDFGConvertible):
         full = self._full_callable()
         self._callable: Any = full
         self._native = False
+        if resident_sdfg is not None:   # a GPU program: GPU arrays go to a second build
+            self._callable = GPUCallable(full, lambda: self._callable_for(resident_sdfg()))
+            return
         plan = _store_plan(full, source_key, cache_dir) if source_key is not None else None
         if plan is not None:
             # Calls go through ctypes as in a later process; DaCe's loader stays the fallback.
@@ -71,25 +77,29 @@ class CompiledProgram(SDFGConvertible):
 
     def _full_callable(self) -> Any:
         """The DaCe-loaded callable with every check (lowers the program if needed)."""
-        from ..typing import check
-        from .cache import compile_sdfg
-        from .compiled import SDFGCallable
         if self._sdfg is None or self._signature is None:
             from ..lowering import lower_program
             lowered = lower_program(self.program, optimize=self._options.get("optimize",
                                                                              "default"),
                                     device=self._options.get("device", "cpu"))
             self._sdfg, self._signature = lowered.sdfg, lowered.signature
+        return self._callable_for(self._sdfg)
+
+    def _callable_for(self, sdfg: dace.SDFG) -> Any:
+        """An ``SDFGCallable`` of ``sdfg`` (compiled through the cache) with every check."""
         from ..callchecks import CallChecks
+        from ..typing import check
+        from .cache import compile_sdfg
+        from .compiled import SDFGCallable
         try:
             checks = CallChecks.for_program(check(self.program))
             with warnings.catch_warnings():     # DaCe warns when ctypes loaded it already
                 warnings.filterwarnings("ignore", message="Library .* already loaded")
-                compiled = compile_sdfg(self._sdfg, cache_dir=self._options.get("cache_dir"))
-            return SDFGCallable(compiled, self._signature, name=self.program.name,
+                compiled = compile_sdfg(sdfg, cache_dir=self._options.get("cache_dir"))
+            return SDFGCallable(compiled, self.signature, name=self.program.name,
                                 checks=checks)
         except ValueError as e:
-            raise TensorIRError(f"the SDFG '{self._sdfg.name}' does not fit program "
+            raise TensorIRError(f"the SDFG '{sdfg.name}' does not fit program "
                                 f"'{self.program.name}': {e}") from None
 
     @property
@@ -113,6 +123,14 @@ class CompiledProgram(SDFGConvertible):
         self.sdfg  # noqa: B018  # made with it
         assert self._signature is not None
         return self._signature
+
+    def device_resident(self) -> Any:
+        """The build of a ``device="gpu"`` program that takes GPU arrays, compiled now
+        (otherwise on the first call with GPU arrays); see :mod:`.device`."""
+        if not isinstance(self._callable, GPUCallable):
+            raise TensorIRError(f"program '{self.program.name}' was not compiled with "
+                                "device=\"gpu\", so it has no build for GPU arrays")
+        return self._callable.resident()
 
     @classmethod
     def from_sdfg(cls, program: ir.Program, sdfg: dace.SDFG, *,
@@ -190,8 +208,11 @@ def compile(program: ir.Program | str, *, optimize: str = "default", device: str
     lowering, and -- for text -- without parsing or importing SymPy or DaCe.
 
     ``device="gpu"`` compiles CUDA kernels (with nvcc; DaCe's
-    ``compiler.cuda.cuda_arch`` setting picks the architecture); calling such a
-    program on a machine without a GPU raises ``GPUUnavailableError``."""
+    ``compiler.cuda.cuda_arch`` setting picks the architecture); such a
+    program takes NumPy arrays (copied to the device and back on each call)
+    or GPU arrays such as CuPy's (used in place, through a second build made on
+    the first such call; see :mod:`.device`).  Calling it on a machine without
+    a GPU raises ``GPUUnavailableError``."""
     from .source_cache import load_plan, source_key
     options = {"optimize": optimize, "device": device, "cache_dir": cache_dir}
     if isinstance(program, str):
@@ -213,5 +234,10 @@ def compile(program: ir.Program | str, *, optimize: str = "default", device: str
             program = parse(text)
         from ..lowering import lower_program
         lowered = lower_program(program, optimize=optimize, device=device)
+        resident = None
+        if device == "gpu":
+            typed = program
+            resident = lambda: lower_program(typed, optimize=optimize,  # noqa: E731
+                                             device=device, resident=True).sdfg
         return CompiledProgram(program, lowered.sdfg, lowered.signature,
-                               cache_dir=cache_dir, source_key=key)
+                               cache_dir=cache_dir, source_key=key, resident_sdfg=resident)
