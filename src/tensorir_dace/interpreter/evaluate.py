@@ -337,6 +337,12 @@ class Evaluator(ShiftsMixin):
         for d in _reduce_masks(types, axis):
             m = self.mask_present(d, R + (ax,), env)
             present = m if present is None else present & m
+        for a, t in zip(e.args, types):   # absent through full or offset shifts
+            if t.dim(axis) is not None and ir.absent_beyond_masks(a):
+                pa = self.presence(a, env)
+                if pa is not None:
+                    m = np.asarray(align(pa, R + (ax,), what="an operand's presence"))
+                    present = m if present is None else present & m
         acc = full_like_dims(R, self.eval(init_e, env).data)
         acc_name, acc_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
         child = dict(env)
