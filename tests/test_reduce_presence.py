@@ -131,6 +131,18 @@ def test_compiled_skips_absent_elements(interpreted):
     assert out["whole"].all()
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_random_meshes_agree(seed):
+    """Seeded random meshes and offsets: NumPy, interpreter and compiled code agree."""
+    args = mesh(seed)
+    args["off"] = np.random.default_rng(seed).integers(-4, 5, (NE, NK)).astype(np.int32)
+    ref, out = clone(args), clone(args)
+    tir.interpret(parsed(SKIPS), **ref)
+    assert_same_results(ref, numpy_reference(args))
+    compiled(SKIPS, "default")(**out)
+    assert_same_results(out, ref)
+
+
 def test_reduce_over_table_masks_only_tests_no_presence():
     """Partial shifts of parameters (the nabla form) keep the table-only loop guard."""
     fsum = tir.check(parsed(SKIPS)).body[0].value
