@@ -1,0 +1,127 @@
+"""Temporaries sized by program-level loop variables.
+
+A temporary such as ``pre: tensor<float, Cell[0:N], K[0:t+1]>`` exists anew in
+every iteration of the loop over ``t``, on that iteration's interval.  The
+interpreter allocates it per iteration; compiled code sizes its storage
+before the loop, to the hull of the intervals over the loop's range, so one
+binary serves every loop range.  Interpreter, compiled code and hand-written
+NumPy agree; the call-time checks cover every iteration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy
+
+import tensorir_dace as tir
+from conftest import compiled, parsed
+from tensorir_dace.runtime.cache import compile_count
+
+SRC = """
+loop_temporaries(x: tensor<float, Cell[0:N], K[0:L]>, out: tensor<float, Cell[0:N], K[0:L]>,
+                 acc: tensor<float, Cell[0:N], K[0:L]>, n: tensor<int>, m: tensor<int>) {
+  w: tensor<float, Cell[0:N], K[t:t+2]>;
+  for (t in 0:n) {
+    pre: tensor<float, Cell[0:N], K[0:t+1]>;
+    pre ← scan(λ(c: tensor<float, Cell[0:N]>, a: tensor<float, Cell[0:N]>) → c + a, True, 0.0)(
+        subset(x, K[0:t+1]));
+    w ← subset(x, K[t:t+2]) − 1.0;
+    if (t % 2 == 0) { subset(acc, K[t:t+1]) ← subset(pre, K[t:t+1]) }
+    else { subset(acc, K[t:t+1]) ← −subset(pre, K[t:t+1]) }
+    for (s in 0:t) {
+      part: tensor<float, Cell[0:N], K[s:t+1]>;
+      part ← subset(pre, K[s:t+1]) × 0.5;
+      subset(acc, K[s:s+1]) ← subset(acc, K[s:s+1]) + subset(part, K[s:s+1])
+    }
+    subset(out, K[t:t+1]) ← subset(pre, K[t:t+1])
+                            + subset(w, K[t:t+1]) × subset(⟪K, 1⟫(w), K[t:t+1])
+  }
+  for (t in m:L−1) {
+    w ← subset(x, K[t:t+2]) × 2.0;
+    subset(out, K[t:t+1]) ← subset(out, K[t:t+1]) + subset(⟪K, 1⟫(w), K[t:t+1])
+  }
+}
+"""
+N, L = 5, 7
+RNG = np.random.default_rng(11)
+X = RNG.random((N, L))
+
+
+def numpy_ref(x, out, acc, n, m):
+    """The program by hand: a prefix sum per step, a two-level window, nested steps."""
+    for t in range(n):
+        pre = np.cumsum(x[:, :t + 1], axis=1)
+        w = x[:, t:t + 2] - 1.0
+        acc[:, t] = pre[:, t] if t % 2 == 0 else -pre[:, t]
+        for s in range(t):
+            acc[:, s] += 0.5 * pre[:, s]
+        out[:, t] = pre[:, t] + w[:, 0] * w[:, 1]
+    for t in range(m, L - 1):
+        out[:, t] += 2.0 * x[:, t + 1]
+
+
+def run_all(fn, n, m):
+    """(interpreter, compiled, NumPy) results for one loop range."""
+    results = []
+    for run in (lambda **kw: tir.interpret(parsed(SRC), **kw), fn, None):
+        out, acc = np.ones((N, L)), np.ones((N, L))
+        if run is None:
+            numpy_ref(X, out, acc, n, m)
+        else:
+            run(x=X, out=out, acc=acc, n=n, m=m)
+        results.append((out, acc))
+    return results
+
+
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_loop_sized_temporaries_match_numpy_one_binary(optimize):
+    fn = compiled(SRC, optimize)
+    fn(x=X, out=np.ones((N, L)), acc=np.ones((N, L)), n=1, m=5)
+    before = compile_count()
+    # (0, L - 1) and (0, 9): both loops run no iteration
+    for n, m in [(3, 2), (L - 1, 0), (0, L - 1), (0, 9), (4, 1)]:
+        interp, comp, ref = run_all(fn, n, m)
+        for got in (interp, comp):
+            np.testing.assert_allclose(got[0], ref[0], rtol=1e-13, err_msg=f"{n} {m}")
+            np.testing.assert_allclose(got[1], ref[1], rtol=1e-13, err_msg=f"{n} {m}")
+    assert compile_count() == before
+
+
+@pytest.mark.parametrize("n, m, bad", [(L, 3, "t \\+ 2 = 8"),   # w of the last step: K[6:8]
+                                       (2, -1, "t = -1")])      # the second loop from -1
+def test_every_iteration_is_checked_before_anything_runs(n, m, bad):
+    for run in (lambda **kw: tir.interpret(parsed(SRC), **kw), compiled(SRC)):
+        out, acc = np.zeros((N, L)), np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match=bad):
+            run(x=X, out=out, acc=acc, n=n, m=m)
+        assert not out.any() and not acc.any()
+
+
+def test_storage_is_sized_before_the_loop_by_the_hull():
+    sdfg = tir.to_sdfg(parsed(SRC))
+    shapes = {name: desc.shape for name, desc in sdfg.arrays.items()
+              if name in ("w", "pre", "part", "_w")}   # w has arrays of its own in each loop
+    assert len(shapes) == 4
+    for name, shape in shapes.items():
+        free = {str(s) for d in shape for s in sympy.sympify(d).free_symbols}
+        assert free <= {"N", "L", "n", "m"}, (name, shape)
+    assert str(shapes["pre"][1]) == "Max(0, n)"        # K[0:t+1] for t < n
+
+
+def test_round_trip_through_the_text_syntax():
+    p = parsed(SRC)
+    assert tir.parse(tir.format(p)) == p
+
+
+@pytest.mark.parametrize("src, message", [
+    ("p(x: tensor<float, K[0:M]>, n: tensor<int>) { tmp: tensor<float, K[0:t+1]>; "
+     "for (t in 0:n) { tmp ← subset(x, K[0:t+1]) }; x ← x + subset(tmp, K[0:1]) }",
+     "exists only inside a loop over 't'"),
+    ("p(x: tensor<float, K[0:M]>, n: tensor<int>) { for (t in 0:n) { "
+     "tmp: tensor<float, K[0:t×t]>; tmp ← subset(x, K[0:t×t]) } }",
+     "grow or shrink steadily with the loop variable 't'"),
+])
+def test_misplaced_or_unsizable_loop_temporaries_are_type_errors(src, message):
+    with pytest.raises(tir.TypeCheckError, match=message):
+        tir.check(tir.parse(src))
