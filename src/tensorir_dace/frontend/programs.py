@@ -210,13 +210,12 @@ class ProgramTranslator(AssignmentTranslator):
         items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         args = []
         for item in items:
+            sl = item.slice if isinstance(item, ast.Subscript) else None
             dim = self.expr(item.value) if isinstance(item, ast.Subscript) and \
-                isinstance(item.slice, ast.Slice) else None
-            if not isinstance(dim, Dimension):
+                isinstance(sl, ast.Slice) else None
+            if not isinstance(dim, Dimension) or not isinstance(sl, ast.Slice):
                 args.append(self.expr(item))
                 continue
-            sl = item.slice
-            assert isinstance(sl, ast.Slice)
             if sl.step is not None:
                 raise self.error(sl, f"write an interval as {dim.name}[start:stop]")
             lo = sympy.Integer(0) if sl.lower is None else \
