@@ -16,6 +16,7 @@ import sympy
 
 import tensorir_dace as tir
 from conftest import compiled, parsed
+from tensorir_dace.frontend import Tensor, dims, program
 from tensorir_dace.runtime.cache import compile_count
 
 SRC = """
@@ -125,3 +126,75 @@ def test_round_trip_through_the_text_syntax():
 def test_misplaced_or_unsizable_loop_temporaries_are_type_errors(src, message):
     with pytest.raises(tir.TypeCheckError, match=message):
         tir.check(tir.parse(src))
+
+
+# =========================================================================== Python front end
+
+Cell, KD = dims("Cell K")
+
+
+@program
+def band(x: Tensor[float, Cell, KD], out: Tensor[float, Cell, KD], k0: int, k1: int):
+    tmp: Tensor[float, Cell, KD[k0:k1]] = 2.0 * x
+    tmp = tmp + x(KD - 1)                 # the same temporary: it keeps its interval
+    out[:, k0:k1] = tmp + 1.0
+
+
+@program
+def window(x: Tensor[float, Cell, KD], out: Tensor[float, Cell, KD], n: int):
+    for t in range(n):
+        w: Tensor[float, Cell, KD[t:t + 2]] = x - 1.0
+        out[:, t:t + 1] = w * w(KD + 1)
+
+
+def test_frontend_temporary_on_a_runtime_interval_one_binary():
+    assert [str(t.type.dims[1]) for t in band.ir.temporaries] == ["K[k0:k1]"]   # one temporary
+    band(X, np.zeros((N, L)), k0=1, k1=2)
+    before = compile_count()
+    for k0, k1 in [(1, L), (3, 5), (4, 4), (6, 2)]:
+        ref = np.zeros((N, L))
+        if k0 < k1:
+            ref[:, k0:k1] = 2.0 * X[:, k0:k1] + X[:, k0 - 1:k1 - 1] + 1.0
+        for backend in ("interpreter", "compiled"):
+            out = np.zeros((N, L))
+            band(X, out, k0=k0, k1=k1, backend=backend)
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {k0} {k1}")
+    assert compile_count() == before
+    for backend in ("interpreter", "compiled"):    # K - 1 at level 0 is not defined
+        out = np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match="k0 = 0"):
+            band(X, out, k0=0, k1=3, backend=backend)
+        assert not out.any()
+
+
+def test_frontend_temporary_sized_by_a_loop_variable_one_binary():
+    window(X, np.zeros((N, L)), n=1)
+    before = compile_count()
+    for n in (3, 0, L - 1):
+        ref = np.zeros((N, L))
+        ref[:, :n] = (X[:, :n] - 1.0) * (X[:, 1:n + 1] - 1.0)
+        for backend in ("interpreter", "compiled"):
+            out = np.zeros((N, L))
+            window(X, out, n=n, backend=backend)
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {n}")
+    assert compile_count() == before
+    for backend in ("interpreter", "compiled"):    # the last step's window K[6:8]
+        out = np.zeros((N, L))
+        with pytest.raises(tir.ArgumentError, match="t \\+ 2 = 8"):
+            window(X, out, n=L, backend=backend)
+        assert not out.any()
+
+
+def test_frontend_programs_round_trip_through_the_text_syntax():
+    for prog in (band, window):
+        assert tir.parse(tir.format(prog.ir)) == prog.ir
+
+
+def test_frontend_interval_bound_must_be_an_integer():
+    @program
+    def bad(x: Tensor[float, Cell, KD], out: Tensor[float, Cell, KD], f: float):
+        tmp: Tensor[float, Cell, KD[0:f]] = x
+        out[...] = tmp
+
+    with pytest.raises(tir.TensorIRError, match="an interval bound must be an integer"):
+        bad(X, np.zeros((N, L)), f=1.0, backend="interpreter")
