@@ -2,9 +2,12 @@
 
     python sdfg_examples/regenerate.py
 
-Writes ``<name>.sdfg`` (as lowered) and ``<name>.optimized.sdfg``
-(``optimize="default"``) next to each ``<name>.tir``.  A test fails when a
-checked-in file no longer matches what the lowering produces.
+Writes, next to each ``<name>.tir``, what ``tensorir-dace lower`` writes:
+``<name>.sdfg`` (as lowered), ``<name>.optimized.sdfg`` (``--optimize
+default``) and ``<name>.expanded.sdfg`` (as lowered, library nodes expanded:
+loads in DaCe without this package).  The files are deterministic, so only
+changed programs give changed files.  A test fails when a checked-in file no
+longer matches what ``lower`` writes.
 """
 
 from __future__ import annotations
@@ -13,27 +16,38 @@ import pathlib
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-LEVELS = {"none": "", "default": ".optimized"}
+#: (stage, expanded) of each file kept for an example.
+VARIANTS = [("lowered", False), ("optimized", False), ("lowered", True)]
 
 
-def sdfg_path(tir: pathlib.Path, optimize: str) -> pathlib.Path:
-    return tir.with_name(tir.stem + LEVELS[optimize] + ".sdfg")
+def sdfg_path(tir: pathlib.Path, stage: str, expand: bool) -> pathlib.Path:
+    from tensorir_dace.cli import default_sdfg_path
+    return default_sdfg_path(tir, stage, expand)
 
 
-def lower(tir: pathlib.Path, optimize: str):
-    import tensorir_dace as t
-    return t.to_sdfg(t.parse(tir.read_text(), filename=tir.name), optimize=optimize)
+def sdfg_text(tir: pathlib.Path, stage: str, expand: bool) -> str:
+    """The file ``tensorir-dace lower`` writes for this variant."""
+    import contextlib
+    import io
+    import tempfile
+
+    from tensorir_dace.cli import main
+    with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+        out = pathlib.Path(tmp) / "out.sdfg"
+        args = ["lower", "-q", str(tir), "--stage", stage, "-o", str(out)]
+        if main(args + (["--expand"] if expand else [])) != 0:
+            raise SystemExit(f"lowering {tir.name} failed")
+        return out.read_text()
 
 
 def main() -> int:
-    import dace
     for tir in sorted(HERE.glob("*.tir")):
-        for optimize in LEVELS:
-            out = sdfg_path(tir, optimize)
-            fresh = lower(tir, optimize)
-            if out.exists() and dace.SDFG.from_file(str(out)).hash_sdfg() == fresh.hash_sdfg():
-                continue     # unchanged (the file differs only in ids): keep it
-            fresh.save(str(out))
+        for stage, expand in VARIANTS:
+            out = sdfg_path(tir, stage, expand)
+            fresh = sdfg_text(tir, stage, expand)
+            if out.exists() and out.read_text() == fresh:
+                continue
+            out.write_text(fresh)
             print("wrote", out.relative_to(HERE.parent))
     return 0
 

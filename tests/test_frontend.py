@@ -866,7 +866,7 @@ def test_error_reduce_without_neighbours():
 
 
 def test_error_wrong_reduction_axis():
-    C = dims("Cell")[0]
+    C = dims("Cell")
     V2C = neighbor_dim(C, 6)
 
     @program

@@ -75,7 +75,7 @@ def test_from_sdfg_rejects_an_unrelated_sdfg():
 
 from tensorir_dace import Tensor, dims, program  # noqa: E402
 
-(I,) = dims("I")
+I = dims("I")
 
 
 @program

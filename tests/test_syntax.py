@@ -515,3 +515,21 @@ def test_docs_example_parses():
     p = parse(source)
     assert [t.name for t in p.temporaries] == ["tmp"]
     roundtrip(p, parse)
+
+
+def test_printer_keeps_to_its_line_width():
+    """No printed line is longer than WIDTH where the syntax allows a break:
+    the examples and random programs (deep expressions), and the text
+    round-trips."""
+    from test_random_programs import random_program
+
+    from tensorir_dace.syntax.printer import WIDTH
+    from conftest import EXAMPLES
+    sources = [p.read_text() for p in sorted(EXAMPLES.glob("*.tir"))]
+    sources += [random_program(seed, statements=6) for seed in range(12)]
+    for src in sources:
+        program = parse(src)
+        for ascii_ in (False, True):
+            text = format(program, ascii=ascii_)
+            assert max(len(line) for line in text.splitlines()) <= WIDTH, text
+            assert parse(text) == program

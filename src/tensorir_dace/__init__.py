@@ -17,7 +17,13 @@ from typing import Any
 from . import ir
 from .errors import (ArgumentError, FrontendError, LoweringError, ParseError, SourceLoc,
                      TensorIRError, TypeCheckError)
-from .typing import check
+from .log import configure_from_env as _configure_log
+from .tracebacks import api_boundary
+from .typing import check as _check
+
+check = api_boundary(_check)
+
+_configure_log()
 
 __version__ = "0.1.0"
 
@@ -31,6 +37,7 @@ _LAZY = {
     "interpret": ("interpreter", "interpret"),
     "to_sdfg": ("lowering", "to_sdfg"),
     "compile": ("runtime.program", "compile"),
+    "view": ("viewer", "view"),
     "CompiledProgram": ("runtime.program", "CompiledProgram"),
     "function": ("frontend", "function"),
     "program": ("frontend", "program"),
@@ -94,10 +101,17 @@ _LAZY = {
 }
 
 
+# Entry points whose errors lose the package-internal traceback frames.
+_BOUNDARIES = {"parse", "parse_expr", "parse_type", "format", "interpret", "to_sdfg",
+               "compile", "view"}
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(import_module(f".{module}", __name__), attr)
+        if name in _BOUNDARIES:
+            value = api_boundary(value)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'tensorir_dace' has no attribute '{name}'")

@@ -55,9 +55,16 @@ class LoweringError(TensorIRError):
     """A well-typed program uses a feature the DaCe lowering cannot express."""
 
 
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """A ' (did you mean ...?)' suffix naming close matches, or ''."""
-    close = difflib.get_close_matches(name, sorted(set(candidates)), n=3, cutoff=0.6)
+def did_you_mean(name: str, candidates: Iterable[str], then: Iterable[str] = ()) -> str:
+    """A ' (did you mean ...?)' suffix naming close matches, or ''.
+
+    Matches among ``candidates`` (the user's own names) come first, then
+    those among ``then`` (e.g. Python's builtins)."""
+    own = sorted(set(candidates))
+    close = difflib.get_close_matches(name, own, n=3, cutoff=0.6)
+    rest = sorted(set(then) - set(own))
+    close += difflib.get_close_matches(name, rest, n=3 - len(close), cutoff=0.6) \
+        if len(close) < 3 else []
     if not close:
         return ""
     return " (did you mean " + " or ".join(f"'{c}'" for c in close) + "?)"

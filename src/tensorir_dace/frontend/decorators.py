@@ -16,9 +16,10 @@ arrays returns its value as a new array, JAX-style.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
+from ..tracebacks import api_boundary
 from ..typing import check
 from .analysis import Analysis, Specializer, check_named
 from .annotations import (
@@ -220,6 +222,39 @@ class _Specialized:
         spec.calls += 1
 
 
+# Tensor IR spellings in checker messages, as written in Python.
+_PYTHON_SPELLING = {"if(c, a, b)": "where(c, a, b)"}
+
+
+def _scalar_annotation_hint(fn: Callable | None) -> str:
+    """For a mixed-precision error: scalars annotated ``float``/``int`` are 64-bit."""
+    kinds = {float: "float", int: "int", "float": "float", "int": "int"}
+    anns = getattr(fn, "__annotations__", None) or {}
+    fixed = [(name, kinds[a]) for name, a in anns.items()
+             if name != "return" and isinstance(a, (type, str)) and a in kinds]
+    if not fixed:
+        return ""
+    name, kind = fixed[0]
+    return (f"; the annotation '{name}: {kind}' fixes {kind}64 (as in GT4Py): annotate "
+            f"'{name}: {kind}32' or leave '{name}' unannotated to take the arrays' type")
+
+
+@contextlib.contextmanager
+def _python_messages(fn: Callable) -> Iterator[None]:
+    """Errors of translating and checking ``fn``, worded for Python source."""
+    try:
+        yield
+    except TensorIRError as e:
+        message = e.message
+        for tir_text, python_text in _PYTHON_SPELLING.items():
+            message = message.replace(tir_text, python_text)
+        if "one element type" in message:
+            message += _scalar_annotation_hint(fn)
+        if message != e.message:
+            raise type(e)(message, e.loc) from None
+        raise
+
+
 def _checked(prog: ir.Program) -> ir.Program:
     try:
         check(prog)
@@ -310,12 +345,14 @@ class FunctionObject(_Specialized, InlinedFunction):
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
-        prog = translate_call(self.fn, params, sp.table_dims(a), self._result_name(),
-                              static=static, rank_generic=sp.generic, report=report)
-        _checked(prog)
+        with _python_messages(self.fn):
+            prog = _checked(translate_call(self.fn, params, sp.table_dims(a),
+                                           self._result_name(), static=static,
+                                           rank_generic=sp.generic, report=report))
         return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
                               dropped=report.get("dropped", {}))
 
+    @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialisation for these arguments (translated and checked, not run):
         ``.ir`` is its Tensor IR program (the result is its last parameter),
@@ -345,6 +382,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         return {**bound.arguments,
                 **table_arguments(tables, provider, self._tables, self.fn.__name__)}
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any):
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
@@ -420,6 +458,7 @@ def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
     return np.empty(shape, dtype=numpy_dtype(dtype))
 
 
+@api_boundary
 def function(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
     """Decorate a Python function written with tensor operations (``x(I + 1)``,
     ``neighbor_sum``, ``where``, …); programs call it and it is inlined.
@@ -526,9 +565,10 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
-        prog = translate_program(self.fn, params, self._size_of(), sp.table_dims(a),
-                                 static=static, rank_generic=sp.generic, report=report)
-        _checked(prog)
+        with _python_messages(self.fn):
+            prog = _checked(translate_program(self.fn, params, self._size_of(),
+                                              sp.table_dims(a), static=static,
+                                              rank_generic=sp.generic, report=report))
         return Specialization(self.fn.__name__, key, prog, dropped=report.get("dropped", {}))
 
     def _default(self, verb: str = "translating") -> Specialization:
@@ -563,11 +603,20 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         """The program DaCe nests when a ``@dace.program`` calls this one."""
         return self.ir
 
+    @api_boundary
     def to_sdfg(self, optimize: str = "none"):
         """The DaCe SDFG of the program (``optimize="default"`` for the optimised one)."""
         from ..lowering import to_sdfg
         return to_sdfg(self.ir, optimize=optimize)
 
+    @api_boundary
+    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+        """Write the viewer page of the program (see :func:`tensorir_dace.view`); a
+        rank-generic program is viewed through ``prog.specialize(args).view()``."""
+        from ..viewer import view
+        return view(self, path, open=open)
+
+    @api_boundary
     def compile(self):
         """The compiled program (a callable taking keyword arguments, and
         ``offset_provider=`` for declared connectivities); cached."""
@@ -575,11 +624,13 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         self._param_infos()
         return TablesCall(compiled, self._tables, self.__name__) if self._tables else compiled
 
+    @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialisation for these arguments (translated and checked, not run):
         ``.ir``, ``.key``, ``.to_sdfg()``."""
         return self._lookup(self._bind(args, kwargs), "translating")[0]
 
+    @api_boundary
     def interpret(self, *args: Any, **kwargs: Any) -> None:
         """Run the program with the NumPy interpreter."""
         return self.__call__(*args, backend="interpreter", **kwargs)
@@ -597,6 +648,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             values[k] = v
         return values
 
+    @api_boundary
     def __call__(self, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         names = [p.name for p in self._param_infos()]
@@ -620,6 +672,7 @@ def _caller() -> str | None:
     return f"{frame[0]}:{frame[1]}" if frame is not None else None
 
 
+@api_boundary
 def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
     """Decorate a Python function whose body writes its tensor parameters.
 

@@ -94,6 +94,11 @@ class Dimension:
     def __str__(self) -> str:
         return self.name
 
+    def __iter__(self) -> Any:
+        raise DefinitionError(f"dimension {self.name} is not a sequence: dims(\"{self.name}\") "
+                              f"with one name is the dimension itself ({self.name} = "
+                              f"dims(\"{self.name}\"))")
+
     # -- sizes and intervals
     @property
     def size(self) -> sympy.Symbol:
@@ -101,6 +106,9 @@ class Dimension:
         return ir.size_symbol(f"N_{self.name}")
 
     def __getitem__(self, item: Any) -> DimSpec:
+        if isinstance(item, int) and not isinstance(item, bool):
+            raise DefinitionError(f"{self.name}[{item}]: dims(\"{self.name}\") with one name "
+                                  f"is the dimension itself; drop the [{item}]")
         if not isinstance(item, slice) or item.step is not None:
             raise DefinitionError(f"write an interval as {self.name}[start:stop]")
         start = 0 if item.start is None else item.start
@@ -228,12 +236,13 @@ def neighbor_dim(source: Dimension, size: int) -> NeighborDimension:
     return NeighborDimension(source, size)
 
 
-def dims(names: str | Iterable[str]) -> tuple[Dimension, ...]:
-    """``I, J, K = dims("I J K")`` (also ``dims(["I", "J"])`` or ``"I, J"``)."""
+def dims(names: str | Iterable[str]) -> Any:
+    """``I, J, K = dims("I J K")`` (also ``dims(["I", "J"])`` or ``"I, J"``);
+    with one name the dimension itself, as ``sympy.symbols`` does: ``K = dims("K")``."""
     if isinstance(names, str):
         names = names.replace(",", " ").split()
     out = tuple(Dimension(n) for n in names)
-    return out
+    return out[0] if len(out) == 1 else out
 
 
 @dataclass(frozen=True)

@@ -104,8 +104,8 @@ class ExpressionTranslator:
             if found:
                 return value
             owner = owner.owner
-        candidates = set(self.env) | self.source.global_names() | set(dir(builtins))
-        raise self.error(node, f"unknown name '{name}'" + did_you_mean(name, candidates))
+        own = set(self.env) | self.source.global_names()
+        raise self.error(node, f"unknown name '{name}'" + did_you_mean(name, own, dir(builtins)))
 
     def to_ir(self, v: Any, node: ast.AST | None) -> ir.Expr:
         loc = self.loc(node)

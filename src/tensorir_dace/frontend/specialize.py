@@ -234,9 +234,29 @@ def differences(new: Sequence[ParamSig], old: Sequence[ParamSig]) -> list[str]:
     return [describe_difference(a, b) for a, b in zip(new, old) if a != b]
 
 
+def _distance(new: ParamSig, old: ParamSig) -> int:
+    """How far apart two keys of one parameter are: a halo or a static value
+    is closer than a dtype, a dtype closer than other dimensions, those closer
+    than another rank or kind."""
+    if new == old:
+        return 0
+    if new.kind != old.kind:
+        return 8
+    if new.type is None or old.type is None:
+        return 1
+    a, b = new.type, old.type
+    d = 2 if a.dtype != b.dtype else 0
+    if a.dim_names != b.dim_names:
+        d += 4 if len(a.dims) != len(b.dims) else 3
+    elif a.dims != b.dims:
+        d += 1
+    return d or 1
+
+
 def distance(new: Sequence[ParamSig], old: Sequence[ParamSig]) -> int:
-    """How many aspects (kind, dtype, dimensions, halo, static value) differ."""
-    return sum(len(_difference(a, b)) for a, b in zip(new, old) if a != b)
+    """How far apart two keys are (the sum over their parameters, see
+    :func:`_distance`); the closest cached key explains a recompile."""
+    return sum(_distance(a, b) for a, b in zip(new, old))
 
 
 # --------------------------------------------------------------------------- entries
@@ -304,6 +324,11 @@ class Specialization:
         """The DaCe SDFG of this specialisation."""
         from ..lowering import to_sdfg
         return to_sdfg(self.program, optimize=optimize)
+
+    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+        """Write the viewer page of this specialisation (see :func:`tensorir_dace.view`)."""
+        from ..viewer import view
+        return view(self.program, path, open=open)
 
     def result_symbols(self) -> set[str]:
         """The names of the size symbols in the result's type."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dace
 
 from .. import ir
+from ..log import stage
 from ..typing import check
 from .program import LoweredProgram, lower
 
@@ -26,11 +27,14 @@ def lower_program(program: ir.Program, *, optimize: str = "none",
                             f"got {optimize!r}")
     if device not in DEVICES:
         raise TensorIRError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
-    typed = check(program)
-    lowered = lower(typed, fused=optimize != "none")
+    with stage("checking"):
+        typed = check(program)
+    with stage("lowering"):
+        lowered = lower(typed, fused=optimize != "none")
     pipeline(optimize)(lowered.sdfg)
     if device == "gpu":
-        to_gpu(lowered.sdfg)
+        with stage("pass to_gpu"):
+            to_gpu(lowered.sdfg)
     return lowered
 
 

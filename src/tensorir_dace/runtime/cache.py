@@ -41,6 +41,9 @@ from dace.codegen import compiler as dace_compiler
 from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.config import Config
 
+from ..log import info as log_info
+from ..log import stage
+
 __all__ = [
     "cache_key",
     "cache_stats",
@@ -298,6 +301,7 @@ def compile_sdfg(sdfg: dace.SDFG, *,
         hit = _memo.get(memo_key)
         if hit is not None:
             _stats["memo_hits"] += 1
+            log_info("compile cache hit: %s already loaded", name)
             return hit
 
         root = pathlib.Path(cache_dir).expanduser() if cache_dir is not None else get_cache_dir()
@@ -308,7 +312,8 @@ def compile_sdfg(sdfg: dace.SDFG, *,
             dup = _prepared_copy(sdfg, name, folder)
             info = _read_marker(folder, name, key)
             if info is not None:
-                compiled = _handle(folder, info, dup)
+                with stage(f"loading {name} from the compile cache"):
+                    compiled = _handle(folder, info, dup)
                 _stats["loaded"] += 1
                 _stats["load_seconds"] += time.perf_counter() - t0
             else:
@@ -322,8 +327,17 @@ def compile_sdfg(sdfg: dace.SDFG, *,
 def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> CompiledSDFG:
     if folder.exists():   # a build that failed or was interrupted: start over
         shutil.rmtree(folder)
-    with dace.config.set_temporary("compiler", "use_cache", value=False):
-        dup.compile(return_program_handle=False)
+    from dace.codegen import codegen
+    with stage("code generation"):
+        gen = copy.deepcopy(dup)
+        gen.build_folder = str(folder)
+        for _ in gen.all_sdfgs_recursive(load_ext=True):
+            pass
+        gen.fill_scope_connectors()
+        objects = codegen.generate_code(gen, validate=True)
+        program_folder = dace_compiler.generate_program_folder(gen, objects, str(folder))
+    with stage("C++ build", live=True):
+        dace_compiler.configure_and_compile(program_folder, name)
     lib = dace_compiler.get_binary_name(folder, name)
     if not lib.is_file():  # pragma: no cover - DaCe renamed the library
         raise RuntimeError(f"DaCe did not produce {lib}")
@@ -339,4 +353,5 @@ def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> Compile
         "built": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     _write_atomically(folder / "ready", json.dumps(info, indent=1))
-    return _handle(folder, info, dup)
+    with stage("loading"):
+        return _handle(folder, info, dup)

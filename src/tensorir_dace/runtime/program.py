@@ -12,6 +12,7 @@ from ..arguments import merge_positional
 from ..errors import TensorIRError
 from ..interop import SDFGConvertible
 from ..lowering import lower_program
+from ..tracebacks import api_boundary
 from .cache import compile_sdfg
 from .compiled import CallSignature, SDFGCallable
 
@@ -47,6 +48,7 @@ class CompiledProgram(SDFGConvertible):
                                 "was it made by to_sdfg from this program?")
         return cls(program, sdfg, signature, cache_dir=cache_dir)
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         if args:
             kwargs = merge_positional(self.program.params, args, kwargs,

@@ -76,6 +76,11 @@ class Printer:
         self.shift_open, self.shift_close = ("<<", ">>") if ascii else ("⟪", "⟫")
         self.neg = "-"
         self.not_ = "!" if ascii else "¬"
+        # The width the line breaking aims at: below WIDTH while a statement is
+        # re-laid out because text around a broken expression overflowed.
+        self.width = WIDTH
+        # Builtins printed in the ⟪…⟫ notation (see format_checked).
+        self.shift_names = frozenset(("shift",))
 
     # ----------------------------------------------------------------- types
 
@@ -113,7 +118,7 @@ class Printer:
 
     def expr_level(self, e: ir.Expr, indent: str | None = None) -> tuple[str, int]:
         flat = self.layout(e, None)
-        if indent is None or len(indent) + len(flat[0]) <= WIDTH:
+        if indent is None or len(indent) + len(flat[0]) <= self.width:
             return flat
         return self.layout(e, indent)
 
@@ -144,13 +149,13 @@ class Printer:
                 if indent is None:
                     return f"{self.lam}({ps}) {self.arrow} {self.expr(body)}", LAMBDA
                 inner = indent + INDENT
-                if len(indent) + len(ps) + 10 > WIDTH:
+                if len(indent) + len(ps) + 10 > self.width:
                     ps = "".join(f"\n{inner}{self.param(p)}," for p in params)
                     ps = ps[:-1] + "\n" + indent
                 head = f"{self.lam}({ps}) {self.arrow}"
                 flat_body = self.expr(body)
                 last_line = head.rsplit("\n", 1)[-1]
-                if "\n" in head and len(last_line) + len(flat_body) + 1 <= WIDTH:
+                if "\n" in head and len(last_line) + len(flat_body) + 1 <= self.width:
                     return f"{head} {flat_body}", LAMBDA
                 return f"{head}\n{inner}{self.expr(body, LAMBDA, inner)}", LAMBDA
             case ir.Call():
@@ -173,7 +178,7 @@ class Printer:
                     line = left.rsplit("\n", 1)[-1]
                     if "\n" not in left:
                         line = indent + line
-                    if len(line) + len(op) + 2 + len(right.split("\n", 1)[0]) > WIDTH:
+                    if len(line) + len(op) + 2 + len(right.split("\n", 1)[0]) > self.width:
                         sep = "\n" + indent
                 return f"{left}{sep}{op} {right}", level
             if name == "neg" and len(args) == 1:
@@ -190,9 +195,11 @@ class Printer:
                     and args[1].kind == "int"):
                 return (f"{self.expr(args[0], POSTFIX, indent)}[{int(args[1].value)}]",
                         POSTFIX)
-        if (isinstance(func, ir.Call) and func.func == ir.Sym("shift") and func.args
+        if (isinstance(func, ir.Call) and isinstance(func.func, ir.Sym)
+                and func.func.name in self.shift_names and func.args
                 and isinstance(func.args[0], ir.Sym)
-                and all(self.is_offset(a) or i > 0 for i, a in enumerate(func.args))):
+                and all(self.is_offset(a) or (i > 0 and func.func.name == "shift")
+                        for i, a in enumerate(func.args))):
             offsets = ", ".join(self.expr(a) for a in func.args)
             return (f"{self.shift_open}{offsets}{self.shift_close}"
                     f"({self.args(args, indent)})"), POSTFIX
@@ -200,7 +207,7 @@ class Printer:
 
     def args(self, args: tuple[ir.Expr, ...], indent: str | None = None) -> str:
         flat = ", ".join(self.expr(a) for a in args)
-        if indent is None or len(indent) + len(flat) <= WIDTH:
+        if indent is None or len(indent) + len(flat) <= self.width:
             return flat
         inner = indent + INDENT
         return ("".join(f"\n{inner}{self.expr(a, LAMBDA, inner)}," for a in args)[:-1]
@@ -215,6 +222,23 @@ class Printer:
     # ----------------------------------------------------------------- statements
 
     def stmt(self, s: ir.Stmt, indent: str = "") -> list[str]:
+        """The lines of ``s``, none longer than WIDTH where the syntax allows.
+
+        Breaking decisions look at one expression at a time, so text around it
+        (the target, a closing ``)(args);``) can overflow; the statement is then
+        laid out again aiming at a narrower width."""
+        saved = self.width
+        try:
+            for width in range(saved, 39, -6):
+                self.width = width
+                lines = self.stmt_lines(s, indent)
+                if all(len(line) <= WIDTH for line in "\n".join(lines).split("\n")):
+                    break
+            return lines
+        finally:
+            self.width = saved
+
+    def stmt_lines(self, s: ir.Stmt, indent: str) -> list[str]:
         match s:
             case ir.Assign(target=target, value=value):
                 return [f"{indent}{self.expr(target)} {self.assign} "
@@ -289,3 +313,12 @@ def format(node, *, ascii: bool = False) -> str:  # noqa: A001 (the module's API
     Unicode by default; ``ascii=True`` spells every token in ASCII.
     """
     return Printer(ascii).format(node)
+
+
+def format_checked(node, *, ascii: bool = False) -> str:
+    """Like :func:`format`, for the checker's output: its ``cartesian_shift(D, o)(x)``
+    (the checked form of ``⟪D, o⟫(x)``) is printed in the ``⟪D, o⟫`` notation
+    again, so the text reads as written and checks to the same program."""
+    printer = Printer(ascii)
+    printer.shift_names = frozenset(("shift", "cartesian_shift"))
+    return printer.format(node)

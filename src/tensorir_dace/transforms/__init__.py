@@ -7,6 +7,6 @@ plain list of passes.
 """
 
 from .extract_temporaries import extract_temporaries
-from .sdfg_passes import PIPELINES, pipeline
+from .sdfg_passes import PIPELINES, pass_names, pipeline
 
-__all__ = ["PIPELINES", "extract_temporaries", "pipeline"]
+__all__ = ["PIPELINES", "extract_temporaries", "pass_names", "pipeline"]

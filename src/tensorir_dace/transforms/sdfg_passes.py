@@ -7,6 +7,8 @@ from typing import Callable
 import dace
 from dace.transformation.dataflow import MapFusionVertical
 
+from ..log import stage
+
 SDFGPass = Callable[[dace.SDFG], None]
 
 
@@ -92,17 +94,28 @@ def validate(sdfg: dace.SDFG) -> None:
     sdfg.validate()
 
 
+# A pass named here is also a stage of ``lower --stage`` and of the viewer
+# (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
     "default": [simplify, fuse_maps_vertically, persistent_transients, validate],
 }
 
+#: Passes that check the SDFG without changing it (no stage of their own).
+CHECKS: tuple[SDFGPass, ...] = (validate,)
+
+
+def pass_names(name: str = "default") -> list[str]:
+    """The names of the passes of pipeline ``name`` that change the SDFG, in order."""
+    return [p.__name__ for p in PIPELINES[name] if p not in CHECKS]
+
 
 def pipeline(name: str) -> SDFGPass:
-    """The pipeline ``name`` as one pass."""
+    """The pipeline ``name`` as one pass; each pass is logged with its time."""
     passes = PIPELINES[name]
 
     def run(sdfg: dace.SDFG) -> None:
         for p in passes:
-            p(sdfg)
+            with stage(f"pass {p.__name__}"):
+                p(sdfg)
     return run
