@@ -1,0 +1,105 @@
+"""The fusion passes of the default pipeline: structure (maps, transients) and
+results against the interpreter, each pass also run alone."""
+
+from __future__ import annotations
+
+import random
+
+import dace
+import pytest
+
+import tensorir_dace as tir
+from tensorir_dace.lowering import lower
+from tensorir_dace.runtime.program import CompiledProgram
+from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.transforms.fuse_scans import fuse_column_scans
+
+from conftest import assert_same_results
+
+COL = "tensor<float, I[0:N], J[0:M]>"
+F3 = "tensor<float, I[0:N], J[0:M], K[0:L]>"
+
+TRIDIAGONAL = f"""
+solve(a: {F3}, b: {F3}, c: {F3}, d: {F3}, x: {F3}) {{
+  x ← scan(λ(x_kp1: {COL}, cpdp: tensor<(float, float), I[0:N], J[0:M]>)
+             → cpdp[1] - cpdp[0] × x_kp1, False, 0.0)(
+        scan(λ(state: tensor<(float, float), I[0:N], J[0:M]>, a: {COL}, b: {COL}, c: {COL},
+               d: {COL})
+             → make_tuple(c / (b - a × state[0]), (d - a × state[1]) / (b - a × state[0])),
+             True, make_tuple(0.0, 0.0))(a, b, c, d))
+}}
+"""
+
+
+def counts(sdfg: dace.SDFG) -> tuple[int, int]:
+    """(maps, transient arrays) over the whole SDFG."""
+    maps = sum(isinstance(n, dace.nodes.MapEntry) for n, _ in sdfg.all_nodes_recursive())
+    transients = sum(d.transient for sd in sdfg.all_sdfgs_recursive()
+                     for d in sd.arrays.values())
+    return maps, transients
+
+
+def matches_interpreter(prog, fn, sizes, seed=0):
+    args = random_arguments(prog, sizes=sizes, seed=seed)
+    for k in ("b",):
+        if k in args and getattr(args[k], "ndim", 0) == 3:
+            args[k] += 4.0
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    fn(**out)
+    assert_same_results(out, ref, 1e-10)
+
+
+def test_tridiagonal_scans_run_in_one_column_map_without_scratch():
+    prog = tir.parse(TRIDIAGONAL)
+    assert counts(tir.to_sdfg(prog, optimize="none")) == (2, 2)
+    sdfg = tir.to_sdfg(prog, optimize="default")
+    assert counts(sdfg) == (1, 0)
+    matches_interpreter(prog, tir.compile(prog), {"N": 5, "M": 3, "L": 7})
+
+
+def test_fuse_column_scans_runs_alone():
+    prog = tir.parse(TRIDIAGONAL)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    before = counts(sdfg)
+    fuse_column_scans(sdfg)
+    sdfg.validate()
+    assert before == (2, 2) and counts(sdfg) == (1, 0)
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"N": 4, "M": 2, "L": 5})
+
+
+# Random chains of three scans: the second reads the first's result at its own
+# level, one level up or down (fusable), or in the neighbouring column (not);
+# the third reads the second's at its own level.
+CHAIN_READS = {"own": ("{t}", F3), "up": ("⟪K, 1⟫({t})", f"tensor<float, I[0:N], J[0:M], K[-1:L+1]>"),
+               "down": ("⟪K, -1⟫({t})", "tensor<float, I[0:N], J[0:M], K[-1:L+1]>"),
+               "column": ("⟪I, 1⟫({t})", "tensor<float, I[-1:N+1], J[0:M], K[0:L]>")}
+OPS = ["st × 0.5 + x", "x - st × 0.25", "maximum(st, x) × 0.75 + w", "(x + w) / (2.0 + st × st)"]
+
+
+def scan_chain(seed: int) -> tuple[str, int]:
+    """A random chain and the number of column maps it needs after fusion."""
+    r = random.Random(seed)
+    kind = r.choice(sorted(CHAIN_READS))
+    read, first = CHAIN_READS[kind]
+    col0 = "tensor<float, I[-1:N+1], J[0:M]>" if kind == "column" else COL
+
+    def scan(target, col, args, x="x"):
+        params = ", ".join(f"{p}: {col}" for p in ("st", "x", "w")[:len(args) + 1])
+        op = r.choice(OPS if len(args) > 1 else OPS[:2])
+        return (f"  {target} ← scan(λ({params}) → {op}, {r.choice(['True', 'False'])}, "
+                f"0.5)({', '.join(args)});")
+    body = [scan("t0", col0, ["a"]), scan("t1", COL, [read.format(t="t0"), "b"]),
+            scan("out", COL, ["t1", "b"])]
+    src = (f"chain(a: {first}, b: {F3}, out: {F3}) {{\n  t0: {first};\n  t1: {F3};\n"
+           + "\n".join(body) + "\n}")
+    return src, 2 if kind == "column" else 1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_random_scan_chains_match_interpreter(seed):
+    src, maps = scan_chain(seed)
+    prog = tir.parse(src)
+    fn = tir.compile(prog)
+    assert counts(fn.sdfg)[0] == maps
+    matches_interpreter(prog, fn, {"N": 4, "M": 3, "L": 6}, seed)
