@@ -12,6 +12,7 @@ import tensorir_dace as tir
 from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.transforms.fuse_horizontal import fuse_maps_horizontally
 from tensorir_dace.transforms.fuse_scans import fuse_column_scans
 
 from conftest import assert_same_results
@@ -103,3 +104,38 @@ def test_random_scan_chains_match_interpreter(seed):
     fn = tir.compile(prog)
     assert counts(fn.sdfg)[0] == maps
     matches_interpreter(prog, fn, {"N": 4, "M": 3, "L": 6}, seed)
+
+
+NABLA = """
+nabla(out: tensor<(float, float), Vertex[0:V]>, pp: tensor<float, Vertex[0:V]>,
+      S_MXX: tensor<float, Edge[0:E]>, S_MYY: tensor<float, Edge[0:E]>,
+      sign: tensor<float, Vertex[0:V], _NB_0[0:6]>, vol: tensor<float, Vertex[0:V]>,
+      E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:6]>) {
+  out ← make_tuple(
+    reduce(λ(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>,
+             s: tensor<float, Vertex[0:V]>) → acc + a × s, 0.0)(
+      ⟪V2E⟫(S_MXX × (0.5 × (⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)))), sign) / vol,
+    reduce(λ(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>,
+             s: tensor<float, Vertex[0:V]>) → acc + a × s, 0.0)(
+      ⟪V2E⟫(S_MYY × (0.5 × (⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)))), sign) / vol)
+}
+"""
+
+
+def edge_maps(sdfg: dace.SDFG) -> int:
+    return sum(isinstance(n, dace.nodes.MapEntry) and "_i_Edge" in n.map.params
+               for n, _ in sdfg.all_nodes_recursive())
+
+
+def test_nabla_edge_maps_are_fused_horizontally():
+    prog = tir.parse(NABLA)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    sdfg.simplify()
+    assert edge_maps(sdfg) == 2
+    fuse_maps_horizontally(sdfg)
+    sdfg.validate()
+    assert edge_maps(sdfg) == 1
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"V": 9, "E": 14})
+    fn = tir.compile(prog)
+    assert edge_maps(fn.sdfg) == 1 and counts(fn.sdfg)[0] == 2
+    matches_interpreter(prog, fn, {"V": 9, "E": 14})

@@ -8,6 +8,7 @@ import dace
 from dace.transformation.dataflow import MapFusionVertical
 
 from ..log import stage
+from .fuse_horizontal import fuse_maps_horizontally
 from .fuse_scans import fuse_column_scans
 
 SDFGPass = Callable[[dace.SDFG], None]
@@ -99,8 +100,8 @@ def validate(sdfg: dace.SDFG) -> None:
 # (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, fuse_column_scans, persistent_transients,
-                validate],
+    "default": [simplify, fuse_maps_vertically, fuse_column_scans, fuse_maps_horizontally,
+                persistent_transients, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
