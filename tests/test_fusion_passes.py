@@ -14,6 +14,7 @@ from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.fuse_horizontal import fuse_maps_horizontally
 from tensorir_dace.transforms.fuse_scans import fuse_column_scans
+from tensorir_dace.transforms.streaming_stores import streaming_stores
 
 from conftest import assert_same_results
 
@@ -139,3 +140,37 @@ def test_nabla_edge_maps_are_fused_horizontally():
     fn = tir.compile(prog)
     assert edge_maps(fn.sdfg) == 1 and counts(fn.sdfg)[0] == 2
     matches_interpreter(prog, fn, {"V": 9, "E": 14})
+
+
+LAPLACIAN = """
+laplacian(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
+          inp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>) {
+  out ← -4.0 × inp + ⟪I, -1⟫(inp) + ⟪I, 1⟫(inp) + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp)
+}
+"""
+
+
+def tasklets(sdfg: dace.SDFG) -> list[str]:
+    return [n.code.as_string for n, _ in sdfg.all_nodes_recursive()
+            if isinstance(n, dace.nodes.Tasklet)]
+
+
+@pytest.mark.parametrize("sizes", [{"N": 3, "M": 2, "L": 37},       # regular stores only
+                                   {"N": 40, "M": 64, "L": 411}])    # 8.4 MB: streamed
+def test_laplacian_rows_are_streamed(sizes, monkeypatch):
+    prog = tir.parse(LAPLACIAN)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    assert counts(sdfg) == (1, 0)
+    streaming_stores(sdfg)
+    sdfg.validate()
+    maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert [m.map.params for m in maps] == [["_i_I", "_i_J"]]
+    code = "\n".join(tasklets(sdfg))
+    assert "_mm256_stream_pd" in code and "_mm_sfence();" in code
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), sizes)
+    fn = tir.compile(prog)
+    assert "_mm_sfence();" in "\n".join(tasklets(fn.sdfg))
+    matches_interpreter(prog, fn, sizes)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_STORES", "0")
+    off = tir.to_sdfg(prog, optimize="default")
+    assert "_mm_sfence();" not in "\n".join(tasklets(off)) and counts(off) == (1, 0)

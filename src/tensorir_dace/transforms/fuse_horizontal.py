@@ -8,6 +8,10 @@ map, so each shared input is read once per point and the bodies sit side by
 side in one loop, where the C++ compiler can share their common loads and
 neighbour-table tests.  Maps that depend on each other are left alone by the
 transformation.
+
+Only maps with the same parameter names are fused: the transformation renames
+the second map's parameters, which does not reach into C++ tasklet code that
+indexes whole-array pointers with them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ from dace.transformation.dataflow import MapFusionHorizontal
 NAME = "fuse_maps_horizontally"
 
 
+class _SameParameters(MapFusionHorizontal):
+    """``MapFusionHorizontal`` restricted to maps whose parameters are named alike."""
+
+    def can_be_applied(self, graph, expr_index, sdfg, permissive=False) -> bool:
+        if self.first_parallel_map_entry.map.params != \
+                self.second_parallel_map_entry.map.params:
+            return False
+        return super().can_be_applied(graph, expr_index, sdfg, permissive)
+
+
 def fuse_maps_horizontally(sdfg: dace.SDFG) -> None:
     """Fuse independent sibling maps with equal ranges (see the module docstring)."""
-    sdfg.apply_transformations_repeated(MapFusionHorizontal)
+    sdfg.apply_transformations_repeated(_SameParameters)

@@ -10,6 +10,7 @@ from dace.transformation.dataflow import MapFusionVertical
 from ..log import stage
 from .fuse_horizontal import fuse_maps_horizontally
 from .fuse_scans import fuse_column_scans
+from .streaming_stores import streaming_stores
 
 SDFGPass = Callable[[dace.SDFG], None]
 
@@ -101,11 +102,11 @@ def validate(sdfg: dace.SDFG) -> None:
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
     "default": [simplify, fuse_maps_vertically, fuse_column_scans, fuse_maps_horizontally,
-                persistent_transients, validate],
+                streaming_stores, persistent_transients, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
-CPU_ONLY: tuple[SDFGPass, ...] = (fuse_column_scans,)
+CPU_ONLY: tuple[SDFGPass, ...] = (fuse_column_scans, streaming_stores)
 
 #: Passes that check the SDFG without changing it (no stage of their own).
 CHECKS: tuple[SDFGPass, ...] = (validate,)
