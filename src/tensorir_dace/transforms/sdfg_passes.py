@@ -101,8 +101,8 @@ def validate(sdfg: dace.SDFG) -> None:
 # (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, fuse_column_scans, fuse_maps_horizontally,
-                streaming_stores, persistent_transients, validate],
+    "default": [simplify, fuse_maps_vertically, fuse_column_scans, streaming_stores,
+                fuse_maps_horizontally, persistent_transients, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).

@@ -26,7 +26,7 @@ streams only when the output is at least :data:`MIN_BYTES` large, checked at
 run time.  Set the environment variable ``TENSORIR_DACE_STREAMING_STORES=0``
 to turn the pass off (it is read when a program is optimised).
 
-Only maps that qualify are changed: a top-level map whose body is one C++
+Only maps that qualify are changed: a top-level map with a static range whose body is one C++
 tasklet with one output, written at the map's own coordinates, to an array
 the map does not read, with the innermost map parameter indexing a
 unit-stride dimension; inputs read at single, affine points or through
@@ -68,6 +68,8 @@ def streaming_stores(sdfg: dace.SDFG) -> None:
 
 
 def _plan(sdfg, state, entry):
+    if any(not c.startswith("IN_") for c in entry.in_connectors):
+        return None                      # a range read from data (runtime bounds)
     children = state.scope_children()[entry]
     tasklets = [n for n in children if isinstance(n, nodes.Tasklet)]
     if len(children) != 2 or len(tasklets) != 1:
@@ -186,13 +188,13 @@ for (; _k < _hi; ++_k) _st_out[_k - _lo] = _point(_k);"""
         new.add_in_connector(conn, ctype_)
         state.add_memlet_path(src.src, entry, new, src_conn=src.src_conn, dst_conn=conn,
                               memlet=memlet)
+    if not inputs:
+        state.add_nedge(entry, new, dace.Memlet())
     state.add_memlet_path(new, exit_, out_node, src_conn="_st_out",
                           memlet=dace.Memlet(f"{out.data.data}[{row_subset}]"))
     for e in list(state.in_edges(tasklet)) + list(state.out_edges(tasklet)):
         state.remove_memlet_path(e)
     state.remove_node(tasklet)
-    if not state.in_edges(new):
-        state.add_nedge(entry, new, dace.Memlet())
     fence = state.add_tasklet("sfence", {}, {}, "_mm_sfence();", language=dace.Language.CPP,
                               code_global="#include <immintrin.h>")
     state.add_nedge(out_node, fence, dace.Memlet())
