@@ -15,12 +15,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "sdfg_examples"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def parsed(src: str):
     return tir.parse(src)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(src: str, optimize: str = "default"):
     """The compiled program of a source text (one compile per text and level)."""
     return tir.compile(parsed(src), optimize=optimize)

@@ -11,9 +11,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES
 
 import tensorir_dace as tir
+from conftest import EXAMPLES
 from tensorir_dace import cli, log
 
 

@@ -18,12 +18,33 @@ import pytest
 
 import tensorir_dace as tir
 from tensorir_dace import ir
-from tensorir_dace.errors import (ArgumentError, FrontendError, TensorIRError, TypeCheckError)
-from tensorir_dace.frontend import (SparseTensor, Tensor, can_deref, cast, concat_where, dims,
-                                    float32, function, index, int32, max_over, min_over,
-                                    neighbor_dim, neighbor_sum, program, reduce, scan_operator,
-                                    sizes, where, with_interval)
-from tensorir_dace.frontend import exp, maximum, sin, sqrt  # math builtins
+from tensorir_dace.errors import ArgumentError, FrontendError, TensorIRError, TypeCheckError
+from tensorir_dace.frontend import (  # math builtins
+    SparseTensor,
+    Tensor,
+    can_deref,
+    cast,
+    concat_where,
+    dims,
+    exp,
+    float32,
+    function,
+    index,
+    int32,
+    max_over,
+    maximum,
+    min_over,
+    neighbor_dim,
+    neighbor_sum,
+    program,
+    reduce,
+    scan_operator,
+    sin,
+    sizes,
+    sqrt,
+    where,
+    with_interval,
+)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "sdfg_examples"
 HERE = str(pathlib.Path(__file__).resolve())
@@ -745,7 +766,7 @@ def test_index_and_size_values():
 def test_error_unknown_name():
     @function
     def f(x):
-        return x + lapp(x)                      # <- unknown
+        return x + lapp(x)                      # <- unknown  # noqa: F821
 
     @program
     def p(x: Tensor[float, I], y: Tensor[float, I]):
@@ -775,7 +796,7 @@ def test_error_try_in_program():
     def p(x: Tensor[float, I], y: Tensor[float, I]):
         try:                                    # <- try
             y = x
-        except Exception:
+        except Exception:  # noqa: BLE001
             pass
     with pytest.raises(FrontendError) as e:
         p.ir

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from conftest import assert_same_results
 
 import tensorir_dace as tir
+from conftest import assert_same_results
 from tensorir_dace.errors import FrontendError, TensorIRError, TypeCheckError
 from tensorir_dace.frontend import (
     SparseTensor,
@@ -185,8 +185,8 @@ def mesh_compiled():
 
 def test_declared_connectivities_and_nested_shifts(mesh_compiled):
     x, e = RNG.random(NV) + 0.5, RNG.random(NE)
-    args = {"x": x, "e": e, "vsum": np.zeros(NV), "per_vertex": np.zeros(NV), "per_edge": np.zeros(NV),
-                "edges": np.zeros(NV, dtype=np.int64), "lit": np.zeros(NV)}
+    args = {"x": x, "e": e, "vsum": np.zeros(NV), "per_vertex": np.zeros(NV),
+            "per_edge": np.zeros(NV), "edges": np.zeros(NV, dtype=np.int64), "lit": np.zeros(NV)}
     tables = {"E2V": TABLES["E2V"], "V2E": TABLES["V2E"]}
     ref = copy.deepcopy(args)
     mesh(**ref, **tables, backend="interpreter")

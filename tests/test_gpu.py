@@ -8,11 +8,9 @@ import dace
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.runtime import GPUUnavailableError, gpu_available
-
-from tensorir_dace.testing import clone, random_arguments
-
 from conftest import assert_same_results, example, parsed
+from tensorir_dace.runtime import GPUUnavailableError, gpu_available
+from tensorir_dace.testing import clone, random_arguments
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")]

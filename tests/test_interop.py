@@ -9,9 +9,8 @@ import pytest
 from dace.transformation.auto.auto_optimize import auto_optimize
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone, random_arguments
-
 from conftest import compiled, example, parsed
+from tensorir_dace.testing import clone, random_arguments
 
 SMOOTH = """
 smooth(out: tensor<float, I[0:N]>, inp: tensor<float, I[-1:N+1]>, alpha: tensor<float>) {

@@ -394,7 +394,8 @@ def test_unstructured_shift_multidim_and_offset_source_interval():
 
 
 def test_partial_shift_shift_apply_and_target_with_neighbour_dim():
-    src = """p(o_all: tensor<float, Vertex[0:V], _NB_0[0:4], K[0:2]>, o_1: tensor<float, K[0:2], Vertex[0:V]>,
+    src = """p(o_all: tensor<float, Vertex[0:V], _NB_0[0:4], K[0:2]>,
+                o_1: tensor<float, K[0:2], Vertex[0:V]>,
                 x: tensor<float, Edge[0:E], K[0:2]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:4]>) {
                o_all <- <<V2E>>(x); o_1 <- shift_apply(1)(<<V2E>>(x)) }"""
     r = rng()
@@ -459,7 +460,8 @@ def test_reduce_skips_absent_neighbours():
                 w: tensor<float, Vertex[0:V], _NB_0[0:5]>,
                 V2E: tensor<int, Vertex[0:V], _NB_Edge[0:5]>) {
                out <- reduce(lambda(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>,
-                                    c: tensor<float, Vertex[0:V]>) -> acc + a * c, 0.0)(<<V2E>>(x), w);
+                                    c: tensor<float, Vertex[0:V]>) -> acc + a * c,
+                             0.0)(<<V2E>>(x), w);
                mx <- reduce(lambda(acc: tensor<int32, Vertex[0:V]>, a: tensor<int32, Vertex[0:V]>)
                             -> maximum(acc, a), -1000)(<<V2E>>(k));
                cnt <- reduce(lambda(acc: tensor<int, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>)
@@ -480,7 +482,8 @@ def test_reduce_skips_absent_neighbours():
 
 
 def test_reduce_with_tuple_accumulator_and_extra_dims():
-    src = """p(out: tensor<(float, float), K[0:2], Vertex[0:V]>, x: tensor<float, Edge[0:E], K[0:2]>,
+    src = """p(out: tensor<(float, float), K[0:2], Vertex[0:V]>,
+                x: tensor<float, Edge[0:E], K[0:2]>,
                 V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>) {
                out <- reduce(lambda(acc: tensor<(float, float), Vertex[0:V], K[0:2]>,
                                     a: tensor<float, K[0:2], Vertex[0:V]>)
@@ -521,7 +524,8 @@ def test_reduce_mask_survives_lambda_parameter():
     src = """p(out: tensor<float, Vertex[0:V]>, x: tensor<float, Edge[0:E]>,
                 V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>) {
                out <- (lambda(s: tensor<float, Vertex[0:V], _NB_0[0:3]>) ->
-                         reduce(lambda(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>)
+                         reduce(lambda(acc: tensor<float, Vertex[0:V]>,
+                                       a: tensor<float, Vertex[0:V]>)
                                 -> acc + a, 0.0)(s) * 2.0)(<<V2E>>(x)) }"""
     r = rng(8)
     _, v2e = _tables(r, 6, 9, 3)
@@ -566,7 +570,8 @@ def test_reduce_mask_follows_cartesian_shift():
     # shifts its mask with it (the mask becomes ⟪Vertex, 1⟫(V2E)).
     src = """p(out: tensor<float, Vertex[0:V-1]>, ok: tensor<bool, Vertex[0:V-1], _NB_0[0:3]>,
                 x: tensor<float, Edge[0:E]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>) {
-               out <- reduce(lambda(acc: tensor<float, Vertex[0:V-1]>, a: tensor<float, Vertex[0:V-1]>)
+               out <- reduce(lambda(acc: tensor<float, Vertex[0:V-1]>,
+                                    a: tensor<float, Vertex[0:V-1]>)
                              -> acc + a, 0.0)(<<Vertex, 1>>(<<V2E>>(x)));
                ok <- can_deref(<<Vertex, 1>>(<<V2E>>(x))) }"""
     r = rng(13)
@@ -589,7 +594,8 @@ def test_table_entries_out_of_range_read_as_absent():
 
 
 def test_zero_sizes():
-    src = """p(out: tensor<float, I[0:N]>, s: tensor<float, Vertex[0:V]>, x: tensor<float, I[-1:N+1]>,
+    src = """p(out: tensor<float, I[0:N]>, s: tensor<float, Vertex[0:V]>,
+                x: tensor<float, I[-1:N+1]>,
                 y: tensor<float, Edge[0:E]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:2]>) {
                out <- <<I, 1>>(x) + <<I, -1>>(x);
                s <- reduce(lambda(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>)
@@ -627,7 +633,8 @@ def test_scan_forward_backward_tuple_state():
 def test_scan_with_explicit_axis_broadcast_operand_and_int32():
     src = """p(out: tensor<int32, K[-2:3], I[0:3]>, x: tensor<int32, K[-2:3]>,
                 y: tensor<int32, I[0:3]>) {
-               out <- scan(lambda(st: tensor<int32, I[0:3]>, a: tensor<int32>, b: tensor<int32, I[0:3]>)
+               out <- scan(lambda(st: tensor<int32, I[0:3]>, a: tensor<int32>,
+                                  b: tensor<int32, I[0:3]>)
                            -> st * 2 + a - b, True, 1, K)(x, y) }"""
     x = np.arange(5, dtype=np.int32)
     y = np.array([1, 2, 3], np.int32)
@@ -693,7 +700,8 @@ def test_concat_is_lazy_boundary_condition():
 def test_concat_evaluation_on_hand_typed_nodes():
     # The same concats as above, built from pieces typed one by one and evaluated
     # directly by the Evaluator (also: the axis found from the pieces' types).
-    src = """p(o1: tensor<float, I[0:1]>, o2: tensor<float, I[1:6]>, o3: tensor<float, J[0:2], I[0:2]>,
+    src = """p(o1: tensor<float, I[0:1]>, o2: tensor<float, I[1:6]>,
+                o3: tensor<float, J[0:2], I[0:2]>,
                 o4: tensor<float, I[2:4]>, o5: tensor<float, I[4:5]>,
                 x: tensor<float, I[0:5]>, y: tensor<float, J[0:2]>) {
                o1 <- subset(x, I[0:1]) * 0.0; o2 <- <<I, -1>>(x);
@@ -771,7 +779,9 @@ def test_program_level_if_and_for():
 def test_nested_for_time_stepping_with_shift():
     src = """p(steps: tensor<int>, u: tensor<float, I[0:N]>) {
                for (t in 0:steps) {
-                 for (s in 1:3) { subset(u, I[1:N-1]) <- u + 0.25 * (<<I, 1>>(u) - 2.0 * u + <<I, -1>>(u)) }
+                 for (s in 1:3) {
+                   subset(u, I[1:N-1]) <- u + 0.25 * (<<I, 1>>(u) - 2.0 * u + <<I, -1>>(u))
+                 }
                }
              }"""
     u0 = rng().random(10)

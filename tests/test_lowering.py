@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.testing import random_arguments
-
 from conftest import EXAMPLES, check_against_interpreter, compiled, example, parsed
+from tensorir_dace.testing import random_arguments
 
 F = "tensor<float, I[0:6], J[0:5]>"
 B = "tensor<bool, I[0:6], J[0:5]>"
@@ -170,12 +169,8 @@ misc(x: tensor<float, I[0:N]>, y: tensor<float, I[0:N]>, flag: tensor<bool>,
   loop ← x;
   for (t in 0:steps) { loop ← ⟪I, 0⟫(loop) × 0.5 + cast(t, float); }
   tup ← make_tuple(x + y, ps);
-  x ← ⟪I, 1⟫(concat(subset(x, I[1:N]), subset(x, I[0:1]) + 0.0)... 
 }
 """
-
-MISC = MISC.replace("  x ← ⟪I, 1⟫(concat(subset(x, I[1:N]), subset(x, I[0:1]) + 0.0)... \n", "")
-
 
 def test_subset_concat_pos_add_dim_control_flow(optimize):
     prog = parsed(MISC)

@@ -46,8 +46,8 @@ def _run(tmp_path, env_extra):
     script = tmp_path / "mistake.py"
     script.write_text(MISTAKE)
     env = {k: v for k, v in os.environ.items() if k != "TENSORIR_DACE_TRACEBACK"}
-    return subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True,
-                          env={**env, **env_extra})
+    return subprocess.run([sys.executable, str(script)], check=False, capture_output=True,
+                          text=True, env={**env, **env_extra})
 
 
 def test_user_mistake_shows_a_short_traceback(tmp_path):

@@ -12,9 +12,9 @@ import runpy
 
 import numpy as np
 import pytest
-from conftest import ROOT, assert_same_results, compiled, parsed
 
 import tensorir_dace as tir
+from conftest import ROOT, assert_same_results, compiled, parsed
 from tensorir_dace.testing import clone, random_arguments
 
 NC, NK, NV, NE = 6, 5, 5, 7

@@ -9,9 +9,8 @@ import random
 import pytest
 
 import tensorir_dace as tir
-from tensorir_dace.testing import clone, random_arguments
-
 from conftest import assert_same_results
+from tensorir_dace.testing import clone, random_arguments
 
 HALO = "I[-3:N+3], J[-3:M+3]"
 
@@ -222,9 +221,13 @@ def column_expression(depth: int, r: random.Random) -> str:
     neighbour shifts with absent entries and nested partial shifts."""
     if depth == 0 or r.random() < 0.2:
         return r.choice(["t", "u", "(t × 0.5)"])
-    c = lambda: column_expression(depth - 1, r)
-    off = lambda: r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
-                            f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
+    def c():
+        return column_expression(depth - 1, r)
+
+    def off():
+        return r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
+                         f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
+
     nb0 = f"tensor<float, {COLUMN}, _NB_0[0:3]>"
     nb1 = f"tensor<float, {COLUMN}, _NB_1[0:3]>"
     return r.choice([

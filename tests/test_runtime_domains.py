@@ -14,9 +14,9 @@ import runpy
 
 import numpy as np
 import pytest
-from conftest import compiled, example, parsed
 
 import tensorir_dace as tir
+from conftest import compiled, example, parsed
 from tensorir_dace.frontend import (
     Tensor,
     concat_where,

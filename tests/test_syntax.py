@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 import sympy
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tensorir_dace import ir
 from tensorir_dace.errors import ParseError, SourceLoc
@@ -17,15 +18,15 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "sdfg_examples"
 EXAMPLE_NAMES = ["laplacian", "tridiagonal", "nabla", "fencil_cos", "fencil_cos_tmp"]
 
 
-def S(name):  # noqa: N802
+def S(name):
     return ir.Sym(name)
 
 
-def L(value):  # noqa: N802
+def L(value):
     return ir.Literal(value)
 
 
-def C(func, *args):  # noqa: N802
+def C(func, *args):
     return ir.Call(S(func) if isinstance(func, str) else func, tuple(args))
 
 
@@ -511,7 +512,7 @@ def test_long_expressions_are_broken_over_lines():
 def test_docs_example_parses():
     import re
     docs = (EXAMPLES.parent / "docs" / "syntax.md").read_text()
-    source = re.findall(r"```\n(.*?)```", docs, re.S)[0]
+    source = re.findall(r"```(?:text)?\n(.*?)```", docs, re.S)[0]
     p = parse(source)
     assert [t.name for t in p.temporaries] == ["tmp"]
     roundtrip(p, parse)
@@ -521,10 +522,9 @@ def test_printer_keeps_to_its_line_width():
     """No printed line is longer than WIDTH where the syntax allows a break:
     the examples and random programs (deep expressions), and the text
     round-trips."""
-    from test_random_programs import random_program
-
-    from tensorir_dace.syntax.printer import WIDTH
     from conftest import EXAMPLES
+    from tensorir_dace.syntax.printer import WIDTH
+    from test_random_programs import random_program
     sources = [p.read_text() for p in sorted(EXAMPLES.glob("*.tir"))]
     sources += [random_program(seed, statements=6) for seed in range(12)]
     for src in sources:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import textwrap
 
 import tensorir_dace as tir
+from conftest import assert_same_results, example
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.extract_temporaries import extract_temporaries
-
-from conftest import assert_same_results, example
 
 
 def same_results(before: tir.ir.Program, after: tir.ir.Program, **sizes) -> None:

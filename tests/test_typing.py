@@ -256,7 +256,8 @@ BAD = [
      "the reduce lambda returns Vertex[0:3] but the accumulator needs Vertex[0:4]"),
     ("scan-body-shrinks", "p(out: tensor<float, I[0:3], K[0:5]>, x: tensor<float, I[0:3], "
      "K[0:5]>) { out ← scan(λ(s: tensor<float, I[0:3]>, a: tensor<float, I[0:3]>) → "
-     "⟪I, 1⟫(s) + a, True, 0.0)(x); }", "the scan lambda returns I[0:2] but the state needs I[0:3]"),
+     "⟪I, 1⟫(s) + a, True, 0.0)(x); }",
+     "the scan lambda returns I[0:2] but the state needs I[0:3]"),
     ("shift-overlap-dst", "p(out: tensor<float, Edge[0:9]>, x: tensor<float, Vertex[0:6], "
      "Edge[2:5]>, E2V: tensor<int, Edge[0:9], _NB_Vertex[0:2]>) { out ← ⟪E2V, 0⟫(x); }",
      "the expression is defined on Edge[2:5] but the target 'out' needs Edge[0:9]"),
@@ -282,10 +283,12 @@ BAD = [
     ("duplicate-dim", "p(out: tensor<float, I[0:3], I[0:3]>) { out ← 1.0; }",
      "dimension 'I' appears twice"),
     ("builtin-as-param", f"p(out: {F1}, sin: {F1}) {{ out ← 1.0; }}", "'sin' is a builtin"),
-    ("builtin-uncalled", f"p(out: {F1}, x: {F1}) {{ out ← sqrt; }}", "builtin 'sqrt' must be called"),
+    ("builtin-uncalled", f"p(out: {F1}, x: {F1}) {{ out ← sqrt; }}",
+     "builtin 'sqrt' must be called"),
     ("dim-as-value", f"p(out: {F1}, x: {F1}) {{ out ← I; }}", "'I' is a dimension, not a value"),
     ("wrong-arity", f"p(out: {F1}, x: {F1}) {{ out ← plus(x); }}", "plus takes 2 operands, got 1"),
-    ("tensor-called", f"p(out: {F1}, x: {F1}) {{ out ← x(x); }}", "'x' is a tensor, not a function"),
+    ("tensor-called", f"p(out: {F1}, x: {F1}) {{ out ← x(x); }}",
+     "'x' is a tensor, not a function"),
 ]
 
 

@@ -8,12 +8,12 @@ import webbrowser
 
 import numpy as np
 import pytest
-from conftest import compiled, example, parsed
-from viewer_browser import check_page, unavailable
 
 import tensorir_dace as tir
+from conftest import compiled, example, parsed
 from tensorir_dace.frontend import Tensor, dims, program
 from tensorir_dace.lowering.stages import sdfg_stages, stage_names
+from viewer_browser import check_page, unavailable
 
 # A program with a library node (neighbour reduction) and one with control flow.
 BROWSER_EXAMPLES = ["nabla", "program_if"]
@@ -45,7 +45,7 @@ def test_page_has_every_stage_and_the_tensor_ir(pages):
     assert "relax(" in text                             # the Tensor IR beside the graph
 
 
-def test_view_returns_path_and_opens_no_browser(tmp_path, monkeypatch):
+def test_view_returns_path_and_opens_no_browser(tmp_path, monkeypatch, capsys):
     def fail(*a, **k):
         raise AssertionError("a browser was opened")
     monkeypatch.setattr(webbrowser, "open", fail)
@@ -53,6 +53,7 @@ def test_view_returns_path_and_opens_no_browser(tmp_path, monkeypatch):
     path = tir.view(parsed(example("laplacian")))
     assert path == tmp_path.joinpath("laplacian.html").relative_to(tmp_path)
     assert path.is_file()
+    assert "wrote laplacian.html" in capsys.readouterr().out     # the path is printed
 
 
 def test_view_opens_browser_when_asked(tmp_path, monkeypatch):

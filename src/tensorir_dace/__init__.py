@@ -15,8 +15,15 @@ from importlib import import_module
 from typing import Any
 
 from . import ir
-from .errors import (ArgumentError, FrontendError, LoweringError, ParseError, SourceLoc,
-                     TensorIRError, TypeCheckError)
+from .errors import (
+    ArgumentError,
+    FrontendError,
+    LoweringError,
+    ParseError,
+    SourceLoc,
+    TensorIRError,
+    TypeCheckError,
+)
 from .log import configure_from_env as _configure_log
 from .tracebacks import api_boundary
 from .typing import check as _check

@@ -58,7 +58,7 @@ __all__ = [
 
 # --------------------------------------------------------------------------- types
 
-_NUMPY_DTYPES = {
+_NUMPY_DTYPES: dict[str, np.dtype] = {
     "float64": np.dtype(np.float64),
     "float32": np.dtype(np.float32),
     "int64": np.dtype(np.int64),
@@ -129,7 +129,7 @@ class BoundArguments:
 def _cupy():
     try:
         import cupy  # type: ignore[import-not-found]
-    except Exception:  # pragma: no cover - depends on the installation
+    except Exception:  # noqa: BLE001  # pragma: no cover - a broken CuPy counts as none
         return None
     return cupy
 
@@ -150,7 +150,7 @@ def _as_array(value: Any, what: str, where: str) -> Any:
     if hasattr(value, "__array__") and not isinstance(value, (np.generic, numbers.Number)):
         try:
             return np.asarray(value)
-        except Exception as ex:
+        except Exception as ex:  # noqa: BLE001 - any failure of __array__ is reported
             raise ArgumentError(f"{where}: {what} got a {_describe(value)} that cannot be "
                                 f"converted to an array: {ex}") from None
     return None
@@ -337,7 +337,7 @@ def _make_solve(eq: _Equation, name: str) -> _Solve | None:
     s_obs = sympy.Symbol("__shape__", integer=True, nonnegative=True)
     try:
         sols = sympy.solve(sympy.Eq(eq.extent, s_obs), sym)
-    except Exception:
+    except Exception:  # noqa: BLE001 - unsolvable: the size is then checked, not solved
         return None
     sols = [x for x in sols if x.is_negative is not True]
     if not sols:
@@ -451,14 +451,14 @@ class ArgumentBinder:
         return BoundArguments(values, symbols)
 
     def _bind_scalar(self, info: _ParamInfo, v: Any, where: str) -> Any:
-        if not info.is_tuple:
+        if not isinstance(info.type.dtype, ir.TupleType):
             return _convert_scalar(v, info.type.dtype, f"parameter '{info.name}'", where)
         return self._bind_tuple(info, v, info.type.dtype, (), where,
                                 lambda leaf, t, path: _convert_scalar(
                                     leaf, t, _leaf_name(info.name, path), where))
 
     def _bind_tensor(self, info: _ParamInfo, v: Any, where: str) -> tuple[Any, tuple[int, ...]]:
-        if not info.is_tuple:
+        if info.np_dtype is not None:    # not a tuple
             arr = _check_leaf_array(v, info.np_dtype, info.type, info.name, (), where)
             return arr, arr.shape
         first: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
@@ -500,7 +500,7 @@ class ArgumentBinder:
     def _solve(self, kwargs: Mapping[str, Any], values: dict[str, Any],
                shapes: dict[str, tuple[int, ...]], where: str) -> dict[str, int]:
         syms: dict[str, int] = {}
-        source: dict[str, str] = {}
+        source: dict[str, tuple[str, Any]] = {}   # symbol -> where its value came from
         for name in self._symbol_params:
             syms[name] = int(values[name])
             source[name] = ("param", name)
@@ -518,7 +518,7 @@ class ArgumentBinder:
         plan = self._default_plan if len(syms) == len(self._symbol_params) else \
             self._plan(frozenset(syms))
         if plan.undetermined:
-            uses = {}
+            uses: dict[str, list[str]] = {}
             for eq in self._equations:
                 for n in eq.names:
                     if n in plan.undetermined:
@@ -539,6 +539,7 @@ class ArgumentBinder:
             value: Any
             try:
                 if s.linear:
+                    assert s.coeff is not None and s.rest is not None
                     a = s.coeff(*args)
                     b = s.rest(*args)
                     ia, ib = _as_int(a), _as_int(b)

@@ -64,14 +64,14 @@ def _sizes(program, items: list[str]) -> dict[str, int]:
 
 
 def cmd_check(args) -> int:
+    from . import ir
     from .syntax.printer import format_checked
     from .typing import check
     typed = check(_read(args.file))
     print(format_checked(typed, ascii=args.ascii))
     for stmt in typed.body:
-        value = getattr(stmt, "value", None)
-        if value is not None and value.type is not None:
-            print(f"# {format_checked(stmt.target)}: value {value.type}")
+        if isinstance(stmt, ir.Assign) and stmt.value.type is not None:
+            print(f"# {format_checked(stmt.target)}: value {stmt.value.type}")
     return 0
 
 
@@ -135,8 +135,7 @@ def cmd_view(args) -> int:
     from .viewer import view
     program = _read(args.file)
     out = args.output or str(pathlib.Path(args.file).with_suffix(".html"))
-    path = view(program, out, open=args.open)
-    print(f"wrote {path}" + ("" if args.open else "  (open it in a web browser, or use --open)"))
+    view(program, out, open=args.open)        # prints the path
     return 0
 
 
@@ -284,12 +283,12 @@ def _show_progress(quiet: bool) -> None:
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
-    from . import __version__
-    try:
-        dace_version = version("dace")
-    except PackageNotFoundError:  # pragma: no cover
-        dace_version = "not installed"
-    return f"tensorir-dace {__version__} (DaCe {dace_version})"
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:  # pragma: no cover - run from a source tree
+            return "not installed"
+    return f"tensorir-dace {installed('tensorir_dace')} (DaCe {installed('dace')})"
 
 
 def _stage_help() -> str:
@@ -309,13 +308,15 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                         help="do not show the compile stages and their times")
 
-    p = sub.add_parser("check", parents=[common], help="parse and type-check; print the typed program")
+    p = sub.add_parser("check", parents=[common],
+                       help="parse and type-check; print the typed program")
     p.add_argument("file", help="the .tir file")
     p.add_argument("--ascii", action="store_true", help="print with ASCII spellings")
     p.set_defaults(fn=cmd_check)
 
-    p = sub.add_parser("fmt", parents=[common], help="print or rewrite .tir files in canonical form "
-                                   "(comments are kept)")
+    p = sub.add_parser("fmt", parents=[common],
+                       help="print or rewrite .tir files in canonical form "
+                            "(comments are kept)")
     p.add_argument("files", nargs="+", metavar="FILE", help="the .tir files")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("-w", "--write", action="store_true",
@@ -325,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ascii", action="store_true", help="use ASCII spellings")
     p.set_defaults(fn=cmd_fmt)
 
-    p = sub.add_parser("lower", parents=[common], help="write the SDFG of a program (NAME.sdfg by default)")
+    p = sub.add_parser("lower", parents=[common],
+                       help="write the SDFG of a program (NAME.sdfg by default)")
     p.add_argument("file", help="the .tir file")
     p.add_argument("-o", "--output", metavar="PATH",
                    help="output path (default: NAME.sdfg next to the .tir file; "
@@ -338,7 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="expand the library nodes, for DaCe without this package")
     p.set_defaults(fn=cmd_lower)
 
-    p = sub.add_parser("view", parents=[common], help="write a self-contained HTML page with the SDFG of "
+    p = sub.add_parser("view", parents=[common],
+                       help="write a self-contained HTML page with the SDFG of "
                                     "every pipeline stage and the Tensor IR")
     p.add_argument("file", help="the .tir file")
     p.add_argument("-o", "--output", metavar="PATH",
@@ -347,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_view)
 
     size_help = "value of a size symbol (default 8); repeat for several symbols"
-    p = sub.add_parser("run", parents=[common], help="run compiled and interpreted on random inputs; compare")
+    p = sub.add_parser("run", parents=[common],
+                       help="run compiled and interpreted on random inputs; compare")
     p.add_argument("file", help="the .tir file")
     p.add_argument("--size", action="append", default=[], metavar="NAME=N", help=size_help)
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -358,7 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="largest accepted difference from the interpreter (exit 1 above)")
     p.set_defaults(fn=cmd_run)
 
-    p = sub.add_parser("bench", parents=[common], help="steady-state timing at chosen sizes and thread counts, "
+    p = sub.add_parser("bench", parents=[common],
+                       help="steady-state timing at chosen sizes and thread counts, "
                                      "against the interpreter")
     p.add_argument("file", help="the .tir file")
     p.add_argument("--size", action="append", default=[], metavar="NAME=N1,N2",

@@ -17,8 +17,8 @@ whenever they mean the same program.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import Iterator, Union
 
 import sympy
 
@@ -62,13 +62,13 @@ class ScalarType:
 class TupleType:
     """A (possibly nested) tuple element type."""
 
-    elements: tuple["ElementType", ...]
+    elements: tuple[ElementType, ...]
 
     def __str__(self) -> str:
         return "(" + ", ".join(str(e) for e in self.elements) + ")"
 
 
-ElementType = Union[ScalarType, TupleType]
+ElementType = ScalarType | TupleType
 
 FLOAT64 = ScalarType("float64")
 FLOAT32 = ScalarType("float32")
@@ -112,7 +112,7 @@ def text_bound(expr: sympy.Expr) -> sympy.Expr:
     return expr
 
 
-def as_bound(value: "int | str | sympy.Expr") -> sympy.Expr:
+def as_bound(value: int | str | sympy.Expr) -> sympy.Expr:
     """An interval bound as a SymPy integer expression over size symbols."""
     if isinstance(value, sympy.Expr):
         return value
@@ -142,7 +142,7 @@ class Dim:
     name: str
     start: sympy.Expr
     stop: sympy.Expr
-    mask: "Expr | None" = field(default=None, compare=False, repr=False)
+    mask: Expr | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "start", as_bound(self.start))
@@ -169,7 +169,7 @@ class Dim:
     def size(self) -> sympy.Expr:
         return sympy.simplify(self.stop - self.start)
 
-    def with_interval(self, start, stop) -> "Dim":
+    def with_interval(self, start, stop) -> Dim:
         return replace(self, start=as_bound(start), stop=as_bound(stop))
 
     def __str__(self) -> str:
@@ -209,7 +209,7 @@ class TensorType:
         """The ``_NB_<n>`` dimension with the highest counter: the one that
         ``reduce`` and ``shift_apply`` act on."""
         counted = [d for d in self.dims if d.neighbor_counter is not None]
-        return max(counted, key=lambda d: d.neighbor_counter) if counted else None
+        return max(counted, key=lambda d: d.neighbor_counter or 0) if counted else None
 
     def __str__(self) -> str:
         parts = [str(self.dtype)] + [str(d) for d in self.dims]
@@ -220,14 +220,14 @@ class TensorType:
 class FunctionType:
     """``(A, …) → R``: the type of a lambda."""
 
-    params: tuple["Type", ...]
-    result: "Type"
+    params: tuple[Type, ...]
+    result: Type
 
     def __str__(self) -> str:
         return "(" + ", ".join(str(p) for p in self.params) + ") → " + str(self.result)
 
 
-Type = Union[TensorType, FunctionType]
+Type = TensorType | FunctionType
 
 # --------------------------------------------------------------------------- expressions
 
@@ -239,9 +239,14 @@ class Node:
 
 @dataclass(frozen=True)
 class Expr(Node):
-    """An expression; ``type`` is filled in by the type checker."""
+    """An expression; ``type`` is filled in by the type checker.
 
-    type: Type | None = field(default=None, compare=False, kw_only=True, repr=False)
+    ``type`` is declared as the type of checked IR, which every stage after the
+    checker reads; it is None only in IR that has not been checked yet (the
+    parser's and the builders' output, the checker's input)."""
+
+    type: TensorType = field(default=None, compare=False, kw_only=True,  # type: ignore[assignment]
+                             repr=False)
 
 
 @dataclass(frozen=True)
@@ -279,6 +284,8 @@ class Param(Node):
 class Lambda(Expr):
     params: tuple[Param, ...]
     body: Expr
+    type: FunctionType = field(default=None, compare=False, kw_only=True,  # type: ignore[assignment]
+                               repr=False)
 
 
 @dataclass(frozen=True)
@@ -384,8 +391,8 @@ MATH_FUNCTIONS = ("neg", "abs", "sqrt", "exp", "log", "log10", "log2", "sin", "c
                   "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc")
 PREDICATES = ("isfinite", "isnan", "isinf")
 STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift",
-              "shift_init", "shift_apply", "unstructured_shift", "offset_shift", "can_deref", "reduce",
-              "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
+              "shift_init", "shift_apply", "unstructured_shift", "offset_shift", "can_deref",
+              "reduce", "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
 BUILTINS = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
                      + STRUCTURAL)
 # Other spellings accepted for builtins; the parser maps them to the canonical name.
@@ -415,11 +422,11 @@ def builtin_name(expr: Expr) -> str | None:
 def reduce_axis(e: Call) -> str:
     """The neighbour dimension a typed ``reduce(f, init[, axis])(x…)`` folds over:
     the named axis, else the highest ``_NB_<n>`` counter of its operands."""
-    static = e.func.args
+    static = head_args(e)
     if len(static) == 3 and isinstance(static[2], Sym):
         return static[2].name
     counted = [d for a in e.args for d in a.type.dims if d.neighbor_counter is not None]
-    return max(counted, key=lambda d: d.neighbor_counter).name
+    return max(counted, key=lambda d: d.neighbor_counter or 0).name
 
 
 def children(node: Node) -> Iterator[Node]:
@@ -455,3 +462,52 @@ def walk(node: Node) -> Iterator[Node]:
     yield node
     for child in children(node):
         yield from walk(child)
+
+
+# --------------------------------------------------------------------------- checked IR
+# Accessors for what the type checker guarantees of checked IR; the stages after
+# it (interpreter, lowering) use them instead of re-checking.
+
+
+def head_args(e: Call) -> tuple[Expr, ...]:
+    """The arguments of a curried builtin's head: ``(T, k)`` of ``⟪T, k⟫(x)``."""
+    assert isinstance(e.func, Call)
+    return e.func.args
+
+
+def scalar_dtype(t: TensorType) -> ScalarType:
+    """The element type of a tensor that is not tuple-typed."""
+    assert isinstance(t.dtype, ScalarType)
+    return t.dtype
+
+
+def required_dim(t: TensorType, name: str) -> Dim:
+    """Dimension ``name`` of ``t``, which has it."""
+    d = t.dim(name)
+    assert d is not None
+    return d
+
+
+def neighbor_axis(t: TensorType) -> Dim:
+    """The ``_NB_<n>`` dimension with the highest counter of ``t``, which has one."""
+    d = t.highest_neighbor
+    assert d is not None
+    return d
+
+
+def int_value(e: Expr) -> int:
+    """The value of an integer literal."""
+    assert isinstance(e, Literal)
+    return int(e.value)
+
+
+def sym_name(e: Expr) -> str:
+    """The name of a symbol."""
+    assert isinstance(e, Sym)
+    return e.name
+
+
+def neighbor_source_of(d: Dim) -> str:
+    """The source dimension of a table's ``_NB_<Source>`` dimension."""
+    assert d.neighbor_source is not None
+    return d.neighbor_source

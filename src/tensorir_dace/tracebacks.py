@@ -54,7 +54,7 @@ def api_boundary(fn: F) -> F:
                 raise
             e.__cause__ = None
             e.__suppress_context__ = True
-            if _NOTE not in getattr(e, "__notes__", ()):
-                e.add_note(_NOTE)
+            if hasattr(e, "add_note") and _NOTE not in getattr(e, "__notes__", ()):
+                e.add_note(_NOTE)          # Python 3.11+
             raise e.with_traceback(_outside(e.__traceback__)) from None
     return entry  # type: ignore[return-value]

@@ -263,9 +263,9 @@ class Specializer:
                                 "argument holds arrays of one shape")
         shapes = {_shape(x) for x in leaves}
         if len(shapes) != 1:
+            shown = sorted(shapes, key=lambda s: s or ())
             raise self.error(p, f"the arrays of the tuple '{p.name}' have different shapes "
-                                f"{sorted(shapes)}; the elements of a tuple tensor have one "
-                                "shape")
+                                f"{shown}; the elements of a tuple tensor have one shape")
         shape = shapes.pop()
         if shape is None:
             raise self.error(p, f"'{p.name}' got {_kind(value)} without a shape")
@@ -306,14 +306,16 @@ class Specializer:
                 raise self.error(p, f"'{p.name}' is a {ndim}-D array but {e}; name its "
                                     "axes with with_dims") from None
         names = [_dname(d) for d in dims]
-        for n in intervals:
-            if n not in names:
-                raise self.error(p, f"with_interval: '{p.name}' has no dimension {n} "
+        for dn in intervals:
+            if dn not in names:
+                raise self.error(p, f"with_interval: '{p.name}' has no dimension {dn} "
                                     f"(its dimensions are {', '.join(names)})")
         if p.name in names:
             raise self.error(p, f"parameter '{p.name}' has the name of a dimension of its "
                                 "argument; rename the parameter or the dimension")
-        starts, stops, explicit = [], [], []
+        starts: list[int] = []
+        stops: list[int] = []
+        explicit: list[bool] = []
         for k, (d, n) in enumerate(zip(dims, shape)):
             if isinstance(d, NeighborDimension):
                 if d.name in intervals or n != d.size:
@@ -452,8 +454,8 @@ class Specializer:
             if sym in known:
                 sizes[name] = (known[sym], known_from.get(sym, "?"), True)
                 continue
-            ref = next(((t, k) for t, k in uses if not t.explicit[k]), uses[0])
-            sizes[name] = (ref[0].stops[ref[1]], ref[0].param.name, False)
+            first, axis = next(((t, k) for t, k in uses if not t.explicit[k]), uses[0])
+            sizes[name] = (first.stops[axis], first.param.name, False)
         for t in tensors:
             offs = []
             for k, d in enumerate(t.dims):

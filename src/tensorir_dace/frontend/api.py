@@ -49,22 +49,44 @@ class Builtin:
         return f"<tensorir_dace builtin {self.name}>"
 
 
-_UNARY = ("sqrt", "exp", "log", "log10", "log2", "sin", "cos", "tan", "arcsin", "arccos",
-          "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil",
-          "trunc", "isfinite", "isnan", "isinf")
-_BINARY = ("minimum", "maximum", "arctan2", "power")
-
 ELEMENTWISE: dict[str, Builtin] = {}
-for _n in _UNARY:
-    ELEMENTWISE[_n] = Builtin(_n, "elementwise", _n, 1)
-for _n in _BINARY:
-    ELEMENTWISE[_n] = Builtin(_n, "elementwise", _n, 2)
-ELEMENTWISE["abs"] = Builtin("abs", "elementwise", "abs", 1)
-ELEMENTWISE["negative"] = Builtin("negative", "elementwise", "neg", 1)
 
-globals().update(ELEMENTWISE)
-absolute = ELEMENTWISE["abs"]
-abs = ELEMENTWISE["abs"]
+
+def _elementwise(name: str, arity: int = 1, ir_name: str | None = None) -> Builtin:
+    ELEMENTWISE[name] = Builtin(name, "elementwise", ir_name or name, arity)
+    return ELEMENTWISE[name]
+
+
+sqrt = _elementwise("sqrt")
+exp = _elementwise("exp")
+log = _elementwise("log")
+log10 = _elementwise("log10")
+log2 = _elementwise("log2")
+sin = _elementwise("sin")
+cos = _elementwise("cos")
+tan = _elementwise("tan")
+arcsin = _elementwise("arcsin")
+arccos = _elementwise("arccos")
+arctan = _elementwise("arctan")
+sinh = _elementwise("sinh")
+cosh = _elementwise("cosh")
+tanh = _elementwise("tanh")
+arcsinh = _elementwise("arcsinh")
+arccosh = _elementwise("arccosh")
+arctanh = _elementwise("arctanh")
+floor = _elementwise("floor")
+ceil = _elementwise("ceil")
+trunc = _elementwise("trunc")
+isfinite = _elementwise("isfinite")
+isnan = _elementwise("isnan")
+isinf = _elementwise("isinf")
+minimum = _elementwise("minimum", 2)
+maximum = _elementwise("maximum", 2)
+arctan2 = _elementwise("arctan2", 2)
+power = _elementwise("power", 2)
+abs = _elementwise("abs")   # the Tensor IR builtin (shadows Python's here)
+absolute = abs
+negative = _elementwise("negative", 1, "neg")
 
 where = Builtin("where", "where", doc="where(c, a, b): element-wise select; both branches "
                 "are evaluated on the intersection of the domains (IR `if`).")
@@ -117,7 +139,7 @@ PYTHON_EQUIVALENTS: dict[Any, str] = {}
 
 
 def _register() -> None:
-    for name in _UNARY + _BINARY:
+    for name in ELEMENTWISE:
         for mod in (np, math):
             f = getattr(mod, name, None)
             if f is not None:
@@ -133,5 +155,5 @@ def _register() -> None:
 
 _register()
 
-__all__ = ["Builtin", "ReduceOp", "reduce", "where", "concat_where", "neighbor_sum",  # noqa: PLE0604
+__all__ = ["Builtin", "ReduceOp", "reduce", "where", "concat_where", "neighbor_sum",
            "max_over", "min_over", "cast", "index", "can_deref", *ELEMENTWISE]

@@ -123,7 +123,9 @@ class AssignmentTranslator(FunctionTranslator):
         (the value may come from a function defined elsewhere)."""
         loc = self.loc(s)
         tt = self.type_of(target, s)
-        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        base = target.args[0] if isinstance(target, ir.Call) else target   # subset(name, …)
+        assert isinstance(base, ir.Sym)
+        name = base.name
         vt = self.type_of(value, s, tt.dtype)
         if vt.dtype != tt.dtype:
             raise TypeCheckError(f"cannot assign a {vt.dtype} expression to '{name}' of "
@@ -157,8 +159,7 @@ class AssignmentTranslator(FunctionTranslator):
         if vt.dtype != tt.dtype or not set(vt.dim_names) <= set(tt.dim_names):
             return False
         try:
-            return all(iv.covers(vt.dim(d.name), d) for d in tt.dims
-                       if vt.dim(d.name) is not None)
+            return all(iv.covers(vd, d) for d in tt.dims if (vd := vt.dim(d.name)) is not None)
         except iv.Undecidable:
             return False
 
@@ -171,7 +172,7 @@ class AssignmentTranslator(FunctionTranslator):
         ir_name = self.env[base.id].name
         t = self.tensor_type(ir_name)
         sl = tgt.slice
-        items = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+        items: list[ast.expr | None] = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
         n_ell = sum(isinstance(i, ast.Constant) and i.value is Ellipsis for i in items)
         if n_ell > 1:
             raise self.error(sl, "at most one '...' in a subscript")
@@ -258,11 +259,12 @@ class AssignmentTranslator(FunctionTranslator):
         loc = self.loc(domain)
         ivs: dict[str, ir.DimInterval] = {}
         for knode, vnode in zip(domain.keys, domain.values):
+            assert knode is not None    # a ``**`` entry was refused above
             dim = self.expr(knode)
-            name = getattr(dim, "name", None)
-            if not isinstance(dim, Dimension) or t.dim(name) is None:
+            if not isinstance(dim, Dimension) or t.dim(dim.name) is None:
                 raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
                                         f"({t}), got {describe(dim)}")
+            name = dim.name
             bounds = self.expr(vnode)
             if not isinstance(bounds, tuple) or len(bounds) != 2:
                 raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "

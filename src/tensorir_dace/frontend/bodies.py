@@ -151,6 +151,7 @@ class BodyTranslator(ReductionTranslator):
         if isinstance(s, ast.Assign):
             return list(s.targets), self.expr(s.value)
         if isinstance(s, ast.AnnAssign):
+            assert s.value is not None   # a declaration without value binds nothing
             return [s.target], self.expr(s.value)
         # AugAssign: x op= v  →  x = x op v
         tgt = s.target

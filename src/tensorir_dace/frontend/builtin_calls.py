@@ -92,9 +92,6 @@ class BuiltinTranslator(ExpressionTranslator):
             if not isinstance(c, Mask):
                 return a if self.static_truth(c, node) else b
             return self.concat_where(c, a, b, node)
-        if kind in ("neighbor_sum", "max_over", "min_over"):
-            x, axis = self.positional(f, args, kwargs, ("x", "axis"), node, {"axis": None})
-            return self.neighbor_reduce(kind, x, axis, node)
         if kind == "cast":
             x, dtype = self.positional(f, args, kwargs, ("x", "dtype"), node)
             return self.cast(x, dtype, node, node)
@@ -242,7 +239,8 @@ class BuiltinTranslator(ExpressionTranslator):
         for p, q in itertools.pairwise(pieces):
             if not iv.equal(p[1], q[0]):
                 raise self.error(node, f"concat_where on {D}: the result would have a gap "
-                                       f"between {D}[{p[0]}:{p[1]}] ({'true' if p[4] == 'a' else 'false'}"
+                                       f"between {D}[{p[0]}:{p[1]}] "
+                                       f"({'true' if p[4] == 'a' else 'false'}"
                                        f" branch) and {D}[{q[0]}:{q[1]}] "
                                        f"({'true' if q[4] == 'a' else 'false'} branch); "
                                        "extend the branches' domains")
@@ -264,6 +262,7 @@ class BuiltinTranslator(ExpressionTranslator):
     # ------------------------------------------------------------------ reductions
 
 
-def _sort_pieces(pieces: list) -> None:
-    pieces.sort(key=functools.cmp_to_key(
-        lambda p, q: 0 if iv.equal(p[0], q[0]) else (-1 if _le(p[0], q[0]) else 1)))
+def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:
+    def compare(p: tuple[Any, ...], q: tuple[Any, ...]) -> int:
+        return 0 if iv.equal(p[0], q[0]) else (-1 if _le(p[0], q[0]) else 1)
+    pieces.sort(key=functools.cmp_to_key(compare))

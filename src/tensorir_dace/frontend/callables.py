@@ -41,6 +41,8 @@ class ScanOperator:
     the states at every level.
     """
 
+    __name__: str
+
     def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any):
         if not inspect.isfunction(fn):
             raise DefinitionError("@scan_operator decorates a Python function")

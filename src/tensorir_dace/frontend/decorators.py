@@ -28,6 +28,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
+from ..ir import Param, Program
 from ..tracebacks import api_boundary
 from ..typing import check
 from .analysis import Analysis, Specializer, check_named
@@ -78,7 +79,7 @@ class _Specialized:
         self.fn = fn
         self.backend = backend
         self.compile_options = compile_options
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]  # subclasses are callable
         self._init_cache()
 
     def _init_cache(self) -> None:
@@ -200,7 +201,7 @@ class _Specialized:
     def _ir_params(self, key: tuple[ParamSig, ...]) -> tuple[list[ir.Param], dict[str, Any]]:
         loc_of = {p.name: p.loc for p in self._param_infos()}
         params = [ir.Param(s.name, s.type, loc=loc_of[s.name]) for s in key
-                  if s.kind in ("tensor", "scalar")]
+                  if s.kind in ("tensor", "scalar") and s.type is not None]
         static = {s.name: s.static for s in key if s.kind == "static"}
         return params, static
 
@@ -422,6 +423,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds."""
         domain = {} if domain is None else domain
+        assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
         if not isinstance(domain, dict) or not all(
                 isinstance(k, Dimension) and k.name in result_dims for k in domain):
@@ -587,7 +589,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return self._default().program
 
     @property
-    def params(self) -> tuple[ir.Param, ...]:
+    def params(self) -> tuple[Param, ...]:   # (``ir`` is the property above)
         sp = self._specializer()
         if sp.generic:
             raise self._generic_error("params")
@@ -599,7 +601,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     # ------------------------------------------------------------------ running
 
-    def interop_program(self) -> ir.Program:
+    def interop_program(self) -> Program:
         """The program DaCe nests when a ``@dace.program`` calls this one."""
         return self.ir
 
@@ -610,7 +612,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return to_sdfg(self.ir, optimize=optimize)
 
     @api_boundary
-    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+    def view(self, path: Any = None, open: bool = False) -> Any:
         """Write the viewer page of the program (see :func:`tensorir_dace.view`); a
         rank-generic program is viewed through ``prog.specialize(args).view()``."""
         from ..viewer import view

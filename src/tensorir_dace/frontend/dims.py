@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import sympy
@@ -29,7 +29,7 @@ from .. import ir
 from ..errors import FrontendError, SourceLoc
 from .source import user_frame
 
-Bound = sympy.Expr
+Bound: TypeAlias = sympy.Expr
 
 
 def _user_loc() -> SourceLoc | None:
@@ -162,14 +162,14 @@ class Dimension:
     def __ge__(self, other):
         return self._cond("ge", other)
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other):
         if isinstance(other, Dimension):
             return self.same(other)
         if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
             return self._cond("eq", other)
         return NotImplemented
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other):
         if isinstance(other, Dimension):
             return not self.same(other)
         if isinstance(other, (int, sympy.Expr)) and not isinstance(other, bool):
@@ -390,11 +390,14 @@ def _min(a, b):
     return a if _le(a, b) else b
 
 
+def _compare_starts(x: Segment, y: Segment) -> int:
+    return 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)
+
+
 def _normalize(segs: Iterable[Segment]) -> tuple[Segment, ...]:
     """Sorted, non-empty, merged segments."""
     items = [(lo, hi) for lo, hi in segs if not _is_empty(lo, hi)]
-    items.sort(key=functools.cmp_to_key(
-        lambda x, y: 0 if x[0] == y[0] else (-1 if _le(x[0], y[0]) else 1)))
+    items.sort(key=functools.cmp_to_key(_compare_starts))
     out: list[Segment] = []
     for lo, hi in items:
         if out and _le(lo, out[-1][1]):

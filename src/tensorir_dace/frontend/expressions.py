@@ -25,8 +25,8 @@ from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..typing.scope import Scope
-from .context import ProgramContext
 from .connectivities import Connectivity
+from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
@@ -211,7 +211,7 @@ class ExpressionTranslator:
         if isinstance(base, tuple) and contains_ir(base):
             if node.attr == "astype":
                 return BoundMethod(base, "astype")
-            if is_namedtuple_class(type(base)) and node.attr in type(base)._fields:
+            if is_namedtuple_class(type(base)) and node.attr in getattr(base, "_fields", ()):
                 return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
@@ -324,7 +324,7 @@ class ExpressionTranslator:
     def runtime_index_bounds(self, a: Any, b: Any, na: ast.AST, nb: ast.AST) -> tuple:
         """``K == nlev`` with an int parameter: the IR side becomes a runtime bound,
         so the comparison is an index condition (for ``concat_where``)."""
-        for x, y, n in ((a, b, nb), (b, a, na)):
+        for x, y in ((a, b), (b, a)):
             if isinstance(x, Dimension) and contains_ir(y):
                 bound = runtime_value(y, self.scope)
                 if bound is not None:       # else the comparison reports what is wrong

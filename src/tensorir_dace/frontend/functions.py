@@ -137,12 +137,12 @@ class FunctionTranslator(BodyTranslator):
             if isinstance(v, str):
                 try:
                     v = eval(v, dict(getattr(fn, "__globals__", {})))
-                except Exception:  # noqa: BLE001, S112 - an unreadable annotation is none
+                except Exception:  # noqa: BLE001 - an unreadable annotation is none
                     continue
             out[k] = v
         return out
 
-    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.Call, name: str) -> Any:
+    def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST, name: str) -> Any:
         src = source_info(fn)
         fdef = src.node
         if fn in self.ctx.stack:
@@ -165,7 +165,7 @@ class FunctionTranslator(BodyTranslator):
         sub = FunctionTranslator(self.ctx, owner.source, {}, self.scope, owner)
         return self.enter(sub, fn.node, bound, node, {}, fn.name)
 
-    def enter(self, sub: FunctionTranslator, fdef, bound: dict[str, Any], node: ast.Call,
+    def enter(self, sub: FunctionTranslator, fdef, bound: dict[str, Any], node: ast.AST,
               anns: dict[str, Any], name: str) -> Any:
         """Translate a callee body with its parameters bound; compound arguments used
         more than once become parameters of a lambda application."""

@@ -15,6 +15,7 @@ import numpy as np
 import sympy
 
 from .. import ir
+from ..errors import FrontendError
 from ..typing.runtime import bound_of
 from ..typing.scope import Binding
 from .annotations import annotation_spec
@@ -131,7 +132,7 @@ class ProgramTranslator(AssignmentTranslator):
             raise self.error(s, "for … else is not supported")
         it = s.iter
         fn = self.expr(it.func) if isinstance(it, ast.Call) else None
-        if fn is not range:
+        if fn is not range or not isinstance(it, ast.Call):
             raise self.error(it, "a program loop must be 'for t in range(n)' or "
                                  "'for t in range(start, stop)'")
         if it.keywords or not 1 <= len(it.args) <= 3:
@@ -211,6 +212,8 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     (their names and places go to ``report["dropped"]``).
     """
     src = source_info(fn)
+    if not isinstance(src.node, ast.FunctionDef):
+        raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
     ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
     ctx.rank_generic = rank_generic
     tr = ProgramTranslator(ctx, src, size_of, static)

@@ -39,6 +39,12 @@ from .values import LocalCallable, contains_ir, describe, is_ir, is_number, stri
 class ReductionTranslator(BuiltinTranslator):
     """Adds neighbour reductions, ``reduce`` and scans."""
 
+    def builtin(self, f: api.Builtin, args: list, kwargs: dict, node: ast.Call) -> Any:
+        if f.kind in ("neighbor_sum", "max_over", "min_over"):
+            x, axis = self.positional(f, args, kwargs, ("x", "axis"), node, {"axis": None})
+            return self.neighbor_reduce(f.kind, x, axis, node)
+        return super().builtin(f, args, kwargs, node)
+
     def neighbor_reduce(self, kind: str, x: Any, axis: Any, node: ast.Call) -> ir.Expr:
         loc = self.loc(node)
         xe = self.to_ir(x, node)
@@ -68,13 +74,12 @@ class ReductionTranslator(BuiltinTranslator):
 
     def reduction_axis(self, types: list[ir.TensorType], axis: Any, node: ast.AST,
                        what: str) -> ir.Dim:
-        nbs = [t.highest_neighbor for t in types]
-        nbs = [d for d in nbs if d is not None]
+        nbs = [d for t in types if (d := t.highest_neighbor) is not None]
         if not nbs:
             raise self.error(node, f"{what} needs an operand with a neighbour dimension, e.g. "
                                    f"x(V2E) (a partial shift) or a sparse field; got "
                                    + ", ".join(str(t) for t in types))
-        nb = max(nbs, key=lambda d: d.neighbor_counter)
+        nb = max(nbs, key=lambda d: d.neighbor_counter or 0)
         if axis is None:
             return nb
         if isinstance(axis, Dimension):
@@ -186,8 +191,8 @@ class ReductionTranslator(BuiltinTranslator):
                 leaves.append(t)
         for t in operand_types:
             collect(t.dtype)
-        floats = {l for l in leaves if l.is_float}
-        ints = {l for l in leaves if l.is_int}
+        floats = {x for x in leaves if x.is_float}
+        ints = {x for x in leaves if x.is_int}
 
         def leaf(v):
             if isinstance(v, tuple):

@@ -116,8 +116,8 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...]
                                              for b in (d.start, d.stop) for s in b.free_symbols}
     dims = []
     for d in result.type.dims:
-        known = [x.type.dim(d.name) for x in inputs if x.type.dim(d.name) is not None]
-        syms = [s for x in known for s in x.stop.free_symbols]
+        known = [k for x in inputs if (k := x.type.dim(d.name)) is not None]
+        syms = [s for k in known for s in k.stop.free_symbols]
         stop = syms[0] if syms else ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))
     out = ir.Param(result.name, ir.TensorType(result.type.dtype, tuple(dims)), loc=result.loc)
@@ -128,6 +128,7 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...]
         scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=result.loc) for n in (lo, hi)]
         intervals.append(interval(name, sympy.Symbol(lo), sympy.Symbol(hi), result.loc))
     (stmt,) = prog.body
+    assert isinstance(stmt, ir.Assign)   # a function body is one assignment
     target: ir.Expr = ir.Sym(out.name, loc=stmt.loc)
     if intervals:
         target = ir.Call(ir.Sym("subset", loc=stmt.loc), (target,) + tuple(intervals),

@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 from ..errors import (
@@ -25,17 +26,16 @@ class SourceInfo:
     filename: str
     first_line: int
     col_offset: int
-    node: ast.AST          # ast.FunctionDef or ast.Lambda
+    node: ast.FunctionDef | ast.Lambda
 
     @property
     def name(self) -> str:
         return getattr(self.fn, "__name__", "<function>")
 
     def loc(self, node: ast.AST | None) -> SourceLoc:
-        if node is None or not hasattr(node, "lineno"):
-            node = self.node
-        return SourceLoc(line=self.first_line + node.lineno - 1,
-                         column=node.col_offset + 1 + self.col_offset, filename=self.filename)
+        at: Any = node if node is not None and hasattr(node, "lineno") else self.node
+        return SourceLoc(line=self.first_line + at.lineno - 1,
+                         column=at.col_offset + 1 + self.col_offset, filename=self.filename)
 
     def lookup_global(self, name: str) -> tuple[bool, Any]:
         """A name from the function's closure, module globals or builtins."""
@@ -70,7 +70,7 @@ _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 def user_frame() -> tuple[str, int] | None:
     """File and line of the innermost frame outside this package: where the user
     wrote a definition or made a call."""
-    f = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
         if not os.path.abspath(fn).startswith(_PACKAGE) and not fn.startswith("<frozen"):
@@ -96,13 +96,13 @@ def source_info(fn: Any) -> SourceInfo:
                             "functions must be defined in a file") from None
     first = max(first, 1)
     indent = len(lines[0]) - len(lines[0].lstrip())
-    text = "".join(l[indent:] if (indent == 0 or l[:indent].isspace()) else l.lstrip()
-                   for l in lines)
+    text = "".join(line[indent:] if (indent == 0 or line[:indent].isspace())
+                   else line.lstrip() for line in lines)
     try:
         tree = ast.parse(text)
     except SyntaxError:
         tree = None
-    node: ast.AST | None = None
+    node: ast.FunctionDef | ast.Lambda | None = None
     if getattr(fn, "__name__", "") == "<lambda>":
         if tree is not None:
             code = fn.__code__
@@ -120,10 +120,11 @@ def source_info(fn: Any) -> SourceInfo:
                 tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise FrontendError(f"cannot parse the source code of '{name}'",
                                 SourceLoc(first, 1, filename))
-        node = tree.body[0]
-        if isinstance(node, ast.AsyncFunctionDef):
+        definition = tree.body[0]
+        if not isinstance(definition, ast.FunctionDef):
             raise FrontendError("async functions are not supported",
                                 SourceLoc(first, 1, filename))
+        node = definition
     info = SourceInfo(fn, filename, first, indent, node)
     try:
         _SOURCES[fn] = info

@@ -43,6 +43,7 @@ import sympy
 
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
+from ..ir import Param, Program
 from .annotations import GenericSpec, TensorSpec
 from .dims import DefinitionError, Dimension, NeighborDimension
 
@@ -90,7 +91,7 @@ class default_dims:
         self._previous = _DEFAULT_DIMS
         _DEFAULT_DIMS = self.dims
 
-    def __enter__(self) -> default_dims:  # noqa: PYI034 - not subclassed
+    def __enter__(self) -> default_dims:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -295,11 +296,11 @@ class Specialization:
     _result_syms: set[str] | None = None
 
     @property
-    def ir(self) -> ir.Program:
+    def ir(self) -> Program:
         return self.program
 
     @property
-    def input_params(self) -> tuple[ir.Param, ...]:
+    def input_params(self) -> tuple[Param, ...]:   # (``ir`` is the property above)
         if self.result is None:
             return self.program.params
         return tuple(p for p in self.program.params if p.name != self.result.name)
@@ -325,7 +326,7 @@ class Specialization:
         from ..lowering import to_sdfg
         return to_sdfg(self.program, optimize=optimize)
 
-    def view(self, path: Any = None, open: bool = False) -> Any:  # noqa: A002
+    def view(self, path: Any = None, open: bool = False) -> Any:
         """Write the viewer page of this specialisation (see :func:`tensorir_dace.view`)."""
         from ..viewer import view
         return view(self.program, path, open=open)

@@ -30,6 +30,7 @@ Numerical conventions (DESIGN.md §2, and the decisions below):
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -131,6 +132,15 @@ def _head(e: ir.Expr) -> ir.Expr:
     return e
 
 
+def _at_last(k: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Element ``k`` along the last axis of an array."""
+    return lambda a: a[..., k]
+
+
+def _zeros(dims: Any, dt: np.dtype) -> np.ndarray:
+    return np.zeros(shape_of(dims), dtype=dt)
+
+
 
 def _dtype_data(dtype: ir.ElementType, make: Callable[[np.dtype], np.ndarray]) -> Any:
     """A (nested) tuple of ``make(np dtype)`` following the element type."""
@@ -195,22 +205,20 @@ class Evaluator:
     # ------------------------------------------------------------------ expressions
 
     def eval(self, e: ir.Expr, env: Env) -> Value:
-        t = type(e)
-        if t is ir.Sym:
+        if type(e) is ir.Sym:
             try:
                 return env[e.name]
             except KeyError:
                 raise InterpreterError(f"unbound name '{e.name}'", e.loc) from None
-        if t is ir.Literal:
-            dt = numpy_dtype(e.type.dtype)
+        if type(e) is ir.Literal:
+            dt = numpy_dtype(ir.scalar_dtype(e.type))
             try:
                 return Value((), np.asarray(e.value, dtype=dt))
             except OverflowError:
                 return Value((), np.asarray(e.value).astype(dt))
-        if t is ir.Call:
+        if type(e) is ir.Call:
             f = e.func
-            ft = type(f)
-            if ft is ir.Sym:
+            if type(f) is ir.Sym:
                 name = _canonical(f.name)
                 if name in ELEMENTWISE:
                     return self.elementwise(e, name, env)
@@ -218,9 +226,9 @@ class Evaluator:
                 if method is None:
                     raise InterpreterError(f"unsupported builtin '{f.name}'", e.loc)
                 return method(e, env)
-            if ft is ir.Lambda:
+            if type(f) is ir.Lambda:
                 return self.apply_lambda(f, e.args, env)
-            if ft is ir.Call:
+            if type(f) is ir.Call:
                 head = _head(f)
                 name = _canonical(head.name) if isinstance(head, ir.Sym) else None
                 method = getattr(self, "c_" + str(name), None)
@@ -234,10 +242,10 @@ class Evaluator:
         args = [align(self.eval(a, env), dims) for a in e.args]
         fn = _OTHER.get(name)
         if fn is None:
-            operand = e.args[0].type.dtype
+            operand = ir.scalar_dtype(e.args[0].type)
             fn = (_FLOAT_BINARY if operand.is_float else _INT_BINARY)[name]
         out = np.asarray(fn(*args))
-        dt = numpy_dtype(e.type.dtype)
+        dt = numpy_dtype(ir.scalar_dtype(e.type))
         if out.dtype != dt:
             out = out.astype(dt)
         return make_value(dims, out)
@@ -291,7 +299,7 @@ class Evaluator:
         ai = [d[0] for d in dims].index(axis)
         a0 = dims[ai][1]
         for piece in pieces:
-            _, s, t = self.dim_of(piece.type.dim(axis))
+            _, s, t = self.dim_of(ir.required_dim(piece.type, axis))
             if s >= t:
                 continue     # an empty piece is never evaluated
             part = tuple((n, s, t) if n == axis else (n, a, b) for n, a, b in dims)
@@ -314,8 +322,8 @@ class Evaluator:
             types = [p.type for p in pieces]
             if len(types) > 1:
                 for d in types[0].dims:
-                    ds = [t.dim(d.name) for t in types]
-                    if all(x is not None for x in ds) and all(
+                    ds = [x for t in types if (x := t.dim(d.name)) is not None]
+                    if len(ds) == len(types) and all(
                             iv.equal(a.stop, b.start) for a, b in itertools.pairwise(ds)):
                         axis = d.name
                         break
@@ -345,24 +353,24 @@ class Evaluator:
 
     def unstructured(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``unstructured_shift(T, k)`` applied to the value ``x``."""
-        tbl, k = e.func.args
+        tbl, k = ir.head_args(e)
         dst = next(d for d in tbl.type.dims if not d.is_neighbor)
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         dst_c = next(d for d in self.dims_of(e.type) if d[0] == dst.name)
         table, _, (_, n0, _) = self._table(tbl, dst_c, env)
-        col = table[:, k.value - n0]
-        return gather(x, nb.neighbor_source, col, (dst_c,), fill)
+        col = table[:, ir.int_value(k) - n0]
+        return gather(x, ir.neighbor_source_of(nb), col, (dst_c,), fill)
 
     def partial(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``shift_init(T)`` applied to the value ``x``."""
-        (tbl,) = e.func.args
+        (tbl,) = ir.head_args(e)
         dst = next(d for d in tbl.type.dims if not d.is_neighbor)
         nb = next(d for d in tbl.type.dims if d.is_neighbor)
         rdims = self.dims_of(e.type)
         dst_c = next(d for d in rdims if d[0] == dst.name)
-        new_nb = e.type.highest_neighbor.name
+        new_nb = ir.neighbor_axis(e.type).name
         table, _, (_, n0, n1) = self._table(tbl, dst_c, env)
-        return gather(x, nb.neighbor_source, table, (dst_c, (new_nb, n0, n1)), fill)
+        return gather(x, ir.neighbor_source_of(nb), table, (dst_c, (new_nb, n0, n1)), fill)
 
     def c_unstructured_shift(self, e, env):
         return self.unstructured(e, self.eval(e.args[0], env), env)
@@ -373,13 +381,15 @@ class Evaluator:
     def offset_gather(self, e: ir.Call, x: Value, env: Env, fill=absent_fill) -> Value:
         """``offset_shift(K, off)`` applied to the value ``x``: ``x`` read at
         ``p + off[p]`` along K; targets outside ``x``'s interval are absent."""
-        dim_e, off_e = e.func.args
-        k = dim_e.name
+        dim_e, off_e = ir.head_args(e)
+        k = ir.sym_name(dim_e)
         R = self.dims_of(e.type)
         shape = shape_of(R)
         ai = [d[0] for d in R].index(k)
         _, r0, _ = R[ai]
-        _, x0, x1 = x.dim(k)
+        kdim = x.dim(k)
+        assert kdim is not None   # the operand has the shifted dimension
+        _, x0, x1 = kdim
         target = np.asarray(align(self.eval(off_e, env), R, what="a shift offset"))
         target = np.broadcast_to(target, shape) + (np.arange(shape[ai]) + r0).reshape(
             (-1,) + (1,) * (len(R) - ai - 1))
@@ -402,10 +412,11 @@ class Evaluator:
 
     def apply_index(self, e: ir.Call, x: Value) -> Value:
         """``shift_apply(k)`` applied to the value ``x``."""
-        name = e.args[0].type.highest_neighbor.name
+        name = ir.neighbor_axis(e.args[0].type).name
         axis = x.names.index(name)
         start = x.dims[axis][1]
-        idx = (slice(None),) * axis + (e.func.args[0].value - start,)
+        (k,) = ir.head_args(e)
+        idx = (slice(None),) * axis + (ir.int_value(k) - start,)
         return Value(x.dims[:axis] + x.dims[axis + 1:], map_leaves(lambda a: a[idx], x.data))
 
     def c_shift_apply(self, e, env):
@@ -428,10 +439,10 @@ class Evaluator:
 
     def type_presence(self, t: ir.TensorType, env: Env) -> list[np.ndarray]:
         dims = self.dims_of(t)
-        out = []
+        out: list[np.ndarray] = []
         for d in t.dims:
-            if d.mask is not None:
-                out.append(self.mask_present(d, dims, env))
+            if (present := self.mask_present(d, dims, env)) is not None:
+                out.append(present)
         return out
 
     def presence(self, x: ir.Expr, env: Env) -> Value | None:
@@ -443,8 +454,8 @@ class Evaluator:
             if isinstance(f, ir.Call):
                 head = _head(f)
                 name = _canonical(head.name) if isinstance(head, ir.Sym) else None
-                y = x.args[0] if x.args else None
-                if name in ("unstructured_shift", "shift_init", "shift_apply"):
+                if name in ("unstructured_shift", "shift_init", "shift_apply") and x.args:
+                    y = x.args[0]
                     inner = self.presence(y, env)
                     ydims = self.dims_of(y.type)
                     if inner is None:
@@ -460,19 +471,20 @@ class Evaluator:
                         else:
                             p = self.apply_index(x, inner)
                         parts.append(align(p, dims))
-                elif name == "offset_shift":
+                elif name == "offset_shift" and x.args:
+                    y = x.args[0]
                     inner = self.presence(y, env)
                     ydims = self.dims_of(y.type)
                     if inner is None:
                         inner = Value(ydims, np.broadcast_to(np.True_, shape_of(ydims)))
                     parts.append(align(self.offset_gather(x, inner, env, _false_fill), dims))
-                    off = self.presence(f.args[1], env)
-                    if off is not None:
-                        parts.append(align(off, dims))
-                elif name == "cartesian_shift":
-                    inner = self.presence(y, env)
+                    offset_present = self.presence(f.args[1], env)
+                    if offset_present is not None:
+                        parts.append(align(offset_present, dims))
+                elif name == "cartesian_shift" and x.args:
+                    inner = self.presence(x.args[0], env)
                     if inner is not None:
-                        dname, off = f.args[0].name, f.args[1].value
+                        dname, off = ir.sym_name(f.args[0]), ir.int_value(f.args[1])
                         p = Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
                                         for n, a, b in inner.dims), inner.data)
                         parts.append(align(p, dims))
@@ -480,14 +492,14 @@ class Evaluator:
                     f.name) in ("if", "cast", "make_tuple", "tuple_get")):
                 for a in x.args:
                     if isinstance(a.type, ir.TensorType):
-                        p = self.presence(a, env)
-                        if p is not None:
-                            parts.append(align(p, dims))
+                        pa = self.presence(a, env)
+                        if pa is not None:
+                            parts.append(align(pa, dims))
         if not parts:
             return None
         acc = parts[0]
-        for p in parts[1:]:
-            acc = np.logical_and(acc, p)
+        for part in parts[1:]:
+            acc = np.logical_and(acc, part)
         return make_value(dims, acc)
 
     def b_can_deref(self, e, env):
@@ -527,11 +539,11 @@ class Evaluator:
         for j in range(a1 - a0):
             child[acc_name] = restrict(Value(R, acc), acc_dims, what="the accumulator")
             for name, pd, data, has in prepared:
-                child[name] = Value(pd, map_leaves(lambda a, j=j: a[..., j], data) if has else data)
+                child[name] = Value(pd, map_leaves(_at_last(j), data) if has else data)
             new = align(self.eval(lam.body, child), R, what="the reduce lambda's result")
             if present is not None:
                 pj = present[..., j]
-                new = map_leaves2(lambda n, o, pj=pj: np.where(pj, n, o), new, acc)
+                new = map_leaves2(functools.partial(np.where, pj), new, acc)
             acc = make_value(R, new).data
         return Value(R, acc)
 
@@ -561,7 +573,7 @@ class Evaluator:
         for k in levels:
             child[state_name] = state
             for name, pd, data, has in prepared:
-                child[name] = Value(pd, map_leaves(lambda a, k=k: a[..., k], data) if has else data)
+                child[name] = Value(pd, map_leaves(_at_last(k), data) if has else data)
             body = self.eval(lam.body, child)
             level = align(body, rest, what="the scan lambda's result")
             idx = (slice(None),) * ai + (k,)
@@ -594,7 +606,7 @@ class Evaluator:
 
     def assign(self, s: ir.Assign, env: Env, storage: dict[str, Value]) -> None:
         target = s.target
-        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        name = ir.sym_name(target.args[0] if isinstance(target, ir.Call) else target)
         store = storage[name]
         tdims = {d[0]: d for d in self.dims_of(target.type)}
         # The written region, in the storage's dimension order.
@@ -643,7 +655,7 @@ def interpret_program(typed: ir.Program, values: dict[str, Any], symbols: dict[s
             env[p.name] = storage[p.name] = Value(ev.dims_of(p.type), v)
     for tmp in typed.temporaries:
         dims = tmp_dims[tmp.name]
-        data = _dtype_data(tmp.type.dtype, lambda dt, dims=dims: np.zeros(shape_of(dims), dtype=dt))
+        data = _dtype_data(tmp.type.dtype, functools.partial(_zeros, dims))
         env[tmp.name] = storage[tmp.name] = Value(dims, data)
     with np.errstate(all="ignore"):
         ev.run(typed.body, env, storage)

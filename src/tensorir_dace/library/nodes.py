@@ -9,7 +9,7 @@ from dace.sdfg import nodes
 from dace.transformation.transformation import ExpandTransformation
 
 
-def _tasklet(node: "TensorIRLoopNode") -> nodes.Tasklet:
+def _tasklet(node: TensorIRLoopNode) -> nodes.Tasklet:
     return nodes.Tasklet(node.label, dict(node.in_connectors), dict(node.out_connectors),
                          node.code, language=dace.Language.CPP)
 

@@ -18,19 +18,35 @@ unstructured shifts are.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
-
+from typing import Any, Protocol
 
 from .. import ir
 from ..errors import LoweringError
 from .tasklet import TaskletBuilder
-from .values import (CPP_TYPES, ArrayInfo, CScope, Deferred, Idx, PointValue, ScalarData,
-                     Stored, SymbolValue, ccode, leaves_of, map_leaves)
-
-if TYPE_CHECKING:
-    from .program import ProgramLowering
+from .values import (
+    CPP_TYPES,
+    ArrayInfo,
+    Binding,
+    CScope,
+    Deferred,
+    Idx,
+    PointValue,
+    ScalarData,
+    Stored,
+    SymbolValue,
+    ccode,
+    leaves_of,
+    map_leaves,
+)
 
 Env = dict[str, Idx]
+
+
+class Materializer(Protocol):
+    """What point code needs of the program lowering (``ProgramLowering``): a
+    value computed over its whole domain into transient arrays."""
+
+    def materialize(self, e: ir.Expr, scope: CScope, force: bool = False) -> Stored: ...
 
 BINARY_CPP = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
               "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
@@ -67,8 +83,8 @@ def literal_code(value, dtype: ir.ScalarType) -> str:
     if dtype.is_bool:
         return "true" if value else "false"
     if dtype.is_int:
-        v = int(value)
-        return f"{v}LL" if dtype.name == "int64" else str(v)
+        n = int(value)
+        return f"{n}LL" if dtype.name == "int64" else str(n)
     v = float(value)
     if math.isnan(v):
         text = "NAN"
@@ -93,7 +109,7 @@ def absent_code(dtype: ir.ScalarType) -> str:
 
 
 class ExprGen:
-    def __init__(self, lowering: "ProgramLowering | None", tb: TaskletBuilder, *,
+    def __init__(self, lowering: Materializer | None, tb: TaskletBuilder, *,
                  fused: bool, materialize: bool = True):
         self.low = lowering
         self.tb = tb
@@ -114,13 +130,14 @@ class ExprGen:
     def value(self, e: ir.Expr, env: Env, scope: CScope, *, root: bool = False,
               cond: bool = False) -> Any:
         if isinstance(e, ir.Literal):
-            return literal_code(e.value, e.type.dtype)
+            return literal_code(e.value, ir.scalar_dtype(e.type))
         key = (e, id(scope), tuple(sorted((k, v.key()) for k, v in env.items())),
                root, cond)
         cached = self.tb.recall(key)
         if cached is not None:
             return cached
         if self.allow_materialize and not root and self.should_materialize(e, cond):
+            assert self.low is not None   # allow_materialize needs it
             stored = self.low.materialize(e, scope)
             result = self.read_stored(e, stored, env)
         else:
@@ -196,15 +213,18 @@ class ExprGen:
         if name in BINARY_CPP or name in ("divides", "mod", "power", "minimum", "maximum",
                                           "arctan2"):
             a, b = (self.value(x, env, scope, cond=in_cond) for x in args)
-            return self.tb.var(dtype.name, self.binary(name, args[0].type.dtype, a, b))
+            return self.tb.var(ir.scalar_dtype(t).name,
+                               self.binary(name, args[0].type.dtype, a, b))
         if name in ("not", "neg", "abs") or name in UNARY_CPP or name in ir.PREDICATES:
             a = self.value(args[0], env, scope, cond=in_cond)
-            return self.tb.var(dtype.name, self.unary(name, args[0].type.dtype, a))
+            return self.tb.var(ir.scalar_dtype(t).name, self.unary(name, args[0].type.dtype, a))
         match name:
             case "cast":
                 a = self.value(args[0], env, scope)
-                code = f"({a} != 0)" if dtype.is_bool else f"static_cast<{CPP_TYPES[dtype.name]}>({a})"
-                return self.tb.var(dtype.name, code)
+                target = ir.scalar_dtype(t)
+                code = f"({a} != 0)" if target.is_bool else \
+                    f"static_cast<{CPP_TYPES[target.name]}>({a})"
+                return self.tb.var(target.name, code)
             case "if":
                 c = self.value(args[0], env, scope, cond=True)
                 a = self.value(args[1], env, scope)
@@ -289,7 +309,7 @@ class ExprGen:
                 return self.indirect(e, table, nb_coord, None, args[0], env, scope)
             case "shift_init":
                 table = static[0]
-                nb = e.type.highest_neighbor
+                nb = ir.neighbor_axis(e.type)
                 return self.indirect(e, table, env[nb.name], nb.name, args[0], env, scope)
             case "offset_shift":
                 return self.offset_read(e, static, args[0], env, scope)
@@ -308,7 +328,7 @@ class ExprGen:
                  operand: ir.Expr, env: Env, scope: CScope):
         """Read ``operand`` at the neighbour the table names; absent → NaN/min."""
         dst, nbt = _table_dims(table.type)
-        src = nbt.neighbor_source
+        src = ir.neighbor_source_of(nbt)
         idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
@@ -319,6 +339,7 @@ class ExprGen:
         """``operand`` at the point ``inner`` where ``guard`` holds, else the absent
         value: nothing is read when the guard is false."""
         if self.allow_materialize and not is_leaf(operand):
+            assert self.low is not None   # allow_materialize needs it
             stored = self.low.materialize(operand, scope)
             compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731
         else:
@@ -337,7 +358,7 @@ class ExprGen:
                       ) -> tuple[str, str, str]:
         """(dimension, target coordinate, in-range test) of ``⟪K, off⟫(operand)``."""
         dim, off = static[0].name, static[1]
-        k = operand.type.dim(dim)
+        k = ir.required_dim(operand.type, dim)
         target = self.tb.var("int64", f"{env[dim].code} + (long long)"
                                       f"({self.value(off, env, scope)})", "t")
         return dim, target, f"{target} >= {ccode(k.start)} && {target} < {ccode(k.stop)}"
@@ -353,26 +374,28 @@ class ExprGen:
         match x:
             case ir.Call(func=ir.Call(func=ir.Sym(name="cartesian_shift"), args=st), args=(y,)):
                 inner = dict(env)
-                if st[0].name in inner:
-                    inner[st[0].name] = inner[st[0].name].shifted(st[1].value)
+                dim = ir.sym_name(st[0])
+                if dim in inner:
+                    inner[dim] = inner[dim].shifted(ir.int_value(st[1]))
                 return self.valid(y, inner, scope)
             case ir.Call(func=ir.Call(func=ir.Sym(name="shift_apply"), args=st), args=(y,)):
-                nb = y.type.highest_neighbor
-                return self.valid(y, {**env, nb.name: Idx.of(nb.start + st[0].value)}, scope)
+                nb = ir.neighbor_axis(y.type)
+                return self.valid(y, {**env, nb.name: Idx.of(nb.start + ir.int_value(st[0]))},
+                                  scope)
             case ir.Call(func=ir.Call(func=ir.Sym(name="unstructured_shift" | "shift_init"
                                                   ) as h, args=st), args=(y,)):
                 table = st[0]
                 dst, nbt = _table_dims(table.type)
                 if h.name == "unstructured_shift":
-                    nb_coord, nb_name = Idx.of(nbt.start + st[1].value), None
+                    nb_coord, nb_name = Idx.of(nbt.start + ir.int_value(st[1])), None
                 else:
-                    nb_name = x.type.highest_neighbor.name
+                    nb_name = ir.neighbor_axis(x.type).name
                     nb_coord = env[nb_name]
                 idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord,
                                                             scope), "n")
                 ok = self.tb.var("bool", "false", "ok")
                 inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
-                inner[nbt.neighbor_source] = Idx(idx)
+                inner[ir.neighbor_source_of(nbt)] = Idx(idx)
                 with self.tb.block(f"if ({idx} >= 0)"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
@@ -393,6 +416,7 @@ class ExprGen:
     def mask_entry(self, nb: ir.Dim, env: Env, scope: CScope) -> str:
         """The entry of ``nb``'s mask at this point; its ``_NB_<Src>`` axis is ``nb``
         (a nested shift's mask also has the outer dimensions)."""
+        assert nb.mask is not None
         menv = {d.name: env[nb.name] if d.neighbor_source is not None else env[d.name]
                 for d in nb.mask.type.dims}
         return self.value(nb.mask, menv, scope)
@@ -419,11 +443,11 @@ class ExprGen:
 
     def reduce(self, e: ir.Call, env: Env, scope: CScope):
         """The neighbour loop of reduce; absent neighbours leave the accumulator alone."""
-        lam, init = e.func.args[:2]
+        lam, init = ir.head_args(e)[:2]
+        assert isinstance(lam, ir.Lambda)
         operands = e.args
         axis_name = ir.reduce_axis(e)
-        axis = next(a.type.dim(axis_name) for a in operands
-                    if a.type.dim(axis_name) is not None)
+        axis = next(d for a in operands if (d := a.type.dim(axis_name)) is not None)
         masks = {d.name: d for a in operands for d in a.type.dims if d.mask is not None
                  and (d.name == axis_name or axis_name in d.mask.type.dim_names)}
         dtype = e.type.dtype
@@ -437,7 +461,8 @@ class ExprGen:
             if masks:
                 guard = "if (" + " && ".join(f"{self.mask_entry(d, nenv, scope)} >= 0"
                                               for d in masks.values()) + ")"
-            bindings = {lam.params[0].name: PointValue(acc, lam.params[0].name)}
+            bindings: dict[str, Binding] = {lam.params[0].name: PointValue(acc,
+                                                                            lam.params[0].name)}
             for p, a in zip(lam.params[1:], operands):
                 bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(n)),),
                                             self.allow_materialize)
@@ -457,8 +482,9 @@ class ExprGen:
                     outputs: list[tuple[str, ArrayInfo]]) -> None:
         """The loop of one column of a scan, writing each level through ``outputs``
         (connector, array) pointers to the column's first element."""
-        lam, forward, init, axis_sym = e.func.args
-        axis = e.type.dim(axis_sym.name)
+        lam, forward, init, axis_sym = ir.head_args(e)
+        assert isinstance(lam, ir.Lambda) and isinstance(forward, ir.Literal)
+        axis = ir.required_dim(e.type, ir.sym_name(axis_sym))
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         state = map_leaves(lambda d, v: self.tb.var(d.name, v, "state"), dtype, init_val)
@@ -469,7 +495,8 @@ class ExprGen:
         else:
             header = f"for (long long {k} = {stop} - 1; {k} >= {start}; --{k})"
         with self.tb.block(header):
-            bindings = {lam.params[0].name: PointValue(state, lam.params[0].name)}
+            bindings: dict[str, Binding] = {lam.params[0].name: PointValue(state,
+                                                                            lam.params[0].name)}
             for p, a in zip(lam.params[1:], e.args):
                 bindings[p.name] = Deferred(a, scope, ((axis.name, Idx(k)),),
                                             self.allow_materialize)

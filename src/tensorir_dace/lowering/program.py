@@ -20,12 +20,22 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
 from .. import ir
 from ..errors import LoweringError
 from ..library import ColumnScan, NeighborReduce
-from ..runtime.compiled import ArgBinding, CallSignature
+from ..signature import ArgBinding, CallSignature
 from .expressions import ExprGen, head_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
-from .values import (DACE_TYPES, ArrayInfo, CScope, Deferred, Idx, ScalarData, Stored,
-                     SymbolValue, leaves_of)
+from .values import (
+    DACE_TYPES,
+    ArrayInfo,
+    Binding,
+    CScope,
+    Deferred,
+    Idx,
+    ScalarData,
+    Stored,
+    SymbolValue,
+    leaves_of,
+)
 
 
 @dataclass
@@ -48,7 +58,7 @@ def _text(node) -> str:
     try:
         from ..syntax import format as fmt
         return fmt(node)
-    except Exception:  # the printer is only for display here
+    except Exception:  # noqa: BLE001 - the printer is only for display here
         return str(node)
 
 
@@ -64,7 +74,7 @@ class ProgramLowering:
         self.runtime_names: dict[str, str] = {}   # runtime-bound parameters, loop variables
         self.scope = CScope()
         self.bindings: list[ArgBinding] = []
-        self.state: dace.SDFGState | None = None
+        self.state: dace.SDFGState = None   # the current state, made by new_state
         self.region: ControlFlowRegion = self.sdfg
         self.last_block = None
         self._materialized: dict[tuple[int, int], Stored] = {}
@@ -104,7 +114,7 @@ class ProgramLowering:
             if p.name in runtime and p.type.is_scalar:
                 sname = self.names.user(p.name)
                 self.runtime_names[p.name] = sname
-                self.sdfg.add_symbol(sname, DACE_TYPES[p.type.dtype.name])
+                self.sdfg.add_symbol(sname, DACE_TYPES[ir.scalar_dtype(p.type).name])
 
     def add_arrays(self, name: str, t: ir.TensorType, transient: bool,
                    path: tuple[int, ...] = (), dtype=None):
@@ -238,7 +248,8 @@ class ProgramLowering:
                     return b.name
             case ir.Call(func=ir.Sym(name=op), args=(a, b)) if op in ops:
                 return f"({self.condition(a, scope)} {ops[op]} {self.condition(b, scope)})"
-            case ir.Call(func=ir.Sym(name="divides"), args=(a, b)) if e.type.dtype.is_float:
+            case ir.Call(func=ir.Sym(name="divides"), args=(a, b)) if isinstance(
+                    e.type.dtype, ir.ScalarType) and e.type.dtype.is_float:
                 return f"({self.condition(a, scope)} / {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="not"), args=(a,)):
                 return f"(not {self.condition(a, scope)})"
@@ -282,9 +293,10 @@ class ProgramLowering:
 
     def _assign(self, s: ir.Assign, scope: CScope) -> None:
         target = s.target
-        name = target.name if isinstance(target, ir.Sym) else target.args[0].name
+        name = ir.sym_name(target.args[0] if isinstance(target, ir.Call) else target)
         self.new_state("s_" + name)
-        stored: Stored = scope.lookup(name)
+        stored = scope.lookup(name)
+        assert isinstance(stored, Stored)
         domain = self.sdfg_dims(target.type)
         reads_target = any(isinstance(n, ir.Sym) and n.name == name for n in ir.walk(s.value))
         if reads_target:
@@ -303,8 +315,8 @@ class ProgramLowering:
     def peel(self, e: ir.Expr, scope: CScope):
         """Look through lambda applications to the expression that computes the value."""
         while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
-            bindings = {p.name: Deferred(a, scope, (), True) for p, a in zip(e.func.params,
-                                                                            e.args)}
+            bindings: dict[str, Binding] = {
+                p.name: Deferred(a, scope, (), True) for p, a in zip(e.func.params, e.args)}
             scope = scope.child(bindings)
             self._keep.append(scope)
             e = e.func.body
@@ -409,15 +421,16 @@ class ProgramLowering:
             conn = f"_out{i}"
             tb.emit(f"{conn} = {v};")
             outputs[conn] = (leaf.data, ", ".join(map_param(d.name) for d in leaf.dims))
-        lam, init = e.func.args[:2]
+        lam, init = ir.head_args(e)[:2]
         node = NeighborReduce(self.names.fresh("reduce"), lambda_text=_text(lam),
                               init_text=_text(init), code=tb.code, axis=ir.reduce_axis(e),
                               mask_table=", ".join(sorted(_table_names(e))))
         self.library_map(node.label + "_map", domain, node, tb, outputs)
 
     def scan_map(self, e: ir.Call, scope: CScope, target: Stored, domain) -> None:
-        lam, forward, init, axis_sym = e.func.args
-        axis = axis_sym.name
+        lam, forward, init, axis_sym = ir.head_args(e)
+        assert isinstance(forward, ir.Literal)
+        axis = ir.sym_name(axis_sym)
         columns = tuple(d for d in domain if d.name != axis)
         tb = TaskletBuilder(pointer_only=True)
         gen = ExprGen(self, tb, fused=self.fused)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 import dace
 import sympy
@@ -55,13 +55,14 @@ class Idx:
     affine: sympy.Expr | None = None
 
     @staticmethod
-    def of(expr: sympy.Expr) -> "Idx":
+    def of(expr: sympy.Expr) -> Idx:
         return Idx(ccode(expr), sympy.expand(expr))
 
-    def shifted(self, offset: int | sympy.Expr) -> "Idx":
+    def shifted(self, offset: int | sympy.Expr) -> Idx:
         if self.affine is not None:
             return Idx.of(self.affine + offset)
-        return Idx(f"({self.code} + {ccode(sympy.Integer(offset) if isinstance(offset, int) else offset)})")
+        step = sympy.Integer(offset) if isinstance(offset, int) else offset
+        return Idx(f"({self.code} + {ccode(step)})")
 
     def key(self) -> str:
         return str(self.affine) if self.affine is not None else "rt:" + self.code
@@ -93,7 +94,7 @@ class ArrayInfo:
         return ", ".join(f"{d.start}:{d.stop}" for d in self.dims) if self.dims else "0"
 
 
-Leaves = Union[ArrayInfo, tuple]    # nested like the element type
+Leaves = ArrayInfo | tuple    # nested like the element type
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class Deferred:
     the point of use (``extra_env`` pins e.g. the neighbour index in reduce)."""
 
     expr: ir.Expr
-    scope: "CScope"
+    scope: CScope
     extra_env: tuple = ()
     may_materialize: bool = True
 
@@ -138,13 +139,13 @@ class PointValue:
     name: str
 
 
-Binding = Union[Stored, ScalarData, SymbolValue, Deferred, PointValue]
+Binding = Stored | ScalarData | SymbolValue | Deferred | PointValue
 
 
 @dataclass(eq=False)
 class CScope:
     bindings: dict[str, Binding] = field(default_factory=dict)
-    parent: "CScope | None" = None
+    parent: CScope | None = None
 
     def lookup(self, name: str) -> Binding | None:
         s: CScope | None = self
@@ -154,7 +155,7 @@ class CScope:
             s = s.parent
         return None
 
-    def child(self, bindings: dict[str, Binding]) -> "CScope":
+    def child(self, bindings: dict[str, Binding]) -> CScope:
         return CScope(dict(bindings), self)
 
 

@@ -21,8 +21,6 @@ variable ``TENSORIR_DACE_CACHE``, ``$XDG_CACHE_HOME/tensorir_dace``,
 from __future__ import annotations
 
 import copy
-import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -40,6 +38,7 @@ from dace import dtypes
 from dace.codegen import compiler as dace_compiler
 from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.config import Config
+from filelock import FileLock
 
 from ..log import info as log_info
 from ..log import stage
@@ -89,7 +88,7 @@ def get_cache_dir() -> pathlib.Path:
 
 def compile_count() -> int:
     """How many times this process ran the C++ compiler through :func:`compile_sdfg`."""
-    return _stats["compiled"]
+    return int(_stats["compiled"])
 
 
 def cache_stats() -> dict[str, float]:
@@ -118,7 +117,7 @@ def _config_fingerprint() -> dict[str, Any]:
     for section in ("instrumentation", "profiling"):
         try:
             fp[section] = clean(Config.get(section), False)
-        except Exception:  # pragma: no cover - absent in this DaCe version
+        except Exception:  # noqa: BLE001  # pragma: no cover - absent in this DaCe version
             pass
     return fp
 
@@ -126,7 +125,7 @@ def _config_fingerprint() -> dict[str, Any]:
 def _host_isa() -> str:
     try:
         return dace_compiler.host_isa_id()
-    except Exception:  # pragma: no cover - older/newer DaCe
+    except Exception:  # noqa: BLE001  # pragma: no cover - older/newer DaCe
         return f"{platform.machine()}|{platform.processor()}"
 
 
@@ -210,37 +209,6 @@ def _signature(sdfg: dace.SDFG) -> list[str]:
     return list(sdfg.signature_arglist(with_types=True))
 
 
-# --------------------------------------------------------------------------- locking
-
-
-class _FileLock:
-    """An exclusive ``fcntl.flock`` on ``path`` (created if missing)."""
-
-    def __init__(self, path: pathlib.Path):
-        self.path = path
-        self._fd: int | None = None
-
-    def __enter__(self) -> "_FileLock":
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX)
-                break
-            except OSError as ex:  # pragma: no cover - signal interruption
-                if ex.errno != errno.EINTR:
-                    os.close(self._fd)
-                    raise
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        assert self._fd is not None
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-        finally:
-            os.close(self._fd)
-            self._fd = None
-
-
 def _write_atomically(path: pathlib.Path, text: str) -> None:
     staging = path.with_name(f"{path.name}.{uuid.uuid4().hex}")
     with open(staging, "x") as fp:
@@ -308,7 +276,7 @@ def compile_sdfg(sdfg: dace.SDFG, *,
         root.mkdir(parents=True, exist_ok=True)
         folder = (root / name).resolve()
         t0 = time.perf_counter()
-        with _FileLock(folder.with_name(folder.name + ".lock")):
+        with FileLock(folder.with_name(folder.name + ".lock")):
             dup = _prepared_copy(sdfg, name, folder)
             info = _read_marker(folder, name, key)
             if info is not None:

@@ -27,7 +27,6 @@ import ctypes
 import os
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import dace
@@ -46,6 +45,7 @@ from ..arguments import (
     runtime_values,
 )
 from ..errors import ArgumentError, TensorIRError
+from ..signature import ArgBinding, CallSignature
 
 __all__ = [
     "ArgBinding",
@@ -57,25 +57,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- interface
-
-
-@dataclass(frozen=True)
-class ArgBinding:
-    """One SDFG data container fed by one program parameter leaf."""
-
-    param: str               # program parameter name
-    path: tuple[int, ...]    # index path into a tuple-typed value ((), (0,), (1, 0), ...)
-    data: str                # SDFG array/scalar name (mangled)
-
-
-@dataclass(frozen=True)
-class CallSignature:
-    """How a program's parameters map onto a compiled SDFG's arguments."""
-
-    params: tuple[ir.Param, ...]          # the program parameters (types with sympy bounds)
-    bindings: tuple[ArgBinding, ...]
-    symbols: dict[str, str]               # size-symbol name -> SDFG symbol name (may be the same)
-    constraints: tuple = ()               # ir.SizeConstraint: size orders checked per call
 
 
 class GPUUnavailableError(TensorIRError, RuntimeError):
@@ -233,7 +214,7 @@ class SDFGCallable:
     @classmethod
     def from_sdfg(cls, sdfg: dace.SDFG, signature: CallSignature, *,
                   cache_dir: str | os.PathLike | None = None, name: str | None = None,
-                  **kwargs: Any) -> "SDFGCallable":
+                  **kwargs: Any) -> SDFGCallable:
         """Compile ``sdfg`` through the compile cache and wrap it."""
         from .cache import compile_sdfg
         return cls(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
@@ -327,7 +308,7 @@ class SDFGCallable:
         # each array's SDFG shape and strides for the call's symbol values.
         exprs: list[Any] = []
         self._layout: list[tuple[int, int, int]] = []   # (index into _arrays, ndim, first expr)
-        for i, (b, desc, _, kind) in enumerate(self._arrays):
+        for i, (_, desc, _, kind) in enumerate(self._arrays):
             if kind != "array":
                 continue
             self._layout.append((i, len(desc.shape), len(exprs)))
@@ -482,7 +463,7 @@ class SDFGCallable:
         for size_name, sym, sdtype in self._symbol_map:
             v = bound.symbols[size_name]
             lo, hi = _INT_RANGES.get(sdtype, (None, None))
-            if lo is not None and not lo <= v <= hi:
+            if lo is not None and hi is not None and not lo <= v <= hi:
                 raise ArgumentError(f"{where}: size {size_name} = {v} does not fit the "
                                     f"compiled program's {sdtype} symbol '{sym}'")
             dkw[sym] = v
@@ -496,7 +477,7 @@ class SDFGCallable:
                 iv = int(value)
                 sdtype = desc.dtype.as_numpy_dtype()
                 lo, hi = _INT_RANGES.get(sdtype, (None, None))
-                if lo is not None and not lo <= iv <= hi:
+                if lo is not None and hi is not None and not lo <= iv <= hi:
                     raise ArgumentError(f"{where}: parameter '{b.param}' = {iv} does not fit the "
                                         f"compiled program's {sdtype} symbol '{b.data}'")
                 dkw[b.data] = iv
@@ -552,6 +533,7 @@ class SDFGCallable:
         a fraction of the time (DaCe's takes ~70 µs for a few arguments):
         array pointers as ``c_void_p``, scalars and symbols as their ctypes."""
         callargs = []
+        assert self._marshal_plan is not None   # made by the first call
         for name, conv in self._marshal_plan:
             v = dkw[name]
             if conv is None:    # host array

@@ -35,7 +35,7 @@ class CompiledProgram(SDFGConvertible):
 
     @classmethod
     def from_sdfg(cls, program: ir.Program, sdfg: dace.SDFG, *,
-                  cache_dir: str | os.PathLike | None = None) -> "CompiledProgram":
+                  cache_dir: str | os.PathLike | None = None) -> CompiledProgram:
         """Compile an SDFG obtained from :func:`tensorir_dace.to_sdfg` (and perhaps
         transformed by the user) behind this program's argument checks."""
         from ..lowering import lower

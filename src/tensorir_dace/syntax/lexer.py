@@ -70,6 +70,12 @@ class Token:
     column: int
     value: object = None
 
+    @property
+    def number(self) -> bool | int | float:
+        """The value of an int, float or bool literal token."""
+        assert isinstance(self.value, (bool, int, float)), self
+        return self.value
+
     def describe(self) -> str:
         """How the token is named in an error message."""
         if self.kind == "eof":

@@ -32,8 +32,9 @@ from __future__ import annotations
 import sympy
 
 from .. import ir
-from ..errors import ParseError, SourceLoc, did_you_mean
-from .lexer import Token, tokenize
+from ..errors import did_you_mean
+from .lexer import Token
+from .reader import TokenReader
 
 ELEMENT_TYPE_NAMES = ("float", "float32", "float64", "int", "int32", "int64", "bool")
 _KNOWN_TYPE_NAMES = ELEMENT_TYPE_NAMES + tuple(ir.SCALAR_ALIASES)
@@ -48,88 +49,12 @@ BINARY = {
 }
 COMPARISON_KINDS = ("==", "≠", "<", "≤", ">", "≥")
 
-# How an expected token kind is named in messages.
-_SHOWN = {
-    "←": "'←' (or '<-')",
-    "→": "'→' (or '->')",
-    "⟫": "'⟫' (or '>>')",
-    "ident": "a name",
-    "eof": "end of input",
-}
+class Parser(TokenReader):
+    """The grammar's rules, one method each (the token helpers in :mod:`.reader`)."""
 
-
-def _shown(kind: str) -> str:
-    return _SHOWN.get(kind, f"'{kind}'")
-
-
-class Parser:
     def __init__(self, text: str, filename: str | None = None):
-        if not isinstance(text, str):
-            raise TypeError(f"expected the program text as a str, got {type(text).__name__}")
-        self.filename = filename
-        self.tokens = tokenize(text, filename)
-        self.pos = 0
+        super().__init__(text, filename)
         self.temporaries: list[ir.Param] = []
-
-    # ----------------------------------------------------------------- helpers
-
-    def peek(self, ahead: int = 0) -> Token:
-        return self.tokens[min(self.pos + ahead, len(self.tokens) - 1)]
-
-    def at(self, kind: str, ahead: int = 0) -> bool:
-        return self.peek(ahead).kind == kind
-
-    def at_word(self, word: str, ahead: int = 0) -> bool:
-        tok = self.peek(ahead)
-        return tok.kind == "ident" and tok.text == word
-
-    def advance(self) -> Token:
-        tok = self.tokens[self.pos]
-        if tok.kind != "eof":
-            self.pos += 1
-        return tok
-
-    def accept(self, kind: str) -> Token | None:
-        if self.at(kind):
-            return self.advance()
-        return None
-
-    def loc(self, tok: Token) -> SourceLoc:
-        return SourceLoc(tok.line, tok.column, self.filename)
-
-    def where(self, tok: Token) -> str:
-        return f"{tok.line}:{tok.column}"
-
-    def error(self, message: str, tok: Token | None = None) -> ParseError:
-        return ParseError(message, self.loc(tok if tok is not None else self.peek()))
-
-    def found(self, tok: Token | None = None) -> str:
-        tok = tok if tok is not None else self.peek()
-        text = "found " + tok.describe()
-        if tok.kind == "←" and tok.text == "<-":
-            text += " (write 'x < -1', with a space, to compare with a negative number)"
-        elif tok.kind == "⟪" and tok.text == "<<":
-            text += " (write 'x < <<…>>(y)' or 'x < (<<…>>(y))' to compare with a shift)"
-        return text
-
-    def expect(self, kind: str, context: str = "") -> Token:
-        if self.at(kind):
-            return self.advance()
-        context = f" {context}" if context else ""
-        raise self.error(f"expected {_shown(kind)}{context}, {self.found()}")
-
-    def expect_closing(self, kind: str, what: str, opener: Token) -> Token:
-        """``kind`` closing ``what`` opened by ``opener``."""
-        return self.expect(kind, f"to close the {what} opened at {self.where(opener)}")
-
-    def expect_ident(self, what: str) -> Token:
-        if self.at("ident"):
-            return self.advance()
-        raise self.error(f"expected {what}, {self.found()}")
-
-    def expect_end(self, after: str) -> None:
-        if not self.at("eof"):
-            raise self.error(f"expected end of input after {after}, {self.found()}")
 
     # ----------------------------------------------------------------- program
 
@@ -387,7 +312,7 @@ class Parser:
             nxt = self.peek()
             if nxt.kind in ("int", "float") and self.peek(1).kind not in ("(", "["):
                 self.advance()
-                return ir.Literal(-nxt.value, loc=self.loc(tok))
+                return ir.Literal(-nxt.number, loc=self.loc(tok))
             operand = self.unary()
             return ir.Call(ir.Sym("neg", loc=self.loc(tok)), (operand,), loc=self.loc(tok))
         return self.postfix()
@@ -437,7 +362,7 @@ class Parser:
             raise self.error("expected an integer literal as the tuple index in "
                              f"'x[i]', {self.found()}")
         self.advance()
-        value = -tok.value if sign else tok.value
+        value = -tok.number if sign else tok.number
         self.expect_closing("]", "'['", open_)
         index = ir.Literal(value, loc=self.loc(sign or tok))
         return ir.Call(ir.Sym("tuple_get", loc=self.loc(open_)), (expr, index),
@@ -464,7 +389,7 @@ class Parser:
             return ir.Sym(name, loc=self.loc(tok))
         if kind in ("int", "float", "bool"):
             self.advance()
-            return ir.Literal(tok.value, loc=self.loc(tok))
+            return ir.Literal(tok.number, loc=self.loc(tok))
         if kind == "(":
             self.advance()
             inner = self.expr()
@@ -501,10 +426,10 @@ class Parser:
                 offsets.append(ir.Sym(tok.text, loc=self.loc(tok)))
             elif tok.kind == "int" and simple:
                 self.advance()
-                offsets.append(ir.Literal(tok.value, loc=self.loc(tok)))
+                offsets.append(ir.Literal(tok.number, loc=self.loc(tok)))
             elif tok.kind == "-" and simple:
                 self.advance()
-                offsets.append(ir.Literal(-self.advance().value, loc=self.loc(tok)))
+                offsets.append(ir.Literal(-self.advance().number, loc=self.loc(tok)))
             elif offsets and tok.kind not in (",", "⟫", "eof") and not (
                     tok.kind == "float" and simple):
                 offsets.append(self.expr())     # a data-dependent offset: ⟪K, off + 1⟫

@@ -50,7 +50,7 @@ def _is_name(name: str) -> bool:
 class _BoundPrinter(StrPrinter):
     """SymPy's str, with integer powers written as products (``N*N``)."""
 
-    def _print_Pow(self, expr, rational=False):  # noqa: N802 (SymPy's naming)
+    def _print_Pow(self, expr, rational=False):
         exp = expr.exp
         if exp.is_Integer and int(exp) > 0:
             base = self.parenthesize(expr.base, sympy.printing.precedence.PRECEDENCE["Mul"],
@@ -307,7 +307,7 @@ class Printer:
         raise TypeError(f"cannot format a {type(node).__name__}")
 
 
-def format(node, *, ascii: bool = False) -> str:  # noqa: A001 (the module's API name)
+def format(node, *, ascii: bool = False) -> str:
     """The text form of a program, statement, expression, parameter or type.
 
     Unicode by default; ``ascii=True`` spells every token in ASCII.

@@ -60,7 +60,9 @@ def extract_temporaries(program: ir.Program) -> ir.Program:
 def _typed_value(program, temporaries, body, stmt) -> ir.Expr:
     """The statement's value typed in the program as it stands."""
     trial = replace(program, temporaries=tuple(temporaries), body=tuple(body) + (stmt,))
-    return check(trial).body[-1].value
+    stmt = check(trial).body[-1]
+    assert isinstance(stmt, ir.Assign)
+    return stmt.value
 
 
 def _inline_name_lambdas(e: ir.Expr) -> ir.Expr:

@@ -14,8 +14,11 @@ re-derive them:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Callable, Sequence
+from typing import Any
+
+import sympy
 
 from .. import intervals as iv
 from .. import ir
@@ -47,14 +50,14 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         self.constraints: list[ir.SizeConstraint] = []
         # enclosing for loops (var, start, stop as SymPy or None) while checking a
         # whole program; None when checking single expressions (the front end)
-        self.loops: list | None = None
+        self.loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None = None
 
     # ------------------------------------------------------------------ errors
 
     def error(self, node: ir.Node | None, message: str) -> TypeCheckError:
         return TypeCheckError(message, node.loc if node is not None else None)
 
-    def decide(self, node: ir.Node, fn: Callable[[], object]):
+    def decide(self, node: ir.Node | None, fn: Callable[[], Any]) -> Any:
         """Run an interval comparison; undecidable bounds become a type error."""
         try:
             return fn()
@@ -93,7 +96,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                 raise self.error(p, f"'{sym}' cannot be used in a bound: bounds use size "
                                     "symbols, scalar int/int32 parameters, loop variables "
                                     f"and literals, and '{sym}' is "
-                                    f"{p.param(sym).type}")
+                                    f"{getattr(p.param(sym), 'type', '?')}")
             if sym not in from_params:
                 raise self.error(p, f"size symbol '{sym}' appears in no parameter type, so no "
                                     "argument can determine it; use it in a parameter's "
@@ -147,20 +150,21 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             case ir.ForStmt(var=var, start=start, stop=stop, body=body):
                 bounds = []
                 for b in (start, stop):
-                    tb = self.expr(b, scope, ir.INT64)
-                    t = self.tensor(tb)
+                    tbound = self.expr(b, scope, ir.INT64)
+                    t = self.tensor(tbound)
                     if t.dims or not (isinstance(t.dtype, ir.ScalarType) and t.dtype.is_int):
                         raise self.error(b, f"a for-loop bound must be a scalar integer, got {t}")
-                    bounds.append(tb)
-                if scope.lookup(var) is not None and scope.lookup(var).kind != "loop":
+                    bounds.append(tbound)
+                if (bound := scope.lookup(var)) is not None and bound.kind != "loop":
                     raise self.error(s, f"loop variable '{var}' shadows a parameter; rename it")
                 inner = scope.child({var: Binding(var, "loop", ir.TensorType(ir.INT64))})
-                self.loops.append((var, self.loop_bound(bounds[0], scope),
-                                   self.loop_bound(bounds[1], scope)))
+                loops = self.loops if self.loops is not None else []
+                loops.append((var, self.loop_bound(bounds[0], scope),
+                              self.loop_bound(bounds[1], scope)))
                 try:
                     typed_body = self.block(body, inner)
                 finally:
-                    self.loops.pop()
+                    loops.pop()
                 return replace(s, start=bounds[0], stop=bounds[1], body=typed_body)
         raise self.error(s, f"unknown statement {type(s).__name__}")
 
@@ -201,12 +205,12 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                           f"[{vd.start}:{vd.stop}] but the target '{name}' "
                                           f"needs {d.name}[{d.start}:{d.stop}]")
         # The neighbour masks of the value survive in the temporary it is stored in.
-        binding = scope.lookup(name)
-        if binding.kind == "temp" and isinstance(target, ir.Sym):
-            masked = tuple(replace(d, mask=vtype.dim(d.name).mask)
-                           if vtype.dim(d.name) is not None and vtype.dim(d.name).mask is not None
-                           else d for d in binding.type.dims)
-            scope.rebind(replace(binding, type=replace(binding.type, dims=masked)))
+        stored = scope.lookup(name)
+        if stored is not None and stored.kind == "temp" and isinstance(target, ir.Sym):
+            masked = tuple(replace(d, mask=vd.mask)
+                           if (vd := vtype.dim(d.name)) is not None and vd.mask is not None
+                           else d for d in stored.type.dims)
+            scope.rebind(replace(stored, type=replace(stored.type, dims=masked)))
         return replace(s, target=typed_target, value=value)
 
     def writable(self, target: ir.Sym, scope: Scope) -> Binding:
@@ -283,11 +287,11 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             return rule(e, scope, expected)
         if isinstance(func, ir.Lambda):
             return self.apply_lambda(e, func, scope, expected)
-        if isinstance(func, ir.Call) and isinstance(ir_head(func), ir.Sym):
-            head = ir.canonical_builtin(ir_head(func).name)
+        if isinstance(func, ir.Call) and isinstance(root := ir_head(func), ir.Sym):
+            head = ir.canonical_builtin(root.name)
             rule = getattr(self, "c_" + (head or ""), None)
             if rule is None:
-                raise self.error(e, f"'{ir_head(func).name}(…)' does not return a function")
+                raise self.error(e, f"'{root.name}(…)' does not return a function")
             return rule(e, func, scope, expected)
         if isinstance(func, ir.Sym):
             raise self.error(func, f"'{func.name}' is a tensor, not a function")
@@ -304,6 +308,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
     def unify_literals(self, typed: list[ir.Expr], raw: Sequence[ir.Expr], scope: Scope):
         """Weak (literal-only) operands take the element type of a strong partner."""
         strong = [t for t in typed if not is_weak(t)]
+        target: ir.ElementType | None
         if strong:
             target = self.tensor(strong[0]).dtype
         else:
@@ -321,7 +326,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             out.append(t)
         return out
 
-    def broadcast(self, node: ir.Node, types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
+    def broadcast(self, node: ir.Node | None,
+                  types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
         """Union of dimensions (first appearance order), intersection of intervals."""
         dims: dict[str, ir.Dim] = {}
         for t in types:
@@ -375,6 +381,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             dims = []
             for d in pt.dims:
                 ad = at.dim(d.name)
+                assert ad is not None   # the dimension names are the same (checked above)
                 if not self.decide(p, lambda: iv.covers(ad, d)):
                     raise self.error(p, f"{what}: parameter '{p.name}' needs {d.name}"
                                         f"[{d.start}:{d.stop}] but the argument only covers "

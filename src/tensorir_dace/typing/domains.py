@@ -9,10 +9,11 @@ import sympy
 from .. import intervals as iv
 from .. import ir
 from ..errors import did_you_mean
+from .rules import Rules
 from .scope import Scope
 
 
-class DomainRules:
+class DomainRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def resolve_dim(self, a: ir.Expr, what: str) -> str:
@@ -67,7 +68,7 @@ class DomainRules:
         match a:
             case ir.Literal(kind="int", value=v):
                 return sympy.Integer(v)
-            case ir.Sym(name=n) if scope.lookup(n) is not None and scope.lookup(n).kind == "size":
+            case ir.Sym(name=n) if (b := scope.lookup(n)) is not None and b.kind == "size":
                 return ir.size_symbol(n)
             case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("plus", "minus",
                                                                          "multiplies"):
@@ -132,8 +133,8 @@ class DomainRules:
             d.name for d in types[0].dims if all(t.dim(d.name) is not None for t in types)]
         axis = None
         for name in candidates:
-            ds = [t.dim(name) for t in types]
-            if any(d is None for d in ds):
+            ds = [d for t in types if (d := t.dim(name)) is not None]
+            if len(ds) != len(types):
                 raise self.error(e, f"concat along {name}: every piece needs dimension {name}")
             if all(iv.equal(a.stop, b.start) for a, b in zip(ds, ds[1:])):
                 if axis is not None and explicit is None and len(types) > 1:
@@ -149,7 +150,7 @@ class DomainRules:
         others = [ir.TensorType(t.dtype, tuple(d for d in t.dims if d.name != axis))
                   for t in types]
         rest = self.broadcast(e, others)
-        ds = [t.dim(axis) for t in types]
+        ds = [d for t in types if (d := t.dim(axis)) is not None]
         self.runtime_concat(e, axis, ds)
         whole = ds[0].with_interval(ds[0].start, ds[-1].stop)
         order = list(dict.fromkeys(d.name for t in types for d in t.dims))

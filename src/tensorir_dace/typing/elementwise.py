@@ -1,4 +1,5 @@
-"""Typing rules of the element-wise builtins: arithmetic, comparisons, logic, math, casts, select, tuples."""
+"""Typing rules of the element-wise builtins: arithmetic, comparisons, logic, math,
+casts, select, tuples."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ from dataclasses import replace
 
 from .. import ir
 from ..errors import did_you_mean
+from .rules import Rules
 from .scope import Scope
 from .util import ELEMENT_TYPE_NAMES, is_weak
 
 
-class ElementwiseRules:
+class ElementwiseRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def arithmetic(self, e: ir.Call, name: str, scope: Scope, expected) -> ir.Expr:
@@ -114,7 +116,7 @@ class ElementwiseRules:
             raise self.error(e, "tuple_get takes a tensor and an integer literal: tuple_get(x, 0)")
         x = self.expr(e.args[0], scope)
         t = self.tensor(x)
-        i = e.args[1].value
+        i = int(e.args[1].value)
         if not isinstance(t.dtype, ir.TupleType):
             raise self.error(e, f"tuple_get needs a tuple-typed tensor, got {t}")
         if not 0 <= i < len(t.dtype.elements):

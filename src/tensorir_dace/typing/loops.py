@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
 from .util import substitute_masks
 
 
-class LoopRules:
+class LoopRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def lambda_and_init(self, func: ir.Call, name: str, counts: tuple[int, ...]) -> ir.Lambda:
@@ -37,7 +38,7 @@ class LoopRules:
             raise self.error(e, "reduce needs at least one operand")
         types = [self.tensor(a) for a in args]
         nbs = [t.highest_neighbor for t in types]
-        counters = [d.neighbor_counter for d in nbs if d is not None]
+        counters = [c for d in nbs if d is not None and (c := d.neighbor_counter) is not None]
         if not counters:
             raise self.error(e, "reduce needs an operand with a neighbour dimension "
                                 "(_NB_<n>), e.g. from a partial shift ⟪V2E⟫(x)")
@@ -46,7 +47,7 @@ class LoopRules:
         if len(func.args) == 3:
             axis = self.reduce_axis_name(func.args[2], types)
             static = (ir.Sym(axis, loc=func.args[2].loc),)
-        axis_dims = [t.dim(axis) for t in types if t.dim(axis) is not None]
+        axis_dims = [d for t in types if (d := t.dim(axis)) is not None]
         self.broadcast(e, [ir.TensorType(ir.BOOL, (d,)) for d in axis_dims])
         # A neighbour dimension whose mask depends on the reduced one is unmasked
         # afterwards: the reduction has already skipped its absent elements.
@@ -96,6 +97,7 @@ class LoopRules:
         """The next step needs the carried value on its whole declared domain."""
         for d in carried.dims:
             bd = body_t.dim(d.name)
+            assert bd is not None   # the body's dims are broadcast with the carried ones
             if not self.decide(lam.body, lambda: iv.covers(bd, d)):
                 raise self.error(lam.body, f"the {what} lambda returns {d.name}"
                                            f"[{bd.start}:{bd.stop}] but the {role} needs "

@@ -15,6 +15,7 @@ import sympy
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
 
 #: Element types whose scalar parameters may be used as runtime bounds.
@@ -55,7 +56,7 @@ def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
     return None
 
 
-class RuntimeBounds:
+class RuntimeBounds(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None

@@ -23,7 +23,7 @@ class Binding:
 class Scope:
     """A chain of name → Binding maps; lambda parameters shadow outer names."""
 
-    def __init__(self, bindings: dict[str, Binding] | None = None, parent: "Scope | None" = None):
+    def __init__(self, bindings: dict[str, Binding] | None = None, parent: Scope | None = None):
         self.bindings = dict(bindings or {})
         self.parent = parent
 
@@ -35,7 +35,7 @@ class Scope:
             scope = scope.parent
         return None
 
-    def child(self, bindings: dict[str, Binding]) -> "Scope":
+    def child(self, bindings: dict[str, Binding]) -> Scope:
         return Scope(bindings, self)
 
     def names(self) -> set[str]:

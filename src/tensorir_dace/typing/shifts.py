@@ -6,11 +6,12 @@ from dataclasses import replace
 
 from .. import intervals as iv
 from .. import ir
+from .rules import Rules
 from .scope import Scope
 from .util import name_of, offset_text, shift_mask
 
 
-class ShiftRules:
+class ShiftRules(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     def c_shift(self, e, func, scope, expected):
@@ -27,6 +28,7 @@ class ShiftRules:
             bound = scope.lookup(a.name) if isinstance(a, ir.Sym) else None
             if bound is not None and bound.type.dims:
                 if is_offset:
+                    assert nxt is not None
                     steps.append(("unstructured_shift", (a, nxt)))
                     i += 2
                 else:
@@ -40,6 +42,7 @@ class ShiftRules:
                 if not is_offset:
                     raise self.error(a, "a Cartesian shift needs a dimension and an integer "
                                         "offset: ⟪I, 1⟫ (or an integer tensor: ⟪K, off⟫)")
+                assert nxt is not None
                 if steps and steps[-1][0] == "cartesian_shift":
                     steps[-1] = ("cartesian_shift", steps[-1][1] + (a, nxt))
                 else:
@@ -64,7 +67,7 @@ class ShiftRules:
             if not (isinstance(o, ir.Literal) and o.kind == "int"):
                 raise self.error(o, "a Cartesian shift offset must be an integer literal")
             name = self.resolve_dim(d, "a Cartesian shift")
-            pairs[name] = pairs.get(name, 0) + o.value
+            pairs[name] = pairs.get(name, 0) + int(o.value)
         x = self.expr(e.args[0], scope, expected)
         for name, offset in pairs.items():
             t = self.tensor(x)
@@ -136,9 +139,10 @@ class ShiftRules:
                                 f"dimension and one _NB_<Source> dimension, got {t}")
         return t_expr, dst[0], nb[0]
 
-    def unstructured_operand(self, e, x: ir.Expr, src: str, table_name: str) -> ir.TensorType:
+    def unstructured_operand(self, e, x: ir.Expr, src: str | None,
+                             table_name: str) -> ir.TensorType:
         t = self.tensor(x)
-        if t.dim(src) is None:
+        if src is None or t.dim(src) is None:
             raise self.error(e, f"shifting with {table_name} needs an operand with dimension "
                                 f"{src}, got {t}")
         return t
@@ -195,8 +199,9 @@ class ShiftRules:
                            if d.neighbor_counter is not None), default=-1)
         new_nb = ir.Dim(f"_NB_{counter}", nb.start, nb.stop, mask=tbl)
         head = replace(func, args=(tbl,))
-        dims = self.carry_masks(t, self.partial_dims(e, t, dst, nb, new_nb), nb.neighbor_source,
-                                head, lambda mt: self.partial_dims(e, mt, dst, nb, new_nb))
+        dims = self.carry_masks(t, self.partial_dims(e, t, dst, nb, new_nb),
+                                ir.neighbor_source_of(nb), head,
+                                lambda mt: self.partial_dims(e, mt, dst, nb, new_nb))
         return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
     def c_unstructured_shift(self, e, func, scope, expected):
@@ -205,13 +210,13 @@ class ShiftRules:
             raise self.error(e, "unstructured_shift takes a table and a neighbour index: "
                                 "⟪E2V, 0⟫(x)")
         tbl, dst, nb = self.table(func.args[0], scope)
-        k = func.args[1].value
+        k = int(func.args[1].value)
         self.check_neighbor_index(func.args[1], k, nb)
         x = self.expr(e.args[0], scope, expected)
         t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
         head = replace(func, args=(tbl, index))
-        dims = self.carry_masks(t, self.full_dims(e, t, dst, nb), nb.neighbor_source, head,
+        dims = self.carry_masks(t, self.full_dims(e, t, dst, nb), ir.neighbor_source_of(nb), head,
                                 lambda mt: self.full_dims(e, mt, dst, nb))
         return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, dims))
 
@@ -229,7 +234,7 @@ class ShiftRules:
         nb = t.highest_neighbor
         if nb is None:
             raise self.error(e, f"shift_apply needs a tensor with a _NB_<n> dimension, got {t}")
-        self.check_neighbor_index(func.args[0], func.args[0].value, nb)
+        self.check_neighbor_index(func.args[0], int(func.args[0].value), nb)
         index = replace(func.args[0], type=ir.TensorType(ir.INT64))
         return replace(e, func=replace(func, args=(index,)), args=(x,),
                        type=ir.TensorType(t.dtype, tuple(d for d in t.dims if d is not nb)))

@@ -19,7 +19,8 @@ _TEMPLATE = pathlib.Path(__file__).with_name("page.html")
 
 # webpack finds its public path from its <script src>; inlined there is none.
 # Chunks are never loaded, so any base will do.
-_PUBLIC_PATH_THROW = 'if(!e)throw new Error("Automatic publicPath is not supported in this browser");'
+_PUBLIC_PATH_THROW = ('if(!e)throw new Error("Automatic publicPath is not supported in this '
+                      'browser");')
 _PUBLIC_PATH_FIX = 'if(!e)e="./";'
 
 # The lazily loaded chunks that rendering an SDFG needs (the C++ syntax of
@@ -106,10 +107,12 @@ def page_html(program: ir.Program) -> str:
 def view(obj: Any, path: str | os.PathLike | None = None, open: bool = False) -> pathlib.Path:
     """Write the viewer page of ``obj`` (a parsed, compiled or decorated program,
     or a specialisation) and return its path (default ``<name>.html`` in the
-    current directory).  ``open=True`` opens it in the web browser."""
+    current directory) and print the path.  ``open=True`` opens it in the web
+    browser; otherwise none is launched."""
     program = program_of(obj)
     out = pathlib.Path(path if path is not None else f"{program.name}.html")
     out.write_text(page_html(program), encoding="utf-8")
+    print(f"wrote {out}" + ("" if open else "  (open it in a web browser)"))
     if open:
         webbrowser.open(out.resolve().as_uri())
     return out
