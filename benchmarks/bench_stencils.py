@@ -28,7 +28,7 @@ from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.sdfg_passes import PIPELINES
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from copy_probe import CopyProbe  # noqa: E402
+from copy_probe import CopyProbe
 
 #: The passes the "previous" pipeline leaves out.
 NEW = ("fuse_column_scans", "fuse_maps_horizontally", "streaming_stores")

@@ -9,14 +9,13 @@ import dace
 import pytest
 
 import tensorir_dace as tir
+from conftest import assert_same_results
 from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.fuse_horizontal import fuse_maps_horizontally
 from tensorir_dace.transforms.fuse_scans import fuse_column_scans
 from tensorir_dace.transforms.streaming_stores import streaming_stores
-
-from conftest import assert_same_results
 
 COL = "tensor<float, I[0:N], J[0:M]>"
 F3 = "tensor<float, I[0:N], J[0:M], K[0:L]>"
@@ -73,8 +72,9 @@ def test_fuse_column_scans_runs_alone():
 # Random chains of three scans: the second reads the first's result at its own
 # level, one level up or down (fusable), or in the neighbouring column (not);
 # the third reads the second's at its own level.
-CHAIN_READS = {"own": ("{t}", F3), "up": ("⟪K, 1⟫({t})", f"tensor<float, I[0:N], J[0:M], K[-1:L+1]>"),
-               "down": ("⟪K, -1⟫({t})", "tensor<float, I[0:N], J[0:M], K[-1:L+1]>"),
+K_HALO = "tensor<float, I[0:N], J[0:M], K[-1:L+1]>"
+CHAIN_READS = {"own": ("{t}", F3), "up": ("⟪K, 1⟫({t})", K_HALO),
+               "down": ("⟪K, -1⟫({t})", K_HALO),
                "column": ("⟪I, 1⟫({t})", "tensor<float, I[-1:N+1], J[0:M], K[0:L]>")}
 OPS = ["st × 0.5 + x", "x - st × 0.25", "maximum(st, x) × 0.75 + w", "(x + w) / (2.0 + st × st)"]
 

@@ -133,7 +133,7 @@ def _used_only_here(sd, state, node) -> bool:
                              for s in e.data.free_symbols}
 
 
-def _flat_start(desc, subset) -> "symbolic.SymExpr":
+def _flat_start(desc, subset) -> symbolic.SymExpr:
     return sum((b + o) * st for (b, _, _), o, st in
                zip(subset.ranges, desc.offset, desc.strides))
 
@@ -155,7 +155,7 @@ def _buffer_reads(sd, state, consumer, buffers, params):
                 return None
             try:
                 rel = symbolic.simplify(symbolic.pystr_to_symbolic(idx) + base)
-            except Exception:        # not sympy-readable C: leave the SDFG alone
+            except (SyntaxError, TypeError, ValueError):   # not plain arithmetic: leave it
                 return None
             if rel.free_symbols & params:
                 return None         # a read outside the map's own column
