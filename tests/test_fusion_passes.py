@@ -56,7 +56,9 @@ def test_tridiagonal_scans_run_in_one_column_map_without_scratch():
     assert counts(tir.to_sdfg(prog, optimize="none")) == (2, 2)
     sdfg = tir.to_sdfg(prog, optimize="default")
     assert counts(sdfg) == (1, 0)
-    matches_interpreter(prog, tir.compile(prog), {"N": 5, "M": 3, "L": 7})
+    fn = tir.compile(prog)
+    matches_interpreter(prog, fn, {"N": 5, "M": 3, "L": 7})
+    matches_interpreter(prog, fn, {"N": 2, "M": 2, "L": 2100})   # a column on the heap
 
 
 def test_fuse_column_scans_runs_alone():

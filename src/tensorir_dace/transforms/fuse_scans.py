@@ -4,9 +4,10 @@ A backward scan over the result of a forward scan (the tridiagonal solver)
 is lowered to two maps over the same columns exchanging full-size scratch
 arrays.  When the consumer reads each scratch array only in its own column,
 the two column loops can run one after the other inside one map, and the
-scratch array shrinks to one column per thread: a thread-local buffer,
-allocated once per thread and reused for every column it solves.  The
-full-size transient disappears, and the intermediate column stays in cache.
+scratch array shrinks to one column: a buffer on the stack of the thread
+solving it (on the heap for columns longer than :data:`STACK_ELEMENTS`).
+The full-size transient disappears, and the intermediate column stays in
+cache.
 
 The pass is conservative: it fuses only when every condition below holds,
 and otherwise leaves the SDFG unchanged.
@@ -21,8 +22,8 @@ and otherwise leaves the SDFG unchanged.
   symbolically), so it addresses the buffer.
 - The consumer writes nothing the producer reads.
 
-The buffer is C++ ``thread_local`` storage, so the pass is for the CPU (the
-GPU pipeline leaves it out).
+The pass is for the CPU (the GPU pipeline leaves it out): a GPU thread has
+no room for a column buffer of unknown length.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ from dace import symbolic
 from dace.sdfg import nodes
 
 NAME = "fuse_column_scans"
+
+#: Columns up to this many levels keep their buffer on the stack (16 KiB in
+#: float64); longer ones use a heap buffer per column.
+STACK_ELEMENTS = 2048
 _INDEX_CHARS = re.compile(r"^[A-Za-z0-9_ ()+\-*]*$")
 
 
@@ -200,10 +205,12 @@ def _apply(sd, state, producer, consumer, buffers, rewrites) -> None:
         desc = sd.arrays[data]
         ctype = desc.dtype.ctype
         size = symbolic.symstr(memlet.subset.num_elements(), cpp_mode=True)
-        store = buf_names[data] + "_store"
-        lines += [f"static thread_local std::vector<{ctype}> {store};",
-                  f"if ({store}.size() < (size_t)({size})) {store}.resize({size});",
-                  f"{ctype}* const {buf_names[data]} = {store}.data();"]
+        name = buf_names[data]
+        lines += [f"{ctype} {name}_stack[{STACK_ELEMENTS}];",
+                  f"std::vector<{ctype}> {name}_heap;",
+                  f"if ((long long)({size}) > {STACK_ELEMENTS}) {name}_heap.resize({size});",
+                  f"{ctype}* const {name} = (long long)({size}) > {STACK_ELEMENTS} ? "
+                  f"{name}_heap.data() : {name}_stack;"]
     # The producer's inputs join the consumer's; a name both use for different
     # memlets is renamed and aliased inside the producer's block.
     taken = set(consumer.in_connectors) | set(consumer.out_connectors)
