@@ -46,6 +46,10 @@ NAME = "streaming_stores"
 #: Outputs smaller than this (bytes) are written with regular stores.
 MIN_BYTES = 8 << 20
 
+#: Bytes computed into the buffer and streamed at a time: one cache line
+#: (four lines measured 1.4x slower: the buffer no longer stays in registers).
+BLOCK_BYTES = 64
+
 _WIDTH = {"double": ("pd", 8, 4), "float": ("ps", 16, 8)}     # suffix, AVX-512, AVX lanes
 
 
@@ -168,11 +172,11 @@ constexpr int _W = {w256};
 if ((long long)({size}) >= {MIN_BYTES}LL) {{
     for (; _k < _hi && ((uintptr_t)(_st_out + (_k - _lo)) % 64); ++_k)
         _st_out[_k - _lo] = _point(_k);
-    for (; _k + 2 * _W <= _hi; _k += 2 * _W) {{
-        {ctype} _buf[2 * _W];
-        for (int _t = 0; _t < 2 * _W; ++_t) _buf[_t] = _point(_k + _t);
-        _TIR_STREAM(_st_out + (_k - _lo), _buf);
-        _TIR_STREAM(_st_out + (_k - _lo) + _W, _buf + _W);
+    constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
+    for (; _k + _B <= _hi; _k += _B) {{
+        {ctype} _buf[_B];
+        for (int _t = 0; _t < _B; ++_t) _buf[_t] = _point(_k + _t);
+        for (int _t = 0; _t < _B; _t += _W) _TIR_STREAM(_st_out + (_k - _lo) + _t, _buf + _t);
     }}
 }}
 #undef _TIR_STREAM
