@@ -20,7 +20,9 @@ Modules outside the stages:
   API boundary) sit with ``errors``: every layer may use them;
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
-  runtime can read it without importing the lowering.
+  runtime can read it without importing the lowering;
+* ``callchecks.py`` (call-time checks shared by the interpreter and the
+  runtime) sits with ``arguments``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ LAYERS: list[set[str]] = [          # top first
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "intervals", "syntax", "builders", "signature"},
+    {"arguments", "callchecks", "intervals", "syntax", "builders", "signature"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]

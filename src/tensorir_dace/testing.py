@@ -1,9 +1,10 @@
 """Reproducible random arguments for any program, and result comparison.
 
 Used by the command line (``tensorir-dace run``), the tests and the
-benchmarks: neighbour tables get valid source coordinates with some ``-1``
-(absent) entries, other int tensors small values, floats values in [0.5, 1.5)
-(safe for division and logarithms).
+benchmarks: neighbour tables get valid source coordinates (inside every
+operand shifted through them) with some ``-1`` (absent) entries, other int
+tensors small values, floats values in [0.5, 1.5) (safe for division and
+logarithms).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import sympy
 
 from . import ir
 from .arguments import numpy_dtype
+from .callchecks import table_uses
 from .errors import TensorIRError
+from .typing import check
 
 DEFAULT_SIZE = 8
 
@@ -45,7 +48,9 @@ def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None
         for d in p.type.dims:
             intervals.setdefault(d.name, (_concrete(d.start, sizes), _concrete(d.stop, sizes)))
 
-    def leaf(dtype: ir.ScalarType, t: ir.TensorType, shape: tuple[int, ...]):
+    ranges = _table_ranges(program, sizes)
+
+    def leaf(dtype: ir.ScalarType, t: ir.TensorType, shape: tuple[int, ...], name: str):
         np_t = numpy_dtype(dtype)
         if dtype.is_bool:
             return rng.random(shape) < 0.5
@@ -56,16 +61,18 @@ def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None
             if src not in intervals:
                 raise TensorIRError(f"cannot make a random neighbour table for {src}: no "
                                     f"parameter has dimension {src}")
-            lo, hi = intervals[src]
+            lo, hi = ranges.get(name, intervals[src])
             values = rng.integers(lo, max(hi, lo + 1), shape)
+            if hi <= lo:
+                values[...] = -1
             values[rng.random(shape) < absent_fraction] = -1
             return values.astype(np_t)
         return rng.integers(-4, 5, shape).astype(np_t)
 
-    def value(dtype: ir.ElementType, t: ir.TensorType, shape):
+    def value(dtype: ir.ElementType, t: ir.TensorType, shape, name: str):
         if isinstance(dtype, ir.TupleType):
-            return tuple(value(d, t, shape) for d in dtype.elements)
-        return leaf(dtype, t, shape)
+            return tuple(value(d, t, shape, name) for d in dtype.elements)
+        return leaf(dtype, t, shape, name)
 
     args: dict[str, Any] = {}
     for p in program.params:
@@ -78,8 +85,25 @@ def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None
                             else numpy_dtype(dtype).type(1.25))
             continue
         shape = tuple(_concrete(d.stop, sizes) - _concrete(d.start, sizes) for d in t.dims)
-        args[p.name] = value(t.dtype, t, shape)
+        args[p.name] = value(t.dtype, t, shape, p.name)
     return args
+
+
+def _table_ranges(program: ir.Program, sizes: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """Per table parameter, the entries valid for every operand shifted through it."""
+    try:
+        uses = table_uses(check(program))
+    except TensorIRError:
+        return {}
+    out: dict[str, tuple[int, int]] = {}
+    for u in uses:
+        try:
+            lo, hi = _concrete(u.start, sizes), _concrete(u.stop, sizes)
+        except (KeyError, TypeError, ValueError):
+            continue
+        a, b = out.get(u.table, (lo, hi))
+        out[u.table] = (max(a, lo, 0), min(b, hi))
+    return out
 
 
 def clone(args: dict[str, Any]) -> dict[str, Any]:

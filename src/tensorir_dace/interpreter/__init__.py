@@ -28,6 +28,7 @@ from ..arguments import (
     merge_positional,
     runtime_values,
 )
+from ..callchecks import CallChecks
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
@@ -59,7 +60,9 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
 
     Raises :class:`~tensorir_dace.TypeCheckError` for an ill-typed program and
     :class:`~tensorir_dace.ArgumentError` for missing, unknown or mismatching
-    arguments (before any output is touched).
+    arguments, read-only or overlapping outputs and neighbour-table entries
+    out of range (before any output is touched; see :mod:`..callchecks`).
+    An input that shares memory with an output is read from a copy.
     """
     if not isinstance(program, ir.Program):
         raise TypeError(f"interpret() expects an ir.Program, got {type(program).__name__}")
@@ -69,4 +72,5 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
     symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
     check_size_constraints(typed.constraints, symbols, f"program '{typed.name}'")
-    interpret_program(typed, bound.values, symbols)
+    values, _ = CallChecks.for_program(typed).check(bound.values, symbols)
+    interpret_program(typed, values, symbols)

@@ -3,10 +3,10 @@
 An *environment* maps dimension names to the coordinate (:class:`Idx`) of the
 current point.  Shifts only change the environment: a Cartesian shift adds
 an offset, an unstructured shift replaces the destination coordinate by an
-index read from the neighbour table (guarded, so an absent neighbour is never
-read).  Lambda parameters are bound to their argument expressions and
-evaluated where they are used, so a shifted parameter reads its argument at
-the shifted point.
+index read from the neighbour table (guarded, so an absent neighbour, or an
+entry outside the operand's interval, is never read).  Lambda parameters are
+bound to their argument expressions and evaluated where they are used, so a
+shifted parameter reads its argument at the shifted point.
 
 Some nodes are *materialised* instead: computed by their own map (or
 library node) into a transient array, which the consumer then reads.  Which
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 from typing import Any, Protocol
+
+import sympy
 
 from .. import ir
 from ..errors import LoweringError
@@ -332,7 +334,7 @@ class ExprGen:
         idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
-        return self.guarded_read(e, operand, inner, f"{idx} >= 0", scope)
+        return self.guarded_read(e, operand, inner, table_guard(idx, operand, src), scope)
 
     def guarded_read(self, e: ir.Call, operand: ir.Expr, inner: Env, guard: str,
                      scope: CScope):
@@ -396,7 +398,7 @@ class ExprGen:
                 ok = self.tb.var("bool", "false", "ok")
                 inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
                 inner[ir.neighbor_source_of(nbt)] = Idx(idx)
-                with self.tb.block(f"if ({idx} >= 0)"):
+                with self.tb.block(f"if ({table_guard(idx, y, ir.neighbor_source_of(nbt))})"):
                     self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
                 return ok
             case ir.Call(func=ir.Call(func=ir.Sym(name="offset_shift"), args=st), args=(y,)):
@@ -529,6 +531,20 @@ def _map_tree(fn, tree):
         return tuple(_map_tree(fn, t) for t in tree)
     return fn(tree)
 
+
+
+def table_guard(idx: str, operand: ir.Expr, src: str) -> str:
+    """C++: the table entry ``idx`` names an element of ``operand``'s interval
+    along ``src`` (a negative entry never does).  Every indirect read is guarded
+    by it, so no table, however it was changed, makes a kernel read out of range."""
+    t = operand.type
+    dim = t.dim(src) if isinstance(t, ir.TensorType) else None
+    if dim is None:
+        return f"{idx} >= 0"
+    start = sympy.sympify(dim.start)
+    lower = [f"{idx} >= {ccode(start)}"] if start.is_nonnegative else \
+        [f"{idx} >= 0"] if start.is_nonpositive else [f"{idx} >= 0", f"{idx} >= {ccode(start)}"]
+    return " && ".join(lower + [f"{idx} < {ccode(dim.stop)}"])
 
 
 def _table_dims(t: ir.TensorType) -> tuple[ir.Dim, ir.Dim]:

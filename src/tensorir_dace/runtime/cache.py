@@ -11,7 +11,11 @@ Layout: ``<cache_dir>/<sdfg.name>_<key16>/`` is the DaCe build folder of a
 copy of the SDFG renamed to ``<sdfg.name>_<key16>`` (so two programs never
 share a library name); ``<folder>.lock`` serialises processes that build or
 load the same program; ``<folder>/ready`` (JSON) is written after a
-successful build, and only folders with it are trusted.
+successful build, and only folders with it are trusted.  The marker records
+the library's size and SHA-256; a library that no longer matches (truncated,
+overwritten, not an ELF file) or that fails to load is rebuilt, with a
+logged warning, instead of crashing the process (loading a truncated shared
+object can end in SIGBUS).
 
 The cache directory is, in order: :func:`set_cache_dir`, the environment
 variable ``TENSORIR_DACE_CACHE``, ``$XDG_CACHE_HOME/tensorir_dace``,
@@ -23,6 +27,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import platform
@@ -31,7 +36,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import dace
 from dace import dtypes
@@ -55,6 +60,8 @@ __all__ = [
 
 #: Bump when the folder layout or the key recipe changes.
 _FORMAT = 2
+
+_log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
 _memo: dict[str, CompiledSDFG] = {}
@@ -231,7 +238,62 @@ def _read_marker(folder: pathlib.Path, name: str, key: str) -> dict[str, Any] | 
     lib = folder / str(info.get("library", ""))
     if not lib.is_file():
         return None
+    problem = _library_problem(lib, info)
+    if problem is not None:
+        _log.warning("compile cache: the cached library %s is unusable (%s); rebuilding it",
+                     lib, problem)
+        return None
     return info
+
+
+def _file_digest(path: pathlib.Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fp:
+        for block in iter(lambda: fp.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _elf_problem(path: pathlib.Path) -> str | None:
+    """Why ``path`` is not a complete ELF file (None: it looks complete)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fp:
+            head = fp.read(64)
+    except OSError as ex:
+        return f"cannot read it: {ex}"
+    if len(head) < 64 or head[:4] != b"\x7fELF":
+        return "not an ELF file"
+    if head[4] == 2:        # ELFCLASS64
+        order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
+        shoff = int.from_bytes(head[40:48], order)
+        shentsize = int.from_bytes(head[58:60], order)
+        shnum = int.from_bytes(head[60:62], order)
+        if shoff + shentsize * shnum > size:
+            return f"truncated to {size} bytes"
+    return None
+
+
+def _library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
+    """Why the built library ``lib`` must not be loaded (None: it looks intact).
+
+    Checked before ``dlopen``, because mapping a truncated shared object can
+    kill the process with SIGBUS: the ELF magic and the section header table
+    lying inside the file (of the library and of DaCe's loader stub next to
+    it), and the size and SHA-256 recorded at build time.
+    """
+    problem = _elf_problem(lib)
+    if problem is not None:
+        return problem
+    stub = lib.with_name(lib.name.replace("lib", "libdacestub_", 1))
+    if stub.name != lib.name and (problem := _elf_problem(stub)) is not None:
+        return f"its loader {stub.name}: {problem}"
+    size = lib.stat().st_size
+    if "size" in info and info["size"] != size:
+        return f"{size} bytes, but {info['size']} were built"
+    if "sha256" in info and info["sha256"] != _file_digest(lib):
+        return "its content changed after the build"
+    return None
 
 
 def _handle(folder: pathlib.Path, info: dict[str, Any], dup: dace.SDFG) -> CompiledSDFG:
@@ -279,9 +341,15 @@ def compile_sdfg(sdfg: dace.SDFG, *,
         with FileLock(folder.with_name(folder.name + ".lock")):
             dup = _prepared_copy(sdfg, name, folder)
             info = _read_marker(folder, name, key)
+            compiled = None
             if info is not None:
-                with stage(f"loading {name} from the compile cache"):
-                    compiled = _handle(folder, info, dup)
+                try:
+                    with stage(f"loading {name} from the compile cache"):
+                        compiled = _handle(folder, info, dup)
+                except Exception as ex:  # noqa: BLE001 - any failure to load: build it again
+                    _log.warning("compile cache: cannot load the cached library in %s (%s); "
+                                 "rebuilding it", folder, ex)
+            if compiled is not None:
                 _stats["loaded"] += 1
                 _stats["load_seconds"] += time.perf_counter() - t0
             else:
@@ -316,6 +384,8 @@ def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> Compile
         "name": name,
         "key": key,
         "library": os.path.relpath(lib, folder),
+        "size": lib.stat().st_size,
+        "sha256": _file_digest(lib),
         "signature": built_sig,
         "dace": dace.__version__,
         "built": time.strftime("%Y-%m-%dT%H:%M:%S"),

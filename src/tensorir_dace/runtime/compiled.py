@@ -12,9 +12,14 @@ feeds, and which SDFG symbol each size symbol is).  A call:
    arrays/scalars/symbols this is done here, ~5x faster than DaCe's, else
    DaCe's own is used), after checking each array's shape and strides against
    the SDFG's descriptors, and calls ``fast_call``;
-3. remembers those vectors, keyed by the identities of the arrays and the
+3. runs the call-time checks of :mod:`tensorir_dace.callchecks` (read-only
+   or overlapping outputs, neighbour-table entries) and copies an input that
+   shares memory with an output;
+4. remembers those vectors, keyed by the identities of the arrays and the
    values of the scalars, so that calling again with the same arrays skips
-   steps 1-2 (a few microseconds per call).
+   steps 1-3 (a few microseconds per call: identities, shapes and strides
+   are compared, written arrays must still be writeable, and the copies of
+   overlapping inputs are refreshed).
 
 C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
 NumPy view by default, but a C-contiguous one is laid out exactly like the
@@ -44,6 +49,7 @@ from ..arguments import (
     numpy_dtype,
     runtime_values,
 )
+from ..callchecks import CallChecks, data_pointer
 from ..errors import ArgumentError, TensorIRError
 from ..signature import ArgBinding, CallSignature
 
@@ -140,15 +146,17 @@ _SCALAR_KEY_TYPES = frozenset([int, float, bool, np.float64, np.float32, np.int6
 class _Entry:
     """Prepared DaCe argument vectors for one set of argument objects."""
 
-    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive")
+    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive", "copies")
 
     def __init__(self, callargs: tuple, initargs: tuple,
-                 checks: tuple[tuple[Any, tuple, tuple, np.dtype], ...], keepalive: tuple):
+                 checks: tuple[tuple[Any, tuple, tuple, np.dtype, bool], ...], keepalive: tuple,
+                 copies: tuple[tuple[Any, Any], ...]):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = _init_key(initargs)
-        self.checks = checks        # (weakref, shape, strides, dtype) per array, in key order
-        self.keepalive = keepalive  # arrays we made (scalars passed as arrays)
+        self.checks = checks        # (weakref, shape, strides, dtype, written) per array
+        self.keepalive = keepalive  # arrays we made (scalars passed as arrays, copies)
+        self.copies = copies        # (copy, original): inputs overlapping an output
 
 
 def _init_key(initargs: tuple) -> tuple:
@@ -188,6 +196,8 @@ class SDFGCallable:
     :param signature: which SDFG argument each parameter leaf / size symbol is.
     :param name: used in error messages (default: the SDFG name).
     :param max_cached: how many argument sets to remember (LRU).
+    :param checks: the call-time checks (default: written parameters taken from
+        the SDFG's written containers, no neighbour-table uses).
     """
 
     #: Build argument vectors without DaCe's (slow) ``construct_arguments``
@@ -195,7 +205,8 @@ class SDFGCallable:
     use_fast_marshalling = True
 
     def __init__(self, compiled: CompiledSDFG, signature: CallSignature, *,
-                 name: str | None = None, max_cached: int = 8):
+                 name: str | None = None, max_cached: int = 8,
+                 checks: CallChecks | None = None):
         self.compiled = compiled
         self.signature = signature
         self.name = name or compiled.sdfg.name
@@ -210,6 +221,12 @@ class SDFGCallable:
         self._fast_call = compiled.fast_call
         self._reinit = _has_sized_persistent(compiled.sdfg)
         self._analyse()
+        if checks is None:
+            written = _written_containers(compiled.sdfg)
+            checks = CallChecks(signature.params, {b.param for b in signature.bindings
+                                                   if b.data in written}, (), self.where)
+        self._checks = checks
+        self._written = checks.written
 
     @classmethod
     def from_sdfg(cls, sdfg: dace.SDFG, signature: CallSignature, *,
@@ -381,12 +398,14 @@ class SDFGCallable:
         if key is not None:
             entry = self._entries.get(key)
             if entry is not None:
-                for a, (ref, shape, strides, dtype) in zip(arrays, entry.checks):
+                for a, (ref, shape, strides, dtype, written) in zip(arrays, entry.checks):
                     if ref() is not a or a.shape != shape or a.strides != strides \
-                            or a.dtype is not dtype:
+                            or a.dtype is not dtype or (written and not a.flags.writeable):
                         break
                 else:
                     self._hits += 1
+                    for dup, src in entry.copies:
+                        dup[...] = src      # NumPy or device arrays
                     if self._reinit:
                         _ensure_initialized_for(self.compiled, entry.init_key)
                     self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
@@ -437,6 +456,9 @@ class SDFGCallable:
             check_size_constraints(self.signature.constraints,
                                    {**runtime_values(self.signature.params, bound.values),
                                     **bound.symbols}, self.where)
+        values, copies = self._checks.check(bound.values, bound.symbols)
+        if copies:
+            bound = BoundArguments(values, bound.symbols)
         callargs, initargs, keepalive = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
             if not gpu_available():
@@ -448,10 +470,13 @@ class SDFGCallable:
             _ensure_initialized_for(self.compiled, _init_key(initargs))
         self._fast_call(callargs, initargs, self._has_gpu_code)
         if key is not None:
-            checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype) for a in arrays)
+            written = {id(x) for name in self._written for x in _leaf_values(kwargs[name])}
+            checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype, id(a) in written)
+                           for a in arrays)
             if len(self._entries) >= self.max_cached:
                 self._entries.pop(next(iter(self._entries)))
-            self._entries[key] = _Entry(callargs, initargs, checks, keepalive)
+            self._entries[key] = _Entry(callargs, initargs, checks,
+                                        keepalive + tuple(c for c, _ in copies), tuple(copies))
 
     def _construct(self, bound: BoundArguments) -> tuple[tuple, tuple, tuple]:
         """DaCe argument vectors for checked arguments."""
@@ -537,7 +562,7 @@ class SDFGCallable:
         for name, conv in self._marshal_plan:
             v = dkw[name]
             if conv is None:    # host array
-                callargs.append(ctypes.c_void_p(v.__array_interface__["data"][0]))
+                callargs.append(ctypes.c_void_p(data_pointer(v)))
             elif conv is _DEVICE:
                 callargs.append(ctypes.c_void_p(v.__cuda_array_interface__["data"][0]))
             else:
@@ -561,6 +586,22 @@ class SDFGCallable:
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.type}" for p in self.signature.params)
         return f"<SDFGCallable {self.name}({params})>"
+
+
+def _leaf_values(value: Any) -> list[Any]:
+    if type(value) is tuple:
+        return [x for v in value for x in _leaf_values(v)]
+    return [value]
+
+
+def _written_containers(sdfg: dace.SDFG) -> set[str]:
+    """Names of the SDFG's data containers that some state writes."""
+    out = set()
+    for state in sdfg.states():
+        for node in state.data_nodes():
+            if state.in_degree(node) > 0:
+                out.add(node.data)
+    return out
 
 
 def _prod(shape: Any) -> Any:

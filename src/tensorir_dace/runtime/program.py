@@ -9,10 +9,12 @@ import dace
 
 from .. import ir
 from ..arguments import merge_positional
+from ..callchecks import CallChecks
 from ..errors import TensorIRError
 from ..interop import SDFGConvertible
 from ..lowering import lower_program
 from ..tracebacks import api_boundary
+from ..typing import check
 from .cache import compile_sdfg
 from .compiled import CallSignature, SDFGCallable
 
@@ -27,8 +29,9 @@ class CompiledProgram(SDFGConvertible):
         self.sdfg = sdfg
         self.signature = signature
         try:
+            checks = CallChecks.for_program(check(program))
             self._callable = SDFGCallable(compile_sdfg(sdfg, cache_dir=cache_dir), signature,
-                                          name=program.name)
+                                          name=program.name, checks=checks)
         except ValueError as e:
             raise TensorIRError(f"the SDFG '{sdfg.name}' does not fit program "
                                 f"'{program.name}': {e}") from None
@@ -39,7 +42,6 @@ class CompiledProgram(SDFGConvertible):
         """Compile an SDFG obtained from :func:`tensorir_dace.to_sdfg` (and perhaps
         transformed by the user) behind this program's argument checks."""
         from ..lowering import lower
-        from ..typing import check
         signature = lower(check(program)).signature
         missing = [b.data for b in signature.bindings if b.data not in sdfg.arrays]
         if missing:

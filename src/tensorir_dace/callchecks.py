@@ -1,0 +1,393 @@
+"""Call-time checks that keep a call meaningful and memory-safe.
+
+Shared by the interpreter and the compiled runtime; they run after
+:mod:`tensorir_dace.arguments` has checked dtypes, shapes and layouts, and
+before anything is written (DESIGN.md §2, "Overlapping arguments" and
+"Skip values"):
+
+* **Written parameters** (the targets of the program's statements) must be
+  writeable arrays, and two of them must not share memory.
+* **Overlapping arguments.** Parameters are distinct variables: a parameter
+  that is read and shares memory with a written one is copied on entry, so
+  the call computes what it would with separate arrays.  Overlaps are found
+  from address ranges (data pointer and extent of each C-contiguous array,
+  sorted once), not with ``np.may_share_memory`` per pair.
+* **Neighbour tables.** An entry of a table parameter must name an element
+  of the operand that a shift through the table reads (every use is
+  checked, with the call's sizes), or be negative ("no neighbour").  A
+  table is scanned (its maximum, and where needed its smallest non-negative
+  entry) only when its buffer (data pointer, shape, strides, dtype, owning
+  array) is new; the result is cached, so a table changed in place after a
+  call is not scanned again: compiled kernels bound-check every indirect
+  read, and the interpreter treats an entry outside the operand as absent.
+
+Everything per call is a few comparisons per array; the checks are built
+once per program (:meth:`CallChecks.for_program`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy
+
+from . import ir
+from .errors import ArgumentError, SourceLoc
+
+__all__ = ["CallChecks", "TableUse", "data_pointer", "table_uses", "written_parameters"]
+
+
+# --------------------------------------------------------------------------- pointers
+
+
+def _interface_pointer(a: Any) -> int:
+    if isinstance(a, np.ndarray):
+        return a.__array_interface__["data"][0]
+    return a.__cuda_array_interface__["data"][0]
+
+
+def _struct_pointer_reader():
+    """Read ``PyArrayObject.data`` directly (~10x faster than
+    ``__array_interface__``); used only if it agrees with NumPy here."""
+    offset = object.__basicsize__     # the data pointer follows PyObject_HEAD
+    read = ctypes.c_void_p.from_address
+    probe = np.arange(3.0)[1:]
+    if read(id(probe) + offset).value != _interface_pointer(probe):
+        return None
+
+    def pointer(a: Any) -> int:
+        if type(a) is np.ndarray:
+            return read(id(a) + offset).value or 0
+        return _interface_pointer(a)
+    return pointer
+
+
+data_pointer = _struct_pointer_reader() or _interface_pointer
+data_pointer.__doc__ = "The address of an array's first element (NumPy or CUDA array)."
+
+
+# --------------------------------------------------------------------------- program facts
+
+
+@dataclass(frozen=True)
+class TableUse:
+    """A shift that reads ``operand`` through the table parameter ``table``:
+    the table's non-negative entries must lie in ``[start, stop)``."""
+
+    table: str
+    source: str                 # the operand's dimension that entries index
+    start: sympy.Expr
+    stop: sympy.Expr
+    loc: SourceLoc | None
+
+
+_SHIFTS = ("unstructured_shift", "shift_init")
+
+
+def table_uses(program: ir.Program) -> tuple[TableUse, ...]:
+    """Every shift of a typed program through a table that is a parameter."""
+    params = {p.name for p in program.params if not p.type.is_scalar}
+    out: list[TableUse] = []
+
+    def visit(node: ir.Node, visible: frozenset[str]) -> None:
+        if isinstance(node, ir.Lambda):
+            visible = visible - {p.name for p in node.params}
+        elif isinstance(node, ir.Call) and isinstance(node.func, ir.Call) and node.args:
+            head = node.func.func
+            table = node.func.args[0] if node.func.args else None
+            if (isinstance(head, ir.Sym) and ir.canonical_builtin(head.name) in _SHIFTS
+                    and isinstance(table, ir.Sym) and table.name in visible
+                    and isinstance(table.type, ir.TensorType)
+                    and isinstance(node.args[0].type, ir.TensorType)):
+                src = next((d.neighbor_source for d in table.type.dims
+                            if d.neighbor_source is not None), None)
+                dim = node.args[0].type.dim(src) if src is not None else None
+                if src is not None and dim is not None:
+                    use = TableUse(table.name, src, dim.start, dim.stop,
+                                   node.loc or node.func.loc)
+                    if use not in out:
+                        out.append(use)
+        for child in ir.children(node):
+            visit(child, visible)
+
+    for stmt in program.body:
+        visit(stmt, frozenset(params))
+    return tuple(out)
+
+
+def written_parameters(program: ir.Program) -> frozenset[str]:
+    """The parameters that some statement of ``program`` assigns to."""
+    params = {p.name for p in program.params}
+    out = set()
+    for node in (n for s in program.body for n in ir.walk(s)):
+        if isinstance(node, ir.Assign):
+            t = node.target
+            while isinstance(t, ir.Call) and t.args:   # subset(x, …) targets
+                t = t.args[0]
+            if isinstance(t, ir.Sym) and t.name in params:
+                out.add(t.name)
+    return frozenset(out)
+
+
+# --------------------------------------------------------------------------- table scans
+
+
+class _TableStats:
+    __slots__ = ("max", "min_nonneg", "owner")
+
+    def __init__(self, owner: Any, mx: int | None):
+        self.owner = owner          # weak reference to the array owning the buffer
+        self.max = mx               # None: empty table
+        self.min_nonneg: int | None = None
+
+
+_STATS: dict[tuple, _TableStats] = {}
+_STATS_LIMIT = 256
+
+
+def _owner(a: np.ndarray) -> Any:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _stats_key(t: Any, pointer: int) -> tuple:
+    return (pointer, t.shape, t.strides, t.dtype.num)
+
+
+def _table_stats(t: Any, pointer: int) -> _TableStats:
+    """Scan results of table ``t`` (starting at ``pointer``), cached per buffer."""
+    key = _stats_key(t, pointer)
+    st = _STATS.get(key)
+    owner = _owner(t)
+    if st is not None and (st.owner is None or st.owner() is owner):
+        return st
+    try:
+        ref = weakref.ref(owner)
+    except TypeError:
+        ref = None
+    st = _TableStats(ref, int(t.max()) if t.size else None)
+    if len(_STATS) >= _STATS_LIMIT:
+        _STATS.clear()
+    _STATS[key] = st
+    return st
+
+
+def _min_nonnegative(t: Any, st: _TableStats) -> int | None:
+    if st.min_nonneg is None and st.max is not None and st.max >= 0:
+        st.min_nonneg = int(t[t >= 0].min())
+    return st.min_nonneg
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _leaves(value: Any, path: tuple[int, ...] = ()) -> Iterable[tuple[tuple[int, ...], Any]]:
+    if isinstance(value, tuple):
+        for i, v in enumerate(value):
+            yield from _leaves(v, path + (i,))
+    else:
+        yield path, value
+
+
+def _replace_leaf(value: Any, path: tuple[int, ...], new: Any) -> Any:
+    if not path:
+        return new
+    items = list(value)
+    items[path[0]] = _replace_leaf(items[path[0]], path[1:], new)
+    return tuple(items)
+
+
+def _leaf_str(param: str, path: tuple[int, ...]) -> str:
+    return f"'{param}'" + "".join(f"[{i}]" for i in path)
+
+
+@dataclass
+class _Use:
+    use: TableUse
+    names: tuple[str, ...]
+    bounds: Any                 # f(*symbols) -> (start, stop)
+
+
+class CallChecks:
+    """The call-time checks of one parameter list (see the module docstring).
+
+    :param params: the program's parameters.
+    :param written: names of the parameters the program writes.
+    :param tables: the shifts through table parameters (:func:`table_uses`).
+    :param where: prefixes messages (e.g. ``"program 'p'"``).
+    """
+
+    def __init__(self, params: Sequence[ir.Param], written: Iterable[str],
+                 tables: Sequence[TableUse] = (), where: str = "program"):
+        self.where = where
+        arrays = [p for p in params if not p.type.is_scalar]
+        self.written = frozenset(written) & frozenset(p.name for p in arrays)
+        # (name, written, tuple-typed) per array parameter
+        self._plan = tuple((p.name, p.name in self.written, isinstance(p.type.dtype, ir.TupleType))
+                           for p in arrays)
+        self.tables = tuple(tables)
+        uses: dict[str, list[_Use]] = {}
+        for u in self.tables:
+            exprs = (sympy.sympify(u.start), sympy.sympify(u.stop))
+            names = tuple(sorted({s.name for e in exprs for s in e.free_symbols}))
+            plain = {s: sympy.Symbol(s.name) for e in exprs for s in e.free_symbols}
+            fn = sympy.lambdify([sympy.Symbol(n) for n in names],
+                                [e.xreplace(plain) for e in exprs], modules=["math"])
+            uses.setdefault(u.table, []).append(_Use(u, names, fn))
+        self._uses = uses
+        # Interval bounds that name scalar parameters are evaluated on every call.
+        scalars = {p.name for p in params if p.type.is_scalar}
+        self._scalar_bounds = any(set(u.names) & scalars for us in uses.values() for u in us)
+        self._bounds_for: tuple[dict, dict] | None = None    # (symbols, bounds per use)
+
+    @classmethod
+    def for_program(cls, program: ir.Program, where: str | None = None) -> CallChecks:
+        """The checks of a typed program (built once per program)."""
+        hit = _BY_PROGRAM.get(id(program))
+        if hit is not None and hit[0] is program:
+            return hit[1]
+        checks = cls(program.params, written_parameters(program), table_uses(program),
+                     where or f"program '{program.name}'")
+        if len(_BY_PROGRAM) >= 128:
+            _BY_PROGRAM.clear()
+        _BY_PROGRAM[id(program)] = (program, checks)
+        return checks
+
+    def check(self, values: dict[str, Any], symbols: Mapping[str, int]
+              ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+        """Raise :class:`ArgumentError` for an unusable call; else return the
+        values to run with (read parameters overlapping a written one
+        replaced by copies; ``values`` itself when nothing overlaps) and the
+        ``(copy, original)`` pairs made."""
+        spans: list[tuple[int, int, str, tuple[int, ...], bool]] = []
+        pointers: dict[str, int] = {}
+        pointer = data_pointer
+        for name, w, is_tuple in self._plan:
+            a = values[name]
+            if is_tuple:
+                self._tuple_spans(name, w, a, spans)
+                continue
+            if w and not _writeable(a):
+                self._read_only(name, ())
+            n = a.nbytes
+            if n:
+                lo = pointer(a)
+                spans.append((lo, lo + n, name, (), w))
+                pointers[name] = lo
+        out = values
+        copies: list[tuple[Any, Any]] = []
+        if self.written and len(spans) > 1 and _any_overlap(spans):
+            out = dict(values)
+            for name, path in self._overlaps(spans):
+                leaf = dict(_leaves(out[name]))[path]
+                dup = leaf.copy()
+                copies.append((dup, leaf))
+                out[name] = _replace_leaf(out[name], path, dup)
+        if self._uses:
+            bounds = self._bounds({**symbols, **values} if self._scalar_bounds else symbols)
+            for table, uses in self._uses.items():
+                if table in pointers:
+                    self._check_table(table, values[table], pointers[table], uses, bounds)
+        return out, copies
+
+    def _tuple_spans(self, name: str, w: bool, value: Any, spans: list) -> None:
+        for path, a in _leaves(value):
+            if w and not _writeable(a):
+                self._read_only(name, path)
+            if a.nbytes:
+                lo = data_pointer(a)
+                spans.append((lo, lo + a.nbytes, name, path, w))
+
+    def _read_only(self, name: str, path: tuple[int, ...]) -> None:
+        raise ArgumentError(
+            f"{self.where}: parameter {_leaf_str(name, path)} is written by the program, but "
+            "the array given for it is read-only (pass a writeable array, e.g. a copy made "
+            "with np.array(x))")
+
+    def _bounds(self, symbols: Mapping[str, Any]) -> dict[int, tuple[int, int] | None]:
+        """The interval of each table use for these sizes (None: not known here)."""
+        last = self._bounds_for
+        if last is not None and not self._scalar_bounds and last[0] == symbols:
+            return last[1]
+        bounds: dict[int, tuple[int, int] | None] = {}
+        for uses in self._uses.values():
+            for u in uses:
+                try:
+                    lo, hi = u.bounds(*[symbols[n] for n in u.names])
+                    bounds[id(u)] = (int(lo), int(hi))
+                except (KeyError, TypeError, ValueError):
+                    bounds[id(u)] = None    # a bound only known inside the program
+        self._bounds_for = (dict(symbols), bounds)
+        return bounds
+
+    def _overlaps(self, spans: list) -> list[tuple[str, tuple[int, ...]]]:
+        """Read leaves to copy; raise for two written parameters that overlap."""
+        to_copy: dict[tuple[str, tuple[int, ...]], None] = {}
+        active: list = []
+        for s in spans:
+            active = [a for a in active if a[1] > s[0]]
+            for a in active:
+                if not (a[4] or s[4]):
+                    continue        # reads of shared memory need no copy
+                if a[4] and s[4]:
+                    raise ArgumentError(
+                        f"{self.where}: parameters {_leaf_str(a[2], a[3])} and "
+                        f"{_leaf_str(s[2], s[3])} are both written by the program but share "
+                        "memory; pass separate arrays")
+                r = s if a[4] else a
+                to_copy[(r[2], r[3])] = None
+            active.append(s)
+        return list(to_copy)
+
+    def _check_table(self, table: str, t: Any, pointer: int, uses: list[_Use],
+                     bounds: dict[int, tuple[int, int] | None]) -> None:
+        if not isinstance(t, np.ndarray):
+            return
+        st = _table_stats(t, pointer)
+        if st.max is None or st.max < 0:
+            return                  # empty, or no neighbour anywhere
+        for u in uses:
+            b = bounds[id(u)]
+            if b is None:
+                continue
+            lo, hi = b
+            if st.max < hi and (lo <= 0 or (_min_nonnegative(t, st) or 0) >= lo):
+                continue
+            bad = (t >= hi) | ((t >= 0) & (t < lo))
+            if not bad.any():       # the cached scan is stale: scan again
+                _STATS.pop(_stats_key(t, pointer), None)
+                st = _table_stats(t, pointer)
+                continue
+            pos = np.unravel_index(int(np.argmax(bad)), t.shape)
+            raise ArgumentError(
+                f"{self.where}: neighbour table '{table}' has the entry {int(t[pos])} at index "
+                f"[{', '.join(str(int(i)) for i in pos)}], but the shift through it reads "
+                f"an operand over {u.use.source}[{u.use.start}:{u.use.stop}] = [{lo}, {hi}) for "
+                f"these sizes; entries must lie in [{max(lo, 0)}, {hi}), or be negative for "
+                "'no neighbour'", u.use.loc)
+
+
+def _writeable(a: Any) -> bool:
+    if type(a) is np.ndarray:
+        return a.flags.writeable
+    return getattr(getattr(a, "flags", None), "writeable", True)   # device arrays
+
+
+def _any_overlap(spans: list) -> bool:
+    """Sort ``spans`` (lo, hi, …) in place; whether two of them overlap."""
+    spans.sort()
+    end = spans[0][1]
+    for s in spans[1:]:
+        if s[0] < end:
+            return True
+        end = max(end, s[1])
+    return False
+
+
+_BY_PROGRAM: dict[int, tuple[ir.Program, CallChecks]] = {}
