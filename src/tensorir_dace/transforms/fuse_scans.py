@@ -60,6 +60,8 @@ def _lone_map(state, node):
     entry = state.entry_node(node)
     if not isinstance(entry, nodes.MapEntry) or state.entry_node(entry) is not None:
         return None
+    if any(not c.startswith("IN_") for c in entry.in_connectors):
+        return None                      # a range read from data (runtime bounds)
     if len(state.scope_children()[entry]) != 2:      # the node and the exit
         return None
     return entry, state.exit_node(entry)
@@ -75,7 +77,7 @@ def _fuse_one(sd: dace.SDFG, state) -> bool:
 
 
 def _plan(sd, state, producer):
-    """``(consumer, buffers)`` when ``producer`` can be fused into its consumer."""
+    """``(consumer, buffers, rewrites)`` when ``producer`` can be fused into its consumer."""
     outer = _lone_map(state, producer)
     if outer is None:
         return None
