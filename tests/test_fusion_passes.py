@@ -15,6 +15,7 @@ from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.fuse_horizontal import fuse_maps_horizontally
 from tensorir_dace.transforms.fuse_scans import fuse_column_scans
+from tensorir_dace.transforms.interleave_columns import interleave_columns
 from tensorir_dace.transforms.streaming_stores import streaming_stores
 
 COL = "tensor<float, I[0:N], J[0:M]>"
@@ -56,8 +57,11 @@ def test_tridiagonal_scans_run_in_one_column_map_without_scratch():
     assert counts(tir.to_sdfg(prog, optimize="none")) == (2, 2)
     sdfg = tir.to_sdfg(prog, optimize="default")
     assert counts(sdfg) == (1, 0)
+    (entry,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert entry.map.range.ranges[-1][2] == 4          # four columns per iteration
     fn = tir.compile(prog)
     matches_interpreter(prog, fn, {"N": 5, "M": 3, "L": 7})
+    matches_interpreter(prog, fn, {"N": 2, "M": 9, "L": 4})
     matches_interpreter(prog, fn, {"N": 2, "M": 2, "L": 2100})   # a column on the heap
 
 
@@ -69,6 +73,17 @@ def test_fuse_column_scans_runs_alone():
     sdfg.validate()
     assert before == (2, 2) and counts(sdfg) == (1, 0)
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"N": 4, "M": 2, "L": 5})
+
+
+def test_interleave_columns_runs_alone():
+    prog = tir.parse(TRIDIAGONAL)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    interleave_columns(sdfg)                 # both scans, unfused
+    sdfg.validate()
+    steps = [n.map.range.ranges[-1][2] for n, _ in sdfg.all_nodes_recursive()
+             if isinstance(n, dace.nodes.MapEntry)]
+    assert steps == [4, 4] and counts(sdfg) == (2, 2)
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"N": 3, "M": 7, "L": 5})
 
 
 # Random chains of three scans: the second reads the first's result at its own
@@ -107,6 +122,7 @@ def test_random_scan_chains_match_interpreter(seed):
     fn = tir.compile(prog)
     assert counts(fn.sdfg)[0] == maps
     matches_interpreter(prog, fn, {"N": 4, "M": 3, "L": 6}, seed)
+    matches_interpreter(prog, fn, {"N": 2, "M": 6, "L": 5}, seed)
 
 
 NABLA = """

@@ -36,9 +36,9 @@ from dace.sdfg import nodes
 
 NAME = "fuse_column_scans"
 
-#: Columns up to this many levels keep their buffer on the stack (16 KiB in
+#: Columns up to this many levels keep their buffer on the stack (8 KiB in
 #: float64); longer ones use a heap buffer per column.
-STACK_ELEMENTS = 2048
+STACK_ELEMENTS = 1024
 _INDEX_CHARS = re.compile(r"^[A-Za-z0-9_ ()+\-*]*$")
 
 
