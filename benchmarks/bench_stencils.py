@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from copy_probe import CopyProbe
 
 #: The passes the "previous" pipeline leaves out.
-NEW = ("fuse_column_scans", "fuse_maps_horizontally", "streaming_stores")
+NEW = ("fuse_column_scans", "interleave_columns", "fuse_maps_horizontally", "streaming_stores")
 
 LAPLACIAN = """
 laplacian(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
