@@ -65,3 +65,36 @@ def check_against_interpreter(src: str, optimize: str = "default", *, sizes=None
 @pytest.fixture(params=["none", "default"])
 def optimize(request):
     return request.param
+
+
+class FakeDeviceArray:
+    """Looks like a GPU array (CuPy, …) through ``__cuda_array_interface__`` but
+    owns no memory: for testing the checks and the pointer plumbing without a GPU."""
+
+    def __init__(self, shape, dtype=np.float64, ptr=0x7F00_0000_0000, strides=None,
+                 readonly=False):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": np.dtype(dtype).str, "data": (ptr, readonly),
+            "strides": strides, "version": 3}
+
+    @property
+    def ptr(self) -> int:
+        return self.__cuda_array_interface__["data"][0]
+
+
+def fake_device_like(arrays: dict, base: int = 0x7F00_0000_0000) -> dict:
+    """Stand-ins with the shapes and dtypes of ``arrays`` (NumPy arrays and
+    tuples of them; scalars kept), at disjoint, aligned fake addresses."""
+    out, nxt = {}, [base]
+
+    def fake(a):
+        if isinstance(a, tuple):
+            return tuple(fake(x) for x in a)
+        if not isinstance(a, np.ndarray) or a.ndim == 0:
+            return a
+        f = FakeDeviceArray(a.shape, a.dtype, nxt[0])
+        nxt[0] += (a.nbytes + 255) // 256 * 256 + 256
+        return f
+    for k, v in arrays.items():
+        out[k] = fake(v)
+    return out

@@ -199,22 +199,6 @@ def test_array_like_objects_are_converted_without_copy():
     assert r.values["b"] is base and r.symbols == {"N": 4}
 
 
-def test_cuda_array_without_cupy_is_a_clear_error():
-    pytest.importorskip("numpy")
-    try:
-        import cupy  # noqa: F401
-        pytest.skip("cupy is installed")
-    except ImportError:
-        pass
-
-    class Fake:
-        __cuda_array_interface__ = {"shape": (3,), "typestr": "<f8", "data": (0, False),
-                                    "version": 3}
-
-    params = (P("b", T(F64, ("I", 0, N))),)
-    raises(params, "needs CuPy", b=Fake())
-
-
 def test_missing_and_unknown_arguments():
     msg = raises(STENCIL, "missing arguments for parameters 'b'.*'c'", a=np.zeros((3, 5)))
     assert "tensor<float64, I[0:N]>" in msg

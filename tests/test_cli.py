@@ -100,7 +100,7 @@ def test_version(capsys):
 def test_every_option_has_help():
     parser = cli.build_parser()
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subparsers.choices) == {"check", "fmt", "lower", "view", "run", "bench"}
+    assert set(subparsers.choices) == {"check", "fmt", "lower", "view", "run", "bench", "build"}
     for name, sub in [("", parser), *subparsers.choices.items()]:
         for action in sub._actions:
             if not isinstance(action, argparse._SubParsersAction):

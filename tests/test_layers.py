@@ -11,7 +11,9 @@ Modules outside the stages:
 
 * ``tensorir_dace/__init__.py`` and ``__main__.py`` are the entry points, above
   every layer (nothing inside the package imports the package root);
-* ``testing.py`` (helpers for test suites) sits with ``cli | frontend``;
+* ``testing.py`` (helpers for test suites), ``build.py`` (compiling many
+  programs at once) and ``fuzz`` (random-program differential testing) sit
+  with ``cli | frontend``;
 * ``builders.py`` (constructing IR in Python) sits with ``syntax``, the other
   way to write IR;
 * ``viewer`` (the HTML page of a program's pipeline stages) sits with
@@ -21,8 +23,11 @@ Modules outside the stages:
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
   runtime can read it without importing the lowering;
+* ``size_solving.py`` (size symbols solved from array shapes, for the
+  argument binder) sits with ``arguments``;
 * ``callchecks.py`` (call-time checks shared by the interpreter and the
-  runtime) sits with ``arguments``.
+  runtime) and ``device_arrays.py`` (GPU arrays seen through
+  ``__cuda_array_interface__``, for those checks) sit with ``arguments``.
 """
 
 from __future__ import annotations
@@ -37,14 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 
 LAYERS: list[set[str]] = [          # top first
     {"__init__", "__main__"},
-    {"cli", "frontend", "testing"},
+    {"cli", "frontend", "testing", "build", "fuzz"},
     {"runtime", "viewer"},
     {"interop"},
     {"lowering"},
     {"transforms", "library"},
     {"interpreter"},
     {"typing"},
-    {"arguments", "callchecks", "intervals", "syntax", "builders", "signature"},
+    {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
+     "builders", "signature", "size_solving"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]

@@ -6,7 +6,9 @@ compiled through DaCe SDFGs.
     tir.interpret(prog, out=out, inp=inp)          # NumPy reference
     tir.compile(prog)(out=out, inp=inp)            # DaCe-compiled
 
-DaCe is imported only when a program is lowered or compiled.
+Importing the package is cheap: SymPy is imported when a program is parsed
+or checked, DaCe when one is lowered or compiled; a program whose binary is
+in the compile cache runs without either (see ``tensorir_dace.compile``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from . import ir
+from . import openmp  # noqa: F401  # sets the OpenMP wait policy before libgomp loads
 from .errors import (
     ArgumentError,
     FrontendError,
@@ -26,9 +28,6 @@ from .errors import (
 )
 from .log import configure_from_env as _configure_log
 from .tracebacks import api_boundary
-from .typing import check as _check
-
-check = api_boundary(_check)
 
 _configure_log()
 
@@ -37,6 +36,10 @@ __version__ = "0.1.0"
 # Public names defined in submodules that import heavy dependencies (DaCe) or
 # are loaded on first use.
 _LAZY = {
+    "check": ("typing", "check"),
+    "build": ("build", "build"),
+    "set_num_threads": ("openmp", "set_num_threads"),
+    "get_num_threads": ("openmp", "get_num_threads"),
     "parse": ("syntax", "parse"),
     "parse_expr": ("syntax", "parse_expr"),
     "parse_type": ("syntax", "parse_type"),
@@ -110,10 +113,14 @@ _LAZY = {
 
 # Entry points whose errors lose the package-internal traceback frames.
 _BOUNDARIES = {"parse", "parse_expr", "parse_type", "format", "interpret", "to_sdfg",
-               "compile", "view"}
+               "compile", "view", "check", "build"}
 
 
 def __getattr__(name: str) -> Any:
+    if name == "ir":
+        value = import_module(".ir", __name__)
+        globals()[name] = value
+        return value
     if name in _LAZY:
         module, attr = _LAZY[name]
         value = getattr(import_module(f".{module}", __name__), attr)

@@ -11,8 +11,10 @@ Rules (DESIGN.md §2, "Python values"):
   The element type must match exactly (no silent casting of arrays), and the
   array must be C-contiguous (C-contiguous views such as ``big[2:7]`` are
   fine).  Anything with ``__array__`` is accepted through ``np.asarray``
-  (without a copy where NumPy can avoid one); ``__cuda_array_interface__``
-  objects need CuPy.
+  (without a copy where NumPy can avoid one); GPU arrays
+  (``__cuda_array_interface__``) are checked alike and bound as
+  :class:`~tensorir_dace.device_arrays.DeviceArray` (only compiled GPU
+  programs run them).
 * A tuple-typed tensor takes a nested Python tuple of arrays, one per leaf,
   each with its own element type and all with the tensor's shape.
 * A scalar parameter (``tensor<T>``) takes a Python or NumPy scalar, or a 0-d
@@ -30,12 +32,12 @@ Rules (DESIGN.md §2, "Python values"):
   integer parameter whose name is a size symbol provides that symbol's value.
 
 SymPy is only used once per parameter list, to build a plan of small
-compiled functions; binding itself is plain Python.
+compiled functions (:mod:`tensorir_dace.size_solving`); binding itself is
+plain Python.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -45,7 +47,9 @@ import numpy as np
 import sympy
 
 from . import ir
+from .device_arrays import DeviceArray
 from .errors import ArgumentError, did_you_mean
+from .size_solving import Equation, Plan, as_int, build_plan, compile_expr
 
 __all__ = [
     "ArgumentBinder",
@@ -126,27 +130,14 @@ class BoundArguments:
 # --------------------------------------------------------------------------- arrays
 
 
-def _cupy():
-    try:
-        import cupy  # type: ignore[import-not-found]
-    except Exception:  # noqa: BLE001  # pragma: no cover - a broken CuPy counts as none
-        return None
-    return cupy
-
-
 def _as_array(value: Any, what: str, where: str) -> Any:
-    """``value`` as an array object (NumPy, or CuPy for device arrays)."""
+    """``value`` as an array object (NumPy, or a :class:`DeviceArray` for GPU arrays)."""
     if type(value) is np.ndarray:
         return value
     if isinstance(value, np.ndarray):
         return np.asarray(value)  # a subclass: a base-class view, no copy
     if hasattr(value, "__cuda_array_interface__"):
-        cupy = _cupy()
-        if cupy is None:
-            raise ArgumentError(
-                f"{where}: {what} got a GPU array ({_describe(value)}), which needs CuPy; "
-                "install cupy, or pass a NumPy array (e.g. .get() / .cpu().numpy())")
-        return cupy.asarray(value)
+        return DeviceArray(value, what, where)
     if hasattr(value, "__array__") and not isinstance(value, (np.generic, numbers.Number)):
         try:
             return np.asarray(value)
@@ -154,6 +145,11 @@ def _as_array(value: Any, what: str, where: str) -> Any:
             raise ArgumentError(f"{where}: {what} got a {_describe(value)} that cannot be "
                                 f"converted to an array: {ex}") from None
     return None
+
+
+def _module_of(arr: Any) -> str:
+    """How messages name the array library of ``arr``."""
+    return "cupy" if isinstance(arr, DeviceArray) else "np"
 
 
 def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: str,
@@ -183,11 +179,11 @@ def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: 
                 else "a strided view")
         raise ArgumentError(
             f"{where}: {what} must be a C-contiguous array, got {hint} with strides "
-            f"{tuple(arr.strides)} (use np.ascontiguousarray(x), and copy results back "
-            "if it is an output)")
+            f"{tuple(arr.strides)} (use {_module_of(arr)}.ascontiguousarray(x), and copy "
+            "results back if it is an output)")
     if not flags.aligned:
         raise ArgumentError(f"{where}: {what} is not aligned to its element size "
-                            "(copy it with np.array(x))")
+                            f"(copy it with {_module_of(arr)}.array(x))")
     return arr
 
 
@@ -238,114 +234,6 @@ def _convert_scalar(value: Any, t: ir.ScalarType, what: str, where: str) -> Any:
                         + (f" {v!r}" if isinstance(v, (complex, str, np.complexfloating)) else ""))
 
 
-# --------------------------------------------------------------------------- size plan
-
-
-def _compile_expr(expr: sympy.Expr, args: Sequence[str]) -> Callable[..., Any]:
-    """A fast Python function of the named symbols (positional, in order)."""
-    syms = [sympy.Symbol(a) for a in args]
-    # Replace the (assumption-carrying) size symbols by plain ones of the same name.
-    expr = expr.xreplace({s: sympy.Symbol(s.name) for s in expr.free_symbols})
-    return sympy.lambdify(syms, expr, modules=["math"])
-
-
-def _as_int(x: Any) -> int | None:
-    """``x`` as an exact int, or None if it is not an integer value."""
-    if type(x) is int:
-        return x
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    try:
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        r = int(x)
-        return r if r == x else None
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-@dataclass
-class _Equation:
-    """``extent(symbols) == shape[axis]`` for one dimension of one parameter."""
-
-    param: str
-    axis: int
-    dim: ir.Dim
-    extent: sympy.Expr
-    names: tuple[str, ...]          # symbol names in extent, sorted
-    fn: Callable[..., Any]          # extent from symbol values (in ``names`` order)
-
-
-@dataclass
-class _Solve:
-    """Determine ``symbol`` from one equation, all its other symbols known."""
-
-    eq: _Equation
-    symbol: str
-    known: tuple[str, ...]
-    linear: bool
-    coeff: Callable[..., Any] | None = None     # linear: extent = coeff*symbol + rest
-    rest: Callable[..., Any] | None = None
-    solutions: tuple[Callable[..., Any], ...] = ()  # non-linear: candidates f(S, known…)
-
-
-@dataclass
-class _Plan:
-    solves: list[_Solve]
-    undetermined: tuple[str, ...]   # symbols still unknown after all solves
-    verify: list[_Equation]         # equations not already implied by an exact solve
-
-
-def _build_plan(equations: list[_Equation], all_symbols: Sequence[str],
-                explicit: frozenset[str]) -> _Plan:
-    known = set(explicit)
-    solves: list[_Solve] = []
-    used: set[int] = set()
-    progress = True
-    while progress:
-        progress = False
-        for i, eq in enumerate(equations):
-            if i in used:
-                continue
-            unknown = [n for n in eq.names if n not in known]
-            if len(unknown) != 1:
-                continue
-            solve = _make_solve(eq, unknown[0])
-            if solve is None:
-                continue
-            used.add(i)
-            solves.append(solve)
-            known.add(unknown[0])
-            progress = True
-    # A linear solve is exact integer arithmetic (checked at call time), so its
-    # equation holds by construction; every other equation is checked.
-    exact = {id(s.eq) for s in solves if s.linear}
-    verify = [eq for eq in equations if id(eq) not in exact]
-    return _Plan(solves, tuple(s for s in all_symbols if s not in known), verify)
-
-
-def _make_solve(eq: _Equation, name: str) -> _Solve | None:
-    sym = next(s for s in eq.extent.free_symbols if s.name == name)
-    others = tuple(n for n in eq.names if n != name)
-    coeff = sympy.expand(sympy.diff(eq.extent, sym))
-    if sym not in coeff.free_symbols and not coeff.has(sympy.Piecewise, sympy.Max, sympy.Min,
-                                                       sympy.floor, sympy.ceiling):
-        rest = sympy.expand(eq.extent - coeff * sym)
-        if sym not in rest.free_symbols and coeff != 0:
-            return _Solve(eq, name, others, True, coeff=_compile_expr(coeff, others),
-                          rest=_compile_expr(rest, others))
-    s_obs = sympy.Symbol("__shape__", integer=True, nonnegative=True)
-    try:
-        sols = sympy.solve(sympy.Eq(eq.extent, s_obs), sym)
-    except Exception:  # noqa: BLE001 - unsolvable: the size is then checked, not solved
-        return None
-    sols = [x for x in sols if x.is_negative is not True]
-    if not sols:
-        return None
-    return _Solve(eq, name, others, False,
-                  solutions=tuple(_compile_expr(x, ("__shape__",) + others) for x in sols))
-
-
 # --------------------------------------------------------------------------- binder
 
 
@@ -389,22 +277,22 @@ class ArgumentBinder:
 
         # One equation per (parameter, dimension).
         symbols: dict[str, None] = {}
-        self._equations: list[_Equation] = []
+        self._equations: list[Equation] = []
         for info in self._infos:
             for axis, d in enumerate(info.type.dims):
                 extent = sympy.expand(ir.as_bound(d.stop) - ir.as_bound(d.start))
                 names = tuple(sorted({s.name for s in extent.free_symbols}))
                 for n in names:
                     symbols.setdefault(n)
-                self._equations.append(_Equation(info.name, axis, d, extent, names,
-                                                 _compile_expr(extent, names)))
+                self._equations.append(Equation(info.name, axis, d, extent, names,
+                                                compile_expr(extent, names)))
         self.symbol_names = tuple(symbols)
         # Scalar integer parameters named like a size symbol provide its value.
         self._symbol_params = tuple(
             i.name for i in self._infos
             if i.is_scalar and not i.is_tuple and i.name in symbols
             and isinstance(i.type.dtype, ir.ScalarType) and i.type.dtype.is_int)
-        self._plans: dict[frozenset[str], _Plan] = {}
+        self._plans: dict[frozenset[str], Plan] = {}
         self._default_plan = self._plan(frozenset(self._symbol_params))
         #: Symbols that the shapes alone cannot determine: pass them by keyword.
         self.explicit_symbols = self._default_plan.undetermined
@@ -412,10 +300,10 @@ class ArgumentBinder:
 
     # ------------------------------------------------------------------ plans
 
-    def _plan(self, explicit: frozenset[str]) -> _Plan:
+    def _plan(self, explicit: frozenset[str]) -> Plan:
         plan = self._plans.get(explicit)
         if plan is None:
-            plan = _build_plan(self._equations, self.symbol_names, explicit)
+            plan = build_plan(self._equations, self.symbol_names, explicit)
             self._plans[explicit] = plan
         return plan
 
@@ -542,14 +430,14 @@ class ArgumentBinder:
                     assert s.coeff is not None and s.rest is not None
                     a = s.coeff(*args)
                     b = s.rest(*args)
-                    ia, ib = _as_int(a), _as_int(b)
+                    ia, ib = as_int(a), as_int(b)
                     if ia is not None and ib is not None and ia != 0:
                         q, r = divmod(observed - ib, ia)
                         value = q if r == 0 else (observed - ib) / ia
                     else:   # not integer coefficients: solve, then check the equation
                         value = (observed - b) / a
-                        iv = _as_int(value)
-                        if iv is not None and _as_int(eq.fn(*[
+                        iv = as_int(value)
+                        if iv is not None and as_int(eq.fn(*[
                                 iv if n == s.symbol else syms[n] for n in eq.names])) != observed:
                             value = None
                 else:
@@ -557,7 +445,7 @@ class ArgumentBinder:
                     found = set()
                     for f in s.solutions:
                         try:
-                            c = _as_int(f(observed, *args))
+                            c = as_int(f(observed, *args))
                         except (ZeroDivisionError, ValueError, TypeError, OverflowError):
                             continue
                         if c is not None and c >= 0:
@@ -571,7 +459,7 @@ class ArgumentBinder:
                             f"{s.symbol} ({sorted(found)}); pass {s.symbol}=... explicitly")
             except (ZeroDivisionError, ValueError, TypeError, OverflowError):
                 value = None
-            iv = _as_int(value) if value is not None else None
+            iv = as_int(value) if value is not None else None
             if iv is None or iv < 0:
                 got = (f"no non-negative integer value of {s.symbol}" if value is None
                        else f"{s.symbol} = {value}")
@@ -587,7 +475,7 @@ class ArgumentBinder:
         for eq in plan.verify:
             observed = shapes[eq.param][eq.axis]
             expected = eq.fn(*[syms[n] for n in eq.names])
-            if _as_int(expected) != observed:
+            if as_int(expected) != observed:
                 if eq.names:
                     because = "; ".join(self._source_str(n, source, syms, shapes)
                                         for n in eq.names)

@@ -9,7 +9,8 @@ before anything is written (DESIGN.md §2, "Overlapping arguments" and
   writeable arrays, and two of them must not share memory.
 * **Overlapping arguments.** Parameters are distinct variables: a parameter
   that is read and shares memory with a written one is copied on entry, so
-  the call computes what it would with separate arrays.  Overlaps are found
+  the call computes what it would with separate arrays (GPU arrays are never
+  copied: for them such an overlap is an error).  Overlaps are found
   from address ranges (data pointer and extent of each C-contiguous array,
   sorted once), not with ``np.may_share_memory`` per pair.
 * **Neighbour tables.** An entry of a table parameter must name an element
@@ -20,6 +21,7 @@ before anything is written (DESIGN.md §2, "Overlapping arguments" and
   array) is new; the result is cached, so a table changed in place after a
   call is not scanned again: compiled kernels bound-check every indirect
   read, and the interpreter treats an entry outside the operand as absent.
+  Tables in GPU memory are not scanned (the kernels' bound checks remain).
 
 Everything per call is a few comparisons per array; the checks are built
 once per program (:meth:`CallChecks.for_program`).
@@ -27,7 +29,6 @@ once per program (:meth:`CallChecks.for_program`).
 
 from __future__ import annotations
 
-import ctypes
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ from typing import Any
 import numpy as np
 import sympy
 
-from . import ir
+from . import ir, pointers
+from .device_arrays import DeviceArray
 from .errors import ArgumentError, SourceLoc
 
 __all__ = ["CallChecks", "TableUse", "data_pointer", "table_uses", "written_parameters"]
@@ -45,30 +47,7 @@ __all__ = ["CallChecks", "TableUse", "data_pointer", "table_uses", "written_para
 # --------------------------------------------------------------------------- pointers
 
 
-def _interface_pointer(a: Any) -> int:
-    if isinstance(a, np.ndarray):
-        return a.__array_interface__["data"][0]
-    return a.__cuda_array_interface__["data"][0]
-
-
-def _struct_pointer_reader():
-    """Read ``PyArrayObject.data`` directly (~10x faster than
-    ``__array_interface__``); used only if it agrees with NumPy here."""
-    offset = object.__basicsize__     # the data pointer follows PyObject_HEAD
-    read = ctypes.c_void_p.from_address
-    probe = np.arange(3.0)[1:]
-    if read(id(probe) + offset).value != _interface_pointer(probe):
-        return None
-
-    def pointer(a: Any) -> int:
-        if type(a) is np.ndarray:
-            return read(id(a) + offset).value or 0
-        return _interface_pointer(a)
-    return pointer
-
-
-data_pointer = _struct_pointer_reader() or _interface_pointer
-data_pointer.__doc__ = "The address of an array's first element (NumPy or CUDA array)."
+data_pointer = pointers.data_pointer
 
 
 # --------------------------------------------------------------------------- program facts
@@ -286,6 +265,8 @@ class CallChecks:
             out = dict(values)
             for name, path in self._overlaps(spans):
                 leaf = dict(_leaves(out[name]))[path]
+                if isinstance(leaf, DeviceArray):
+                    self._shared_device_memory(name, path)
                 dup = leaf.copy()
                 copies.append((dup, leaf))
                 out[name] = _replace_leaf(out[name], path, dup)
@@ -309,6 +290,12 @@ class CallChecks:
             f"{self.where}: parameter {_leaf_str(name, path)} is written by the program, but "
             "the array given for it is read-only (pass a writeable array, e.g. a copy made "
             "with np.array(x))")
+
+    def _shared_device_memory(self, name: str, path: tuple[int, ...]) -> None:
+        raise ArgumentError(
+            f"{self.where}: parameter {_leaf_str(name, path)} is read by the program and shares "
+            "GPU memory with a parameter it writes; device arrays are passed by pointer, never "
+            "copied, so pass a separate array (e.g. x.copy())")
 
     def _bounds(self, symbols: Mapping[str, Any]) -> dict[int, tuple[int, int] | None]:
         """The interval of each table use for these sizes (None: not known here)."""

@@ -1,12 +1,13 @@
-"""The ``tensorir-dace`` command line: check, format, lower, view, run and time
-``.tir`` programs.
+"""The ``tensorir-dace`` command line: check, format, lower, view, run, time and
+build ``.tir`` programs.
 
     tensorir-dace check sdfg_examples/laplacian.tir
     tensorir-dace fmt --check sdfg_examples/*.tir
     tensorir-dace lower sdfg_examples/laplacian.tir --optimize default
     tensorir-dace view sdfg_examples/nabla.tir
-    tensorir-dace run sdfg_examples/nabla.tir --size N=1000
+    tensorir-dace run sdfg_examples/nabla.tir --size N=1000 --threads 1
     tensorir-dace bench sdfg_examples/program_if.tir --size N=256,1024 --threads 1,2
+    tensorir-dace build sdfg_examples/ my_stencils.py
 """
 
 from __future__ import annotations
@@ -156,10 +157,13 @@ def _median_time(fn, repeat: int, warmup: int = 0) -> float:
 
 def cmd_run(args) -> int:
     from .interpreter import interpret
+    from .openmp import get_num_threads, wait_policy
     from .runtime.program import compile
     from .testing import clone, max_difference, random_arguments
     program = _read(args.file)
     inputs = random_arguments(program, sizes=_sizes(program, args.size), seed=args.seed)
+    if args.threads is not None:
+        _set_threads(args.threads)
     t0 = time.perf_counter()
     compiled = compile(program, optimize=args.optimize)
     compile_s = time.perf_counter() - t0
@@ -171,6 +175,8 @@ def cmd_run(args) -> int:
     work = clone(inputs)
     t_comp = _median_time(lambda: compiled(**work), args.repeat)
     print(f"program     {program.name}")
+    print(f"threads     {get_num_threads()} OpenMP threads, wait policy {wait_policy()}; "
+          "calls whose maps are all small run on one")
     print(f"compile     {compile_s:.2f} s (cached builds load in milliseconds)")
     print(f"max |compiled - interpreted| = {diff:.3g}")
     print(f"interpreter {t_interp * 1e3:9.3f} ms (median of {args.repeat})")
@@ -181,11 +187,19 @@ def cmd_run(args) -> int:
 
 def _set_threads(n: int) -> None:
     """OpenMP threads of the compiled code (same libgomp as DaCe's libraries)."""
-    import ctypes
-    try:
-        ctypes.CDLL("libgomp.so.1").omp_set_num_threads(int(n))
-    except OSError:  # pragma: no cover - no OpenMP runtime
-        raise TensorIRError("--threads needs the OpenMP runtime (libgomp.so.1)") from None
+    from .openmp import set_num_threads
+    set_num_threads(n)
+
+
+def cmd_build(args) -> int:
+    from .build import build
+    report = build(args.paths, optimize=args.optimize, jobs=args.jobs)
+    for name, message in report.failed:
+        print(f"error: {name}: {message}", file=sys.stderr)
+    print(f"built {len(report.built)} programs in {report.seconds:.1f} s"
+          + (f", skipped {len(report.skipped)}" if report.skipped else "")
+          + (f", {len(report.failed)} failed" if report.failed else ""))
+    return 0 if report.ok else 1
 
 
 def _int_list(text: str) -> list[int]:
@@ -211,6 +225,9 @@ def cmd_bench(args) -> int:
           f"after {args.warmup} warm-up calls")
     print(f"{header}{'threads':>8}{'compiled ms':>13}{'interp. ms':>12}{'speed-up':>10}")
     worst = 0.0
+    if args.threads is None:
+        from .openmp import get_num_threads
+        args.threads = [get_num_threads()]
     for values in itertools.product(*lists.values()):
         sizes = dict(zip(names, values))
         inputs = random_arguments(program, sizes=sizes, seed=args.seed)
@@ -360,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="pipeline of the compiled program")
     p.add_argument("--tolerance", type=float, default=1e-9,
                    help="largest accepted difference from the interpreter (exit 1 above)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="OpenMP threads of the compiled program (default: OMP_NUM_THREADS, "
+                        "else every core)")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("bench", parents=[common],
@@ -368,8 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", help="the .tir file")
     p.add_argument("--size", action="append", default=[], metavar="NAME=N1,N2",
                    help="values of a size symbol (default 8); every combination is timed")
-    p.add_argument("--threads", type=_int_list, default=[1], metavar="T1,T2",
-                   help="OpenMP thread counts to time (default 1)")
+    p.add_argument("--threads", type=_int_list, default=None, metavar="T1,T2",
+                   help="OpenMP thread counts to time (default: OMP_NUM_THREADS, else "
+                        "every core)")
     p.add_argument("--repeat", type=int, default=20, help="timed calls (median reported)")
     p.add_argument("--warmup", type=int, default=3, help="untimed calls before timing")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -380,6 +401,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tolerance", type=float, default=1e-9,
                    help="largest accepted difference from the interpreter (exit 1 above)")
     p.set_defaults(fn=cmd_bench)
+
+    p = sub.add_parser("build", parents=[common],
+                       help="compile .tir files and the @programs of Python modules into the "
+                            "compile cache, in parallel processes")
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help=".tir files, Python modules or directories")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="programs compiled at once (default: one per core)")
+    p.add_argument("--optimize", default="default", choices=["none", "default"],
+                   help="pipeline of the compiled programs")
+    p.set_defaults(fn=cmd_build)
     return parser
 
 

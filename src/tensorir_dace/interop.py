@@ -10,9 +10,10 @@ nests their SDFG into one program.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import ir
+if TYPE_CHECKING:
+    from . import ir
 
 
 class SDFGConvertible:

@@ -16,8 +16,11 @@ whenever they mean the same program.
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import sympy
@@ -458,10 +461,63 @@ def children(node: Node) -> Iterator[Node]:
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """All nodes below and including ``node``, pre-order."""
-    yield node
-    for child in children(node):
-        yield from walk(child)
+    """All nodes below and including ``node``, pre-order (no recursion, so any depth)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(tuple(children(n))))
+
+
+# --------------------------------------------------------------------------- depth
+
+MAX_DEPTH = 2000
+"""The deepest nesting of expressions any stage accepts (a sum of ``n`` terms nests
+``n - 1`` deep): the parser and the checker refuse deeper programs with a located
+error instead of running out of stack."""
+
+_RECURSION_ROOM = 40 * MAX_DEPTH
+
+# Comparing and hashing nodes recurses (about four frames a level): give programs
+# up to MAX_DEPTH room for ``==`` and ``hash`` outside the stages too.
+if sys.getrecursionlimit() < 5 * MAX_DEPTH:
+    sys.setrecursionlimit(5 * MAX_DEPTH)
+
+
+def too_deep(node: Node, limit: int = MAX_DEPTH) -> Node | None:
+    """The first call or lambda nested inside more than ``limit`` others, or None."""
+    stack = [(node, 0)]
+    while stack:
+        n, depth = stack.pop()
+        if isinstance(n, (Call, Lambda)):
+            depth += 1
+            if depth > limit:
+                return n
+        stack.extend((c, depth) for c in children(n))
+    return None
+
+
+@contextmanager
+def recursion_room() -> Iterator[None]:
+    """Python recursion room for programs up to :data:`MAX_DEPTH` deep: the stages
+    recurse over expressions, several frames a level."""
+    old = sys.getrecursionlimit()
+    if old < _RECURSION_ROOM:
+        sys.setrecursionlimit(_RECURSION_ROOM)
+    try:
+        yield
+    finally:
+        if old < _RECURSION_ROOM:
+            sys.setrecursionlimit(old)
+
+
+def with_recursion_room(fn):
+    """``fn`` run inside :func:`recursion_room` (a decorator for the public stages)."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        with recursion_room():
+            return fn(*args, **kwargs)
+    return run
 
 
 # --------------------------------------------------------------------------- checked IR

@@ -461,7 +461,7 @@ class SpecializationCache:
         with self._lock:
             if spec.compiled is not None:
                 return spec.compiled
-            from ..runtime.cache import cache_stats
+            from ..runtime.cachedir import cache_stats
             if translated_before:
                 logger.info("compiling %s for a specialisation used before with the "
                             "interpreter: %s", self.owner, spec.signature())

@@ -29,6 +29,7 @@ from ..arguments import (
     runtime_values,
 )
 from ..callchecks import CallChecks
+from ..device_arrays import require_host_arrays
 from ..typing import check
 from .evaluate import Evaluator, interpret_program
 from .values import InterpreterError, Value, align
@@ -55,6 +56,7 @@ def typed_program(program: ir.Program) -> ir.Program:
     return typed
 
 
+@ir.with_recursion_room
 def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     """Run ``program`` on NumPy; outputs are written in place into ``args``.
 
@@ -70,6 +72,7 @@ def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
     if positional:
         args = merge_positional(typed.params, positional, args, f"program '{typed.name}'")
     bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
+    require_host_arrays(bound.values, f"program '{typed.name}'", "the interpreter")
     symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
     check_size_constraints(typed.constraints, symbols, f"program '{typed.name}'")
     values, _ = CallChecks.for_program(typed).check(bound.values, symbols)

@@ -33,6 +33,7 @@ CDims = tuple[CDim, ...]
 __all__ = [
     "CDim",
     "CDims",
+    "Env",
     "InterpreterError",
     "Value",
     "absent_fill",
@@ -125,6 +126,10 @@ class Value:
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Value({dims_str(self.dims)}, {self.data!r})"
+
+
+#: The values of the names in scope while evaluating.
+Env = dict[str, Value]
 
 
 def make_value(dims: CDims, data: Any) -> Value:

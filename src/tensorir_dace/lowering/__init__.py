@@ -16,9 +16,10 @@ DEVICES = ("cpu", "gpu")
 
 
 def lower_program(program: ir.Program, *, optimize: str = "none",
-                  device: str = "cpu") -> LoweredProgram:
+                  device: str = "cpu", resident: bool = False) -> LoweredProgram:
     """Check, lower and (for ``optimize="default"``) optimise a program;
-    ``device="gpu"`` makes its maps CUDA kernels."""
+    ``device="gpu"`` makes its maps CUDA kernels, which take the array
+    arguments in host memory or (``resident=True``) in device memory."""
     from ..errors import TensorIRError
     from ..transforms import pipeline
     from ..transforms.sdfg_passes import to_gpu
@@ -34,10 +35,17 @@ def lower_program(program: ir.Program, *, optimize: str = "none",
     pipeline(optimize, device)(lowered.sdfg)
     if device == "gpu":
         with stage("pass to_gpu"):
-            to_gpu(lowered.sdfg)
+            to_gpu(lowered.sdfg, resident_arrays(typed, lowered) if resident else ())
     return lowered
 
 
+def resident_arrays(typed: ir.Program, lowered: LoweredProgram) -> list[str]:
+    """The SDFG containers of the array (not scalar) parameters."""
+    arrays = {p.name for p in typed.params if not p.type.is_scalar}
+    return [b.data for b in lowered.signature.bindings if b.param in arrays]
+
+
+@ir.with_recursion_room
 def to_sdfg(program: ir.Program, *, optimize: str = "none", device: str = "cpu") -> dace.SDFG:
     """The SDFG of a program: as lowered (``"none"``) or optimised (``"default"``),
     for the CPU or (``device="gpu"``) a CUDA GPU."""

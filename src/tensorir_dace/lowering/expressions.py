@@ -60,6 +60,9 @@ UNARY_CPP = {"sqrt": "sqrt", "exp": "exp", "log": "log", "log10": "log10", "log2
              "ceil": "ceil", "trunc": "trunc"}
 ELEMENTWISE = frozenset(ir.ARITHMETIC + ir.COMPARISONS + ir.LOGICAL + ir.MATH_FUNCTIONS
                         + ir.PREDICATES + ("cast", "if", "can_deref", "concat"))
+# Builtins whose value is absent where an operand is (as in the interpreter).
+PRESENCE_THROUGH = frozenset(ir.ARITHMETIC + ir.COMPARISONS + ir.LOGICAL + ir.MATH_FUNCTIONS
+                             + ir.PREDICATES + ("cast", "make_tuple"))
 SHIFTS = frozenset(("cartesian_shift", "unstructured_shift", "shift_init", "shift_apply"))
 
 
@@ -410,6 +413,13 @@ class ExprGen:
             case ir.Call(func=ir.Sym(name="tuple_get" | "subset"), args=(y, *_)):
                 return self.valid(y, env, scope)
         checks = []
+        match x:   # absence propagates; a select's comes from its condition and choice
+            case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
+                vc, va, vb = (self.valid(y, env, scope) for y in (c, a, b))
+                checks.append(f"({vc} && ({self.value(c, env, scope)} ? {va} : {vb}))")
+            case ir.Call(func=ir.Sym(name=n), args=args) if n in PRESENCE_THROUGH:
+                checks += [self.valid(a, env, scope) for a in args
+                           if isinstance(a.type, ir.TensorType)]
         for d in x.type.dims:
             if d.mask is not None and d.name in env:
                 checks.append(f"({self.mask_entry(d, env, scope)} >= 0)")

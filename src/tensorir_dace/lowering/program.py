@@ -172,6 +172,7 @@ class ProgramLowering:
             leaves = self.add_arrays(tmp.name, tmp.type, transient=True)
             self.scope.bindings[tmp.name] = Stored(
                 ir.TensorType(tmp.type.dtype, self.sdfg_dims(tmp.type)), leaves)
+        self.live = _live_temporaries(self.program)
         self.block(self.program.body, self.scope)
         if self.last_block is None:
             self.new_state("empty")
@@ -190,6 +191,9 @@ class ProgramLowering:
 
     def new_state(self, label: str) -> dace.SDFGState:
         state = dace.SDFGState(self.names.fresh(label), sdfg=self.sdfg)
+        # An explicit line stops DaCe from inspecting the Python stack for every node
+        # (slow in deep expressions); ``assign`` sets the Tensor IR position.
+        state.set_default_lineinfo(dace.dtypes.DebugInfo(0))
         self.add_block(state)
         self.state = state
         self._last_write = {}
@@ -207,7 +211,7 @@ class ProgramLowering:
     def block(self, stmts, scope: CScope) -> None:
         for s in stmts:
             match s:
-                case ir.Assign():
+                case ir.Assign() if _target_name(s) in self.live:
                     self.assign(s, scope)
                 case ir.IfStmt(cond=cond, then_body=tb, else_body=eb):
                     cb = ConditionalBlock(self.names.fresh("if"), sdfg=self.sdfg)
@@ -236,7 +240,7 @@ class ProgramLowering:
         """A scalar expression as Python code for interstate conditions and loop bounds."""
         ops = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
                "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
-               "and": "and", "or": "or"}
+               "and": "and", "or": "or", "mod": "%"}
         match e:
             case ir.Literal(value=v):
                 return repr(v)
@@ -248,16 +252,15 @@ class ProgramLowering:
                     return b.name
             case ir.Call(func=ir.Sym(name=op), args=(a, b)) if op in ops:
                 return f"({self.condition(a, scope)} {ops[op]} {self.condition(b, scope)})"
-            case ir.Call(func=ir.Sym(name="divides"), args=(a, b)) if isinstance(
-                    e.type.dtype, ir.ScalarType) and e.type.dtype.is_float:
+            case ir.Call(func=ir.Sym(name="divides"), args=(a, b)):
                 return f"({self.condition(a, scope)} / {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="not"), args=(a,)):
                 return f"(not {self.condition(a, scope)})"
             case ir.Call(func=ir.Sym(name="neg"), args=(a,)):
                 return f"(-{self.condition(a, scope)})"
         raise LoweringError("program-level conditions and loop bounds may use scalar "
-                            "parameters, size symbols, loop variables, literals, + - ×, "
-                            "float /, comparisons and logic only", e.loc)
+                            "parameters, size symbols, loop variables, literals, + - × / %, "
+                            "comparisons and logic only", e.loc)
 
     # ------------------------------------------------------------------ dataflow
 
@@ -307,6 +310,8 @@ class ProgramLowering:
         kind = head_name(root) if isinstance(root, ir.Call) else None
         if kind == "scan" and _same_domain(self.sdfg_dims(root.type), domain):
             self.scan_map(root, root_scope, stored, domain)
+        elif kind == "scan":      # scanned over its operands' domain; the target's part
+            self.copy(self.materialize(s.value, scope), stored, domain, scope)
         elif kind == "reduce" and root.type.dims:
             self.reduce_map(root, root_scope, stored, domain)
         else:
@@ -450,6 +455,40 @@ class ProgramLowering:
         self.library_map(node.label + "_map", columns, node, tb, outputs)
 
 
+def _target_name(s: ir.Assign) -> str:
+    t = s.target
+    if isinstance(t, ir.Sym):
+        return t.name
+    assert isinstance(t, ir.Call)
+    return ir.sym_name(t.args[0])
+
+
+def _live_temporaries(program: ir.Program) -> set[str]:
+    """Parameters and the temporaries whose values reach one: an assignment to any
+    other temporary is dead and not lowered (DaCe cannot remove such a write from a
+    C++ tasklet itself)."""
+    temps = {t.name for t in program.temporaries}
+    live = {p.name for p in program.params}
+
+    def used(e: ir.Expr) -> set[str]:
+        return {n.name for n in ir.walk(e) if isinstance(n, ir.Sym) and n.name in temps}
+
+    while True:
+        before = len(live)
+        stack = list(program.body)
+        while stack:
+            s = stack.pop()
+            if isinstance(s, ir.Assign):
+                if _target_name(s) in live:
+                    live |= used(s.value) | used(s.target)
+            elif isinstance(s, ir.IfStmt):
+                live |= used(s.cond)
+                stack += s.then_body + s.else_body
+            elif isinstance(s, ir.ForStmt):
+                live |= used(s.start) | used(s.stop)
+                stack += s.body
+        if len(live) == before:
+            return live
 def _clamped_stop(d: ir.Dim) -> sympy.Expr:
     """A runtime range with ``stop <= start`` is empty: its map never runs."""
     if ir.has_runtime(d.start) or ir.has_runtime(d.stop):

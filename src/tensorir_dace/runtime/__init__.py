@@ -5,36 +5,38 @@
 * :class:`SDFGCallable` -- call a compiled SDFG with Tensor IR arguments,
   checked by :func:`tensorir_dace.arguments.bind_arguments` (see
   :mod:`.compiled`).
+* :mod:`.native` -- call a cached library through ctypes, without DaCe or
+  SymPy (a program looked up by its source, see :mod:`.source_cache`).
+
+The names are loaded on first use, so that importing a submodule that needs
+neither DaCe nor SymPy imports neither.
 """
 
-from .cache import (
-    cache_key,
-    cache_stats,
-    compile_count,
-    compile_sdfg,
-    get_cache_dir,
-    reset_persistent_lifetimes,
-    set_cache_dir,
-)
-from .compiled import (
-    ArgBinding,
-    CallSignature,
-    GPUUnavailableError,
-    SDFGCallable,
-    gpu_available,
-)
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "ArgBinding",
-    "CallSignature",
-    "GPUUnavailableError",
-    "SDFGCallable",
-    "cache_key",
-    "cache_stats",
-    "compile_count",
-    "compile_sdfg",
-    "get_cache_dir",
-    "gpu_available",
-    "reset_persistent_lifetimes",
-    "set_cache_dir",
-]
+_NAMES = {
+    "cache_key": "cache",
+    "cache_stats": "cache",
+    "compile_count": "cache",
+    "compile_sdfg": "cache",
+    "get_cache_dir": "cache",
+    "reset_persistent_lifetimes": "cache",
+    "set_cache_dir": "cache",
+    "ArgBinding": "compiled",
+    "CallSignature": "compiled",
+    "GPUUnavailableError": "compiled",
+    "SDFGCallable": "compiled",
+    "gpu_available": "compiled",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        value = getattr(import_module(f".{_NAMES[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'tensorir_dace.runtime' has no attribute '{name}'")
+
+
+__all__ = sorted(_NAMES)

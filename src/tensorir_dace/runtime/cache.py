@@ -36,7 +36,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any
 
 import dace
 from dace import dtypes
@@ -47,6 +47,8 @@ from filelock import FileLock
 
 from ..log import info as log_info
 from ..log import stage
+from .cachedir import _stats, cache_stats, compile_count, get_cache_dir, set_cache_dir
+from .library import file_digest, library_problem
 
 __all__ = [
     "cache_key",
@@ -65,45 +67,6 @@ _log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
 _memo: dict[str, CompiledSDFG] = {}
-_stats = {"compiled": 0, "loaded": 0, "memo_hits": 0, "compile_seconds": 0.0,
-          "load_seconds": 0.0}
-_cache_dir_override: pathlib.Path | None = None
-
-# --------------------------------------------------------------------------- cache dir
-
-
-def set_cache_dir(path: str | os.PathLike | None) -> None:
-    """Use ``path`` as the compile cache of this process (``None``: back to the default)."""
-    global _cache_dir_override
-    _cache_dir_override = None if path is None else pathlib.Path(path).expanduser()
-
-
-def get_cache_dir() -> pathlib.Path:
-    """The compile cache directory in effect (it need not exist yet)."""
-    if _cache_dir_override is not None:
-        return _cache_dir_override
-    env = os.environ.get("TENSORIR_DACE_CACHE")
-    if env:
-        return pathlib.Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = pathlib.Path(xdg).expanduser() if xdg else pathlib.Path.home() / ".cache"
-    return base / "tensorir_dace"
-
-
-# --------------------------------------------------------------------------- counters
-
-
-def compile_count() -> int:
-    """How many times this process ran the C++ compiler through :func:`compile_sdfg`."""
-    return int(_stats["compiled"])
-
-
-def cache_stats() -> dict[str, float]:
-    """Counters of this process: ``compiled`` (C++ compiler ran), ``loaded``
-    (built library loaded from disk), ``memo_hits`` (already loaded in this
-    process), and the seconds spent compiling and loading."""
-    return dict(_stats)
-
 
 # --------------------------------------------------------------------------- key
 
@@ -238,62 +201,12 @@ def _read_marker(folder: pathlib.Path, name: str, key: str) -> dict[str, Any] | 
     lib = folder / str(info.get("library", ""))
     if not lib.is_file():
         return None
-    problem = _library_problem(lib, info)
+    problem = library_problem(lib, info)
     if problem is not None:
         _log.warning("compile cache: the cached library %s is unusable (%s); rebuilding it",
                      lib, problem)
         return None
     return info
-
-
-def _file_digest(path: pathlib.Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fp:
-        for block in iter(lambda: fp.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _elf_problem(path: pathlib.Path) -> str | None:
-    """Why ``path`` is not a complete ELF file (None: it looks complete)."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as fp:
-            head = fp.read(64)
-    except OSError as ex:
-        return f"cannot read it: {ex}"
-    if len(head) < 64 or head[:4] != b"\x7fELF":
-        return "not an ELF file"
-    if head[4] == 2:        # ELFCLASS64
-        order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
-        shoff = int.from_bytes(head[40:48], order)
-        shentsize = int.from_bytes(head[58:60], order)
-        shnum = int.from_bytes(head[60:62], order)
-        if shoff + shentsize * shnum > size:
-            return f"truncated to {size} bytes"
-    return None
-
-
-def _library_problem(lib: pathlib.Path, info: dict[str, Any]) -> str | None:
-    """Why the built library ``lib`` must not be loaded (None: it looks intact).
-
-    Checked before ``dlopen``, because mapping a truncated shared object can
-    kill the process with SIGBUS: the ELF magic and the section header table
-    lying inside the file (of the library and of DaCe's loader stub next to
-    it), and the size and SHA-256 recorded at build time.
-    """
-    problem = _elf_problem(lib)
-    if problem is not None:
-        return problem
-    stub = lib.with_name(lib.name.replace("lib", "libdacestub_", 1))
-    if stub.name != lib.name and (problem := _elf_problem(stub)) is not None:
-        return f"its loader {stub.name}: {problem}"
-    size = lib.stat().st_size
-    if "size" in info and info["size"] != size:
-        return f"{size} bytes, but {info['size']} were built"
-    if "sha256" in info and info["sha256"] != _file_digest(lib):
-        return "its content changed after the build"
-    return None
 
 
 def _handle(folder: pathlib.Path, info: dict[str, Any], dup: dace.SDFG) -> CompiledSDFG:
@@ -309,7 +222,10 @@ def _handle(folder: pathlib.Path, info: dict[str, Any], dup: dace.SDFG) -> Compi
     if _signature(dup) != info.get("signature"):
         saved = folder / "program.sdfgz"
         sdfg = dace.SDFG.from_file(str(saved))
-    return dace_compiler.get_program_handle(folder / info["library"], sdfg)
+    compiled = dace_compiler.get_program_handle(folder / info["library"], sdfg)
+    # Where the library lives: the call plan names it.
+    compiled._tir_library = folder / info["library"]
+    return compiled
 
 
 def compile_sdfg(sdfg: dace.SDFG, *,
@@ -385,7 +301,7 @@ def _build(dup: dace.SDFG, folder: pathlib.Path, name: str, key: str) -> Compile
         "key": key,
         "library": os.path.relpath(lib, folder),
         "size": lib.stat().st_size,
-        "sha256": _file_digest(lib),
+        "sha256": file_digest(lib),
         "signature": built_sig,
         "dace": dace.__version__,
         "built": time.strftime("%Y-%m-%dT%H:%M:%S"),

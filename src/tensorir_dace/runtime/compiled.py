@@ -15,11 +15,12 @@ feeds, and which SDFG symbol each size symbol is).  A call:
 3. runs the call-time checks of :mod:`tensorir_dace.callchecks` (read-only
    or overlapping outputs, neighbour-table entries) and copies an input that
    shares memory with an output;
-4. remembers those vectors, keyed by the identities of the arrays and the
-   values of the scalars, so that calling again with the same arrays skips
-   steps 1-3 (a few microseconds per call: identities, shapes and strides
-   are compared, written arrays must still be writeable, and the copies of
-   overlapping inputs are refreshed).
+4. remembers those vectors, keyed by the identities of the arrays (for GPU
+   arrays: their pointers and layouts) and the values of the scalars, so
+   that calling again with the same arrays skips steps 1-3 (a few
+   microseconds per call: identities, shapes and strides are compared,
+   written arrays must still be writeable, and the copies of overlapping
+   inputs are refreshed).
 
 C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
 NumPy view by default, but a C-contiguous one is laid out exactly like the
@@ -41,7 +42,7 @@ from dace import data as dt
 from dace import dtypes
 from dace.codegen.compiled_sdfg import CompiledSDFG
 
-from .. import ir
+from .. import ir, openmp
 from ..arguments import (
     ArgumentBinder,
     BoundArguments,
@@ -50,7 +51,9 @@ from ..arguments import (
     runtime_values,
 )
 from ..callchecks import CallChecks, data_pointer
+from ..device_arrays import interface_key
 from ..errors import ArgumentError, TensorIRError
+from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
 
 __all__ = [
@@ -146,17 +149,19 @@ _SCALAR_KEY_TYPES = frozenset([int, float, bool, np.float64, np.float32, np.int6
 class _Entry:
     """Prepared DaCe argument vectors for one set of argument objects."""
 
-    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive", "copies")
+    __slots__ = ("callargs", "initargs", "init_key", "checks", "keepalive", "copies",
+                 "sequential")
 
     def __init__(self, callargs: tuple, initargs: tuple,
                  checks: tuple[tuple[Any, tuple, tuple, np.dtype, bool], ...], keepalive: tuple,
-                 copies: tuple[tuple[Any, Any], ...]):
+                 copies: tuple[tuple[Any, Any], ...], sequential: bool = False):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = _init_key(initargs)
         self.checks = checks        # (weakref, shape, strides, dtype, written) per array
         self.keepalive = keepalive  # arrays we made (scalars passed as arrays, copies)
         self.copies = copies        # (copy, original): inputs overlapping an output
+        self.sequential = sequential  # every parallel map is small: run one-threaded
 
 
 def _init_key(initargs: tuple) -> tuple:
@@ -335,6 +340,7 @@ class SDFGCallable:
         # Size symbols the generated code does not need (DaCe drops them from the
         # signature) still have values: the binder infers every size symbol.
         known = set(sdfg_symbols) | set(self.signature.symbols.values())
+        symvals_known = known
         unknown = [n for n in names if n not in known]
         if unknown:
             raise ValueError(f"SDFG '{sdfg.name}': array sizes use symbols {unknown} that are "
@@ -347,6 +353,14 @@ class SDFGCallable:
         self._storage_gpu = {b.data: desc.storage in (dtypes.StorageType.GPU_Global,)
                              for b, desc, _, _ in self._arrays if isinstance(desc, dt.Data)}
         self._plan_marshalling(sig, typedict)
+        volume = parallel_volume(sdfg)
+        self._volume_fn = None
+        if volume is not None and {str(s) for s in volume.free_symbols} <= set(symvals_known):
+            self._volume_names = sorted(str(s) for s in volume.free_symbols)
+            self._volume_fn = sympy.lambdify([sympy.Symbol(n) for n in self._volume_names],
+                                             volume.xreplace({s: sympy.Symbol(str(s))
+                                                              for s in volume.free_symbols}),
+                                             modules=["math"])
 
     def _plan_marshalling(self, sig: list[str], typedict: Mapping[str, dt.Data]) -> None:
         """Per C argument: how to turn its value into a ctypes object.  Falls
@@ -408,7 +422,11 @@ class SDFGCallable:
                         dup[...] = src      # NumPy or device arrays
                     if self._reinit:
                         _ensure_initialized_for(self.compiled, entry.init_key)
-                    self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
+                    if entry.sequential:
+                        run_one_threaded(self._fast_call, entry.callargs, entry.initargs,
+                                         self._has_gpu_code)
+                    else:
+                        self._fast_call(entry.callargs, entry.initargs, self._has_gpu_code)
                     return
                 del self._entries[key]
         self._call_slow(kwargs, key, arrays)
@@ -443,8 +461,14 @@ class SDFGCallable:
                     elif tx in _SCALAR_KEY_TYPES:
                         parts.append(tx)
                         parts.append(x)
+                    elif (dkey := interface_key(x)) is not None:
+                        parts.append(dkey)
                     else:
                         return None, arrays
+            elif (dkey := interface_key(v)) is not None:
+                # A GPU array: keyed by all that the prepared call depends on (pointer,
+                # layout, read-only flag), not by identity.
+                parts.append(dkey)
             else:
                 return None, arrays   # not safely cacheable (0-d arrays, __array__ objects, …)
         return tuple(parts), arrays
@@ -459,7 +483,7 @@ class SDFGCallable:
         values, copies = self._checks.check(bound.values, bound.symbols)
         if copies:
             bound = BoundArguments(values, bound.symbols)
-        callargs, initargs, keepalive = self._construct(bound)
+        callargs, initargs, keepalive, sequential = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
             if not gpu_available():
                 raise GPUUnavailableError(
@@ -468,7 +492,10 @@ class SDFGCallable:
             self._gpu_checked = True
         if self._reinit:
             _ensure_initialized_for(self.compiled, _init_key(initargs))
-        self._fast_call(callargs, initargs, self._has_gpu_code)
+        if sequential:
+            run_one_threaded(self._fast_call, callargs, initargs, self._has_gpu_code)
+        else:
+            self._fast_call(callargs, initargs, self._has_gpu_code)
         if key is not None:
             written = {id(x) for name in self._written for x in _leaf_values(kwargs[name])}
             checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype, id(a) in written)
@@ -476,9 +503,10 @@ class SDFGCallable:
             if len(self._entries) >= self.max_cached:
                 self._entries.pop(next(iter(self._entries)))
             self._entries[key] = _Entry(callargs, initargs, checks,
-                                        keepalive + tuple(c for c, _ in copies), tuple(copies))
+                                        keepalive + tuple(c for c, _ in copies), tuple(copies),
+                                        sequential)
 
-    def _construct(self, bound: BoundArguments) -> tuple[tuple, tuple, tuple]:
+    def _construct(self, bound: BoundArguments) -> tuple[tuple, tuple, tuple, bool]:
         """DaCe argument vectors for checked arguments."""
         where = self.where
         dkw: dict[str, Any] = {}
@@ -544,7 +572,11 @@ class SDFGCallable:
             callargs, initargs = self._dace_construct(dkw, any_view)
         else:
             callargs, initargs = self._marshal(dkw)
-        return callargs, initargs, tuple(keepalive)
+        sequential = False
+        if self._volume_fn is not None and not self._has_gpu_code:
+            volume = self._volume_fn(*[symvals[n] for n in self._volume_names])
+            sequential = volume < openmp.SEQUENTIAL_BELOW
+        return callargs, initargs, tuple(keepalive), sequential
 
     def _dace_construct(self, dkw: dict[str, Any], any_view: bool) -> tuple[tuple, tuple]:
         """DaCe's own marshalling (``construct_arguments``), views allowed."""
@@ -564,7 +596,7 @@ class SDFGCallable:
             if conv is None:    # host array
                 callargs.append(ctypes.c_void_p(data_pointer(v)))
             elif conv is _DEVICE:
-                callargs.append(ctypes.c_void_p(v.__cuda_array_interface__["data"][0]))
+                callargs.append(ctypes.c_void_p(data_pointer(v)))
             else:
                 callargs.append(conv(v))
         return tuple(callargs), tuple(callargs[i] for i in self._init_positions)
@@ -586,6 +618,27 @@ class SDFGCallable:
     def __repr__(self) -> str:
         params = ", ".join(f"{p.name}: {p.type}" for p in self.signature.params)
         return f"<SDFGCallable {self.name}({params})>"
+
+
+def parallel_volume(sdfg: dace.SDFG) -> sympy.Expr | None:
+    """The number of points of the largest top-level CPU map (``None``: none,
+    or a map whose size depends on loop variables)."""
+    volumes: list[sympy.Expr] = []
+    known = {str(s) for s in sdfg.free_symbols}
+    for state in sdfg.states():
+        for node in state.nodes():
+            if not isinstance(node, dace.nodes.MapEntry) or state.entry_node(node) is not None:
+                continue
+            if node.map.schedule not in (dtypes.ScheduleType.Default,
+                                         dtypes.ScheduleType.CPU_Multicore):
+                continue
+            v = sympy.sympify(node.map.range.num_elements_exact())
+            if not {str(s) for s in v.free_symbols} <= known:
+                return None
+            volumes.append(v)
+    if not volumes:
+        return None
+    return sympy.Max(*volumes) if len(volumes) > 1 else volumes[0]
 
 
 def _leaf_values(value: Any) -> list[Any]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import sympy
 
 from .. import ir
-from ..errors import did_you_mean
+from ..errors import ParseError, did_you_mean
 from .lexer import Token
 from .reader import TokenReader
 
@@ -55,6 +55,7 @@ class Parser(TokenReader):
     def __init__(self, text: str, filename: str | None = None):
         super().__init__(text, filename)
         self.temporaries: list[ir.Param] = []
+        self.nesting = 0        # depth of nested prefix operators, parentheses and calls
 
     # ----------------------------------------------------------------- program
 
@@ -303,6 +304,17 @@ class Parser(TokenReader):
 
     def unary(self) -> ir.Expr:
         tok = self.peek()
+        self.nesting += 1
+        try:
+            if self.nesting > ir.MAX_DEPTH:
+                raise self.error(f"the expression nests more than {ir.MAX_DEPTH} levels deep "
+                                 "(parentheses, prefix operators, calls); split it with "
+                                 "temporaries", tok)
+            return self._unary(tok)
+        finally:
+            self.nesting -= 1
+
+    def _unary(self, tok: Token) -> ir.Expr:
         if tok.kind == "¬":
             self.advance()
             operand = self.unary()
@@ -455,12 +467,19 @@ class Parser(TokenReader):
 # --------------------------------------------------------------------------- API
 
 
+@ir.with_recursion_room
 def _run(text: str, filename: str | None, rule):
     parser = Parser(text, filename)
     try:
-        return rule(parser)
+        result = rule(parser)
     except RecursionError:
-        raise parser.error("the text is nested too deeply to parse") from None
+        raise parser.error(f"the text is nested too deeply to parse (at most {ir.MAX_DEPTH} "
+                           "levels)") from None
+    deep = ir.too_deep(result)
+    if deep is not None:
+        raise ParseError(f"expressions nest more than {ir.MAX_DEPTH} levels deep; split the "
+                         "expression with temporaries", deep.loc)
+    return result
 
 
 def _program(parser: Parser) -> ir.Program:

@@ -76,6 +76,7 @@ class Printer:
         self.shift_open, self.shift_close = ("<<", ">>") if ascii else ("⟪", "⟫")
         self.neg = "-"
         self.not_ = "!" if ascii else "¬"
+        self._flat: dict[int, tuple[ir.Expr, tuple[str, int]]] = {}
         # The width the line breaking aims at: below WIDTH while a statement is
         # re-laid out because text around a broken expression overflowed.
         self.width = WIDTH
@@ -117,7 +118,12 @@ class Printer:
         return f"({text})" if own < level else text
 
     def expr_level(self, e: ir.Expr, indent: str | None = None) -> tuple[str, int]:
-        flat = self.layout(e, None)
+        hit = self._flat.get(id(e))
+        if hit is not None and hit[0] is e:
+            flat = hit[1]
+        else:       # remembered: long chains ask for each operand's flat form again
+            flat = self.layout(e, None)
+            self._flat[id(e)] = (e, flat)
         if indent is None or len(indent) + len(flat[0]) <= self.width:
             return flat
         return self.layout(e, indent)
@@ -126,7 +132,7 @@ class Printer:
         if e.kind == "bool":
             return ("True" if e.value else "False"), POSTFIX
         if e.kind == "int":
-            text = str(int(e.value))
+            text = _int_text(int(e.value))
         else:
             value = float(e.value)
             if math.isinf(value):
@@ -307,6 +313,7 @@ class Printer:
         raise TypeError(f"cannot format a {type(node).__name__}")
 
 
+@ir.with_recursion_room
 def format(node, *, ascii: bool = False) -> str:
     """The text form of a program, statement, expression, parameter or type.
 
@@ -315,6 +322,15 @@ def format(node, *, ascii: bool = False) -> str:
     return Printer(ascii).format(node)
 
 
+def _int_text(value: int) -> str:
+    """Decimal digits of any integer (Python's ``str`` refuses more than about 4,300)."""
+    if abs(value).bit_length() < 13000:
+        return str(value)
+    sign, value, parts = "-" if value < 0 else "", abs(value), []
+    while value:
+        value, chunk = divmod(value, 10 ** 4000)
+        parts.append(chunk)
+    return sign + str(parts[-1]) + "".join(f"{p:04000d}" for p in reversed(parts[:-1]))
 def format_checked(node, *, ascii: bool = False) -> str:
     """Like :func:`format`, for the checker's output: its ``cartesian_shift(D, o)(x)``
     (the checked form of ``⟪D, o⟫(x)``) is printed in the ``⟪D, o⟫`` notation

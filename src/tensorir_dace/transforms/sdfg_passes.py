@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import dace
 from dace.transformation.dataflow import MapFusionVertical
@@ -10,6 +10,7 @@ from dace.transformation.dataflow import MapFusionVertical
 from ..log import stage
 from .fuse_horizontal import fuse_maps_horizontally
 from .fuse_scans import fuse_column_scans
+from .gpu import keep_on_device, synchronize_calls
 from .interleave_columns import interleave_columns
 from .streaming_stores import streaming_stores
 
@@ -82,16 +83,21 @@ def zero_offsets(sdfg: dace.SDFG) -> None:
 GPU_BLOCK_SIZE = [64, 1, 1]
 
 
-def to_gpu(sdfg: dace.SDFG) -> None:
+def to_gpu(sdfg: dace.SDFG, resident: Iterable[str] = ()) -> None:
     """Run the maps on a CUDA GPU: DaCe's GPU transformation (device copies of
     the arguments, kernels for the top-level maps), with a block size set on
-    every kernel so that DaCe does not guess one."""
+    every kernel so that DaCe does not guess one, and synchronous calls.
+    The argument arrays named in ``resident`` stay in device memory: the
+    caller passes device arrays for them and nothing is copied (see
+    :mod:`.gpu`)."""
+    keep_on_device(sdfg, resident)
     sdfg.apply_gpu_transformations()
     for state in sdfg.states():
         for node in state.nodes():
             if isinstance(node, dace.nodes.MapEntry) and \
                     node.map.schedule == dace.ScheduleType.GPU_Device:
                 node.map.gpu_block_size = list(GPU_BLOCK_SIZE)
+    synchronize_calls(sdfg)
 
 
 def validate(sdfg: dace.SDFG) -> None:

@@ -48,6 +48,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         self.program = program
         self.dim_names = collect_dim_names(program)
         self.constraints: list[ir.SizeConstraint] = []
+        self.weak_memo: dict[int, tuple[ir.Expr, bool]] = {}
         # enclosing for loops (var, start, stop as SymPy or None) while checking a
         # whole program; None when checking single expressions (the front end)
         self.loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None = None
@@ -259,11 +260,17 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
     def literal(self, e: ir.Literal, expected: ir.ElementType | None) -> ir.Literal:
         if e.kind == "bool":
             return replace(e, type=ir.TensorType(ir.BOOL))
-        default = ir.INT64 if e.kind == "int" else ir.FLOAT64
+        dtype = ir.INT64 if e.kind == "int" else ir.FLOAT64
         if isinstance(expected, ir.ScalarType) and not expected.is_bool:
             if e.kind == "int" or expected.is_float:
-                return replace(e, type=ir.TensorType(expected))
-        return replace(e, type=ir.TensorType(default))
+                dtype = expected
+        if e.kind == "int" and dtype.is_int:
+            bits = 32 if dtype.name == "int32" else 64
+            lo, hi = -2 ** (bits - 1), 2 ** (bits - 1) - 1
+            if not lo <= e.value <= hi:
+                raise self.error(e, f"the integer literal {literal_text(e)} does not fit in "
+                                    f"{dtype} ({lo} to {hi})")
+        return replace(e, type=ir.TensorType(dtype))
 
     # ------------------------------------------------------------------ calls
 
@@ -307,7 +314,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
 
     def unify_literals(self, typed: list[ir.Expr], raw: Sequence[ir.Expr], scope: Scope):
         """Weak (literal-only) operands take the element type of a strong partner."""
-        strong = [t for t in typed if not is_weak(t)]
+        strong = [t for t in typed if not is_weak(t, self.weak_memo)]
         target: ir.ElementType | None
         if strong:
             target = self.tensor(strong[0]).dtype
@@ -318,7 +325,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             return typed
         out = []
         for t, r in zip(typed, raw):
-            if is_weak(t) and self.tensor(t).dtype != target:
+            if is_weak(t, self.weak_memo) and self.tensor(t).dtype != target:
                 t = self.expr(r, scope, target)
                 if self.tensor(t).dtype != target:
                     raise self.error(r, f"the literal {literal_text(r)} cannot be used with a "
@@ -413,8 +420,13 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
 
 
 
+@ir.with_recursion_room
 def check(program: ir.Program) -> ir.Program:
     """Infer and check the types of a whole program; returns the typed program."""
     if not isinstance(program, ir.Program):
         raise TypeError(f"check() expects an ir.Program, got {type(program).__name__}")
+    deep = ir.too_deep(program)
+    if deep is not None:
+        raise TypeCheckError(f"expressions nest more than {ir.MAX_DEPTH} levels deep; split "
+                             "the expression with temporaries", deep.loc)
     return Checker(program).check_program()

@@ -37,7 +37,7 @@ class ElementwiseRules(Rules):
 
     def math(self, e: ir.Call, name: str, scope: Scope, expected) -> ir.Expr:
         args = self.operands(e, scope, 1, name, expected if name in ("neg", "abs") else None)
-        if name not in ("neg", "abs") and is_weak(args[0]):
+        if name not in ("neg", "abs") and is_weak(args[0], self.weak_memo):
             args = [self.expr(e.args[0], scope, ir.FLOAT64 if not isinstance(
                 expected, ir.ScalarType) or not expected.is_float else expected)]
         t = self.tensor(args[0])

@@ -20,6 +20,7 @@ from .scope import Binding, Scope
 class Rules:
     dim_names: set[str]
     constraints: list[ir.SizeConstraint]
+    weak_memo: dict[int, tuple[ir.Expr, bool]]
 
     def error(self, node: ir.Node | None, message: str) -> TypeCheckError:
         raise NotImplementedError

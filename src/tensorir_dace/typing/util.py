@@ -24,6 +24,9 @@ def name_of(e: ir.Expr) -> str:
 
 def literal_text(e: ir.Expr) -> str:
     if isinstance(e, ir.Literal):
+        if isinstance(e.value, int) and abs(e.value).bit_length() > 200:
+            digits = int(abs(e.value).bit_length() * 0.30103) + 1
+            return f"{'-' if e.value < 0 else ''}<an integer of about {digits} digits>"
         return repr(e.value)
     return "expression"
 
@@ -35,19 +38,29 @@ def offset_text(e: ir.Expr) -> str:
     return f"'{format_node(e)}'"
 
 
-def is_weak(e: ir.Expr) -> bool:
-    """An expression built only from numeric literals: its type adapts to a partner."""
+def is_weak(e: ir.Expr, memo: dict[int, tuple[ir.Expr, bool]] | None = None) -> bool:
+    """An expression built only from numeric literals: its type adapts to a partner.
+
+    ``memo`` (by node identity) keeps the checker linear on long operator chains,
+    where every level asks about its operands again."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+    result = False
     match e:
         case ir.Literal(kind=k):
-            return k != "bool"
+            result = k != "bool"
         case ir.Call(func=ir.Sym(name=n), args=args) if n in ir.ARITHMETIC or n in \
                 ir.MATH_FUNCTIONS:
-            return all(is_weak(a) for a in args)
+            result = all(is_weak(a, memo) for a in args)
         case ir.Call(func=ir.Sym(name="if"), args=(_, a, b)):
-            return is_weak(a) and is_weak(b)
+            result = is_weak(a, memo) and is_weak(b, memo)
         case ir.Call(func=ir.Call(func=ir.Sym(name="shift" | "cartesian_shift")), args=(x,)):
-            return is_weak(x)
-    return False
+            result = is_weak(x, memo)
+    if memo is not None:
+        memo[id(e)] = (e, result)
+    return result
 
 
 

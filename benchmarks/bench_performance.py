@@ -1,0 +1,185 @@
+"""Start-up, per-call cost, speed under load and build throughput, from one run.
+
+    python benchmarks/bench_performance.py [--quick]
+
+Every figure of the README's performance section:
+
+1. **Start-up** of a new process, for the Laplacian 256×256×80 (``.tir``
+   text), after ``import numpy``: cold (empty compile cache: parse, lower,
+   C++ build, first result) and warm (binary cached: first result), and
+   ``import tensorir_dace`` alone.  Each in a fresh Python process.
+2. **Per call**, for a program with six array parameters on 16 points (the
+   kernel costs nothing): the same array objects every call, and new array
+   objects (fresh views of the same buffers) every call, which runs every
+   argument, overlap and shape check again.  Minimum and median of many calls.
+3. **Under load**: the Laplacian and the nabla operator (V=200k, E=600k)
+   compiled against hand-written NumPy, with the default thread settings,
+   alone and with two CPU-bound processes running alongside.
+4. **Build throughput**: ``tensorir_dace.build`` of every ``sdfg_examples``
+   program into an empty cache, and the cold compile of the Laplacian alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from _common import EXAMPLES, ROOT, background_load, example, timed
+from bench_stencils import LAPLACIAN, NABLA, numpy_laplacian, numpy_nabla
+
+import tensorir_dace as tir
+from tensorir_dace.testing import clone, random_arguments
+
+SRC = os.path.join(ROOT, "src")
+
+FIRST_RESULT = """
+import json, sys, time
+import numpy as np
+if {preimport}:                             # time the compile alone
+    import dace, sympy, tensorir_dace.lowering
+inp = np.random.rand(258, 258, 80)          # inputs made before the clock starts
+out = np.empty((256, 256, 80))
+t1 = time.perf_counter()
+import tensorir_dace as tir
+t2 = time.perf_counter()
+prog = tir.compile({src!r})
+t3 = time.perf_counter()
+prog(out=out, inp=inp)
+t4 = time.perf_counter()
+heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sympy", "dace"}})
+print(json.dumps({{"import": t2 - t1, "compile": t3 - t2, "call": t4 - t3, "total": t4 - t1,
+                  "heavy": heavy}}))
+"""
+
+SIX = """
+six(o1: tensor<float, I[0:N]>, o2: tensor<float, I[0:N]>, a: tensor<float, I[-1:N+1]>,
+    b: tensor<float, I[0:N]>, c: tensor<float, I[0:N]>, d: tensor<float, I[0:N]>) {
+  o1 ← ⟪I, -1⟫(a) + b × c
+  o2 ← ⟪I, 1⟫(a) - d
+}
+"""
+
+
+def fresh_process(cache: str, preimport: bool = False) -> dict:
+    """First result of the Laplacian in a new process using ``cache``."""
+    env = {**os.environ, "PYTHONPATH": SRC, "TENSORIR_DACE_CACHE": cache}
+    env.pop("OMP_WAIT_POLICY", None)
+    code = FIRST_RESULT.format(src=LAPLACIAN, preimport=preimport)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def startup(repeat: int) -> None:
+    print("\n1. Start-up of a new process (Laplacian 256x256x80, seconds after import numpy)")
+    with tempfile.TemporaryDirectory() as cache:
+        cold = fresh_process(cache)
+        warm = sorted((fresh_process(cache) for _ in range(repeat)), key=lambda r: r["total"])
+    mid = warm[len(warm) // 2]
+    print(f"   cold (empty cache: parse, lower, build, first result) {cold['total']:7.3f} s")
+    print(f"   warm (binary cached: first result, median of {repeat})  {mid['total']:7.3f} s"
+          f"   [import tensorir_dace {mid['import']:.3f} s; first call {mid['call']:.3f} s; "
+          f"SymPy/DaCe imported: {', '.join(mid['heavy']) or 'neither'}]")
+
+
+def per_call(repeat: int) -> None:
+    print("\n2. Per call, six array parameters, 16 points (microseconds)")
+    prog = tir.compile(SIX)
+    n = 16
+    sizes = {k: n + (2 if k == "a" else 0) for k in ("o1", "o2", "a", "b", "c", "d")}
+    bufs = {k: np.random.rand(s + 4) for k, s in sizes.items()}
+    same = {k: bufs[k][:s] for k, s in sizes.items()}
+    lo, med = timed(lambda: prog(**same), repeat, warmup=100)
+    print(f"   same array objects       min {lo * 1e6:6.2f}   median {med * 1e6:6.2f}")
+    lo_v, med_v = timed(lambda: {k: bufs[k][:s] for k, s in sizes.items()}, repeat, 100)
+    lo, med = timed(lambda: prog(**{k: bufs[k][:s] for k, s in sizes.items()}), repeat, 100)
+    print(f"   new array objects        min {lo * 1e6:6.2f}   median {med * 1e6:6.2f}"
+          f"   (making the six views: {lo_v * 1e6:.2f})")
+    native = prog._callable
+    full = native._make_fallback()          # DaCe-loaded path, same checks, for reference
+    lo_f, med_f = timed(lambda: full(**same), repeat, 100)
+    lo_g, med_g = timed(lambda: full(**{k: bufs[k][:s] for k, s in sizes.items()}), repeat, 100)
+    print(f"   for reference, the DaCe-loaded call path: same {lo_f * 1e6:.2f}, new objects "
+          f"{lo_g * 1e6:.2f} (min)")
+
+
+def _cases() -> list[tuple[str, str, dict, object, bool]]:
+    def nabla_example(n_nodes, **kw):
+        numpy_nabla(**kw)
+    return [
+        ("laplacian.tir 5x7x9", example("laplacian"), {}, numpy_laplacian, False),
+        ("nabla.tir V=5440", example("nabla"), {}, nabla_example, True),
+        ("laplacian 256x256x80", LAPLACIAN, {"N": 256, "M": 256, "L": 80},
+         numpy_laplacian, False),
+        ("nabla V=200k E=600k", NABLA, {"V": 200_000, "E": 600_000}, numpy_nabla, True),
+    ]
+
+
+def speed(repeat: int) -> list[tuple[str, float, float]]:
+    rows = []
+    for name, src, sizes, fn, mesh in _cases():
+        prog = tir.parse(src)
+        args = random_arguments(prog, sizes=sizes, seed=0, absent_fraction=0.02 if mesh else 0.0)
+        if mesh:                  # the NumPy version gathers every edge end
+            args["E2V"] = np.abs(args["E2V"])
+        compiled = tir.compile(prog)
+        ref = clone(args)
+        compiled(**args)
+        fn(**ref)
+        outs = [np.asarray(x) for x in (args["out"] if mesh else (args["out"],))]
+        refs = [np.asarray(x) for x in (ref["out"] if mesh else (ref["out"],))]
+        assert all(np.allclose(a, b, rtol=1e-12, atol=1e-12) for a, b in zip(outs, refs)), name
+        reps = repeat * (20 if "tir" in name else 1)
+        t_c = timed(lambda compiled=compiled, args=args: compiled(**args), reps)[1]
+        t_n = timed(lambda fn=fn, ref=ref: fn(**ref), reps)[1]
+        rows.append((name, t_c, t_n))
+    return rows
+
+
+def under_load(repeat: int) -> None:
+    print(f"\n3. Compiled against NumPy, default threads ({tir.get_num_threads()}), "
+          "median ms")
+    alone = speed(repeat)
+    with background_load(2):
+        loaded = speed(repeat)
+    print(f"   {'case':22s} {'alone':>26s} {'two busy processes alongside':>34s}")
+    for (name, c0, n0), (_, c1, n1) in zip(alone, loaded):
+        print(f"   {name:22s} {c0 * 1e3:8.3f} vs {n0 * 1e3:8.3f} = {n0 / c0:5.1f}x"
+              f"      {c1 * 1e3:8.3f} vs {n1 * 1e3:8.3f} = {n1 / c1:5.1f}x")
+
+
+def build_throughput() -> None:
+    print("\n4. Build")
+    files = sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith(".tir"))
+    with tempfile.TemporaryDirectory() as cache:
+        cold = fresh_process(cache, preimport=True)["compile"]
+    with tempfile.TemporaryDirectory() as cache:
+        report = tir.build(files, cache_dir=cache, progress=None)
+    n = len(report.built)
+    print(f"   cold compile of the Laplacian alone (new process, DaCe imported): {cold:.2f} s")
+    print(f"   build of {n} example programs, {os.cpu_count()} processes: "
+          f"{report.seconds:.1f} s = {n / report.seconds:.2f} programs/s"
+          + (f" ({len(report.failed)} failed)" if report.failed else ""))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    opts = ap.parse_args()
+    q = opts.quick
+    from tensorir_dace import openmp
+    print(f"tensorir_dace {tir.__version__}; {os.cpu_count()} cores; wait policy "
+          f"{openmp.wait_policy()}; load average {os.getloadavg()[0]:.1f}")
+    startup(3 if q else 7)
+    per_call(2000 if q else 20000)
+    under_load(5 if q else 20)
+    build_throughput()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""Random well-typed Tensor IR programs, seeded and reproducible.
+
+A *case* is a small program: a few statements that write their own outputs
+(and temporaries) from a fixed set of inputs.  Cases are batched: the
+statements of many cases go into one program, so that one compile checks
+many of them.  Every case covers one family of constructs (Cartesian
+arithmetic with halos and broadcasting, float32, int32/int64 with negative
+``/`` and ``%``, bool logic, tuples, neighbour tables with absent entries,
+scans with wider operands, ``subset`` and ``concat``, temporaries, and
+program-level ``if``/``for``)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+IJ = "I[0:N], J[0:M]"
+HALO = "I[-2:N+2], J[-2:M+2]"
+INPUTS = (
+    f"a: tensor<float, {HALO}>", f"b: tensor<float, {HALO}>", "c: tensor<float, J[-2:M+2]>",
+    f"f: tensor<float32, {HALO}>", f"n: tensor<int32, {HALO}>", f"m: tensor<int, {HALO}>",
+    f"p: tensor<bool, {HALO}>", "col: tensor<float, I[0:N], K[-1:L+1]>",
+    "v: tensor<float, V[0:NV]>", "e: tensor<float, E[0:NE]>",
+    "E2V: tensor<int, E[0:NE], _NB_V[0:2]>", "V2E: tensor<int, V[0:NV], _NB_E[0:3]>",
+    "s: tensor<int>", "alpha: tensor<float>",
+)
+SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
+         {"N": 8, "M": 3, "L": 5, "NV": 9, "NE": 13})
+KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
+         "temporary", "control")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated program: declarations (outputs, temporaries) and statements,
+    all names suffixed with the case number so cases can share one program."""
+
+    seed: int
+    kind: str
+    outputs: tuple[str, ...]
+    temporaries: tuple[str, ...]
+    statements: tuple[str, ...]
+
+
+class _Gen:
+    def __init__(self, r: random.Random):
+        self.r = r
+
+    def pick(self, *xs):
+        return self.r.choice(xs)
+
+    # ------------------------------------------------------------ float over I, J
+    def fexpr(self, d: int, names=("a", "b"), lit=("1.5", "2.0", "0.25", "3", "-0.5"),
+              halo: int = 2) -> str:
+        """``halo``: how far the remaining shifts may reach into the inputs' halo."""
+        r = self.r
+        if d == 0 or r.random() < 0.2 or (halo == 0 and r.random() < 0.5):
+            c = r.random()
+            if c < 0.4:
+                return r.choice(names)
+            if c < 0.55:
+                return r.choice(lit)
+            if c < 0.65:
+                return "c" if "a" in names else r.choice(names)
+            if c < 0.7 and "a" in names:
+                return "alpha"
+            if halo == 0:
+                return r.choice(names)
+            off = r.choice([o for o in (-2, -1, 1, 2) if abs(o) <= halo])
+            return f"⟪{r.choice('IJ')}, {off}⟫({r.choice(names)})"
+        x = lambda: self.fexpr(d - 1, names, lit, halo)  # noqa: E731
+        shifted = lambda: self.fexpr(d - 1, names, lit, halo - 1)  # noqa: E731
+        return r.choice([
+            lambda: f"({x()} + {x()})", lambda: f"({x()} - {x()})",
+            lambda: f"({x()} × {x()})", lambda: f"({x()} / {x()})",
+            lambda: f"if({x()} < {x()}, {x()}, {x()})", lambda: f"-{x()}",
+            lambda: f"minimum({x()}, {x()})", lambda: f"maximum({x()}, {x()})",
+            lambda: f"{self.pick('sin', 'cos', 'tanh', 'exp', 'floor')}({x()})",
+            lambda: f"sqrt(abs({x()}))", lambda: f"power({x()}, 2)",
+            lambda: f"⟪{r.choice('IJ')}, {r.choice([-1, 1])}⟫({shifted()})" if halo > 0
+                    else x(),
+        ])()
+
+    def iexpr(self, d: int, dt: str) -> str:
+        r = self.r
+        names = ("n",) if dt == "int32" else ("m",)
+        if d == 0 or r.random() < 0.2:
+            c = r.random()
+            if c < 0.45:
+                return names[0]
+            if c < 0.7:
+                return r.choice(["1", "2", "-3", "0", "7", "-5"])
+            if c < 0.8:
+                return f"cast(s, {dt})" if dt == "int32" else "s"
+            return f"⟪{r.choice('IJ')}, {r.choice([-1, 1])}⟫({names[0]})"
+        x = lambda: self.iexpr(d - 1, dt)  # noqa: E731
+        nz = lambda: f"(abs({x()}) + 1)"   # noqa: E731  a divisor that is never 0
+        return r.choice([
+            lambda: f"({x()} + {x()})", lambda: f"({x()} - {x()})",
+            lambda: f"({x()} × {r.choice(['2', '-3'])})", lambda: f"({x()} / {nz()})",
+            lambda: f"({x()} / -{nz()})", lambda: f"({x()} % {nz()})",
+            lambda: f"({x()} % -{nz()})", lambda: f"minimum({x()}, {x()})",
+            lambda: f"maximum({x()}, {x()})", lambda: f"abs({x()})", lambda: f"-{x()}",
+            lambda: f"if({x()} < {x()}, {x()}, {x()})",
+            lambda: f"cast(cast({x()}, float) × 0.5, {dt})",
+            lambda: f"cast(a > b, {dt})" if r.random() < 0.3 else f"({x()} × 2)",
+        ])()
+
+    def bexpr(self, d: int) -> str:
+        r = self.r
+        if d == 0 or r.random() < 0.25:
+            return r.choice(["p", "(a < b)", "(m ≥ 0)", "(n == 1)", "⟪I, 1⟫(p)", "True"])
+        x = lambda: self.bexpr(d - 1)  # noqa: E731
+        return r.choice([
+            lambda: f"({x()} ∧ {x()})", lambda: f"({x()} ∨ {x()})", lambda: f"¬{x()}",
+            lambda: f"({x()} == {x()})", lambda: f"({x()} ≠ {x()})",
+            lambda: f"if({x()}, {x()}, {x()})",
+            lambda: f"({self.fexpr(1)} ≤ {self.fexpr(1)})",
+        ])()
+
+    # ------------------------------------------------------------ mesh
+    def vexpr(self, d: int) -> str:
+        VT, ET = "tensor<float, V[0:NV]>", "tensor<float, E[0:NE]>"
+        r = self.r
+        if d == 0 or r.random() < 0.2:
+            return r.choice(["v", "(v × 1.5)"])
+        ee = lambda: self.eexpr(d - 1)  # noqa: E731
+        vv = lambda: self.vexpr(d - 1)  # noqa: E731
+        return r.choice([
+            lambda: f"if(can_deref(⟪V2E, {r.randrange(3)}⟫(e)), ⟪V2E, {r.randrange(3)}⟫(e), 0.0)"
+                    if r.random() < 0.5 else f"⟪V2E, {r.randrange(3)}⟫({ee()})",
+            lambda: f"reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)(⟪V2E⟫({ee()}))",
+            lambda: f"reduce(λ(acc: {VT}, x: {VT}) → maximum(acc, x), -100.0)(⟪V2E⟫({ee()}))",
+            lambda: f"if(can_deref(⟪V2E, {r.randrange(3)}⟫({ee()})), {vv()}, -1.0)",
+            lambda: f"shift_apply({r.randrange(3)})(⟪V2E⟫({ee()}))",
+            lambda: f"cast(can_deref(⟪V2E, {r.randrange(3)}⟫(⟪E2V, {r.randrange(2)}⟫(v))), float)",
+            lambda: f"({vv()} {r.choice(['+', '-', '×'])} {vv()})",
+            lambda: f"reduce(λ(acc: {VT}, x: {ET}) → acc + x, 0.0)(⟪V2E⟫(e))"
+                    if False else f"({vv()} + 1.0)",
+        ])()
+
+    def eexpr(self, d: int) -> str:
+        ET = "tensor<float, E[0:NE]>"
+        r = self.r
+        if d == 0 or r.random() < 0.2:
+            return r.choice(["e", "(e + 2.0)"])
+        vv = lambda: self.vexpr(d - 1)  # noqa: E731
+        ee = lambda: self.eexpr(d - 1)  # noqa: E731
+        return r.choice([
+            lambda: f"⟪E2V, {r.randrange(2)}⟫({vv()})",
+            lambda: f"reduce(λ(acc: {ET}, x: {ET}) → acc + x, 0.0)(⟪E2V⟫({vv()}))",
+            lambda: f"({ee()} {r.choice(['+', '-', '×'])} {ee()})",
+        ])()
+
+
+def generate_case(seed: int, index: int | None = None) -> Case:
+    """The case of ``seed``; its names end in ``_<index>`` (default: the seed)."""
+    r = random.Random(seed)
+    g = _Gen(r)
+    k = seed if index is None else index
+    kind = KINDS[r.randrange(len(KINDS))]
+    o, t = f"o_{k}", f"t_{k}"
+    decl = lambda name, dt, dims=IJ: f"{name}: tensor<{dt}, {dims}>"  # noqa: E731
+    d = r.randint(1, 4)
+    outs, temps, stmts = [], [], []
+    if kind == "float":
+        outs, stmts = [decl(o, "float")], [f"{o} ← {g.fexpr(d)}"]
+    elif kind == "float32":
+        outs = [decl(o, "float32")]
+        stmts = [f"{o} ← {g.fexpr(d, names=('f',), lit=('1.5', '2.0', '0.25', '3'))}"]
+    elif kind in ("int", "int32"):
+        outs, stmts = [decl(o, kind)], [f"{o} ← {g.iexpr(d, kind)}"]
+    elif kind == "bool":
+        outs, stmts = [decl(o, "bool")], [f"{o} ← {g.bexpr(d)}"]
+    elif kind == "tuple":
+        outs = [decl(o, "float")]
+        temps = [decl(t, "(float, (float, int))")]
+        stmts = [f"{t} ← make_tuple({g.fexpr(d)}, make_tuple({g.fexpr(1)}, {g.iexpr(1, 'int')}))",
+                 f"{o} ← {t}[0] × {t}[1][0] + cast({t}[1][1], float)"]
+    elif kind == "mesh":
+        outs, stmts = [decl(o, "float", "V[0:NV]")], [f"{o} ← {g.vexpr(d)}"]
+    elif kind == "scan":
+        ct = "tensor<float, I[0:N]>"
+        forward = r.choice(["True", "False"])
+        outs = [decl(o, "float", "I[0:N], K[0:L]")]
+        if r.random() < 0.5:
+            lam = (f"λ(st: tensor<(float, float), I[0:N]>, x: {ct}) → "
+                   f"make_tuple(st[0] × 0.5 + x, maximum(st[1], x))")
+            stmts = [f"{o} ← (λ(q: tensor<(float, float), I[0:N], K[-1:L+1]>) → "
+                     f"q[0] + q[1])(scan({lam}, {forward}, make_tuple(0.0, -1.0))(col))"]
+        else:
+            body = g.pick("0.5 × st + x", "st + x × x", "maximum(st, x) - 0.25")
+            stmts = [f"{o} ← scan(λ(st: {ct}, x: {ct}) → {body}, {forward}, "
+                     f"{g.pick('0.0', '1.0')})(col)"]
+    elif kind == "subset":
+        outs = [decl(o, "float")]
+        stmts = [f"{o} ← a",
+                 f"subset({o}, I[1:N-1], J[0:M]) ← {g.fexpr(d)}",
+                 f"{o} ← concat(subset(a × {g.fexpr(1)}, I[0:1]), subset(⟪I, -1⟫({o}), I[1:N]))"
+                 if r.random() < 0.5 else
+                 f"{o} ← concat(J, subset(a × 2.0, J[0:1]), subset(b - {g.fexpr(1)}, J[1:M]))"]
+    elif kind == "temporary":
+        outs = [decl(o, "float")]
+        temps = [decl(t, "float"), decl(t + "u", "float")]
+        stmts = [f"{t}u ← {g.fexpr(d)}",                     # never read
+                 f"{t} ← {g.fexpr(d)}",
+                 f"{t} ← {t} × 0.5 + {g.fexpr(1)}",          # reads itself
+                 f"{o} ← {t} + ⟪J, 0⟫({t})"]
+    else:   # control
+        outs = [decl(o, "float")]
+        cond = g.pick("s % 2 == 1", "s / 2 ≥ 1", "alpha > 1.0", "s % 3 == -1 ∨ s < 0")
+        stmts = [f"if ({cond}) {{ {o} ← {g.fexpr(d)} }} else {{ {o} ← {g.fexpr(d)} }}",
+                 f"for (it in 0:{g.pick('2', 's', 's % 3')}) {{ {o} ← {o} × 0.5 + a }}"]
+    return Case(seed, kind, tuple(outs), tuple(temps), tuple(stmts))
+
+
+def program_text(cases: list[Case] | tuple[Case, ...], name: str = "fuzz") -> str:
+    """One program holding the statements of ``cases``."""
+    params = list(INPUTS) + [x for c in cases for x in c.outputs]
+    body = [f"    {t};" for c in cases for t in c.temporaries]
+    body += [f"    {s};" for c in cases for s in c.statements]
+    return f"{name}(\n    " + ",\n    ".join(params) + "\n) {\n" + "\n".join(body) + "\n}\n"
+
+
+def batch(first_seed: int, count: int) -> list[Case]:
+    return [generate_case(first_seed + i) for i in range(count)]

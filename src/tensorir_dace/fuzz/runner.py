@@ -1,0 +1,224 @@
+"""Differential runs of generated programs: check, compile, interpret, compare;
+delta debugging of a failing case down to a minimal program."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .. import ir
+from ..errors import TensorIRError
+from ..testing import clone, random_arguments
+from .generator import SIZES, Case, batch, generate_case, program_text
+
+
+@dataclass
+class Outcome:
+    """What happened to one batch: ``failed`` maps a case's output name to a message."""
+
+    statements: int
+    failed: dict[str, str]
+    crash: str | None = None      # an exception other than TensorIRError
+
+
+def _close(x: np.ndarray, y: np.ndarray) -> bool:
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if x.dtype.kind != "f":
+        return bool(np.array_equal(x, y))
+    tol = 1e-4 if x.dtype == np.float32 else 1e-9
+    return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
+
+
+def _leaves(v):
+    if isinstance(v, tuple):
+        for x in v:
+            yield from _leaves(x)
+    else:
+        yield v
+
+
+def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcome:
+    """Check, compile once, run at both sizes against the interpreter."""
+    from ..interpreter import interpret
+    from ..runtime.program import compile
+    from ..syntax import parse
+    from ..typing import check
+    prog = parse(text)
+    statements = sum(1 for n in ir.walk(prog) if isinstance(n, ir.Assign))
+    failed: dict[str, str] = {}
+    try:
+        check(prog)
+    except TensorIRError as err:
+        return Outcome(statements, {"*": f"refused by the checker: {err}"})
+    try:
+        binary = compile(prog, **(compile_kw or {}))
+    except TensorIRError as err:
+        return Outcome(statements, {"*": f"accepted but not compiled: {err}"})
+    except Exception as err:   # noqa: BLE001 - the contract allows TensorIRError only
+        return Outcome(statements, {}, crash=f"compile: {type(err).__name__}: {err}")
+    for sizes in SIZES:
+        args = random_arguments(prog, sizes=sizes, seed=seed, absent_fraction=0.25)
+        ref, out = clone(args), clone(args)
+        try:
+            interpret(prog, **ref)
+            binary(**out)
+        except TensorIRError as err:
+            return Outcome(statements, {"*": f"run failed at {sizes}: {err}"})
+        except Exception as err:   # noqa: BLE001
+            return Outcome(statements, {}, crash=f"run at {sizes}: {type(err).__name__}: {err}")
+        for name in ref:
+            if isinstance(args[name], (np.ndarray, tuple)) and not all(
+                    _close(np.asarray(x), np.asarray(y))
+                    for x, y in zip(_leaves(out[name]), _leaves(ref[name]))):
+                failed.setdefault(name, f"compiled and interpreted differ at {sizes}")
+    return Outcome(statements, failed)
+
+
+def case_fails(case: Case, seed: int = 0) -> str | None:
+    """Why ``case`` alone fails (None: it passes)."""
+    try:
+        out = run_text(program_text([case]), seed)
+    except TensorIRError as err:
+        return f"refused: {err}"
+    if out.crash:
+        return out.crash
+    return next(iter(out.failed.values()), None)
+
+
+def run_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], str | None]:
+    """Run the ``count`` cases from seed ``first`` as one program: (first, statements,
+    [(seed, why)] of failed cases, crash)."""
+    first, count = job
+    cases = batch(first, count)
+    out = run_text(program_text(cases), seed=first)
+    bad = []
+    for c in cases:
+        names = {o.split(":")[0] for o in c.outputs}
+        for name, why in out.failed.items():
+            if name == "*" or name in names:
+                bad.append((c.seed, why))
+                break
+    return first, out.statements, bad, out.crash
+
+
+# --------------------------------------------------------------------------- shrinking
+
+
+def _replace(node, old, new):
+    """``node`` with the sub-node ``old`` (by identity) replaced by ``new``."""
+    if node is old:
+        return new
+    match node:
+        case ir.Call(func=f, args=args):
+            return replace(node, func=_replace(f, old, new),
+                           args=tuple(_replace(a, old, new) for a in args))
+        case ir.Lambda(body=b):
+            return replace(node, body=_replace(b, old, new))
+    return node
+
+
+def _simpler(stmt: str, program_of: Callable[[str], str]) -> list[str]:
+    """Candidate simplifications of one statement: a call replaced by one of its
+    arguments of the same type."""
+    from ..syntax import format as fmt
+    from ..syntax import parse
+    from ..typing import check
+    try:
+        typed = check(parse(program_of(stmt)))
+    except TensorIRError:
+        return []
+    (assign,) = [n for n in ir.walk(typed) if isinstance(n, ir.Assign)][-1:]
+    out = []
+    for node in ir.walk(assign.value):
+        if isinstance(node, ir.Call) and not isinstance(node.func, ir.Lambda):
+            for a in node.args:
+                if isinstance(a, (ir.Call, ir.Sym, ir.Literal)) and a.type == node.type:
+                    new = replace(assign, value=_replace(assign.value, node, a))
+                    out.append(fmt(new).rstrip(";"))
+    return out
+
+
+def shrink(case: Case, seed: int = 0, budget: int = 40) -> tuple[Case, str]:
+    """A smaller case that still fails: statements dropped, then calls replaced by
+    their arguments (greedy delta debugging, at most ``budget`` runs)."""
+    reason = case_fails(case, seed) or "passes"
+    runs = 1
+    stmts = list(case.statements)
+    i = 0
+    while i < len(stmts) and runs < budget and len(stmts) > 1:
+        trial = replace(case, statements=tuple(stmts[:i] + stmts[i + 1:]))
+        runs += 1
+        why = case_fails(trial, seed)
+        if why is not None and not why.startswith("refused"):
+            stmts, case, reason = list(trial.statements), trial, why
+        else:
+            i += 1
+    changed = True
+    while changed and runs < budget:
+        changed = False
+        for k, stmt in enumerate(stmts):
+            def program_of(s: str, k=k, case=case, stmts=stmts) -> str:
+                return program_text([replace(case, statements=tuple(
+                    stmts[:k] + [s] + stmts[k + 1:]))])
+            for cand in _simpler(stmt, program_of):
+                if runs >= budget:
+                    break
+                trial = replace(case, statements=tuple(stmts[:k] + [cand] + stmts[k + 1:]))
+                runs += 1
+                why = case_fails(trial, seed)
+                if why is not None and not why.startswith("refused"):
+                    stmts, case, reason, changed = list(trial.statements), trial, why, True
+                    break
+            if changed:
+                break
+    return case, reason
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def mutate(text: str, r: random.Random) -> str:
+    """``text`` with a few characters or tokens deleted, duplicated or swapped."""
+    for _ in range(r.randint(1, 4)):
+        if not text:
+            break
+        i, j = sorted(r.randrange(len(text)) for _ in range(2))
+        op = r.randrange(5)
+        if op == 0:
+            text = text[:i] + text[i + 1:]
+        elif op == 1:
+            text = text[:i] + text[i] + text[i:]
+        elif op == 2:
+            text = text[:i] + text[j] + text[i + 1:j] + text[i] + text[j + 1:]
+        else:
+            words = text.split(" ")
+            a, b = r.randrange(len(words)), r.randrange(len(words))
+            if op == 3:
+                words[a], words[b] = words[b], words[a]
+            else:
+                words.insert(a, words[b])
+            text = " ".join(words)
+    return text
+
+
+def fuzz_parser(count: int, seed: int = 0) -> list[tuple[str, str]]:
+    """Parse and check ``count`` mutated programs; the (text, error) pairs where
+    anything but a TensorIRError came out."""
+    from ..syntax import parse
+    from ..typing import check
+    r = random.Random(seed)
+    bad = []
+    for k in range(count):
+        base = program_text([generate_case(seed + k * 7 + i) for i in range(2)])
+        text = mutate(base, r)
+        try:
+            check(parse(text))
+        except TensorIRError:
+            pass
+        except Exception as err:   # noqa: BLE001
+            bad.append((text, f"{type(err).__name__}: {err}"))
+    return bad

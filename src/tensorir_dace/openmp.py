@@ -1,0 +1,124 @@
+"""OpenMP settings of compiled programs: wait policy, thread count, small maps.
+
+Compiled programs run their maps as OpenMP parallel loops (GNU libgomp).
+Two defaults of libgomp hurt on a shared machine:
+
+* **Wait policy.**  Idle threads spin at barriers for a while before they
+  sleep.  When other processes hold the cores, a spinning thread delays the
+  one that has work, and a call that takes 0.1 ms alone takes 10 ms or more.
+  ``import tensorir_dace`` therefore sets ``OMP_WAIT_POLICY=PASSIVE`` unless
+  the user set it.  libgomp reads its environment once, when it is loaded,
+  so this works only if no library has loaded libgomp before;
+  :func:`wait_policy` says which policy is in effect.
+* **Small maps.**  Starting a parallel region costs microseconds on an idle
+  machine and milliseconds on a busy one.  A call whose largest parallel
+  map has fewer than :data:`SEQUENTIAL_BELOW` points runs with one thread
+  (decided per call from the sizes, see :mod:`tensorir_dace.runtime`).  The
+  maps stay OpenMP loops: DaCe's sequential schedule would allocate per-point
+  scratch inside the loop and run several times slower.
+
+The thread count follows ``OMP_NUM_THREADS`` (libgomp's own rule: all cores
+when unset); :func:`set_num_threads` changes it for the calling thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["SEQUENTIAL_BELOW", "get_num_threads", "set_num_threads", "wait_policy"]
+
+#: A call whose largest parallel map has fewer points runs with one thread.
+#: Measured with ``benchmarks/bench_threads.py`` (a 3-point stencil, two
+#: cores): two threads were slower than one at every size up to 2**18
+#: points, on a shared machine and with two CPU-bound processes alongside
+#: (0.4x at 4096 points, 0.9x at 2**18); from about 2**20 points they pay.
+SEQUENTIAL_BELOW = 262144
+
+_policy_source = "user"          # "user", "tensorir_dace" or "too late"
+
+
+def _libgomp_loaded() -> bool:
+    """Whether libgomp is already mapped into this process (Linux; else False)."""
+    try:
+        with open("/proc/self/maps") as fp:
+            return any("libgomp" in line for line in fp)
+    except OSError:
+        return False
+
+
+def _configure() -> None:
+    """Make idle OpenMP threads sleep instead of spin, unless the user chose."""
+    global _policy_source
+    if "OMP_WAIT_POLICY" in os.environ:
+        return
+    if sys.platform.startswith("linux") and _libgomp_loaded():
+        _policy_source = "too late"
+        return
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    _policy_source = "tensorir_dace"
+
+
+def wait_policy() -> str:
+    """The OpenMP wait policy compiled programs run with, and who chose it:
+    ``"PASSIVE (set by tensorir_dace)"``, ``"ACTIVE (OMP_WAIT_POLICY)"``, or
+    ``"libgomp default (loaded before tensorir_dace)"``."""
+    if _policy_source == "too late":
+        return "libgomp default (loaded before tensorir_dace)"
+    value = os.environ.get("OMP_WAIT_POLICY", "")
+    who = "set by tensorir_dace" if _policy_source == "tensorir_dace" else "OMP_WAIT_POLICY"
+    return f"{value.upper()} ({who})"
+
+
+_gomp: ctypes.CDLL | None = None
+
+
+def _lib() -> ctypes.CDLL:
+    global _gomp
+    if _gomp is None:
+        try:
+            _gomp = ctypes.CDLL("libgomp.so.1")
+        except OSError:
+            from .errors import TensorIRError
+            raise TensorIRError("the OpenMP runtime (libgomp.so.1) is not installed; "
+                                "compiled programs need it") from None
+    return _gomp
+
+
+def get_num_threads() -> int:
+    """How many OpenMP threads the next compiled call of this thread may use."""
+    return int(_lib().omp_get_max_threads()) if _threads is None else _threads
+
+
+def set_num_threads(n: int) -> None:
+    """Use ``n`` OpenMP threads in the compiled calls of this thread."""
+    if int(n) < 1:
+        from .errors import ArgumentError
+        raise ArgumentError(f"the thread count must be at least 1, got {n}")
+    global _threads
+    _lib().omp_set_num_threads(int(n))
+    _threads = int(n)
+
+
+_threads: int | None = None     # this process's thread count, once known
+_set: Any = None
+
+
+def run_one_threaded(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` with one OpenMP thread (for calls whose maps are all small)."""
+    global _threads, _set
+    if _set is None:
+        _set = _lib().omp_set_num_threads
+    if _threads is None:
+        _threads = int(_lib().omp_get_max_threads())
+    _set(1)
+    try:
+        fn(*args)
+    finally:
+        _set(_threads)
+
+
+_configure()

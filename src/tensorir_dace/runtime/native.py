@@ -1,0 +1,323 @@
+"""Calling a cached program library through its call plan, without DaCe or SymPy.
+
+:class:`NativeCallable` checks a call's arguments against the plan made by
+:mod:`.plan` (types, dtypes, C order, writeable outputs, shapes for the size
+symbols the arrays imply, size orders, overlapping buffers), builds the
+library's argument vector and calls it through :class:`.library.Library`.
+Any argument it does not accept as plainly valid -- a wrong shape, an
+overlap that needs a copy, a device array, an explicit size symbol -- is
+handed to the full path (``fallback``: the program checked, lowered and
+loaded through DaCe), which either runs the call or raises the precise
+:class:`~tensorir_dace.ArgumentError`.  Both paths accept the same calls.
+
+Prepared argument vectors are kept per set of argument objects, so calling
+again with the same arrays costs a few identity and shape comparisons, and
+per set of buffers (address, shape, strides and dtype of each array, value of
+each scalar: everything the checks decide and the vector holds follows from
+them), so new array objects over known buffers, such as views made per call,
+cost one such key and a writeability check.
+"""
+
+from __future__ import annotations
+
+import ast
+import ctypes
+import weakref
+from collections.abc import Callable, Sequence
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+
+from .. import openmp
+from ..openmp import run_one_threaded
+from ..pointers import data_pointer
+from .library import Library
+
+__all__ = ["PLAN_FORMAT", "NativeCallable", "evaluator"]
+
+#: Bump when the call plan's layout changes (:mod:`.plan` writes it).
+PLAN_FORMAT = 1
+
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant,
+            ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Call,
+            ast.Tuple, ast.Compare, ast.LtE, ast.BoolOp, ast.And, ast.Pow, ast.Div)
+_FUNCTIONS = {"Max": max, "Min": min, "floor": lambda x: x // 1, "ceiling": lambda x: -(-x // 1)}
+
+
+def evaluator(text: str, names: list[str]) -> Callable[..., Any]:
+    """A function of ``names`` computing the arithmetic expression ``text``
+    (integers, ``+ - * // % **``, ``Max``, ``Min``, ``floor``, ``ceiling``)."""
+    tree = ast.parse(text, mode="eval")
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ValueError(f"unsupported expression {text!r}")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                               and node.func.id in _FUNCTIONS):
+            raise ValueError(f"unsupported function in {text!r}")
+    code = compile(f"lambda {', '.join(names)}: {text}", "<call plan>", "eval")
+    return eval(code, {"__builtins__": {}, **_FUNCTIONS})  # checked above
+
+
+_CTYPES = {"int32": ctypes.c_int32, "int64": ctypes.c_int64, "float64": ctypes.c_double,
+           "float32": ctypes.c_float, "bool": ctypes.c_bool, "int8": ctypes.c_int8,
+           "int16": ctypes.c_int16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64}
+_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+           "int8": (-128, 127), "int16": (-(1 << 15), (1 << 15) - 1),
+           "uint32": (0, (1 << 32) - 1), "uint64": (0, (1 << 64) - 1)}
+_SCALAR_TYPES = {
+    "float64": (float, int, np.float64, np.float32, np.int64, np.int32),
+    "float32": (float, int, np.float64, np.float32, np.int64, np.int32),
+    "int64": (int, np.int64, np.int32), "int32": (int, np.int64, np.int32),
+    "bool": (bool, np.bool_),
+}
+
+
+class _Entry:
+    """Prepared argument vectors for one set of argument objects.
+
+    Entries are found by argument names and object identities, and dropped
+    (weak-reference callbacks) as soon as one of their arrays is freed, so a
+    found entry's arrays are the very objects it was made for.  It is used if
+    their shapes are unchanged, the written ones are still writeable, and the
+    scalars have the same types and values."""
+
+    __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
+                 "scalars", "scalar_values", "sequential", "handle", "full")
+
+    def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
+                 positions: tuple[Callable, Callable, tuple[int, ...]], sequential: bool):
+        self.callargs = callargs
+        self.initargs = initargs
+        self.init_key = tuple(a.value for a in initargs)
+        self.pick, self.pick_written, self.scalars = positions
+        self.shapes = tuple(map(_SHAPE, self.pick(values)))
+        self.refs: tuple = ()
+        self.scalar_values = tuple((type(values[i]), values[i]) for i in self.scalars)
+        self.sequential = sequential
+        self.handle: Any = None          # the library state the full vector was made for
+        self.full: tuple = ()
+
+    def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
+        """Call ``forget`` when one of the arrays in ``values`` is freed."""
+        self.refs = tuple(weakref.ref(a, forget) for a in self.pick(values))
+
+    def matches(self, values: tuple) -> bool:
+        return tuple(map(_SHAPE, self.pick(values))) == self.shapes \
+            and all(map(_WRITEABLE, self.pick_written(values))) \
+            and (not self.scalars
+                 or tuple((type(values[i]), values[i]) for i in self.scalars)
+                 == self.scalar_values)
+
+
+def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
+    """``values -> tuple of values[i] for i in positions``, at C speed."""
+    if len(positions) > 1:
+        return itemgetter(*positions)
+    if positions:
+        i = positions[0]
+        return lambda values: (values[i],)
+    return lambda values: ()
+
+
+_SHAPE = attrgetter("shape")
+_WRITEABLE = attrgetter("flags.writeable")
+
+
+class NativeCallable:
+    """Calls ``library`` with keyword arguments as the plan describes (see above).
+
+    :param plan: the call plan (:func:`.plan.call_plan`).
+    :param library: the loaded library.
+    :param fallback: makes the full-path callable (called at most once).
+    """
+
+    def __init__(self, plan: dict[str, Any], library: Library,
+                 fallback: Callable[[], Callable[..., None]], max_cached: int = 8):
+        self.plan = plan
+        self.library = library
+        self._make_fallback = fallback
+        self._fallback: Callable[..., None] | None = None
+        self.max_cached = max_cached
+        self._entries: dict[tuple, _Entry] = {}       # by argument object identities
+        self._buffers: dict[tuple, _Entry] = {}       # by buffers (see _by_buffers)
+        self.params = tuple(plan["params"])
+        leaves = plan["leaves"]
+        if any(lf["path"] for lf in leaves):    # plans describe no tuple parameters
+            raise ValueError("call plan with tuple-typed parameters")
+        self._param_keys = frozenset(lf["param"] for lf in leaves)
+        self._leaf_params = tuple(lf["param"] for lf in leaves)
+        names = list(plan["symbols"])
+        self._names = names
+        arrays = [i for i, lf in enumerate(leaves) if lf["kind"] == "array"]
+        # (leaf, dtype, ndim, written) per array; (leaf, accepted types) per scalar
+        self._array_specs = tuple((i, np.dtype(leaves[i]["dtype"]), len(leaves[i]["shape"]),
+                                   bool(leaves[i]["written"])) for i in arrays)
+        self._scalar_specs = tuple((i, _SCALAR_TYPES.get(lf["dtype"], ()))
+                                   for i, lf in enumerate(leaves) if lf["kind"] != "array")
+        self._written_params = tuple(leaves[i]["param"] for i in arrays if leaves[i]["written"])
+        self._pick_arrays = _picker(arrays)
+        self._shapes = evaluator("(" + "".join(
+            "(" + "".join(f"{e}, " for e in leaves[i]["shape"]) + "), " for i in arrays) + ")",
+            names)
+        self._solve = tuple((sym, i, d, evaluator(e, ["x"]))
+                            for sym, (i, d, e) in plan["solve"].items())
+        self._scalar_symbols = tuple(plan["scalar_symbols"].items())
+        cons = plan["constraints"]
+        self._constraints = evaluator(" and ".join(f"({lo}) <= ({hi})" for lo, hi in cons),
+                                      names) if cons else None
+        self._volume = evaluator(plan["volume"], names) if plan.get("volume") else None
+        # per C argument: (kind, leaf index / array position / symbol, ctype, int range)
+        position = {leaf: k for k, leaf in enumerate(arrays)}
+        self._args = tuple((kind, position[ref] if kind == "array" else ref,
+                            _CTYPES[rest[0]] if rest else None,
+                            _RANGES.get(rest[0]) if rest else None)
+                           for kind, ref, *rest in plan["args"])
+        self._array_args = _picker([ref for _, ref, *_ in self._args]) \
+            if all(kind == "array" for kind, *_ in self._args) else None
+        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...]]] = {}
+        self._init = tuple(plan["init"])
+        self._reinit = bool(plan["reinit"])
+
+    # ------------------------------------------------------------------ calling
+
+    def __call__(self, **kwargs: Any) -> None:
+        self.call(kwargs)
+
+    def call(self, kwargs: dict[str, Any]) -> None:
+        """``self(**kwargs)``, without unpacking the dictionary again."""
+        values = tuple(kwargs.values())
+        key = (*kwargs, *map(id, values))
+        entry = self._entries.get(key)
+        if entry is not None and entry.matches(values):
+            self._run(entry)
+            return
+        bkey: tuple | None
+        try:
+            bkey = (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
+                               if type(v) is np.ndarray else (type(v), v) for v in values])
+            entry = self._buffers.get(bkey)
+        except TypeError:           # unhashable: not a plain call
+            bkey = entry = None
+        if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
+            self._run(entry)        # new objects, known buffers (e.g. views made per call)
+            return
+        entry = self._prepare(kwargs)
+        if entry is None:
+            self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
+            return
+        self._run(entry)
+        entries, buffers = self._entries, self._buffers
+        if key not in entries and len(entries) >= self.max_cached:
+            entries.pop(next(iter(entries)))
+        entry.watch(values, lambda _ref: entries.pop(key, None))
+        entries[key] = entry
+        if bkey is not None:
+            if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
+                buffers.pop(next(iter(buffers)))
+            buffers[bkey] = entry
+
+    def _run(self, entry: _Entry) -> None:
+        lib = self.library
+        if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
+            lib.ensure_init(entry.initargs, entry.init_key)
+        if entry.handle is not lib.handle:        # the state handle leads the arguments
+            entry.handle = lib.handle
+            entry.full = (lib.handle, *entry.callargs)
+        if entry.sequential:
+            run_one_threaded(lib.program, *entry.full)
+        else:
+            lib.program(*entry.full)
+
+    def set_fallback(self, full: Callable[..., None]) -> None:
+        """Use ``full`` as the full path (made already)."""
+        self._fallback = full
+
+    def fallback(self, **kwargs: Any) -> None:
+        """Run the call on the full path (DaCe-loaded, every check with its message)."""
+        if self._fallback is None:
+            self._fallback = self._make_fallback()
+        self._fallback(**kwargs)
+
+    # ------------------------------------------------------------------ preparing
+
+    def _prepare(self, kwargs: dict[str, Any]) -> _Entry | None:
+        """Argument vectors for a plainly valid call; ``None``: take the full path."""
+        if kwargs.keys() != self._param_keys:
+            return None
+        values = [kwargs[p] for p in self._leaf_params]
+        for i, dtype, ndim, written in self._array_specs:
+            v = values[i]
+            if type(v) is not np.ndarray or v.dtype is not dtype or v.ndim != ndim:
+                return None
+            flags = v.flags
+            if not flags.c_contiguous or (written and not flags.writeable):
+                return None
+        for i, types in self._scalar_specs:
+            if type(values[i]) not in types:
+                return None
+        env: dict[str, int] = {}
+        for sym, i, d, fn in self._solve:
+            env[sym] = int(fn(values[i].shape[d]))
+        for sym, i in self._scalar_symbols:
+            env[sym] = int(values[i])
+        syms = [env[n] for n in self._names]
+        arrays = self._pick_arrays(values)
+        if tuple(map(_SHAPE, arrays)) != self._shapes(*syms):
+            return None
+        if self._constraints is not None and not self._constraints(*syms):
+            return None
+        pointers = [data_pointer(a) for a in arrays]
+        if self._overlap(arrays, pointers):
+            return None
+        callargs: list[Any] | None
+        if self._array_args is not None:      # arrays only: pointers in argument order
+            callargs = list(map(ctypes.c_void_p, self._array_args(pointers)))
+        else:
+            callargs = self._mixed_args(values, env, pointers)
+            if callargs is None:
+                return None
+        sequential = self._volume is not None and \
+            self._volume(*syms) < openmp.SEQUENTIAL_BELOW
+        return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
+                      tuple(kwargs.values()), self._positions(kwargs), sequential)
+
+    def _positions(self, kwargs: dict[str, Any]) -> tuple[Callable, Callable, tuple[int, ...]]:
+        """Where the arrays, the written arrays and the scalars are among the values
+        of a call with these keyword names (computed once per name order)."""
+        order = tuple(kwargs)
+        hit = self._orders.get(order)
+        if hit is None:
+            arrays = [order.index(self._leaf_params[i]) for i, *_ in self._array_specs]
+            written = [order.index(p) for p in self._written_params]
+            scalars = tuple(order.index(self._leaf_params[i]) for i, _ in self._scalar_specs)
+            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars)
+        return hit
+
+    def _mixed_args(self, values: list, env: dict[str, int], pointers: list[int]) -> list | None:
+        callargs: list[Any] = []
+        for kind, ref, ctype, bounds in self._args:
+            if kind == "array":
+                callargs.append(ctypes.c_void_p(pointers[ref]))
+                continue
+            v = values[ref] if kind == "scalar" else env[str(ref)]   # leaf index / symbol
+            if bounds is not None and not bounds[0] <= int(v) <= bounds[1]:
+                return None
+            callargs.append(ctype(v))   # type: ignore[misc]  # scalars have a ctype
+        return callargs
+
+    def _overlap(self, arrays: tuple, pointers: list[int]) -> bool:
+        """Whether a written array shares memory with another array argument."""
+        spans = sorted((p, p + a.nbytes, spec[3]) for a, p, spec
+                       in zip(arrays, pointers, self._array_specs) if a.nbytes)
+        for before, after in zip(spans, spans[1:]):
+            if after[0] < before[1]:
+                return any(a[0] < b[1] and b[0] < a[1] and (a[2] or b[2])
+                           for n, a in enumerate(spans) for b in spans[n + 1:])
+        return False
+
+    def clear_cache(self) -> None:
+        """Forget the prepared argument vectors."""
+        self._entries.clear()
+        self._buffers.clear()
+
