@@ -27,9 +27,6 @@ from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.sdfg_passes import PIPELINES
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from copy_probe import CopyProbe
-
 #: The passes the "previous" pipeline leaves out.
 NEW = ("fuse_column_scans", "interleave_columns", "fuse_maps_horizontally", "streaming_stores")
 
@@ -214,6 +211,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated case name prefixes")
     opts = ap.parse_args()
     threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from copy_probe import CopyProbe
     probe = CopyProbe(258 * 258 * 80)
     weather = {"N": 256, "M": 256, "L": 80}
     cases = [
