@@ -198,3 +198,73 @@ def test_frontend_interval_bound_must_be_an_integer():
 
     with pytest.raises(tir.TensorIRError, match="an interval bound must be an integer"):
         bad(X, np.zeros((N, L)), f=1.0, backend="interpreter")
+
+
+# =========================================================================== random programs
+
+def random_loop_program(seed: int) -> tuple[str, list]:
+    """A loop whose temporaries use bounds ``u×t + a`` (u in 1, -1, 2): each
+    writes a window of its interval into ``out``.  Returns the text and, per
+    temporary, (u, a, b, p, q, scale) for the NumPy reference."""
+    rng = np.random.default_rng(seed)
+    parts, decls, temps = [], [], []
+    for i in range(int(rng.integers(1, 4))):
+        u = int(rng.choice([1, -1, 2]))
+        a = int(rng.integers(-2, 3))
+        b = a + int(rng.integers(1, 4))
+        p = int(rng.integers(a, b))
+        q = int(rng.integers(p + 1, b + 1))
+        scale = float(rng.integers(1, 5))
+        ut = {1: "t", -1: "−t", 2: "2×t"}[u]
+
+        def rng_(lo, hi, ut=ut):
+            return f"K[{ut} + {lo}:{ut} + {hi}]".replace("+ -", "− ")
+        decls.append(f"tmp{i}: tensor<float, {rng_(a, b)}>;")
+        parts.append(f"tmp{i} ← subset(x, {rng_(a, b)}) × {scale};\n"
+                     f"    subset(out, {rng_(p, q)}) ← subset(out, {rng_(p, q)}) + "
+                     f"subset(tmp{i}, {rng_(p, q)})")
+        temps.append((u, a, b, p, q, scale))
+    body = ";\n    ".join(parts)
+    src = (f"rand{seed}(x: tensor<float, K[0:M]>, out: tensor<float, K[0:M]>, "
+           f"n0: tensor<int>, n1: tensor<int>) {{\n  for (t in n0:n1) {{\n    "
+           + "\n    ".join(decls) + "\n    " + body + "\n  }\n}\n")
+    return src, temps
+
+
+def random_loop_numpy(x, out, n0, n1, temps):
+    for t in range(n0, n1):
+        for u, a, b, p, q, scale in temps:
+            lo, hi = u * t + p, u * t + q
+            out[lo:hi] += x[lo:hi] * scale
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_loop_temporaries_one_binary(seed):
+    src, temps = random_loop_program(seed)
+    prog, fn = parsed(src), compiled(src)
+    M = 24
+    x = np.random.default_rng(seed).random(M)
+
+    def fits(n0, n1):
+        return all(0 <= u * t + a and u * t + b <= M for t in range(n0, n1)
+                   for u, a, b, *_ in temps)
+    ranges = [(n0, n1) for n0 in range(-3, 12) for n1 in range(n0 - 1, n0 + 6)
+              if fits(n0, n1)]
+    chosen = [ranges[i] for i in np.random.default_rng(seed).choice(len(ranges), 4)]
+    chosen.append((5, 5))                                        # no iteration
+    fn(x=x, out=np.zeros(M), n0=5, n1=5)
+    before = compile_count()
+    for n0, n1 in chosen:
+        ref, a, b = np.zeros(M), np.zeros(M), np.zeros(M)
+        random_loop_numpy(x, ref, n0, n1, temps)
+        tir.interpret(prog, x=x, out=a, n0=n0, n1=n1)
+        fn(x=x, out=b, n0=n0, n1=n1)
+        np.testing.assert_allclose(a, ref, rtol=1e-13, err_msg=f"{src} {n0} {n1}")
+        np.testing.assert_allclose(b, ref, rtol=1e-13, err_msg=f"{src} {n0} {n1}")
+    assert compile_count() == before
+    bad = next(r for r in [(0, 30), (-20, 1), (10, 40)] if not fits(*r))
+    for run in (lambda **kw: tir.interpret(prog, **kw), fn):
+        out = np.zeros(M)
+        with pytest.raises(tir.ArgumentError, match="allowed range"):
+            run(x=x, out=out, n0=bad[0], n1=bad[1])
+        assert not out.any()
