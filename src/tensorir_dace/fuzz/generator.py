@@ -30,6 +30,7 @@ INPUTS = (
     "s: tensor<int>", "alpha: tensor<float>",
     "h0: tensor<int>", "h1: tensor<int>",
     "ko: tensor<int32, I[0:N], K[0:L]>", "kl: tensor<int, I[0:N], K[0:L]>",
+    "zd: tensor<int32, I[0:N], _NB_0[0:3], K[0:L]>", "I2I: tensor<int, I[0:N], _NB_I[0:3]>",
 )
 SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
          {"N": 8, "M": 3, "L": 5, "NV": 9, "NE": 13})
@@ -174,8 +175,10 @@ class _Gen:
     # ------------------------------------------------------------ columns, offsets
     def koff(self) -> str:
         """An int32 or int64 offset along K; random values reach outside the column."""
+        j = self.r.randrange(3)
         return self.pick("ko", "kl", "(ko + 1)", "-kl", "cast(ko, int)", "(kl % 3)",
-                         "minimum(ko, 1)", "cast(kl, int32)")
+                         "minimum(ko, 1)", "cast(kl, int32)", f"shift_apply({j})(zd)",
+                         f"⟪I2I, {j}⟫(ko)")
 
     def kexpr(self, d: int) -> str:
         """A float over I[0:N], K[0:L] reading ``col`` at computed offsets."""
@@ -191,26 +194,38 @@ class _Gen:
             lambda: f"cast(can_deref(⟪K, {self.koff()}⟫(⟪K, {self.koff()}⟫(col))), float)",
             lambda: f"({x()} {r.choice(['+', '-', '×'])} {x()})",
             lambda: f"maximum({x()}, ⟪K, {r.choice([-1, 1])}⟫(col))",
+            lambda: f"⟪I2I, {r.randrange(3)}⟫({x()})",
+            lambda: self.nested_reduce(f"⟪I2I⟫(⟪I2I⟫({x()}))", "I[0:N], K[0:L]", 3, 3),
         ])()
 
-    def nested(self, d: int) -> str:
-        """A float over V from ``⟪V2E⟫(⟪E2V⟫(x))`` (dims V, _NB_1, _NB_0), reduced
+    def nested_reduce(self, x: str, dims: str, n1: int, n0: int) -> str:
+        """``x`` with dims (dims, _NB_1[0:n1], _NB_0[0:n0]) reduced to ``dims``:
         over _NB_1 then _NB_0, or over the named axis _NB_0 first."""
-        r = self.r
-        VT = "tensor<float, V[0:NV]>"
-        NB0, NB1 = "tensor<float, V[0:NV], _NB_0[0:2]>", "tensor<float, V[0:NV], _NB_1[0:3]>"
-        x = f"⟪V2E⟫(⟪E2V⟫({self.vexpr(d - 1)}))"
-        inner = r.choice([
+        T = f"tensor<float, {dims}>"
+        NB0, NB1 = f"tensor<float, {dims}, _NB_0[0:{n0}]>", f"tensor<float, {dims}, _NB_1[0:{n1}]>"
+        inner = self.pick(
             f"reduce(λ(acc: {NB0}, y: {NB0}) → maximum(acc, y), -9.0)({x})",
             f"reduce(λ(acc: {NB0}, y: {NB0}) → acc + y × 0.5, 0.0)({x})",
             f"reduce(λ(acc: {NB1}, y: {NB1}) → acc + y, 0.0, _NB_0)({x})",
             f"reduce(λ(acc: {NB1}, y: {NB1}) → minimum(acc, y), 9.0, _NB_0)({x})",
-        ])
-        return r.choice([
-            f"reduce(λ(acc: {VT}, y: {VT}) → acc + y, 0.0)({inner})",
-            f"cast(reduce(λ(k: tensor<int, V[0:NV]>, y: {VT}) → k + 1, 0)({inner}), float)",
-            f"reduce(λ(acc: {VT}, y: {VT}) → maximum(acc, y), -5.0)({inner}) + {self.vexpr(1)}",
-        ])
+        )
+        return self.pick(
+            f"reduce(λ(acc: {T}, y: {T}) → acc + y, 0.0)({inner})",
+            f"cast(reduce(λ(k: tensor<int, {dims}>, y: {T}) → k + 1, 0)({inner}), float)",
+            f"reduce(λ(acc: {T}, y: {T}) → maximum(acc, y), -5.0)({inner})",
+        )
+
+    def nested(self, d: int) -> str:
+        """A float over V from ``⟪V2E⟫(⟪E2V⟫(x))`` (dims V, _NB_1, _NB_0) reduced."""
+        x = f"⟪V2E⟫(⟪E2V⟫({self.vexpr(d - 1)}))"
+        out = self.nested_reduce(x, "V[0:NV]", 3, 2)
+        return out if self.r.random() < 0.6 else f"({out} + {self.vexpr(1)})"
+
+
+def float_expression(r: random.Random, depth: int) -> str:
+    """A random float expression over ``I, J`` reading the inputs ``a``, ``b``, ``c``
+    and ``alpha`` of INPUTS, shifts within their halo of 2."""
+    return _Gen(r).fexpr(depth)
 
 
 def generate_case(seed: int, index: int | None = None) -> Case:
