@@ -76,7 +76,7 @@ def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | N
     agreement."""
     from ..interpreter import interpret
     ref, out = clone(args), clone(args)
-    errors = []
+    errors: list[TensorIRError | None] = []
     for run, kw in ((lambda **k: interpret(prog, **k), ref), (binary, out)):
         try:
             run(**kw)
