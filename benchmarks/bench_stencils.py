@@ -1,23 +1,34 @@
-"""Compiled Tensor IR against hand-written NumPy and the NumPy interpreter.
+"""Compiled Tensor IR against NumPy, the copy probes, the interpreter and the
+previous pipeline, every figure a ratio taken in one run.
 
-    python benchmarks/bench_stencils.py [--repeat 20]
+    python benchmarks/bench_stencils.py [--repeat 15] [--interp-repeat 2]
 
-Everything is measured side by side in one run (median of ``--repeat``
-calls after warm-up); the figures that matter are the ratios.  A NumPy
-copy of the Laplacian's input gives the memory bandwidth of this run for
-reference.
+The machine is shared and noisy, so the variants of a case are called in
+interleaved rounds (compiled, previous pipeline, NumPy, both copy probes),
+and each ratio is reported as the median over rounds with its range.
+"previous" is the default pipeline without the passes named in ``NEW`` (the
+pipeline before them).  Effective bandwidth counts each array argument
+read or written once; as a fraction of a copy probe it is
+``(bytes / t) / (probe bytes / t_probe)``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 
 import numpy as np
 
 import tensorir_dace as tir
+from tensorir_dace.lowering import lower
+from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.transforms.sdfg_passes import PIPELINES
+
+#: The passes the "previous" pipeline leaves out.
+NEW = ("fuse_column_scans", "interleave_columns", "fuse_maps_horizontally", "streaming_stores")
 
 LAPLACIAN = """
 laplacian(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
@@ -56,6 +67,50 @@ nabla(out: tensor<(float, float), Vertex[0:V]>, pp: tensor<float, Vertex[0:V]>,
 """
 
 
+LAP_OF_LAP = """
+lap_of_lap(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
+           inp: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>) {
+  tmp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>;
+  tmp ← -4.0 × inp + ⟪I, -1⟫(inp) + ⟪I, 1⟫(inp) + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp);
+  out ← -4.0 × tmp + ⟪I, -1⟫(tmp) + ⟪I, 1⟫(tmp) + ⟪J, -1⟫(tmp) + ⟪J, 1⟫(tmp)
+}
+"""
+
+# Smagorinsky-like horizontal diffusion in four statements: a coefficient from
+# the local gradient, the Laplacian, the flux, and the update.
+DIFFUSION = """
+diffusion(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
+          u: tensor<float, I[-3:N+3], J[-3:M+3], K[0:L]>) {
+  kh: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>;
+  lap: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>;
+  flux: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>;
+  kh ← 0.05 + 0.1 × sqrt((⟪I, 1⟫(u) - ⟪I, -1⟫(u)) × (⟪I, 1⟫(u) - ⟪I, -1⟫(u))
+                        + (⟪J, 1⟫(u) - ⟪J, -1⟫(u)) × (⟪J, 1⟫(u) - ⟪J, -1⟫(u)));
+  lap ← -4.0 × u + ⟪I, -1⟫(u) + ⟪I, 1⟫(u) + ⟪J, -1⟫(u) + ⟪J, 1⟫(u);
+  flux ← kh × lap;
+  out ← u - 0.1 × (-4.0 × flux + ⟪I, -1⟫(flux) + ⟪I, 1⟫(flux) + ⟪J, -1⟫(flux)
+                   + ⟪J, 1⟫(flux))
+}
+"""
+
+
+def _lap(x):
+    return -4.0 * x[1:-1, 1:-1] + x[:-2, 1:-1] + x[2:, 1:-1] + x[1:-1, :-2] + x[1:-1, 2:]
+
+
+def numpy_lap_of_lap(out, inp):
+    out[...] = _lap(_lap(inp))
+
+
+def numpy_diffusion(out, u):
+    di = u[2:, 1:-1] - u[:-2, 1:-1]
+    dj = u[1:-1, 2:] - u[1:-1, :-2]
+    kh = 0.05 + 0.1 * np.sqrt(di * di + dj * dj)           # halo 2
+    lap = _lap(u)                                          # halo 2
+    flux = (kh * lap)[1:-1, 1:-1]                          # halo 1
+    out[...] = u[3:-3, 3:-3] - 0.1 * _lap(flux)
+
+
 def numpy_laplacian(out, inp):
     out[...] = (-4.0 * inp[1:-1, 1:-1] + inp[:-2, 1:-1] + inp[2:, 1:-1]
                 + inp[1:-1, :-2] + inp[1:-1, 2:])
@@ -85,60 +140,99 @@ def numpy_nabla(out, pp, S_MXX, S_MYY, sign, vol, E2V, V2E):
         comp[...] = np.where(present, flux * sign, 0.0).sum(axis=1) / vol
 
 
-def median(fn, repeat: int) -> float:
+def previous_pipeline(prog) -> CompiledProgram:
+    """The program compiled with the default pipeline minus the passes in ``NEW``."""
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    for p in PIPELINES["default"]:
+        if p.__name__ not in NEW:
+            p(sdfg)
+    return CompiledProgram.from_sdfg(prog, sdfg)
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
     fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return time.perf_counter() - t0
 
 
-def case(name, src, sizes, numpy_fn, repeat, interp_repeat, mesh=False):
+def ratio_text(xs) -> str:
+    xs = np.asarray(xs)
+    return f"{np.median(xs):5.2f} ({xs.min():.2f}–{xs.max():.2f})"
+
+
+def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
     prog = tir.parse(src)
     args = random_arguments(prog, sizes=sizes, seed=0, absent_fraction=0.0 if not mesh else 0.02)
     if name.startswith("tridiagonal"):
         args["b"] += 4.0          # diagonally dominant, so the system is well conditioned
     if mesh:                      # no absent edge ends (the NumPy version gathers them)
         args["E2V"] = np.abs(args["E2V"])
-    compiled = tir.compile(prog)
+    variants = {"compiled": tir.compile(prog), "previous": previous_pipeline(prog)}
+    arg_sets = {k: clone(args) for k in variants}
     ref = clone(args)
-    compiled(**args)
     numpy_fn(**ref)
     outs = [k for k in ("out", "x") if k in args]
-    err = max(float(np.max(np.abs(np.asarray(args[k]) - np.asarray(ref[k])))) for k in outs)
-    t_c = median(lambda: compiled(**args), repeat)
-    t_n = median(lambda: numpy_fn(**ref), repeat)
-    t_i = median(lambda: tir.interpret(prog, **ref), interp_repeat)
-    return name, t_c, t_n, t_i, err
+    err = 0.0
+    for k, fn in variants.items():
+        fn(**arg_sets[k])
+        err = max([err] + [float(np.nanmax(np.abs(np.asarray(arg_sets[k][o])
+                                                   - np.asarray(ref[o])))) for o in outs])
+    calls = {"compiled": lambda: variants["compiled"](**arg_sets["compiled"]),
+             "previous": lambda: variants["previous"](**arg_sets["previous"]),
+             "numpy": lambda: numpy_fn(**ref),
+             "regular": probe.regular, "streaming": probe.streaming}
+    for fn in calls.values():
+        fn()
+    t = {k: [] for k in calls}
+    for _ in range(opts.repeat):               # interleaved rounds
+        for k, fn in calls.items():
+            t[k].append(timed(fn))
+    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))
+              for _ in range(opts.interp_repeat))
+    nbytes = sum(np.asarray(a).nbytes for k, a in args.items()
+                 if isinstance(a, np.ndarray) or isinstance(a, tuple))
+    c, prev = np.array(t["compiled"]), np.array(t["previous"])
+    bw = nbytes / c
+    return {
+        "case": name, "ms": np.median(c) * 1e3, "err": err,
+        "previous/compiled": prev / c,
+        "numpy/compiled": np.array(t["numpy"]) / c,
+        "interp/compiled": np.array([t_i / np.median(c)]),
+        "of regular probe": bw / (probe.bytes / np.array(t["regular"])),
+        "of streaming probe": bw / (probe.bytes / np.array(t["streaming"])),
+        "GB/s": bw / 1e9,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=20)
-    ap.add_argument("--interp-repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--interp-repeat", type=int, default=2)
+    ap.add_argument("--only", default="", help="comma-separated case name prefixes")
     opts = ap.parse_args()
     threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
-    rows = [
-        case("laplacian 256x256x80", LAPLACIAN, {"N": 256, "M": 256, "L": 80},
-             numpy_laplacian, opts.repeat, opts.interp_repeat),
-        case("tridiagonal 128x128x80", TRIDIAGONAL, {"N": 128, "M": 128, "L": 80},
-             numpy_tridiagonal, opts.repeat, opts.interp_repeat),
-        case("nabla V=200k E=600k", NABLA, {"V": 200_000, "E": 600_000},
-             numpy_nabla, opts.repeat, opts.interp_repeat, mesh=True),
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from copy_probe import CopyProbe
+    probe = CopyProbe(258 * 258 * 80)
+    weather = {"N": 256, "M": 256, "L": 80}
+    cases = [
+        ("laplacian 256x256x80", LAPLACIAN, weather, numpy_laplacian, False),
+        ("tridiagonal 128x128x80", TRIDIAGONAL, {"N": 128, "M": 128, "L": 80},
+         numpy_tridiagonal, False),
+        ("nabla V=200k E=600k", NABLA, {"V": 200_000, "E": 600_000}, numpy_nabla, True),
+        ("lap-of-lap 256x256x80", LAP_OF_LAP, weather, numpy_lap_of_lap, False),
+        ("diffusion 256x256x80", DIFFUSION, weather, numpy_diffusion, False),
     ]
-    src = np.random.rand(258, 258, 80)
-    dst = np.empty_like(src)
-    t_copy = median(lambda: np.copyto(dst, src), opts.repeat)
-    print(f"threads: {threads}; NumPy copy of 42 MB: {2 * src.nbytes / t_copy / 1e9:.1f} GB/s")
-    print(f"{'case':26s} {'compiled':>10s} {'numpy':>10s} {'interp.':>10s} "
-          f"{'numpy/comp':>11s} {'interp/comp':>12s} {'max err':>9s}")
-    for name, t_c, t_n, t_i, err in rows:
-        print(f"{name:26s} {t_c * 1e3:8.2f}ms {t_n * 1e3:8.2f}ms {t_i * 1e3:8.2f}ms "
-              f"{t_n / t_c:10.1f}x {t_i / t_c:11.1f}x {err:9.1e}")
-    lap_bytes = (258 * 258 * 80 + 256 * 256 * 80) * 8
-    print(f"laplacian compiled: {lap_bytes / rows[0][1] / 1e9:.1f} GB/s effective")
+    only = [p for p in opts.only.split(",") if p]
+    rows = [case(n, s, z, f, opts, probe, mesh=m) for n, s, z, f, m in cases
+            if not only or any(n.startswith(p) for p in only)]
+    print(f"threads: {threads}; rounds: {opts.repeat}; ratios: median (min–max over rounds)")
+    cols = ["previous/compiled", "numpy/compiled", "interp/compiled", "of regular probe",
+            "of streaming probe", "GB/s"]
+    print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols) + "  max err")
+    for r in rows:
+        print(f"{r['case']:24s} {r['ms']:7.2f} "
+              + " ".join(f"{ratio_text(r[c]):>20s}" for c in cols) + f"  {r['err']:.1e}")
 
 
 if __name__ == "__main__":

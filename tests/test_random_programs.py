@@ -212,6 +212,23 @@ def test_random_lazy_concat_with_runtime_boundaries():
     assert compile_count() == before
 
 
+@pytest.mark.parametrize("seed", [13, 21])
+def test_random_program_streamed_rows_match_interpreter(seed, monkeypatch):
+    """The streaming-store pass with its size threshold at zero, so that the
+    streamed blocks, not only the peeled ends, run on these small sizes."""
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(random_program(seed))
+    fn = tir.compile(prog)
+    assert any("_mm_sfence" in n.code.as_string for n, _ in fn.sdfg.all_nodes_recursive()
+               if hasattr(n, "code") and hasattr(n.code, "as_string"))
+    args = random_arguments(prog, sizes={"N": 5, "M": 29}, seed=seed)
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    fn(**out)
+    assert_same_results(out, ref, 1e-11)
+
+
 # --------------------------------------------------------------------------- tensorir_dace.fuzz
 # A fixed set of generated programs (every construct family, runtime bounds run
 # with several values through each binary), 20 to a compile;

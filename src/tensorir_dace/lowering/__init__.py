@@ -32,7 +32,7 @@ def lower_program(program: ir.Program, *, optimize: str = "none",
         typed = check(program)
     with stage("lowering"):
         lowered = lower(typed, fused=optimize != "none")
-    pipeline(optimize)(lowered.sdfg)
+    pipeline(optimize, device)(lowered.sdfg)
     if device == "gpu":
         with stage("pass to_gpu"):
             to_gpu(lowered.sdfg, resident_arrays(typed, lowered) if resident else ())

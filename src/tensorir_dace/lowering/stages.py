@@ -16,7 +16,7 @@ import dace
 from .. import ir
 from ..errors import TensorIRError
 from ..log import stage
-from ..transforms.sdfg_passes import CHECKS, PIPELINES, pass_names, to_gpu
+from ..transforms.sdfg_passes import CHECKS, PIPELINES, pass_names, pipeline, to_gpu
 from ..typing import check
 from .program import lower
 
@@ -53,6 +53,9 @@ def sdfg_stages(program: ir.Program, names: list[str] | None = None) -> dict[str
         if "optimized" in wanted:
             out["optimized"] = copy.deepcopy(sdfg)
         if "gpu" in wanted:
+            with stage("lowering"):
+                sdfg = lower(typed, fused=True).sdfg
+            pipeline("default", "gpu")(sdfg)
             with stage("pass to_gpu"):
                 to_gpu(sdfg)
             out["gpu"] = sdfg

@@ -8,7 +8,11 @@ import dace
 from dace.transformation.dataflow import MapFusionVertical
 
 from ..log import stage
+from .fuse_horizontal import fuse_maps_horizontally
+from .fuse_scans import fuse_column_scans
 from .gpu import keep_on_device, synchronize_calls
+from .interleave_columns import interleave_columns
+from .streaming_stores import streaming_stores
 
 SDFGPass = Callable[[dace.SDFG], None]
 
@@ -104,8 +108,12 @@ def validate(sdfg: dace.SDFG) -> None:
 # (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, persistent_transients, validate],
+    "default": [simplify, fuse_maps_vertically, fuse_column_scans, interleave_columns,
+                streaming_stores, fuse_maps_horizontally, persistent_transients, validate],
 }
+
+#: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
+CPU_ONLY: tuple[SDFGPass, ...] = (fuse_column_scans, interleave_columns, streaming_stores)
 
 #: Passes that check the SDFG without changing it (no stage of their own).
 CHECKS: tuple[SDFGPass, ...] = (validate,)
@@ -116,9 +124,14 @@ def pass_names(name: str = "default") -> list[str]:
     return [p.__name__ for p in PIPELINES[name] if p not in CHECKS]
 
 
-def pipeline(name: str) -> SDFGPass:
+def passes_for(name: str = "default", device: str = "cpu") -> list[SDFGPass]:
+    """The passes of pipeline ``name`` for ``device`` ("cpu" or "gpu")."""
+    return [p for p in PIPELINES[name] if device == "cpu" or p not in CPU_ONLY]
+
+
+def pipeline(name: str, device: str = "cpu") -> SDFGPass:
     """The pipeline ``name`` as one pass; each pass is logged with its time."""
-    passes = PIPELINES[name]
+    passes = passes_for(name, device)
 
     def run(sdfg: dace.SDFG) -> None:
         for p in passes:

@@ -1,0 +1,159 @@
+"""SDFG pass: solve neighbouring columns of a column scan in lockstep.
+
+A column scan such as the tridiagonal solver's forward sweep is a chain of
+dependent operations (a division per level): one column at a time, the core
+waits for each level's division before it can start the next.  Columns are
+independent, so the pass makes each map iteration solve :data:`LANES`
+neighbouring columns (along the map's innermost parameter) with the level
+loop outside and a loop over the columns inside: the core overlaps the
+columns' chains, and the compiler may vectorise across them.
+
+The scan's C++ code is rewritten line by line.  Variables declared outside
+the level loops (the carried state, fused-scan column buffers) become arrays
+with one element per column; statements outside the level loops run once per
+column; the body of each level loop is wrapped in the loop over columns; the
+innermost map parameter ``p`` reads as ``(p + _c)`` and each output pointer
+moves to its column.  Code that does not have this shape (a block opened
+outside a level loop, a local that hides an outer name, per-point scalar
+inputs) is left as it was.
+"""
+
+from __future__ import annotations
+
+import re
+
+import dace
+from dace import symbolic
+from dace.sdfg import nodes
+
+NAME = "interleave_columns"
+
+#: Columns solved in lockstep by one map iteration.
+LANES = 4
+
+_LOOP = re.compile(r"^\s*for \(long long _k\d+ = .*\) \{$")
+_DECL = re.compile(r"^\s*((?:const )?(?:std::vector<\w+>|[A-Za-z_][\w ]*?)\s*\**)\s*(?:const\s+)?"
+                   r"(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
+_TYPES = {"double", "float", "long long", "int", "bool", "int64_t", "int32_t", "int8_t",
+          "int16_t", "uint8_t", "float*", "double*"}
+
+
+def interleave_columns(sdfg: dace.SDFG) -> None:
+    """Interleave the columns of qualifying scans (see the module docstring)."""
+    for state in sdfg.states():
+        for node in [n for n in state.nodes() if _is_scan(n)]:
+            entry = state.entry_node(node)
+            if not isinstance(entry, nodes.MapEntry) or state.entry_node(entry) is not None:
+                continue
+            if any(not c.startswith("IN_") for c in entry.in_connectors) or \
+                    len(state.scope_children()[entry]) != 2:
+                continue
+            if any(not isinstance(t, dace.pointer) for t in node.in_connectors.values()):
+                continue
+            _apply(sdfg, state, entry, node)
+
+
+def _is_scan(node) -> bool:
+    return isinstance(node, nodes.LibraryNode) and hasattr(node, "forward") \
+        and hasattr(node, "axis") and hasattr(node, "code")
+
+
+def _apply(sdfg, state, entry, node) -> None:
+    param = entry.map.params[-1]
+    begin, end, step = entry.map.range.ranges[-1]
+    if step != 1:
+        return
+    outs = {}
+    for e in state.out_edges(node):
+        desc = sdfg.arrays[e.data.data]
+        index = [str(b) for b, _, _ in e.data.subset.ranges]
+        if param not in index or e.data.subset.ranges[index.index(param)][0] != \
+                e.data.subset.ranges[index.index(param)][1]:
+            return
+        outs[e.src_conn] = (e, symbolic.symstr(desc.strides[index.index(param)], cpp_mode=True))
+    code = _rewrite(node.code, param, {c: s for c, (_, s) in outs.items()})
+    if code is None:
+        return
+    stop = symbolic.symstr(end + 1, cpp_mode=True)
+    node.code = (f"const long long _nl = ({stop}) - {param} < {LANES} ? "
+                 f"({stop}) - {param} : {LANES};\n" + code)
+    ranges = list(entry.map.range.ranges)
+    ranges[-1] = (begin, end, LANES)
+    entry.map.range = dace.subsets.Range(ranges)
+    for e, _ in outs.values():
+        rng = list(e.data.subset.ranges)
+        pos = [str(b) for b, _, _ in rng].index(param)
+        p = symbolic.pystr_to_symbolic(param)
+        rng[pos] = (p, symbolic.pystr_to_symbolic(f"Min({param} + {LANES - 1}, {end})"), 1)
+        e.data.subset = dace.subsets.Range(rng)
+    node.label = node.label + f"_x{LANES}"
+
+
+def _rewrite(code: str, param: str, outputs: dict[str, str]) -> str | None:
+    """The code with ``LANES`` columns per call, or None when it has another shape."""
+    lane_loop = "for (int _c = 0; _c < _nl; ++_c)"
+    out: list[str] = []
+    scopes: list[dict[str, str]] = [{}]
+    for conn, stride in outputs.items():
+        out += [f"decltype({conn}) _lane_{conn}[{LANES}];",
+                f"{lane_loop} _lane_{conn}[_c] = {conn} + _c * ({stride});"]
+        scopes[0][conn] = f"_lane_{conn}[_c]"
+    in_loop = 0                                  # depth inside a level loop (0: outside)
+
+    def subst(text: str) -> str:
+        names = {}
+        for scope in scopes:
+            names.update(scope)
+        text = re.sub(rf"\b{re.escape(param)}\b", f"({param} + _c)", text)
+        if names:
+            pattern = r"\b(" + "|".join(map(re.escape, names)) + r")\b"
+            text = re.sub(pattern, lambda m: names[m.group(1)], text)
+        return text
+
+    for line in code.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if in_loop:
+            in_loop += s.count("{") - s.count("}")
+            if in_loop == 0:
+                if s != "}":
+                    return None
+                out += ["}", "}"]               # the loop over columns, then the level loop
+                continue
+            m = _DECL.match(line)
+            if m and any(m.group(2) in scope for scope in scopes):
+                return None                     # a local hiding an outer name
+            out.append(subst(line))
+            continue
+        if _LOOP.match(line):
+            out += [line, lane_loop + " {"]
+            in_loop = 1
+            continue
+        if s == "{":
+            scopes.append({})
+            out.append(s)
+            continue
+        if s == "}":
+            if len(scopes) == 1:
+                return None
+            scopes.pop()
+            out.append(s)
+            continue
+        if s.endswith("{") or s.startswith(("}", "#")):
+            return None                          # a block outside the level loops
+        m = _DECL.match(line)
+        if m and m.group(1).replace(" *", "*").strip() in _TYPES | {"std::vector<double>",
+                                                                    "std::vector<float>"}:
+            ctype, name, dims, init = m.group(1).strip(), m.group(2), m.group(3) or "", m.group(4)
+            out.append(f"{ctype} {name}[{LANES}]{dims};")
+            if init is not None:
+                out.append(f"{lane_loop} {name}[_c] = {subst(init)};")
+            scopes[-1][name] = f"{name}[_c]"
+            continue
+        if m or not s.endswith(";"):
+            return None
+        out.append(f"{lane_loop} {{ {subst(s)} }}")
+    if in_loop or len(scopes) != 1:
+        return None
+    return "\n".join(out)

@@ -1,0 +1,204 @@
+"""SDFG pass: write the write-only output of a large map with streaming stores.
+
+A map such as the Laplacian is limited by memory bandwidth, and an ordinary
+store first reads the output's cache line from memory (write-allocate): a
+third of the traffic is wasted.  Non-temporal ("streaming") stores write
+whole lines without reading them.  GCC emits them neither by itself nor for
+``#pragma omp simd nontemporal``, so the pass writes them through intrinsics.
+
+The map's innermost dimension, contiguous in the output, moves into the
+tasklet: the map runs over the other dimensions, and the new tasklet loops
+over a row.  The original per-point code becomes an inlined lambda of the
+row coordinate, whose scalar inputs are read through whole-array pointers at
+the same (affine) coordinates.  The row is written in three parts: regular
+stores until the address is aligned to the vector width (NumPy aligns large
+arrays only to 16 bytes), blocks of vector-width values computed into a
+small buffer and streamed out (``_mm512_stream_pd``/``_mm256_stream_pd``,
+chosen when compiled from ``__AVX512F__``/``__AVX__``; regular stores on other
+targets), and regular stores for the remainder.  A line must be streamed
+whole: a line written partly by streaming and partly by regular stores costs
+a read-modify-write in memory (four times slower, measured).  A ``_mm_sfence()`` tasklet
+follows the map, so the streamed lines are visible before anything reads them.
+
+Streaming pays only when the output does not fit in the cache (otherwise
+the next statement would read it back from memory): the generated code
+streams only when the output is at least :data:`MIN_BYTES` large, checked at
+run time.  Set the environment variable ``TENSORIR_DACE_STREAMING_STORES=0``
+to turn the pass off (it is read when a program is optimised).
+
+Only maps that qualify are changed: a top-level map with a static range whose body is one C++
+tasklet with one output, written at the map's own coordinates, to an array
+the map does not read, with the innermost map parameter indexing a
+unit-stride dimension; inputs read at single, affine points or through
+whole-array pointers; element type float64 or float32.
+"""
+
+from __future__ import annotations
+
+import os
+
+import dace
+from dace import symbolic
+from dace.sdfg import nodes
+
+NAME = "streaming_stores"
+
+#: Outputs smaller than this (bytes) are written with regular stores.
+MIN_BYTES = 8 << 20
+
+#: Bytes computed into the buffer and streamed at a time: one cache line
+#: (four lines measured 1.4x slower: the buffer no longer stays in registers).
+BLOCK_BYTES = 64
+
+_WIDTH = {"double": ("pd", 8, 4), "float": ("ps", 16, 8)}     # suffix, AVX-512, AVX lanes
+
+
+def enabled() -> bool:
+    """Whether the switch ``TENSORIR_DACE_STREAMING_STORES`` leaves the pass on."""
+    return os.environ.get("TENSORIR_DACE_STREAMING_STORES", "1").strip().lower() \
+        not in ("0", "off", "false", "no")
+
+
+def streaming_stores(sdfg: dace.SDFG) -> None:
+    """Stream the write-only outputs of qualifying maps (see the module docstring)."""
+    if not enabled():
+        return
+    for state in list(sdfg.states()):
+        for entry in [n for n in state.nodes() if isinstance(n, nodes.MapEntry)
+                      and state.entry_node(n) is None]:
+            plan = _plan(sdfg, state, entry)
+            if plan is not None:
+                _apply(sdfg, state, entry, *plan)
+
+
+def _plan(sdfg, state, entry):
+    if any(not c.startswith("IN_") for c in entry.in_connectors):
+        return None                      # a range read from data (runtime bounds)
+    children = state.scope_children()[entry]
+    tasklets = [n for n in children if isinstance(n, nodes.Tasklet)]
+    if len(children) != 2 or len(tasklets) != 1:
+        return None
+    tasklet = tasklets[0]
+    if tasklet.language != dace.Language.CPP or len(state.out_edges(tasklet)) != 1:
+        return None
+    out = state.out_edges(tasklet)[0]
+    params = entry.map.params
+    if len(params) < 2:
+        return None
+    inner = params[-1]
+    if out.data.wcr is not None or out.data.dynamic:
+        return None
+    desc = sdfg.arrays[out.data.data]
+    ctype = desc.dtype.ctype
+    if ctype not in _WIDTH or not isinstance(desc, dace.data.Array):
+        return None
+    index = [str(b) for b, e, s in out.data.subset.ranges]
+    if any(b != e for b, e, s in out.data.subset.ranges) or sorted(index) != sorted(params):
+        return None
+    if desc.strides[index.index(inner)] != 1:
+        return None
+    b, e, s = entry.map.range.ranges[-1]
+    if s != 1:
+        return None
+    for e_in in state.in_edges(tasklet):
+        m = e_in.data
+        if m.is_empty():
+            continue
+        if m.data == out.data.data or m.wcr is not None or m.dynamic:
+            return None
+        if tasklet.in_connectors[e_in.dst_conn] is not None and \
+                isinstance(tasklet.in_connectors[e_in.dst_conn], dace.pointer):
+            continue
+        if m.subset.num_elements() != 1:
+            return None
+    return tasklet, out
+
+
+def _flat(desc, coords) -> str:
+    expr = sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides))
+    return symbolic.symstr(symbolic.simplify(expr), cpp_mode=True)
+
+
+def _apply(sdfg, state, entry, tasklet, out) -> None:
+    exit_ = state.exit_node(entry)
+    params = entry.map.params
+    inner = params[-1]
+    begin, end, _ = entry.map.range.ranges[-1]
+    odesc = sdfg.arrays[out.data.data]
+    ctype = odesc.dtype.ctype
+    suffix, w512, w256 = _WIDTH[ctype]
+    out_node = state.memlet_path(out)[-1].dst
+
+    # Inputs: pointers stay; each array read at points gets one whole-array pointer.
+    inputs, prelude, pointers = [], [], {}
+    for e_in in state.in_edges(tasklet):
+        m = e_in.data
+        if m.is_empty():
+            continue
+        src = state.memlet_path(e_in)[0]
+        conn_t = tasklet.in_connectors[e_in.dst_conn]
+        if isinstance(conn_t, dace.pointer):
+            inputs.append((e_in.dst_conn, conn_t, src, dace.Memlet.from_memlet(m)))
+            continue
+        desc = sdfg.arrays[m.data]
+        if m.data not in pointers:
+            pointers[m.data] = f"_sp_{m.data.lstrip('_')}"
+            full = dace.Memlet.from_array(m.data, desc)
+            inputs.append((pointers[m.data], dace.pointer(desc.dtype), src, full))
+        coords = [b for b, _, _ in m.subset.ranges]
+        prelude.append(f"const {desc.dtype.ctype} {e_in.dst_conn} = "
+                       f"{pointers[m.data]}[{_flat(desc, coords)}];")
+
+    row_subset = ", ".join(f"{begin}:{end} + 1" if str(b) == inner else str(b)
+                           for b, _, _ in out.data.subset.ranges)
+    size = symbolic.symstr(entry.map.range.num_elements() * odesc.dtype.bytes, cpp_mode=True)
+    lo, hi = (symbolic.symstr(x, cpp_mode=True) for x in (begin, end + 1))
+    body = "\n".join(prelude + [f"{ctype} {out.src_conn};", tasklet.code.as_string,
+                                f"return {out.src_conn};"])
+    code = f"""\
+auto _point = [&](long long {inner}) -> {ctype} {{
+{body}
+}};
+const long long _lo = {lo}, _hi = {hi};
+long long _k = _lo;
+#if defined(__AVX512F__) || defined(__AVX__)
+#if defined(__AVX512F__)
+constexpr int _W = {w512};
+#define _TIR_STREAM(p, b) _mm512_stream_{suffix}(p, _mm512_loadu_{suffix}(b))
+#else
+constexpr int _W = {w256};
+#define _TIR_STREAM(p, b) _mm256_stream_{suffix}(p, _mm256_loadu_{suffix}(b))
+#endif
+if ((long long)({size}) >= {MIN_BYTES}LL) {{
+    for (; _k < _hi && ((uintptr_t)(_st_out + (_k - _lo)) % 64); ++_k)
+        _st_out[_k - _lo] = _point(_k);
+    constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
+    for (; _k + _B <= _hi; _k += _B) {{
+        {ctype} _buf[_B];
+        for (int _t = 0; _t < _B; ++_t) _buf[_t] = _point(_k + _t);
+        for (int _t = 0; _t < _B; _t += _W) _TIR_STREAM(_st_out + (_k - _lo) + _t, _buf + _t);
+    }}
+}}
+#undef _TIR_STREAM
+#endif
+for (; _k < _hi; ++_k) _st_out[_k - _lo] = _point(_k);"""
+
+    new = state.add_tasklet(tasklet.label + "_rows", {}, {"_st_out": dace.pointer(odesc.dtype)},
+                            code, language=dace.Language.CPP,
+                            code_global="#include <immintrin.h>\n#include <cstdint>")
+    entry.map.params = params[:-1]
+    entry.map.range = dace.subsets.Range(entry.map.range.ranges[:-1])
+    for conn, ctype_, src, memlet in inputs:
+        new.add_in_connector(conn, ctype_)
+        state.add_memlet_path(src.src, entry, new, src_conn=src.src_conn, dst_conn=conn,
+                              memlet=memlet)
+    if not inputs:
+        state.add_nedge(entry, new, dace.Memlet())
+    state.add_memlet_path(new, exit_, out_node, src_conn="_st_out",
+                          memlet=dace.Memlet(f"{out.data.data}[{row_subset}]"))
+    for e in list(state.in_edges(tasklet)) + list(state.out_edges(tasklet)):
+        state.remove_memlet_path(e)
+    state.remove_node(tasklet)
+    fence = state.add_tasklet("sfence", {}, {}, "_mm_sfence();", language=dace.Language.CPP,
+                              code_global="#include <immintrin.h>")
+    state.add_nedge(out_node, fence, dace.Memlet())

@@ -1,0 +1,194 @@
+"""The fusion passes of the default pipeline: structure (maps, transients) and
+results against the interpreter, each pass also run alone."""
+
+from __future__ import annotations
+
+import random
+
+import dace
+import pytest
+
+import tensorir_dace as tir
+from conftest import assert_same_results
+from tensorir_dace.lowering import lower
+from tensorir_dace.runtime.program import CompiledProgram
+from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.transforms.fuse_horizontal import fuse_maps_horizontally
+from tensorir_dace.transforms.fuse_scans import fuse_column_scans
+from tensorir_dace.transforms.interleave_columns import interleave_columns
+from tensorir_dace.transforms.streaming_stores import streaming_stores
+
+COL = "tensor<float, I[0:N], J[0:M]>"
+F3 = "tensor<float, I[0:N], J[0:M], K[0:L]>"
+
+TRIDIAGONAL = f"""
+solve(a: {F3}, b: {F3}, c: {F3}, d: {F3}, x: {F3}) {{
+  x ← scan(λ(x_kp1: {COL}, cpdp: tensor<(float, float), I[0:N], J[0:M]>)
+             → cpdp[1] - cpdp[0] × x_kp1, False, 0.0)(
+        scan(λ(state: tensor<(float, float), I[0:N], J[0:M]>, a: {COL}, b: {COL}, c: {COL},
+               d: {COL})
+             → make_tuple(c / (b - a × state[0]), (d - a × state[1]) / (b - a × state[0])),
+             True, make_tuple(0.0, 0.0))(a, b, c, d))
+}}
+"""
+
+
+def counts(sdfg: dace.SDFG) -> tuple[int, int]:
+    """(maps, transient arrays) over the whole SDFG."""
+    maps = sum(isinstance(n, dace.nodes.MapEntry) for n, _ in sdfg.all_nodes_recursive())
+    transients = sum(d.transient for sd in sdfg.all_sdfgs_recursive()
+                     for d in sd.arrays.values())
+    return maps, transients
+
+
+def matches_interpreter(prog, fn, sizes, seed=0):
+    args = random_arguments(prog, sizes=sizes, seed=seed)
+    for k in ("b",):
+        if k in args and getattr(args[k], "ndim", 0) == 3:
+            args[k] += 4.0
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    fn(**out)
+    assert_same_results(out, ref, 1e-10)
+
+
+def test_tridiagonal_scans_run_in_one_column_map_without_scratch():
+    prog = tir.parse(TRIDIAGONAL)
+    assert counts(tir.to_sdfg(prog, optimize="none")) == (2, 2)
+    sdfg = tir.to_sdfg(prog, optimize="default")
+    assert counts(sdfg) == (1, 0)
+    (entry,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert entry.map.range.ranges[-1][2] == 4          # four columns per iteration
+    fn = tir.compile(prog)
+    matches_interpreter(prog, fn, {"N": 5, "M": 3, "L": 7})
+    matches_interpreter(prog, fn, {"N": 2, "M": 9, "L": 4})
+    matches_interpreter(prog, fn, {"N": 2, "M": 2, "L": 2100})   # a column on the heap
+
+
+def test_fuse_column_scans_runs_alone():
+    prog = tir.parse(TRIDIAGONAL)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    before = counts(sdfg)
+    fuse_column_scans(sdfg)
+    sdfg.validate()
+    assert before == (2, 2) and counts(sdfg) == (1, 0)
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"N": 4, "M": 2, "L": 5})
+
+
+def test_interleave_columns_runs_alone():
+    prog = tir.parse(TRIDIAGONAL)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    interleave_columns(sdfg)                 # both scans, unfused
+    sdfg.validate()
+    steps = [n.map.range.ranges[-1][2] for n, _ in sdfg.all_nodes_recursive()
+             if isinstance(n, dace.nodes.MapEntry)]
+    assert steps == [4, 4] and counts(sdfg) == (2, 2)
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"N": 3, "M": 7, "L": 5})
+
+
+# Random chains of three scans: the second reads the first's result at its own
+# level, one level up or down (fusable), or in the neighbouring column (not);
+# the third reads the second's at its own level.
+K_HALO = "tensor<float, I[0:N], J[0:M], K[-1:L+1]>"
+CHAIN_READS = {"own": ("{t}", F3), "up": ("⟪K, 1⟫({t})", K_HALO),
+               "down": ("⟪K, -1⟫({t})", K_HALO),
+               "column": ("⟪I, 1⟫({t})", "tensor<float, I[-1:N+1], J[0:M], K[0:L]>")}
+OPS = ["st × 0.5 + x", "x - st × 0.25", "maximum(st, x) × 0.75 + w", "(x + w) / (2.0 + st × st)"]
+
+
+def scan_chain(seed: int) -> tuple[str, int]:
+    """A random chain and the number of column maps it needs after fusion."""
+    r = random.Random(seed)
+    kind = r.choice(sorted(CHAIN_READS))
+    read, first = CHAIN_READS[kind]
+    col0 = "tensor<float, I[-1:N+1], J[0:M]>" if kind == "column" else COL
+
+    def scan(target, col, args, x="x"):
+        params = ", ".join(f"{p}: {col}" for p in ("st", "x", "w")[:len(args) + 1])
+        op = r.choice(OPS if len(args) > 1 else OPS[:2])
+        return (f"  {target} ← scan(λ({params}) → {op}, {r.choice(['True', 'False'])}, "
+                f"0.5)({', '.join(args)});")
+    body = [scan("t0", col0, ["a"]), scan("t1", COL, [read.format(t="t0"), "b"]),
+            scan("out", COL, ["t1", "b"])]
+    src = (f"chain(a: {first}, b: {F3}, out: {F3}) {{\n  t0: {first};\n  t1: {F3};\n"
+           + "\n".join(body) + "\n}")
+    return src, 2 if kind == "column" else 1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
+def test_random_scan_chains_match_interpreter(seed):
+    src, maps = scan_chain(seed)
+    prog = tir.parse(src)
+    fn = tir.compile(prog)
+    assert counts(fn.sdfg)[0] == maps
+    matches_interpreter(prog, fn, {"N": 4, "M": 3, "L": 6}, seed)
+    matches_interpreter(prog, fn, {"N": 2, "M": 6, "L": 5}, seed)
+
+
+NABLA = """
+nabla(out: tensor<(float, float), Vertex[0:V]>, pp: tensor<float, Vertex[0:V]>,
+      S_MXX: tensor<float, Edge[0:E]>, S_MYY: tensor<float, Edge[0:E]>,
+      sign: tensor<float, Vertex[0:V], _NB_0[0:6]>, vol: tensor<float, Vertex[0:V]>,
+      E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:6]>) {
+  out ← make_tuple(
+    reduce(λ(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>,
+             s: tensor<float, Vertex[0:V]>) → acc + a × s, 0.0)(
+      ⟪V2E⟫(S_MXX × (0.5 × (⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)))), sign) / vol,
+    reduce(λ(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>,
+             s: tensor<float, Vertex[0:V]>) → acc + a × s, 0.0)(
+      ⟪V2E⟫(S_MYY × (0.5 × (⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)))), sign) / vol)
+}
+"""
+
+
+def edge_maps(sdfg: dace.SDFG) -> int:
+    return sum(isinstance(n, dace.nodes.MapEntry) and "_i_Edge" in n.map.params
+               for n, _ in sdfg.all_nodes_recursive())
+
+
+def test_nabla_edge_maps_are_fused_horizontally():
+    prog = tir.parse(NABLA)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    sdfg.simplify()
+    assert edge_maps(sdfg) == 2
+    fuse_maps_horizontally(sdfg)
+    sdfg.validate()
+    assert edge_maps(sdfg) == 1
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"V": 9, "E": 14})
+    fn = tir.compile(prog)
+    assert edge_maps(fn.sdfg) == 1 and counts(fn.sdfg)[0] == 2
+    matches_interpreter(prog, fn, {"V": 9, "E": 14})
+
+
+LAPLACIAN = """
+laplacian(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
+          inp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>) {
+  out ← -4.0 × inp + ⟪I, -1⟫(inp) + ⟪I, 1⟫(inp) + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp)
+}
+"""
+
+
+def tasklets(sdfg: dace.SDFG) -> list[str]:
+    return [n.code.as_string for n, _ in sdfg.all_nodes_recursive()
+            if isinstance(n, dace.nodes.Tasklet)]
+
+
+@pytest.mark.parametrize("sizes", [{"N": 3, "M": 2, "L": 37},       # regular stores only
+                                   {"N": 40, "M": 64, "L": 411}])    # 8.4 MB: streamed
+def test_laplacian_rows_are_streamed(sizes, monkeypatch):
+    prog = tir.parse(LAPLACIAN)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    assert counts(sdfg) == (1, 0)
+    streaming_stores(sdfg)
+    sdfg.validate()
+    maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert [m.map.params for m in maps] == [["_i_I", "_i_J"]]
+    code = "\n".join(tasklets(sdfg))
+    assert "_mm256_stream_pd" in code and "_mm_sfence();" in code
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), sizes)
+    fn = tir.compile(prog)
+    assert "_mm_sfence();" in "\n".join(tasklets(fn.sdfg))
+    matches_interpreter(prog, fn, sizes)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_STORES", "0")
+    off = tir.to_sdfg(prog, optimize="default")
+    assert "_mm_sfence();" not in "\n".join(tasklets(off)) and counts(off) == (1, 0)
