@@ -168,7 +168,9 @@ def mesh_numpy(x: np.ndarray, e: np.ndarray) -> dict:
             if ed < 0:
                 continue
             ends = [x[e2v[ed, i]] if e2v[ed, i] >= 0 else np.nan for i in range(2)]
-            out["vsum"][v] += 0.5 * (ends[0] + ends[1]) + e[ed]
+            if not np.isnan(ends).any():      # an edge with an absent end is skipped
+                out["vsum"][v] += 0.5 * (ends[0] + ends[1])
+            out["vsum"][v] += e[ed]
             for i in range(2):
                 if e2v[ed, i] >= 0:           # absent elements are skipped one by one
                     out["per_vertex"][v] += ends[i]

@@ -281,9 +281,9 @@ def composed_numpy(x: np.ndarray, off: np.ndarray, c2e2c: np.ndarray) -> dict:
     for c in range(n):
         for k in range(m):
             for j in range(3):
-                if c2e2c[c, j] >= 0:        # absent neighbours are skipped
-                    v = at(x, c2e2c[c, j], k + off[c, k])
-                    r[c, k] += 1.0 if np.isnan(v) else v
+                v = at(x, c2e2c[c, j], k + off[c, k]) if c2e2c[c, j] >= 0 else np.nan
+                if not np.isnan(v):         # absent elements (table or offset) are skipped
+                    r[c, k] += v
     t = np.array([[at(tmp, c, k - 1 + off[c, k - 1]) + shifted[c, k + 1] for k in range(1, 4)]
                   for c in range(n)])
     return {"s": s, "r": r, "t": t}

@@ -432,6 +432,32 @@ def reduce_axis(e: Call) -> str:
     return max(counted, key=lambda d: d.neighbor_counter or 0).name
 
 
+# Builtins whose value is absent where one of their tensor operands is.
+_PRESENCE_THROUGH = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
+                              + ("if", "cast", "make_tuple", "tuple_get", "subset"))
+
+
+def absent_beyond_masks(x: Expr) -> bool:
+    """Whether ``x`` can be absent where the neighbour masks of its type are not:
+    it reads through a full unstructured or data-dependent shift, possibly
+    under Cartesian or partial shifts and element-wise operations.  When false,
+    the masks alone are ``x``'s presence, and a reduce needs no other test."""
+    if not isinstance(x, Call):
+        return False
+    f = x.func
+    if isinstance(f, Call):
+        name = builtin_name(f)
+        name = canonical_builtin(name) if name else None
+        if name in ("unstructured_shift", "offset_shift"):
+            return True
+        if name in ("cartesian_shift", "shift_init", "shift_apply"):
+            return bool(x.args) and absent_beyond_masks(x.args[0])
+        return False
+    if isinstance(f, Sym) and canonical_builtin(f.name) in _PRESENCE_THROUGH:
+        return any(absent_beyond_masks(a) for a in x.args if isinstance(a.type, TensorType))
+    return False
+
+
 def children(node: Node) -> Iterator[Node]:
     """The direct sub-nodes of a node, in source order."""
     match node:

@@ -161,7 +161,8 @@ class AssignmentTranslator(FunctionTranslator):
         try:
             return all(iv.covers(vd, d) for d in tt.dims if (vd := vt.dim(d.name)) is not None)
         except iv.Undecidable:
-            return False
+            # a temporary declared on a runtime interval: the call-time checks decide
+            return any(ir.has_runtime(b) for d in tt.dims for b in (d.start, d.stop))
 
     def subset_target(self, tgt: ast.Subscript) -> ir.Expr:
         base = tgt.value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import intervals as iv
@@ -68,10 +69,14 @@ class ProgramContext:
         return name
 
     def add_temporary(self, name: str, t: ir.TensorType, loc: SourceLoc) -> ir.Param:
-        p = ir.Param(name, strip_masks(t), loc=loc)
+        t = strip_masks(t)
+        # runtime bounds (int parameters, loop variables) as the parser reads them back
+        text = replace(t, dims=tuple(d.with_interval(ir.text_bound(d.start),
+                                                     ir.text_bound(d.stop)) for d in t.dims))
+        p = ir.Param(name, text, loc=loc)
         self.temporaries.append(p)
         self.checker.dim_names |= set(t.dim_names)
-        self.scope.bindings[name] = Binding(name, "temp", p.type)
+        self.scope.bindings[name] = Binding(name, "temp", t)
         return p
 
     def type_of(self, e: ir.Expr, scope: Scope, loc: SourceLoc | None,

@@ -21,7 +21,7 @@ from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .assignments import AssignmentTranslator
 from .context import ProgramContext
-from .dims import NeighborDimension
+from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe
@@ -186,7 +186,7 @@ class ProgramTranslator(AssignmentTranslator):
         name = s.target.id
         if name in self.kinds and self.kinds[name] != "alias":
             raise self.error(s, f"'{name}' is already declared")
-        ann = self.expr(s.annotation)
+        ann = self.annotation(s.annotation)
         spec = annotation_spec(ann)
         if spec is None or not spec.dims:
             raise self.error(s.annotation, "a temporary is declared with a tensor type with "
@@ -199,6 +199,35 @@ class ProgramTranslator(AssignmentTranslator):
         if s.value is None:
             return []
         return self.assign(s.target, self.expr(s.value), s)
+
+
+    def annotation(self, node: ast.expr) -> Any:
+        """A temporary's annotation.  ``D[lo:hi]`` items (``Tensor[float, Cell,
+        K[k0:k1]]``) are intervals whose coordinates may be int parameters, loop
+        variables and integer expressions of them: the temporary only lives there."""
+        if not isinstance(node, ast.Subscript):
+            return self.expr(node)
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        args = []
+        for item in items:
+            sl = item.slice if isinstance(item, ast.Subscript) else None
+            dim = self.expr(item.value) if isinstance(item, ast.Subscript) and \
+                isinstance(sl, ast.Slice) else None
+            if not isinstance(dim, Dimension) or not isinstance(sl, ast.Slice):
+                args.append(self.expr(item))
+                continue
+            if sl.step is not None:
+                raise self.error(sl, f"write an interval as {dim.name}[start:stop]")
+            lo = sympy.Integer(0) if sl.lower is None else \
+                self.runtime_bound(self.expr(sl.lower), sl.lower, "an interval bound")
+            hi = dim.size if sl.upper is None else \
+                self.runtime_bound(self.expr(sl.upper), sl.upper, "an interval bound")
+            args.append(DimSpec(dim, lo, hi))
+        base = self.expr(node.value)
+        try:
+            return base[tuple(args) if len(args) > 1 else args[0]]
+        except (TypeError, ValueError) as e:
+            raise self.error(node, getattr(e, "message", str(e))) from None
 
 
 def translate_program(fn: Any, params: Sequence[ir.Param], size_of,

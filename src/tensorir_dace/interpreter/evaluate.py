@@ -42,6 +42,7 @@ from .. import intervals as iv
 from .. import ir
 from ..arguments import numpy_dtype
 from ..errors import ArgumentError
+from ..typing.runtime import loop_sized
 from .names import ELEMENTWISE, call_head, canonical_name
 from .shifts import ShiftsMixin
 from .values import (
@@ -152,6 +153,9 @@ class Evaluator(ShiftsMixin):
         self._dims: dict[int, tuple[ir.TensorType, CDims]] = {}
         self._bounds: dict[Any, int] = {}
         self._concat_axes: dict[int, tuple[ir.Expr, str | None, tuple[ir.Expr, ...]]] = {}
+        # temporaries sized by loop variables, with those variables: made anew in
+        # every iteration of the innermost of their loops
+        self.loop_temporaries: dict[str, tuple[ir.Param, tuple[str, ...]]] = {}
 
     # ------------------------------------------------------------------ domains
 
@@ -337,6 +341,12 @@ class Evaluator(ShiftsMixin):
         for d in _reduce_masks(types, axis):
             m = self.mask_present(d, R + (ax,), env)
             present = m if present is None else present & m
+        for a, t in zip(e.args, types):   # absent through full or offset shifts
+            if t.dim(axis) is not None and ir.absent_beyond_masks(a):
+                pa = self.presence(a, env)
+                if pa is not None:
+                    m = np.asarray(align(pa, R + (ax,), what="an operand's presence"))
+                    present = m if present is None else present & m
         acc = full_like_dims(R, self.eval(init_e, env).data)
         acc_name, acc_dims = lam.params[0].name, self.dims_of(lam.params[0].type)
         child = dict(env)
@@ -404,9 +414,18 @@ class Evaluator(ShiftsMixin):
                 for i in range(start, stop):
                     child[s.var] = Value((), np.asarray(i, dtype=np.int64))
                     self.set_runtime(s.var, i)
+                    self.allocate_loop_temporaries(s.var, child, storage)
                     self.run(s.body, child, storage)
             else:
                 raise InterpreterError(f"unknown statement {t.__name__}", s.loc)
+
+    def allocate_loop_temporaries(self, var: str, env: Env, storage: dict[str, Value]
+                                  ) -> None:
+        """New storage for the temporaries sized by ``var`` (and by loop variables
+        already bound): their extent is that of this iteration."""
+        for name, (tmp, loops) in self.loop_temporaries.items():
+            if var in loops and all(v in env for v in loops):
+                env[name] = storage[name] = _allocate(tmp.type, self.dims_of(tmp.type))
 
     def assign(self, s: ir.Assign, env: Env, storage: dict[str, Value]) -> None:
         target = s.target
@@ -428,15 +447,25 @@ class Evaluator(ShiftsMixin):
             d[idx] = x
 
 
+def _allocate(t: ir.TensorType, dims: CDims) -> Value:
+    """Zero-initialised storage of a temporary."""
+    return Value(dims, _dtype_data(t.dtype, functools.partial(_zeros, dims)))
+
+
 def interpret_program(typed: ir.Program, values: dict[str, Any], symbols: dict[str, int]
                       ) -> None:
     """Run a typed program on bound arguments (arrays written in place)."""
     ev = Evaluator(symbols)
     env: Env = {}
     storage: dict[str, Value] = {}
+    sized = loop_sized(typed)
+    ev.loop_temporaries = {t.name: (t, sized[t.name]) for t in typed.temporaries
+                           if t.name in sized}
     # Temporaries first: everything that can go wrong is found before any write.
     tmp_dims = {}
     for tmp in typed.temporaries:
+        if tmp.name in sized:
+            continue
         try:
             dims = ev.dims_of(tmp.type)
         except KeyError as ex:
@@ -458,9 +487,8 @@ def interpret_program(typed: ir.Program, values: dict[str, Any], symbols: dict[s
         else:
             env[p.name] = storage[p.name] = Value(ev.dims_of(p.type), v)
     for tmp in typed.temporaries:
-        dims = tmp_dims[tmp.name]
-        data = _dtype_data(tmp.type.dtype, functools.partial(_zeros, dims))
-        env[tmp.name] = storage[tmp.name] = Value(dims, data)
+        if tmp.name in tmp_dims:
+            env[tmp.name] = storage[tmp.name] = _allocate(tmp.type, tmp_dims[tmp.name])
     with np.errstate(all="ignore"):
         ev.run(typed.body, env, storage)
 

@@ -200,6 +200,10 @@ class ShiftsMixin:
                         p = Value(tuple((n, a - off, b - off) if n == dname else (n, a, b)
                                         for n, a, b in inner.dims), inner.data)
                         parts.append(align(p, dims))
+            elif isinstance(f, ir.Sym) and canonical_name(f.name) == "subset":
+                inner = self.presence(x.args[0], env)
+                if inner is not None:
+                    parts.append(align(inner, dims))
             elif isinstance(f, ir.Sym) and canonical_name(f.name) == "if":
                 chosen = self.select_presence(x, env)
                 if chosen is not None:

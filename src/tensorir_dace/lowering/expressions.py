@@ -462,6 +462,9 @@ class ExprGen:
         axis = next(d for a in operands if (d := a.type.dim(axis_name)) is not None)
         masks = {d.name: d for a in operands for d in a.type.dims if d.mask is not None
                  and (d.name == axis_name or axis_name in d.mask.type.dim_names)}
+        # Operands absent beyond their masks (full or offset shifts) need their presence.
+        absent = [a for a in operands if a.type.dim(axis_name) is not None
+                  and ir.absent_beyond_masks(a)]
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)
@@ -469,10 +472,9 @@ class ExprGen:
         header = f"for (long long {n} = {ccode(axis.start)}; {n} < {ccode(axis.stop)}; ++{n})"
         with self.tb.block(header):
             nenv = {**env, axis.name: Idx(n)}
-            guard = None
-            if masks:
-                guard = "if (" + " && ".join(f"{self.mask_entry(d, nenv, scope)} >= 0"
-                                              for d in masks.values()) + ")"
+            checks = [f"{self.mask_entry(d, nenv, scope)} >= 0" for d in masks.values()]
+            checks += [self.valid(a, nenv, scope) for a in absent]
+            guard = "if (" + " && ".join(checks) + ")" if checks else None
             bindings: dict[str, Binding] = {lam.params[0].name: PointValue(acc,
                                                                             lam.params[0].name)}
             for p, a in zip(lam.params[1:], operands):

@@ -10,7 +10,7 @@ its own state; program-level ``if`` becomes a ``ConditionalBlock`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import dace
 import sympy
@@ -21,6 +21,8 @@ from .. import ir
 from ..errors import LoweringError
 from ..library import ColumnScan, NeighborReduce
 from ..signature import ArgBinding, CallSignature
+from ..typing import scope as typing_scope
+from ..typing.runtime import bound_of, loop_hull, loop_sized
 from .expressions import ExprGen, head_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
@@ -81,6 +83,9 @@ class ProgramLowering:
         self._last_write: dict[str, object] = {}
         self._reads: dict[str, object] = {}
         self._keep: list = []
+        self._declared: set[str] = set()   # temporaries that have arrays
+        # enclosing loops: variable -> (start, stop) as SymPy, outermost first
+        self.loop_ranges: dict[str, tuple[sympy.Expr, sympy.Expr]] = {}
 
     # ------------------------------------------------------------------ containers
 
@@ -110,6 +115,11 @@ class ProgramLowering:
         # over them, so one binary serves every value.
         runtime = {s.name for node in ir.walk(self.program) for s in _bound_symbols(node)
                    if ir.is_runtime_symbol(s)}
+        if loop_sized(self.program):     # loop ranges size the temporaries' storage
+            runtime |= {n.name for loop in ir.walk(self.program)
+                        if isinstance(loop, ir.ForStmt)
+                        for b in (loop.start, loop.stop) for n in ir.walk(b)
+                        if isinstance(n, ir.Sym)}
         for p in self.program.params:
             if p.name in runtime and p.type.is_scalar:
                 sname = self.names.user(p.name)
@@ -117,13 +127,13 @@ class ProgramLowering:
                 self.sdfg.add_symbol(sname, DACE_TYPES[ir.scalar_dtype(p.type).name])
 
     def add_arrays(self, name: str, t: ir.TensorType, transient: bool,
-                   path: tuple[int, ...] = (), dtype=None):
+                   path: tuple[int, ...] = (), dtype=None, fresh: bool = False):
         dtype = t.dtype if dtype is None else dtype
         if isinstance(dtype, ir.TupleType):
-            return tuple(self.add_arrays(name, t, transient, path + (i,), d)
+            return tuple(self.add_arrays(name, t, transient, path + (i,), d, fresh)
                          for i, d in enumerate(dtype.elements))
-        data = self.names.user(name) if not path else \
-            self.names.user(name + "_" + "_".join(map(str, path)))
+        leaf = name if not path else name + "_" + "_".join(map(str, path))
+        data = self.names.fresh(leaf) if fresh else self.names.user(leaf)
         dims = self.sdfg_dims(t)
         info = ArrayInfo(data, dims, dtype)
         if not transient:
@@ -134,6 +144,47 @@ class ProgramLowering:
         self.sdfg.add_array(data, [_dace_expr(s) for s in info.shape], DACE_TYPES[dtype.name],
                             offset=[_dace_expr(-d.start) for d in dims], transient=transient)
         return info
+
+    def add_temporary(self, tmp: ir.Param, storage: ir.TensorType | None = None) -> Stored:
+        """The arrays of a temporary, shaped like ``storage`` (its type by default;
+        a second set gets fresh names)."""
+        fresh = tmp.name in self._declared
+        self._declared.add(tmp.name)
+        leaves = self.add_arrays(tmp.name, storage or tmp.type, transient=True, fresh=fresh)
+        return Stored(ir.TensorType(tmp.type.dtype, self.sdfg_dims(tmp.type)), leaves)
+
+    def loop_temporaries(self, var: str, scope: CScope) -> dict[str, Stored]:
+        """Arrays of their own, in this loop, for the temporaries sized by ``var``
+        (and by enclosing loops' variables).  Each iteration uses its own interval
+        of the temporary, but the arrays cover the hull of those intervals over
+        the loop's range (known before the loop): DaCe allocates arrays whose
+        shape changes inside a loop once per iteration yet frees them once, so
+        they are sized before the loop instead.  A second loop over ``var`` gets
+        arrays of its own."""
+        out = {}
+        for tmp in self.program.temporaries:
+            loops = self.loop_sized.get(tmp.name, ())
+            if var not in loops or not all(v in self.loop_ranges for v in loops):
+                continue
+            ranges = [(v, lo, hi) for v, (lo, hi) in self.loop_ranges.items()]
+            dims = []
+            for d in tmp.type.dims:
+                hull = loop_hull(d.start, d.stop, ranges)
+                assert not isinstance(hull, str), hull   # refused by the type checker
+                dims.append(d.with_interval(*hull))
+            out[tmp.name] = self.add_temporary(tmp, replace(tmp.type, dims=tuple(dims)))
+        return out
+
+    def loop_range(self, start: ir.Expr, stop: ir.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+        """A loop's bounds as SymPy expressions of sizes, parameters and outer loop
+        variables (the type checker made sure they are such expressions)."""
+        bind = typing_scope.Binding
+        names = {p.name: bind(p.name, "param", p.type) for p in self.program.params}
+        names |= {n: bind(n, "size", ir.TensorType(ir.INT64)) for n in self.symbol_names}
+        names |= {n: bind(n, "loop", ir.TensorType(ir.INT64)) for n in self.loop_ranges}
+        scope = typing_scope.Scope(names)
+        lo, hi = bound_of(start, scope), bound_of(stop, scope)
+        return (sympy.nan if lo is None else lo), (sympy.nan if hi is None else hi)
 
     def add_transient(self, t: ir.TensorType) -> Stored:
         def leaf(dtype):
@@ -168,10 +219,10 @@ class ProgramLowering:
                 leaves = self.add_arrays(p.name, p.type, transient=False)
                 self.scope.bindings[p.name] = Stored(
                     ir.TensorType(p.type.dtype, self.sdfg_dims(p.type)), leaves)
+        self.loop_sized = loop_sized(self.program)
         for tmp in self.program.temporaries:
-            leaves = self.add_arrays(tmp.name, tmp.type, transient=True)
-            self.scope.bindings[tmp.name] = Stored(
-                ir.TensorType(tmp.type.dtype, self.sdfg_dims(tmp.type)), leaves)
+            if tmp.name not in self.loop_sized:
+                self.scope.bindings[tmp.name] = self.add_temporary(tmp)
         self.live = _live_temporaries(self.program)
         self.block(self.program.body, self.scope)
         if self.last_block is None:
@@ -232,7 +283,12 @@ class ProgramLowering:
                                       initialize_expr=f"{v} = {lo}",
                                       update_expr=f"{v} = {v} + 1", sdfg=self.sdfg)
                     self.add_block(loop)
-                    self.in_region(loop, body, scope.child({var: SymbolValue(v)}))
+                    inner = scope.child({var: SymbolValue(v)})
+                    outer_ranges = dict(self.loop_ranges)
+                    self.loop_ranges[var] = self.loop_range(start, stop)
+                    inner.bindings |= self.loop_temporaries(var, inner)
+                    self.in_region(loop, body, inner)
+                    self.loop_ranges = outer_ranges
 
     # ------------------------------------------------------------------ conditions
 

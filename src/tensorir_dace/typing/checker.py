@@ -52,6 +52,9 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         # enclosing for loops (var, start, stop as SymPy or None) while checking a
         # whole program; None when checking single expressions (the front end)
         self.loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None = None
+        self.loop_vars = {n.var for n in ir.walk(program) if isinstance(n, ir.ForStmt)}
+        self.loop_sized: dict[str, tuple[str, ...]] = {}
+        self.loop_sized_types: dict[str, ir.TensorType] = {}
 
     # ------------------------------------------------------------------ errors
 
@@ -111,10 +114,14 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         for tmp in p.temporaries:
             if tmp.type.is_scalar:
                 raise self.error(tmp, f"temporary '{tmp.name}' must have dimensions")
-            dims = tuple(d.with_interval(self.runtime_bound(d.start, tmp, scope, False),
-                                         self.runtime_bound(d.stop, tmp, scope, False))
+            dims = tuple(d.with_interval(self.runtime_bound(d.start, tmp, scope, True),
+                                         self.runtime_bound(d.stop, tmp, scope, True))
                          for d in tmp.type.dims)
             tmp = replace(tmp, type=replace(tmp.type, dims=dims))
+            used = {s.name for d in dims for b in (d.start, d.stop) for s in b.free_symbols}
+            if loops := sorted(used & (self.loop_vars - set(scope.bindings))):
+                self.loop_sized[tmp.name] = tuple(loops)
+                self.loop_sized_types[tmp.name] = tmp.type
             temporaries.append(tmp)
             scope.bindings[tmp.name] = Binding(tmp.name, "temp", tmp.type)
         body = self.block(p.body, scope)
@@ -221,6 +228,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                              + did_you_mean(target.name, scope.names()))
         if binding.kind not in ("param", "temp"):
             raise self.error(target, f"cannot assign to {binding.kind} '{target.name}'")
+        if binding.kind == "temp":
+            self.require_loops(target, target.name, scope)
         if binding.type.is_scalar:
             raise self.error(target, f"cannot assign to scalar parameter '{target.name}'; "
                                      "outputs must be tensors with dimensions")
@@ -240,6 +249,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             case ir.Sym(name=name):
                 binding = scope.lookup(name)
                 if binding is not None:
+                    if binding.kind == "temp":
+                        self.require_loops(e, name, scope)
                     return replace(e, type=binding.type)
                 if ir.canonical_builtin(name) is not None:
                     raise self.error(e, f"builtin '{name}' must be called")

@@ -65,7 +65,7 @@ class Rules:
         raise NotImplementedError
 
     def runtime_bound(self, b: Any, node: ir.Node, scope: Scope,
-                      allow_loops: bool = True) -> Any:
+                      declaration: bool = False) -> Any:
         raise NotImplementedError
 
     def runtime_subset(self, a: ir.DimInterval, d: ir.Dim, sub: ir.Dim, guard: tuple,

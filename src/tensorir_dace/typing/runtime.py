@@ -11,6 +11,8 @@ by its non-emptiness.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sympy
 
 from .. import intervals as iv
@@ -27,6 +29,55 @@ def runtime_names(p: ir.Program) -> set[str]:
     names = {q.name for q in p.params if q.type.is_scalar and q.type.dtype in RUNTIME_DTYPES}
     names |= {n.var for n in ir.walk(p) if isinstance(n, ir.ForStmt)}
     return names
+
+
+def loop_sized(p: ir.Program) -> dict[str, tuple[str, ...]]:
+    """The temporaries of a typed program whose types use loop variables, each
+    with those variables: such a temporary exists anew in every iteration."""
+    loops = {n.var for n in ir.walk(p) if isinstance(n, ir.ForStmt)}
+    out = {}
+    for tmp in p.temporaries:
+        used = sorted({s.name for d in tmp.type.dims for b in (d.start, d.stop)
+                       for s in b.free_symbols if ir.is_runtime_symbol(s)} & loops)
+        if used:
+            out[tmp.name] = tuple(used)
+    return out
+
+
+def direction(e: sympy.Expr, var: str) -> int | None:
+    """1 (or -1) when ``e`` never decreases (increases) as loop variable ``var``
+    grows, 0 when it does not use it, None when that is not evident from its
+    form (sums, constant multiples, Max and Min of monotone parts)."""
+    if var not in {s.name for s in e.free_symbols}:
+        return 0
+    if isinstance(e, sympy.Symbol):
+        return 1
+    if isinstance(e, (sympy.Add, sympy.Max, sympy.Min)):
+        ds = {direction(a, var) for a in e.args} - {0}
+        return ds.pop() if len(ds) == 1 and None not in ds else None
+    if isinstance(e, sympy.Mul):
+        coeff, rest = e.as_coeff_Mul()
+        d = direction(rest, var) if rest is not e and coeff != 0 else None
+        return None if d is None else (d if coeff > 0 else -d)
+    return None
+
+
+def loop_hull(lo: sympy.Expr, hi: sympy.Expr, loops: Sequence[tuple[str, sympy.Expr,
+                                                                    sympy.Expr]]):
+    """The smallest ``lo`` and the largest ``hi`` over every iteration of ``loops``
+    (outermost first), free of their variables, or the first variable they are not
+    monotone in.  Monotone bounds take their extremes at the ends of a range; an
+    empty inner range only widens the hull."""
+    for var, start, stop in reversed(loops):
+        dlo, dhi = direction(lo, var), direction(hi, var)
+        if dlo is None or dhi is None:
+            return var
+        sym = {s.name: s for s in lo.free_symbols | hi.free_symbols}.get(var)
+        if sym is None:
+            continue
+        lo = lo.xreplace({sym: start if dlo > 0 else stop - 1})
+        hi = hi.xreplace({sym: stop - 1 if dhi > 0 else start})
+    return lo, hi
 
 
 def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
@@ -60,14 +111,23 @@ class RuntimeBounds(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
     loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None
+    loop_vars: set[str]                   # the program's loop variables
+    loop_sized: dict[str, tuple[str, ...]]   # temporary -> the loop variables sizing it
+    loop_sized_types: dict[str, ir.TensorType]
 
     def runtime_bound(self, b: sympy.Expr, node: ir.Node, scope: Scope,
-                      allow_loops: bool = True) -> sympy.Expr:
-        """``b`` with the symbols of runtime values made runtime symbols."""
+                      declaration: bool = False) -> sympy.Expr:
+        """``b`` with the symbols of runtime values made runtime symbols.
+
+        In a temporary's ``declaration`` (checked at program level, outside any
+        loop) a loop variable of the program is a runtime symbol too; the
+        temporary then exists inside that loop only (:meth:`require_loops`)."""
         subs = {}
         for s in b.free_symbols:
             binding = scope.lookup(s.name)
             if binding is None:
+                if declaration and s.name in self.loop_vars:
+                    subs[s] = ir.runtime_symbol(s.name)
                 continue
             if binding.kind == "size":
                 subs[s] = ir.size_symbol(s.name)
@@ -75,22 +135,49 @@ class RuntimeBounds(Rules):
             scalar_int = binding.type.is_scalar and binding.type.dtype in RUNTIME_DTYPES
             if binding.kind == "param" and scalar_int:
                 subs[s] = ir.runtime_symbol(s.name)
-            elif binding.kind == "loop" and allow_loops:
-                if self.loops is not None and self.loop_range(s.name) is None:
-                    raise self.error(node, f"loop variable '{s.name}' is used in a bound, so "
-                                           "its loop's bounds must be integer expressions of "
-                                           "int parameters, sizes, outer loop variables and "
-                                           "literals")
-                subs[s] = ir.runtime_symbol(s.name)
             elif binding.kind == "loop":
-                raise self.error(node, f"loop variable '{s.name}' cannot size a temporary; "
-                                       "use int parameters or size symbols")
+                self.require_loop_range(s.name, node)
+                subs[s] = ir.runtime_symbol(s.name)
             else:
                 raise self.error(node, f"'{s.name}' cannot be used in a bound: bounds use "
                                        "size symbols, scalar int parameters, loop variables "
                                        f"and literals (got {binding.kind} of type "
                                        f"{binding.type})")
         return b.xreplace(subs) if subs else b
+
+    def require_loop_range(self, var: str, node: ir.Node) -> None:
+        """A loop variable used in a bound needs a loop range the call-time checks
+        can enumerate."""
+        if self.loops is not None and self.loop_range(var) is None:
+            raise self.error(node, f"loop variable '{var}' is used in a bound, so its "
+                                   "loop's bounds must be integer expressions of int "
+                                   "parameters, sizes, outer loop variables and literals")
+
+    def require_loops(self, node: ir.Node, name: str, scope: Scope) -> None:
+        """A temporary sized by loop variables exists only inside loops over them."""
+        for var in self.loop_sized.get(name, ()):
+            binding = scope.lookup(var)
+            if binding is None or binding.kind != "loop":
+                raise self.error(node, f"temporary '{name}' is sized by the loop variable "
+                                       f"'{var}', so it exists only inside a loop over "
+                                       f"'{var}'; use it there, or size it with int "
+                                       "parameters or size symbols")
+            self.require_loop_range(var, node)
+        if name in self.loop_sized and self.loops is not None:
+            ranges = [(v, lo, hi) for v, lo, hi in self.loops if lo is not None
+                      and hi is not None]
+            for d in self.loop_sized_types[name].dims:
+                hull = loop_hull(d.start, d.stop, ranges)
+                if not isinstance(hull, str):
+                    left = {x.name for b in hull for x in b.free_symbols} & self.loop_vars
+                    hull = min(left) if left else hull
+                if isinstance(hull, str):
+                    raise self.error(node, f"temporary '{name}' is sized by {d.name}"
+                                           f"[{d.start}:{d.stop}], whose bounds must grow "
+                                           f"or shrink steadily with the loop variable "
+                                           f"'{hull}' (sums, constant multiples, Max and "
+                                           "Min of it) so that its storage can be sized "
+                                           "before the loop")
 
     def loop_range(self, var: str):
         for name, lo, hi in reversed(self.loops or []):
