@@ -1,6 +1,6 @@
 """Random programs compiled against the interpreter: small seeded generators for
 single features (element-wise stencils in both lowering modes, meshes, runtime
-bounds, offsets), and the package generator ``tensorir_dace.fuzz`` (a fixed set
+bounds), and the package generator ``tensorir_dace.fuzz`` (a fixed set
 of 300 programs over every construct family, and mutated texts for the parser)."""
 
 from __future__ import annotations
@@ -128,9 +128,12 @@ def test_random_mesh_program_with_absent_neighbours(seed):
     both_modes_match_interpreter(prog, args)
 
 
-# Runtime bounds: subset targets whose intervals use scalar int parameters.
-I_RANGES = [("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0")]
-J_RANGES = [("g0", "g1"), ("0", "g1"), ("g0", "M")]
+# Runtime bounds: subset targets and concat pieces whose intervals use the scalar
+# int parameters h0, h1, with expressions and intervals from the package generator,
+# against the same expressions computed on the whole outputs.
+BOUND_VALUES = [(1, 3), (3, 1), (0, 5), (2, 2)]    # in range, inverted, whole, empty
+SMALL = fuzz.SIZES[0]
+ENV = {"Max": max, "Min": min} | SMALL
 
 
 def runtime_bound_program(seed: int, statements: int = 8) -> tuple[str, str, list]:
@@ -138,11 +141,9 @@ def runtime_bound_program(seed: int, statements: int = 8) -> tuple[str, str, lis
     on the whole outputs (the reference for the points inside the ranges)."""
     r = random.Random(seed)
     outs = [f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(statements)]
-    head = (f"rt(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
-            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, h1: tensor<int>, "
-            "g0: tensor<int>, g1: tensor<int>, " + ", ".join(outs) + ") {\n")
-    exprs = [expression(3, r) for _ in range(statements)]
-    ranges = [(r.choice(I_RANGES), r.choice(J_RANGES)) for _ in range(statements)]
+    head = "rt(" + ", ".join(list(fuzz.INPUTS) + outs) + ") {\n"
+    exprs = [fuzz.float_expression(r, 3) for _ in range(statements)]
+    ranges = [(r.choice(fuzz.I_RANGES), r.choice(fuzz.J_RANGES)) for _ in range(statements)]
     sub = [f"  subset(o{k}, I[{i0}:{i1}], J[{j0}:{j1}]) ← {x};"
            for k, (x, ((i0, i1), (j0, j1))) in enumerate(zip(exprs, ranges))]
     full = [f"  o{k} ← {x};" for k, x in enumerate(exprs)]
@@ -153,21 +154,20 @@ def runtime_bound_program(seed: int, statements: int = 8) -> tuple[str, str, lis
 def test_random_runtime_bounds_one_binary(seed):
     from tensorir_dace.runtime.cache import compile_count
     src, full_src, ranges = runtime_bound_program(seed)
+    assert any("Max(" in i0 + i1 for (i0, i1), _ in ranges)
     prog, full = tir.parse(src), tir.parse(full_src)
-    sizes = {"N": 5, "M": 4}
-    base = random_arguments(prog, sizes=sizes, seed=seed)
+    base = random_arguments(prog, sizes=SMALL, seed=seed)
     fns = [tir.compile(prog, optimize=o) for o in ("none", "default")]
     before = compile_count()
-    for h0, h1, g0, g1 in [(0, 5, 0, 4), (2, 3, 1, 3), (1, 4, 3, 1)]:
-        bounds = {"h0": h0, "h1": h1, "g0": g0, "g1": g1}
+    for h0, h1 in BOUND_VALUES:
+        bounds = {"h0": h0, "h1": h1}
         args = clone(base) | bounds
         ref = clone(args)
         tir.interpret(prog, **ref)
         whole = clone(args)
         tir.interpret(full, **whole)
-        env = {"N": 5, "M": 4, **bounds}
         for k, ((i0, i1), (j0, j1)) in enumerate(ranges):
-            i0, i1, j0, j1 = (eval(x, {}, env) for x in (i0, i1, j0, j1))
+            i0, i1, j0, j1 = (eval(x, {}, ENV | bounds) for x in (i0, i1, j0, j1))
             expected = base[f"o{k}"].copy()
             if i0 < i1 and j0 < j1:
                 expected[i0:i1, j0:j1] = whole[f"o{k}"][i0:i1, j0:j1]
@@ -180,84 +180,36 @@ def test_random_runtime_bounds_one_binary(seed):
 
 
 def test_random_lazy_concat_with_runtime_boundaries():
-    """Random expressions as concat pieces split at clamped runtime boundaries,
-    against the same expressions computed whole (interpreter and compiled)."""
+    """Random expressions as concat pieces split at the generator's clamped runtime
+    boundaries, against the same expressions computed whole (interpreter and compiled)."""
     from tensorir_dace.runtime.cache import compile_count
     r = random.Random(8)
-    pairs = [(expression(3, r), expression(3, r)) for _ in range(4)]
-    head = (f"rc(a: tensor<float, {HALO}>, b: tensor<float, {HALO}>, "
-            f"c: tensor<float, J[-3:M+3], I[-3:N+3]>, h0: tensor<int>, "
-            + ", ".join(f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(8)) + ") {\n")
-    cut = "Min(N, Max(0, h0))"
-    split = [f"  o{k} ← concat(I, subset({x}, I[0:{cut}]), subset({y}, I[{cut}:N]));"
-             for k, (x, y) in enumerate(pairs)]
-    whole = [f"  o{2 * k} ← {x};\n  o{2 * k + 1} ← {y};" for k, (x, y) in enumerate(pairs)]
+    pairs = [(fuzz.float_expression(r, 3), fuzz.float_expression(r, 3)) for _ in range(4)]
+    cuts = [fuzz.CUTS[k % len(fuzz.CUTS)] for k in range(len(pairs))]
+    head = "rc(" + ", ".join(list(fuzz.INPUTS) + [
+        f"o{k}: tensor<float, I[0:N], J[0:M]>" for k in range(8)]) + ") {\n"
+    split = [f"  o{k} ← concat(I, subset({x} + a, I[0:{cut}]), subset({y} + a, I[{cut}:N]));"
+             for k, ((x, y), cut) in enumerate(zip(pairs, cuts))]
+    whole = [f"  o{2 * k} ← {x} + a;\n  o{2 * k + 1} ← {y} + a;" for k, (x, y) in enumerate(pairs)]
     prog = tir.parse(head + "\n".join(split) + "\n}")
     full = tir.parse(head + "\n".join(whole) + "\n}")
-    base = random_arguments(prog, sizes={"N": 5, "M": 4}, seed=8)
+    base = random_arguments(prog, sizes=SMALL, seed=8)
     fn = tir.compile(prog, optimize="none")
     before = compile_count()
-    for h0 in (-2, 0, 3, 5, 9):
-        args = clone(base) | {"h0": h0}
+    for h0, h1 in [(-2, 0), (0, 3), (3, 1), (5, 0), (9, 2)]:
+        bounds = {"h0": h0, "h1": h1}
+        args = clone(base) | bounds
         ref, parts, out = clone(args), clone(args), clone(args)
         tir.interpret(prog, **ref)
         tir.interpret(full, **parts)
         fn(**out)
-        c = min(5, max(0, h0))
-        for k in range(len(pairs)):
+        for k, cut in enumerate(cuts):
+            c = eval(cut, {}, ENV | bounds)
             expected = parts[f"o{2 * k + 1}"].copy()
             expected[:c] = parts[f"o{2 * k}"][:c]
             assert_same_results({"o": ref[f"o{k}"]}, {"o": expected}, 1e-12)
         assert_same_results(out, ref, 1e-11)
     assert compile_count() == before
-
-
-# ----------------------------------------------------------- data-dependent offsets, nested shifts
-
-COLUMN = "Cell[0:C], K[0:L]"
-CT = f"tensor<float, {COLUMN}>"
-
-
-def column_expression(depth: int, r: random.Random) -> str:
-    """A float expression on (Cell, K) mixing data-dependent vertical offsets,
-    neighbour shifts with absent entries and nested partial shifts."""
-    if depth == 0 or r.random() < 0.2:
-        return r.choice(["t", "u", "(t × 0.5)"])
-    def c():
-        return column_expression(depth - 1, r)
-
-    def off():
-        return r.choice(["off", "(off + 1)", "-off", f"shift_apply({r.randrange(3)})(zd)",
-                         f"⟪C2E2C, {r.randrange(3)}⟫(off)"])
-
-    nb0 = f"tensor<float, {COLUMN}, _NB_0[0:3]>"
-    nb1 = f"tensor<float, {COLUMN}, _NB_1[0:3]>"
-    return r.choice([
-        lambda: f"⟪K, {off()}⟫({c()})",
-        lambda: f"⟪C2E2C, {r.randrange(3)}⟫({c()})",
-        lambda: f"if(can_deref(⟪K, {off()}⟫({c()})), {c()}, 0.5)",
-        lambda: f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(⟪C2E2C⟫({c()}))",
-        lambda: (f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(reduce(λ(acc: {nb0}, "
-                 f"x: {nb0}) → maximum(acc, x), -9.0)(⟪C2E2C⟫(⟪C2E2C⟫({c()}))))"),
-        lambda: (f"reduce(λ(acc: {CT}, x: {CT}) → acc + x, 0.0)(reduce(λ(acc: {nb1}, "
-                 f"x: {nb1}) → acc + x × 0.5, 0.0, _NB_0)(⟪C2E2C⟫(⟪C2E2C⟫({c()}))))"),
-        lambda: f"({c()} {r.choice(['+', '-', '×'])} {c()})",
-    ])()
-
-
-@pytest.mark.parametrize("seed", [4])
-def test_random_offsets_and_nested_shifts(seed):
-    r = random.Random(seed)
-    outs = [f"o{k}: {CT}" for k in range(8)]
-    body = [f"  o{k} ← {column_expression(3, r)};" for k in range(8)]
-    src = (f"offsets(t: {CT}, u: {CT}, off: tensor<int32, {COLUMN}>, "
-           f"zd: tensor<int32, Cell[0:C], _NB_0[0:3], K[0:L]>, "
-           "C2E2C: tensor<int, Cell[0:C], _NB_Cell[0:3]>, " + ", ".join(outs) + ") {\n"
-           + "\n".join(body) + "\n}")
-    assert "⟪K, " in src and "⟪C2E2C⟫(⟪C2E2C⟫(" in src and "_NB_0)(" in src
-    prog = tir.parse(src)
-    args = random_arguments(prog, sizes={"C": 9, "L": 6}, seed=seed, absent_fraction=0.25)
-    both_modes_match_interpreter(prog, args)
 
 
 @pytest.mark.parametrize("seed", [13, 21])
@@ -278,7 +230,8 @@ def test_random_program_streamed_rows_match_interpreter(seed, monkeypatch):
 
 
 # --------------------------------------------------------------------------- tensorir_dace.fuzz
-# A fixed set of generated programs (every construct family), 20 to a compile;
+# A fixed set of generated programs (every construct family, runtime bounds run
+# with several values through each binary), 20 to a compile;
 # the on-demand command python -m tensorir_dace.fuzz runs any number.
 
 PROGRAMS, PER_COMPILE = 300, 20
@@ -290,8 +243,18 @@ def test_the_generator_covers_every_kind_of_program():
     text = fuzz.program_text(fuzz.batch(0, PROGRAMS))
     for construct in ("scan(", "reduce(", "shift_apply(", "can_deref(", "concat(",
                       "subset(", "make_tuple(", "cast(", "if (", "for (", " % ", "float32",
-                      "int32", "bool", "⟪I, -2⟫", ", False, "):
+                      "int32", "bool", "⟪I, -2⟫", ", False, ",
+                      # runtime domains
+                      "subset(o_", "I[h0", "Max(0, h0", "Min(N, Max(0, h0))", "concat(I, ",
+                      # data-dependent offsets, int32 and int64, guarded and not
+                      "⟪K, ko⟫(", "⟪K, kl⟫(", "can_deref(⟪K, ", "⟪K, shift_apply(",
+                      "⟪K, ⟪I2I, ",
+                      # nested partial shifts, reduced over either axis
+                      "⟪V2E⟫(⟪E2V⟫(", "⟪I2I⟫(⟪I2I⟫(", ", _NB_0)(", "_NB_0[0:2]>) →"):
         assert construct in text, construct
+    assert any(len(b) >= 2 for b in fuzz.BOUNDS)
+    assert any(h["h0"] > h["h1"] for b in fuzz.BOUNDS for h in b)     # inverted
+    assert any(h["h0"] == h["h1"] for b in fuzz.BOUNDS for h in b)    # empty
 
 
 @pytest.mark.parametrize("first", range(0, PROGRAMS, PER_COMPILE))

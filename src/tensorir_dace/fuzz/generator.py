@@ -6,8 +6,13 @@ statements of many cases go into one program, so that one compile checks
 many of them.  Every case covers one family of constructs (Cartesian
 arithmetic with halos and broadcasting, float32, int32/int64 with negative
 ``/`` and ``%``, bool logic, tuples, neighbour tables with absent entries,
-scans with wider operands, ``subset`` and ``concat``, temporaries, and
-program-level ``if``/``for``)."""
+scans with wider operands, ``subset`` and ``concat``, temporaries,
+program-level ``if``/``for``, runtime domains (``subset`` targets and
+``concat`` pieces bounded by the scalar parameters ``h0`` and ``h1``, run
+with several values through one binary, empty and inverted ranges included),
+data-dependent offsets ``⟪K, off⟫`` with int32 and int64 offsets that may
+land outside the column, and nested partial shifts ``⟪V2E⟫(⟪E2V⟫(…))``
+reduced over either neighbour axis)."""
 
 from __future__ import annotations
 
@@ -23,11 +28,25 @@ INPUTS = (
     "v: tensor<float, V[0:NV]>", "e: tensor<float, E[0:NE]>",
     "E2V: tensor<int, E[0:NE], _NB_V[0:2]>", "V2E: tensor<int, V[0:NV], _NB_E[0:3]>",
     "s: tensor<int>", "alpha: tensor<float>",
+    "h0: tensor<int>", "h1: tensor<int>",
+    "ko: tensor<int32, I[0:N], K[0:L]>", "kl: tensor<int, I[0:N], K[0:L]>",
+    "zd: tensor<int32, I[0:N], _NB_0[0:3], K[0:L]>", "I2I: tensor<int, I[0:N], _NB_I[0:3]>",
 )
 SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
          {"N": 8, "M": 3, "L": 5, "NV": 9, "NE": 13})
+# Runtime bounds (h0, h1) each run uses at each size: in range, inverted, out of
+# range (an ArgumentError from both backends where an unclamped interval uses
+# them), whole, empty.
+BOUNDS = (({"h0": 1, "h1": 3}, {"h0": 3, "h1": 1}, {"h0": 1, "h1": 11}),
+          ({"h0": 0, "h1": 8}, {"h0": 2, "h1": 2}))
 KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
-         "temporary", "control")
+         "temporary", "control", "runtime", "offset", "nested")
+# Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
+# entry (the checker cannot know that, the argument check at call time does).
+I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
+            ("Max(0, h0 - 1)", "Min(N, h1 + 2)"), ("Min(N, h0 + h1)", "N"))
+J_RANGES = (("0", "M"), ("Min(M, h0)", "M"), ("0", "Max(0, M - h1)"))
+CUTS = ("Min(N, Max(0, h0))", "Min(N, h1)", "Max(0, Min(N, h0 - h1))")
 
 
 @dataclass(frozen=True)
@@ -153,6 +172,62 @@ class _Gen:
         ])()
 
 
+    # ------------------------------------------------------------ columns, offsets
+    def koff(self) -> str:
+        """An int32 or int64 offset along K; random values reach outside the column."""
+        j = self.r.randrange(3)
+        return self.pick("ko", "kl", "(ko + 1)", "-kl", "cast(ko, int)", "(kl % 3)",
+                         "minimum(ko, 1)", "cast(kl, int32)", f"shift_apply({j})(zd)",
+                         f"⟪I2I, {j}⟫(ko)")
+
+    def kexpr(self, d: int) -> str:
+        """A float over I[0:N], K[0:L] reading ``col`` at computed offsets."""
+        r = self.r
+        if d == 0 or r.random() < 0.2:
+            return r.choice(["col", "(col × 0.5)"]) if r.random() < 0.3 else \
+                f"if(can_deref(⟪K, {(k := self.koff())}⟫(col)), ⟪K, {k}⟫(col), 0.5)"
+        x = lambda: self.kexpr(d - 1)  # noqa: E731
+        return r.choice([
+            lambda: f"if(can_deref(⟪K, {(k := self.koff())}⟫({x()})), ⟪K, {k}⟫({x()}), -1.0)",
+            lambda: f"⟪K, {self.koff()}⟫({x()})",
+            lambda: f"if(can_deref(⟪K, {self.koff()}⟫(col)), {x()}, {x()})",
+            lambda: f"cast(can_deref(⟪K, {self.koff()}⟫(⟪K, {self.koff()}⟫(col))), float)",
+            lambda: f"({x()} {r.choice(['+', '-', '×'])} {x()})",
+            lambda: f"maximum({x()}, ⟪K, {r.choice([-1, 1])}⟫(col))",
+            lambda: f"⟪I2I, {r.randrange(3)}⟫({x()})",
+            lambda: self.nested_reduce(f"⟪I2I⟫(⟪I2I⟫({x()}))", "I[0:N], K[0:L]", 3, 3),
+        ])()
+
+    def nested_reduce(self, x: str, dims: str, n1: int, n0: int) -> str:
+        """``x`` with dims (dims, _NB_1[0:n1], _NB_0[0:n0]) reduced to ``dims``:
+        over _NB_1 then _NB_0, or over the named axis _NB_0 first."""
+        T = f"tensor<float, {dims}>"
+        NB0, NB1 = f"tensor<float, {dims}, _NB_0[0:{n0}]>", f"tensor<float, {dims}, _NB_1[0:{n1}]>"
+        inner = self.pick(
+            f"reduce(λ(acc: {NB0}, y: {NB0}) → maximum(acc, y), -9.0)({x})",
+            f"reduce(λ(acc: {NB0}, y: {NB0}) → acc + y × 0.5, 0.0)({x})",
+            f"reduce(λ(acc: {NB1}, y: {NB1}) → acc + y, 0.0, _NB_0)({x})",
+            f"reduce(λ(acc: {NB1}, y: {NB1}) → minimum(acc, y), 9.0, _NB_0)({x})",
+        )
+        return self.pick(
+            f"reduce(λ(acc: {T}, y: {T}) → acc + y, 0.0)({inner})",
+            f"cast(reduce(λ(k: tensor<int, {dims}>, y: {T}) → k + 1, 0)({inner}), float)",
+            f"reduce(λ(acc: {T}, y: {T}) → maximum(acc, y), -5.0)({inner})",
+        )
+
+    def nested(self, d: int) -> str:
+        """A float over V from ``⟪V2E⟫(⟪E2V⟫(x))`` (dims V, _NB_1, _NB_0) reduced."""
+        x = f"⟪V2E⟫(⟪E2V⟫({self.vexpr(d - 1)}))"
+        out = self.nested_reduce(x, "V[0:NV]", 3, 2)
+        return out if self.r.random() < 0.6 else f"({out} + {self.vexpr(1)})"
+
+
+def float_expression(r: random.Random, depth: int) -> str:
+    """A random float expression over ``I, J`` reading the inputs ``a``, ``b``, ``c``
+    and ``alpha`` of INPUTS, shifts within their halo of 2."""
+    return _Gen(r).fexpr(depth)
+
+
 def generate_case(seed: int, index: int | None = None) -> Case:
     """The case of ``seed``; its names end in ``_<index>`` (default: the seed)."""
     r = random.Random(seed)
@@ -206,6 +281,21 @@ def generate_case(seed: int, index: int | None = None) -> Case:
                  f"{t} ← {g.fexpr(d)}",
                  f"{t} ← {t} × 0.5 + {g.fexpr(1)}",          # reads itself
                  f"{o} ← {t} + ⟪J, 0⟫({t})"]
+    elif kind == "runtime":
+        outs = [decl(o, "float"), decl(o + "c", "float")]
+        (i0, i1), (j0, j1) = r.choice(I_RANGES), r.choice(J_RANGES)
+        cut = r.choice(CUTS)
+        stmts = [f"{o} ← b",
+                 f"subset({o}, I[{i0}:{i1}], J[{j0}:{j1}]) ← {g.fexpr(d)}",
+                 f"{o}c ← concat(I, subset({g.fexpr(d)} + a, I[0:{cut}]), "
+                 f"subset(b × {g.fexpr(d)}, I[{cut}:N]))"]
+        if r.random() < 0.5:
+            stmts.append(f"{o}c ← concat(J, subset({o}c, J[0:Min(M, h1)]), "
+                         f"subset({o} + {o}c, J[Min(M, h1):M]))")
+    elif kind == "offset":
+        outs, stmts = [decl(o, "float", "I[0:N], K[0:L]")], [f"{o} ← {g.kexpr(d)}"]
+    elif kind == "nested":
+        outs, stmts = [decl(o, "float", "V[0:NV]")], [f"{o} ← {g.nested(d)}"]
     else:   # control
         outs = [decl(o, "float")]
         cond = g.pick("s % 2 == 1", "s / 2 ≥ 1", "alpha > 1.0", "s % 3 == -1 ∨ s < 0")

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import ir
-from ..errors import TensorIRError
+from ..errors import ArgumentError, TensorIRError
 from ..testing import clone, random_arguments
-from .generator import SIZES, Case, batch, generate_case, program_text
+from .generator import BOUNDS, SIZES, Case, batch, generate_case, program_text
 
 
 @dataclass
@@ -43,7 +43,6 @@ def _leaves(v):
 
 def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcome:
     """Check, compile once, run at both sizes against the interpreter."""
-    from ..interpreter import interpret
     from ..runtime.program import compile
     from ..syntax import parse
     from ..typing import check
@@ -60,22 +59,42 @@ def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcom
         return Outcome(statements, {"*": f"accepted but not compiled: {err}"})
     except Exception as err:   # noqa: BLE001 - the contract allows TensorIRError only
         return Outcome(statements, {}, crash=f"compile: {type(err).__name__}: {err}")
-    for sizes in SIZES:
-        args = random_arguments(prog, sizes=sizes, seed=seed, absent_fraction=0.25)
-        ref, out = clone(args), clone(args)
-        try:
-            interpret(prog, **ref)
-            binary(**out)
-        except TensorIRError as err:
-            return Outcome(statements, {"*": f"run failed at {sizes}: {err}"})
-        except Exception as err:   # noqa: BLE001
-            return Outcome(statements, {}, crash=f"run at {sizes}: {type(err).__name__}: {err}")
-        for name in ref:
-            if isinstance(args[name], (np.ndarray, tuple)) and not all(
-                    _close(np.asarray(x), np.asarray(y))
-                    for x, y in zip(_leaves(out[name]), _leaves(ref[name]))):
-                failed.setdefault(name, f"compiled and interpreted differ at {sizes}")
+    for sizes, bounds in zip(SIZES, BOUNDS):
+        base = random_arguments(prog, sizes=sizes, seed=seed, absent_fraction=0.25)
+        for hs in bounds:     # runtime bounds: several values through the same binary
+            args = base | {h: v for h, v in hs.items() if h in base}
+            why = _run_once(prog, binary, args, f"{sizes} {hs}", failed)
+            if why is not None:
+                return Outcome(statements, {}, crash=why) if why.startswith("crash") \
+                    else Outcome(statements, {"*": why})
     return Outcome(statements, failed)
+
+
+def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | None:
+    """Run the interpreter and ``binary`` on copies of ``args``; record differing
+    outputs in ``failed``.  An ``ArgumentError`` from both (bounds out of range) is
+    agreement."""
+    from ..interpreter import interpret
+    ref, out = clone(args), clone(args)
+    errors: list[TensorIRError | None] = []
+    for run, kw in ((lambda **k: interpret(prog, **k), ref), (binary, out)):
+        try:
+            run(**kw)
+            errors.append(None)
+        except TensorIRError as err:
+            errors.append(err)
+        except Exception as err:   # noqa: BLE001 - the contract allows TensorIRError only
+            return f"crash: run at {where}: {type(err).__name__}: {err}"
+    if errors[0] is not None or errors[1] is not None:
+        if all(isinstance(e, ArgumentError) for e in errors):
+            return None
+        return f"run at {where}: interpreter {errors[0]!r}, compiled {errors[1]!r}"
+    for name in ref:
+        if isinstance(args[name], (np.ndarray, tuple)) and not all(
+                _close(np.asarray(x), np.asarray(y))
+                for x, y in zip(_leaves(out[name]), _leaves(ref[name]))):
+            failed.setdefault(name, f"compiled and interpreted differ at {where}")
+    return None
 
 
 def case_fails(case: Case, seed: int = 0) -> str | None:
