@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from _common import timed
 from bench_stencils import NABLA
 
 import tensorir_dace as tir
@@ -36,14 +36,8 @@ from tensorir_dace.testing import random_arguments
 
 
 def best(fn, repeat: int) -> float:
-    for _ in range(min(repeat, 20)):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.min(times))
+    """The fastest of ``repeat`` calls after a warm-up."""
+    return timed(fn, repeat, warmup=min(repeat, 20))[0]
 
 
 def views(args: dict) -> dict:

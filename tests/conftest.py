@@ -98,3 +98,17 @@ def fake_device_like(arrays: dict, base: int = 0x7F00_0000_0000) -> dict:
     for k, v in arrays.items():
         out[k] = fake(v)
     return out
+
+
+# A scan whose result the next scan reads in neighbouring columns: the one shape
+# that keeps a persistent scratch array after scan fusion.
+NEIGHBOUR_COLUMN_SCANS = """
+scratch(a: tensor<float, I[-1:N+1], J[0:M], K[0:L]>, out: tensor<float, I[0:N], J[0:M], K[0:L]>) {
+  t: tensor<float, I[-1:N+1], J[0:M], K[0:L]>;
+  t ← scan(λ(s: tensor<float, I[-1:N+1], J[0:M]>, x: tensor<float, I[-1:N+1], J[0:M]>)
+             → x + 0.5 × s, True, 0.0)(a);
+  out ← scan(λ(s: tensor<float, I[0:N], J[0:M]>, x: tensor<float, I[0:N], J[0:M]>,
+               y: tensor<float, I[0:N], J[0:M]>) → x - 0.25 × s + y, False, 0.0)(
+           ⟪I, 1⟫(t), ⟪I, -1⟫(t));
+}
+"""

@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
-from conftest import check_against_interpreter, compiled, example, parsed
+from conftest import (
+    NEIGHBOUR_COLUMN_SCANS,
+    check_against_interpreter,
+    compiled,
+    example,
+    parsed,
+)
 from tensorir_dace.testing import random_arguments
 
 F = "tensor<float, I[0:6], J[0:5]>"
@@ -313,18 +319,6 @@ gather(out: tensor<float, Edge[0:E]>, pp: tensor<float, Vertex[0:V]>,
   out ← ⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)
 }"""
     check_against_interpreter(src, "default", sizes={"E": 7, "V": 5})
-
-
-NEIGHBOUR_COLUMN_SCANS = """
-scratch(a: tensor<float, I[-1:N+1], J[0:M], K[0:L]>, out: tensor<float, I[0:N], J[0:M], K[0:L]>) {
-  t: tensor<float, I[-1:N+1], J[0:M], K[0:L]>;
-  t ← scan(λ(s: tensor<float, I[-1:N+1], J[0:M]>, x: tensor<float, I[-1:N+1], J[0:M]>)
-             → x + 0.5 × s, True, 0.0)(a);
-  out ← scan(λ(s: tensor<float, I[0:N], J[0:M]>, x: tensor<float, I[0:N], J[0:M]>,
-               y: tensor<float, I[0:N], J[0:M]>) → x - 0.25 × s + y, False, 0.0)(
-           ⟪I, 1⟫(t), ⟪I, -1⟫(t));
-}
-"""
 
 
 def test_persistent_scratch_follows_the_sizes_of_each_call():

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
+from conftest import NEIGHBOUR_COLUMN_SCANS
 from tensorir_dace import openmp
 from tensorir_dace.runtime.native import NativeCallable
 from tensorir_dace.runtime.source_cache import source_key
@@ -129,18 +130,6 @@ def test_sizes_change_between_calls(cache):
         ref = np.zeros((n, m))
         tir.interpret(tir.parse(LAP), out=ref, inp=inp, w=1.5)
         np.testing.assert_allclose(out, ref, rtol=1e-13)
-
-
-NEIGHBOUR_COLUMN_SCANS = """
-scratch(a: tensor<float, I[-1:N+1], J[0:M], K[0:L]>, out: tensor<float, I[0:N], J[0:M], K[0:L]>) {
-  t: tensor<float, I[-1:N+1], J[0:M], K[0:L]>;
-  t ← scan(λ(s: tensor<float, I[-1:N+1], J[0:M]>, x: tensor<float, I[-1:N+1], J[0:M]>)
-             → x + 0.5 × s, True, 0.0)(a);
-  out ← scan(λ(s: tensor<float, I[0:N], J[0:M]>, x: tensor<float, I[0:N], J[0:M]>,
-               y: tensor<float, I[0:N], J[0:M]>) → x - 0.25 × s + y, False, 0.0)(
-           ⟪I, 1⟫(t), ⟪I, -1⟫(t));
-}
-"""
 
 
 def test_persistent_scratch_is_sized_again_when_sizes_change():
