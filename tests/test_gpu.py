@@ -30,7 +30,7 @@ from conftest import (
     parsed,
 )
 from tensorir_dace.lowering import lower_program
-from tensorir_dace.runtime import GPUUnavailableError, compile_sdfg, gpu_available
+from tensorir_dace.runtime import GPUError, GPUUnavailableError, compile_sdfg, gpu_available
 from tensorir_dace.runtime import compiled as compiled_module
 from tensorir_dace.testing import clone, random_arguments
 from test_examples import RUNTIME_BOUNDS
@@ -280,3 +280,44 @@ def test_device_arrays_are_used_in_place():
     with pytest.raises(tir.ArgumentError, match="shares GPU memory"):
         prog(out=buf[100:244].reshape(8, 6, 3), inp=inp)
 
+
+
+# --------------------------------------------------------------------------- launch limits
+
+WIDE = """
+wide(out: tensor<float, C[0:N], K[0:L]>, inp: tensor<float, C[-1:N+1], K[0:L]>) {
+  out ← -2.0 × inp + ⟪C, -1⟫(inp) + ⟪C, 1⟫(inp)
+}
+"""
+
+
+def test_grid_dimensions_are_capped_for_any_size():
+    """CUDA allows 65535 blocks along y and z: a (Cell, K) map over more
+    cells than that walks several cells per thread instead of failing to launch."""
+    sdfg = lower_program(parsed(WIDE), optimize="default", device="gpu", resident=True).sdfg
+    state = next(s for s in sdfg.states()
+                 if any(isinstance(n, dace.nodes.MapEntry) for n in s.nodes()))
+    entries = [n for n in state.nodes() if isinstance(n, dace.nodes.MapEntry)]
+    kernels = [e for e in entries if e.map.schedule == dace.ScheduleType.GPU_Device]
+    loops = [e for e in entries if e.map.schedule == dace.ScheduleType.Sequential]
+    assert len(kernels) == 1 and len(loops) == 1 and state.entry_node(loops[0]) is kernels[0]
+    grid_y = kernels[0].map.range.size()[0] / kernels[0].map.gpu_block_size[1]
+    for n in (10, 65535 * 8, 65535 * 8 + 1, 20_000_000):
+        assert dace.symbolic.evaluate(dace.symbolic.int_ceil(grid_y, 1), {"N": n}) <= 65535
+
+
+@needs_gpu
+def test_more_cells_than_the_grid_limit_run_on_the_gpu():
+    n = 65535 * 8 + 5                                    # > 65535 blocks of 8 cells
+    args = random_arguments(parsed(WIDE), sizes={"N": n, "L": 2}, seed=4)
+    run_on_gpu_and_compare(WIDE, args)
+
+
+def test_cuda_errors_of_a_call_are_tensorir_errors():
+    """DaCe reports a failed launch as a bare RuntimeError; the call raises GPUError."""
+    def failing(*args):
+        raise RuntimeError('An error was detected when calling "wide": invalid argument')
+    call = compiled_module._reporting_gpu_errors(failing, "wide")
+    with pytest.raises(GPUError, match="program 'wide' failed on the GPU.*65535") as info:
+        call(1, 2)
+    assert isinstance(info.value, tir.TensorIRError)

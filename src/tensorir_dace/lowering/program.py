@@ -467,8 +467,10 @@ class ProgramLowering:
         self.type_pointer_connectors(node, tb)
         for c, (data, subset) in outputs.items():
             node.add_out_connector(c)
-            if ":" in subset:
-                node.out_connectors[c] = dace.pointer(self.sdfg.arrays[data].dtype)
+            # Typed explicitly: left to inference, the CUDA generator makes a
+            # one-element output a pointer and the expansion's assignment fails.
+            dtype = self.sdfg.arrays[data].dtype
+            node.out_connectors[c] = dace.pointer(dtype) if ":" in subset else dtype
             state.add_memlet_path(node, mx, self.write_node(data), src_conn=c,
                                   memlet=self.memlet(data, subset))
 

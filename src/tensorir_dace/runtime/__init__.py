@@ -25,6 +25,7 @@ _NAMES = {
     "set_cache_dir": "cache",
     "ArgBinding": "compiled",
     "CallSignature": "compiled",
+    "GPUError": "compiled",
     "GPUUnavailableError": "compiled",
     "SDFGCallable": "compiled",
     "gpu_available": "compiled",

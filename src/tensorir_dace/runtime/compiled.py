@@ -32,7 +32,7 @@ from __future__ import annotations
 import ctypes
 import os
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import dace
@@ -59,6 +59,7 @@ from ..signature import ArgBinding, CallSignature
 __all__ = [
     "ArgBinding",
     "CallSignature",
+    "GPUError",
     "GPUUnavailableError",
     "SDFGCallable",
     "gpu_available",
@@ -70,6 +71,24 @@ __all__ = [
 
 class GPUUnavailableError(TensorIRError, RuntimeError):
     """A program compiled for a GPU was called on a machine without a usable GPU."""
+
+
+class GPUError(TensorIRError, RuntimeError):
+    """A GPU program's kernel failed to launch or run (the CUDA error is in the message)."""
+
+
+def _reporting_gpu_errors(fast_call: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fast_call`` of a GPU program, its CUDA errors raised as :class:`GPUError`."""
+    def call(*args: Any) -> Any:
+        try:
+            return fast_call(*args)
+        except RuntimeError as ex:
+            raise GPUError(f"program '{name}' failed on the GPU: {ex}. A launch error "
+                           "('invalid argument' or 'invalid configuration') means a grid "
+                           "beyond CUDA's limits of 65535 blocks along y or z: a "
+                           "three-dimensional domain longer than 131070 along its first or "
+                           "262140 along its second dimension") from ex
+    return call
 
 
 # --------------------------------------------------------------------------- GPU probe
@@ -224,6 +243,8 @@ class SDFGCallable:
         self._gpu_checked = False
         self._has_gpu_code = bool(getattr(compiled, "has_gpu_code", False))
         self._fast_call = compiled.fast_call
+        if self._has_gpu_code:
+            self._fast_call = _reporting_gpu_errors(compiled.fast_call, self.name)
         self._reinit = _has_sized_persistent(compiled.sdfg)
         self._analyse()
         if checks is None:

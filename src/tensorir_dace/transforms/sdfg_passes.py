@@ -10,7 +10,7 @@ from dace.transformation.dataflow import MapFusionVertical
 from ..log import stage
 from .fuse_horizontal import fuse_maps_horizontally
 from .fuse_scans import fuse_column_scans
-from .gpu import keep_on_device, synchronize_calls
+from .gpu import block_size, cap_grid, keep_on_device, synchronize_calls
 from .interleave_columns import interleave_columns
 from .streaming_stores import streaming_stores
 
@@ -80,23 +80,22 @@ def zero_offsets(sdfg: dace.SDFG) -> None:
             desc.offset = [0] * len(desc.shape)
 
 
-GPU_BLOCK_SIZE = [64, 1, 1]
-
-
 def to_gpu(sdfg: dace.SDFG, resident: Iterable[str] = ()) -> None:
     """Run the maps on a CUDA GPU: DaCe's GPU transformation (device copies of
-    the arguments, kernels for the top-level maps), with a block size set on
-    every kernel so that DaCe does not guess one, and synchronous calls.
+    the arguments, kernels for the top-level maps), with a block size chosen
+    for every kernel (:func:`.gpu.block_size`), and synchronous calls.
     The argument arrays named in ``resident`` stay in device memory: the
     caller passes device arrays for them and nothing is copied (see
     :mod:`.gpu`)."""
     keep_on_device(sdfg, resident)
     sdfg.apply_gpu_transformations()
-    for state in sdfg.states():
-        for node in state.nodes():
-            if isinstance(node, dace.nodes.MapEntry) and \
-                    node.map.schedule == dace.ScheduleType.GPU_Device:
-                node.map.gpu_block_size = list(GPU_BLOCK_SIZE)
+    kernels = [(state, node) for state in sdfg.all_control_flow_blocks()
+               if isinstance(state, dace.SDFGState) for node in state.nodes()
+               if isinstance(node, dace.nodes.MapEntry)
+               and node.map.schedule == dace.ScheduleType.GPU_Device]
+    for state, node in kernels:
+        node.map.gpu_block_size = block_size(state, node)
+        cap_grid(state.sdfg, state, node)
     synchronize_calls(sdfg)
 
 
