@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -437,25 +437,43 @@ _PRESENCE_THROUGH = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTION
                               + ("if", "cast", "make_tuple", "tuple_get", "subset"))
 
 
-def absent_beyond_masks(x: Expr) -> bool:
+def absent_beyond_masks(x: Expr, absent: frozenset[str] = frozenset()) -> bool:
     """Whether ``x`` can be absent where the neighbour masks of its type are not:
     it reads through a full unstructured or data-dependent shift, possibly
-    under Cartesian or partial shifts and element-wise operations.  When false,
-    the masks alone are ``x``'s presence, and a reduce needs no other test."""
+    under Cartesian or partial shifts, element-wise operations and applied
+    lambdas, or it names a parameter in ``absent`` (an applied lambda's
+    parameter whose argument can be absent so).  When false, the masks alone
+    are ``x``'s presence, and a reduce needs no other test."""
+    if isinstance(x, Sym):
+        return x.name in absent
     if not isinstance(x, Call):
         return False
     f = x.func
+    if isinstance(f, Lambda):
+        return absent_beyond_masks(f.body, lambda_absent(f, x.args, absent))
     if isinstance(f, Call):
         name = builtin_name(f)
         name = canonical_builtin(name) if name else None
         if name in ("unstructured_shift", "offset_shift"):
             return True
         if name in ("cartesian_shift", "shift_init", "shift_apply"):
-            return bool(x.args) and absent_beyond_masks(x.args[0])
+            return bool(x.args) and absent_beyond_masks(x.args[0], absent)
         return False
     if isinstance(f, Sym) and canonical_builtin(f.name) in _PRESENCE_THROUGH:
-        return any(absent_beyond_masks(a) for a in x.args if isinstance(a.type, TensorType))
+        return any(absent_beyond_masks(a, absent) for a in x.args
+                   if isinstance(a.type, TensorType))
     return False
+
+
+def lambda_absent(lam: Lambda, args: Sequence[Expr], absent: frozenset[str] = frozenset()
+                  ) -> frozenset[str]:
+    """The names that can be absent beyond their masks inside the body of the
+    applied lambda ``lam(args…)``: its parameters whose arguments can be (each
+    parameter carries its argument's presence), and the outer ``absent`` names
+    it does not shadow."""
+    params = {p.name for p in lam.params}
+    return frozenset(n for n in absent if n not in params) | frozenset(
+        p.name for p, a in zip(lam.params, args) if absent_beyond_masks(a, absent))
 
 
 def children(node: Node) -> Iterator[Node]:

@@ -46,10 +46,12 @@ from ..typing.runtime import loop_sized
 from .names import ELEMENTWISE, call_head, canonical_name
 from .shifts import ShiftsMixin
 from .values import (
+    Argument,
     CDims,
     Env,
     InterpreterError,
     Value,
+    absent_names,
     align,
     full_like_dims,
     leaves,
@@ -236,11 +238,20 @@ class Evaluator(ShiftsMixin):
         return make_value(dims, out)
 
     def apply_lambda(self, lam: ir.Lambda, args, env: Env) -> Value:
-        vals = [self.eval(a, env) for a in args]
+        return self.eval(lam.body, self.bind_lambda(lam, args, env))
+
+    def bind_lambda(self, lam: ir.Lambda, args, env: Env) -> Env:
+        """The environment of an applied lambda's body: each parameter bound to
+        its argument's value, and, where the argument can be absent beyond its
+        masks, to its presence as well (an :class:`~.values.Argument`)."""
+        absent = absent_names(env)
         child = dict(env)
-        for p, v in zip(lam.params, vals):
-            child[p.name] = restrict(v, self.dims_of(p.type), what=f"argument '{p.name}'")
-        return self.eval(lam.body, child)
+        for p, a in zip(lam.params, args):
+            v = restrict(self.eval(a, env), self.dims_of(p.type), what=f"argument '{p.name}'")
+            if ir.absent_beyond_masks(a, absent) and (pa := self.presence(a, env)) is not None:
+                v = Argument(v, pa)
+            child[p.name] = v
+        return child
 
     # ------------------------------------------------------------------ simple builtins
 
@@ -341,8 +352,9 @@ class Evaluator(ShiftsMixin):
         for d in _reduce_masks(types, axis):
             m = self.mask_present(d, R + (ax,), env)
             present = m if present is None else present & m
+        absent = absent_names(env)
         for a, t in zip(e.args, types):   # absent through full or offset shifts
-            if t.dim(axis) is not None and ir.absent_beyond_masks(a):
+            if t.dim(axis) is not None and ir.absent_beyond_masks(a, absent):
                 pa = self.presence(a, env)
                 if pa is not None:
                     m = np.asarray(align(pa, R + (ax,), what="an operand's presence"))

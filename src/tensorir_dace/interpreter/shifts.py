@@ -16,6 +16,7 @@ import numpy as np
 from .. import ir
 from .names import ELEMENTWISE, call_head, canonical_name
 from .values import (
+    Argument,
     CDims,
     Env,
     InterpreterError,
@@ -45,6 +46,8 @@ class ShiftsMixin:
         def dims_of(self, t: ir.TensorType) -> CDims: ...
 
         def dim_of(self, d: ir.Dim) -> tuple[str, int, int]: ...
+
+        def bind_lambda(self, lam: ir.Lambda, args, env: Env) -> Env: ...
 
     def c_cartesian_shift(self, e, env):
         v = self.eval(e.args[0], env)
@@ -161,9 +164,15 @@ class ShiftsMixin:
         """Where ``x``'s value is present (None: everywhere), over ``x``'s domain."""
         dims = self.dims_of(x.type)
         parts: list[np.ndarray] = self.type_presence(x.type, env)
+        if isinstance(x, ir.Sym) and isinstance(bound := env.get(x.name), Argument):
+            parts.append(align(bound.present, dims))
         if isinstance(x, ir.Call):
             f = x.func
-            if isinstance(f, ir.Call):
+            if isinstance(f, ir.Lambda):   # the body's, each parameter its argument's
+                inner = self.presence(f.body, self.bind_lambda(f, x.args, env))
+                if inner is not None:
+                    parts.append(align(inner, dims))
+            elif isinstance(f, ir.Call):
                 head = call_head(f)
                 name = canonical_name(head.name) if isinstance(head, ir.Sym) else None
                 if name in ("unstructured_shift", "shift_init", "shift_apply") and x.args:

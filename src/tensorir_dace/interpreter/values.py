@@ -33,10 +33,12 @@ CDims = tuple[CDim, ...]
 __all__ = [
     "CDim",
     "CDims",
+    "Argument",
     "Env",
     "InterpreterError",
     "Value",
     "absent_fill",
+    "absent_names",
     "align",
     "dims_str",
     "full_like_dims",
@@ -128,8 +130,26 @@ class Value:
         return f"Value({dims_str(self.dims)}, {self.data!r})"
 
 
+class Argument(Value):
+    """An applied lambda's parameter whose argument can be absent beyond its
+    masks: the argument's value, and where it is ``present`` (over the
+    argument's domain), which ``can_deref`` and ``reduce`` read through the
+    parameter."""
+
+    __slots__ = ("present",)
+
+    def __init__(self, value: Value, present: Value):
+        super().__init__(value.dims, value.data)
+        self.present = present
+
+
 #: The values of the names in scope while evaluating.
 Env = dict[str, Value]
+
+
+def absent_names(env: Env) -> frozenset[str]:
+    """The parameters in scope that carry an argument's presence."""
+    return frozenset(n for n, v in env.items() if isinstance(v, Argument))
 
 
 def make_value(dims: CDims, data: Any) -> Value:

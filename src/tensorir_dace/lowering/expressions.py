@@ -36,7 +36,9 @@ from .values import (
     ScalarData,
     Stored,
     SymbolValue,
+    absent_names,
     ccode,
+    lambda_bindings,
     leaves_of,
     map_leaves,
 )
@@ -180,8 +182,7 @@ class ExprGen:
             case ir.Sym():
                 return self.sym(e, env, scope)
             case ir.Call(func=ir.Lambda() as lam, args=args):
-                bindings = {p.name: Deferred(a, scope, (), self.allow_materialize)
-                            for p, a in zip(lam.params, args)}
+                bindings = lambda_bindings(lam, args, scope, self.allow_materialize)
                 return self.value(lam.body, env, self.child_scope(scope, bindings), root=root)
             case ir.Call(func=ir.Sym(name=name), args=args):
                 return self.builtin(e, name, args, env, scope, cond)
@@ -414,6 +415,13 @@ class ExprGen:
                 return self.valid(y, env, scope)
         checks = []
         match x:   # absence propagates; a select's comes from its condition and choice
+            case ir.Sym(name=name):    # an applied lambda's parameter: its argument's
+                b = scope.lookup(name)
+                if isinstance(b, Deferred) and b.may_be_absent:
+                    checks.append(self.valid_argument(b, env))
+            case ir.Call(func=ir.Lambda() as lam, args=args):   # its body's
+                bindings = lambda_bindings(lam, args, scope, self.allow_materialize)
+                checks.append(self.valid(lam.body, env, self.child_scope(scope, bindings)))
             case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
                 vc, va, vb = (self.valid(y, env, scope) for y in (c, a, b))
                 checks.append(f"({vc} && ({self.value(c, env, scope)} ? {va} : {vb}))")
@@ -424,6 +432,15 @@ class ExprGen:
             if d.mask is not None and d.name in env:
                 checks.append(f"({self.mask_entry(d, env, scope)} >= 0)")
         return self.tb.var("bool", " && ".join(checks) if checks else "true", "ok")
+
+    def valid_argument(self, b: Deferred, env: Env) -> str:
+        """The presence of a parameter's argument, where the parameter is used."""
+        saved = self.allow_materialize
+        self.allow_materialize = b.may_materialize and self.low is not None
+        try:
+            return self.valid(b.expr, {**env, **dict(b.extra_env)}, b.scope)
+        finally:
+            self.allow_materialize = saved
 
     def mask_entry(self, nb: ir.Dim, env: Env, scope: CScope) -> str:
         """The entry of ``nb``'s mask at this point; its ``_NB_<Src>`` axis is ``nb``
@@ -463,8 +480,9 @@ class ExprGen:
         masks = {d.name: d for a in operands for d in a.type.dims if d.mask is not None
                  and (d.name == axis_name or axis_name in d.mask.type.dim_names)}
         # Operands absent beyond their masks (full or offset shifts) need their presence.
+        names = absent_names(scope)
         absent = [a for a in operands if a.type.dim(axis_name) is not None
-                  and ir.absent_beyond_masks(a)]
+                  and ir.absent_beyond_masks(a, names)]
         dtype = e.type.dtype
         init_val = self.value(init, {}, scope)
         acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)

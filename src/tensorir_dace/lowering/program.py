@@ -29,13 +29,12 @@ from .tasklet import TaskletBuilder
 from .values import (
     DACE_TYPES,
     ArrayInfo,
-    Binding,
     CScope,
-    Deferred,
     Idx,
     ScalarData,
     Stored,
     SymbolValue,
+    lambda_bindings,
     leaves_of,
 )
 
@@ -376,9 +375,7 @@ class ProgramLowering:
     def peel(self, e: ir.Expr, scope: CScope):
         """Look through lambda applications to the expression that computes the value."""
         while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
-            bindings: dict[str, Binding] = {
-                p.name: Deferred(a, scope, (), True) for p, a in zip(e.func.params, e.args)}
-            scope = scope.child(bindings)
+            scope = scope.child(lambda_bindings(e.func, e.args, scope, True))
             self._keep.append(scope)
             e = e.func.body
         return e, scope

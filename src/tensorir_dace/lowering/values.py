@@ -129,6 +129,9 @@ class Deferred:
     scope: CScope
     extra_env: tuple = ()
     may_materialize: bool = True
+    # An applied lambda's parameter whose argument can be absent beyond its
+    # masks: ``can_deref`` and ``reduce`` test the argument's presence.
+    may_be_absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,30 @@ class CScope:
 
     def child(self, bindings: dict[str, Binding]) -> CScope:
         return CScope(dict(bindings), self)
+
+
+def absent_names(scope: CScope) -> frozenset[str]:
+    """The names in scope bound to arguments that can be absent beyond their masks."""
+    seen: set[str] = set()
+    out: set[str] = set()
+    s: CScope | None = scope
+    while s is not None:
+        for name, b in s.bindings.items():
+            if name not in seen:
+                seen.add(name)
+                if isinstance(b, Deferred) and b.may_be_absent:
+                    out.add(name)
+        s = s.parent
+    return frozenset(out)
+
+
+def lambda_bindings(lam: ir.Lambda, args, scope: CScope, may_materialize: bool
+                    ) -> dict[str, Binding]:
+    """An applied lambda's parameters bound to its arguments, each carrying
+    whether its argument can be absent (then its presence is the argument's)."""
+    absent = absent_names(scope)
+    return {p.name: Deferred(a, scope, (), may_materialize, ir.absent_beyond_masks(a, absent))
+            for p, a in zip(lam.params, args)}
 
 
 def leaves_of(value: Any) -> list:
