@@ -99,6 +99,8 @@ def vertex_expression(depth: int, r: random.Random) -> str:
                  f"(⟪V2E⟫({e()}), sg)"),
         lambda: f"shift_apply({r.randrange(3)})(⟪V2E⟫({e()}))",
         lambda: f"({v()} {r.choice(['+', '-', '×'])} {v()})",
+        lambda: (f"(λ(y: {ET}, z: {VT}) → reduce(λ(acc: {VT}, x: {VT}) → acc + x, 0.0)"
+                 f"(⟪V2E⟫(y)) + z)({e()}, {v()})"),
     ])()
 
 
@@ -111,6 +113,8 @@ def edge_expression(depth: int, r: random.Random) -> str:
         lambda: f"⟪E2V, {r.randrange(2)}⟫({v()})",
         lambda: f"reduce(λ(acc: {ET}, x: {ET}) → acc + x, 0.0)(⟪E2V⟫({v()}))",
         lambda: f"({e()} {r.choice(['+', '-', '×'])} {e()})",
+        lambda: (f"(λ(y: {VT}, z: {ET}) → if(can_deref(z), z, ⟪E2V, {r.randrange(2)}⟫(y)))"
+                 f"({v()}, {e()})"),
     ])()
 
 
@@ -250,7 +254,9 @@ def test_the_generator_covers_every_kind_of_program():
                       "⟪K, ko⟫(", "⟪K, kl⟫(", "can_deref(⟪K, ", "⟪K, shift_apply(",
                       "⟪K, ⟪I2I, ",
                       # nested partial shifts, reduced over either axis
-                      "⟪V2E⟫(⟪E2V⟫(", "⟪I2I⟫(⟪I2I⟫(", ", _NB_0)(", "_NB_0[0:2]>) →"):
+                      "⟪V2E⟫(⟪E2V⟫(", "⟪I2I⟫(⟪I2I⟫(", ", _NB_0)(", "_NB_0[0:2]>) →",
+                      # applied lambdas carrying their arguments' presence
+                      "⟪V2E⟫((λ(y0: ", "can_deref((λ(y0: ", "if(can_deref(y"):
         assert construct in text, construct
     assert any(len(b) >= 2 for b in fuzz.BOUNDS)
     assert any(h["h0"] > h["h1"] for b in fuzz.BOUNDS for h in b)     # inverted

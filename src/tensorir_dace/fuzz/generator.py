@@ -11,8 +11,9 @@ program-level ``if``/``for``, runtime domains (``subset`` targets and
 ``concat`` pieces bounded by the scalar parameters ``h0`` and ``h1``, run
 with several values through one binary, empty and inverted ranges included),
 data-dependent offsets ``⟪K, off⟫`` with int32 and int64 offsets that may
-land outside the column, and nested partial shifts ``⟪V2E⟫(⟪E2V⟫(…))``
-reduced over either neighbour axis)."""
+land outside the column, nested partial shifts ``⟪V2E⟫(⟪E2V⟫(…))``
+reduced over either neighbour axis, and applied lambdas whose parameters
+carry the absence of shifted arguments into ``can_deref`` and ``reduce``)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,8 @@ class Case:
 class _Gen:
     def __init__(self, r: random.Random):
         self.r = r
+        # parameters of the applied lambdas around the expression being made
+        self.params: dict[str, list[str]] = {"V": [], "E": []}
 
     def pick(self, *xs):
         return self.r.choice(xs)
@@ -138,11 +141,40 @@ class _Gen:
         ])()
 
     # ------------------------------------------------------------ mesh
+    def mesh_leaf(self, kind: str, names: list[str]) -> str:
+        """An input, or mostly a parameter of an enclosing applied lambda."""
+        if self.params[kind] and self.r.random() < 0.7:
+            return self.r.choice(self.params[kind])
+        return self.r.choice(names)
+
+    def applied(self, d: int, kind: str) -> str:
+        """``(λ(y…) → body)(args…)`` of type ``kind`` (V or E): arguments often
+        shifted through tables with absent entries, so the parameters carry
+        absence into the body (its ``can_deref`` and ``reduce``)."""
+        r = self.r
+        params, args = [], []
+        for _ in range(r.randint(1, 2)):
+            pk = r.choice("VE")
+            name = f"y{sum(map(len, self.params.values())) + len(params)}"
+            params.append((name, pk))
+            args.append(self.vexpr(d - 1) if pk == "V" else self.eexpr(d - 1))
+        for name, pk in params:
+            self.params[pk].append(name)
+        body = self.vexpr(d - 1) if kind == "V" else self.eexpr(d - 1)
+        same = [n for n, pk in params if pk == kind]
+        if same and r.random() < 0.5:        # the body tests its parameter's presence
+            body = f"if(can_deref({r.choice(same)}), {body}, -3.0)"
+        for name, pk in params:
+            self.params[pk].remove(name)
+        decls = ", ".join(f"{n}: tensor<float, {'V[0:NV]' if pk == 'V' else 'E[0:NE]'}>"
+                          for n, pk in params)
+        return f"(λ({decls}) → {body})({', '.join(args)})"
+
     def vexpr(self, d: int) -> str:
         VT, ET = "tensor<float, V[0:NV]>", "tensor<float, E[0:NE]>"
         r = self.r
         if d == 0 or r.random() < 0.2:
-            return r.choice(["v", "(v × 1.5)"])
+            return self.mesh_leaf("V", ["v", "(v × 1.5)"])
         ee = lambda: self.eexpr(d - 1)  # noqa: E731
         vv = lambda: self.vexpr(d - 1)  # noqa: E731
         return r.choice([
@@ -156,19 +188,24 @@ class _Gen:
             lambda: f"({vv()} {r.choice(['+', '-', '×'])} {vv()})",
             lambda: f"reduce(λ(acc: {VT}, x: {ET}) → acc + x, 0.0)(⟪V2E⟫(e))"
                     if False else f"({vv()} + 1.0)",
+            lambda: self.applied(d, "V"),
+            lambda: f"cast(can_deref({self.applied(d, 'V')}), float)",
+            lambda: f"cast(can_deref(⟪V2E, {r.randrange(3)}⟫({self.applied(d, 'E')})), float)",
         ])()
 
     def eexpr(self, d: int) -> str:
         ET = "tensor<float, E[0:NE]>"
         r = self.r
         if d == 0 or r.random() < 0.2:
-            return r.choice(["e", "(e + 2.0)"])
+            return self.mesh_leaf("E", ["e", "(e + 2.0)"])
         vv = lambda: self.vexpr(d - 1)  # noqa: E731
         ee = lambda: self.eexpr(d - 1)  # noqa: E731
         return r.choice([
             lambda: f"⟪E2V, {r.randrange(2)}⟫({vv()})",
             lambda: f"reduce(λ(acc: {ET}, x: {ET}) → acc + x, 0.0)(⟪E2V⟫({vv()}))",
             lambda: f"({ee()} {r.choice(['+', '-', '×'])} {ee()})",
+            lambda: self.applied(d, "E"),
+            lambda: f"if(can_deref({(x := ee())}), {x}, -2.0)",
         ])()
 
 
