@@ -152,7 +152,8 @@ class _Gen:
         shifted through tables with absent entries, so the parameters carry
         absence into the body (its ``can_deref`` and ``reduce``)."""
         r = self.r
-        params, args = [], []
+        params: list[tuple[str, str]] = []
+        args: list[str] = []
         for _ in range(r.randint(1, 2)):
             pk = r.choice("VE")
             name = f"y{sum(map(len, self.params.values())) + len(params)}"
