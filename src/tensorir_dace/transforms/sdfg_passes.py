@@ -10,6 +10,7 @@ from dace.transformation.dataflow import MapFusionVertical
 from ..log import stage
 from .fuse_horizontal import fuse_maps_horizontally
 from .fuse_scans import fuse_column_scans
+from .fuse_statements import fuse_across_statements
 from .gpu import block_size, cap_grid, keep_on_device, synchronize_calls
 from .interleave_columns import interleave_columns
 from .streaming_stores import streaming_stores
@@ -107,12 +108,12 @@ def validate(sdfg: dace.SDFG) -> None:
 # (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, fuse_column_scans, interleave_columns,
+    "default": [simplify, fuse_maps_vertically, fuse_across_statements, fuse_column_scans, interleave_columns,
                 streaming_stores, fuse_maps_horizontally, persistent_transients, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
-CPU_ONLY: tuple[SDFGPass, ...] = (fuse_column_scans, interleave_columns, streaming_stores)
+CPU_ONLY: tuple[SDFGPass, ...] = (fuse_across_statements, fuse_column_scans, interleave_columns, streaming_stores)
 
 #: Passes that check the SDFG without changing it (no stage of their own).
 CHECKS: tuple[SDFGPass, ...] = (validate,)

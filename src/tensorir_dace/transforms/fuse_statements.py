@@ -1,0 +1,473 @@
+"""SDFG pass: compute temporaries that later statements read with shifts in tiles.
+
+``tmp ← lap(inp); out ← lap(tmp)`` is lowered to two maps exchanging the
+full-size transient ``tmp``: it is written to memory and read back, three
+transfers per point for a temporary that the second statement needs only
+near the point it computes.  The maps cannot be fused point by point (the
+consumer reads ``tmp`` at shifted points), so the pass fuses the group of
+maps of such a chain of statements into one map over *tiles* of the sink's
+domain: the outer map dimensions are cut into tiles of :data:`TILE` points
+(the innermost dimension, contiguous in memory, stays whole, so the loops
+over it vectorise).  For each tile, one tasklet
+
+1. computes each temporary over the tile plus the halo its readers need
+   into a small buffer of the thread (a ``thread_local`` vector that keeps
+   its capacity between tiles and calls, so the buffer stays in the cache),
+   in the statements' order; halos of neighbouring tiles overlap and are
+   computed twice;
+2. or, for a temporary that is cheap to recompute, inlines its statement as
+   a function evaluated at each shifted point it is read at (on the fly);
+3. then computes the sink statement over the tile into its output.
+
+A cost rule decides, per temporary, with ``ops`` the operations per point of
+its statement (a math function counts :data:`MATH_OPS`) and ``shifts`` the
+number of distinct shifts its readers read it at:
+
+- on the fly when the extra work ``ops × (shifts − 1)`` is at most
+  :data:`ON_THE_FLY_MAX_OPS`;
+- otherwise in the tile buffer when the halo's extra work
+  ``ops × (halo points / tile points)`` is at most :data:`TILE_MAX_OPS`;
+- otherwise the statement is not fused (its temporary stays a full-size
+  array, and so do the temporaries it reads).
+
+The pass is conservative and leaves the SDFG unchanged unless all of this
+holds: every map of the group is a top-level map of one state with a static
+range whose body is one C++ tasklet; every temporary is a transient written
+by one map of the group at the map's own point, with nothing else reading
+or writing it anywhere in the SDFG; every read of a temporary is at the
+reader's point plus constant offsets; the producer's range covers every
+point its readers read; all maps have the same parameters; and the sink
+does not write anything the group reads.  The pass is for the CPU (the
+GPU pipeline leaves it out).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import dace
+from dace import symbolic
+from dace.sdfg import nodes
+
+NAME = "fuse_across_statements"
+
+#: Points per tile along each tiled (outer) dimension.  With the innermost
+#: dimension whole, a 16 × 16 tile of 80 float64 levels plus a halo of one
+#: is 207 KB per buffer: two or three buffers stay in a 1 MiB L2 cache.
+TILE = 16
+
+#: A temporary is recomputed on the fly when this costs at most this many
+#: extra operations per point.  Writing and reading back a temporary costs
+#: three memory transfers per point; the lap-of-lap recomputed on the fly
+#: (4 extra evaluations of 5 operations = 20) measured 1.4–1.8× slower than
+#: the round trip, so only a few operations pay.
+ON_THE_FLY_MAX_OPS = 4
+
+#: A temporary is computed in tiles when the halo's recomputation costs at
+#: most this many operations per point (the Laplacian with a halo of one on
+#: 16 × 16 tiles: 5 × 0.27 = 1.3; a square root with a halo of two: ~7).
+TILE_MAX_OPS = 16
+
+#: Operations counted for one call of a math function (sqrt, exp, …).
+MATH_OPS = 8
+
+_ASSIGN = re.compile(r"=(?!=)")
+_CALL = re.compile(r"\b[A-Za-z_][A-Za-z0-9_:]*\s*\(")
+
+
+def fuse_across_statements(sdfg: dace.SDFG) -> None:
+    """Fuse chains of statements exchanging shifted temporaries (see the module docstring)."""
+    for state in list(sdfg.states()):
+        while _fuse_one(sdfg, state):
+            pass
+
+
+@dataclass
+class _Map:
+    """A top-level map whose body is one tasklet writing one point."""
+    entry: nodes.MapEntry
+    tasklet: nodes.Tasklet
+    out: object                     # the tasklet's output edge
+    params: list[str]
+    ranges: list[tuple]             # (begin, end inclusive) per parameter
+    reads: list = field(default_factory=list)   # (connector, data, subset coords)
+
+    @property
+    def written(self) -> str:
+        return self.out.data.data
+
+
+def _simple_map(sdfg, state, entry) -> _Map | None:
+    if state.entry_node(entry) is not None:
+        return None
+    if any(not c.startswith("IN_") for c in entry.in_connectors):
+        return None                                   # a range read from data
+    children = state.scope_children()[entry]
+    tasklets = [n for n in children if isinstance(n, nodes.Tasklet)]
+    if len(children) != 2 or len(tasklets) != 1:
+        return None
+    t = tasklets[0]
+    if t.language != dace.Language.CPP or len(state.out_edges(t)) != 1:
+        return None
+    if any(s != 1 for _, _, s in entry.map.range.ranges):
+        return None
+    out = state.out_edges(t)[0]
+    params = list(entry.map.params)
+    if out.data.wcr is not None or out.data.dynamic or out.data.subset is None:
+        return None
+    if [str(b) for b, _, _ in out.data.subset.ranges] != params or \
+            any(b != e for b, e, _ in out.data.subset.ranges):
+        return None
+    if not _plain_array(sdfg.arrays[out.data.data]):
+        return None
+    m = _Map(entry, t, out, params, [(b, e) for b, e, _ in entry.map.range.ranges])
+    for e in state.in_edges(t):
+        if e.data.is_empty():
+            continue
+        if e.data.wcr is not None or e.data.dynamic or e.data.subset is None \
+                or e.data.subset.num_elements() != 1 \
+                or isinstance(t.in_connectors[e.dst_conn], dace.pointer) \
+                or not _plain_array(sdfg.arrays[e.data.data]):
+            return None
+        m.reads.append((e.dst_conn, e.data.data, [b for b, _, _ in e.data.subset.ranges]))
+    return m
+
+
+def _plain_array(desc) -> bool:
+    return isinstance(desc, dace.data.Array) and not isinstance(desc.dtype, dace.pointer) \
+        and isinstance(desc.dtype, dace.typeclass) and desc.dtype.ctype in (
+            "double", "float", "int", "long long", "int64_t", "int32_t", "bool",
+            "unsigned int", "uint64_t", "uint32_t", "int8_t", "uint8_t", "int16_t",
+            "uint16_t", "char", "unsigned char", "short", "long")
+
+
+def _offsets(coords, params) -> list[int] | None:
+    """Constant offsets of ``coords`` from ``params`` (one per dimension), or None."""
+    if len(coords) != len(params):
+        return None
+    out = []
+    for c, p in zip(coords, params):
+        d = symbolic.simplify(c - symbolic.pystr_to_symbolic(p))
+        if not d.is_Integer:
+            return None
+        out.append(int(d))
+    return out
+
+
+def _ops(code: str) -> int:
+    """Operations per point of a lowered tasklet: one per assignment, plus
+    :data:`MATH_OPS` per function call."""
+    return max(1, len(_ASSIGN.findall(code)) - 1) + MATH_OPS * len(_CALL.findall(code))
+
+
+def _only_access(sdfg, state, data: str) -> nodes.AccessNode | None:
+    """The single access node of ``data`` in the SDFG if it is in ``state``."""
+    found = []
+    for sd in sdfg.all_sdfgs_recursive():
+        for st in sd.states():
+            for n in st.data_nodes():
+                if n.data == data:
+                    if sd is not sdfg or st is not state:
+                        return None
+                    found.append(n)
+    if len(found) != 1:
+        return None
+    if data in {str(s) for e in sdfg.all_interstate_edges() for s in e.data.free_symbols}:
+        return None
+    return found[0]
+
+
+def _fuse_one(sdfg, state) -> bool:
+    maps = {}
+    for n in state.nodes():
+        if isinstance(n, nodes.MapEntry):
+            m = _simple_map(sdfg, state, n)
+            if m is not None:
+                maps[n] = m
+    # Sinks whose output no other map here could take as a temporary first,
+    # so that a chain is fused from its end.
+    sinks = sorted(maps.values(),
+                   key=lambda m: _producer_of(sdfg, state, maps, m.written) is not None)
+    for sink in sinks:
+        plan = _plan(sdfg, state, maps, sink)
+        if plan is not None:
+            _apply(sdfg, state, sink, *plan)
+            return True
+    return False
+
+
+def _producer_of(sdfg, state, maps, data):
+    """The simple map writing temporary ``data`` and the readers' map entries, or None."""
+    desc = sdfg.arrays[data]
+    if not desc.transient:
+        return None
+    node = _only_access(sdfg, state, data)
+    if node is None or state.in_degree(node) != 1:
+        return None
+    src = state.memlet_path(state.in_edges(node)[0])[0].src
+    writer = next((m for m in maps.values() if m.tasklet is src), None)
+    if writer is None:
+        return None
+    readers = set()
+    for e in state.out_edges(node):
+        if e.dst not in maps:
+            return None
+        readers.add(e.dst)
+    return writer, readers
+
+
+def _plan(sdfg, state, maps, sink: _Map):
+    """``(members, temporaries)`` for the group ending in ``sink``, or None."""
+    members = {sink.entry: sink}
+    temps: dict[str, _Map] = {}          # temporary -> producer
+    changed = True
+    while changed:
+        changed = False
+        for m in list(members.values()):
+            for _, data, _ in m.reads:
+                if data in temps:
+                    continue
+                found = _producer_of(sdfg, state, maps, data)
+                if found is None:
+                    continue
+                writer, readers = found
+                if writer.params != sink.params or not readers <= set(members):
+                    continue
+                temps[data] = writer
+                members[writer.entry] = writer
+                changed = True
+    if not temps:
+        return None
+    order = _topological(members, temps)
+    if order is None:
+        return None
+    reads = {d for m in members.values() for _, d, _ in m.reads}
+    if sink.written in reads or sink.written in temps:
+        return None
+    halos = _halos(order, temps, sink)
+    if halos is None or not _covered(halos, temps, sink):
+        return None
+    modes = _modes(order, temps, halos)
+    if modes is None:
+        return None
+    # A temporary whose producer is not fused keeps its map: undo those.
+    return order, temps, halos, modes
+
+
+def _topological(members, temps):
+    """The group's maps, producers before their readers."""
+    done, order = set(), []
+    pending = list(members.values())
+    while pending:
+        ready = [m for m in pending
+                 if all(temps[d].entry in done for _, d, _ in m.reads if d in temps)]
+        if not ready:
+            return None
+        for m in ready:
+            order.append(m)
+            done.add(m.entry)
+            pending.remove(m)
+    return order
+
+
+def _halos(order, temps, sink):
+    """Per temporary: the (low, high) offsets per dimension, relative to the
+    sink's tile, of the points its readers read."""
+    need = {sink.written: [(0, 0)] * len(sink.params)}
+    for m in reversed(order):
+        mine = need.get(m.written)
+        if mine is None:
+            return None
+        for _, data, coords in m.reads:
+            if data not in temps:
+                continue
+            off = _offsets(coords, m.params)
+            if off is None:
+                return None
+            span = [(lo + o, hi + o) for (lo, hi), o in zip(mine, off)]
+            old = need.get(data)
+            need[data] = span if old is None else \
+                [(min(a, c), max(b, d)) for (a, b), (c, d) in zip(old, span)]
+    return need
+
+
+def _covered(halos, temps, sink) -> bool:
+    """Each producer's range covers the points its readers read."""
+    for data, p in temps.items():
+        for (b, e), (sb, se), (lo, hi) in zip(p.ranges, sink.ranges, halos[data]):
+            below = symbolic.simplify(sb + lo - b)
+            above = symbolic.simplify(e - (se + hi))
+            if not (below.is_Integer and above.is_Integer and below >= 0 and above >= 0):
+                return False
+    return True
+
+
+def _modes(order, temps, halos):
+    """Per temporary "fly" (recomputed where read) or "tile" (buffered), by
+    the cost rule; None if some temporary is too costly for both."""
+    modes = {}
+    tiled = len(order[0].params) - 1 if len(order[0].params) > 1 else 1
+    for m in order:
+        data = m.written
+        if data not in temps:
+            continue
+        ops = _ops(m.tasklet.code.as_string)
+        shifts = {tuple(_offsets(c, r.params)) for r in order for _, d, c in r.reads
+                  if d == data}
+        leaf = all(modes.get(d) != "fly" for _, d, _ in m.reads)
+        if leaf and ops * (len(shifts) - 1) <= ON_THE_FLY_MAX_OPS:
+            modes[data] = "fly"
+            continue
+        area = 1.0
+        for lo, hi in halos[data][:tiled]:
+            area *= (TILE + hi - lo) / TILE
+        if ops * (area - 1.0) > TILE_MAX_OPS:
+            return None
+        modes[data] = "tile"
+    return modes
+
+
+def _cpp(x) -> str:
+    return symbolic.symstr(symbolic.simplify(x), cpp_mode=True)
+
+
+def _flat(desc, coords) -> str:
+    return _cpp(sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides)))
+
+
+def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
+    params = sink.params
+    nd = len(params)
+    tiled = nd - 1 if nd > 1 else 1
+    tile_params = [f"_tile{d}" for d in range(tiled)]
+    pointers: dict[str, str] = {}
+    lines = []
+    # Tile bounds (half-open) per dimension.
+    for d in range(nd):
+        b, e = sink.ranges[d]
+        if d < tiled:
+            lines.append(f"const long long _lo{d} = {tile_params[d]};")
+            lines.append(f"const long long _hi{d} = std::min<long long>(_lo{d} + {TILE}, "
+                         f"{_cpp(e + 1)});")
+        else:
+            lines.append(f"const long long _lo{d} = {_cpp(b)}, _hi{d} = {_cpp(e + 1)};")
+
+    def bounds(data):
+        return [(f"_lo{d} + ({lo})", f"_hi{d} + ({hi})") for d, (lo, hi) in
+                enumerate(halos[data])]
+
+    # Buffers: fixed strides per tile (tiled dims TILE + halo, others whole).
+    strides = {}
+    for data, mode in modes.items():
+        if mode != "tile":
+            continue
+        ext = []
+        for d, (lo, hi) in enumerate(halos[data]):
+            b, e = sink.ranges[d]
+            ext.append(str(TILE + hi - lo) if d < tiled else f"({_cpp(e - b + 1 + hi - lo)})")
+        st = []
+        for d in range(nd):
+            st.append(" * ".join(ext[d + 1:]) or "1")
+        strides[data] = st
+        ctype = sdfg.arrays[data].dtype.ctype
+        size = " * ".join(ext)
+        lines += [f"static thread_local std::vector<{ctype}> _fbv_{_ident(data)};",
+                  f"if ((long long)_fbv_{_ident(data)}.size() < (long long)({size})) "
+                  f"_fbv_{_ident(data)}.resize({size});",
+                  f"{ctype}* const __restrict__ _fb_{_ident(data)} = "
+                  f"_fbv_{_ident(data)}.data();"]
+
+    def buffer_index(data, coords):
+        return " + ".join(f"(({c}) - (_lo{d} + ({halos[data][d][0]}))) * {strides[data][d]}"
+                          for d, c in enumerate(coords))
+
+    def loads(m: _Map) -> list[str]:
+        out = []
+        for conn, data, coords in m.reads:
+            desc = sdfg.arrays[data]
+            ctype = desc.dtype.ctype
+            text = [_cpp(c) for c in coords]
+            if modes.get(data) == "tile":
+                out.append(f"const {ctype} {conn} = _fb_{_ident(data)}"
+                           f"[{buffer_index(data, text)}];")
+            elif modes.get(data) == "fly":
+                out.append(f"const {ctype} {conn} = _fx_{_ident(data)}({', '.join(text)});")
+            else:
+                if data not in pointers:
+                    pointers[data] = f"_fp_{_ident(data)}"
+                out.append(f"const {ctype} {conn} = {pointers[data]}[{_flat(desc, coords)}];")
+        return out
+
+    def body(m: _Map) -> list[str]:
+        ctype = sdfg.arrays[m.written].dtype.ctype
+        return loads(m) + [f"{ctype} {m.out.src_conn};", m.tasklet.code.as_string]
+
+    def loops(m: _Map, span, store: str) -> list[str]:
+        out = []
+        for d, p in enumerate(params):
+            lo, hi = span[d]
+            if d == nd - 1:
+                out.append("#pragma omp simd")
+            out.append(f"for (long long {p} = {lo}; {p} < {hi}; ++{p}) {{")
+        out += body(m) + [store] + ["}"] * nd
+        return ["{"] + out + ["}"]
+
+    for m in order:
+        data = m.written
+        ctype = sdfg.arrays[data].dtype.ctype
+        if m is sink:
+            continue
+        if modes[data] == "fly":
+            args = ", ".join(f"long long {p}" for p in params)
+            lines += [f"auto _fx_{_ident(data)} = [&]({args}) -> {ctype} {{"] + body(m) + \
+                [f"return {m.out.src_conn};", "};"]
+        else:
+            store = f"_fb_{_ident(data)}[{buffer_index(data, params)}] = {m.out.src_conn};"
+            lines += loops(m, bounds(data), store)
+    odesc = sdfg.arrays[sink.written]
+    store = f"_fo_out[{_flat(odesc, [symbolic.pystr_to_symbolic(p) for p in params])}] = " \
+        f"{sink.out.src_conn};"
+    lines += loops(sink, [(f"_lo{d}", f"_hi{d}") for d in range(nd)], store)
+    code = "\n".join(lines)
+
+    # The new map over tiles, one tasklet inside.
+    ranges = []
+    for d in range(tiled):
+        b, e = sink.ranges[d]
+        ranges.append((b, e, TILE))
+    new_entry, new_exit = state.add_map(f"{sink.entry.map.label}_tiles",
+                                        {p: "0:1" for p in tile_params})
+    new_entry.map.range = dace.subsets.Range(ranges)
+    tasklet = state.add_tasklet(f"{sink.tasklet.label}_tiled", set(), set(), code,
+                                language=dace.Language.CPP,
+                                code_global="#include <vector>\n#include <algorithm>")
+    sources = {}
+    for m in order:
+        for e in state.in_edges(m.tasklet):
+            if not e.data.is_empty() and e.data.data in pointers:
+                sources.setdefault(e.data.data, state.memlet_path(e)[0])
+    for data, conn in pointers.items():
+        src = sources[data]
+        tasklet.add_in_connector(conn, dace.pointer(sdfg.arrays[data].dtype))
+        state.add_memlet_path(src.src, new_entry, tasklet, src_conn=src.src_conn,
+                              dst_conn=conn,
+                              memlet=dace.Memlet.from_array(data, sdfg.arrays[data]))
+    if not pointers:
+        state.add_nedge(new_entry, tasklet, dace.Memlet())
+    out_node = state.memlet_path(sink.out)[-1].dst
+    tasklet.add_out_connector("_fo_out", dace.pointer(odesc.dtype))
+    state.add_memlet_path(tasklet, new_exit, out_node, src_conn="_fo_out",
+                          memlet=dace.Memlet.from_array(sink.written, odesc))
+    # Remove the old maps and the temporaries.
+    for m in order:
+        scope = state.scope_subgraph(m.entry)
+        state.remove_nodes_from(list(scope.nodes()))
+    state.remove_nodes_from([n for n in state.data_nodes() if n.data in temps])
+    state.remove_nodes_from([n for n in state.data_nodes() if state.degree(n) == 0])
+    for data in temps:
+        sdfg.remove_data(data, validate=False)
+
+
+def _ident(data: str) -> str:
+    return data
