@@ -28,7 +28,8 @@ from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.sdfg_passes import PIPELINES
 
 #: The passes the "previous" pipeline leaves out.
-NEW = ("fuse_column_scans", "interleave_columns", "fuse_maps_horizontally", "streaming_stores")
+NEW = ("fuse_column_scans", "interleave_columns", "fuse_maps_horizontally", "streaming_stores",
+       "fuse_across_statements")
 
 LAPLACIAN = """
 laplacian(out: tensor<float, I[0:N], J[0:M], K[0:L]>,

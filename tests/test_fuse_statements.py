@@ -1,0 +1,164 @@
+"""Fusion across statements: temporaries read with shifts are computed in
+tiles (or on the fly) inside one map, per the cost rule; structure and
+results against the interpreter, including programs the pass must leave alone."""
+
+from __future__ import annotations
+
+import random
+
+import dace
+import pytest
+
+import tensorir_dace as tir
+from conftest import assert_same_results
+from tensorir_dace.lowering import lower
+from tensorir_dace.runtime.program import CompiledProgram
+from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.transforms.fuse_statements import fuse_across_statements
+from tensorir_dace.transforms.sdfg_passes import simplify
+
+F3 = "tensor<float, I[0:N], J[0:M], K[0:L]>"
+# Sizes that leave partial tiles in both tiled dimensions.
+SIZES = {"N": 37, "M": 70, "L": 5}
+
+
+def lap(x: str) -> str:
+    return f"(-4.0 × {x} + ⟪I, -1⟫({x}) + ⟪I, 1⟫({x}) + ⟪J, -1⟫({x}) + ⟪J, 1⟫({x}))"
+
+
+LAP_OF_LAP = f"""
+lap_of_lap(out: {F3}, inp: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>) {{
+  tmp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>;
+  tmp ← {lap('inp')};
+  out ← {lap('tmp')}
+}}
+"""
+
+DIFFUSION = f"""
+diffusion(out: {F3}, u: tensor<float, I[-3:N+3], J[-3:M+3], K[0:L]>) {{
+  kh: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>;
+  lap: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>;
+  flux: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>;
+  kh ← 0.05 + 0.1 × sqrt((⟪I, 1⟫(u) - ⟪I, -1⟫(u)) × (⟪I, 1⟫(u) - ⟪I, -1⟫(u))
+                        + (⟪J, 1⟫(u) - ⟪J, -1⟫(u)) × (⟪J, 1⟫(u) - ⟪J, -1⟫(u)));
+  lap ← {lap('u')};
+  flux ← kh × lap;
+  out ← u - 0.1 × {lap('flux')}
+}}
+"""
+
+H1 = "I[-1:N+1], J[-1:M+1], K[0:L]"
+COSTLY = "sin(cos(" * 10 + "a" + "))" * 10
+# One program, four groups: t1 is read by two statements (not fused), t2 is
+# a program argument (not fused), t3 is too costly to recompute in halos
+# (not fused), t4 is cheap and read at two shifts (recomputed on the fly).
+MIXED = f"""
+mixed(o1: {F3}, o2: {F3}, o3: {F3}, o4: {F3}, t2: tensor<float, {H1}>,
+      a: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>) {{
+  t1: tensor<float, {H1}>;
+  t3: tensor<float, {H1}>;
+  t4: tensor<float, {H1}>;
+  t1 ← {lap('a')};
+  o1 ← ⟪I, 1⟫(t1) - ⟪J, -1⟫(t1);
+  o2 ← ⟪I, -1⟫(t1) × 2.0;
+  t2 ← {lap('a')};
+  o3 ← ⟪I, 1⟫(t2) + ⟪I, -1⟫(t2);
+  t3 ← {COSTLY};
+  t4 ← 2.0 × a;
+  o4 ← {lap('t3')} + ⟪I, 1⟫(t4) + ⟪I, -1⟫(t4)
+}}
+"""
+
+
+def transients(sdfg: dace.SDFG) -> set[str]:
+    return {k for sd in sdfg.all_sdfgs_recursive() for k, d in sd.arrays.items() if d.transient}
+
+
+def tiled_code(sdfg: dace.SDFG) -> list[str]:
+    return [n.code.as_string for n, _ in sdfg.all_nodes_recursive()
+            if isinstance(n, dace.nodes.Tasklet) and n.label.endswith("_tiled")]
+
+
+def matches_interpreter(prog, fn, sizes=SIZES, seed=0):
+    args = random_arguments(prog, sizes=sizes, seed=seed)
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    fn(**out)
+    assert_same_results(out, ref, 1e-10)
+
+
+@pytest.mark.parametrize("src,buffers", [(LAP_OF_LAP, ["tmp"]), (DIFFUSION, ["flux"])])
+def test_temporaries_are_computed_in_tiles(src, buffers):
+    prog = tir.parse(src)
+    assert transients(tir.to_sdfg(prog, optimize="none"))
+    sdfg = tir.to_sdfg(prog, optimize="default")
+    assert transients(sdfg) == set()               # no full-size temporary left
+    (code,) = tiled_code(sdfg)
+    assert [b for b in buffers if f"_fb_{b}[" in code] == buffers      # tile buffers
+    maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert len(maps) == 1 and maps[0].map.params == ["_tile0", "_tile1"]
+    matches_interpreter(prog, tir.compile(prog))
+    matches_interpreter(prog, tir.compile(prog), sizes={"N": 1, "M": 33, "L": 2}, seed=1)
+
+
+def test_the_cost_rule_and_the_conditions_decide():
+    prog = tir.parse(MIXED)
+    sdfg = tir.to_sdfg(prog, optimize="default")
+    assert transients(sdfg) == {"t1", "t3"}
+    (code,) = tiled_code(sdfg)                     # the t4 group, on the fly
+    assert "_fx_t4(" in code and "_fb_" not in code
+    matches_interpreter(prog, tir.compile(prog))
+
+
+def test_the_pass_runs_alone():
+    prog = tir.check(tir.parse(DIFFUSION))
+    sdfg = lower(prog, fused=True).sdfg
+    simplify(sdfg)
+    fuse_across_statements(sdfg)
+    assert transients(sdfg) == set()
+    sdfg.validate()
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), seed=2)
+
+
+def random_chain(seed: int, temporaries: int = 4) -> str:
+    """A chain of statements, each reading earlier temporaries and the input
+    at shifts within their halos (I, J halos shrink along the chain)."""
+    r = random.Random(seed)
+    halo = {"a": (4, 2)}                            # (I/J halo, K halo)
+    decls, body = [], []
+    names = [f"t{k}" for k in range(temporaries)]
+    for k, name in enumerate(names + ["out"]):
+        h = (max(0, 3 - k) if name != "out" else 0, r.choice([0, 1]) if name != "out" else 0)
+
+        def read() -> str:
+            src = r.choice(["a"] + [n for n in names[:k] if halo[n][1] >= h[1]])
+            room = (halo[src][0] - h[0], halo[src][1] - h[1])
+            term = src
+            if room[0] > 0 and r.random() < 0.7:
+                term = f"⟪{r.choice('IJ')}, {r.choice([-1, 1]) * r.randint(1, room[0])}⟫({term})"
+            if room[1] > 0 and r.random() < 0.4:
+                term = f"⟪K, {r.choice([-1, 1])}⟫({term})"
+            return term
+
+        terms = [read() for _ in range(r.randint(1, 4))]
+        expr = terms[0]
+        for t in terms[1:]:
+            expr = r.choice([f"({expr} + {t})", f"({expr} × {t})", f"({expr} - 0.5 × {t})",
+                             f"sqrt(abs({expr})) + {t}", f"maximum({expr}, {t})"])
+        dom = f"I[-{h[0]}:N+{h[0]}], J[-{h[0]}:M+{h[0]}], K[-{h[1]}:L+{h[1]}]"
+        if name != "out":
+            decls.append(f"  {name}: tensor<float, {dom}>;")
+            halo[name] = h
+        body.append(f"  {name} ← {expr};")
+    return (f"chain(out: {F3}, a: tensor<float, I[-4:N+4], J[-4:M+4], K[-2:L+2]>) {{\n"
+            + "\n".join(decls + body) + "\n}")
+
+
+def test_random_chains_match_the_interpreter():
+    fused = 0
+    for seed in range(6):
+        prog = tir.parse(random_chain(seed))
+        sdfg = tir.to_sdfg(prog, optimize="default")
+        fused += len(transients(sdfg)) < 4
+        matches_interpreter(prog, tir.compile(prog), seed=seed)
+    assert fused >= 3
