@@ -130,7 +130,7 @@ def random_chain(seed: int, temporaries: int = 4) -> str:
     for k, name in enumerate(names + ["out"]):
         h = (max(0, 3 - k) if name != "out" else 0, r.choice([0, 1]) if name != "out" else 0)
 
-        def read() -> str:
+        def read(k=k, h=h) -> str:
             src = r.choice(["a"] + [n for n in names[:k] if halo[n][1] >= h[1]])
             room = (halo[src][0] - h[0], halo[src][1] - h[1])
             term = src

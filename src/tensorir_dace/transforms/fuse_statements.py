@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import dace
 from dace import symbolic
@@ -90,7 +91,7 @@ class _Map:
     """A top-level map whose body is one tasklet writing one point."""
     entry: nodes.MapEntry
     tasklet: nodes.Tasklet
-    out: object                     # the tasklet's output edge
+    out: Any                        # the tasklet's output edge
     params: list[str]
     ranges: list[tuple]             # (begin, end inclusive) per parameter
     reads: list = field(default_factory=list)   # (connector, data, subset coords)
@@ -320,14 +321,14 @@ def _covered(halos, temps, sink) -> bool:
 def _modes(order, temps, halos):
     """Per temporary "fly" (recomputed where read), "tile" (buffered) or
     None (too costly for both), by the cost rule."""
-    modes = {}
+    modes: dict[str, str | None] = {}
     tiled = len(order[0].params) - 1 if len(order[0].params) > 1 else 1
     for m in order:
         data = m.written
         if data not in temps:
             continue
         ops = _ops(m.tasklet.code.as_string)
-        shifts = {tuple(_offsets(c, r.params)) for r in order for _, d, c in r.reads
+        shifts = {tuple(_offsets(c, r.params) or ()) for r in order for _, d, c in r.reads
                   if d == data}
         leaf = all(modes.get(d) != "fly" for _, d, _ in m.reads)
         if leaf and ops * (len(shifts) - 1) <= ON_THE_FLY_MAX_OPS:
@@ -455,7 +456,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     tasklet = state.add_tasklet(f"{sink.tasklet.label}_tiled", set(), set(), code,
                                 language=dace.Language.CPP,
                                 code_global="#include <vector>\n#include <algorithm>")
-    sources = {}
+    sources: dict[str, Any] = {}
     for m in order:
         for e in state.in_edges(m.tasklet):
             if not e.data.is_empty() and e.data.data in pointers:

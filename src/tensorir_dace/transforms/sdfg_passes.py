@@ -108,12 +108,13 @@ def validate(sdfg: dace.SDFG) -> None:
 # (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, fuse_across_statements, fuse_column_scans, interleave_columns,
-                streaming_stores, fuse_maps_horizontally, persistent_transients, validate],
+    "default": [simplify, fuse_maps_vertically, fuse_across_statements, fuse_column_scans,
+                interleave_columns, streaming_stores, fuse_maps_horizontally, persistent_transients, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
-CPU_ONLY: tuple[SDFGPass, ...] = (fuse_across_statements, fuse_column_scans, interleave_columns, streaming_stores)
+CPU_ONLY: tuple[SDFGPass, ...] = (fuse_across_statements, fuse_column_scans,
+                                  interleave_columns, streaming_stores)
 
 #: Passes that check the SDFG without changing it (no stage of their own).
 CHECKS: tuple[SDFGPass, ...] = (validate,)
