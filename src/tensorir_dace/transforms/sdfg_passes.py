@@ -109,7 +109,8 @@ def validate(sdfg: dace.SDFG) -> None:
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
     "default": [simplify, fuse_maps_vertically, fuse_across_statements, fuse_column_scans,
-                interleave_columns, streaming_stores, fuse_maps_horizontally, persistent_transients, validate],
+                interleave_columns, streaming_stores, fuse_maps_horizontally,
+                persistent_transients, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
