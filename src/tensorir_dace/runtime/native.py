@@ -32,12 +32,13 @@ import numpy as np
 from .. import openmp
 from ..openmp import run_one_threaded
 from ..pointers import data_pointer
+from ..tablescan import first_bad_entry
 from .library import Library
 
 __all__ = ["PLAN_FORMAT", "NativeCallable", "evaluator"]
 
 #: Bump when the call plan's layout changes (:mod:`.plan` writes it).
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant,
             ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Call,
@@ -120,6 +121,23 @@ def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
     return lambda values: ()
 
 
+def _nesting(paths: Sequence[tuple[int, ...]]) -> list | None:
+    """The nesting of a tuple type from its leaves' index paths (``None``: a leaf)."""
+    if list(paths) == [()]:
+        return None
+    return [_nesting([p[1:] for p in paths if p[0] == i])
+            for i in range(1 + max(p[0] for p in paths))]
+
+
+def _unpack(value: Any, nesting: list | None, out: list) -> bool:
+    """Append the leaves of ``value``, a tuple nested as ``nesting``, to ``out``."""
+    if nesting is None:
+        out.append(value)
+        return True
+    return type(value) is tuple and len(value) == len(nesting) \
+        and all(_unpack(v, n, out) for v, n in zip(value, nesting))
+
+
 _SHAPE = attrgetter("shape")
 _WRITEABLE = attrgetter("flags.writeable")
 
@@ -143,10 +161,11 @@ class NativeCallable:
         self._buffers: dict[tuple, _Entry] = {}       # by buffers (see _by_buffers)
         self.params = tuple(plan["params"])
         leaves = plan["leaves"]
-        if any(lf["path"] for lf in leaves):    # plans describe no tuple parameters
-            raise ValueError("call plan with tuple-typed parameters")
         self._param_keys = frozenset(lf["param"] for lf in leaves)
-        self._leaf_params = tuple(lf["param"] for lf in leaves)
+        self._leaf_keys = tuple((lf["param"], tuple(lf["path"])) for lf in leaves)
+        # tuple-typed parameters: leaf paths in order, and the nesting to unpack
+        self._paths = {p: tuple(map(tuple, paths)) for p, paths in plan["tuples"].items()}
+        self._structure = {p: _nesting(paths) for p, paths in self._paths.items()}
         names = list(plan["symbols"])
         self._names = names
         arrays = [i for i, lf in enumerate(leaves) if lf["kind"] == "array"]
@@ -155,7 +174,6 @@ class NativeCallable:
                                    bool(leaves[i]["written"])) for i in arrays)
         self._scalar_specs = tuple((i, _SCALAR_TYPES.get(lf["dtype"], ()))
                                    for i, lf in enumerate(leaves) if lf["kind"] != "array")
-        self._written_params = tuple(leaves[i]["param"] for i in arrays if leaves[i]["written"])
         self._pick_arrays = _picker(arrays)
         self._shapes = evaluator("(" + "".join(
             "(" + "".join(f"{e}, " for e in leaves[i]["shape"]) + "), " for i in arrays) + ")",
@@ -167,6 +185,9 @@ class NativeCallable:
         self._constraints = evaluator(" and ".join(f"({lo}) <= ({hi})" for lo, hi in cons),
                                       names) if cons else None
         self._volume = evaluator(plan["volume"], names) if plan.get("volume") else None
+        # per table: (array position, bounds of the operands read through it)
+        self._tables = tuple((arrays.index(i), evaluator("(" + "".join(
+            f"(({lo}), ({hi})), " for lo, hi in uses) + ")", names)) for i, uses in plan["tables"])
         # per C argument: (kind, leaf index / array position / symbol, ctype, int range)
         position = {leaf: k for k, leaf in enumerate(arrays)}
         self._args = tuple((kind, position[ref] if kind == "array" else ref,
@@ -175,7 +196,7 @@ class NativeCallable:
                            for kind, ref, *rest in plan["args"])
         self._array_args = _picker([ref for _, ref, *_ in self._args]) \
             if all(kind == "array" for kind, *_ in self._args) else None
-        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...]]] = {}
+        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...], Callable]] = {}
         self._init = tuple(plan["init"])
         self._reinit = bool(plan["reinit"])
 
@@ -186,7 +207,10 @@ class NativeCallable:
 
     def call(self, kwargs: dict[str, Any]) -> None:
         """``self(**kwargs)``, without unpacking the dictionary again."""
-        values = tuple(kwargs.values())
+        values = tuple(kwargs.values()) if not self._structure else self._flatten(kwargs)
+        if values is None:
+            self.fallback(**kwargs)   # a tuple parameter given something else
+            return
         key = (*kwargs, *map(id, values))
         entry = self._entries.get(key)
         if entry is not None and entry.matches(values):
@@ -202,7 +226,7 @@ class NativeCallable:
         if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
             self._run(entry)        # new objects, known buffers (e.g. views made per call)
             return
-        entry = self._prepare(kwargs)
+        entry = self._prepare(kwargs, values)
         if entry is None:
             self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
             return
@@ -241,11 +265,24 @@ class NativeCallable:
 
     # ------------------------------------------------------------------ preparing
 
-    def _prepare(self, kwargs: dict[str, Any]) -> _Entry | None:
+    def _flatten(self, kwargs: dict[str, Any]) -> tuple | None:
+        """The call's values, tuple-typed parameters unpacked into their leaves
+        (``None``: a tuple parameter given something not shaped like its type)."""
+        out: list[Any] = []
+        for k, v in kwargs.items():
+            nesting = self._structure.get(k)
+            if nesting is None:
+                out.append(v)
+            elif not _unpack(v, nesting, out):
+                return None
+        return tuple(out)
+
+    def _prepare(self, kwargs: dict[str, Any], flat: tuple) -> _Entry | None:
         """Argument vectors for a plainly valid call; ``None``: take the full path."""
         if kwargs.keys() != self._param_keys:
             return None
-        values = [kwargs[p] for p in self._leaf_params]
+        positions = self._positions(kwargs)
+        values = positions[3](flat)       # in the plan's leaf order
         for i, dtype, ndim, written in self._array_specs:
             v = values[i]
             if type(v) is not np.ndarray or v.dtype is not dtype or v.ndim != ndim:
@@ -270,6 +307,10 @@ class NativeCallable:
         pointers = [data_pointer(a) for a in arrays]
         if self._overlap(arrays, pointers):
             return None
+        for k, bounds in self._tables:     # the full path reports a bad entry
+            for lo, hi in bounds(*syms):
+                if first_bad_entry(arrays[k], pointers[k], lo, hi) is not None:
+                    return None
         callargs: list[Any] | None
         if self._array_args is not None:      # arrays only: pointers in argument order
             callargs = list(map(ctypes.c_void_p, self._array_args(pointers)))
@@ -280,18 +321,22 @@ class NativeCallable:
         sequential = self._volume is not None and \
             self._volume(*syms) < openmp.SEQUENTIAL_BELOW
         return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
-                      tuple(kwargs.values()), self._positions(kwargs), sequential)
+                      flat, positions[:3], sequential)
 
-    def _positions(self, kwargs: dict[str, Any]) -> tuple[Callable, Callable, tuple[int, ...]]:
-        """Where the arrays, the written arrays and the scalars are among the values
-        of a call with these keyword names (computed once per name order)."""
+    def _positions(self, kwargs: dict[str, Any]) -> tuple[Callable, Callable, tuple[int, ...],
+                                                          Callable]:
+        """Where the arrays, the written arrays, the scalars and all the plan's
+        leaves are among the (unpacked) values of a call with these keyword
+        names (computed once per name order)."""
         order = tuple(kwargs)
         hit = self._orders.get(order)
         if hit is None:
-            arrays = [order.index(self._leaf_params[i]) for i, *_ in self._array_specs]
-            written = [order.index(p) for p in self._written_params]
-            scalars = tuple(order.index(self._leaf_params[i]) for i, _ in self._scalar_specs)
-            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars)
+            flat = [(k, path) for k in order for path in self._paths.get(k, ((),))]
+            at = [flat.index(leaf) for leaf in self._leaf_keys]
+            hit = self._orders[order] = (
+                _picker([at[i] for i, *_ in self._array_specs]),
+                _picker([at[i] for i, _, _, written in self._array_specs if written]),
+                tuple(at[i] for i, _ in self._scalar_specs), _picker(at))
         return hit
 
     def _mixed_args(self, values: list, env: dict[str, int], pointers: list[int]) -> list | None:
