@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from .. import openmp
-from ..openmp import run_one_threaded
 from ..pointers import data_pointer
 from ..tablescan import first_bad_entry
 from .library import Library
@@ -80,35 +79,45 @@ class _Entry:
     Entries are found by argument names and object identities, and dropped
     (weak-reference callbacks) as soon as one of their arrays is freed, so a
     found entry's arrays are the very objects it was made for.  It is used if
-    their shapes are unchanged, the written ones are still writeable, and the
-    scalars have the same types and values."""
+    ``check(values, shapes, scalar_key)`` holds: their shapes are unchanged,
+    the written ones are still writeable, and the scalars have the same types
+    and values (``check`` is compiled once per keyword order, see
+    :func:`_checker`)."""
 
     __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
-                 "scalars", "scalar_values", "sequential", "handle", "full")
+                 "check", "scalar_key", "sequential", "handle", "full")
 
     def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
-                 positions: tuple[Callable, Callable, tuple[int, ...]], sequential: bool):
+                 positions: tuple[Callable, Callable, tuple[int, ...], Callable, Callable],
+                 sequential: bool):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = tuple(a.value for a in initargs)
-        self.pick, self.pick_written, self.scalars = positions
+        self.pick, self.pick_written, scalars, _, self.check = positions
         self.shapes = tuple(map(_SHAPE, self.pick(values)))
         self.refs: tuple = ()
-        self.scalar_values = tuple((type(values[i]), values[i]) for i in self.scalars)
+        self.scalar_key = tuple(x for i in scalars for x in (type(values[i]), values[i]))
         self.sequential = sequential
-        self.handle: Any = None          # the library state the full vector was made for
+        self.handle: Any = _UNSET       # the library state the full vector was made for
         self.full: tuple = ()
 
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
         """Call ``forget`` when one of the arrays in ``values`` is freed."""
         self.refs = tuple(weakref.ref(a, forget) for a in self.pick(values))
 
-    def matches(self, values: tuple) -> bool:
-        return tuple(map(_SHAPE, self.pick(values))) == self.shapes \
-            and all(map(_WRITEABLE, self.pick_written(values))) \
-            and (not self.scalars
-                 or tuple((type(values[i]), values[i]) for i in self.scalars)
-                 == self.scalar_values)
+
+_UNSET = object()
+
+
+def _checker(arrays: list[int], written: list[int], scalars: tuple[int, ...]
+             ) -> Callable[[tuple, tuple, tuple], bool]:
+    """``check(values, shapes, scalar_key)`` for :class:`_Entry`, as one expression
+    over fixed positions (half the time of a loop over them)."""
+    parts = ["(" + "".join(f"v[{i}].shape, " for i in arrays) + ") == s"]
+    parts += [f"v[{i}].flags.writeable" for i in written]
+    if scalars:
+        parts.append("(" + "".join(f"type(v[{i}]), v[{i}], " for i in scalars) + ") == c")
+    return eval(f"lambda v, s, c: {' and '.join(parts)}", {"type": type})   # ints only
 
 
 def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
@@ -196,9 +205,12 @@ class NativeCallable:
                            for kind, ref, *rest in plan["args"])
         self._array_args = _picker([ref for _, ref, *_ in self._args]) \
             if all(kind == "array" for kind, *_ in self._args) else None
-        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...], Callable]] = {}
+        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...], Callable,
+                                        Callable]] = {}
         self._init = tuple(plan["init"])
         self._reinit = bool(plan["reinit"])
+        self._program = library.program
+        self._switch: Any = None     # the openmp.ThreadSwitch, got for the first small call
 
     # ------------------------------------------------------------------ calling
 
@@ -213,9 +225,26 @@ class NativeCallable:
             return
         key = (*kwargs, *map(id, values))
         entry = self._entries.get(key)
-        if entry is not None and entry.matches(values):
-            self._run(entry)
-            return
+        if entry is None or not entry.check(values, entry.shapes, entry.scalar_key):
+            entry = self._find(kwargs, values, key)
+            if entry is None:
+                return              # run on the full path
+        lib = self.library
+        if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
+            self._ready(entry)
+        if entry.sequential:
+            switch = self._switch
+            switch.set(1)
+            try:
+                self._program(*entry.full)
+            finally:
+                switch.set(switch.count)
+        else:
+            self._program(*entry.full)
+
+    def _find(self, kwargs: dict[str, Any], values: tuple, key: tuple) -> _Entry | None:
+        """The entry for a call whose argument objects are new: by their buffers,
+        or prepared now (``None``: the call ran on the full path)."""
         bkey: tuple | None
         try:
             bkey = (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
@@ -224,13 +253,11 @@ class NativeCallable:
         except TypeError:           # unhashable: not a plain call
             bkey = entry = None
         if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
-            self._run(entry)        # new objects, known buffers (e.g. views made per call)
-            return
+            return entry            # new objects, known buffers (e.g. views made per call)
         entry = self._prepare(kwargs, values)
         if entry is None:
             self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
-            return
-        self._run(entry)
+            return None
         entries, buffers = self._entries, self._buffers
         if key not in entries and len(entries) >= self.max_cached:
             entries.pop(next(iter(entries)))
@@ -240,18 +267,18 @@ class NativeCallable:
             if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
                 buffers.pop(next(iter(buffers)))
             buffers[bkey] = entry
+        return entry
 
-    def _run(self, entry: _Entry) -> None:
+    def _ready(self, entry: _Entry) -> None:
+        """Initialise the library for the entry's sizes where needed, and lead its
+        argument vector with the library's state handle."""
         lib = self.library
         if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
             lib.ensure_init(entry.initargs, entry.init_key)
-        if entry.handle is not lib.handle:        # the state handle leads the arguments
-            entry.handle = lib.handle
-            entry.full = (lib.handle, *entry.callargs)
-        if entry.sequential:
-            run_one_threaded(lib.program, *entry.full)
-        else:
-            lib.program(*entry.full)
+        entry.handle = lib.handle
+        entry.full = (lib.handle, *entry.callargs)
+        if entry.sequential and self._switch is None:
+            self._switch = openmp.one_thread()
 
     def set_fallback(self, full: Callable[..., None]) -> None:
         """Use ``full`` as the full path (made already)."""
@@ -321,10 +348,10 @@ class NativeCallable:
         sequential = self._volume is not None and \
             self._volume(*syms) < openmp.SEQUENTIAL_BELOW
         return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
-                      flat, positions[:3], sequential)
+                      flat, positions, sequential)
 
-    def _positions(self, kwargs: dict[str, Any]) -> tuple[Callable, Callable, tuple[int, ...],
-                                                          Callable]:
+    def _positions(self, kwargs: dict[str, Any]
+                   ) -> tuple[Callable, Callable, tuple[int, ...], Callable, Callable]:
         """Where the arrays, the written arrays, the scalars and all the plan's
         leaves are among the (unpacked) values of a call with these keyword
         names (computed once per name order)."""
@@ -333,10 +360,11 @@ class NativeCallable:
         if hit is None:
             flat = [(k, path) for k in order for path in self._paths.get(k, ((),))]
             at = [flat.index(leaf) for leaf in self._leaf_keys]
-            hit = self._orders[order] = (
-                _picker([at[i] for i, *_ in self._array_specs]),
-                _picker([at[i] for i, _, _, written in self._array_specs if written]),
-                tuple(at[i] for i, _ in self._scalar_specs), _picker(at))
+            arrays = [at[i] for i, *_ in self._array_specs]
+            written = [at[i] for i, _, _, w in self._array_specs if w]
+            scalars = tuple(at[i] for i, _ in self._scalar_specs)
+            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars,
+                                         _picker(at), _checker(arrays, written, scalars))
         return hit
 
     def _mixed_args(self, values: list, env: dict[str, int], pointers: list[int]) -> list | None:
