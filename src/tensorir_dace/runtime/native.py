@@ -10,6 +10,11 @@ handed to the full path (``fallback``: the program checked, lowered and
 loaded through DaCe), which either runs the call or raises the precise
 :class:`~tensorir_dace.ArgumentError`.  Both paths accept the same calls.
 
+Tuple-typed parameters are unpacked into their leaves (a tuple not shaped
+like its type goes the full path), and neighbour tables are scanned against
+the operand intervals the plan gives, through the per-buffer scan cache of
+:mod:`tensorir_dace.tablescan` (a bad entry goes the full path, which names it).
+
 Prepared argument vectors are kept per set of argument objects, so calling
 again with the same arrays costs a few identity and shape comparisons, and
 per set of buffers (address, shape, strides and dtype of each array, value of
