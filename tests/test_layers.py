@@ -27,7 +27,9 @@ Modules outside the stages:
   argument binder) sits with ``arguments``;
 * ``callchecks.py`` (call-time checks shared by the interpreter and the
   runtime) and ``device_arrays.py`` (GPU arrays seen through
-  ``__cuda_array_interface__``, for those checks) sit with ``arguments``.
+  ``__cuda_array_interface__``, for those checks) sit with ``arguments``, and so
+  does ``tablescan.py`` (table scans cached per buffer, shared with the cached
+  programs' call path, which imports no SymPy).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ LAYERS: list[set[str]] = [          # top first
     {"interpreter"},
     {"typing"},
     {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
-     "builders", "signature", "size_solving"},
+     "tablescan", "builders", "signature", "size_solving"},
     {"ir"},
     {"errors", "log", "tracebacks"},
 ]

@@ -118,16 +118,20 @@ def edge_expression(depth: int, r: random.Random) -> str:
     ])()
 
 
+def mesh_program(seed: int, statements: int = 8) -> str:
+    """A random program on a mesh with tables E2V and V2E of sizes V and E."""
+    r = random.Random(seed)
+    outs = [f"o{k}: {VT}" for k in range(statements)]
+    body = [f"  o{k} ← {vertex_expression(4, r)};" for k in range(statements)]
+    return (f"mesh(v: {VT}, w: {VT}, e: {ET}, sg: tensor<float, Vertex[0:V], _NB_0[0:3]>, "
+            "E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, "
+            "V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>, " + ", ".join(outs) + ") {\n"
+            + "\n".join(body) + "\n}")
+
+
 @pytest.mark.parametrize("seed", [5])
 def test_random_mesh_program_with_absent_neighbours(seed):
-    r = random.Random(seed)
-    outs = [f"o{k}: {VT}" for k in range(8)]
-    body = [f"  o{k} ← {vertex_expression(4, r)};" for k in range(8)]
-    src = (f"mesh(v: {VT}, w: {VT}, e: {ET}, sg: tensor<float, Vertex[0:V], _NB_0[0:3]>, "
-           "E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, "
-           "V2E: tensor<int, Vertex[0:V], _NB_Edge[0:3]>, " + ", ".join(outs) + ") {\n"
-           + "\n".join(body) + "\n}")
-    prog = tir.parse(src)
+    prog = tir.parse(mesh_program(seed))
     args = random_arguments(prog, sizes={"V": 9, "E": 14}, seed=seed, absent_fraction=0.25)
     both_modes_match_interpreter(prog, args)
 

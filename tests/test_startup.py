@@ -7,6 +7,7 @@ do not accept goes the full path and behaves exactly as before.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pathlib
@@ -19,7 +20,7 @@ import pytest
 
 import tensorir_dace as tir
 from conftest import NEIGHBOUR_COLUMN_SCANS
-from tensorir_dace import openmp
+from tensorir_dace import openmp, tablescan
 from tensorir_dace.runtime.native import NativeCallable
 from tensorir_dace.runtime.source_cache import source_key
 
@@ -49,10 +50,11 @@ def cache(tmp_path_factory):
     return root, prog
 
 
-def run_fresh(code: str, cache: pathlib.Path, **env: str) -> dict:
+def run_fresh(code: str, cache: pathlib.Path, *argv: str | os.PathLike, **env: str) -> dict:
     """Run ``code`` in a new Python process; it prints one JSON line, returned."""
     full_env = {**os.environ, "PYTHONPATH": SRC, "TENSORIR_DACE_CACHE": str(cache), **env}
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, argv)],
+                         env=full_env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return {**json.loads(out.stdout.strip().splitlines()[-1]), "stderr": out.stderr}
@@ -207,19 +209,170 @@ def test_source_key_covers_text_and_options():
 
 
 def test_programs_the_plan_cannot_describe_take_the_full_path(tmp_path):
-    # a tuple-typed parameter: no plan, calls through DaCe's loader
+    # a size only a keyword argument gives: no plan, calls through DaCe's loader
     src = """
-    t(out: tensor<(float, float), I[0:N]>, a: tensor<float, I[0:N]>) {
-        out ← make_tuple(a + 1.0, a × 2.0)
+    t(out: tensor<float, I[0:N+M]>, a: tensor<float, I[0:N+M]>) {
+        out ← a + 1.0
     }
     """
     prog = tir.compile(src, cache_dir=tmp_path)
     assert not isinstance(prog._callable, NativeCallable)
-    a = np.random.rand(9)
-    out = (np.zeros(9), np.zeros(9))
-    prog(out=out, a=a)
-    np.testing.assert_allclose(out[0], a + 1.0)
-    np.testing.assert_allclose(out[1], a * 2.0)
+    a, out = np.random.rand(9), np.zeros(9)
+    prog(out=out, a=a, N=4)
+    np.testing.assert_allclose(out, a + 1.0)
+
+
+# --------------------------------------------------------------------------- tables, tuples
+
+NABLA = (pathlib.Path(__file__).resolve().parent.parent / "sdfg_examples" / "nabla.tir"
+         ).read_text()
+V, E = 5440, 16167
+
+
+def nabla_arguments(seed: int = 0) -> dict:
+    """Arguments of NABLA, a quarter of the V2E entries -1 ("no neighbour")."""
+    rng = np.random.default_rng(seed)
+    v2e = rng.integers(0, E, (V, 7))
+    v2e[rng.random((V, 7)) < 0.25] = -1
+    return dict(n_nodes=V, pp=rng.random(V), S_MXX=rng.random(E), S_MYY=rng.random(E),
+                sign=rng.random((V, 7)), vol=rng.random(V) + 1.0,
+                E2V=rng.integers(0, V, (E, 2)), V2E=v2e)
+
+
+def nabla_mistakes(args: dict, out: tuple) -> list[dict]:
+    """Calls of NABLA the checks refuse: bad table entries, a badly shaped tuple."""
+    e2v, v2e = args["E2V"].copy(), args["V2E"].copy()
+    e2v[7, 1] = V                            # one past the vertices
+    v2e[100, 3] = E + 5                      # beyond the edges
+    return [{**args, "out": out, "E2V": e2v}, {**args, "out": out, "V2E": v2e},
+            {**args, "out": list(out)}, {**args, "out": out[:1]},
+            {**args, "out": (out[0], np.zeros(V - 1))}]
+
+
+# A new process: NABLA from the cache, arguments from ARGS (an .npz file).
+NABLA_CALLS = f"""
+    import json, sys
+    import numpy as np
+    import tensorir_dace as tir
+    V, E = {V}, {E}
+    prog = tir.compile({NABLA!r})
+    args = dict(np.load(sys.argv[1]))
+    args["n_nodes"] = int(args["n_nodes"])
+    out = (np.zeros(V), np.zeros(V))
+    prog(out=out, **args)
+    again = (np.zeros(V), np.zeros(V))
+    prog(out=again, **args)                  # new tuple, new output buffers
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sympy", "dace"}})
+    native = type(prog._callable).__name__
+""" + textwrap.indent(inspect.getsource(nabla_mistakes), "    ") + """
+    errors = []
+    for bad in nabla_mistakes(args, out):
+        try:
+            prog(**bad)
+            errors.append(None)
+        except tir.TensorIRError as ex:
+            errors.append([type(ex).__name__, str(ex)])
+    print(json.dumps({"heavy": heavy, "native": native, "out": [o.tolist() for o in out],
+                      "again": [o.tolist() for o in again], "errors": errors}))
+"""
+
+
+@pytest.fixture(scope="module")
+def nabla_cache(tmp_path_factory):
+    """A compile cache holding NABLA, compiled (with its call plan) once."""
+    root = tmp_path_factory.mktemp("nabla")
+    return root, tir.compile(NABLA, cache_dir=root)
+
+
+def test_tables_and_tuples_run_from_the_cache_without_sympy_or_dace(nabla_cache):
+    root, prog = nabla_cache
+    assert isinstance(prog._callable, NativeCallable)
+    args = nabla_arguments()
+    np.savez(root / "args.npz", **args)
+    got = run_fresh(NABLA_CALLS, root, root / "args.npz")
+    assert got["heavy"] == [] and got["native"] == "NativeCallable"
+    ref = (np.zeros(V), np.zeros(V))
+    tir.interpret(tir.parse(NABLA), out=ref, **args)
+    for k in range(2):
+        np.testing.assert_allclose(got["out"][k], ref[k], rtol=1e-12)
+        np.testing.assert_allclose(got["again"][k], ref[k], rtol=1e-12)
+    # the same mistakes on the full path (DaCe-loaded, every check) give the same errors
+    full = prog._callable._make_fallback()
+    want = []
+    for bad in nabla_mistakes(args, ref):
+        with pytest.raises(tir.TensorIRError) as info:
+            full(**bad)
+        want.append([type(info.value).__name__, str(info.value)])
+    assert got["errors"] == want
+    assert want[0][0] == "ArgumentError" and "'E2V' has the entry 5440 at index [7, 1]" \
+        in want[0][1]
+    assert "'V2E' has the entry 16172 at index [100, 3]" in want[1][1]
+
+
+def test_tables_are_scanned_once_per_buffer_on_the_native_path(nabla_cache, monkeypatch):
+    _, prog = nabla_cache
+    call = prog._callable
+    call.clear_cache()
+    args = nabla_arguments(1)
+    scans = []
+    real = tablescan.table_stats
+    monkeypatch.setattr(tablescan, "table_stats",
+                        lambda t, p: scans.append(p) or real(t, p))
+    tablescan.STATS.clear()
+    out = (np.zeros(V), np.zeros(V))
+    prog(out=out, **args)
+    first = len(scans)
+    assert first >= 2                        # E2V and V2E scanned
+    for _ in range(3):                       # same buffers, new views and tuples
+        prog(out=(out[0][:], out[1]), **{**args, "E2V": args["E2V"][:]})
+    assert len(scans) == first
+    bad = args["V2E"].copy()
+    bad[0, 0] = E
+    with pytest.raises(tir.ArgumentError, match="'V2E' has the entry 16167 at index \\[0, 0\\]"):
+        prog(out=out, **{**args, "V2E": bad})
+
+
+@pytest.mark.parametrize("seed", [5, 11])
+def test_random_mesh_programs_through_the_cached_path(seed):
+    """Seeded random mesh programs (tables with absent neighbours), called through
+    their call plan at several sizes, agree with the interpreter."""
+    from conftest import assert_same_results
+    from tensorir_dace.testing import clone, random_arguments
+    from test_random_programs import mesh_program
+    src = mesh_program(seed, statements=4)
+    prog = tir.compile(src)
+    assert isinstance(prog._callable, NativeCallable) and prog._callable.plan["tables"]
+    parsed = tir.parse(src)
+    for v, e in [(9, 14), (5, 11), (9, 14)]:
+        args = random_arguments(parsed, sizes={"V": v, "E": e}, seed=seed + v,
+                                absent_fraction=0.25)
+        ref, out = clone(args), clone(args)
+        tir.interpret(parsed, **ref)
+        prog(**out)
+        assert_same_results(out, ref, 1e-11)
+
+
+def test_tuple_outputs_through_the_cached_path(tmp_path):
+    src = """
+    t(out: tensor<((float, float), float), I[0:N]>, a: tensor<float, I[0:N]>) {
+        out ← make_tuple(make_tuple(a + 1.0, a × 2.0), a - 3.0)
+    }
+    """
+    prog = tir.compile(src, cache_dir=tmp_path)
+    assert isinstance(prog._callable, NativeCallable)
+    for n in (9, 4):
+        a = np.random.rand(n)
+        out = ((np.zeros(n), np.zeros(n)), np.zeros(n))
+        prog(out=out, a=a)
+        np.testing.assert_allclose(out[0][0], a + 1.0)
+        np.testing.assert_allclose(out[0][1], a * 2.0)
+        np.testing.assert_allclose(out[1], a - 3.0)
+    with pytest.raises(tir.ArgumentError, match="'out'"):
+        prog(out=(out[0][0], out[0][1], out[1]), a=a)
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    with pytest.raises(tir.ArgumentError, match=r"'out'\[1\] .*read-only"):
+        prog(out=(out[0], ro), a=a)
 
 
 # --------------------------------------------------------------------------- threads
@@ -262,7 +415,7 @@ def test_wait_policy_is_passive_unless_the_user_chose(user, tmp_path):
     import json, os
     os.environ.pop("OMP_WAIT_POLICY", None) if {user!r} is None else None
     import tensorir_dace as tir
-    from tensorir_dace import openmp
+    from tensorir_dace import openmp, tablescan
     print(json.dumps({{"env": os.environ.get("OMP_WAIT_POLICY"), "says": openmp.wait_policy(),
                        "threads": tir.get_num_threads()}}))
     """

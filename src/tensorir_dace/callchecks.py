@@ -29,7 +29,6 @@ once per program (:meth:`CallChecks.for_program`).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from . import ir, pointers
+from . import ir, pointers, tablescan
 from .device_arrays import DeviceArray
 from .errors import ArgumentError, SourceLoc
 
@@ -116,51 +115,7 @@ def written_parameters(program: ir.Program) -> frozenset[str]:
 # --------------------------------------------------------------------------- table scans
 
 
-class _TableStats:
-    __slots__ = ("max", "min_nonneg", "owner")
-
-    def __init__(self, owner: Any, mx: int | None):
-        self.owner = owner          # weak reference to the array owning the buffer
-        self.max = mx               # None: empty table
-        self.min_nonneg: int | None = None
-
-
-_STATS: dict[tuple, _TableStats] = {}
-_STATS_LIMIT = 256
-
-
-def _owner(a: np.ndarray) -> Any:
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
-
-
-def _stats_key(t: Any, pointer: int) -> tuple:
-    return (pointer, t.shape, t.strides, t.dtype.num)
-
-
-def _table_stats(t: Any, pointer: int) -> _TableStats:
-    """Scan results of table ``t`` (starting at ``pointer``), cached per buffer."""
-    key = _stats_key(t, pointer)
-    st = _STATS.get(key)
-    owner = _owner(t)
-    if st is not None and (st.owner is None or st.owner() is owner):
-        return st
-    try:
-        ref = weakref.ref(owner)
-    except TypeError:
-        ref = None
-    st = _TableStats(ref, int(t.max()) if t.size else None)
-    if len(_STATS) >= _STATS_LIMIT:
-        _STATS.clear()
-    _STATS[key] = st
-    return st
-
-
-def _min_nonnegative(t: Any, st: _TableStats) -> int | None:
-    if st.min_nonneg is None and st.max is not None and st.max >= 0:
-        st.min_nonneg = int(t[t >= 0].min())
-    return st.min_nonneg
+_table_stats = tablescan.table_stats     # cached per buffer (see tablescan)
 
 
 # --------------------------------------------------------------------------- checks
@@ -336,22 +291,14 @@ class CallChecks:
                      bounds: dict[int, tuple[int, int] | None]) -> None:
         if not isinstance(t, np.ndarray):
             return
-        st = _table_stats(t, pointer)
-        if st.max is None or st.max < 0:
-            return                  # empty, or no neighbour anywhere
         for u in uses:
             b = bounds[id(u)]
             if b is None:
                 continue
             lo, hi = b
-            if st.max < hi and (lo <= 0 or (_min_nonnegative(t, st) or 0) >= lo):
+            pos = tablescan.first_bad_entry(t, pointer, lo, hi)
+            if pos is None:
                 continue
-            bad = (t >= hi) | ((t >= 0) & (t < lo))
-            if not bad.any():       # the cached scan is stale: scan again
-                _STATS.pop(_stats_key(t, pointer), None)
-                st = _table_stats(t, pointer)
-                continue
-            pos = np.unravel_index(int(np.argmax(bad)), t.shape)
             raise ArgumentError(
                 f"{self.where}: neighbour table '{table}' has the entry {int(t[pos])} at index "
                 f"[{', '.join(str(int(i)) for i in pos)}], but the shift through it reads "

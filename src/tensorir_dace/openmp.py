@@ -88,9 +88,33 @@ def _lib() -> ctypes.CDLL:
     return _gomp
 
 
+class ThreadSwitch:
+    """This process's thread count (``count``, once known) and libgomp's
+    ``omp_set_num_threads`` (``set``): what running a call one-threaded needs,
+    as two attribute reads for the hottest call paths (see :func:`one_thread`)."""
+
+    __slots__ = ("count", "set")
+
+    def __init__(self) -> None:
+        self.count: int | None = None
+        self.set: Any = None
+
+
+_switch = ThreadSwitch()
+
+
+def one_thread() -> ThreadSwitch:
+    """The thread switch, ready: ``s.set(1)``, call, ``s.set(s.count)``."""
+    if _switch.set is None:
+        _switch.set = _lib().omp_set_num_threads
+    if _switch.count is None:
+        _switch.count = int(_lib().omp_get_max_threads())
+    return _switch
+
+
 def get_num_threads() -> int:
     """How many OpenMP threads the next compiled call of this thread may use."""
-    return int(_lib().omp_get_max_threads()) if _threads is None else _threads
+    return int(_lib().omp_get_max_threads()) if _switch.count is None else _switch.count
 
 
 def set_num_threads(n: int) -> None:
@@ -98,27 +122,18 @@ def set_num_threads(n: int) -> None:
     if int(n) < 1:
         from .errors import ArgumentError
         raise ArgumentError(f"the thread count must be at least 1, got {n}")
-    global _threads
     _lib().omp_set_num_threads(int(n))
-    _threads = int(n)
-
-
-_threads: int | None = None     # this process's thread count, once known
-_set: Any = None
+    _switch.count = int(n)
 
 
 def run_one_threaded(fn: Callable[..., Any], *args: Any) -> None:
     """``fn(*args)`` with one OpenMP thread (for calls whose maps are all small)."""
-    global _threads, _set
-    if _set is None:
-        _set = _lib().omp_set_num_threads
-    if _threads is None:
-        _threads = int(_lib().omp_get_max_threads())
-    _set(1)
+    s = _switch if _switch.count is not None and _switch.set is not None else one_thread()
+    s.set(1)
     try:
         fn(*args)
     finally:
-        _set(_threads)
+        s.set(s.count)
 
 
 _configure()

@@ -10,6 +10,11 @@ handed to the full path (``fallback``: the program checked, lowered and
 loaded through DaCe), which either runs the call or raises the precise
 :class:`~tensorir_dace.ArgumentError`.  Both paths accept the same calls.
 
+Tuple-typed parameters are unpacked into their leaves (a tuple not shaped
+like its type goes the full path), and neighbour tables are scanned against
+the operand intervals the plan gives, through the per-buffer scan cache of
+:mod:`tensorir_dace.tablescan` (a bad entry goes the full path, which names it).
+
 Prepared argument vectors are kept per set of argument objects, so calling
 again with the same arrays costs a few identity and shape comparisons, and
 per set of buffers (address, shape, strides and dtype of each array, value of
@@ -30,14 +35,14 @@ from typing import Any
 import numpy as np
 
 from .. import openmp
-from ..openmp import run_one_threaded
 from ..pointers import data_pointer
+from ..tablescan import first_bad_entry
 from .library import Library
 
 __all__ = ["PLAN_FORMAT", "NativeCallable", "evaluator"]
 
 #: Bump when the call plan's layout changes (:mod:`.plan` writes it).
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant,
             ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Call,
@@ -79,35 +84,45 @@ class _Entry:
     Entries are found by argument names and object identities, and dropped
     (weak-reference callbacks) as soon as one of their arrays is freed, so a
     found entry's arrays are the very objects it was made for.  It is used if
-    their shapes are unchanged, the written ones are still writeable, and the
-    scalars have the same types and values."""
+    ``check(values, shapes, scalar_key)`` holds: their shapes are unchanged,
+    the written ones are still writeable, and the scalars have the same types
+    and values (``check`` is compiled once per keyword order, see
+    :func:`_checker`)."""
 
     __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
-                 "scalars", "scalar_values", "sequential", "handle", "full")
+                 "check", "scalar_key", "sequential", "handle", "full")
 
     def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
-                 positions: tuple[Callable, Callable, tuple[int, ...]], sequential: bool):
+                 positions: tuple[Callable, Callable, tuple[int, ...], Callable, Callable],
+                 sequential: bool):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = tuple(a.value for a in initargs)
-        self.pick, self.pick_written, self.scalars = positions
+        self.pick, self.pick_written, scalars, _, self.check = positions
         self.shapes = tuple(map(_SHAPE, self.pick(values)))
         self.refs: tuple = ()
-        self.scalar_values = tuple((type(values[i]), values[i]) for i in self.scalars)
+        self.scalar_key = tuple(x for i in scalars for x in (type(values[i]), values[i]))
         self.sequential = sequential
-        self.handle: Any = None          # the library state the full vector was made for
+        self.handle: Any = _UNSET       # the library state the full vector was made for
         self.full: tuple = ()
 
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
         """Call ``forget`` when one of the arrays in ``values`` is freed."""
         self.refs = tuple(weakref.ref(a, forget) for a in self.pick(values))
 
-    def matches(self, values: tuple) -> bool:
-        return tuple(map(_SHAPE, self.pick(values))) == self.shapes \
-            and all(map(_WRITEABLE, self.pick_written(values))) \
-            and (not self.scalars
-                 or tuple((type(values[i]), values[i]) for i in self.scalars)
-                 == self.scalar_values)
+
+_UNSET = object()
+
+
+def _checker(arrays: list[int], written: list[int], scalars: tuple[int, ...]
+             ) -> Callable[[tuple, tuple, tuple], bool]:
+    """``check(values, shapes, scalar_key)`` for :class:`_Entry`, as one expression
+    over fixed positions (half the time of a loop over them)."""
+    parts = ["(" + "".join(f"v[{i}].shape, " for i in arrays) + ") == s"]
+    parts += [f"v[{i}].flags.writeable" for i in written]
+    if scalars:
+        parts.append("(" + "".join(f"type(v[{i}]), v[{i}], " for i in scalars) + ") == c")
+    return eval(f"lambda v, s, c: {' and '.join(parts)}", {"type": type})   # ints only
 
 
 def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
@@ -118,6 +133,23 @@ def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
         i = positions[0]
         return lambda values: (values[i],)
     return lambda values: ()
+
+
+def _nesting(paths: Sequence[tuple[int, ...]]) -> list | None:
+    """The nesting of a tuple type from its leaves' index paths (``None``: a leaf)."""
+    if list(paths) == [()]:
+        return None
+    return [_nesting([p[1:] for p in paths if p[0] == i])
+            for i in range(1 + max(p[0] for p in paths))]
+
+
+def _unpack(value: Any, nesting: list | None, out: list) -> bool:
+    """Append the leaves of ``value``, a tuple nested as ``nesting``, to ``out``."""
+    if nesting is None:
+        out.append(value)
+        return True
+    return type(value) is tuple and len(value) == len(nesting) \
+        and all(_unpack(v, n, out) for v, n in zip(value, nesting))
 
 
 _SHAPE = attrgetter("shape")
@@ -143,10 +175,11 @@ class NativeCallable:
         self._buffers: dict[tuple, _Entry] = {}       # by buffers (see _by_buffers)
         self.params = tuple(plan["params"])
         leaves = plan["leaves"]
-        if any(lf["path"] for lf in leaves):    # plans describe no tuple parameters
-            raise ValueError("call plan with tuple-typed parameters")
         self._param_keys = frozenset(lf["param"] for lf in leaves)
-        self._leaf_params = tuple(lf["param"] for lf in leaves)
+        self._leaf_keys = tuple((lf["param"], tuple(lf["path"])) for lf in leaves)
+        # tuple-typed parameters: leaf paths in order, and the nesting to unpack
+        self._paths = {p: tuple(map(tuple, paths)) for p, paths in plan["tuples"].items()}
+        self._structure = {p: _nesting(paths) for p, paths in self._paths.items()}
         names = list(plan["symbols"])
         self._names = names
         arrays = [i for i, lf in enumerate(leaves) if lf["kind"] == "array"]
@@ -155,7 +188,6 @@ class NativeCallable:
                                    bool(leaves[i]["written"])) for i in arrays)
         self._scalar_specs = tuple((i, _SCALAR_TYPES.get(lf["dtype"], ()))
                                    for i, lf in enumerate(leaves) if lf["kind"] != "array")
-        self._written_params = tuple(leaves[i]["param"] for i in arrays if leaves[i]["written"])
         self._pick_arrays = _picker(arrays)
         self._shapes = evaluator("(" + "".join(
             "(" + "".join(f"{e}, " for e in leaves[i]["shape"]) + "), " for i in arrays) + ")",
@@ -167,6 +199,9 @@ class NativeCallable:
         self._constraints = evaluator(" and ".join(f"({lo}) <= ({hi})" for lo, hi in cons),
                                       names) if cons else None
         self._volume = evaluator(plan["volume"], names) if plan.get("volume") else None
+        # per table: (array position, bounds of the operands read through it)
+        self._tables = tuple((arrays.index(i), evaluator("(" + "".join(
+            f"(({lo}), ({hi})), " for lo, hi in uses) + ")", names)) for i, uses in plan["tables"])
         # per C argument: (kind, leaf index / array position / symbol, ctype, int range)
         position = {leaf: k for k, leaf in enumerate(arrays)}
         self._args = tuple((kind, position[ref] if kind == "array" else ref,
@@ -175,9 +210,12 @@ class NativeCallable:
                            for kind, ref, *rest in plan["args"])
         self._array_args = _picker([ref for _, ref, *_ in self._args]) \
             if all(kind == "array" for kind, *_ in self._args) else None
-        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...]]] = {}
+        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...], Callable,
+                                        Callable]] = {}
         self._init = tuple(plan["init"])
         self._reinit = bool(plan["reinit"])
+        self._program = library.program
+        self._switch: Any = None     # the openmp.ThreadSwitch, got for the first small call
 
     # ------------------------------------------------------------------ calling
 
@@ -186,12 +224,32 @@ class NativeCallable:
 
     def call(self, kwargs: dict[str, Any]) -> None:
         """``self(**kwargs)``, without unpacking the dictionary again."""
-        values = tuple(kwargs.values())
+        values = tuple(kwargs.values()) if not self._structure else self._flatten(kwargs)
+        if values is None:
+            self.fallback(**kwargs)   # a tuple parameter given something else
+            return
         key = (*kwargs, *map(id, values))
         entry = self._entries.get(key)
-        if entry is not None and entry.matches(values):
-            self._run(entry)
-            return
+        if entry is None or not entry.check(values, entry.shapes, entry.scalar_key):
+            entry = self._find(kwargs, values, key)
+            if entry is None:
+                return              # run on the full path
+        lib = self.library
+        if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
+            self._ready(entry)
+        if entry.sequential:
+            switch = self._switch
+            switch.set(1)
+            try:
+                self._program(*entry.full)
+            finally:
+                switch.set(switch.count)
+        else:
+            self._program(*entry.full)
+
+    def _find(self, kwargs: dict[str, Any], values: tuple, key: tuple) -> _Entry | None:
+        """The entry for a call whose argument objects are new: by their buffers,
+        or prepared now (``None``: the call ran on the full path)."""
         bkey: tuple | None
         try:
             bkey = (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
@@ -200,13 +258,11 @@ class NativeCallable:
         except TypeError:           # unhashable: not a plain call
             bkey = entry = None
         if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
-            self._run(entry)        # new objects, known buffers (e.g. views made per call)
-            return
-        entry = self._prepare(kwargs)
+            return entry            # new objects, known buffers (e.g. views made per call)
+        entry = self._prepare(kwargs, values)
         if entry is None:
             self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
-            return
-        self._run(entry)
+            return None
         entries, buffers = self._entries, self._buffers
         if key not in entries and len(entries) >= self.max_cached:
             entries.pop(next(iter(entries)))
@@ -216,18 +272,18 @@ class NativeCallable:
             if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
                 buffers.pop(next(iter(buffers)))
             buffers[bkey] = entry
+        return entry
 
-    def _run(self, entry: _Entry) -> None:
+    def _ready(self, entry: _Entry) -> None:
+        """Initialise the library for the entry's sizes where needed, and lead its
+        argument vector with the library's state handle."""
         lib = self.library
         if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
             lib.ensure_init(entry.initargs, entry.init_key)
-        if entry.handle is not lib.handle:        # the state handle leads the arguments
-            entry.handle = lib.handle
-            entry.full = (lib.handle, *entry.callargs)
-        if entry.sequential:
-            run_one_threaded(lib.program, *entry.full)
-        else:
-            lib.program(*entry.full)
+        entry.handle = lib.handle
+        entry.full = (lib.handle, *entry.callargs)
+        if entry.sequential and self._switch is None:
+            self._switch = openmp.one_thread()
 
     def set_fallback(self, full: Callable[..., None]) -> None:
         """Use ``full`` as the full path (made already)."""
@@ -241,11 +297,24 @@ class NativeCallable:
 
     # ------------------------------------------------------------------ preparing
 
-    def _prepare(self, kwargs: dict[str, Any]) -> _Entry | None:
+    def _flatten(self, kwargs: dict[str, Any]) -> tuple | None:
+        """The call's values, tuple-typed parameters unpacked into their leaves
+        (``None``: a tuple parameter given something not shaped like its type)."""
+        out: list[Any] = []
+        for k, v in kwargs.items():
+            nesting = self._structure.get(k)
+            if nesting is None:
+                out.append(v)
+            elif not _unpack(v, nesting, out):
+                return None
+        return tuple(out)
+
+    def _prepare(self, kwargs: dict[str, Any], flat: tuple) -> _Entry | None:
         """Argument vectors for a plainly valid call; ``None``: take the full path."""
         if kwargs.keys() != self._param_keys:
             return None
-        values = [kwargs[p] for p in self._leaf_params]
+        positions = self._positions(kwargs)
+        values = positions[3](flat)       # in the plan's leaf order
         for i, dtype, ndim, written in self._array_specs:
             v = values[i]
             if type(v) is not np.ndarray or v.dtype is not dtype or v.ndim != ndim:
@@ -270,6 +339,10 @@ class NativeCallable:
         pointers = [data_pointer(a) for a in arrays]
         if self._overlap(arrays, pointers):
             return None
+        for k, bounds in self._tables:     # the full path reports a bad entry
+            for lo, hi in bounds(*syms):
+                if first_bad_entry(arrays[k], pointers[k], lo, hi) is not None:
+                    return None
         callargs: list[Any] | None
         if self._array_args is not None:      # arrays only: pointers in argument order
             callargs = list(map(ctypes.c_void_p, self._array_args(pointers)))
@@ -280,18 +353,23 @@ class NativeCallable:
         sequential = self._volume is not None and \
             self._volume(*syms) < openmp.SEQUENTIAL_BELOW
         return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
-                      tuple(kwargs.values()), self._positions(kwargs), sequential)
+                      flat, positions, sequential)
 
-    def _positions(self, kwargs: dict[str, Any]) -> tuple[Callable, Callable, tuple[int, ...]]:
-        """Where the arrays, the written arrays and the scalars are among the values
-        of a call with these keyword names (computed once per name order)."""
+    def _positions(self, kwargs: dict[str, Any]
+                   ) -> tuple[Callable, Callable, tuple[int, ...], Callable, Callable]:
+        """Where the arrays, the written arrays, the scalars and all the plan's
+        leaves are among the (unpacked) values of a call with these keyword
+        names (computed once per name order)."""
         order = tuple(kwargs)
         hit = self._orders.get(order)
         if hit is None:
-            arrays = [order.index(self._leaf_params[i]) for i, *_ in self._array_specs]
-            written = [order.index(p) for p in self._written_params]
-            scalars = tuple(order.index(self._leaf_params[i]) for i, _ in self._scalar_specs)
-            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars)
+            flat = [(k, path) for k in order for path in self._paths.get(k, ((),))]
+            at = [flat.index(leaf) for leaf in self._leaf_keys]
+            arrays = [at[i] for i, *_ in self._array_specs]
+            written = [at[i] for i, _, _, w in self._array_specs if w]
+            scalars = tuple(at[i] for i, _ in self._scalar_specs)
+            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars,
+                                         _picker(at), _checker(arrays, written, scalars))
         return hit
 
     def _mixed_args(self, values: list, env: dict[str, int], pointers: list[int]) -> list | None:

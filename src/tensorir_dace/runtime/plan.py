@@ -11,9 +11,14 @@ smaller than :data:`tensorir_dace.openmp.SEQUENTIAL_BELOW` run one-threaded).
 Expressions are Python expressions over the SDFG's symbol names, checked
 against SymPy on sample values before they are stored.
 
-A program the plan cannot describe (neighbour tables, GPU code, arguments
-beyond plain arrays, scalars and symbols, size symbols that only keyword
-arguments give) gets no plan: its cached calls take the full path.
+Tuple-typed parameters are described leaf by leaf (with each parameter's
+tuple structure), and neighbour tables by the operand intervals each shift
+through them reads, as expressions over the size symbols.
+
+A program the plan cannot describe (GPU code, arguments beyond plain arrays,
+tuples of them, scalars and symbols, size symbols that only keyword
+arguments give, table intervals over sizes the library does not take) gets
+no plan: its cached calls take the full path.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 import sympy
 
+from ..ir import TupleType
 from .compiled import SDFGCallable, parallel_volume
 from .library import file_digest
 from .native import PLAN_FORMAT, evaluator
@@ -69,8 +75,8 @@ def call_plan(callable: SDFGCallable, library: str) -> dict[str, Any] | None:
 
 
 def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
-    if c._marshal_plan is None or c._has_gpu_code or c._checks.tables:
-        raise _NoPlan("needs DaCe's marshalling, a GPU or table checks")
+    if c._marshal_plan is None or c._has_gpu_code:
+        raise _NoPlan("needs DaCe's marshalling or a GPU")
     sdfg = c.compiled.sdfg
     params = {p.name: p for p in c.signature.params}
     leaves: list[dict[str, Any]] = []
@@ -82,8 +88,6 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         if kind == "array":
             leaf["shape"] = [sympy.sympify(s) for s in desc.shape]
             leaf["written"] = b.param in c._checks.written
-        if b.path:
-            raise _NoPlan("tuple-typed parameter")
         if kind == "scalar_array":
             raise _NoPlan("scalar passed as an array")
         elif kind == "symbol":
@@ -128,6 +132,18 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
                for s in e.free_symbols}
         constraints.append([_py(lo.xreplace(sub), names), _py(hi.xreplace(sub), names)])
 
+    tables: dict[int, list[list[str]]] = {}
+    for use in c._checks.tables:
+        at = [i for i, leaf in enumerate(leaves)
+              if leaf["param"] == use.table and not leaf["path"] and leaf["kind"] == "array"]
+        if len(at) != 1:
+            raise _NoPlan(f"table {use.table} is not one plain array")
+        lo, hi = (sympy.sympify(x) for x in (use.start, use.stop))
+        sub = {s: sympy.Symbol(rename.get(s.name, s.name)) for e in (lo, hi)
+               for s in e.free_symbols}
+        tables.setdefault(at[0], []).append([_py(lo.xreplace(sub), names),
+                                             _py(hi.xreplace(sub), names)])
+
     args: list[list[Any]] = []
     for name, conv in c._marshal_plan:
         if name in by_data and leaves[by_data[name]]["kind"] == "array":
@@ -149,6 +165,8 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         "params": [p.name for p in c.signature.params],
         "scalars": [p for p in params if params[p].type.is_scalar],
         "leaves": leaves,
+        "tuples": _tuple_leaves(c),
+        "tables": [[i, uses] for i, uses in tables.items()],
         "symbols": names,
         "scalar_symbols": symbol_of_scalar,
         "solve": solve,
@@ -158,3 +176,24 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         "reinit": c._reinit,
         "volume": None if volume is None else _py(volume, names),
     }
+
+
+def _tuple_leaves(c: SDFGCallable) -> dict[str, list[list[int]]]:
+    """Per tuple-typed parameter, the index paths of all its leaves in order
+    (every one must be a leaf the library takes)."""
+    out: dict[str, list[list[int]]] = {}
+    for p in c.signature.params:
+        if not isinstance(p.type.dtype, TupleType):
+            continue
+        paths = sorted(_paths(p.type.dtype))
+        bound = sorted(tuple(b.path) for b, *_ in c._arrays if b.param == p.name)
+        if paths != bound:
+            raise _NoPlan(f"the leaves of tuple parameter {p.name} are not all arguments")
+        out[p.name] = [list(path) for path in paths]
+    return out
+
+
+def _paths(t: Any, prefix: tuple[int, ...] = ()) -> list[tuple[int, ...]]:
+    if not isinstance(t, TupleType):
+        return [prefix]
+    return [path for i, e in enumerate(t.elements) for path in _paths(e, (*prefix, i))]
