@@ -56,6 +56,37 @@ def test_unread_temporaries_wide_scans_and_mod_conditions_compile(s):
     assert prog.name == "mixed"
 
 
+# Temporaries read before a statement has written them, and writes nothing
+# reads afterwards: a temporary holds zeros until written (the interpreter's
+# rule), and a dead write after the last read is not lowered.
+READ_BEFORE_WRITE = f"""
+early(a: {F}, o: {F}, q: {F}, r: {F}, s: tensor<int>) {{
+    h: {F};
+    w: tensor<float, I[-1:N+1]>;
+    z: {F};
+    o ← h + a;
+    h ← a × 2.0;
+    subset(w, I[0:N]) ← a;
+    q ← ⟪I, -1⟫(w) + ⟪I, 1⟫(w);
+    if (s > 0) {{ z ← a }} else {{ r ← a }};
+    r ← z + 1.0;
+    z ← a × 3.0
+}}
+"""
+
+
+@pytest.mark.parametrize("s", [0, 1])
+def test_temporaries_read_before_they_are_written_hold_zeros(s):
+    rng = np.random.default_rng(2)
+    a = rng.random(5)
+    args = dict(a=a, o=np.full(5, 9.0), q=np.full(5, 9.0), r=np.full(5, 9.0), s=s)
+    out, ref = check_against_interpreter(READ_BEFORE_WRITE, args=args)
+    np.testing.assert_array_equal(ref["o"], a)                       # h is zero when read
+    halo = np.concatenate([[0.0], a, [0.0]])                         # w's halo stays zero
+    np.testing.assert_array_equal(ref["q"], halo[:-2] + halo[2:])
+    np.testing.assert_array_equal(ref["r"], (a if s > 0 else 0.0) + 1.0)
+
+
 MESH = """
 p(v2: tensor<float, V[0:3]>, E2V: tensor<int, E[0:3], _NB_V[0:2]>,
   V2E: tensor<int, V[0:3], _NB_E[0:2]>, o: tensor<float, V[0:3]>,

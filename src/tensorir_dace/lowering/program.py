@@ -24,6 +24,7 @@ from ..signature import ArgBinding, CallSignature
 from ..typing import scope as typing_scope
 from ..typing.runtime import bound_of, loop_hull, loop_sized
 from .expressions import ExprGen, head_name
+from .liveness import dead_writes, read_before_written
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
 from .values import (
@@ -198,6 +199,17 @@ class ProgramLowering:
             return info
         return Stored(t, leaf(t.dtype))
 
+    def zero_fill(self, stored: Stored) -> None:
+        """Zeros in every element of a temporary (read before it is written)."""
+        state = self.new_state("zero_fill")
+        for leaf in leaves_of(stored.leaves):
+            params = [f"_z{i}" for i in range(len(leaf.dims))]
+            ranges = {p: f"{_dace_expr(d.start)}:{_dace_expr(d.start + n)}"
+                      for p, d, n in zip(params, leaf.dims, leaf.shape)}
+            state.add_mapped_tasklet(f"zero_{leaf.data}", ranges, {}, "_z = 0",
+                                     {"_z": dace.Memlet(f"{leaf.data}[{', '.join(params)}]")},
+                                     external_edges=True)
+
     # ------------------------------------------------------------------ program
 
     def lower(self) -> LoweredProgram:
@@ -223,6 +235,11 @@ class ProgramLowering:
             if tmp.name not in self.loop_sized:
                 self.scope.bindings[tmp.name] = self.add_temporary(tmp)
         self.live = _live_temporaries(self.program)
+        self.dead = dead_writes(self.program)
+        for name in sorted(read_before_written(self.program) - set(self.loop_sized)):
+            stored = self.scope.bindings[name]
+            assert isinstance(stored, Stored)
+            self.zero_fill(stored)
         self.block(self.program.body, self.scope)
         if self.last_block is None:
             self.new_state("empty")
@@ -261,7 +278,7 @@ class ProgramLowering:
     def block(self, stmts, scope: CScope) -> None:
         for s in stmts:
             match s:
-                case ir.Assign() if _target_name(s) in self.live:
+                case ir.Assign() if _target_name(s) in self.live and id(s) not in self.dead:
                     self.assign(s, scope)
                 case ir.IfStmt(cond=cond, then_body=tb, else_body=eb):
                     cb = ConditionalBlock(self.names.fresh("if"), sdfg=self.sdfg)
