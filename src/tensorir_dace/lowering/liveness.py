@@ -21,10 +21,11 @@ from collections.abc import Sequence
 
 from .. import ir
 
-__all__ = ["dead_writes", "read_before_written"]
+__all__ = ["dead_writes", "live_temporaries", "read_before_written", "target_name"]
 
 
-def _target_name(s: ir.Assign) -> str:
+def target_name(s: ir.Assign) -> str:
+    """The temporary or parameter an assignment writes (whole or a subset of it)."""
     t = s.target
     if isinstance(t, ir.Sym):
         return t.name
@@ -53,7 +54,7 @@ def _written(stmts: Sequence[ir.Stmt]) -> set[str]:
     out: set[str] = set()
     for s in stmts:
         if isinstance(s, ir.Assign):
-            out.add(_target_name(s))
+            out.add(target_name(s))
         elif isinstance(s, ir.IfStmt):
             out |= _written(s.then_body + s.else_body)
         elif isinstance(s, ir.ForStmt):
@@ -68,8 +69,8 @@ def dead_writes(program: ir.Program) -> set[int]:
     dead: set[int] = set()
     read_later: set[str] = set()
     for s in reversed(program.body):
-        if isinstance(s, ir.Assign) and _target_name(s) in temps \
-                and _target_name(s) not in read_later:
+        if isinstance(s, ir.Assign) and target_name(s) in temps \
+                and target_name(s) not in read_later:
             dead.add(id(s))
             continue
         read_later |= _mentions(s)
@@ -86,6 +87,34 @@ def read_before_written(program: ir.Program) -> set[str]:
         early |= (_mentions(s) & temps) - whole
         if isinstance(s, ir.Assign) and isinstance(s.target, ir.Sym):
             whole.add(s.target.name)
-        elif isinstance(s, ir.Assign) and _target_name(s) not in whole:
-            early.add(_target_name(s))      # the rest of it keeps its zeros
+        elif isinstance(s, ir.Assign) and target_name(s) not in whole:
+            early.add(target_name(s))      # the rest of it keeps its zeros
     return early & temps
+
+
+def live_temporaries(program: ir.Program) -> set[str]:
+    """Parameters and the temporaries whose values reach one: an assignment to any
+    other temporary is dead and not lowered (DaCe cannot remove such a write from a
+    C++ tasklet itself)."""
+    temps = {t.name for t in program.temporaries}
+    live = {p.name for p in program.params}
+
+    def used(e: ir.Expr) -> set[str]:
+        return {n.name for n in ir.walk(e) if isinstance(n, ir.Sym) and n.name in temps}
+
+    while True:
+        before = len(live)
+        stack = list(program.body)
+        while stack:
+            s = stack.pop()
+            if isinstance(s, ir.Assign):
+                if target_name(s) in live:
+                    live |= used(s.value) | used(s.target)
+            elif isinstance(s, ir.IfStmt):
+                live |= used(s.cond)
+                stack += s.then_body + s.else_body
+            elif isinstance(s, ir.ForStmt):
+                live |= used(s.start) | used(s.stop)
+                stack += s.body
+        if len(live) == before:
+            return live

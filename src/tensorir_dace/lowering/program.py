@@ -24,7 +24,7 @@ from ..signature import ArgBinding, CallSignature
 from ..typing import scope as typing_scope
 from ..typing.runtime import bound_of, loop_hull, loop_sized
 from .expressions import ExprGen, head_name
-from .liveness import dead_writes, read_before_written
+from .liveness import dead_writes, live_temporaries, read_before_written, target_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
 from .values import (
@@ -234,7 +234,7 @@ class ProgramLowering:
         for tmp in self.program.temporaries:
             if tmp.name not in self.loop_sized:
                 self.scope.bindings[tmp.name] = self.add_temporary(tmp)
-        self.live = _live_temporaries(self.program)
+        self.live = live_temporaries(self.program)
         self.dead = dead_writes(self.program)
         for name in sorted(read_before_written(self.program) - set(self.loop_sized)):
             stored = self.scope.bindings[name]
@@ -278,7 +278,7 @@ class ProgramLowering:
     def block(self, stmts, scope: CScope) -> None:
         for s in stmts:
             match s:
-                case ir.Assign() if _target_name(s) in self.live and id(s) not in self.dead:
+                case ir.Assign() if target_name(s) in self.live and id(s) not in self.dead:
                     self.assign(s, scope)
                 case ir.IfStmt(cond=cond, then_body=tb, else_body=eb):
                     cb = ConditionalBlock(self.names.fresh("if"), sdfg=self.sdfg)
@@ -527,40 +527,6 @@ class ProgramLowering:
         self.library_map(node.label + "_map", columns, node, tb, outputs)
 
 
-def _target_name(s: ir.Assign) -> str:
-    t = s.target
-    if isinstance(t, ir.Sym):
-        return t.name
-    assert isinstance(t, ir.Call)
-    return ir.sym_name(t.args[0])
-
-
-def _live_temporaries(program: ir.Program) -> set[str]:
-    """Parameters and the temporaries whose values reach one: an assignment to any
-    other temporary is dead and not lowered (DaCe cannot remove such a write from a
-    C++ tasklet itself)."""
-    temps = {t.name for t in program.temporaries}
-    live = {p.name for p in program.params}
-
-    def used(e: ir.Expr) -> set[str]:
-        return {n.name for n in ir.walk(e) if isinstance(n, ir.Sym) and n.name in temps}
-
-    while True:
-        before = len(live)
-        stack = list(program.body)
-        while stack:
-            s = stack.pop()
-            if isinstance(s, ir.Assign):
-                if _target_name(s) in live:
-                    live |= used(s.value) | used(s.target)
-            elif isinstance(s, ir.IfStmt):
-                live |= used(s.cond)
-                stack += s.then_body + s.else_body
-            elif isinstance(s, ir.ForStmt):
-                live |= used(s.start) | used(s.stop)
-                stack += s.body
-        if len(live) == before:
-            return live
 def _clamped_stop(d: ir.Dim) -> sympy.Expr:
     """A runtime range with ``stop <= start`` is empty: its map never runs."""
     if ir.has_runtime(d.start) or ir.has_runtime(d.stop):
