@@ -7,6 +7,7 @@ many of them.  Every case covers one family of constructs (Cartesian
 arithmetic with halos and broadcasting, float32, int32/int64 with negative
 ``/`` and ``%``, bool logic, tuples, neighbour tables with absent entries,
 scans with wider operands, ``subset`` and ``concat``, temporaries,
+chains of statements passing temporaries read with shifts,
 program-level ``if``/``for``, runtime domains (``subset`` targets and
 ``concat`` pieces bounded by the scalar parameters ``h0`` and ``h1``, run
 with several values through one binary, empty and inverted ranges included),
@@ -41,7 +42,7 @@ SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
 BOUNDS = (({"h0": 1, "h1": 3}, {"h0": 3, "h1": 1}, {"h0": 1, "h1": 11}),
           ({"h0": 0, "h1": 8}, {"h0": 2, "h1": 2}))
 KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
-         "temporary", "control", "runtime", "offset", "nested")
+         "temporary", "control", "runtime", "offset", "nested", "chain")
 # Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
 # entry (the checker cannot know that, the argument check at call time does).
 I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
@@ -319,6 +320,13 @@ def generate_case(seed: int, index: int | None = None) -> Case:
                  f"{t} ← {g.fexpr(d)}",
                  f"{t} ← {t} × 0.5 + {g.fexpr(1)}",          # reads itself
                  f"{o} ← {t} + ⟪J, 0⟫({t})"]
+    elif kind == "chain":       # statements passing temporaries read with shifts
+        outs = [decl(o, "float")]
+        temps = [decl(t, "float", "I[-1:N+1], J[-1:M+1]"), decl(t + "u", "float")]
+        stmts = [f"{t} ← {g.fexpr(d, halo=1)}",
+                 f"{t}u ← {g.fexpr(d, names=(t, 'a'), halo=1)}",
+                 f"{o} ← {g.fexpr(d, names=(t + 'u', t), halo=0)} + ⟪I, -1⟫({t}) "
+                 f"+ ⟪J, 1⟫({t})"]
     elif kind == "runtime":
         outs = [decl(o, "float"), decl(o + "c", "float")]
         (i0, i1), (j0, j1) = r.choice(I_RANGES), r.choice(J_RANGES)
