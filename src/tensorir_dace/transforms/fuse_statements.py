@@ -51,6 +51,8 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
+from . import streaming_stores
+
 NAME = "fuse_across_statements"
 
 #: Points per tile along each tiled (outer) dimension.  With the innermost
@@ -59,6 +61,19 @@ NAME = "fuse_across_statements"
 #: diffusion chain (256 × 256 × 80), 32 was 10–25% faster than 16 and 16
 #: 5–25% faster than 8 (smaller tiles recompute more halo).
 TILE = 32
+
+#: Rows of dimension 0 per task of the fused map (2 or more dimensions).
+#: Each task first computes the rows of halo above its first row: with
+#: the diffusion chain's halo of 2 on each side, 4 rows per 32.
+ROWS = 32
+
+#: Bytes of ring buffers per thread, the tile width along dimension 1 is
+#: sized from: about half the 512 KiB L2 cache of a core, the rest holds
+#: the rows of the inputs the stencils read.
+BUFFER_BYTES = 256 << 10
+
+#: Smallest tile width along dimension 1 (halos recomputed per tile).
+MIN_WIDTH = 16
 
 #: A temporary is recomputed on the fly when this costs at most this many
 #: extra operations per point.  Writing and reading back a temporary costs
@@ -352,48 +367,75 @@ def _flat(desc, coords) -> str:
 def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     params = sink.params
     nd = len(params)
-    tiled = nd - 1 if nd > 1 else 1
-    tile_params = [f"_tile{d}" for d in range(tiled)]
+    rolled = nd > 1                  # rows of dimension 0 roll through ring buffers
+    first = 1 if rolled else 0       # the first dimension with loops inside a row
+    odesc = sdfg.arrays[sink.written]
+    stream = rolled and streaming_stores.enabled() and streaming_stores.streamable(odesc)
+    ends = [_cpp(e + 1) for _, e in sink.ranges]
     pointers: dict[str, str] = {}
     lines = []
-    # Tile bounds (half-open) per dimension.
-    for d in range(nd):
+    buffered = [m.written for m in order if modes.get(m.written) == "tile"]
+    if rolled:
+        lines.append(f"const long long _c0 = _tile0, _e0 = std::min<long long>(_c0 + {ROWS}, "
+                     f"{ends[0]});")
+    else:
+        lines.append(f"const long long _lo0 = _tile0, _hi0 = std::min<long long>(_lo0 + {TILE}, "
+                     f"{ends[0]});")
+    for d in range(2, nd - 1):                     # further middle dimensions stay whole
+        lines.append(f"const long long _lo{d} = {_cpp(sink.ranges[d][0])}, _hi{d} = {ends[d]};")
+    if rolled:
+        lines.append(f"const long long _lo{nd - 1} = {_cpp(sink.ranges[-1][0])}, "
+                     f"_hi{nd - 1} = {ends[-1]};")
+
+    # Buffer extents per temporary and dimension (dimension 0 when rolled: ring rows).
+    def extent(data, d) -> str:
+        lo, hi = halos[data][d]
         b, e = sink.ranges[d]
-        if d < tiled:
-            lines.append(f"const long long _lo{d} = {tile_params[d]};")
-            lines.append(f"const long long _hi{d} = std::min<long long>(_lo{d} + {TILE}, "
-                         f"{_cpp(e + 1)});")
-        else:
-            lines.append(f"const long long _lo{d} = {_cpp(b)}, _hi{d} = {_cpp(e + 1)};")
+        if d == 0:
+            return str(hi - lo + 1) if rolled else str(TILE + hi - lo)
+        if d == 1 and nd > 2:
+            return f"(_tw + {hi - lo})"
+        return f"({_cpp(e - b + 1 + hi - lo)})"
 
-    def bounds(data):
-        return [(f"_lo{d} + ({lo})", f"_hi{d} + ({hi})") for d, (lo, hi) in
-                enumerate(halos[data])]
-
-    # Buffers: fixed strides per tile (tiled dims TILE + halo, others whole).
-    strides = {}
-    for data, mode in modes.items():
-        if mode != "tile":
-            continue
-        ext = []
-        for d, (lo, hi) in enumerate(halos[data]):
-            b, e = sink.ranges[d]
-            ext.append(str(TILE + hi - lo) if d < tiled else f"({_cpp(e - b + 1 + hi - lo)})")
-        st = []
+    if rolled and nd > 2:
+        # Tile width along dimension 1 from the bytes of one column of all rings.
+        column = " + ".join(
+            f"{extent(t, 0)} * (long long)sizeof({sdfg.arrays[t].dtype.ctype})"
+            + "".join(f" * {extent(t, d)}" for d in range(2, nd)) for t in buffered) or "1"
+        lines.append(f"const long long _tw = std::max<long long>({MIN_WIDTH}, "
+                     f"std::min<long long>({ends[1]} - ({_cpp(sink.ranges[1][0])}), "
+                     f"({BUFFER_BYTES}LL / ({column})) / 8 * 8));")
+    for data in buffered:
+        ident = _ident(data)
+        exts = [extent(data, d) for d in range(nd)]
         for d in range(nd):
-            st.append(" * ".join(ext[d + 1:]) or "1")
-        strides[data] = st
+            lines.append(f"const long long _fs_{ident}_{d} = "
+                         f"{' * '.join(exts[d + 1:]) or '1'};")
         ctype = sdfg.arrays[data].dtype.ctype
-        size = " * ".join(ext)
-        lines += [f"static thread_local std::vector<{ctype}> _fbv_{_ident(data)};",
-                  f"if ((long long)_fbv_{_ident(data)}.size() < (long long)({size})) "
-                  f"_fbv_{_ident(data)}.resize({size});",
-                  f"{ctype}* const __restrict__ _fb_{_ident(data)} = "
-                  f"_fbv_{_ident(data)}.data();"]
+        size = " * ".join(exts)
+        lines += [f"static thread_local std::vector<{ctype}> _fbv_{ident};",
+                  f"if ((long long)_fbv_{ident}.size() < (long long)({size})) "
+                  f"_fbv_{ident}.resize({size});",
+                  f"{ctype}* const __restrict__ _fb_{ident} = _fbv_{ident}.data();"]
+    if stream:
+        ctype = odesc.dtype.ctype
+        row = f"({ends[-1]} - ({_cpp(sink.ranges[-1][0])}))"
+        size = " * ".join(f"({_cpp(e - b + 1)})" for b, e in sink.ranges)
+        lines += [f"static thread_local std::vector<{ctype}> _frowv;",
+                  f"if ((long long)_frowv.size() < {row}) _frowv.resize({row});",
+                  f"{ctype}* const __restrict__ _frow = _frowv.data();",
+                  f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
+                  f">= {streaming_stores.MIN_BYTES}LL;"]
 
     def buffer_index(data, coords):
-        return " + ".join(f"(({c}) - (_lo{d} + ({halos[data][d][0]}))) * {strides[data][d]}"
-                          for d, c in enumerate(coords))
+        terms = []
+        for d, c in enumerate(coords):
+            lo, r = halos[data][d][0], extent(data, 0)
+            if d == 0 and rolled:
+                terms.append(f"_tir_ring({c}, {r}) * _fs_{_ident(data)}_0")
+            else:
+                terms.append(f"(({c}) - (_lo{d} + ({lo}))) * _fs_{_ident(data)}_{d}")
+        return " + ".join(terms)
 
     def loads(m: _Map) -> list[str]:
         out = []
@@ -416,16 +458,18 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         ctype = sdfg.arrays[m.written].dtype.ctype
         return loads(m) + [f"{ctype} {m.out.src_conn};", m.tasklet.code.as_string]
 
-    def loops(m: _Map, span, store: str) -> list[str]:
+    def loops(m: _Map, span, store: list[str], dims=None) -> list[str]:
         out = []
-        for d, p in enumerate(params):
+        for d in dims if dims is not None else range(first, nd):
             lo, hi = span[d]
             if d == nd - 1:
                 out.append("#pragma omp simd")
-            out.append(f"for (long long {p} = {lo}; {p} < {hi}; ++{p}) {{")
-        out += body(m) + [store] + ["}"] * nd
-        return ["{"] + out + ["}"]
+            out.append(f"for (long long {params[d]} = {lo}; {params[d]} < {hi}; "
+                       f"++{params[d]}) {{")
+        n = len(dims) if dims is not None else nd - first
+        return ["{"] + out + body(m) + store + ["}"] * n + ["}"]
 
+    flies, steps = [], []
     for m in order:
         data = m.written
         ctype = sdfg.arrays[data].dtype.ctype
@@ -433,29 +477,57 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
             continue
         if modes[data] == "fly":
             args = ", ".join(f"long long {p}" for p in params)
-            lines += [f"auto _fx_{_ident(data)} = [&]({args}) -> {ctype} {{"] + body(m) + \
+            flies += [f"auto _fx_{_ident(data)} = [&]({args}) -> {ctype} {{"] + body(m) + \
                 [f"return {m.out.src_conn};", "};"]
+            continue
+        span = [(f"_lo{d} + ({lo})", f"_hi{d} + ({hi})") for d, (lo, hi)
+                in enumerate(halos[data])]
+        store = [f"_fb_{_ident(data)}[{buffer_index(data, params)}] = {m.out.src_conn};"]
+        if rolled:                        # the newest row its readers need at this step
+            lo, hi = halos[data][0]
+            steps += [f"if (_s + ({hi}) >= _c0 + ({lo})) {{",
+                      f"const long long {params[0]} = _s + ({hi});"] + \
+                loops(m, span, store) + ["}"]
         else:
-            store = f"_fb_{_ident(data)}[{buffer_index(data, params)}] = {m.out.src_conn};"
-            lines += loops(m, bounds(data), store)
-    odesc = sdfg.arrays[sink.written]
-    store = f"_fo_out[{_flat(odesc, [symbolic.pystr_to_symbolic(p) for p in params])}] = " \
-        f"{sink.out.src_conn};"
-    lines += loops(sink, [(f"_lo{d}", f"_hi{d}") for d in range(nd)], store)
+            steps += loops(m, span, store)
+    own = [(f"_lo{d}", f"_hi{d}") for d in range(nd)]
+    point = [symbolic.pystr_to_symbolic(p) for p in params]
+    store = [f"_fo_out[{_flat(odesc, point)}] = {sink.out.src_conn};"]
+    if stream:
+        start = point[:-1] + [symbolic.pystr_to_symbolic(f"_lo{nd - 1}")]
+        inner = loops(sink, own, [f"_frow[{params[-1]} - _lo{nd - 1}] = {sink.out.src_conn};"],
+                      dims=[nd - 1])
+        rows = ["if (_fstream) {"] + [
+            f"for (long long {params[d]} = _lo{d}; {params[d]} < _hi{d}; ++{params[d]}) {{"
+            for d in range(1, nd - 1)] + inner + [
+            f"_tir_store_row_{odesc.dtype.ctype}(&_fo_out[{_flat(odesc, start)}], _frow, "
+            f"_hi{nd - 1} - _lo{nd - 1}, true);"] + ["}"] * (nd - 2) + \
+            ["} else"] + loops(sink, own, store)
+    else:
+        rows = loops(sink, own, store)
+    if rolled:
+        reach = max([halos[t][0][1] - halos[t][0][0] for t in buffered] or [0])
+        tiles = ["{"] if nd == 2 else [
+            f"for (long long _t1 = {_cpp(sink.ranges[1][0])}; _t1 < {ends[1]}; _t1 += _tw) {{",
+            f"const long long _lo1 = _t1, _hi1 = std::min<long long>(_t1 + _tw, {ends[1]});"]
+        lines += tiles + flies + [f"for (long long _s = _c0 - ({reach}); _s < _e0; ++_s) {{"] + steps + \
+            ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows + ["}", "}", "}"]
+    else:
+        lines += flies + steps + rows
+    if stream:
+        lines += ["#if defined(__AVX512F__) || defined(__AVX__)",
+                  "if (_fstream) _mm_sfence();", "#endif"]
     code = "\n".join(lines)
+    ctype_out = odesc.dtype.ctype
+    code_global = "#include <vector>\n#include <algorithm>\n" + _RING + \
+        (streaming_stores.row_store_function(ctype_out) if stream else "")
 
-    # The new map over tiles, one tasklet inside.
-    ranges = []
-    for d in range(tiled):
-        b, e = sink.ranges[d]
-        ranges.append((b, e, TILE))
-    new_entry, new_exit = state.add_map(f"{sink.entry.map.label}_tiles",
-                                        {p: "0:1" for p in tile_params})
-    new_entry.map.range = dace.subsets.Range(ranges)
-    new_entry.map.collapse = tiled          # all tiles shared among the threads
+    # The new map over row chunks (or tiles of one dimension), one tasklet inside.
+    b0, e0 = sink.ranges[0]
+    new_entry, new_exit = state.add_map(f"{sink.entry.map.label}_tiles", {"_tile0": "0:1"})
+    new_entry.map.range = dace.subsets.Range([(b0, e0, ROWS if rolled else TILE)])
     tasklet = state.add_tasklet(f"{sink.tasklet.label}_tiled", set(), set(), code,
-                                language=dace.Language.CPP,
-                                code_global="#include <vector>\n#include <algorithm>")
+                                language=dace.Language.CPP, code_global=code_global)
     sources: dict[str, Any] = {}
     for m in order:
         for e in state.in_edges(m.tasklet):
@@ -481,6 +553,17 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     state.remove_nodes_from([n for n in state.data_nodes() if state.degree(n) == 0])
     for data in temps:
         sdfg.remove_data(data, validate=False)
+
+
+_RING = """\
+#ifndef _TIR_RING
+#define _TIR_RING
+static inline long long _tir_ring(long long row, long long n) {
+    const long long r = row % n;
+    return r < 0 ? r + n : r;
+}
+#endif
+"""
 
 
 def _ident(data: str) -> str:

@@ -114,6 +114,56 @@ def _plan(sdfg, state, entry):
     return tasklet, out
 
 
+def _stream_macro(ctype: str) -> str:
+    """``_W`` (lanes per vector) and ``_TIR_STREAM(p, b)`` (stream one vector
+    from ``b`` to the aligned ``p``), inside ``#if __AVX512F__ || __AVX__``."""
+    suffix, w512, w256 = _WIDTH[ctype]
+    return f"""\
+#if defined(__AVX512F__)
+constexpr int _W = {w512};
+#define _TIR_STREAM(p, b) _mm512_stream_{suffix}(p, _mm512_loadu_{suffix}(b))
+#else
+constexpr int _W = {w256};
+#define _TIR_STREAM(p, b) _mm256_stream_{suffix}(p, _mm256_loadu_{suffix}(b))
+#endif"""
+
+
+def streamable(desc) -> bool:
+    """Whether rows of ``desc`` along its last dimension can be streamed."""
+    return isinstance(desc, dace.data.Array) and desc.dtype.ctype in _WIDTH \
+        and desc.strides[-1] == 1
+
+
+def row_store_function(ctype: str) -> str:
+    """C++ global code of ``_tir_store_row_<ctype>(dst, src, n, stream)``:
+    copy a row computed into ``src`` to ``dst``, with regular stores until
+    ``dst`` is aligned to a cache line, streaming stores for whole lines,
+    and regular stores for the rest (all regular unless ``stream``)."""
+    name = f"_tir_store_row_{ctype.replace(' ', '_')}"
+    return f"""\
+#include <immintrin.h>
+#include <cstdint>
+#ifndef {name.upper()}
+#define {name.upper()}
+static inline void {name}({ctype}* __restrict__ dst,
+        const {ctype}* __restrict__ src, long long n, bool stream) {{
+    long long k = 0;
+#if defined(__AVX512F__) || defined(__AVX__)
+    if (stream) {{
+{_stream_macro(ctype)}
+        for (; k < n && ((uintptr_t)(dst + k) % 64); ++k) dst[k] = src[k];
+        constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
+        for (; k + _B <= n; k += _B)
+            for (int t = 0; t < _B; t += _W) _TIR_STREAM(dst + k + t, src + k + t);
+#undef _TIR_STREAM
+    }}
+#endif
+    for (; k < n; ++k) dst[k] = src[k];
+}}
+#endif
+"""
+
+
 def _flat(desc, coords) -> str:
     expr = sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides))
     return symbolic.symstr(symbolic.simplify(expr), cpp_mode=True)
@@ -126,7 +176,6 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
     begin, end, _ = entry.map.range.ranges[-1]
     odesc = sdfg.arrays[out.data.data]
     ctype = odesc.dtype.ctype
-    suffix, w512, w256 = _WIDTH[ctype]
     out_node = state.memlet_path(out)[-1].dst
 
     # Inputs: pointers stay; each array read at points gets one whole-array pointer.
@@ -162,13 +211,7 @@ auto _point = [&](long long {inner}) -> {ctype} {{
 const long long _lo = {lo}, _hi = {hi};
 long long _k = _lo;
 #if defined(__AVX512F__) || defined(__AVX__)
-#if defined(__AVX512F__)
-constexpr int _W = {w512};
-#define _TIR_STREAM(p, b) _mm512_stream_{suffix}(p, _mm512_loadu_{suffix}(b))
-#else
-constexpr int _W = {w256};
-#define _TIR_STREAM(p, b) _mm256_stream_{suffix}(p, _mm256_loadu_{suffix}(b))
-#endif
+{_stream_macro(ctype)}
 if ((long long)({size}) >= {MIN_BYTES}LL) {{
     for (; _k < _hi && ((uintptr_t)(_st_out + (_k - _lo)) % 64); ++_k)
         _st_out[_k - _lo] = _point(_k);
