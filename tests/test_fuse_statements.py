@@ -14,6 +14,7 @@ from conftest import assert_same_results
 from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.transforms import fuse_statements as fs
 from tensorir_dace.transforms.fuse_statements import fuse_across_statements
 from tensorir_dace.transforms.sdfg_passes import simplify
 
@@ -99,6 +100,69 @@ def test_temporaries_are_computed_in_tiles(src, buffers):
     assert len(maps) == 1 and maps[0].map.params == ["_tile0"]        # chunks of rows
     matches_interpreter(prog, tir.compile(prog))
     matches_interpreter(prog, tir.compile(prog), sizes={"N": 1, "M": 33, "L": 2}, seed=1)
+
+
+@pytest.mark.parametrize("src", [LAP_OF_LAP, DIFFUSION])
+def test_output_rows_are_streamed(src, monkeypatch):
+    """With the size threshold at zero the fused map streams its output rows;
+    rows of 21 float64 values start at every alignment (prologue, streamed
+    lines, remainder), and 300 levels make the tile width 32 < M (partial
+    tiles of rows and columns)."""
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(src)
+    fn = tir.compile(prog)
+    (code,) = tiled_code(fn.sdfg)
+    assert "_tir_store_row_double(" in code and "_mm_sfence();" in code
+    assert f"{fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))" in code
+    for seed, sizes in enumerate([{"N": 37, "M": 70, "L": 21}, {"N": 5, "M": 70, "L": 300},
+                                  {"N": 33, "M": 3, "L": 1}]):
+        matches_interpreter(prog, fn, sizes=sizes, seed=seed)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_STORES", "0")
+    (off,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
+    assert "_tir_store_row" not in off and "_mm_sfence" not in off
+
+
+def test_the_tile_width_is_sized_from_the_levels():
+    """Rings of 3 rows of (width + 2) × L float64 values fill BUFFER_BYTES:
+    the width shrinks as L grows, down to MIN_WIDTH, and at most M."""
+    def width(L, M=1000):
+        column = 3 * 8 * L
+        return max(fs.MIN_WIDTH, min(M, fs.BUFFER_BYTES // column // 8 * 8))
+    assert width(80) == 136 and width(200) == 48 and width(10_000) == fs.MIN_WIDTH
+    assert width(80, M=70) == 70
+    prog = tir.parse(LAP_OF_LAP)
+    (code,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
+    assert (f"std::max<long long>({fs.MIN_WIDTH}, std::min<long long>(M - (0), "
+            f"({fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))) / 8 * 8))") in code
+
+
+TWO_D = """
+chain2(out: tensor<float, I[0:N], K[0:L]>, a: tensor<float, I[-2:N+2], K[0:L]>) {
+  t: tensor<float, I[-1:N+1], K[0:L]>;
+  t ← sqrt(abs(⟪I, -1⟫(a) - ⟪I, 1⟫(a))) + a;
+  out ← ⟪I, -1⟫(t) + ⟪I, 1⟫(t) - 2.0 × t
+}
+"""
+
+ONE_D = """
+chain1(out: tensor<float, I[0:N]>, a: tensor<float, I[-2:N+2]>) {
+  t: tensor<float, I[-1:N+1]>;
+  t ← sqrt(abs(⟪I, -1⟫(a) - ⟪I, 1⟫(a))) + a;
+  out ← ⟪I, -1⟫(t) + ⟪I, 1⟫(t) - 2.0 × t
+}
+"""
+
+
+@pytest.mark.parametrize("src,rolled", [(TWO_D, True), (ONE_D, False)])
+def test_rows_roll_in_two_dimensions_and_tiles_in_one(src, rolled):
+    prog = tir.parse(src)
+    fn = tir.compile(prog)
+    assert transients(fn.sdfg) == set()
+    (code,) = tiled_code(fn.sdfg)
+    assert ("_tir_ring(" in code) == rolled and "_fb_t[" in code
+    for seed, n in enumerate([1, 31, 32, 33, 100]):
+        matches_interpreter(prog, fn, sizes={"N": n, "L": 7}, seed=seed)
 
 
 def test_the_cost_rule_and_the_conditions_decide():

@@ -5,19 +5,28 @@ full-size transient ``tmp``: it is written to memory and read back, three
 transfers per point for a temporary that the second statement needs only
 near the point it computes.  The maps cannot be fused point by point (the
 consumer reads ``tmp`` at shifted points), so the pass fuses the group of
-maps of such a chain of statements into one map over *tiles* of the sink's
-domain: the outer map dimensions are cut into tiles of :data:`TILE` points
-(the innermost dimension, contiguous in memory, stays whole, so the loops
-over it vectorise).  For each tile, one tasklet
+maps of such a chain of statements into one map over chunks of :data:`ROWS`
+rows of the sink's first dimension.  In one chunk, one thread walks the
+rows in order; the innermost dimension (contiguous in memory) stays whole,
+so the loops over it vectorise, and the dimension in between is cut into
+tiles whose width is sized at run time so that the buffers fill
+:data:`BUFFER_BYTES` (a share of a core's L2 cache).  At each row step,
 
-1. computes each temporary over the tile plus the halo its readers need
-   into a small buffer of the thread (a ``thread_local`` vector that keeps
-   its capacity between tiles and calls, so the buffer stays in the cache),
-   in the statements' order; halos of neighbouring tiles overlap and are
-   computed twice;
-2. or, for a temporary that is cheap to recompute, inlines its statement as
-   a function evaluated at each shifted point it is read at (on the fly);
-3. then computes the sink statement over the tile into its output.
+1. each temporary computes the newest row its readers need into a *ring*
+   of as many rows as its readers' shifts span along the first dimension
+   (a ``thread_local`` vector that keeps its capacity between calls), in
+   the statements' order, over the tile plus the halo its readers need;
+   halos of neighbouring tiles overlap and are computed twice, and each
+   chunk first computes the rows of halo above its first row;
+2. or, for a temporary that is cheap to recompute, its statement is
+   inlined as a function evaluated at each shifted point it is read at
+   (on the fly);
+3. then the sink statement computes its row into its output, with
+   streaming stores (:mod:`.streaming_stores`, the same switch and size
+   threshold) where the output is large.
+
+A one-dimensional chain is cut into tiles of :data:`TILE` points instead,
+each with its whole halo in the buffer.
 
 A cost rule decides, per temporary, with ``ops`` the operations per point of
 its statement (a math function counts :data:`MATH_OPS`) and ``shifts`` the
@@ -55,11 +64,8 @@ from . import streaming_stores
 
 NAME = "fuse_across_statements"
 
-#: Points per tile along each tiled (outer) dimension.  With the innermost
-#: dimension whole, a 32 × 32 tile of 80 float64 levels plus a halo of one
-#: is 740 KB, within a 1 MiB L2 cache; measured on the lap-of-lap and the
-#: diffusion chain (256 × 256 × 80), 32 was 10–25% faster than 16 and 16
-#: 5–25% faster than 8 (smaller tiles recompute more halo).
+#: Points per tile of a one-dimensional chain, and the nominal tile side
+#: the cost rule counts the halo's share of recomputation with.
 TILE = 32
 
 #: Rows of dimension 0 per task of the fused map (2 or more dimensions).
@@ -510,8 +516,9 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         tiles = ["{"] if nd == 2 else [
             f"for (long long _t1 = {_cpp(sink.ranges[1][0])}; _t1 < {ends[1]}; _t1 += _tw) {{",
             f"const long long _lo1 = _t1, _hi1 = std::min<long long>(_t1 + _tw, {ends[1]});"]
-        lines += tiles + flies + [f"for (long long _s = _c0 - ({reach}); _s < _e0; ++_s) {{"] + steps + \
-            ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows + ["}", "}", "}"]
+        lines += tiles + flies + [f"for (long long _s = _c0 - ({reach}); _s < _e0; ++_s) {{"] \
+            + steps + ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows \
+            + ["}", "}", "}"]
     else:
         lines += flies + steps + rows
     if stream:
