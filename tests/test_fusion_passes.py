@@ -154,6 +154,15 @@ def test_nabla_edge_maps_are_fused_horizontally():
     fuse_maps_horizontally(sdfg)
     sdfg.validate()
     assert edge_maps(sdfg) == 1
+    # One body: each E2V entry and pp read once for both components.
+    (state,) = [s for s in sdfg.states() if any(
+        isinstance(n, dace.nodes.MapEntry) and "_i_Edge" in n.map.params for n in s.nodes())]
+    (body,) = [n for n in state.nodes() if isinstance(n, dace.nodes.Tasklet)
+               and isinstance(state.entry_node(n), dace.nodes.MapEntry)
+               and "_i_Edge" in state.entry_node(n).map.params]
+    assert sorted(e.data.data for e in state.in_edges(body)) == \
+        ["E2V", "E2V", "S_MXX", "S_MYY", "pp"]
+    assert body.code.as_string.count("_p_pp[") == 4 and len(body.out_connectors) == 2
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), {"V": 9, "E": 14})
     fn = tir.compile(prog)
     assert edge_maps(fn.sdfg) == 1 and counts(fn.sdfg)[0] == 2
