@@ -20,18 +20,16 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
 from ..ir import Param, Program
+from ..lazy import lazy_module
 from ..tracebacks import api_boundary
-from ..typing import check
-from .analysis import Analysis, Specializer, check_named
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -42,9 +40,6 @@ from .annotations import (
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import TablesCall, declared_tables, table_arguments
 from .dims import DefinitionError, Dimension
-from .functions import translate_call
-from .programs import translate_program
-from .runtime_bounds import into_program
 from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
@@ -54,6 +49,13 @@ from .specialize import (
     Specialization,
     SpecializationCache,
 )
+
+if TYPE_CHECKING:
+    import sympy
+
+    from .analysis import Analysis, Specializer
+else:
+    sympy = lazy_module("sympy")
 
 BACKENDS = ("compiled", "interpreter")
 
@@ -156,6 +158,7 @@ class _Specialized:
 
     def _specializer(self) -> Specializer:
         if self._spz is None:
+            from .analysis import Specializer
             self._spz = Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
                                     self._annotated_type, _caller)
         return self._spz
@@ -178,6 +181,7 @@ class _Specialized:
             if k not in known:
                 raise sp.error(None, f"got an unexpected argument '{k}'; the parameters are "
                                      + ", ".join(sorted(known)))
+        from .analysis import check_named
         a = sp.analyse(values)
         name = self.fn.__name__
         spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make(key, a), verb,
@@ -192,6 +196,7 @@ class _Specialized:
                                   lambda key: self._make(key, a), verb)
 
     def _default_analysis(self) -> Analysis:
+        from .analysis import Analysis
         sp = self._specializer()
         return Analysis(sp.default_raw, {}, {}, [], {p.name: ("A",) for p in sp.params}, {})
 
@@ -257,6 +262,7 @@ def _python_messages(fn: Callable) -> Iterator[None]:
 
 
 def _checked(prog: ir.Program) -> ir.Program:
+    from ..typing import check
     try:
         check(prog)
     except TensorIRError as e:
@@ -346,6 +352,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
+        from .functions import translate_call
         with _python_messages(self.fn):
             prog = _checked(translate_call(self.fn, params, sp.table_dims(a),
                                            self._result_name(), static=static,
@@ -435,6 +442,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         hit = self._into.get((spec.key, names))
         new = hit is None
         if hit is None:
+            from .runtime_bounds import into_program
             prog, bounds = into_program(spec.program, spec.result, names)
             _checked(prog)
             hit = self._into[(spec.key, names)] = (
@@ -567,6 +575,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
+        from .programs import translate_program
         with _python_messages(self.fn):
             prog = _checked(translate_program(self.fn, params, self._size_of(),
                                               sp.table_dims(a), static=static,

@@ -37,15 +37,19 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-import sympy
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
 from ..ir import Param, Program
+from ..lazy import lazy_module
 from .annotations import GenericSpec, TensorSpec
 from .dims import DefinitionError, Dimension, NeighborDimension
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 logger = logging.getLogger("tensorir_dace.specialization")
 
