@@ -514,6 +514,18 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         self._setup(fn, "program", backend, compile_options)
 
+    def _init_cache(self) -> None:
+        super()._init_cache()
+        # compiled programs found by the Python source, by argument description
+        # (None: translated in this process, the specialisations serve it)
+        self._by_source: dict[tuple, Any] = {}
+        self._rank_generic: bool | None = None
+
+    def clear_cache(self) -> None:
+        """Forget the specialisations of this object (the on-disk compile cache stays)."""
+        self._cache.clear()
+        self._by_source.clear()
+
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
 
@@ -659,9 +671,55 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             values[k] = v
         return values
 
+    def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> tuple[bool, str | None]:
+        """Run a call whose compiled program is found by the Python source (see
+        :mod:`.by_source`), without translating; ``(ran, key to store the
+        translation under)``."""
+        code = self.fn.__code__
+        names = code.co_varnames[:code.co_argcount]
+        values = dict(zip(names, args))
+        if len(args) > len(names) or any(k in values for k in kwargs):
+            return False, None
+        values.update(kwargs)
+        if values.keys() != set(names) or {"backend", "offset_provider"} & values.keys():
+            return False, None
+        from . import by_source
+        if self._rank_generic is None:
+            self._rank_generic = by_source.is_rank_generic(self.fn)
+        described = by_source.describe(values, self._rank_generic)
+        if described is None:
+            return False, None
+        compiled = self._by_source.get(described, False)
+        if compiled is False:     # first call so described in this process: look it up
+            key = by_source.call_key(self.fn, described, self.compile_options)
+            text = None if key is None else by_source.load_text(
+                key, self.compile_options.get("cache_dir"))
+            if text is None:
+                self._by_source[described] = None
+                return False, key
+            compiled = compile_ir(text, **self.compile_options)
+            self._by_source[described] = compiled
+            self._cache.misses += 1
+            self._cache.loads += 1
+            self._cache.by_source += 1
+        elif compiled is not None:
+            self._cache.hits += 1
+        if compiled is None:
+            return False, None
+        try:      # static values are in the key and not parameters of the program
+            compiled(**{k: values[k] for k in compiled.param_names if k in values})
+        except ArgumentError:          # the translated path says it at the parameter
+            return False, None
+        return True, None
+
     @api_boundary
     def __call__(self, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        key = None
+        if backend is None and offset_provider is None and self.backend == "compiled":
+            ran, key = self._call_by_source(args, kwargs)
+            if ran:
+                return
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
@@ -675,6 +733,10 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         if plain is values:
             plain = {k: (v.value if isinstance(v, TensorArg) else v) for k, v in values.items()}
         self._run(spec, backend, self._cache.misses != misses, plain)
+        if key is not None and backend == "compiled":
+            from ..syntax import format as format_program
+            from .by_source import store_text
+            store_text(key, format_program(spec.program), self.compile_options.get("cache_dir"))
 
 
 def _caller() -> str | None:
@@ -697,7 +759,7 @@ def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_
     return deco(fn)
 
 
-def compile_ir(prog: ir.Program, **options: Any):
-    """Compile an IR program with :func:`tensorir_dace.compile`."""
+def compile_ir(prog: ir.Program | str, **options: Any):
+    """Compile an IR program (or its text) with :func:`tensorir_dace.compile`."""
     from ..runtime.program import compile as compile_program
     return compile_program(prog, **options)

@@ -378,6 +378,7 @@ class SpecializationCache:
         self.misses = 0
         self.compiles = 0
         self.loads = 0
+        self.by_source = 0    # found in the compile cache by the Python source, untranslated
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -389,10 +390,11 @@ class SpecializationCache:
         with self._lock:
             self._by_key.clear()
             self._by_raw.clear()
-            self.hits = self.misses = self.compiles = self.loads = 0
+            self.hits = self.misses = self.compiles = self.loads = self.by_source = 0
 
     def info(self) -> CacheInfo:
-        return CacheInfo(self.hits, self.misses, len(self._by_key), self.compiles, self.loads)
+        return CacheInfo(self.hits, self.misses, len(self._by_key) + self.by_source,
+                         self.compiles, self.loads)
 
     def lookup(self, raw: Any, make_key: Callable[[], tuple[ParamSig, ...]],
                make: Callable[[tuple[ParamSig, ...]], Specialization], verb: str,
