@@ -103,7 +103,7 @@ class _Fingerprint:
         for a in anns.values():       # string annotations name globals the code may not
             if isinstance(a, str):
                 names |= set(re.findall(r"[A-Za-z_]\w*", a))
-        glb = fn.__globals__       
+        glb = fn.__globals__
         deps = []
         for n in sorted(names):
             if n in glb:
@@ -172,7 +172,7 @@ def is_rank_generic(fn: Callable) -> bool:
     """Whether a parameter of ``fn`` is specialised from its argument (or its
     annotation is a string, not evaluated here)."""
     anns = getattr(fn, "__annotations__", None) or {}
-    code = fn.__code__     
+    code = fn.__code__
     for name in code.co_varnames[:code.co_argcount]:
         ann = anns.get(name)
         if ann is None or isinstance(ann, str) or generic_spec(ann) is not None \
