@@ -34,9 +34,11 @@ import builtins
 import hashlib
 import inspect
 import json
+import linecache
 import os
 import pathlib
 import re
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -67,10 +69,32 @@ def _library(module: Any) -> bool:
 
 def _code_names(code: types.CodeType) -> set[str]:
     """Global and attribute names of ``code`` and the code nested in it."""
-    out = set(code.co_names)
+    return {n for c in _codes(code) for n in c.co_names}
+
+
+def _source(fn: Any, code: types.CodeType) -> str:
+    """The lines of ``fn``'s definition, decorators included, as the translator
+    reads them (current on disk; cheaper than ``inspect.getsource``)."""
+    if sys.version_info < (3, 11):      # no end lines in code objects
+        try:
+            return inspect.getsource(fn)
+        except (OSError, TypeError):
+            raise _Unknown from None
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, fn.__globals__)
+    last = max((end for c in _codes(code) for _, end, _, _ in c.co_positions()
+                if end is not None), default=0)
+    if not lines or last < code.co_firstlineno or last > len(lines):
+        raise _Unknown
+    return "".join(lines[code.co_firstlineno - 1:last])
+
+
+def _codes(code: types.CodeType) -> list[types.CodeType]:
+    """``code`` and the code objects nested in it."""
+    out = [code]
     for c in code.co_consts:
         if isinstance(c, types.CodeType):
-            out |= _code_names(c)
+            out += _codes(c)
     return out
 
 
@@ -93,11 +117,8 @@ class _Fingerprint:
         seen = self._first(fn)
         if seen is not None:
             return ["ref", seen]
-        try:
-            source = inspect.getsource(fn)
-        except (OSError, TypeError):
-            raise _Unknown from None
         code = fn.__code__
+        source = _source(fn, code)
         names = _code_names(code)
         anns = getattr(fn, "__annotations__", None) or {}
         for a in anns.values():       # string annotations name globals the code may not
