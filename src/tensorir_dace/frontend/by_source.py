@@ -235,6 +235,8 @@ def call_key(fn: Callable, described: tuple, options: dict[str, Any]) -> str | N
         blob = json.dumps(parts)
     except (_Unknown, RecursionError):
         return None
+    except Exception:  # noqa: BLE001 - a user's value that fails to describe itself: no key
+        return None
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
