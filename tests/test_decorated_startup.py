@@ -191,3 +191,35 @@ def test_the_key_follows_globals_and_arguments_and_gives_up_on_unknown_values():
         SCALE = 2.0
     assert call_key(configured.fn, d64, {}) is None      # an object of a user's class
     assert describe({"a": [1.0]}, True) is None           # a list argument
+
+
+TWO_DTYPES = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import stencils
+    from tensorir_dace.runtime.cachedir import compile_count
+    outs = []
+    for dtype in ("float64", "float32", "float64"):
+        a = np.arange(6.0, dtype=dtype)
+        out = np.zeros(6, dtype=dtype)
+        stencils.scale(a, out)
+        outs.append(out.tolist())
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"outs": outs, "heavy": heavy, "compiled": compile_count(),
+                      "info": stencils.scale.cache_info()._asdict()}))
+'''
+
+
+def test_every_specialisation_translated_in_a_process_is_found_by_the_next(tmp_path):
+    src, cache = write(tmp_path / "src"), tmp_path / "cache"
+    first = run_fresh(TWO_DTYPES, cache, src)
+    assert first["compiled"] == 2 and "sympy" in first["heavy"]
+    assert first["info"]["misses"] == 2 and first["info"]["hits"] == 1
+    again = run_fresh(TWO_DTYPES, cache, src)
+    assert again["heavy"] == [] and again["compiled"] == 0
+    assert again["info"] == {"hits": 1, "misses": 2, "specializations": 2, "compiles": 0,
+                             "loads": 2}
+    expect = [list(np.arange(6.0) * 2.0 + 0.25)] * 3
+    assert first["outs"] == again["outs"]
+    np.testing.assert_allclose(again["outs"], expect, rtol=1e-6)

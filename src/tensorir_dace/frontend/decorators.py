@@ -30,6 +30,7 @@ from ..interop import SDFGConvertible
 from ..ir import Param, Program
 from ..lazy import lazy_module
 from ..tracebacks import api_boundary
+from . import by_source
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -53,9 +54,11 @@ from .specialize import (
 if TYPE_CHECKING:
     import sympy
 
+    from . import analysis
     from .analysis import Analysis, Specializer
 else:
     sympy = lazy_module("sympy")
+    analysis = lazy_module(f"{__package__}.analysis")    # the translator's first stage
 
 BACKENDS = ("compiled", "interpreter")
 
@@ -158,8 +161,7 @@ class _Specialized:
 
     def _specializer(self) -> Specializer:
         if self._spz is None:
-            from .analysis import Specializer
-            self._spz = Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
+            self._spz = analysis.Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
                                     self._annotated_type, _caller)
         return self._spz
 
@@ -181,11 +183,10 @@ class _Specialized:
             if k not in known:
                 raise sp.error(None, f"got an unexpected argument '{k}'; the parameters are "
                                      + ", ".join(sorted(known)))
-        from .analysis import check_named
         a = sp.analyse(values)
         name = self.fn.__name__
         spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make(key, a), verb,
-                                  validate=lambda s: check_named(name, s, a))
+                                  validate=lambda s: analysis.check_named(name, s, a))
         return spec, a, a.plain
 
     def _default_spec(self, verb: str) -> Specialization:
@@ -196,9 +197,9 @@ class _Specialized:
                                   lambda key: self._make(key, a), verb)
 
     def _default_analysis(self) -> Analysis:
-        from .analysis import Analysis
         sp = self._specializer()
-        return Analysis(sp.default_raw, {}, {}, [], {p.name: ("A",) for p in sp.params}, {})
+        return analysis.Analysis(sp.default_raw, {}, {}, [],
+                                 {p.name: ("A",) for p in sp.params}, {})
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:  # pragma: no cover
         raise NotImplementedError
@@ -519,12 +520,14 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         # compiled programs found by the Python source, by argument description
         # (None: translated in this process, the specialisations serve it)
         self._by_source: dict[tuple, Any] = {}
+        self._serving = False     # some call was served that way
         self._rank_generic: bool | None = None
 
     def clear_cache(self) -> None:
         """Forget the specialisations of this object (the on-disk compile cache stays)."""
         self._cache.clear()
         self._by_source.clear()
+        self._serving = False
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
@@ -671,55 +674,71 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             values[k] = v
         return values
 
-    def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> tuple[bool, str | None]:
-        """Run a call whose compiled program is found by the Python source (see
-        :mod:`.by_source`), without translating; ``(ran, key to store the
-        translation under)``."""
+    def _described(self, args: tuple, kwargs: dict[str, Any]
+                   ) -> tuple[dict[str, Any], tuple] | None:
+        """The arguments by name and as :func:`.by_source.describe` sees them, or
+        None where the call cannot be looked up by the source."""
         code = self.fn.__code__
         names = code.co_varnames[:code.co_argcount]
         values = dict(zip(names, args))
         if len(args) > len(names) or any(k in values for k in kwargs):
-            return False, None
+            return None
         values.update(kwargs)
         if values.keys() != set(names) or {"backend", "offset_provider"} & values.keys():
-            return False, None
-        from . import by_source
+            return None
         if self._rank_generic is None:
             self._rank_generic = by_source.is_rank_generic(self.fn)
         described = by_source.describe(values, self._rank_generic)
-        if described is None:
-            return False, None
+        return None if described is None else (values, described)
+
+    def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> bool:
+        """Run a call whose compiled program is found by the Python source (see
+        :mod:`.by_source`), without translating; whether it ran."""
+        found = self._described(args, kwargs)
+        if found is None:
+            return False
+        values, described = found
         compiled = self._by_source.get(described, False)
         if compiled is False:     # first call so described in this process: look it up
             key = by_source.call_key(self.fn, described, self.compile_options)
             text = None if key is None else by_source.load_text(
                 key, self.compile_options.get("cache_dir"))
-            if text is None:
-                self._by_source[described] = None
-                return False, key
-            compiled = compile_ir(text, **self.compile_options)
+            compiled = None if text is None else compile_ir(text, **self.compile_options)
             self._by_source[described] = compiled
+            if compiled is None:
+                return False
             self._cache.misses += 1
             self._cache.loads += 1
             self._cache.by_source += 1
-        elif compiled is not None:
+            self._serving = True
+        elif compiled is None:
+            return False
+        else:
             self._cache.hits += 1
-        if compiled is None:
-            return False, None
         try:      # static values are in the key and not parameters of the program
             compiled(**{k: values[k] for k in compiled.param_names if k in values})
         except ArgumentError:          # the translated path says it at the parameter
-            return False, None
-        return True, None
+            return False
+        return True
+
+    def _store_by_source(self, args: tuple, kwargs: dict[str, Any], prog: Program) -> None:
+        """Record a call's newly translated program for lookups by the source."""
+        found = self._described(args, kwargs)
+        key = None if found is None else by_source.call_key(self.fn, found[1],
+                                                            self.compile_options)
+        if key is not None:
+            from ..syntax import format as format_program
+            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"))
 
     @api_boundary
     def __call__(self, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        key = None
-        if backend is None and offset_provider is None and self.backend == "compiled":
-            ran, key = self._call_by_source(args, kwargs)
-            if ran:
-                return
+        plain_call = backend is None and offset_provider is None and self.backend == "compiled"
+        # looked up by the source until a specialisation is translated in this process
+        # (unless some were found that way): a translated one is served from memory
+        if plain_call and (self._serving or not len(self._cache)) \
+                and self._call_by_source(args, kwargs):
+            return
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
@@ -732,11 +751,10 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
                                       else "translating")
         if plain is values:
             plain = {k: (v.value if isinstance(v, TensorArg) else v) for k, v in values.items()}
-        self._run(spec, backend, self._cache.misses != misses, plain)
-        if key is not None and backend == "compiled":
-            from ..syntax import format as format_program
-            from .by_source import store_text
-            store_text(key, format_program(spec.program), self.compile_options.get("cache_dir"))
+        new = self._cache.misses != misses
+        self._run(spec, backend, new, plain)
+        if new and plain_call:
+            self._store_by_source(args, kwargs, spec.program)
 
 
 def _caller() -> str | None:
