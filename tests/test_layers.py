@@ -18,7 +18,8 @@ Modules outside the stages:
   way to write IR;
 * ``viewer`` (the HTML page of a program's pipeline stages) sits with
   ``runtime``: it lowers programs, and the front end and the CLI use it;
-* ``log.py`` (stage timing) and ``tracebacks.py`` (short tracebacks at the
+* ``log.py`` (stage timing), ``lazy.py`` (modules imported on first use) and
+  ``tracebacks.py`` (short tracebacks at the
   API boundary) sit with ``errors``: every layer may use them;
 * ``signature.py`` (a lowered program's calling convention, plain data made by
   the lowering and used by the runtime) sits with ``arguments``, so that the
@@ -54,7 +55,7 @@ LAYERS: list[set[str]] = [          # top first
     {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
      "tablescan", "builders", "signature", "size_solving"},
     {"ir"},
-    {"errors", "log", "tracebacks"},
+    {"errors", "log", "tracebacks", "lazy"},
 ]
 RANK = {name: len(LAYERS) - k for k, names in enumerate(LAYERS) for name in names}
 

@@ -41,15 +41,20 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from . import ir
 from .device_arrays import DeviceArray
 from .errors import ArgumentError, did_you_mean
+from .lazy import lazy_module
 from .size_solving import Equation, Plan, as_int, build_plan, compile_expr
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 __all__ = [
     "ArgumentBinder",

@@ -31,14 +31,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from . import ir, pointers, tablescan
 from .device_arrays import DeviceArray
 from .errors import ArgumentError, SourceLoc
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 __all__ = ["CallChecks", "TableUse", "data_pointer", "table_uses", "written_parameters"]
 

@@ -7,9 +7,15 @@ bounds.
 
 from __future__ import annotations
 
-import sympy
+from typing import TYPE_CHECKING
 
 from . import ir
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class Undecidable(Exception):

@@ -22,10 +22,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-
-import sympy
+from typing import TYPE_CHECKING
 
 from .errors import SourceLoc
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 # --------------------------------------------------------------------------- types
 

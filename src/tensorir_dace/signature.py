@@ -12,11 +12,15 @@ compiled binary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import sympy
+from typing import TYPE_CHECKING, Any
 
 from . import ir
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 __all__ = ["ArgBinding", "CallSignature"]
 

@@ -14,12 +14,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from . import ir
+from .lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 __all__ = ["Equation", "Plan", "Solve", "as_int", "build_plan", "compile_expr", "make_solve"]
 

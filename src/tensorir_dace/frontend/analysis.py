@@ -11,16 +11,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import ir
 from ..errors import ArgumentError, FrontendError
+from ..lazy import lazy_module
 from .annotations import GenericSpec, TensorArg, TensorSpec, element_type
 from .dims import Dimension, NeighborDimension
 from .specialize import NO_DEFAULT, ParamInfo, ParamSig, Specialization, positional_dims
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 @dataclass

@@ -24,13 +24,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import ir
+from ..lazy import lazy_module
 from .dims import DefinitionError, Dimension, DimSpec, NeighborDimension
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 float32 = ir.FLOAT32
 float64 = ir.FLOAT64

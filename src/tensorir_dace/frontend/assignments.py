@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import intervals as iv
 from .. import ir
 from ..errors import TensorIRError, TypeCheckError
+from ..lazy import lazy_module
 from .context import ProgramContext
 from .dims import Dimension
 from .functions import FunctionTranslator
@@ -34,6 +34,11 @@ from .values import (
     project,
     pushable,
 )
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class AssignmentTranslator(FunctionTranslator):

@@ -20,18 +20,17 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import ir
 from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
 from ..interop import SDFGConvertible
 from ..ir import Param, Program
+from ..lazy import lazy_module
 from ..tracebacks import api_boundary
-from ..typing import check
-from .analysis import Analysis, Specializer, check_named
+from . import by_source
 from .annotations import (
     GenericSpec,
     TensorArg,
@@ -42,9 +41,6 @@ from .annotations import (
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import TablesCall, declared_tables, table_arguments
 from .dims import DefinitionError, Dimension
-from .functions import translate_call
-from .programs import translate_program
-from .runtime_bounds import into_program
 from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
@@ -54,6 +50,15 @@ from .specialize import (
     Specialization,
     SpecializationCache,
 )
+
+if TYPE_CHECKING:
+    import sympy
+
+    from . import analysis
+    from .analysis import Analysis, Specializer
+else:
+    sympy = lazy_module("sympy")
+    analysis = lazy_module(f"{__package__}.analysis")    # the translator's first stage
 
 BACKENDS = ("compiled", "interpreter")
 
@@ -156,7 +161,7 @@ class _Specialized:
 
     def _specializer(self) -> Specializer:
         if self._spz is None:
-            self._spz = Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
+            self._spz = analysis.Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
                                     self._annotated_type, _caller)
         return self._spz
 
@@ -181,7 +186,7 @@ class _Specialized:
         a = sp.analyse(values)
         name = self.fn.__name__
         spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make(key, a), verb,
-                                  validate=lambda s: check_named(name, s, a))
+                                  validate=lambda s: analysis.check_named(name, s, a))
         return spec, a, a.plain
 
     def _default_spec(self, verb: str) -> Specialization:
@@ -193,7 +198,8 @@ class _Specialized:
 
     def _default_analysis(self) -> Analysis:
         sp = self._specializer()
-        return Analysis(sp.default_raw, {}, {}, [], {p.name: ("A",) for p in sp.params}, {})
+        return analysis.Analysis(sp.default_raw, {}, {}, [],
+                                 {p.name: ("A",) for p in sp.params}, {})
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:  # pragma: no cover
         raise NotImplementedError
@@ -257,6 +263,7 @@ def _python_messages(fn: Callable) -> Iterator[None]:
 
 
 def _checked(prog: ir.Program) -> ir.Program:
+    from ..typing import check
     try:
         check(prog)
     except TensorIRError as e:
@@ -346,6 +353,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
+        from .functions import translate_call
         with _python_messages(self.fn):
             prog = _checked(translate_call(self.fn, params, sp.table_dims(a),
                                            self._result_name(), static=static,
@@ -435,6 +443,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         hit = self._into.get((spec.key, names))
         new = hit is None
         if hit is None:
+            from .runtime_bounds import into_program
             prog, bounds = into_program(spec.program, spec.result, names)
             _checked(prog)
             hit = self._into[(spec.key, names)] = (
@@ -506,6 +515,20 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         self._setup(fn, "program", backend, compile_options)
 
+    def _init_cache(self) -> None:
+        super()._init_cache()
+        # compiled programs found by the Python source, by argument description
+        # (None: translated in this process, the specialisations serve it)
+        self._by_source: dict[tuple, Any] = {}
+        self._serving = False     # some call was served that way
+        self._rank_generic: bool | None = None
+
+    def clear_cache(self) -> None:
+        """Forget the specialisations of this object (the on-disk compile cache stays)."""
+        self._cache.clear()
+        self._by_source.clear()
+        self._serving = False
+
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
 
@@ -567,6 +590,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         params, static = self._ir_params(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
+        from .programs import translate_program
         with _python_messages(self.fn):
             prog = _checked(translate_program(self.fn, params, self._size_of(),
                                               sp.table_dims(a), static=static,
@@ -650,9 +674,71 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             values[k] = v
         return values
 
+    def _described(self, args: tuple, kwargs: dict[str, Any]
+                   ) -> tuple[dict[str, Any], tuple] | None:
+        """The arguments by name and as :func:`.by_source.describe` sees them, or
+        None where the call cannot be looked up by the source."""
+        code = self.fn.__code__
+        names = code.co_varnames[:code.co_argcount]
+        values = dict(zip(names, args))
+        if len(args) > len(names) or any(k in values for k in kwargs):
+            return None
+        values.update(kwargs)
+        if values.keys() != set(names) or {"backend", "offset_provider"} & values.keys():
+            return None
+        if self._rank_generic is None:
+            self._rank_generic = by_source.is_rank_generic(self.fn)
+        described = by_source.describe(values, self._rank_generic)
+        return None if described is None else (values, described)
+
+    def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> bool:
+        """Run a call whose compiled program is found by the Python source (see
+        :mod:`.by_source`), without translating; whether it ran."""
+        found = self._described(args, kwargs)
+        if found is None:
+            return False
+        values, described = found
+        compiled = self._by_source.get(described, False)
+        if compiled is False:     # first call so described in this process: look it up
+            key = by_source.call_key(self.fn, described, self.compile_options)
+            text = None if key is None else by_source.load_text(
+                key, self.compile_options.get("cache_dir"))
+            compiled = None if text is None else compile_ir(text, **self.compile_options)
+            self._by_source[described] = compiled
+            if compiled is None:
+                return False
+            self._cache.misses += 1
+            self._cache.loads += 1
+            self._cache.by_source += 1
+            self._serving = True
+        elif compiled is None:
+            return False
+        else:
+            self._cache.hits += 1
+        try:      # static values are in the key and not parameters of the program
+            compiled(**{k: values[k] for k in compiled.param_names if k in values})
+        except ArgumentError:          # the translated path says it at the parameter
+            return False
+        return True
+
+    def _store_by_source(self, args: tuple, kwargs: dict[str, Any], prog: Program) -> None:
+        """Record a call's newly translated program for lookups by the source."""
+        found = self._described(args, kwargs)
+        key = None if found is None else by_source.call_key(self.fn, found[1],
+                                                            self.compile_options)
+        if key is not None:
+            from ..syntax import format as format_program
+            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"))
+
     @api_boundary
     def __call__(self, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        plain_call = backend is None and offset_provider is None and self.backend == "compiled"
+        # looked up by the source until a specialisation is translated in this process
+        # (unless some were found that way): a translated one is served from memory
+        if plain_call and (self._serving or not len(self._cache)) \
+                and self._call_by_source(args, kwargs):
+            return
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
@@ -665,7 +751,10 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
                                       else "translating")
         if plain is values:
             plain = {k: (v.value if isinstance(v, TensorArg) else v) for k, v in values.items()}
-        self._run(spec, backend, self._cache.misses != misses, plain)
+        new = self._cache.misses != misses
+        self._run(spec, backend, new, plain)
+        if new and plain_call:
+            self._store_by_source(args, kwargs, spec.program)
 
 
 def _caller() -> str | None:
@@ -688,7 +777,7 @@ def program(fn: Callable | None = None, *, backend: str = "compiled", **compile_
     return deco(fn)
 
 
-def compile_ir(prog: ir.Program, **options: Any):
-    """Compile an IR program with :func:`tensorir_dace.compile`."""
+def compile_ir(prog: ir.Program | str, **options: Any):
+    """Compile an IR program (or its text) with :func:`tensorir_dace.compile`."""
     from ..runtime.program import compile as compile_program
     return compile_program(prog, **options)

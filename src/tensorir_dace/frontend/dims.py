@@ -19,17 +19,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import sympy
 
 from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError, SourceLoc
+from ..lazy import lazy_module
 from .source import user_frame
 
-Bound: TypeAlias = sympy.Expr
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
+
+Bound: TypeAlias = "sympy.Expr"
 
 
 def _user_loc() -> SourceLoc | None:
@@ -281,7 +286,7 @@ class Offset:
 
 # --------------------------------------------------------------------------- index conditions
 
-Segment = tuple[sympy.Expr, sympy.Expr]  # half-open [lo, hi); lo may be -oo, hi oo
+Segment: TypeAlias = "tuple[sympy.Expr, sympy.Expr]"  # half-open [lo, hi); lo may be -oo, hi oo
 
 
 class Mask:

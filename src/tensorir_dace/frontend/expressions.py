@@ -16,14 +16,14 @@ import itertools
 import operator
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
+from ..lazy import lazy_module
 from ..typing.scope import Scope
 from .connectivities import Connectivity
 from .context import ProgramContext
@@ -58,6 +58,11 @@ from .values import (
     is_table_type,
     project,
 )
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class ExpressionTranslator:

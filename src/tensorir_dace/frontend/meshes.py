@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Any
-
-import sympy
+from typing import TYPE_CHECKING, Any
 
 from .. import ir
+from ..lazy import lazy_module
 from .dims import Dimension, NeighborDimension, NeighborSlot
 from .values import contains_ir, is_ir, project
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 # --------------------------------------------------------------------------- offsets
 

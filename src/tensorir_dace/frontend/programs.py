@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import ir
 from ..errors import FrontendError
+from ..lazy import lazy_module
 from ..typing.runtime import bound_of
 from ..typing.scope import Binding
 from .annotations import annotation_spec
@@ -25,6 +25,11 @@ from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class ProgramTranslator(AssignmentTranslator):

@@ -12,13 +12,13 @@ from __future__ import annotations
 import ast
 import inspect
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import ir
 from ..errors import did_you_mean
+from ..lazy import lazy_module
 from ..typing.scope import Binding
 from . import api
 from .annotations import annotation_spec, element_type, generic_spec
@@ -34,6 +34,11 @@ from .meshes import (
 )
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe, is_ir, is_number, strip_masks
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class ReductionTranslator(BuiltinTranslator):

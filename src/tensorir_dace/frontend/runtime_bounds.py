@@ -12,16 +12,21 @@ empty pieces, and each branch stays lazy (evaluated on its own piece only).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sympy
 
 from .. import intervals as iv
 from .. import ir
+from ..lazy import lazy_module
 from ..typing.runtime import bound_of
 from ..typing.scope import Scope
 from .dims import DimMask
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 def runtime_value(v: Any, scope: Scope) -> sympy.Expr | None:

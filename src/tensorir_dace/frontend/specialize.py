@@ -37,15 +37,19 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
-
-import sympy
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
 from ..ir import Param, Program
+from ..lazy import lazy_module
 from .annotations import GenericSpec, TensorSpec
 from .dims import DefinitionError, Dimension, NeighborDimension
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 logger = logging.getLogger("tensorir_dace.specialization")
 
@@ -374,6 +378,7 @@ class SpecializationCache:
         self.misses = 0
         self.compiles = 0
         self.loads = 0
+        self.by_source = 0    # found in the compile cache by the Python source, untranslated
 
     def __len__(self) -> int:
         return len(self._by_key)
@@ -385,10 +390,11 @@ class SpecializationCache:
         with self._lock:
             self._by_key.clear()
             self._by_raw.clear()
-            self.hits = self.misses = self.compiles = self.loads = 0
+            self.hits = self.misses = self.compiles = self.loads = self.by_source = 0
 
     def info(self) -> CacheInfo:
-        return CacheInfo(self.hits, self.misses, len(self._by_key), self.compiles, self.loads)
+        return CacheInfo(self.hits, self.misses, len(self._by_key) + self.by_source,
+                         self.compiles, self.loads)
 
     def lookup(self, raw: Any, make_key: Callable[[], tuple[ParamSig, ...]],
                make: Callable[[tuple[ParamSig, ...]], Specialization], verb: str,

@@ -103,6 +103,11 @@ class CompiledProgram(SDFGConvertible):
                                 f"'{self.program.name}': {e}") from None
 
     @property
+    def param_names(self) -> tuple[str, ...]:
+        """The parameters' names, in order (known without parsing)."""
+        return self._params
+
+    @property
     def program(self) -> ir.Program:
         if self._program is None:
             from ..syntax import parse

@@ -29,12 +29,18 @@ the lexer module)::
 
 from __future__ import annotations
 
-import sympy
+from typing import TYPE_CHECKING
 
 from .. import ir
 from ..errors import ParseError, did_you_mean
+from ..lazy import lazy_module
 from .lexer import Token
 from .reader import TokenReader
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 ELEMENT_TYPE_NAMES = ("float", "float32", "float64", "int", "int32", "int64", "bool")
 _KNOWN_TYPE_NAMES = ELEMENT_TYPE_NAMES + tuple(ir.SCALAR_ALIASES)

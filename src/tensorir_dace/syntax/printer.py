@@ -10,11 +10,17 @@ spelling (``<-``, ``->``, ``lambda``, ``*``, ``<< >>``, ``&& || !``,
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import sympy
 from sympy.printing.str import StrPrinter
 
 from .. import ir
+from ..lazy import lazy_module
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 INDENT = "    "
 WIDTH = 100  # lines longer than this are broken where the syntax allows

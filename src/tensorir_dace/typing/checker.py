@@ -16,13 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
-
-import sympy
+from typing import TYPE_CHECKING, Any
 
 from .. import intervals as iv
 from .. import ir
 from ..errors import TypeCheckError, did_you_mean
+from ..lazy import lazy_module
 from .domains import DomainRules
 from .elementwise import ElementwiseRules
 from .loops import LoopRules
@@ -37,6 +36,11 @@ from .util import (
     size_symbols,
     substitute_masks,
 )
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBounds):

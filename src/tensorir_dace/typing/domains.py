@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import replace
-
-import sympy
+from typing import TYPE_CHECKING
 
 from .. import intervals as iv
 from .. import ir
 from ..errors import did_you_mean
+from ..lazy import lazy_module
 from .rules import Rules
 from .scope import Scope
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 
 class DomainRules(Rules):

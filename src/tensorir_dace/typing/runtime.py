@@ -12,13 +12,18 @@ by its non-emptiness.
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import sympy
+from typing import TYPE_CHECKING
 
 from .. import intervals as iv
 from .. import ir
+from ..lazy import lazy_module
 from .rules import Rules
 from .scope import Scope
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    sympy = lazy_module("sympy")
 
 #: Element types whose scalar parameters may be used as runtime bounds.
 RUNTIME_DTYPES = (ir.INT64, ir.INT32)

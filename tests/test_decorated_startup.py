@@ -1,0 +1,225 @@
+"""Decorated programs start from the compile cache without translating.
+
+A new process calling a ``@program`` whose binary is cached finds it by the
+Python source, the globals it reads and the arguments (``frontend.by_source``),
+importing neither SymPy nor DaCe; a changed global, a changed called
+``@function`` or another argument dtype is a miss: translated again, correct.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+from test_startup import run_fresh
+
+HELPERS = '''
+from tensorir_dace import dims, function
+
+I, J = dims("I J")
+
+
+@function
+def lap(x):
+    return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+'''
+
+STENCILS = '''
+from tensorir_dace import Tensor, program
+from helpers import I, J, lap
+
+ALPHA = 0.25
+
+
+@program
+def smooth(inp: Tensor[float, I, J], out: Tensor[float, I, J]):
+    out[1:-1, 1:-1] = inp + ALPHA * lap(inp)
+
+
+@program
+def scale(a, out):
+    out[...] = a * 2.0 + ALPHA
+'''
+
+# Prints the outputs, the heavy modules imported, C++ builds and cache counters.
+CALL = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import stencils
+    from tensorir_dace.runtime.cachedir import compile_count
+    dtype = sys.argv[2]
+    inp = (np.arange(42.0).reshape(6, 7) ** 2 / 10).astype(dtype)
+    out = np.zeros((6, 7), dtype=dtype)
+    out2 = np.zeros((6, 7), dtype=dtype)
+    {before}
+    if dtype == "float64":
+        stencils.smooth(inp, out)
+    stencils.scale(inp, out2)
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sympy", "dace"}})
+    print(json.dumps({{"out": out.tolist(), "out2": out2.tolist(), "heavy": heavy,
+                      "compiled": compile_count(),
+                      "info": stencils.smooth.cache_info()._asdict()}}))
+'''
+
+
+def call(src, cache, dtype: str = "float64", before: str = "") -> dict:
+    return run_fresh(CALL.format(before=before), cache, src, dtype)
+
+
+def expected(alpha: float = 0.25, centre: float = -4.0, dtype=np.float64):
+    inp = (np.arange(42.0).reshape(6, 7) ** 2 / 10).astype(dtype)
+    out = np.zeros((6, 7), dtype=dtype)
+    c = inp[1:-1, 1:-1]
+    out[1:-1, 1:-1] = c + alpha * (centre * c + inp[2:, 1:-1] + inp[:-2, 1:-1]
+                                   + inp[1:-1, 2:] + inp[1:-1, :-2])
+    return out, (inp * dtype(2.0) + dtype(alpha)).astype(dtype)
+
+
+def write(path, helpers: str = HELPERS, stencils: str = STENCILS):
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "helpers.py").write_text(helpers)
+    (path / "stencils.py").write_text(stencils)
+    return path
+
+
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    """Sources and a compile cache holding their binaries (built by a first process)."""
+    root = tmp_path_factory.mktemp("decorated")
+    src, cache = write(root / "src"), root / "cache"
+    first = call(src, cache)
+    assert first["compiled"] == 2 and "sympy" in first["heavy"]
+    return src, cache
+
+
+def test_warm_first_call_imports_neither_sympy_nor_dace(warm):
+    src, cache = warm
+    got = call(src, cache)
+    assert got["heavy"] == [] and got["compiled"] == 0
+    assert got["info"] == {"hits": 0, "misses": 1, "specializations": 1, "compiles": 0,
+                           "loads": 1}
+    out, out2 = expected()
+    np.testing.assert_allclose(got["out"], out, rtol=1e-14)
+    np.testing.assert_allclose(got["out2"], out2, rtol=1e-14)
+    # the interpreter agrees
+    sys.path.insert(0, str(src))
+    try:
+        stencils = importlib.import_module("stencils")
+        inp = np.arange(42.0).reshape(6, 7) ** 2 / 10
+        ref, ref2 = np.zeros((6, 7)), np.zeros((6, 7))
+        stencils.smooth(inp, ref, backend="interpreter")
+        stencils.scale(inp, ref2, backend="interpreter")
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("stencils", None)
+        sys.modules.pop("helpers", None)
+    np.testing.assert_allclose(got["out"], ref, rtol=1e-14)
+    np.testing.assert_allclose(got["out2"], ref2, rtol=1e-14)
+
+
+def test_a_global_changed_in_the_source_or_at_run_time_is_a_miss(warm, tmp_path):
+    src, cache = warm
+    changed = write(tmp_path / "src", stencils=STENCILS.replace("ALPHA = 0.25", "ALPHA = 0.5"))
+    got = call(changed, cache)
+    assert "sympy" in got["heavy"] and got["compiled"] == 2
+    out, out2 = expected(alpha=0.5)
+    np.testing.assert_allclose(got["out"], out, rtol=1e-14)
+    np.testing.assert_allclose(got["out2"], out2, rtol=1e-14)
+    got = call(src, cache, before="stencils.ALPHA = 0.5")    # the binaries just built
+    assert got["compiled"] == 0
+    np.testing.assert_allclose(got["out"], out, rtol=1e-14)
+    np.testing.assert_allclose(got["out2"], out2, rtol=1e-14)
+
+
+def test_a_changed_called_function_is_a_miss(warm, tmp_path):
+    src, cache = warm
+    changed = write(tmp_path / "src", helpers=HELPERS.replace("-4.0 * x", "-3.0 * x"))
+    got = call(changed, cache)
+    assert "sympy" in got["heavy"] and got["compiled"] == 1     # scale does not call lap
+    out, _ = expected(centre=-3.0)
+    np.testing.assert_allclose(got["out"], out, rtol=1e-14)
+    again = call(changed, cache)                                 # now cached as changed
+    assert again["heavy"] == [] and again["out"] == got["out"]
+
+
+def test_another_argument_dtype_is_a_miss(warm, tmp_path):
+    src, cache = warm
+    got = call(src, cache, dtype="float32")
+    assert "sympy" in got["heavy"] and got["compiled"] == 1
+    _, out2 = expected(dtype=np.float32)
+    np.testing.assert_allclose(got["out2"], out2, rtol=1e-6)
+    again = call(src, cache, dtype="float32")
+    assert again["heavy"] == [] and again["out2"] == got["out2"]
+
+
+class Config:
+    alpha = 0.25
+
+
+SCALE = 2.0
+CFG = Config()
+
+
+def test_the_key_follows_globals_and_arguments_and_gives_up_on_unknown_values():
+    from tensorir_dace import program
+    from tensorir_dace.frontend.by_source import call_key, describe
+
+    @program
+    def twice(a, out):
+        out[...] = a * SCALE
+
+    @program
+    def configured(a, out):
+        out[...] = a * CFG.alpha
+
+    args = {"a": np.zeros(3), "out": np.zeros(3)}
+    d64 = describe(args, True)
+    d32 = describe({k: v.astype(np.float32) for k, v in args.items()}, True)
+    key = call_key(twice.fn, d64, {})
+    assert key is not None and key == call_key(twice.fn, d64, {})
+    assert call_key(twice.fn, d32, {}) != key
+    assert call_key(twice.fn, d64, {"optimize": "none"}) != key
+    global SCALE
+    SCALE = 3.0
+    try:
+        assert call_key(twice.fn, d64, {}) != key
+    finally:
+        SCALE = 2.0
+    assert call_key(configured.fn, d64, {}) is None      # an object of a user's class
+    assert describe({"a": [1.0]}, True) is None           # a list argument
+
+
+TWO_DTYPES = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import stencils
+    from tensorir_dace.runtime.cachedir import compile_count
+    outs = []
+    for dtype in ("float64", "float32", "float64"):
+        a = np.arange(6.0, dtype=dtype)
+        out = np.zeros(6, dtype=dtype)
+        stencils.scale(a, out)
+        outs.append(out.tolist())
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"outs": outs, "heavy": heavy, "compiled": compile_count(),
+                      "info": stencils.scale.cache_info()._asdict()}))
+'''
+
+
+def test_every_specialisation_translated_in_a_process_is_found_by_the_next(tmp_path):
+    src, cache = write(tmp_path / "src"), tmp_path / "cache"
+    first = run_fresh(TWO_DTYPES, cache, src)
+    assert first["compiled"] == 2 and "sympy" in first["heavy"]
+    assert first["info"]["misses"] == 2 and first["info"]["hits"] == 1
+    again = run_fresh(TWO_DTYPES, cache, src)
+    assert again["heavy"] == [] and again["compiled"] == 0
+    assert again["info"] == {"hits": 1, "misses": 2, "specializations": 2, "compiles": 0,
+                             "loads": 2}
+    expect = [list(np.arange(6.0) * 2.0 + 0.25)] * 3
+    assert first["outs"] == again["outs"]
+    np.testing.assert_allclose(again["outs"], expect, rtol=1e-6)
