@@ -154,7 +154,17 @@ chain1(out: tensor<float, I[0:N]>, a: tensor<float, I[-2:N+2]>) {
 """
 
 
-@pytest.mark.parametrize("src,rolled", [(TWO_D, True), (ONE_D, False)])
+# A boolean temporary in the ring buffers (no std::vector<bool>).
+BOOLEAN = """
+chainb(out: tensor<float, I[0:N], K[0:L]>, a: tensor<float, I[-1:N+1], K[0:L]>) {
+  t: tensor<bool, I[-1:N+1], K[0:L]>;
+  t ← sqrt(abs(a)) > 0.5;
+  out ← if(⟪I, 1⟫(t), 1.0, 0.0) + if(⟪I, -1⟫(t), 2.0, a)
+}
+"""
+
+
+@pytest.mark.parametrize("src,rolled", [(TWO_D, True), (ONE_D, False), (BOOLEAN, True)])
 def test_rows_roll_in_two_dimensions_and_tiles_in_one(src, rolled):
     prog = tir.parse(src)
     fn = tir.compile(prog)

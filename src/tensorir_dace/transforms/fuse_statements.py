@@ -14,7 +14,7 @@ tiles whose width is sized at run time so that the buffers fill
 
 1. each temporary computes the newest row its readers need into a *ring*
    of as many rows as its readers' shifts span along the first dimension
-   (a ``thread_local`` vector that keeps its capacity between calls), in
+   (a buffer of the thread that keeps its size between calls), in
    the statements' order, over the tile plus the halo its readers need;
    halos of neighbouring tiles overlap and are computed twice, and each
    chunk first computes the rows of halo above its first row;
@@ -417,19 +417,12 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         for d in range(nd):
             lines.append(f"const long long _fs_{ident}_{d} = "
                          f"{' * '.join(exts[d + 1:]) or '1'};")
-        ctype = sdfg.arrays[data].dtype.ctype
-        size = " * ".join(exts)
-        lines += [f"static thread_local std::vector<{ctype}> _fbv_{ident};",
-                  f"if ((long long)_fbv_{ident}.size() < (long long)({size})) "
-                  f"_fbv_{ident}.resize({size});",
-                  f"{ctype}* const __restrict__ _fb_{ident} = _fbv_{ident}.data();"]
+        lines += _scratch(f"_fb_{ident}", sdfg.arrays[data].dtype.ctype, " * ".join(exts))
     if stream:
         ctype = odesc.dtype.ctype
         row = f"({ends[-1]} - ({_cpp(sink.ranges[-1][0])}))"
         size = " * ".join(f"({_cpp(e - b + 1)})" for b, e in sink.ranges)
-        lines += [f"static thread_local std::vector<{ctype}> _frowv;",
-                  f"if ((long long)_frowv.size() < {row}) _frowv.resize({row});",
-                  f"{ctype}* const __restrict__ _frow = _frowv.data();",
+        lines += _scratch("_frow", ctype, row) + [
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
                   f">= {streaming_stores.MIN_BYTES}LL;"]
 
@@ -526,7 +519,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                   "if (_fstream) _mm_sfence();", "#endif"]
     code = "\n".join(lines)
     ctype_out = odesc.dtype.ctype
-    code_global = "#include <vector>\n#include <algorithm>\n" + _RING + \
+    code_global = "#include <memory>\n#include <algorithm>\n" + _RING + \
         (streaming_stores.row_store_function(ctype_out) if stream else "")
 
     # The new map over row chunks (or tiles of one dimension), one tasklet inside.
@@ -560,6 +553,17 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     state.remove_nodes_from([n for n in state.data_nodes() if state.degree(n) == 0])
     for data in temps:
         sdfg.remove_data(data, validate=False)
+
+
+def _scratch(name: str, ctype: str, size: str) -> list[str]:
+    """C++ lines declaring ``name``, a buffer of at least ``size`` values of the
+    thread, kept between calls (so it stays in the cache) and grown when
+    needed (a ``unique_ptr`` array: ``std::vector<bool>`` has no ``data()``)."""
+    return [f"static thread_local std::unique_ptr<{ctype}[]> {name}_v;",
+            f"static thread_local long long {name}_n = 0;",
+            f"if ({name}_n < (long long)({size})) {{ {name}_n = (long long)({size}); "
+            f"{name}_v.reset(new {ctype}[{name}_n]); }}",
+            f"{ctype}* const __restrict__ {name} = {name}_v.get();"]
 
 
 _RING = """\
