@@ -174,3 +174,27 @@ def test_integer_literals_outside_their_type_are_located_type_errors(dtype, lite
 def test_integer_literals_at_the_edge_of_their_type_are_accepted():
     tir.check(tir.parse("p(o: tensor<int32, I[0:N]>, q: tensor<int, I[0:N]>) { "
                         "o ← -2147483648 + 2147483647; q ← 9223372036854775807 }"))
+
+
+SIGNED_ZEROS = f"""
+zeros(a: {F}, b: {F}, o: {F}, q: {F}, z: {F}) {{
+    o ← -(a / (b - b));
+    q ← a / -(b - b);
+    z ← -(b - b)
+}}
+"""
+
+
+def test_division_by_zero_keeps_ieee_signs():
+    """Compiled code keeps signed zeros (DaCe's default -fno-signed-zeros is
+    dropped): -(x / +0) is -inf for x > 0, as in the interpreter and NumPy."""
+    a, b = np.array([1.0, -2.0, 0.0, 3.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    args = dict(a=a, b=b, o=np.zeros(4), q=np.zeros(4), z=np.ones(4))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out, ref = check_against_interpreter(SIGNED_ZEROS, args=args)
+        np.testing.assert_array_equal(ref["o"], -(a / (b - b)))
+        np.testing.assert_array_equal(ref["q"], a / -(b - b))
+    for name in ("o", "q", "z"):        # the sign of a NaN means nothing
+        numbers = ~np.isnan(ref[name])
+        np.testing.assert_array_equal(np.signbit(out[name])[numbers],
+                                      np.signbit(ref[name])[numbers])

@@ -228,8 +228,32 @@ def _handle(folder: pathlib.Path, info: dict[str, Any], dup: dace.SDFG) -> Compi
     return compiled
 
 
+#: DaCe's default C++ flags that change results the interpreter (NumPy, IEEE 754)
+#: defines: without signed zeros, ``-(x / (b - b))`` came out as ``+inf`` for
+#: ``x > 0``.  They are dropped from the flags of every build (the other
+#: fast-math flags of DaCe's defaults stay: they change no result beyond
+#: rounding).
+NON_IEEE_FLAGS = ("-fno-signed-zeros",)
+
+
+def ieee_flags():
+    """DaCe's ``compiler.cpu.args`` (also the host flags of CUDA builds) without
+    :data:`NON_IEEE_FLAGS`, for the duration of a ``with`` block."""
+    args = str(Config.get("compiler", "cpu", "args"))
+    kept = " ".join(a for a in args.split() if a not in NON_IEEE_FLAGS)
+    return dace.config.set_temporary("compiler", "cpu", "args", value=kept)
+
+
 def compile_sdfg(sdfg: dace.SDFG, *,
                  cache_dir: str | os.PathLike | None = None) -> CompiledSDFG:
+    """Compile ``sdfg`` (or load it from the cache) and return DaCe's ``CompiledSDFG``,
+    built with IEEE-preserving flags (:func:`ieee_flags`); see :func:`_compile_sdfg`."""
+    with ieee_flags():
+        return _compile_sdfg(sdfg, cache_dir=cache_dir)
+
+
+def _compile_sdfg(sdfg: dace.SDFG, *,
+                  cache_dir: str | os.PathLike | None = None) -> CompiledSDFG:
     """Compile ``sdfg`` (or load it from the cache) and return DaCe's ``CompiledSDFG``.
 
     ``sdfg`` itself is not modified: a copy named ``<sdfg.name>_<key16>``, with
