@@ -124,12 +124,14 @@ def cache_key(sdfg: dace.SDFG) -> str:
     jsondict = sdfg.to_json()
     instrument: list[str] = []
     _collect_instrumentation(jsondict, instrument)
+    with ieee_flags():              # the flags the build uses
+        config = _config_fingerprint()
     parts = {
         "format": _FORMAT,
         "sdfg": sdfg.hash_sdfg(jsondict),
         "instrument": instrument,
         "dace": dace.__version__,
-        "config": _config_fingerprint(),
+        "config": config,
         "env": {k: os.environ.get(k, "") for k in ("CC", "CXX", "CUDACXX", "CUDA_HOME")},
         "isa": _host_isa(),
         "platform": sys.platform,
