@@ -32,7 +32,7 @@ from bench_stencils import LAPLACIAN, NABLA, TRIDIAGONAL
 
 import tensorir_dace as tir
 from tensorir_dace.runtime import gpu_available
-from tensorir_dace.testing import clone, random_arguments
+from tensorir_dace.testing import clone, leaves, random_arguments
 
 # A (Cell, K) stencil as in ICON, over more cells than CUDA's grid allows
 # along y in blocks of 8 (65535 x 8): the kernel walks two cells per thread.
@@ -110,14 +110,6 @@ def to_device(cupy, args: dict) -> dict:
             return tuple(move(x) for x in v)
         return cupy.asarray(v) if isinstance(v, np.ndarray) and v.ndim else v
     return {k: move(v) for k, v in args.items()}
-
-
-def leaves(v):
-    if isinstance(v, tuple):
-        for x in v:
-            yield from leaves(x)
-    else:
-        yield v
 
 
 def to_host(cupy, args: dict) -> dict:

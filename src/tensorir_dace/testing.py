@@ -110,10 +110,11 @@ def clone(args: dict[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(args)
 
 
-def _leaves(x):
+def leaves(x):
+    """The arrays of an argument: itself, or the leaves of a (nested) tuple."""
     if isinstance(x, tuple):
         for v in x:
-            yield from _leaves(v)
+            yield from leaves(v)
     else:
         yield x
 
@@ -123,7 +124,7 @@ def max_difference(a: dict[str, Any], b: dict[str, Any]) -> float:
     NaN appears on one side only."""
     worst = 0.0
     for name in a:
-        for x, y in zip(_leaves(a[name]), _leaves(b[name])):
+        for x, y in zip(leaves(a[name]), leaves(b[name])):
             if not isinstance(x, np.ndarray) or x.size == 0:
                 continue
             x64, y64 = x.astype(np.float64), y.astype(np.float64)

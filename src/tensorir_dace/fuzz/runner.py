@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import ir
 from ..errors import ArgumentError, TensorIRError
-from ..testing import clone, random_arguments
+from ..testing import clone, leaves, random_arguments
 from .generator import BOUNDS, SIZES, Case, batch, generate_case, program_text
 
 
@@ -31,14 +31,6 @@ def _close(x: np.ndarray, y: np.ndarray) -> bool:
         return bool(np.array_equal(x, y))
     tol = 1e-4 if x.dtype == np.float32 else 1e-9
     return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
-
-
-def _leaves(v):
-    if isinstance(v, tuple):
-        for x in v:
-            yield from _leaves(x)
-    else:
-        yield v
 
 
 def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcome:
@@ -92,7 +84,7 @@ def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | N
     for name in ref:
         if isinstance(args[name], (np.ndarray, tuple)) and not all(
                 _close(np.asarray(x), np.asarray(y))
-                for x, y in zip(_leaves(out[name]), _leaves(ref[name]))):
+                for x, y in zip(leaves(out[name]), leaves(ref[name]))):
             failed.setdefault(name, f"compiled and interpreted differ at {where}")
     return None
 
