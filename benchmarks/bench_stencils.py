@@ -5,7 +5,10 @@ previous pipeline, every figure a ratio taken in one run.
 
 The machine is shared and noisy, so the variants of a case are called in
 interleaved rounds (compiled, previous pipeline, NumPy, both copy probes),
-and each ratio is reported as the median over rounds with its range.
+and each ratio is reported as the median over rounds with its range.  The
+"others" column is the share of all CPUs that other processes used during a
+case's rounds (from ``/proc/stat``, Linux only): figures taken while it is
+high compare time slices more than memory bandwidth.
 "previous" is the default pipeline without the passes named in ``NEW`` (the
 pipeline before them).  Effective bandwidth counts each array argument
 read or written once; as a fraction of a copy probe it is
@@ -150,6 +153,34 @@ def previous_pipeline(prog) -> CompiledProgram:
     return CompiledProgram.from_sdfg(prog, sdfg)
 
 
+class OtherLoad:
+    """The share of all CPUs that processes other than this one use between
+    :meth:`start` and :meth:`share` (NaN where ``/proc/stat`` is missing)."""
+
+    def start(self) -> None:
+        self.t0 = (self._busy(), self._own(), time.perf_counter())
+
+    def share(self) -> float:
+        busy0, own0, wall0 = self.t0
+        wall = (time.perf_counter() - wall0) * (os.cpu_count() or 1)
+        return ((self._busy() - busy0) - (self._own() - own0)) / wall
+
+    @staticmethod
+    def _busy() -> float:
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:9]]
+        except OSError:
+            return float("nan")
+        idle = v[3] + v[4]                         # idle, iowait
+        return (sum(v) - idle) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own() -> float:
+        t = os.times()
+        return t.user + t.system
+
+
 def timed(fn) -> float:
     t0 = time.perf_counter()
     fn()
@@ -184,10 +215,13 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
              "regular": probe.regular, "streaming": probe.streaming}
     for fn in calls.values():
         fn()
-    t = {k: [] for k in calls}
+    t: dict[str, list[float]] = {k: [] for k in calls}
+    load = OtherLoad()
+    load.start()
     for _ in range(opts.repeat):               # interleaved rounds
         for k, fn in calls.items():
             t[k].append(timed(fn))
+    others = load.share()
     t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))
               for _ in range(opts.interp_repeat))
     nbytes = sum(np.asarray(a).nbytes for k, a in args.items()
@@ -201,7 +235,7 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
         "interp/compiled": np.array([t_i / np.median(c)]),
         "of regular probe": bw / (probe.bytes / np.array(t["regular"])),
         "of streaming probe": bw / (probe.bytes / np.array(t["streaming"])),
-        "GB/s": bw / 1e9,
+        "GB/s": bw / 1e9, "others": others,
     }
 
 
@@ -227,13 +261,16 @@ def main() -> None:
     only = [p for p in opts.only.split(",") if p]
     rows = [case(n, s, z, f, opts, probe, mesh=m) for n, s, z, f, m in cases
             if not only or any(n.startswith(p) for p in only)]
-    print(f"threads: {threads}; rounds: {opts.repeat}; ratios: median (min–max over rounds)")
+    print(f"threads: {threads}; rounds: {opts.repeat}; ratios: median (min–max over rounds); "
+          f"load average {os.getloadavg()[0]:.1f}")
     cols = ["previous/compiled", "numpy/compiled", "interp/compiled", "of regular probe",
             "of streaming probe", "GB/s"]
-    print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols) + "  max err")
+    print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols)
+          + "  max err  others")
     for r in rows:
         print(f"{r['case']:24s} {r['ms']:7.2f} "
-              + " ".join(f"{ratio_text(r[c]):>20s}" for c in cols) + f"  {r['err']:.1e}")
+              + " ".join(f"{ratio_text(r[c]):>20s}" for c in cols)
+              + f"  {r['err']:.1e}  {r['others']:5.0%}")
 
 
 if __name__ == "__main__":
