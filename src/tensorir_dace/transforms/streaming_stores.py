@@ -19,6 +19,8 @@ targets), and regular stores for the remainder.  A line must be streamed
 whole: a line written partly by streaming and partly by regular stores costs
 a read-modify-write in memory (four times slower, measured).  A ``_mm_sfence()`` tasklet
 follows the map, so the streamed lines are visible before anything reads them.
+Each row first prefetches the row its leading input read reaches a few
+rows later (:mod:`.prefetch`).
 
 Streaming pays only when the output does not fit in the cache (otherwise
 the next statement would read it back from memory): the generated code
