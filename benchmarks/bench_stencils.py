@@ -8,7 +8,11 @@ interleaved rounds (compiled, previous pipeline, NumPy, both copy probes),
 and each ratio is reported as the median over rounds with its range.  The
 "others" column is the share of all CPUs that other processes used during a
 case's rounds (from ``/proc/stat``, Linux only): figures taken while it is
-high compare time slices more than memory bandwidth.
+high compare time slices more than memory bandwidth.  The "whole" columns
+take only the calls no thread of which was descheduled (process CPU time at
+least 85% of threads × wall time: every OpenMP thread ran, or spun, all
+along) and compare the medians of those calls, with their counts; on a
+loaded machine they come closest to the figures of a quiet one.
 "previous" is the default pipeline without the passes named in ``NEW`` (the
 pipeline before them).  Effective bandwidth counts each array argument
 read or written once; as a fraction of a copy probe it is
@@ -181,10 +185,17 @@ class OtherLoad:
         return t.user + t.system
 
 
-def timed(fn) -> float:
-    t0 = time.perf_counter()
+def timed(fn) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one call."""
+    c0, t0 = time.process_time(), time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def whole_median(samples, threads: int) -> tuple[float, int]:
+    """Median wall time of the calls during which all ``threads`` ran, and their count."""
+    walls = [w for w, c in samples if c >= 0.85 * threads * w]
+    return (float(np.median(walls)) if walls else float("nan")), len(walls)
 
 
 def ratio_text(xs) -> str:
@@ -215,14 +226,17 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
              "regular": probe.regular, "streaming": probe.streaming}
     for fn in calls.values():
         fn()
-    t: dict[str, list[float]] = {k: [] for k in calls}
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in calls}
     load = OtherLoad()
     load.start()
     for _ in range(opts.repeat):               # interleaved rounds
         for k, fn in calls.items():
-            t[k].append(timed(fn))
+            samples[k].append(timed(fn))
     others = load.share()
-    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))
+    t = {k: [w for w, _ in v] for k, v in samples.items()}
+    whole = {k: whole_median(samples[k], opts.threads)
+             for k in ("compiled", "regular", "streaming")}
+    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))[0]
               for _ in range(opts.interp_repeat))
     nbytes = sum(np.asarray(a).nbytes for k, a in args.items()
                  if isinstance(a, np.ndarray) or isinstance(a, tuple))
@@ -236,6 +250,9 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
         "of regular probe": bw / (probe.bytes / np.array(t["regular"])),
         "of streaming probe": bw / (probe.bytes / np.array(t["streaming"])),
         "GB/s": bw / 1e9, "others": others,
+        "whole": [nbytes / whole["compiled"][0] / (probe.bytes / whole[p][0])
+                  for p in ("regular", "streaming")],
+        "whole n": min(n for _, n in whole.values()),
     }
 
 
@@ -246,6 +263,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated case name prefixes")
     opts = ap.parse_args()
     threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+    opts.threads = int(threads)
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from copy_probe import CopyProbe
     probe = CopyProbe(258 * 258 * 80)
@@ -266,11 +284,12 @@ def main() -> None:
     cols = ["previous/compiled", "numpy/compiled", "interp/compiled", "of regular probe",
             "of streaming probe", "GB/s"]
     print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols)
-          + "  max err  others")
+          + "  max err  others  whole: of regular, of streaming (calls)")
     for r in rows:
         print(f"{r['case']:24s} {r['ms']:7.2f} "
               + " ".join(f"{ratio_text(r[c]):>20s}" for c in cols)
-              + f"  {r['err']:.1e}  {r['others']:5.0%}")
+              + f"  {r['err']:.1e}  {r['others']:5.0%}"
+              + "  {:.2f}, {:.2f} ({})".format(*r["whole"], r["whole n"]))
 
 
 if __name__ == "__main__":
