@@ -409,7 +409,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         new = self._cache.misses != misses
         assert spec.result is not None
         if into:
-            return self._call_into(spec, backend, plain, into["out"], into.get("domain"))
+            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"))
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -425,8 +425,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         return result
 
 
-    def _call_into(self, spec: Specialization, backend: str, plain: dict[str, Any],
-                   out: Any, domain: Any) -> Any:
+    def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
+                   plain: dict[str, Any], out: Any, domain: Any) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds."""
@@ -444,7 +444,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            prog, bounds = into_program(spec.program, spec.result, names)
+            prog, bounds = into_program(*self._in_domain(spec, a, names))
             _checked(prog)
             hit = self._into[(spec.key, names)] = (
                 Specialization(self.fn.__name__, spec.key, prog), bounds)
@@ -460,6 +460,25 @@ class FunctionObject(_Specialized, InlinedFunction):
                 values[name] = v
         self._run(derived, backend, new, values)
         return out
+
+
+    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...]):
+        """The arguments of ``into_program`` for ``domain=`` over ``names``: the
+        function translated again with the domain's bounds as parameters, so that
+        its scans run over the domain's range (as in a program body)."""
+        if not names:
+            return spec.program, spec.result, names
+        from .functions import translate_call
+        from .runtime_bounds import domain_bounds
+        params, static = self._ir_params(spec.key)
+        bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
+        sp = self._specializer()
+        analysis_ = a if a is not None else self._default_analysis()
+        with _python_messages(self.fn):
+            prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
+                                  self._result_name(), static=static, rank_generic=sp.generic,
+                                  domain=intervals)
+        return prog, prog.params[-1], names, bounds
 
 
 def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
