@@ -311,13 +311,13 @@ class AssignmentTranslator(FunctionTranslator):
             base = t.value if isinstance(t, ast.Subscript) else t
             if isinstance(base, ast.Name) and isinstance(self.env.get(base.id), ir.Sym):
                 target_names.add(self.env[base.id].name)
-        out, parts = self.unpack(value, len(targets), target_names, s)
+        out, parts = self.tuple_parts(value, len(targets), target_names, s)
         for t, p in zip(targets, parts):
             out += self.assign(t, p, s)
         return out
 
-    def unpack(self, value: Any, n: int, target_names: set[str],
-               s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
+    def tuple_parts(self, value: Any, n: int, target_names: set[str],
+                    s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
         """The ``n`` parts of a tuple value, and the statements that must run first:
         a part that reads one of the targets is staged in a temporary, so that
         writing an earlier target cannot change what a later part reads."""

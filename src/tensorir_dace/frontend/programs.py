@@ -107,8 +107,9 @@ class ProgramTranslator(AssignmentTranslator):
         first = targets[0] if targets else None
         with self.target_intervals(first), self.scans_in(first):
             value = self.expr(call)
-        names = {t.args[0].name if isinstance(t, ir.Call) else t.name for t in targets}
-        out, parts = self.unpack(value, len(targets), names, s)
+        names = {b.name for t in targets
+                 if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
+        out, parts = self.tuple_parts(value, len(targets), names, s)
         return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
 
     @contextlib.contextmanager
