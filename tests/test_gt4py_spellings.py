@@ -1,10 +1,11 @@
-"""``domain=`` in the Python front end, as GT4Py defines it for ICON's stencils.
+"""GT4Py's spellings in the Python front end, with GT4Py's meaning (ICON's stencils).
 
 A scan called under ``domain={K: (vs, ve)}`` runs over the domain's levels only:
 its ``init`` comes before level ``vs``, not before level 0 (ICON's vertical
 solvers start at level 1).  ``out=(a, b)`` with ``domain=`` writes each part of
-a tuple value into the same sub-domain.  Interpreter and compiled code are
-compared with hand-written NumPy, in a program body and in a direct call.
+a tuple value into the same sub-domain.  ``broadcast(x, (Cell, K))`` is ``x``
+over those dimensions.  Interpreter and compiled code are compared with
+hand-written NumPy, in a program body and in a direct call.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorir_dace import ArgumentError
+from tensorir_dace import ArgumentError, FrontendError
 from tensorir_dace.frontend import (
     Tensor,
+    broadcast,
     connectivity,
     dims,
     function,
@@ -148,3 +150,40 @@ def test_tuple_out_with_domain_writes_each_part_into_the_sub_domain(backend):
         m_exp[hs:he] = m_full[hs:he]
         np.testing.assert_allclose(grad, g_exp, rtol=1e-12)
         np.testing.assert_allclose(mean, m_exp, rtol=1e-12)
+
+
+@function
+def zero():
+    return broadcast(0.0, (Cell, K))
+
+
+@program
+def init_zero(z: Tensor[float, Cell, K], horizontal_start: int32, horizontal_end: int32):
+    zero(out=z, domain={Cell: (horizontal_start, horizontal_end)})
+
+
+@function
+def masked_sum(x: Tensor[float, Cell], y: Tensor[float, Cell, K], m: Tensor[bool, Cell, K]):
+    return where(m, broadcast(x, (Cell, K)), broadcast(0.0, (Cell, K))) + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_broadcast(backend):
+    z = np.ones((6, 4))
+    init_zero(z, 1, 5, backend=backend)
+    expected = np.ones((6, 4))
+    expected[1:5] = 0.0
+    np.testing.assert_array_equal(z, expected)
+    x, y = RNG.random(6), RNG.random((6, 4))
+    m = RNG.random((6, 4)) > 0.5
+    out = masked_sum(x, y, m, backend=backend)
+    np.testing.assert_allclose(out, np.where(m, x[:, None], 0.0) + y, rtol=1e-15)
+
+
+def test_broadcast_cannot_drop_a_dimension():
+    @function
+    def drop(y: Tensor[float, Cell, K]):
+        return broadcast(y, (Cell,))
+
+    with pytest.raises(FrontendError, match="cannot drop dimensions.*K"):
+        drop(np.zeros((3, 2)), backend="interpreter")
