@@ -108,7 +108,8 @@ class BuiltinTranslator(ExpressionTranslator):
         if kind == "as_offset":
             return as_offset(self, f, args, kwargs, node)
         if kind == "broadcast":
-            return self.broadcast_to(*self.positional(f, args, kwargs, ("x", "dims"), node), node)
+            x, dims = self.positional(f, args, kwargs, ("x", "dims"), node)
+            return self.broadcast_to(x, dims, node)
         raise self.error(node, f"unknown builtin {f.name}")  # pragma: no cover
 
     def broadcast_to(self, x: Any, dims: Any, node: ast.Call) -> Any:
