@@ -26,6 +26,7 @@ from tensorir_dace.frontend import (
     program,
     scan_operator,
     where,
+    with_dims,
 )
 
 Cell, Edge, K = dims("Cell Edge K")
@@ -187,3 +188,21 @@ def test_broadcast_cannot_drop_a_dimension():
 
     with pytest.raises(FrontendError, match="cannot drop dimensions.*K"):
         drop(np.zeros((3, 2)), backend="interpreter")
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def running_sum(total, x, dz):
+    return total + x * dz
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_operator_called_directly(backend):
+    x, dz = RNG.random((4, 7)), RNG.random((4, 7))
+    got = running_sum(with_dims(x, Cell, K), with_dims(dz, Cell, K), backend=backend)
+    np.testing.assert_allclose(got, np.cumsum(x * dz, axis=1), rtol=1e-13)
+    out = np.zeros((4, 7))
+    running_sum(with_dims(x, Cell, K), with_dims(dz, Cell, K), out=out,
+                domain={K: (2, 6)}, backend=backend)
+    expected = np.zeros((4, 7))
+    expected[:, 2:6] = np.cumsum(x[:, 2:6] * dz[:, 2:6], axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)

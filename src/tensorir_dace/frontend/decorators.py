@@ -507,11 +507,48 @@ def function(fn: Callable | None = None, *, backend: str = "compiled", **compile
 field_operator = function
 
 
-def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
-    """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``."""
+def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0,
+                  backend: str = "compiled", **compile_options: Any):
+    """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``.
+
+    Programs and functions call it; called directly with arrays it runs like a
+    ``@function`` (``out=`` and ``domain=`` included)."""
     def deco(fn: Callable) -> ScanOperator:
-        return ScanOperator(fn, axis, forward, init)
+        return DirectScanOperator(fn, axis, forward, init, backend, compile_options)
     return deco
+
+
+class DirectScanOperator(ScanOperator):
+    """A scan operator that can also be called directly with arrays: the call goes
+    to a ``@function`` whose body is the scan applied to its operands (made on
+    the first direct call)."""
+
+    def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any,
+                 backend: str, compile_options: dict[str, Any]):
+        super().__init__(fn, axis, forward, init)
+        self._options = dict(compile_options, backend=backend)
+        self._direct: FunctionObject | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        if self._direct is None:
+            self._direct = FunctionObject(_applying(self), **self._options)
+        return self._direct(*args, **kwargs)
+
+
+def _applying(op: ScanOperator) -> Callable:
+    """``def f(a, b): return op(a, b)`` for the operands of ``op`` (its parameters
+    after the state), with its source registered so that it can be translated."""
+    import linecache
+    names = list(inspect.signature(op.fn).parameters)[1:]
+    name = op.fn.__name__
+    text = f"def {name}({', '.join(names)}):\n    return _scan({', '.join(names)})\n"
+    filename = f"<scan_operator {op.fn.__module__}.{op.fn.__qualname__}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace: dict[str, Any] = {"_scan": op, "__name__": op.fn.__module__}
+    exec(compile(text, filename, "exec"), namespace)
+    wrapper = namespace[name]
+    wrapper.__qualname__ = op.fn.__qualname__
+    return wrapper
 
 
 # --------------------------------------------------------------------------- programs
