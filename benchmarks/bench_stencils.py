@@ -1,7 +1,7 @@
 """Compiled Tensor IR against NumPy, the copy probes, the interpreter and the
 previous pipeline, every figure a ratio taken in one run.
 
-    python benchmarks/bench_stencils.py [--repeat 15] [--interp-repeat 2]
+    python benchmarks/bench_stencils.py [--repeat 15] [--interp-repeat 2] [--clock cpu]
 
 The machine is shared and noisy, so the variants of a case are called in
 interleaved rounds (compiled, previous pipeline, NumPy, both copy probes),
@@ -13,10 +13,17 @@ take only the calls no thread of which was descheduled (process CPU time at
 least 85% of threads × wall time: every OpenMP thread ran, or spun, all
 along) and compare the medians of those calls, with their counts; on a
 loaded machine they come closest to the figures of a quiet one.
+
 "previous" is the default pipeline without the passes named in ``NEW`` (the
 pipeline before them).  Effective bandwidth counts each array argument
 read or written once; as a fraction of a copy probe it is
 ``(bytes / t) / (probe bytes / t_probe)``.
+
+``--clock cpu`` times each call by its process CPU time instead, divided by
+the number of threads for the OpenMP variants (compiled, previous, probes),
+with ``OMP_WAIT_POLICY=passive`` so that waiting threads use none: the work
+and memory stalls per thread, steady on a loaded machine, but not the
+bandwidth two threads reach when they run at once.
 """
 
 from __future__ import annotations
@@ -233,10 +240,14 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
         for k, fn in calls.items():
             samples[k].append(timed(fn))
     others = load.share()
-    t = {k: [w for w, _ in v] for k, v in samples.items()}
+    if opts.clock == "cpu":
+        t = {k: [c / (1 if k == "numpy" else opts.threads) for _, c in v]
+             for k, v in samples.items()}
+    else:
+        t = {k: [w for w, _ in v] for k, v in samples.items()}
     whole = {k: whole_median(samples[k], opts.threads)
              for k in ("compiled", "regular", "streaming")}
-    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))[0]
+    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))[opts.clock == "cpu"]
               for _ in range(opts.interp_repeat))
     nbytes = sum(np.asarray(a).nbytes for k, a in args.items()
                  if isinstance(a, np.ndarray) or isinstance(a, tuple))
@@ -261,9 +272,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--interp-repeat", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated case name prefixes")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time calls by wall-clock or by CPU time per thread")
     opts = ap.parse_args()
     threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
     opts.threads = int(threads)
+    if opts.clock == "cpu":              # read when the OpenMP runtime loads (below)
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from copy_probe import CopyProbe
     probe = CopyProbe(258 * 258 * 80)
@@ -280,7 +295,7 @@ def main() -> None:
     rows = [case(n, s, z, f, opts, probe, mesh=m) for n, s, z, f, m in cases
             if not only or any(n.startswith(p) for p in only)]
     print(f"threads: {threads}; rounds: {opts.repeat}; ratios: median (min–max over rounds); "
-          f"load average {os.getloadavg()[0]:.1f}")
+          f"clock: {opts.clock}; load average {os.getloadavg()[0]:.1f}")
     cols = ["previous/compiled", "numpy/compiled", "interp/compiled", "of regular probe",
             "of streaming probe", "GB/s"]
     print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols)
