@@ -50,7 +50,7 @@ def leading_reads(reads: Iterable[tuple[str, object, list]], params: list[str]
         expr = expr.subs({s: _PROBE_SIZE for s in expr.free_symbols})
         try:
             where = float(expr)
-        except TypeError:
+        except (TypeError, ValueError):       # not a number: leave the read out
             continue
         if data not in best or where > best[data][0]:
             best[data] = (where, coords)
