@@ -10,10 +10,10 @@ NumPy agree; the call-time checks cover every iteration.
 
 from __future__ import annotations
 
+import dace
 import numpy as np
 import pytest
 import sympy
-import dace
 
 import tensorir_dace as tir
 from conftest import compiled, parsed

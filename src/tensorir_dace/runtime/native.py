@@ -393,8 +393,8 @@ class NativeCallable:
     def _positions(self, kwargs: dict[str, Any]
                    ) -> tuple[Callable, Callable, tuple[int, ...], Callable, Callable]:
         """Where the arrays, the written arrays, the scalars (and sizes given by
-        keyword) and all the plan's leaves are among the (unpacked) values of a call with these keyword
-        names (computed once per name order)."""
+        keyword) and all the plan's leaves are among the (unpacked) values of a
+        call with these keyword names (computed once per name order)."""
         order = tuple(kwargs)
         hit = self._orders.get(order)
         if hit is None:
