@@ -49,6 +49,7 @@ from .. import ir
 from .annotations import GenericSpec, TensorSpec, annotation_spec, generic_spec
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Offset
+from .size_exprs import SizeExpr
 from .specialize import get_default_dims
 
 __all__ = ["call_key", "describe", "is_rank_generic", "load_text", "store_text"]
@@ -156,7 +157,11 @@ class _Fingerprint:
             return ["dim", v.name]
         if isinstance(v, NeighborDimension):
             return ["nbdim", v.source.name, v.size, v.name]
-        if isinstance(v, (DimSpec, Offset, NeighborSlot, Mask)):
+        if isinstance(v, SizeExpr):
+            return ["size", v.text]
+        if isinstance(v, DimSpec):
+            return ["DimSpec", v.key()]
+        if isinstance(v, (Offset, NeighborSlot, Mask)):
             return [type(v).__name__, repr(v)]
         if isinstance(v, TensorSpec):
             return ["tensor", self.value(v.dtype, names),

@@ -28,6 +28,7 @@ from ..typing.scope import Scope
 from .connectivities import Connectivity
 from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
+from .size_exprs import as_sympy
 from .meshes import (
     check_dimension_condition,
     is_namedtuple_class,
@@ -220,7 +221,7 @@ class ExpressionTranslator:
                 return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
-            return getattr(base, node.attr)
+            return as_sympy(getattr(base, node.attr))
         except AttributeError:
             raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'"
                              + did_you_mean(node.attr, dir(base))) from None
