@@ -505,22 +505,27 @@ def test_build_compiles_files_and_modules_in_parallel(tmp_path, capsys):
     assert [(n.rsplit("/", 1)[-1], why.split(":")[0]) for n, why in report.skipped] == \
         [("stencils.py:generic", "rank-generic")]
     assert report.ok and len(list((cache / "programs").glob("*.json"))) == 2
-    # a new process finds the decorated program's binary without DaCe
+    # a new process finds the decorated program by its Python source: no
+    # translation, SymPy or DaCe, with a Python or a NumPy scalar
     got = run_fresh(f"""
     import json, sys
     sys.path.insert(0, {str(src)!r})
     import numpy as np
     import stencils
     inp = np.arange(30.0).reshape(5, 6) ** 2
-    out = np.zeros((5, 6))
+    out, out2 = np.zeros((5, 6)), np.zeros((5, 6))
     stencils.shifted(inp, out, 0.5)
-    print(json.dumps({{"out": out.tolist(), "dace": "dace" in sys.modules}}))
+    stencils.shifted(inp, out2, alpha=np.float64(0.5))
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sympy", "dace"}})
+    print(json.dumps({{"out": out.tolist(), "out2": out2.tolist(), "heavy": heavy,
+                      "info": stencils.shifted.cache_info()._asdict()}}))
     """, cache)
     inp = np.arange(30.0).reshape(5, 6) ** 2
     expected = np.zeros((5, 6))
     expected[1:-1, 1:-1] = 0.5 * (inp[2:, 1:-1] - inp[:-2, 1:-1])
-    assert got["dace"] is False
+    assert got["heavy"] == [] and got["info"]["loads"] == 2 and got["info"]["compiles"] == 0
     np.testing.assert_allclose(got["out"], expected, rtol=1e-14)
+    np.testing.assert_array_equal(got["out2"], got["out"])
     # the command line: a broken file fails the build and says why
     (src / "bad.tir").write_text("bad(out: tensor<float, I[0:N]>) { out ← zz }")
     assert main(["build", str(src / "bad.tir"), str(src / "lap.tir"), "--jobs", "1",

@@ -52,7 +52,8 @@ from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Off
 from .size_exprs import SizeExpr
 from .specialize import get_default_dims
 
-__all__ = ["call_key", "describe", "is_rank_generic", "load_text", "store_text"]
+__all__ = ["annotated_calls", "call_key", "describe", "is_rank_generic", "load_text",
+           "store_text"]
 
 #: Bump when the key recipe changes.
 _FORMAT = 1
@@ -225,6 +226,38 @@ def describe(values: dict[str, Any], generic: bool) -> tuple | None:
     if generic:
         out.append(tuple(d.name for d in get_default_dims() or ()))
     return tuple(out)
+
+
+_PYTHON_SCALARS = {"float64": "float", "float32": "float", "int64": "int", "int32": "int",
+                   "bool": "bool"}
+
+
+def annotated_calls(types: dict[str, ir.TensorType], limit: int = 16) -> list[tuple]:
+    """The argument descriptions (:func:`describe`) of the likely calls of a
+    program whose parameters have these annotated types: arrays of the
+    annotated dtype and rank; each scalar a Python number or a NumPy scalar of
+    its type (every combination, up to ``limit``; beyond it all Python or all
+    NumPy).  Empty where a parameter takes something else (a tuple)."""
+    choices: list[list[tuple]] = []
+    for name in sorted(types):
+        t = types[name]
+        if isinstance(t.dtype, ir.TupleType):
+            return []
+        dtype = np.dtype(t.dtype.name)
+        if t.dims:
+            choices.append([(name, "array", dtype.str, len(t.dims))])
+        else:
+            python = _PYTHON_SCALARS.get(t.dtype.name)
+            choices.append([(name, "np", dtype.str)] + ([(name, python)] if python else []))
+    combos: list[tuple] = [()]
+    width = 1
+    for c in choices:
+        width *= len(c)
+    if width > limit:
+        return [tuple(c[0] for c in choices), tuple(c[-1] for c in choices)]
+    for c in choices:
+        combos = [(*done, x) for done in combos for x in c]
+    return combos
 
 
 def call_key(fn: Callable, described: tuple, options: dict[str, Any]) -> str | None:

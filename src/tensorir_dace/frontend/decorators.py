@@ -721,6 +721,23 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             return False
         return True
 
+    def record_by_source(self, text: str, cache_dir: Any = None) -> int:
+        """Record ``text``, the printed IR of this program's annotated
+        specialisation, for lookups by the source of the calls its annotations
+        lead one to expect (:func:`.by_source.annotated_calls`), so that such
+        a call in a new process translates nothing; how many were recorded
+        (none for a rank-generic program or one with declared connectivities)."""
+        if self._specializer().generic or self._tables:
+            return 0
+        types = {p.name: self._annotated_type(p) for p in self._param_infos()}
+        count = 0
+        for described in by_source.annotated_calls(types):
+            key = by_source.call_key(self.fn, described, self.compile_options)
+            if key is not None:
+                by_source.store_text(key, text, cache_dir)
+                count += 1
+        return count
+
     def _store_by_source(self, args: tuple, kwargs: dict[str, Any], prog: Program) -> None:
         """Record a call's newly translated program for lookups by the source."""
         found = self._described(args, kwargs)
