@@ -298,3 +298,58 @@ def test_size_expressions_become_the_sympy_expressions_they_spell():
     assert I.halo(2).key() == "I[-2:N_I + 2]" and I.halo(2) == I[-2:I.size + 2]
     with pytest.raises(TypeError, match="must be an integer or a size expression"):
         I[0:1.5]
+
+
+# Declared connectivities: tables by offset_provider= or by keyword.
+MESH = '''
+import numpy as np
+from tensorir_dace import Tensor, connectivity, dims, neighbor_dim, neighbor_sum, program
+
+Vertex, Edge = dims("Vertex Edge")
+E2VDim = neighbor_dim(Vertex, 2)
+E2V = connectivity("E2V", Edge, E2VDim)
+
+
+@program
+def edge_sum(x: Tensor[float, Vertex], out: Tensor[float, Edge]):
+    out[...] = neighbor_sum(x(E2V), axis=E2VDim) + x(E2V[0])
+'''
+
+CALL_MESH = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import mesh
+    x = np.array([1.0, 10.0, 100.0])
+    e2v = np.array([[0, 1], [1, 2], [2, -1], [-1, 0]], dtype=np.int32)
+    out, out2 = np.zeros(4), np.zeros(4)
+    mesh.edge_sum(x, out, offset_provider={"E2V": e2v, "Other": None})
+    mesh.edge_sum(x, out2, E2V=e2v.astype(np.int64))
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"out": out.tolist(), "out2": out2.tolist(), "heavy": heavy,
+                      "info": mesh.edge_sum.cache_info()._asdict()}))
+'''
+
+
+def test_calls_with_tables_of_declared_connectivities_are_found_by_the_source(tmp_path):
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "mesh.py").write_text(MESH)
+    first = run_fresh(CALL_MESH, cache, src)
+    assert "sympy" in first["heavy"]
+    again = run_fresh(CALL_MESH, cache, src)
+    assert again["heavy"] == [] and again["info"]["compiles"] == 0
+    want = [12.0, 120.0, 200.0, np.nan]          # an absent first neighbour: NaN
+    for got in (first, again):
+        np.testing.assert_array_equal(got["out"], want)
+        np.testing.assert_array_equal(got["out2"], want)
+    sys.path.insert(0, str(src))
+    try:
+        ref = np.zeros(4)
+        importlib.import_module("mesh").edge_sum(
+            np.array([1.0, 10.0, 100.0]), ref, backend="interpreter",
+            offset_provider={"E2V": np.array([[0, 1], [1, 2], [2, -1], [-1, 0]])})
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("mesh", None)
+    np.testing.assert_array_equal(again["out"], ref)

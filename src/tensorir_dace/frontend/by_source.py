@@ -21,7 +21,9 @@ Here the call is looked up first by a key made without translating
 This over-approximates what translation reads: a change anywhere in it (a
 global constant, a called function's source, an argument dtype) is a miss,
 never a stale binary.  A value it cannot describe (an object of a user's
-class, a declared connectivity) gives no key: the call is translated as before.
+class) gives no key: the call is translated as before.  Declared
+connectivities are described by name, dimensions and element type; their
+tables (by keyword or ``offset_provider=``) are arguments like any other.
 
 ``<cache>/decorated/<key>.json`` holds the printed IR of the translated
 program; a hit compiles that text, which :mod:`tensorir_dace.runtime.source_cache`
@@ -48,6 +50,7 @@ import numpy as np
 from .. import ir
 from .annotations import GenericSpec, TensorSpec, annotation_spec, generic_spec
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
+from .connectivities import Connectivity
 from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Offset
 from .size_exprs import SizeExpr
 from .specialize import get_default_dims
@@ -158,6 +161,9 @@ class _Fingerprint:
             return ["dim", v.name]
         if isinstance(v, NeighborDimension):
             return ["nbdim", v.source.name, v.size, v.name]
+        if isinstance(v, Connectivity):
+            return ["connectivity", v.name, v.target.name, self.value(v.neighbors, names),
+                    str(v.dtype)]
         if isinstance(v, SizeExpr):
             return ["size", v.text]
         if isinstance(v, DimSpec):

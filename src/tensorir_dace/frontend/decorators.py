@@ -684,12 +684,27 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         if len(args) > len(names) or any(k in values for k in kwargs):
             return None
         values.update(kwargs)
-        if values.keys() != set(names) or {"backend", "offset_provider"} & values.keys():
+        expected = set(names)
+        if values.keys() != expected:     # the tables of declared connectivities, by keyword
+            self._param_infos()
+            expected |= set(self._tables)
+        if values.keys() != expected or {"backend", "offset_provider"} & values.keys():
             return None
         if self._rank_generic is None:
             self._rank_generic = by_source.is_rank_generic(self.fn)
         described = by_source.describe(values, self._rank_generic)
         return None if described is None else (values, described)
+
+    def _provided(self, kwargs: dict[str, Any], offset_provider: Any) -> dict[str, Any] | None:
+        """``kwargs`` with the tables of ``offset_provider`` merged in as the
+        translated path merges them (None: a mistake that path reports)."""
+        self._param_infos()
+        if not self._tables:
+            return None
+        try:
+            return table_arguments(kwargs, offset_provider, self._tables, self.__name__)
+        except ArgumentError:
+            return None
 
     def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> bool:
         """Run a call whose compiled program is found by the Python source (see
@@ -726,8 +741,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         specialisation, for lookups by the source of the calls its annotations
         lead one to expect (:func:`.by_source.annotated_calls`), so that such
         a call in a new process translates nothing; how many were recorded
-        (none for a rank-generic program or one with declared connectivities)."""
-        if self._specializer().generic or self._tables:
+        (none for a rank-generic program)."""
+        if self._specializer().generic:
             return 0
         types = {p.name: self._annotated_type(p) for p in self._param_infos()}
         count = 0
@@ -750,12 +765,14 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     @api_boundary
     def __call__(self, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        plain_call = backend is None and offset_provider is None and self.backend == "compiled"
+        plain_call = backend is None and self.backend == "compiled"
         # looked up by the source until a specialisation is translated in this process
         # (unless some were found that way): a translated one is served from memory
-        if plain_call and (self._serving or not len(self._cache)) \
-                and self._call_by_source(args, kwargs):
-            return
+        if plain_call and (self._serving or not len(self._cache)):
+            tables = kwargs if offset_provider is None else self._provided(kwargs,
+                                                                           offset_provider)
+            if tables is not None and self._call_by_source(args, tables):
+                return
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend
