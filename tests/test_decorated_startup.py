@@ -353,3 +353,63 @@ def test_calls_with_tables_of_declared_connectivities_are_found_by_the_source(tm
         sys.path.remove(str(src))
         sys.modules.pop("mesh", None)
     np.testing.assert_array_equal(again["out"], ref)
+
+
+# A @function called directly: its result is allocated from the call plan.
+FUNCTIONS = '''
+from tensorir_dace import Tensor, dims, function
+
+I, J = dims("I J")
+
+
+@function
+def lap(x: Tensor[float, I, J]):
+    return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+
+
+@function
+def scaled(x, s):
+    return x * s + 1.0
+'''
+
+CALL_FUNCTIONS = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import functions
+    x = np.arange(42.0).reshape(6, 7) ** 2 / 10
+    r, r2 = functions.lap(x), functions.lap(x + 1.0)
+    s = functions.scaled(np.arange(5, dtype=np.float32), 2.0)
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"r": r.tolist(), "r2": r2.tolist(), "s": s.tolist(),
+                      "dtype": str(s.dtype), "heavy": heavy,
+                      "info": functions.lap.cache_info()._asdict()}))
+'''
+
+
+def test_functions_called_directly_are_found_by_the_source(tmp_path):
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "functions.py").write_text(FUNCTIONS)
+    first = run_fresh(CALL_FUNCTIONS, cache, src)
+    assert "sympy" in first["heavy"]
+    again = run_fresh(CALL_FUNCTIONS, cache, src)
+    assert again["heavy"] == []
+    assert again["info"] == {"hits": 1, "misses": 1, "specializations": 1, "compiles": 0,
+                             "loads": 1}
+    x = np.arange(42.0).reshape(6, 7) ** 2 / 10
+
+    def lap(x):
+        return (-4.0 * x[1:-1, 1:-1] + x[2:, 1:-1] + x[:-2, 1:-1] + x[1:-1, 2:]
+                + x[1:-1, :-2])
+    for got in (first, again):
+        np.testing.assert_allclose(got["r"], lap(x), rtol=1e-14)
+        np.testing.assert_allclose(got["r2"], lap(x + 1.0), rtol=1e-14)
+        assert got["s"] == [1.0, 3.0, 5.0, 7.0, 9.0] and got["dtype"] == "float32"
+    sys.path.insert(0, str(src))
+    try:
+        ref = importlib.import_module("functions").lap(x, backend="interpreter")
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("functions", None)
+    np.testing.assert_allclose(again["r"], ref, rtol=1e-14)

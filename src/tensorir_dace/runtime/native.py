@@ -379,7 +379,7 @@ class NativeCallable:
         while progress and len(env) < len(self._names):
             progress = False
             for sym, i, d, fn, deps in self._solve:
-                if sym not in env and all(n in env for n in deps):
+                if sym not in env and values[i] is not None and all(n in env for n in deps):
                     try:
                         v = int(fn(values[i].shape[d], *[env[n] for n in deps]))
                     except (ArithmeticError, ValueError):
@@ -389,6 +389,32 @@ class NativeCallable:
                     env[sym] = v
                     progress = True
         return all(n in env for n in self._names)
+
+    def shape_of(self, param: str, kwargs: dict[str, Any]) -> tuple[int, ...] | None:
+        """The shape of array parameter ``param`` for the sizes the other
+        arguments (arrays, int scalars, sizes by keyword) imply; None where they
+        do not imply them all (a function's result is allocated so)."""
+        leaves = self.plan["leaves"]
+        arrays = [i for i, lf in enumerate(leaves) if lf["kind"] == "array"]
+        at = [k for k, i in enumerate(arrays) if leaves[i]["param"] == param]
+        values = tuple(None if lf["path"] or lf["param"] == param else kwargs.get(lf["param"])
+                       for lf in leaves)
+        env: dict[str, int] = {}
+        for k, sym in self._sizes.items():
+            v = kwargs.get(k)
+            if k in kwargs and k not in self._param_keys:
+                if type(v) not in _SIZE_TYPES or v < 0:
+                    return None
+                env[sym] = int(v)
+        for sym, i in self._scalar_symbols:
+            if type(values[i]) not in _SIZE_TYPES:
+                return None
+            env[sym] = int(values[i])
+        if len(at) != 1 or any(v is not None and type(v) is not np.ndarray
+                               for v, lf in zip(values, leaves) if lf["kind"] == "array") \
+                or not self._solve_sizes(values, env):
+            return None
+        return self._shapes(*[env[n] for n in self._names])[at[0]]
 
     def _positions(self, kwargs: dict[str, Any]
                    ) -> tuple[Callable, Callable, tuple[int, ...], Callable, Callable]:
