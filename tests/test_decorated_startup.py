@@ -285,7 +285,7 @@ def test_size_expressions_become_the_sympy_expressions_they_spell():
     from tensorir_dace import dims, sizes
     from tensorir_dace.ir import size_symbol
 
-    I = dims("I")       # noqa: E741
+    I = dims("I")
     N, M = sizes("N M")
     n, m = size_symbol("N"), size_symbol("M")
     for lazy, want in [(N + 1, n + 1), (2 * N - M, 2 * n - m), (-(N - 3), 3 - n),

@@ -460,11 +460,14 @@ class FunctionObject(_Specialized, InlinedFunction):
         with the shape its call plan gives for the arguments.  None: translate
         (not found, no plan, a tuple result, or a mistake to report)."""
         found = self._described(args, kwargs)
-        compiled = None if found is None else self._found_by_source(found[1])
-        shape_of = getattr(getattr(compiled, "_callable", None), "shape_of", None)
-        if shape_of is None:
+        if found is None:
             return None
-        values, name = found[0], compiled.param_names[-1]
+        values, described = found
+        compiled = self._found_by_source(described)
+        shape_of = getattr(getattr(compiled, "_callable", None), "shape_of", None)
+        if compiled is None or shape_of is None:
+            return None
+        name = compiled.param_names[-1]
         given = {k: values[k] for k in compiled.param_names if k in values}
         shape = shape_of(name, given)
         if shape is None:
@@ -771,10 +774,12 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         """Run a call whose compiled program is found by the Python source (see
         :mod:`.by_source`), without translating; whether it ran."""
         found = self._described(args, kwargs)
-        compiled = None if found is None else self._found_by_source(found[1])
+        if found is None:
+            return False
+        values, described = found
+        compiled = self._found_by_source(described)
         if compiled is None:
             return False
-        values = found[0]
         try:      # static values are in the key and not parameters of the program
             compiled(**{k: values[k] for k in compiled.param_names if k in values})
         except ArgumentError:          # the translated path says it at the parameter

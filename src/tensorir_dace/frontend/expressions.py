@@ -28,7 +28,6 @@ from ..typing.scope import Scope
 from .connectivities import Connectivity
 from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
-from .size_exprs import as_sympy
 from .meshes import (
     check_dimension_condition,
     is_namedtuple_class,
@@ -48,6 +47,7 @@ from .nodes import (
     handler,
 )
 from .runtime_bounds import runtime_value
+from .size_exprs import as_sympy
 from .source import SourceInfo, parameters
 from .values import (
     BoundMethod,

@@ -316,9 +316,10 @@ class NativeCallable:
         """Argument vectors for a plainly valid call; ``None``: take the full path."""
         env: dict[str, int] = {}
         if kwargs.keys() != self._param_keys:
-            env = self._keyword_sizes(kwargs)
-            if env is None:
+            sizes = self._keyword_sizes(kwargs)
+            if sizes is None or not self._param_keys <= kwargs.keys():
                 return None
+            env = sizes
         positions = self._positions(kwargs)
         values = positions[3](flat)       # in the plan's leaf order
         for i, dtype, ndim, written in self._array_specs:
@@ -361,15 +362,15 @@ class NativeCallable:
                       flat, positions, sequential)
 
     def _keyword_sizes(self, kwargs: dict[str, Any]) -> dict[str, int] | None:
-        """The size symbols given by keyword (``None``: other keywords, or a value
-        the full path must report)."""
+        """The size symbols given by keyword, the keywords beyond the parameters
+        (``None``: another keyword, or a value the full path must report)."""
         env: dict[str, int] = {}
         for k in kwargs.keys() - self._param_keys:
             sym, v = self._sizes.get(k), kwargs[k]
             if sym is None or type(v) not in _SIZE_TYPES or v < 0:
                 return None
             env[sym] = int(v)
-        return env if self._param_keys <= kwargs.keys() else None
+        return env
 
     def _solve_sizes(self, values: tuple, env: dict[str, int]) -> bool:
         """Add to ``env`` the size symbols the array extents give, each once the
@@ -399,13 +400,9 @@ class NativeCallable:
         at = [k for k, i in enumerate(arrays) if leaves[i]["param"] == param]
         values = tuple(None if lf["path"] or lf["param"] == param else kwargs.get(lf["param"])
                        for lf in leaves)
-        env: dict[str, int] = {}
-        for k, sym in self._sizes.items():
-            v = kwargs.get(k)
-            if k in kwargs and k not in self._param_keys:
-                if type(v) not in _SIZE_TYPES or v < 0:
-                    return None
-                env[sym] = int(v)
+        env = self._keyword_sizes(kwargs)
+        if env is None:
+            return None
         for sym, i in self._scalar_symbols:
             if type(values[i]) not in _SIZE_TYPES:
                 return None
