@@ -223,3 +223,193 @@ def test_every_specialisation_translated_in_a_process_is_found_by_the_next(tmp_p
     expect = [list(np.arange(6.0) * 2.0 + 0.25)] * 3
     assert first["outs"] == again["outs"]
     np.testing.assert_allclose(again["outs"], expect, rtol=1e-6)
+
+
+# Interval annotations: own size symbols, halos, a constant interval.
+INTERVALS = '''
+from tensorir_dace import Tensor, dims, program, sizes
+
+I, J = dims("I J")
+N, = sizes("N")
+
+
+@program
+def band(inp: Tensor[float, I[-1:N + 1], J.halo(1)], out: Tensor[float, I[0:2 * N - N], J]):
+    out[...] = inp(I - 1) + inp(I + 1) + inp(J + 1) - 3.0 * inp
+'''
+
+CALL_INTERVALS = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import intervals
+    after_import = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    inp = np.arange(42.0).reshape(7, 6) ** 2 / 10
+    out = np.zeros((5, 4))
+    intervals.band(inp, out)
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"out": out.tolist(), "import": after_import, "heavy": heavy,
+                      "info": intervals.band.cache_info()._asdict()}))
+'''
+
+
+def test_interval_annotations_import_neither_sympy_nor_dace(tmp_path):
+    """Annotations with intervals over size symbols keep them as text: defining
+    the program imports no SymPy, and a cached call translates nothing."""
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "intervals.py").write_text(INTERVALS)
+    first = run_fresh(CALL_INTERVALS, cache, src)
+    assert first["import"] == [] and "sympy" in first["heavy"]
+    again = run_fresh(CALL_INTERVALS, cache, src)
+    assert again["import"] == [] and again["heavy"] == []
+    assert again["info"]["loads"] == 1 and again["info"]["compiles"] == 0
+    inp = np.arange(42.0).reshape(7, 6) ** 2 / 10
+    c = inp[1:-1, 1:-1]
+    want = inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, 2:] - 3.0 * c
+    np.testing.assert_allclose(again["out"], want, rtol=1e-14)
+    np.testing.assert_allclose(first["out"], want, rtol=1e-14)
+    sys.path.insert(0, str(src))
+    try:
+        ref = np.zeros((5, 4))
+        importlib.import_module("intervals").band(inp, ref, backend="interpreter")
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("intervals", None)
+    np.testing.assert_allclose(again["out"], ref, rtol=1e-14)
+
+
+def test_size_expressions_become_the_sympy_expressions_they_spell():
+    import sympy
+
+    from tensorir_dace import dims, sizes
+    from tensorir_dace.ir import size_symbol
+
+    I = dims("I")
+    N, M = sizes("N M")
+    n, m = size_symbol("N"), size_symbol("M")
+    for lazy, want in [(N + 1, n + 1), (2 * N - M, 2 * n - m), (-(N - 3), 3 - n),
+                       (1 - N, 1 - n), (N // 2 + M % 3, sympy.floor(n / 2) + sympy.Mod(m, 3)),
+                       (N + sympy.Integer(2), n + 2), (sympy.Max(N, M), sympy.Max(n, m))]:
+        assert sympy.sympify(lazy) == want and lazy == want, (lazy, want)
+    assert (N + 1).free_symbols == {n} and N.name == "N" and str(N * 2) == "2*N"
+    spec = I[-1:N + 1]
+    assert spec.key() == "I[-1:N + 1]" and (spec.start, spec.stop) == (-1, n + 1)
+    assert I.halo(2).key() == "I[-2:N_I + 2]" and I.halo(2) == I[-2:I.size + 2]
+    with pytest.raises(TypeError, match="must be an integer or a size expression"):
+        I[0:1.5]
+
+
+# Declared connectivities: tables by offset_provider= or by keyword.
+MESH = '''
+import numpy as np
+from tensorir_dace import Tensor, connectivity, dims, neighbor_dim, neighbor_sum, program
+
+Vertex, Edge = dims("Vertex Edge")
+E2VDim = neighbor_dim(Vertex, 2)
+E2V = connectivity("E2V", Edge, E2VDim)
+
+
+@program
+def edge_sum(x: Tensor[float, Vertex], out: Tensor[float, Edge]):
+    out[...] = neighbor_sum(x(E2V), axis=E2VDim) + x(E2V[0])
+'''
+
+CALL_MESH = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import mesh
+    x = np.array([1.0, 10.0, 100.0])
+    e2v = np.array([[0, 1], [1, 2], [2, -1], [-1, 0]], dtype=np.int32)
+    out, out2 = np.zeros(4), np.zeros(4)
+    mesh.edge_sum(x, out, offset_provider={"E2V": e2v, "Other": None})
+    mesh.edge_sum(x, out2, E2V=e2v.astype(np.int64))
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"out": out.tolist(), "out2": out2.tolist(), "heavy": heavy,
+                      "info": mesh.edge_sum.cache_info()._asdict()}))
+'''
+
+
+def test_calls_with_tables_of_declared_connectivities_are_found_by_the_source(tmp_path):
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "mesh.py").write_text(MESH)
+    first = run_fresh(CALL_MESH, cache, src)
+    assert "sympy" in first["heavy"]
+    again = run_fresh(CALL_MESH, cache, src)
+    assert again["heavy"] == [] and again["info"]["compiles"] == 0
+    want = [12.0, 120.0, 200.0, np.nan]          # an absent first neighbour: NaN
+    for got in (first, again):
+        np.testing.assert_array_equal(got["out"], want)
+        np.testing.assert_array_equal(got["out2"], want)
+    sys.path.insert(0, str(src))
+    try:
+        ref = np.zeros(4)
+        importlib.import_module("mesh").edge_sum(
+            np.array([1.0, 10.0, 100.0]), ref, backend="interpreter",
+            offset_provider={"E2V": np.array([[0, 1], [1, 2], [2, -1], [-1, 0]])})
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("mesh", None)
+    np.testing.assert_array_equal(again["out"], ref)
+
+
+# A @function called directly: its result is allocated from the call plan.
+FUNCTIONS = '''
+from tensorir_dace import Tensor, dims, function
+
+I, J = dims("I J")
+
+
+@function
+def lap(x: Tensor[float, I, J]):
+    return -4.0 * x + x(I + 1) + x(I - 1) + x(J + 1) + x(J - 1)
+
+
+@function
+def scaled(x, s):
+    return x * s + 1.0
+'''
+
+CALL_FUNCTIONS = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import functions
+    x = np.arange(42.0).reshape(6, 7) ** 2 / 10
+    r, r2 = functions.lap(x), functions.lap(x + 1.0)
+    s = functions.scaled(np.arange(5, dtype=np.float32), 2.0)
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"r": r.tolist(), "r2": r2.tolist(), "s": s.tolist(),
+                      "dtype": str(s.dtype), "heavy": heavy,
+                      "info": functions.lap.cache_info()._asdict()}))
+'''
+
+
+def test_functions_called_directly_are_found_by_the_source(tmp_path):
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "functions.py").write_text(FUNCTIONS)
+    first = run_fresh(CALL_FUNCTIONS, cache, src)
+    assert "sympy" in first["heavy"]
+    again = run_fresh(CALL_FUNCTIONS, cache, src)
+    assert again["heavy"] == []
+    assert again["info"] == {"hits": 1, "misses": 1, "specializations": 1, "compiles": 0,
+                             "loads": 1}
+    x = np.arange(42.0).reshape(6, 7) ** 2 / 10
+
+    def lap(x):
+        return (-4.0 * x[1:-1, 1:-1] + x[2:, 1:-1] + x[:-2, 1:-1] + x[1:-1, 2:]
+                + x[1:-1, :-2])
+    for got in (first, again):
+        np.testing.assert_allclose(got["r"], lap(x), rtol=1e-14)
+        np.testing.assert_allclose(got["r2"], lap(x + 1.0), rtol=1e-14)
+        assert got["s"] == [1.0, 3.0, 5.0, 7.0, 9.0] and got["dtype"] == "float32"
+    sys.path.insert(0, str(src))
+    try:
+        ref = importlib.import_module("functions").lap(x, backend="interpreter")
+    finally:
+        sys.path.remove(str(src))
+        sys.modules.pop("functions", None)
+    np.testing.assert_allclose(again["r"], ref, rtol=1e-14)

@@ -10,6 +10,7 @@ NumPy agree; the call-time checks cover every iteration.
 
 from __future__ import annotations
 
+import dace
 import numpy as np
 import pytest
 import sympy
@@ -268,3 +269,65 @@ def test_random_loop_temporaries_one_binary(seed):
         with pytest.raises(tir.ArgumentError, match="allowed range"):
             run(x=x, out=out, n0=bad[0], n1=bad[1])
         assert not out.any()
+
+
+# =========================================================================== fresh every iteration
+
+# Each loop temporary starts every iteration at zero, as the interpreter allocates
+# it anew: ``h`` is read before it is written, ``g`` is written on part of its
+# interval only, ``e`` only on even steps; ``w`` is written first and needs no
+# zeros.  The intervals shrink, so the previous step wrote the level read.
+FRESH = """
+fresh(x: tensor<float, K[0:L]>, o: tensor<float, K[0:L]>, q: tensor<float, K[0:L]>,
+      r: tensor<float, K[0:L]>, y: tensor<float, K[0:L]>, n: tensor<int>) {
+  for (t in 0:n) {
+    h: tensor<float, K[t:L]>;
+    g: tensor<float, K[t:L]>;
+    e: tensor<float, K[t:L]>;
+    w: tensor<float, K[t:L]>;
+    subset(o, K[t:t+1]) ← subset(h, K[t:t+1]) + subset(x, K[t:t+1]);
+    h ← subset(x, K[t:L]) × 2.0;
+    subset(g, K[t+1:L]) ← subset(x, K[t+1:L]);
+    subset(q, K[t:t+1]) ← subset(g, K[t:t+1]);
+    if (t % 2 == 0) { e ← subset(x, K[t:L]) };
+    subset(r, K[t:t+1]) ← subset(e, K[t:t+1]) + 1.0;
+    w ← subset(x, K[t:L]) × 3.0;
+    subset(y, K[t:t+1]) ← subset(w, K[t:t+1]) + subset(h, K[t:t+1])
+  }
+}
+"""
+
+
+def fresh_numpy(x, o, q, r, y, n):
+    """The program by hand: every temporary is new (zeros) in each step."""
+    for t in range(n):
+        o[t] = x[t]
+        q[t] = 0.0
+        r[t] = (x[t] if t % 2 == 0 else 0.0) + 1.0
+        y[t] = 5.0 * x[t]
+
+
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_loop_temporaries_read_before_written_hold_zeros_every_iteration(optimize):
+    fn = compiled(FRESH, optimize)
+    for n in (0, 1, 4, L):
+        results = []
+        for run in (lambda **kw: tir.interpret(parsed(FRESH), **kw), fn, None):
+            outs = {k: np.full(L, 7.0) for k in "oqry"}
+            if run is None:
+                fresh_numpy(X[0], n=n, **outs)
+            else:
+                run(x=X[0], n=n, **outs)
+            results.append(outs)
+        for backend, got in zip(("interpreter", "compiled"), results):
+            for k in "oqry":
+                np.testing.assert_allclose(got[k], results[2][k], rtol=1e-13,
+                                           err_msg=f"{backend} {k} n={n}")
+
+
+def test_only_temporaries_read_before_written_are_zero_filled():
+    """Zeros cost a pass over the temporary: ``w``, written first, gets none."""
+    sdfg = tir.to_sdfg(parsed(FRESH))
+    filled = sorted(node.label for node, _ in sdfg.all_nodes_recursive()
+                    if isinstance(node, dace.nodes.Tasklet) and node.label.startswith("zero_"))
+    assert len(filled) == 3, filled

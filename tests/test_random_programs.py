@@ -285,7 +285,7 @@ def test_a_failing_case_shrinks_to_a_smaller_failing_case(monkeypatch):
     def fails(case, seed=0):
         return "has a division" if any("/" in s for s in case.statements) else None
     monkeypatch.setattr(runner, "case_fails", fails)
-    case = next(c for c in (fuzz.generate_case(s) for s in range(200))
+    case = next(c for c in (fuzz.generate_case(s) for s in range(1000))
                 if c.kind == "temporary" and "/" in c.statements[1]
                 and "/" not in c.statements[0] + c.statements[2])
     small, reason = runner.shrink(case)

@@ -208,18 +208,51 @@ def test_source_key_covers_text_and_options():
     assert a != source_key(LAP + " ", optimize="default", device="cpu")
 
 
-def test_programs_the_plan_cannot_describe_take_the_full_path(tmp_path):
-    # a size only a keyword argument gives: no plan, calls through DaCe's loader
-    src = """
-    t(out: tensor<float, I[0:N+M]>, a: tensor<float, I[0:N+M]>) {
-        out ← a + 1.0
-    }
-    """
-    prog = tir.compile(src, cache_dir=tmp_path)
-    assert not isinstance(prog._callable, NativeCallable)
-    a, out = np.random.rand(9), np.zeros(9)
-    prog(out=out, a=a, N=4)
-    np.testing.assert_allclose(out, a + 1.0)
+# Sizes only a keyword argument gives: N (or M) splits the array.
+SPLIT = """
+split(out: tensor<float, I[0:N+M]>, a: tensor<float, I[0:N+M]>, c: tensor<float, J[-1:K+1]>) {
+    subset(out, I[0:N]) ← subset(a, I[0:N]) + 1.0;
+    subset(out, I[N:N+M]) ← subset(a, I[N:N+M]) × 2.0
+}
+"""
+
+
+def test_sizes_given_by_keyword_call_through_the_plan(tmp_path):
+    prog = tir.compile(SPLIT, cache_dir=tmp_path)
+    call = prog._callable
+    assert isinstance(call, NativeCallable) and call.plan["sizes"].keys() == {"N", "M", "K"}
+    a, c = np.random.default_rng(3).random(9), np.zeros(4)
+    for sizes in ({"N": 4}, {"M": 5}, {"N": 4, "M": 5}, {"N": np.int64(0)}, {"M": 0},
+                  {"N": 4, "K": 2}):
+        out, ref = np.zeros(9), np.zeros(9)
+        prog(out=out, a=a, c=c, **sizes)
+        tir.interpret(tir.parse(SPLIT), out=ref, a=a, c=c, **sizes)
+        n = int(sizes.get("N", 9 - sizes.get("M", 0)))
+        np.testing.assert_array_equal(out, np.concatenate([a[:n] + 1.0, a[n:] * 2.0]))
+        np.testing.assert_array_equal(out, ref)
+    assert call._fallback is None           # every call above ran through the plan
+    for sizes, message in [({}, "cannot infer size symbols"), ({"N": 4, "M": 4}, "mismatch"),
+                           ({"N": -1}, "non-negative"), ({"N": True}, "must be an integer"),
+                           ({"N": 10}, "M = -1"), ({"K": 3, "N": 1}, "K=3")]:
+        out = np.zeros(9)
+        with pytest.raises(tir.ArgumentError, match=message):
+            prog(out=out, a=a, c=c, **sizes)
+        assert not out.any()
+    with pytest.raises(tir.ArgumentError, match="K = -1"):     # c: J[-1:K+1] of 1 element
+        prog(out=out, a=a, c=np.zeros(1), N=4)
+    # a new process: the cached plan, without SymPy or DaCe
+    got = run_fresh(f"""
+    import json, sys
+    import numpy as np
+    import tensorir_dace as tir
+    prog = tir.compile({SPLIT!r})
+    out = np.zeros(9)
+    prog(out=out, a=np.arange(9.0), c=np.zeros(4), M=3)
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sympy", "dace"}})
+    print(json.dumps({{"heavy": heavy, "out": out.tolist()}}))
+    """, tmp_path)
+    assert got["heavy"] == []
+    np.testing.assert_array_equal(got["out"], [1, 2, 3, 4, 5, 6, 12, 14, 16])
 
 
 # --------------------------------------------------------------------------- tables, tuples
@@ -472,22 +505,27 @@ def test_build_compiles_files_and_modules_in_parallel(tmp_path, capsys):
     assert [(n.rsplit("/", 1)[-1], why.split(":")[0]) for n, why in report.skipped] == \
         [("stencils.py:generic", "rank-generic")]
     assert report.ok and len(list((cache / "programs").glob("*.json"))) == 2
-    # a new process finds the decorated program's binary without DaCe
+    # a new process finds the decorated program by its Python source: no
+    # translation, SymPy or DaCe, with a Python or a NumPy scalar
     got = run_fresh(f"""
     import json, sys
     sys.path.insert(0, {str(src)!r})
     import numpy as np
     import stencils
     inp = np.arange(30.0).reshape(5, 6) ** 2
-    out = np.zeros((5, 6))
+    out, out2 = np.zeros((5, 6)), np.zeros((5, 6))
     stencils.shifted(inp, out, 0.5)
-    print(json.dumps({{"out": out.tolist(), "dace": "dace" in sys.modules}}))
+    stencils.shifted(inp, out2, alpha=np.float64(0.5))
+    heavy = sorted({{m.split(".")[0] for m in sys.modules}} & {{"sympy", "dace"}})
+    print(json.dumps({{"out": out.tolist(), "out2": out2.tolist(), "heavy": heavy,
+                      "info": stencils.shifted.cache_info()._asdict()}}))
     """, cache)
     inp = np.arange(30.0).reshape(5, 6) ** 2
     expected = np.zeros((5, 6))
     expected[1:-1, 1:-1] = 0.5 * (inp[2:, 1:-1] - inp[:-2, 1:-1])
-    assert got["dace"] is False
+    assert got["heavy"] == [] and got["info"]["loads"] == 2 and got["info"]["compiles"] == 0
     np.testing.assert_allclose(got["out"], expected, rtol=1e-14)
+    np.testing.assert_array_equal(got["out2"], got["out"])
     # the command line: a broken file fails the build and says why
     (src / "bad.tir").write_text("bad(out: tensor<float, I[0:N]>) { out ← zz }")
     assert main(["build", str(src / "bad.tir"), str(src / "lap.tir"), "--jobs", "1",

@@ -5,7 +5,9 @@ Weather models have hundreds of stencils: :func:`build` compiles every
 given (directories are searched), each in a worker process, and shows a
 progress line.  Afterwards each program starts at once in any process
 (:func:`tensorir_dace.compile` finds it by its source; a decorated program
-finds the specialisation of its annotations).  Rank-generic programs need
+finds the specialisation of its annotations, and its calls with arrays of
+the annotated dtypes and ranks and Python or NumPy scalars are recorded for
+the lookup by the Python source, so they translate nothing either).  Rank-generic programs need
 arguments to be specialised, so they are skipped with a note.
 """
 
@@ -53,23 +55,47 @@ def _files(paths: Iterable[str | os.PathLike]) -> list[pathlib.Path]:
     return out
 
 
-def _module_programs(path: pathlib.Path, report: BuildReport) -> list[tuple[str, str]]:
-    """(name, program text) of each annotated ``@program`` defined in a module."""
+def _import(path: pathlib.Path) -> Any:
+    """The module at ``path``, imported under the name its users import it by
+    (``pkg.mod`` inside packages), which the lookup of its programs' calls by
+    their Python source includes; a private name where another module has it."""
+    parts, root = ([] if path.stem == "__init__" else [path.stem]), path.parent
+    while (root / "__init__.py").exists():
+        parts.insert(0, root.name)
+        root = root.parent
+    name = ".".join(parts)
+    known = sys.modules.get(name)
+    if known is not None and pathlib.Path(getattr(known, "__file__", None) or ".").resolve() \
+            == path.resolve():
+        return known
+    sys.path.insert(0, str(root if known is None else path.parent))
+    try:
+        if known is None:     # leaves no trace in sys.modules (a later import reads it anew)
+            try:
+                return importlib.import_module(name)
+            finally:
+                sys.modules.pop(name, None)
+        spec = importlib.util.spec_from_file_location(f"_tensorir_build_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise ImportError("not a Python module")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(root if known is None else path.parent))
+
+
+def _module_programs(path: pathlib.Path, report: BuildReport
+                     ) -> list[tuple[str, str, Any]]:
+    """(name, program text, the ``@program``) of each annotated ``@program``
+    defined in a module."""
     from .frontend.decorators import ProgramObject
     from .syntax import format as format_program
-    spec = importlib.util.spec_from_file_location(f"_tensorir_build_{path.stem}", path)
-    if spec is None or spec.loader is None:
-        report.failed.append((str(path), "cannot be imported"))
-        return []
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent))
     try:
-        spec.loader.exec_module(module)
+        module = _import(path)
     except Exception as ex:  # noqa: BLE001  # the user's module: report, go on
         report.failed.append((str(path), f"importing it failed: {type(ex).__name__}: {ex}"))
         return []
-    finally:
-        sys.path.remove(str(path.parent))
     found = []
     for attr, obj in vars(module).items():
         if not isinstance(obj, ProgramObject) or getattr(obj.fn, "__module__", None) \
@@ -79,7 +105,7 @@ def _module_programs(path: pathlib.Path, report: BuildReport) -> list[tuple[str,
         if obj._specializer().generic:
             report.skipped.append((name, "rank-generic: it is specialised by its first call"))
             continue
-        found.append((name, format_program(obj.ir)))
+        found.append((name, format_program(obj.ir), obj))
     return found
 
 
@@ -103,12 +129,13 @@ def build(paths: Iterable[str | os.PathLike], *, optimize: str = "default", devi
     (default: one per core).  Progress goes to ``progress`` (``None``: quiet)."""
     t0 = time.perf_counter()
     report = BuildReport()
-    work: list[tuple[str, str]] = []
+    work: list[tuple[str, str, Any]] = []
     for f in _files(paths):
         if f.suffix == ".tir":
-            work.append((str(f), f.read_text()))
+            work.append((str(f), f.read_text(), None))
         else:
             work.extend(_module_programs(f, report))
+    decorated = {name: (text, obj) for name, text, obj in work if obj is not None}
     for name, why in report.skipped:
         _say(progress, f"skipped {name}: {why}\n")
     options = {"optimize": optimize, "device": device, "cache_dir": cache_dir}
@@ -118,12 +145,15 @@ def build(paths: Iterable[str | os.PathLike], *, optimize: str = "default", devi
     # unguarded script again); they only compile, so the parent's threads do not matter.
     context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [pool.submit(_compile_one, name, text, options) for name, text in work]
+        futures = [pool.submit(_compile_one, name, text, options) for name, text, _ in work]
         for fut in cf.as_completed(futures):
             name, seconds, error = fut.result()
             done += 1
             if error is None:
                 report.built.append((name, seconds))
+                if name in decorated:   # its calls in a new process translate nothing
+                    text, obj = decorated[name]
+                    obj.record_by_source(text, cache_dir)
             else:
                 report.failed.append((name, error))
                 _say(progress, f"\rfailed {name}: {error}\n")

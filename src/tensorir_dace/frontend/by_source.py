@@ -21,7 +21,9 @@ Here the call is looked up first by a key made without translating
 This over-approximates what translation reads: a change anywhere in it (a
 global constant, a called function's source, an argument dtype) is a miss,
 never a stale binary.  A value it cannot describe (an object of a user's
-class, a declared connectivity) gives no key: the call is translated as before.
+class) gives no key: the call is translated as before.  Declared
+connectivities are described by name, dimensions and element type; their
+tables (by keyword or ``offset_provider=``) are arguments like any other.
 
 ``<cache>/decorated/<key>.json`` holds the printed IR of the translated
 program; a hit compiles that text, which :mod:`tensorir_dace.runtime.source_cache`
@@ -48,10 +50,13 @@ import numpy as np
 from .. import ir
 from .annotations import GenericSpec, TensorSpec, annotation_spec, generic_spec
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
+from .connectivities import Connectivity
 from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Offset
+from .size_exprs import SizeExpr
 from .specialize import get_default_dims
 
-__all__ = ["call_key", "describe", "is_rank_generic", "load_text", "store_text"]
+__all__ = ["annotated_calls", "call_key", "describe", "is_rank_generic", "load_text",
+           "store_text"]
 
 #: Bump when the key recipe changes.
 _FORMAT = 1
@@ -156,7 +161,14 @@ class _Fingerprint:
             return ["dim", v.name]
         if isinstance(v, NeighborDimension):
             return ["nbdim", v.source.name, v.size, v.name]
-        if isinstance(v, (DimSpec, Offset, NeighborSlot, Mask)):
+        if isinstance(v, Connectivity):
+            return ["connectivity", v.name, v.target.name, self.value(v.neighbors, names),
+                    str(v.dtype)]
+        if isinstance(v, SizeExpr):
+            return ["size", v.text]
+        if isinstance(v, DimSpec):
+            return ["DimSpec", v.key()]
+        if isinstance(v, (Offset, NeighborSlot, Mask)):
             return [type(v).__name__, repr(v)]
         if isinstance(v, TensorSpec):
             return ["tensor", self.value(v.dtype, names),
@@ -220,6 +232,38 @@ def describe(values: dict[str, Any], generic: bool) -> tuple | None:
     if generic:
         out.append(tuple(d.name for d in get_default_dims() or ()))
     return tuple(out)
+
+
+_PYTHON_SCALARS = {"float64": "float", "float32": "float", "int64": "int", "int32": "int",
+                   "bool": "bool"}
+
+
+def annotated_calls(types: dict[str, ir.TensorType], limit: int = 16) -> list[tuple]:
+    """The argument descriptions (:func:`describe`) of the likely calls of a
+    program whose parameters have these annotated types: arrays of the
+    annotated dtype and rank; each scalar a Python number or a NumPy scalar of
+    its type (every combination, up to ``limit``; beyond it all Python or all
+    NumPy).  Empty where a parameter takes something else (a tuple)."""
+    choices: list[list[tuple]] = []
+    for name in sorted(types):
+        t = types[name]
+        if isinstance(t.dtype, ir.TupleType):
+            return []
+        dtype = np.dtype(t.dtype.name)
+        if t.dims:
+            choices.append([(name, "array", dtype.str, len(t.dims))])
+        else:
+            python = _PYTHON_SCALARS.get(t.dtype.name)
+            choices.append([(name, "np", dtype.str)] + ([(name, python)] if python else []))
+    combos: list[tuple] = [()]
+    width = 1
+    for c in choices:
+        width *= len(c)
+    if width > limit:
+        return [tuple(c[0] for c in choices), tuple(c[-1] for c in choices)]
+    for c in choices:
+        combos = [(*done, x) for done in combos for x in c]
+    return combos
 
 
 def call_key(fn: Callable, described: tuple, options: dict[str, Any]) -> str | None:

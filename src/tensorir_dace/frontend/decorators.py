@@ -91,6 +91,11 @@ class _Specialized:
         self._infos = None
         self._spz = None
         self._cache = SpecializationCache(self.fn.__name__)
+        # compiled programs found by the Python source, by argument description
+        # (None: translated in this process, the specialisations serve it)
+        self._by_source: dict[tuple, Any] = {}
+        self._serving = False     # some call was served that way
+        self._rank_generic: bool | None = None
 
     # ------------------------------------------------------------------ inspection
 
@@ -108,6 +113,62 @@ class _Specialized:
     def clear_cache(self) -> None:
         """Forget the specialisations of this object (the on-disk compile cache stays)."""
         self._cache.clear()
+        self._by_source.clear()
+        self._serving = False
+
+    # ------------------------------------------------------------------ by the source
+
+    _by_source_kind: tuple = ()     # ends the argument description (a function's marker)
+
+    def _described(self, args: tuple, kwargs: dict[str, Any]
+                   ) -> tuple[dict[str, Any], tuple] | None:
+        """The arguments by name and as :func:`.by_source.describe` sees them, or
+        None where the call cannot be looked up by the source."""
+        code = self.fn.__code__
+        names = code.co_varnames[:code.co_argcount]
+        values = dict(zip(names, args))
+        if len(args) > len(names) or any(k in values for k in kwargs):
+            return None
+        values.update(kwargs)
+        expected = set(names)
+        if values.keys() != expected:     # the tables of declared connectivities, by keyword
+            self._param_infos()
+            expected |= set(self._tables)
+        if values.keys() != expected or {"backend", "offset_provider"} & values.keys():
+            return None
+        if self._rank_generic is None:
+            self._rank_generic = by_source.is_rank_generic(self.fn)
+        described = by_source.describe(values, self._rank_generic)
+        return None if described is None else (values, described + self._by_source_kind)
+
+    def _found_by_source(self, described: tuple) -> Any:
+        """The compiled program of calls so described, found by the Python source
+        (see :mod:`.by_source`) without translating, or None."""
+        compiled = self._by_source.get(described, False)
+        if compiled is False:     # first call so described in this process: look it up
+            key = by_source.call_key(self.fn, described, self.compile_options)
+            text = None if key is None else by_source.load_text(
+                key, self.compile_options.get("cache_dir"))
+            compiled = None if text is None else compile_ir(text, **self.compile_options)
+            self._by_source[described] = compiled
+            if compiled is None:
+                return None
+            self._cache.misses += 1
+            self._cache.loads += 1
+            self._cache.by_source += 1
+            self._serving = True
+        elif compiled is not None:
+            self._cache.hits += 1
+        return compiled
+
+    def _store_by_source(self, args: tuple, kwargs: dict[str, Any], prog: Program) -> None:
+        """Record a call's newly translated program for lookups by the source."""
+        found = self._described(args, kwargs)
+        key = None if found is None else by_source.call_key(self.fn, found[1],
+                                                            self.compile_options)
+        if key is not None:
+            from ..syntax import format as format_program
+            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"))
 
     # ------------------------------------------------------------------ helpers
 
@@ -391,17 +452,53 @@ class FunctionObject(_Specialized, InlinedFunction):
         return {**bound.arguments,
                 **table_arguments(tables, provider, self._tables, self.fn.__name__)}
 
+    _by_source_kind = ("function",)
+
+    def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """The result of a direct call whose compiled program is found by the
+        Python source (see :mod:`.by_source`), without translating: allocated
+        with the shape its call plan gives for the arguments.  None: translate
+        (not found, no plan, a tuple result, or a mistake to report)."""
+        found = self._described(args, kwargs)
+        if found is None:
+            return None
+        values, described = found
+        compiled = self._found_by_source(described)
+        shape_of = getattr(getattr(compiled, "_callable", None), "shape_of", None)
+        if compiled is None or shape_of is None:
+            return None
+        name = compiled.param_names[-1]
+        given = {k: values[k] for k in compiled.param_names if k in values}
+        shape = shape_of(name, given)
+        if shape is None:
+            return None
+        dtype = next(lf["dtype"] for lf in compiled._callable.plan["leaves"]
+                     if lf["param"] == name)
+        result = np.empty(shape, dtype=dtype)
+        try:
+            compiled(**given, **{name: result})
+        except ArgumentError:          # the translated path says it at the parameter
+            return None
+        return result
+
     @api_boundary
     def __call__(self, *args: Any, **kwargs: Any):
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
+        plain_call = backend is None and self.backend == "compiled"
         backend = self._backend(backend)
         into = {k: kwargs.pop(k) for k in ("out", "domain")
                 if k in kwargs and k not in self._names()}
         if "domain" in into and "out" not in into:
             raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
                                 "write", self._def_loc())
+        plain_call = plain_call and not into
+        # as for programs: looked up by the source until one is translated here
+        if plain_call and (self._serving or not len(self._cache)):
+            result = self._call_by_source(args, kwargs)
+            if result is not None:
+                return result
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
@@ -422,6 +519,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         plain = dict(plain)
         plain[spec.result.name] = result
         self._run(spec, backend, new, plain)
+        if new and plain_call:
+            self._store_by_source(args, kwargs, spec.program)
         return result
 
 
@@ -571,20 +670,6 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         self._setup(fn, "program", backend, compile_options)
 
-    def _init_cache(self) -> None:
-        super()._init_cache()
-        # compiled programs found by the Python source, by argument description
-        # (None: translated in this process, the specialisations serve it)
-        self._by_source: dict[tuple, Any] = {}
-        self._serving = False     # some call was served that way
-        self._rank_generic: bool | None = None
-
-    def clear_cache(self) -> None:
-        """Forget the specialisations of this object (the on-disk compile cache stays)."""
-        self._cache.clear()
-        self._by_source.clear()
-        self._serving = False
-
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
 
@@ -730,22 +815,16 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             values[k] = v
         return values
 
-    def _described(self, args: tuple, kwargs: dict[str, Any]
-                   ) -> tuple[dict[str, Any], tuple] | None:
-        """The arguments by name and as :func:`.by_source.describe` sees them, or
-        None where the call cannot be looked up by the source."""
-        code = self.fn.__code__
-        names = code.co_varnames[:code.co_argcount]
-        values = dict(zip(names, args))
-        if len(args) > len(names) or any(k in values for k in kwargs):
+    def _provided(self, kwargs: dict[str, Any], offset_provider: Any) -> dict[str, Any] | None:
+        """``kwargs`` with the tables of ``offset_provider`` merged in as the
+        translated path merges them (None: a mistake that path reports)."""
+        self._param_infos()
+        if not self._tables:
             return None
-        values.update(kwargs)
-        if values.keys() != set(names) or {"backend", "offset_provider"} & values.keys():
+        try:
+            return table_arguments(kwargs, offset_provider, self._tables, self.__name__)
+        except ArgumentError:
             return None
-        if self._rank_generic is None:
-            self._rank_generic = by_source.is_rank_generic(self.fn)
-        described = by_source.describe(values, self._rank_generic)
-        return None if described is None else (values, described)
 
     def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> bool:
         """Run a call whose compiled program is found by the Python source (see
@@ -754,47 +833,43 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         if found is None:
             return False
         values, described = found
-        compiled = self._by_source.get(described, False)
-        if compiled is False:     # first call so described in this process: look it up
-            key = by_source.call_key(self.fn, described, self.compile_options)
-            text = None if key is None else by_source.load_text(
-                key, self.compile_options.get("cache_dir"))
-            compiled = None if text is None else compile_ir(text, **self.compile_options)
-            self._by_source[described] = compiled
-            if compiled is None:
-                return False
-            self._cache.misses += 1
-            self._cache.loads += 1
-            self._cache.by_source += 1
-            self._serving = True
-        elif compiled is None:
+        compiled = self._found_by_source(described)
+        if compiled is None:
             return False
-        else:
-            self._cache.hits += 1
         try:      # static values are in the key and not parameters of the program
             compiled(**{k: values[k] for k in compiled.param_names if k in values})
         except ArgumentError:          # the translated path says it at the parameter
             return False
         return True
 
-    def _store_by_source(self, args: tuple, kwargs: dict[str, Any], prog: Program) -> None:
-        """Record a call's newly translated program for lookups by the source."""
-        found = self._described(args, kwargs)
-        key = None if found is None else by_source.call_key(self.fn, found[1],
-                                                            self.compile_options)
-        if key is not None:
-            from ..syntax import format as format_program
-            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"))
+    def record_by_source(self, text: str, cache_dir: Any = None) -> int:
+        """Record ``text``, the printed IR of this program's annotated
+        specialisation, for lookups by the source of the calls its annotations
+        lead one to expect (:func:`.by_source.annotated_calls`), so that such
+        a call in a new process translates nothing; how many were recorded
+        (none for a rank-generic program)."""
+        if self._specializer().generic:
+            return 0
+        types = {p.name: self._annotated_type(p) for p in self._param_infos()}
+        count = 0
+        for described in by_source.annotated_calls(types):
+            key = by_source.call_key(self.fn, described, self.compile_options)
+            if key is not None:
+                by_source.store_text(key, text, cache_dir)
+                count += 1
+        return count
 
     @api_boundary
     def __call__(self, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        plain_call = backend is None and offset_provider is None and self.backend == "compiled"
+        plain_call = backend is None and self.backend == "compiled"
         # looked up by the source until a specialisation is translated in this process
         # (unless some were found that way): a translated one is served from memory
-        if plain_call and (self._serving or not len(self._cache)) \
-                and self._call_by_source(args, kwargs):
-            return
+        if plain_call and (self._serving or not len(self._cache)):
+            tables = kwargs if offset_provider is None else self._provided(kwargs,
+                                                                           offset_provider)
+            if tables is not None and self._call_by_source(args, tables):
+                return
         names = [p.name for p in self._param_infos()]
         if "backend" in names and backend is not None:
             kwargs["backend"] = backend

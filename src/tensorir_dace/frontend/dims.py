@@ -27,6 +27,7 @@ from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError, SourceLoc
 from ..lazy import lazy_module
+from .size_exprs import SizeExpr, as_sympy, bound_text, is_sympy
 from .source import user_frame
 
 if TYPE_CHECKING:
@@ -51,17 +52,31 @@ class DefinitionError(FrontendError, TypeError):
         super().__init__(message, _user_loc())
 
 
-def size(name: str) -> sympy.Symbol:
-    """A size symbol: a non-negative integer SymPy symbol (``N = size("N")``)."""
+def size(name: str) -> Any:
+    """A size symbol (``N = size("N")``): the non-negative integer SymPy symbol
+    ``N``, held as a :class:`~.size_exprs.SizeExpr` until SymPy is needed."""
+    if isinstance(name, str) and name.isidentifier():
+        return SizeExpr(name)
     return ir.size_symbol(name)
 
 
-def sizes(names: str) -> tuple[sympy.Symbol, ...]:
+def sizes(names: str) -> tuple[Any, ...]:
     """Several size symbols: ``N, M = sizes("N M")``."""
     return tuple(size(n) for n in names.replace(",", " ").split())
 
 
+def _bound(value: Any, what: str = "an interval bound") -> Any:
+    """An interval bound as written (an int, a size expression or SymPy), checked
+    without making it SymPy (:func:`as_bound` does)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, SizeExpr) or is_sympy(value):
+        return value
+    raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
+
+
 def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
+    value = as_sympy(value)
     if isinstance(value, bool):
         raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
     if isinstance(value, sympy.Expr):
@@ -117,16 +132,20 @@ class Dimension:
         if not isinstance(item, slice) or item.step is not None:
             raise DefinitionError(f"write an interval as {self.name}[start:stop]")
         start = 0 if item.start is None else item.start
-        stop = self.size if item.stop is None else item.stop
-        return DimSpec(self, as_bound(start), as_bound(stop))
+        stop = self.size_expr() if item.stop is None else item.stop
+        return DimSpec(self, _bound(start), _bound(stop))
 
     def halo(self, lower: int, upper: int | None = None) -> DimSpec:
         """``[−lower : size + upper)``: the dimension extended by a halo."""
         upper = lower if upper is None else upper
-        return DimSpec(self, as_bound(-lower), self.size + as_bound(upper))
+        return DimSpec(self, -_bound(lower), self.size_expr() + _bound(upper))
+
+    def size_expr(self) -> SizeExpr:
+        """:attr:`size` held as text (see :mod:`.size_exprs`)."""
+        return SizeExpr(f"N_{self.name}")
 
     def spec(self) -> DimSpec:
-        return DimSpec(self, sympy.Integer(0), self.size)
+        return DimSpec(self, 0, self.size_expr())
 
     # -- offsets: I + 1, I - 1
     def __add__(self, other: Any) -> Offset:
@@ -250,13 +269,42 @@ def dims(names: str | Iterable[str]) -> Any:
     return out[0] if len(out) == 1 else out
 
 
-@dataclass(frozen=True)
 class DimSpec:
-    """A dimension with an explicit interval, for annotations."""
+    """A dimension with an explicit interval, for annotations.  The bounds are
+    kept as written (ints, size expressions) and made SymPy when translation
+    first reads :attr:`start` or :attr:`stop`; :meth:`key` describes them
+    without SymPy."""
 
-    dim: Dimension
-    start: Bound
-    stop: Bound
+    __slots__ = ("dim", "_bounds", "_sympy")
+
+    def __init__(self, dim: Dimension, start: Any, stop: Any):
+        self.dim = dim
+        self._bounds = (start, stop)
+        self._sympy: tuple[Bound, Bound] | None = None
+
+    def _made(self) -> tuple[Bound, Bound]:
+        if self._sympy is None:
+            self._sympy = (as_bound(self._bounds[0]), as_bound(self._bounds[1]))
+        return self._sympy
+
+    @property
+    def start(self) -> Bound:
+        return self._made()[0]
+
+    @property
+    def stop(self) -> Bound:
+        return self._made()[1]
+
+    def key(self) -> str:
+        """The interval as written, for cache keys."""
+        return f"{self.dim.name}[{bound_text(self._bounds[0])}:{bound_text(self._bounds[1])}]"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, DimSpec) and self.dim.same(other.dim) \
+            and self._made() == other._made()
+
+    def __hash__(self) -> int:
+        return hash((self.dim.name, self._made()))
 
     def __repr__(self) -> str:
         return f"{self.dim.name}[{self.start}:{self.stop}]"

@@ -47,6 +47,7 @@ from .nodes import (
     handler,
 )
 from .runtime_bounds import runtime_value
+from .size_exprs import as_sympy
 from .source import SourceInfo, parameters
 from .values import (
     BoundMethod,
@@ -220,7 +221,7 @@ class ExpressionTranslator:
                 return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
-            return getattr(base, node.attr)
+            return as_sympy(getattr(base, node.attr))
         except AttributeError:
             raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'"
                              + did_you_mean(node.attr, dir(base))) from None

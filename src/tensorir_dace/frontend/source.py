@@ -16,6 +16,7 @@ from ..errors import (
     FrontendError,
     SourceLoc,
 )
+from .size_exprs import as_sympy
 
 
 @dataclass
@@ -45,12 +46,12 @@ class SourceInfo:
             for var, cell in zip(code.co_freevars, fn.__closure__):
                 if var == name:
                     try:
-                        return True, cell.cell_contents
+                        return True, as_sympy(cell.cell_contents)
                     except ValueError:
                         return False, None
         g = getattr(fn, "__globals__", {})
         if name in g:
-            return True, g[name]
+            return True, as_sympy(g[name])
         if hasattr(builtins, name):
             return True, getattr(builtins, name)
         return False, None

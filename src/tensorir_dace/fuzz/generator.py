@@ -7,7 +7,9 @@ many of them.  Every case covers one family of constructs (Cartesian
 arithmetic with halos and broadcasting, float32, int32/int64 with negative
 ``/`` and ``%``, bool logic, tuples, neighbour tables with absent entries,
 scans with wider operands, ``subset`` and ``concat``, temporaries,
-chains of statements passing temporaries read with shifts,
+chains of statements passing temporaries read with shifts, temporaries
+sized by a loop variable (new in every iteration) that the loop body reads
+before writing, writes in part or only on some steps,
 program-level ``if``/``for``, runtime domains (``subset`` targets and
 ``concat`` pieces bounded by the scalar parameters ``h0`` and ``h1``, run
 with several values through one binary, empty and inverted ranges included),
@@ -42,7 +44,7 @@ SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
 BOUNDS = (({"h0": 1, "h1": 3}, {"h0": 3, "h1": 1}, {"h0": 1, "h1": 11}),
           ({"h0": 0, "h1": 8}, {"h0": 2, "h1": 2}))
 KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
-         "temporary", "control", "runtime", "offset", "nested", "chain")
+         "temporary", "control", "runtime", "offset", "nested", "chain", "looptemp")
 # Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
 # entry (the checker cannot know that, the argument check at call time does).
 I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
@@ -342,12 +344,39 @@ def generate_case(seed: int, index: int | None = None) -> Case:
         outs, stmts = [decl(o, "float", "I[0:N], K[0:L]")], [f"{o} ← {g.kexpr(d)}"]
     elif kind == "nested":
         outs, stmts = [decl(o, "float", "V[0:NV]")], [f"{o} ← {g.nested(d)}"]
+    elif kind == "looptemp":
+        outs, temps, stmts = [decl(o, "float")], *_loop_temporaries(g, k, o, d)
     else:   # control
         outs = [decl(o, "float")]
         cond = g.pick("s % 2 == 1", "s / 2 ≥ 1", "alpha > 1.0", "s % 3 == -1 ∨ s < 0")
         stmts = [f"if ({cond}) {{ {o} ← {g.fexpr(d)} }} else {{ {o} ← {g.fexpr(d)} }}",
                  f"for (it in 0:{g.pick('2', 's', 's % 3')}) {{ {o} ← {o} × 0.5 + a }}"]
     return Case(seed, kind, tuple(outs), tuple(temps), tuple(stmts))
+
+
+def _loop_temporaries(g: _Gen, k: int, o: str, d: int) -> tuple[list[str], list[str]]:
+    """Temporaries on ``J[it:M]`` inside a loop over ``it`` (each step reads level
+    ``it``, which the previous step wrote): read first, written in part, written
+    on even steps only, or written whole first."""
+    it = f"it_{k}"
+    ij = lambda lo, hi: f"I[0:N], J[{lo}:{hi}]"  # noqa: E731
+    level = lambda name: f"subset({name}, {ij(it, it + ' + 1')})"  # noqa: E731
+    value = lambda lo: f"subset({g.fexpr(d)} + a, {ij(lo, 'M')})"  # noqa: E731
+    variants = {
+        "r": lambda t: [f"{level(o)} ← {level(o)} × 0.5 + {level(t)}", f"{t} ← {value(it)}"],
+        "p": lambda t: [f"subset({t}, {ij(it + ' + 1', 'M')}) ← {value(it + ' + 1')}",
+                        f"{level(o)} ← {level(o)} + {level(t)}"],
+        "c": lambda t: [f"if ({it} % 2 == 0) {{ {t} ← {value(it)} }}",
+                        f"{level(o)} ← {level(o)} - {level(t)}"],
+        "w": lambda t: [f"{t} ← {value(it)}",
+                        f"subset({o}, {ij(it, 'M')}) ← subset({o}, {ij(it, 'M')}) + {t} × 0.5"],
+    }
+    chosen = g.r.sample(sorted(variants), 2)
+    temps = [f"t_{k}{v}: tensor<float, {ij(it, 'M')}>" for v in chosen]
+    body = [x for v in chosen for x in variants[v](f"t_{k}{v}")]
+    stop = g.pick("2", "3", "M - 1")
+    return temps, [f"{o} ← {g.fexpr(d)} + b",
+                   f"for ({it} in 0:{stop}) {{ " + "; ".join(body) + " }"]
 
 
 def program_text(cases: list[Case] | tuple[Case, ...], name: str = "fuzz") -> str:

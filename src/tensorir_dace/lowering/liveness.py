@@ -7,12 +7,15 @@ recover from C++ tasklets:
   dataflow elimination fails on such a write ("cannot eliminate dead
   connector"), so it is not lowered at all;
 * a temporary read before a statement has written all of it holds zeros
-  there, as in the interpreter, so its array is zero-filled on entry.
+  there, as in the interpreter, so its array is zero-filled on entry; a
+  temporary sized by a loop variable exists anew in every iteration, so it
+  is zero-filled at the start of each iteration where the loop body may read
+  it first.
 
-Only the program's top-level statements are ordered precisely; statements
-inside loops and conditionals count as reads and writes of everything they
-mention, in both directions (a loop body may read what a later iteration
-wrote).
+Only the statements of one sequence (the program's body, or a loop's body for
+the temporaries it makes) are ordered precisely; statements nested in
+conditionals and loops count as reads and writes of everything they mention,
+in both directions (a loop body may read what a later iteration wrote).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from collections.abc import Sequence
 
 from .. import ir
 
-__all__ = ["dead_writes", "live_temporaries", "read_before_written", "target_name"]
+__all__ = ["dead_writes", "live_temporaries", "read_before_written", "read_first",
+           "target_name"]
 
 
 def target_name(s: ir.Assign) -> str:
@@ -80,10 +84,16 @@ def dead_writes(program: ir.Program) -> set[int]:
 def read_before_written(program: ir.Program) -> set[str]:
     """Temporaries some statement may read before a top-level statement has
     assigned all of them (a subset write assigns only part)."""
-    temps = {t.name for t in program.temporaries}
+    return read_first({t.name for t in program.temporaries}, program.body)
+
+
+def read_first(temps: set[str], stmts: Sequence[ir.Stmt]) -> set[str]:
+    """Those of ``temps`` that ``stmts`` may read before one of them has assigned
+    all of it (a subset write, or one inside a conditional or loop, may leave
+    part unassigned)."""
     whole: set[str] = set()
     early: set[str] = set()
-    for s in program.body:
+    for s in stmts:
         early |= (_mentions(s) & temps) - whole
         if isinstance(s, ir.Assign) and isinstance(s.target, ir.Sym):
             whole.add(s.target.name)

@@ -24,7 +24,7 @@ from ..signature import ArgBinding, CallSignature
 from ..typing import scope as typing_scope
 from ..typing.runtime import bound_of, loop_hull, loop_sized
 from .expressions import ExprGen, head_name
-from .liveness import dead_writes, live_temporaries, read_before_written, target_name
+from .liveness import dead_writes, live_temporaries, read_before_written, read_first, target_name
 from .names import Mangler, map_param
 from .tasklet import TaskletBuilder
 from .values import (
@@ -200,12 +200,15 @@ class ProgramLowering:
         return Stored(t, leaf(t.dtype))
 
     def zero_fill(self, stored: Stored) -> None:
-        """Zeros in every element of a temporary (read before it is written)."""
+        """Zeros in every element of a temporary (read before it is written); for a
+        loop temporary, on this iteration's interval of its storage."""
         state = self.new_state("zero_fill")
         for leaf in leaves_of(stored.leaves):
-            params = [f"_z{i}" for i in range(len(leaf.dims))]
+            dims = stored.type.dims
+            params = [f"_z{i}" for i in range(len(dims))]
+            shape = ArrayInfo(leaf.data, dims, leaf.dtype).shape
             ranges = {p: f"{_dace_expr(d.start)}:{_dace_expr(d.start + n)}"
-                      for p, d, n in zip(params, leaf.dims, leaf.shape)}
+                      for p, d, n in zip(params, dims, shape)}
             state.add_mapped_tasklet(f"zero_{leaf.data}", ranges, {}, "_z = 0",
                                      {"_z": dace.Memlet(f"{leaf.data}[{', '.join(params)}]")},
                                      external_edges=True)
@@ -267,9 +270,13 @@ class ProgramLowering:
         self._reads = {}
         return state
 
-    def in_region(self, region: ControlFlowRegion, stmts, scope: CScope) -> None:
+    def in_region(self, region: ControlFlowRegion, stmts, scope: CScope,
+                  zeros: tuple[Stored, ...] = ()) -> None:
+        """``stmts`` in ``region``, after zero-filling ``zeros`` there."""
         saved = (self.region, self.last_block)
         self.region, self.last_block = region, None
+        for stored in zeros:
+            self.zero_fill(stored)
         self.block(stmts, scope)
         if self.last_block is None:
             self.new_state("empty")
@@ -302,8 +309,10 @@ class ProgramLowering:
                     inner = scope.child({var: SymbolValue(v)})
                     outer_ranges = dict(self.loop_ranges)
                     self.loop_ranges[var] = self.loop_range(start, stop)
-                    inner.bindings |= self.loop_temporaries(var, inner)
-                    self.in_region(loop, body, inner)
+                    fresh = self.loop_temporaries(var, inner)
+                    inner.bindings |= fresh
+                    self.in_region(loop, body, inner,
+                                   tuple(fresh[n] for n in sorted(read_first(set(fresh), body))))
                     self.loop_ranges = outer_ranges
 
     # ------------------------------------------------------------------ conditions

@@ -5,7 +5,7 @@
 symbols the arrays imply, size orders, overlapping buffers), builds the
 library's argument vector and calls it through :class:`.library.Library`.
 Any argument it does not accept as plainly valid -- a wrong shape, an
-overlap that needs a copy, a device array, an explicit size symbol -- is
+overlap that needs a copy, a device array, a size no extent or keyword gives -- is
 handed to the full path (``fallback``: the program checked, lowered and
 loaded through DaCe), which either runs the call or raises the precise
 :class:`~tensorir_dace.ArgumentError`.  Both paths accept the same calls.
@@ -42,7 +42,7 @@ from .library import Library
 __all__ = ["PLAN_FORMAT", "NativeCallable", "evaluator"]
 
 #: Bump when the call plan's layout changes (:mod:`.plan` writes it).
-PLAN_FORMAT = 2
+PLAN_FORMAT = 3
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Name, ast.Load, ast.Constant,
             ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub, ast.UAdd, ast.Call,
@@ -152,6 +152,7 @@ def _unpack(value: Any, nesting: list | None, out: list) -> bool:
         and all(_unpack(v, n, out) for v, n in zip(value, nesting))
 
 
+_SIZE_TYPES = (int, np.int64, np.int32)
 _SHAPE = attrgetter("shape")
 _WRITEABLE = attrgetter("flags.writeable")
 
@@ -192,8 +193,10 @@ class NativeCallable:
         self._shapes = evaluator("(" + "".join(
             "(" + "".join(f"{e}, " for e in leaves[i]["shape"]) + "), " for i in arrays) + ")",
             names)
-        self._solve = tuple((sym, i, d, evaluator(e, ["x"]))
-                            for sym, (i, d, e) in plan["solve"].items())
+        # (symbol, leaf, axis, solution from the extent and deps, deps)
+        self._solve = tuple((sym, i, d, evaluator(e, ["x", *deps]), tuple(deps))
+                            for sym, i, d, e, deps in plan["solve"])
+        self._sizes: dict[str, str] = plan["sizes"]     # keyword size -> symbol
         self._scalar_symbols = tuple(plan["scalar_symbols"].items())
         cons = plan["constraints"]
         self._constraints = evaluator(" and ".join(f"({lo}) <= ({hi})" for lo, hi in cons),
@@ -311,8 +314,12 @@ class NativeCallable:
 
     def _prepare(self, kwargs: dict[str, Any], flat: tuple) -> _Entry | None:
         """Argument vectors for a plainly valid call; ``None``: take the full path."""
+        env: dict[str, int] = {}
         if kwargs.keys() != self._param_keys:
-            return None
+            sizes = self._keyword_sizes(kwargs)
+            if sizes is None or not self._param_keys <= kwargs.keys():
+                return None
+            env = sizes
         positions = self._positions(kwargs)
         values = positions[3](flat)       # in the plan's leaf order
         for i, dtype, ndim, written in self._array_specs:
@@ -325,11 +332,10 @@ class NativeCallable:
         for i, types in self._scalar_specs:
             if type(values[i]) not in types:
                 return None
-        env: dict[str, int] = {}
-        for sym, i, d, fn in self._solve:
-            env[sym] = int(fn(values[i].shape[d]))
         for sym, i in self._scalar_symbols:
             env[sym] = int(values[i])
+        if not self._solve_sizes(values, env):
+            return None
         syms = [env[n] for n in self._names]
         arrays = self._pick_arrays(values)
         if tuple(map(_SHAPE, arrays)) != self._shapes(*syms):
@@ -355,11 +361,63 @@ class NativeCallable:
         return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
                       flat, positions, sequential)
 
+    def _keyword_sizes(self, kwargs: dict[str, Any]) -> dict[str, int] | None:
+        """The size symbols given by keyword, the keywords beyond the parameters
+        (``None``: another keyword, or a value the full path must report)."""
+        env: dict[str, int] = {}
+        for k in kwargs.keys() - self._param_keys:
+            sym, v = self._sizes.get(k), kwargs[k]
+            if sym is None or type(v) not in _SIZE_TYPES or v < 0:
+                return None
+            env[sym] = int(v)
+        return env
+
+    def _solve_sizes(self, values: tuple, env: dict[str, int]) -> bool:
+        """Add to ``env`` the size symbols the array extents give, each once the
+        other symbols in its extent are known (``False``: one stays unknown or
+        comes out negative)."""
+        progress = True
+        while progress and len(env) < len(self._names):
+            progress = False
+            for sym, i, d, fn, deps in self._solve:
+                if sym not in env and values[i] is not None and all(n in env for n in deps):
+                    try:
+                        v = int(fn(values[i].shape[d], *[env[n] for n in deps]))
+                    except (ArithmeticError, ValueError):
+                        return False
+                    if v < 0:
+                        return False    # the full path reports it
+                    env[sym] = v
+                    progress = True
+        return all(n in env for n in self._names)
+
+    def shape_of(self, param: str, kwargs: dict[str, Any]) -> tuple[int, ...] | None:
+        """The shape of array parameter ``param`` for the sizes the other
+        arguments (arrays, int scalars, sizes by keyword) imply; None where they
+        do not imply them all (a function's result is allocated so)."""
+        leaves = self.plan["leaves"]
+        arrays = [i for i, lf in enumerate(leaves) if lf["kind"] == "array"]
+        at = [k for k, i in enumerate(arrays) if leaves[i]["param"] == param]
+        values = tuple(None if lf["path"] or lf["param"] == param else kwargs.get(lf["param"])
+                       for lf in leaves)
+        env = self._keyword_sizes(kwargs)
+        if env is None:
+            return None
+        for sym, i in self._scalar_symbols:
+            if type(values[i]) not in _SIZE_TYPES:
+                return None
+            env[sym] = int(values[i])
+        if len(at) != 1 or any(v is not None and type(v) is not np.ndarray
+                               for v, lf in zip(values, leaves) if lf["kind"] == "array") \
+                or not self._solve_sizes(values, env):
+            return None
+        return self._shapes(*[env[n] for n in self._names])[at[0]]
+
     def _positions(self, kwargs: dict[str, Any]
                    ) -> tuple[Callable, Callable, tuple[int, ...], Callable, Callable]:
-        """Where the arrays, the written arrays, the scalars and all the plan's
-        leaves are among the (unpacked) values of a call with these keyword
-        names (computed once per name order)."""
+        """Where the arrays, the written arrays, the scalars (and sizes given by
+        keyword) and all the plan's leaves are among the (unpacked) values of a
+        call with these keyword names (computed once per name order)."""
         order = tuple(kwargs)
         hit = self._orders.get(order)
         if hit is None:
@@ -367,7 +425,8 @@ class NativeCallable:
             at = [flat.index(leaf) for leaf in self._leaf_keys]
             arrays = [at[i] for i, *_ in self._array_specs]
             written = [at[i] for i, _, _, w in self._array_specs if w]
-            scalars = tuple(at[i] for i, _ in self._scalar_specs)
+            scalars = tuple(at[i] for i, _ in self._scalar_specs) + tuple(
+                flat.index((k, ())) for k in order if k not in self._param_keys)  # sizes
             hit = self._orders[order] = (_picker(arrays), _picker(written), scalars,
                                          _picker(at), _checker(arrays, written, scalars))
         return hit

@@ -4,8 +4,9 @@ Made once, when a program is compiled (with SymPy and DaCe at hand), from
 the :class:`~.compiled.SDFGCallable` that calls it, and stored in the compile
 cache next to the library; :mod:`.native` calls the library through it
 without DaCe or SymPy.  It says, in the library's argument order, which
-parameter leaf, scalar or size symbol each C argument is; how every size
-symbol follows from an array extent; every array's expected shape; the
+parameter leaf, scalar or size symbol each C argument is; how each size
+symbol follows from an array extent (given the other symbols in it, which
+may come from keyword arguments); every array's expected shape; the
 size orders to check; and the volume of the largest parallel map (calls
 smaller than :data:`tensorir_dace.openmp.SEQUENTIAL_BELOW` run one-threaded).
 Expressions are Python expressions over the SDFG's symbol names, checked
@@ -16,9 +17,8 @@ tuple structure), and neighbour tables by the operand intervals each shift
 through them reads, as expressions over the size symbols.
 
 A program the plan cannot describe (GPU code, arguments beyond plain arrays,
-tuples of them, scalars and symbols, size symbols that only keyword
-arguments give, table intervals over sizes the library does not take) gets
-no plan: its cached calls take the full path.
+tuples of them, scalars and symbols, table intervals over sizes the library
+does not take) gets no plan: its cached calls take the full path.
 """
 
 from __future__ import annotations
@@ -95,28 +95,33 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         by_data[b.data] = len(leaves)
         leaves.append(leaf)
 
-    # Size symbols: solved from an array extent, or the value of an int scalar.
+    # Size symbols: the value of an int scalar, a keyword argument, or solved
+    # from an array extent once the other symbols in it are known.
     symbols = sorted({str(s) for leaf in leaves for e in leaf.get("shape", ())
                       for s in e.free_symbols} | {sym for _, sym, _ in c._symbol_map})
-    solve: dict[str, list[Any]] = {}
+    solve: list[list[Any]] = []
     for sym in symbols:
         if sym in symbol_of_scalar:
             continue
+        seen: set[tuple[str, ...]] = set()
         for i, leaf in enumerate(leaves):
             for d, e in enumerate(leaf.get("shape", ())):
-                if {str(s) for s in e.free_symbols} != {sym}:
+                free = {str(s) for s in e.free_symbols}
+                deps = tuple(sorted(free - {sym}))
+                if sym not in free or deps in seen:
                     continue
                 x = sympy.Symbol("x")
-                found = sympy.solve(sympy.Eq(e.xreplace({s: sympy.Symbol(sym)
-                                                         for s in e.free_symbols}), x),
-                                    sympy.Symbol(sym))
-                if len(found) == 1:
-                    solve[sym] = [i, d, _py(found[0], ["x"])]
-                    break
-            if sym in solve:
-                break
-        else:
-            raise _NoPlan(f"size symbol {sym} is given by no array extent")
+                try:
+                    found = sympy.solve(sympy.Eq(e.xreplace({s: sympy.Symbol(str(s))
+                                                             for s in e.free_symbols}), x),
+                                        sympy.Symbol(sym))
+                    if len(found) != 1:
+                        continue
+                    solve.append([sym, i, d, _py(found[0], ["x", *deps]), list(deps)])
+                except (_NoPlan, NotImplementedError):
+                    continue    # not solvable in plain arithmetic: the full path solves it
+                seen.add(deps)
+    solve.sort(key=lambda entry: len(entry[4]))     # the ones needing no other symbol first
     names = symbols + sorted(set(symbol_of_scalar) - set(symbols))
     for leaf in leaves:
         if "shape" in leaf:
@@ -170,6 +175,8 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         "symbols": names,
         "scalar_symbols": symbol_of_scalar,
         "solve": solve,
+        "sizes": {size: sym for size, sym in c.signature.symbols.items()
+                  if sym in names and sym not in symbol_of_scalar},
         "constraints": constraints,
         "args": args,
         "init": list(c._init_positions),
