@@ -66,6 +66,7 @@ _LAZY = {
     "can_deref": ("frontend", "can_deref"),
     "connectivity": ("frontend", "connectivity"),
     "as_offset": ("frontend", "as_offset"),
+    "broadcast": ("frontend", "broadcast"),
     "astype": ("frontend", "astype"),
     "with_interval": ("frontend", "with_interval"),
     "sizes": ("frontend", "sizes"),

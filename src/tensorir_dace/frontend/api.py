@@ -105,6 +105,10 @@ astype = Builtin("astype", "cast", doc="astype(x, float32): convert the element 
 as_offset = Builtin("as_offset", "as_offset",
                     doc="as_offset(K, off): a shift along K by the integer tensor off: "
                         "x(as_offset(K, off)) is x(K + off).")
+broadcast = Builtin("broadcast", "broadcast",
+                    doc="broadcast(x, (Cell, K)): x as a value over those dimensions (GT4Py's "
+                        "spelling); dimensions x lacks are added where it is combined or "
+                        "assigned, as for any operand.")
 can_deref = Builtin("can_deref", "can_deref",
                     doc="can_deref(x): whether each neighbour of a shifted tensor exists.")
 
@@ -156,4 +160,4 @@ def _register() -> None:
 _register()
 
 __all__ = ["Builtin", "ReduceOp", "reduce", "where", "concat_where", "neighbor_sum",
-           "max_over", "min_over", "cast", "index", "can_deref", *ELEMENTWISE]
+           "max_over", "min_over", "cast", "index", "can_deref", "broadcast", *ELEMENTWISE]

@@ -306,13 +306,22 @@ class AssignmentTranslator(FunctionTranslator):
 
     def assign_tuple(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[ir.Stmt]:
         targets = list(tgt.elts)
-        n = len(targets)
-        vnode = getattr(s, "value", None) or s
         target_names = set()
         for t in targets:
             base = t.value if isinstance(t, ast.Subscript) else t
             if isinstance(base, ast.Name) and isinstance(self.env.get(base.id), ir.Sym):
                 target_names.add(self.env[base.id].name)
+        out, parts = self.tuple_parts(value, len(targets), target_names, s)
+        for t, p in zip(targets, parts):
+            out += self.assign(t, p, s)
+        return out
+
+    def tuple_parts(self, value: Any, n: int, target_names: set[str],
+                    s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
+        """The ``n`` parts of a tuple value, and the statements that must run first:
+        a part that reads one of the targets is staged in a temporary, so that
+        writing an earlier target cannot change what a later part reads."""
+        vnode = getattr(s, "value", None) or s
         if isinstance(value, tuple):
             if len(value) != n:
                 raise self.error(s, f"cannot unpack {len(value)} values into {n} targets")
@@ -334,9 +343,7 @@ class AssignmentTranslator(FunctionTranslator):
                             p = ir.Sym(tmp, loc=self.loc(s))
                     staged.append(p)
                 parts = staged
-            for t, p in zip(targets, parts):
-                out += self.assign(t, p, s)
-            return out
+            return out, parts
         if not is_ir(value):
             raise self.error(s, f"cannot unpack {describe(value)}")
         vt = self.type_of(value, vnode)
@@ -349,6 +356,4 @@ class AssignmentTranslator(FunctionTranslator):
             self.ctx.add_temporary(tmp, vt, self.loc(s))
             out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), value, loc=self.loc(s)))
             value = ir.Sym(tmp, loc=self.loc(s))
-        for k, t in enumerate(targets):
-            out += self.assign(t, project(value, k, self.loc(s)), s)
-        return out
+        return out, [project(value, k, self.loc(s)) for k in range(n)]

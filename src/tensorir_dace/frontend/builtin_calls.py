@@ -23,6 +23,7 @@ from .dims import (
     Dimension,
     DimMask,
     Mask,
+    NeighborDimension,
     Offset,
     _complement,
     _is_empty,
@@ -106,7 +107,29 @@ class BuiltinTranslator(ExpressionTranslator):
             return self.call_ir("can_deref", [self.to_ir(x, node)], node)
         if kind == "as_offset":
             return as_offset(self, f, args, kwargs, node)
+        if kind == "broadcast":
+            x, dims = self.positional(f, args, kwargs, ("x", "dims"), node)
+            return self.broadcast_to(x, dims, node)
         raise self.error(node, f"unknown builtin {f.name}")  # pragma: no cover
+
+    def broadcast_to(self, x: Any, dims: Any, node: ast.Call) -> Any:
+        """``broadcast(x, (D1, D2, …))``: Tensor IR broadcasts by dimension name
+        wherever values meet, so ``x`` itself is the value; checked here is that
+        it has no dimension outside ``dims``."""
+        dims = dims if isinstance(dims, (tuple, list)) else (dims,)
+        if not dims or not all(isinstance(d, (Dimension, NeighborDimension)) for d in dims):
+            raise self.error(node, "broadcast(x, dims): dims is a tuple of dimensions, such "
+                                   f"as (Cell, K); got {describe(dims)}")
+        if not contains_ir(x):
+            return x
+        t = self.type_of(self.to_ir(x, node), node)
+        wanted = {d.name for d in dims}
+        extra = [d.name for d in t.dims if d.name not in wanted and not d.is_neighbor]
+        if extra:
+            raise self.error(node, f"broadcast() cannot drop dimensions: the value ({t}) has "
+                                   f"{', '.join(extra)}, which are not in "
+                                   f"({', '.join(d.name for d in dims)})")
+        return x
 
     def positional(self, f, args, kwargs, names, node, defaults=None) -> list:
         bound = self.bind_arguments(list(names), defaults or {}, list(args), dict(kwargs),

@@ -37,6 +37,9 @@ class ProgramContext:
         self.constraints: list[ir.SizeConstraint] = []
         self.loops: list[tuple[str, Any, Any]] = []
         self.target: dict[str, tuple[Any, Any]] | None = None
+        # the ``domain=`` of the call being translated: scans along one of its
+        # dimensions run over its range only (GT4Py's column range)
+        self.domain: dict[str, ir.DimInterval] = {}
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

@@ -409,7 +409,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         new = self._cache.misses != misses
         assert spec.result is not None
         if into:
-            return self._call_into(spec, backend, plain, into["out"], into.get("domain"))
+            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"))
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -425,8 +425,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         return result
 
 
-    def _call_into(self, spec: Specialization, backend: str, plain: dict[str, Any],
-                   out: Any, domain: Any) -> Any:
+    def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
+                   plain: dict[str, Any], out: Any, domain: Any) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds."""
@@ -444,7 +444,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            prog, bounds = into_program(spec.program, spec.result, names)
+            prog, bounds = into_program(*self._in_domain(spec, a, names))
             _checked(prog)
             hit = self._into[(spec.key, names)] = (
                 Specialization(self.fn.__name__, spec.key, prog), bounds)
@@ -460,6 +460,25 @@ class FunctionObject(_Specialized, InlinedFunction):
                 values[name] = v
         self._run(derived, backend, new, values)
         return out
+
+
+    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...]):
+        """The arguments of ``into_program`` for ``domain=`` over ``names``: the
+        function translated again with the domain's bounds as parameters, so that
+        its scans run over the domain's range (as in a program body)."""
+        if not names:
+            return spec.program, spec.result, names
+        from .functions import translate_call
+        from .runtime_bounds import domain_bounds
+        params, static = self._ir_params(spec.key)
+        bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
+        sp = self._specializer()
+        analysis_ = a if a is not None else self._default_analysis()
+        with _python_messages(self.fn):
+            prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
+                                  self._result_name(), static=static, rank_generic=sp.generic,
+                                  domain=intervals)
+        return prog, prog.params[-1], names, bounds
 
 
 def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
@@ -488,11 +507,48 @@ def function(fn: Callable | None = None, *, backend: str = "compiled", **compile
 field_operator = function
 
 
-def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0):
-    """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``."""
+def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0,
+                  backend: str = "compiled", **compile_options: Any):
+    """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``.
+
+    Programs and functions call it; called directly with arrays it runs like a
+    ``@function`` (``out=`` and ``domain=`` included)."""
     def deco(fn: Callable) -> ScanOperator:
-        return ScanOperator(fn, axis, forward, init)
+        return DirectScanOperator(fn, axis, forward, init, backend, compile_options)
     return deco
+
+
+class DirectScanOperator(ScanOperator):
+    """A scan operator that can also be called directly with arrays: the call goes
+    to a ``@function`` whose body is the scan applied to its operands (made on
+    the first direct call)."""
+
+    def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any,
+                 backend: str, compile_options: dict[str, Any]):
+        super().__init__(fn, axis, forward, init)
+        self._options = dict(compile_options, backend=backend)
+        self._direct: FunctionObject | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        if self._direct is None:
+            self._direct = FunctionObject(_applying(self), **self._options)
+        return self._direct(*args, **kwargs)
+
+
+def _applying(op: ScanOperator) -> Callable:
+    """``def f(a, b): return op(a, b)`` for the operands of ``op`` (its parameters
+    after the state), with its source registered so that it can be translated."""
+    import linecache
+    names = list(inspect.signature(op.fn).parameters)[1:]
+    name = op.fn.__name__
+    text = f"def {name}({', '.join(names)}):\n    return _scan({', '.join(names)})\n"
+    filename = f"<scan_operator {op.fn.__module__}.{op.fn.__qualname__}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace: dict[str, Any] = {"_scan": op, "__name__": op.fn.__module__}
+    exec(compile(text, filename, "exec"), namespace)
+    wrapper = namespace[name]
+    wrapper.__qualname__ = op.fn.__qualname__
+    return wrapper
 
 
 # --------------------------------------------------------------------------- programs

@@ -8,6 +8,7 @@ declarations (assignments in :mod:`.assignments`).
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -86,15 +87,44 @@ class ProgramTranslator(AssignmentTranslator):
             domain = next((k.value for k in call.keywords if k.arg == "domain"), None)
             rest = [k for k in call.keywords if k.arg not in ("out", "domain")]
             inner = ast.copy_location(ast.Call(call.func, call.args, rest), call)
+            if domain is not None and isinstance(out_node, (ast.Tuple, ast.List)):
+                return self.emit_tuple_in_domain(out_node, domain, inner, s)
             if domain is not None:      # GT4Py's spelling: write only that sub-domain
                 target = self.domain_target(out_node, domain)
-                with self.target_intervals(target):
+                with self.target_intervals(target), self.scans_in(target):
                     value = self.to_ir(self.expr(inner), inner)
                 return [self.emit(target, value, s)]
             with self.target_intervals(out_node):
                 return self.assign(out_node, self.expr(inner), s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
                             "an output (out[...] = …) or pass out=…")
+
+    def emit_tuple_in_domain(self, out_node: ast.Tuple | ast.List, domain: ast.AST,
+                             call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
+        """``f(…, out=(a, b), domain={…})``: each part of ``f``'s tuple value written
+        into the same sub-domain of its output."""
+        targets = [self.domain_target(t, domain) for t in out_node.elts]
+        first = targets[0] if targets else None
+        with self.target_intervals(first), self.scans_in(first):
+            value = self.expr(call)
+        names = {b.name for t in targets
+                 if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
+        out, parts = self.tuple_parts(value, len(targets), names, s)
+        return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
+
+    @contextlib.contextmanager
+    def scans_in(self, target: ir.Expr | None):
+        """While a ``domain=`` call is translated, its scans run over the domain's
+        range along their dimension (GT4Py: ``init`` before the domain's first
+        level), not over their operands' whole interval."""
+        saved = self.ctx.domain
+        if isinstance(target, ir.Call):
+            self.ctx.domain = {a.name: a for a in target.args[1:]
+                               if isinstance(a, ir.DimInterval)}
+        try:
+            yield
+        finally:
+            self.ctx.domain = saved
 
     def p_Pass(self, s: ast.Pass) -> list[ir.Stmt]:
         return []

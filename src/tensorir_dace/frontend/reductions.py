@@ -304,6 +304,10 @@ class ReductionTranslator(BuiltinTranslator):
         xs = [self.to_ir(bound[n], node) for n in names[1:]]
         types = [self.type_of(x, node) for x in xs]
         axis = op.axis.name
+        if axis in self.ctx.domain:     # under domain=: the scan runs over its range only
+            xs = [ir.Call(ir.Sym("subset", loc=loc), (x, self.ctx.domain[axis]), loc=loc)
+                  if t.dim(axis) is not None else x for x, t in zip(xs, types)]
+            types = [self.type_of(x, node) for x in xs]
         whole = self.ctx.broadcast(types, loc, "scan")
         if axis not in {d.name for d in whole}:
             raise self.error(node, f"scan operator '{op.__name__}' scans along {axis}, but its "

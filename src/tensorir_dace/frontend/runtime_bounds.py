@@ -12,6 +12,7 @@ empty pieces, and each branch stays lazy (evaluated on its own piece only).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -108,30 +109,49 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
 
 
-def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...]
+def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any
+                  ) -> tuple[dict[str, tuple[str, str]], list[ir.Param], list[ir.DimInterval]]:
+    """The scalar parameters that carry ``domain=``'s bounds into a program: per
+    dimension the names of its start and stop parameters (fresh names), the
+    parameters, and the intervals ``D[start:stop]``."""
+    taken = {p.name for p in params} | {s.name for p in params for d in p.type.dims
+                                        for b in (d.start, d.stop) for s in b.free_symbols}
+    names, scalars, intervals = {}, [], []
+    for name in domain:
+        lo, hi = _fresh(f"{name}_start", taken), _fresh(f"{name}_stop", taken)
+        names[name] = (lo, hi)
+        scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=loc) for n in (lo, hi)]
+        intervals.append(interval(name, sympy.Symbol(lo), sympy.Symbol(hi), loc))
+    return names, scalars, intervals
+
+
+def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
+                 bounds: dict[str, tuple[str, str]] | None = None
                  ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
     """The program of a ``@function`` called with ``out=`` (and ``domain=``): the
     value is written into ``out`` (element 0 is coordinate 0), on the runtime
     coordinates ``[start, stop)`` of the dimensions in ``domain`` and on the whole
     interval of the others.  Returns the program and, per dimension, the names of
-    its two scalar bound parameters."""
+    its two scalar bound parameters.  ``bounds`` names bound parameters that
+    ``prog`` already has (its scans were translated for the domain)."""
     inputs = tuple(p for p in prog.params if p.name != result.name)
     taken = {p.name for p in prog.params} | {s.name for p in prog.params
                                              for d in p.type.dims
                                              for b in (d.start, d.stop) for s in b.free_symbols}
     dims = []
     for d in result.type.dims:
-        known = [k for x in inputs if (k := x.type.dim(d.name)) is not None]
+        known = [k for x in inputs if (k := x.type.dim(d.name)) is not None
+                 and not any(ir.has_runtime(b) for b in (k.start, k.stop))]
         syms = [s for k in known for s in k.stop.free_symbols]
         stop = syms[0] if syms else ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))
     out = ir.Param(result.name, ir.TensorType(result.type.dtype, tuple(dims)), loc=result.loc)
-    names, scalars, intervals = {}, [], []
-    for name in domain:
-        lo, hi = _fresh(f"{name}_start", taken), _fresh(f"{name}_stop", taken)
-        names[name] = (lo, hi)
-        scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=result.loc) for n in (lo, hi)]
-        intervals.append(interval(name, sympy.Symbol(lo), sympy.Symbol(hi), result.loc))
+    if bounds is None:
+        names, scalars, intervals = domain_bounds(prog.params, domain, result.loc)
+    else:
+        names, scalars = bounds, []
+        intervals = [interval(n, sympy.Symbol(lo), sympy.Symbol(hi), result.loc)
+                     for n, (lo, hi) in bounds.items()]
     (stmt,) = prog.body
     assert isinstance(stmt, ir.Assign)   # a function body is one assignment
     target: ir.Expr = ir.Sym(out.name, loc=stmt.loc)
@@ -149,3 +169,4 @@ def _fresh(base: str, taken: set[str]) -> str:
         name, k = f"{base}_{k}", k + 1
     taken.add(name)
     return name
+

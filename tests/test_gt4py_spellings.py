@@ -1,0 +1,208 @@
+"""GT4Py's spellings in the Python front end, with GT4Py's meaning (ICON's stencils).
+
+A scan called under ``domain={K: (vs, ve)}`` runs over the domain's levels only:
+its ``init`` comes before level ``vs``, not before level 0 (ICON's vertical
+solvers start at level 1).  ``out=(a, b)`` with ``domain=`` writes each part of
+a tuple value into the same sub-domain.  ``broadcast(x, (Cell, K))`` is ``x``
+over those dimensions.  Interpreter and compiled code are compared with
+hand-written NumPy, in a program body and in a direct call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorir_dace import ArgumentError, FrontendError
+from tensorir_dace.frontend import (
+    Tensor,
+    broadcast,
+    connectivity,
+    dims,
+    function,
+    int32,
+    maximum,
+    neighbor_dim,
+    program,
+    scan_operator,
+    where,
+    with_dims,
+)
+
+Cell, Edge, K = dims("Cell Edge K")
+E2CDim = neighbor_dim(Cell, 2)
+E2C = connectivity("E2C", Edge, E2CDim)
+BACKENDS = ["interpreter", "compiled"]
+RNG = np.random.default_rng(11)
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 0.0))
+def forward_sweep(state, a, b, c, d):
+    """The forward sweep of a tridiagonal solver (Thomas algorithm)."""
+    cp, dp = state
+    denom = b - a * cp
+    return c / denom, (d - a * dp) / denom
+
+
+@scan_operator(axis=K, forward=False, init=0.0)
+def back_substitution(x_above, cp, dp):
+    return dp - cp * x_above
+
+
+@function
+def solve(a: Tensor[float, Cell, K], b: Tensor[float, Cell, K], c: Tensor[float, Cell, K],
+          d: Tensor[float, Cell, K]):
+    cp, dp = forward_sweep(a, b, c, d)
+    return back_substitution(cp, dp)
+
+
+@program
+def solve_w(a: Tensor[float, Cell, K], b: Tensor[float, Cell, K], c: Tensor[float, Cell, K],
+            d: Tensor[float, Cell, K], w: Tensor[float, Cell, K],
+            horizontal_start: int32, horizontal_end: int32,
+            vertical_start: int32, vertical_end: int32):
+    solve(a, b, c, d, out=w, domain={Cell: (horizontal_start, horizontal_end),
+                                     K: (vertical_start, vertical_end)})
+
+
+def solve_numpy(a, b, c, d, w, hs, he, vs, ve):
+    """The solver by hand, on levels vs..ve-1 of cells hs..he-1 only."""
+    if hs >= he or vs >= ve:
+        return
+    cells = slice(hs, he)
+    cp = np.zeros(he - hs)
+    dp = np.zeros(he - hs)
+    cps, dps = {}, {}
+    for k in range(vs, ve):
+        denom = b[cells, k] - a[cells, k] * cp
+        cp, dp = c[cells, k] / denom, (d[cells, k] - a[cells, k] * dp) / denom
+        cps[k], dps[k] = cp, dp
+    x = np.zeros(he - hs)
+    for k in range(ve - 1, vs - 1, -1):
+        x = dps[k] - cps[k] * x
+        w[cells, k] = x
+
+
+def system(n_cells=7, n_levels=9):
+    a, c, d = (RNG.random((n_cells, n_levels)) for _ in range(3))
+    b = 3.0 + RNG.random((n_cells, n_levels))
+    return a, b, c, d
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_under_domain_starts_at_the_domains_first_level(backend):
+    a, b, c, d = system()
+    for hs, he, vs, ve in [(0, 7, 0, 9), (1, 6, 1, 9), (2, 5, 3, 6), (0, 7, 4, 4)]:
+        w = np.full(a.shape, -7.0)
+        solve_w(a, b, c, d, w, hs, he, vs, ve, backend=backend)
+        expected = np.full(a.shape, -7.0)
+        solve_numpy(a, b, c, d, expected, hs, he, vs, ve)
+        np.testing.assert_allclose(w, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_with_domain_scans_the_domain_only(backend):
+    a, b, c, d = system()
+    w = np.zeros(a.shape)
+    solve(a, b, c, d, out=w, domain={K: (1, 8)}, backend=backend)
+    expected = np.zeros(a.shape)
+    solve_numpy(a, b, c, d, expected, 0, 7, 1, 8)
+    np.testing.assert_allclose(w, expected, rtol=1e-12)
+
+
+def test_bounds_outside_the_output_are_argument_errors():
+    a, b, c, d = system()
+    w = np.zeros(a.shape)
+    with pytest.raises(ArgumentError, match="vertical_start = -1"):
+        solve_w(a, b, c, d, w, 0, 7, -1, 9)
+    assert not w.any()
+
+
+@function
+def gradient_and_mean(theta: Tensor[float, Cell, K], inv_length: Tensor[float, Edge],
+                      mask: Tensor[bool, Edge, K]):
+    grad = (theta(E2C[1]) - theta(E2C[0])) * inv_length
+    mean = 0.5 * (theta(E2C[0]) + theta(E2C[1]))
+    return where(mask, grad, 0.0), maximum(mean, abs(grad))
+
+
+@program
+def two_outputs(theta: Tensor[float, Cell, K], inv_length: Tensor[float, Edge],
+                mask: Tensor[bool, Edge, K], grad: Tensor[float, Edge, K],
+                mean: Tensor[float, Edge, K], horizontal_start: int32, horizontal_end: int32):
+    gradient_and_mean(theta, inv_length, mask, out=(grad, mean),
+                      domain={Edge: (horizontal_start, horizontal_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_out_with_domain_writes_each_part_into_the_sub_domain(backend):
+    n_cells, n_edges, n_levels = 10, 16, 5
+    table = RNG.integers(0, n_cells, (n_edges, 2))
+    theta = RNG.random((n_cells, n_levels))
+    inv = RNG.random(n_edges)
+    mask = RNG.random((n_edges, n_levels)) > 0.3
+    g_full = (theta[table[:, 1]] - theta[table[:, 0]]) * inv[:, None]
+    m_full = np.maximum(0.5 * (theta[table[:, 0]] + theta[table[:, 1]]), abs(g_full))
+    for hs, he in [(0, 16), (3, 11), (9, 2)]:
+        grad, mean = np.full((n_edges, n_levels), 5.0), np.full((n_edges, n_levels), 5.0)
+        two_outputs(theta, inv, mask, grad, mean, hs, he, E2C=table, backend=backend)
+        g_exp, m_exp = np.full_like(grad, 5.0), np.full_like(mean, 5.0)
+        g_exp[hs:he] = np.where(mask, g_full, 0.0)[hs:he]
+        m_exp[hs:he] = m_full[hs:he]
+        np.testing.assert_allclose(grad, g_exp, rtol=1e-12)
+        np.testing.assert_allclose(mean, m_exp, rtol=1e-12)
+
+
+@function
+def zero():
+    return broadcast(0.0, (Cell, K))
+
+
+@program
+def init_zero(z: Tensor[float, Cell, K], horizontal_start: int32, horizontal_end: int32):
+    zero(out=z, domain={Cell: (horizontal_start, horizontal_end)})
+
+
+@function
+def masked_sum(x: Tensor[float, Cell], y: Tensor[float, Cell, K], m: Tensor[bool, Cell, K]):
+    return where(m, broadcast(x, (Cell, K)), broadcast(0.0, (Cell, K))) + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_broadcast(backend):
+    z = np.ones((6, 4))
+    init_zero(z, 1, 5, backend=backend)
+    expected = np.ones((6, 4))
+    expected[1:5] = 0.0
+    np.testing.assert_array_equal(z, expected)
+    x, y = RNG.random(6), RNG.random((6, 4))
+    m = RNG.random((6, 4)) > 0.5
+    out = masked_sum(x, y, m, backend=backend)
+    np.testing.assert_allclose(out, np.where(m, x[:, None], 0.0) + y, rtol=1e-15)
+
+
+def test_broadcast_cannot_drop_a_dimension():
+    @function
+    def drop(y: Tensor[float, Cell, K]):
+        return broadcast(y, (Cell,))
+
+    with pytest.raises(FrontendError, match="cannot drop dimensions.*K"):
+        drop(np.zeros((3, 2)), backend="interpreter")
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def running_sum(total, x, dz):
+    return total + x * dz
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_operator_called_directly(backend):
+    x, dz = RNG.random((4, 7)), RNG.random((4, 7))
+    got = running_sum(with_dims(x, Cell, K), with_dims(dz, Cell, K), backend=backend)
+    np.testing.assert_allclose(got, np.cumsum(x * dz, axis=1), rtol=1e-13)
+    out = np.zeros((4, 7))
+    running_sum(with_dims(x, Cell, K), with_dims(dz, Cell, K), out=out,
+                domain={K: (2, 6)}, backend=backend)
+    expected = np.zeros((4, 7))
+    expected[:, 2:6] = np.cumsum(x[:, 2:6] * dz[:, 2:6], axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
