@@ -302,26 +302,32 @@ class NativeCallable:
         if values is None:
             self.fallback(**kwargs)   # a tuple parameter given something else
             return None
-        key = (*kwargs, *map(id, values))
-        entry = self._entries.get(key)
-        if entry is None or not entry.check(values, entry.shapes, entry.scalar_key):
-            entry = self._find(kwargs, values, key)
+        entry = None
+        if self._entries:           # (none left when every call makes new views)
+            key = (*kwargs, *map(id, values))
+            entry = self._entries.get(key)
+            if entry is not None and not entry.check(values, entry.shapes, entry.scalar_key):
+                entry = None
+        # An entry kept under this call's identities watches these very arrays
+        # (freeing one forgets it), so the next call may find it by them.
+        watched = entry is not None
+        if entry is None:
+            entry, watched = self._find(kwargs, values)
             if entry is None:
                 return None
         lib = self.library
         if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
             self._ready(entry)
-        # An entry kept under this call's identities watches these very arrays
-        # (freeing one forgets it), so the next call may find it by them.
         self._last = None
-        if self._ident is not None and self._entries.get(key) is entry:
+        if watched and self._ident is not None:
             entry.ident = self._ident(kwargs)
             self._last = entry
         return entry
 
-    def _find(self, kwargs: dict[str, Any], values: tuple, key: tuple) -> _Entry | None:
+    def _find(self, kwargs: dict[str, Any], values: tuple) -> tuple[_Entry | None, bool]:
         """The entry for a call whose argument objects are new: by their buffers,
-        or prepared now (``None``: the call ran on the full path)."""
+        or prepared now (``None``: the call ran on the full path), and whether
+        it watches these objects (it does when prepared now)."""
         bkey: tuple | None
         try:
             bkey = _buffer_key(kwargs, values)
@@ -329,11 +335,12 @@ class NativeCallable:
         except TypeError:           # unhashable: not a plain call
             bkey = entry = None
         if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
-            return entry            # new objects, known buffers (e.g. views made per call)
+            return entry, False     # new objects, known buffers (e.g. views made per call)
         entry = self._prepare(kwargs, values)
         if entry is None:
             self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
-            return None
+            return None, False
+        key = (*kwargs, *map(id, values))
         entries, buffers = self._entries, self._buffers
         if key not in entries and len(entries) >= self.max_cached:
             entries.pop(next(iter(entries)))
@@ -350,7 +357,7 @@ class NativeCallable:
             if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
                 buffers.pop(next(iter(buffers)))
             buffers[bkey] = entry
-        return entry
+        return entry, True
 
     def _ready(self, entry: _Entry) -> None:
         """Initialise the library for the entry's sizes where needed, and lead its
