@@ -163,3 +163,31 @@ def test_views_and_other_sizes_between_repeated_calls(lap):
         lap(out=small_out, inp=small_in, w=1.0)        # other sizes: initialised again
         lap(out=small_out, inp=small_in, w=1.0)
         np.testing.assert_allclose(small_out, numpy_lap(small_in, 1.0), rtol=1e-13)
+
+
+PAIR = """
+pair(out: tensor<(float, float), I[0:N]>, a: tensor<float, I[0:N]>) {
+  out ← make_tuple(a × 2.0, a + 1.0)
+}
+"""
+
+
+def test_tuple_parameters_are_matched_leaf_by_leaf(tmp_path):
+    prog = tir.compile(PAIR, cache_dir=tmp_path)
+    call = prog._callable
+    a, x, y = np.random.rand(7), np.zeros(7), np.zeros(7)
+    prog(out=(x, y), a=a)
+    assert call._last is not None
+    first = call._last
+    a += 1.0
+    prog(out=(x, y), a=a)                          # a new tuple of the same leaves
+    assert call._last is first
+    np.testing.assert_allclose((x, y), (2.0 * a, a + 1.0), rtol=1e-14)
+    z = np.zeros(7)
+    prog(out=(x, z), a=a)                          # another leaf
+    np.testing.assert_allclose((x, z), (2.0 * a, a + 1.0), rtol=1e-14)
+    y.flags.writeable = False
+    with pytest.raises(tir.ArgumentError, match="read-only"):
+        prog(out=(x, y), a=a)
+    with pytest.raises(tir.ArgumentError):
+        prog(out=(x,), a=a)                        # not shaped like the type

@@ -126,26 +126,43 @@ def _checker(arrays: list[int], written: list[int], scalars: tuple[int, ...]
     return eval(f"lambda v, s, c: {' and '.join(parts)}", {"type": type})   # ints only
 
 
-def _same_call(arrays: list[tuple[str, bool]], scalars: list[str]
+def _same_call(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
+               scalars: list[tuple[str, tuple]]
                ) -> tuple[Callable[[dict, tuple], bool], Callable[[dict], tuple]]:
-    """``same(kwargs, ident)`` and ``ident(kwargs)`` for calls without tuple
-    parameters: whether a call passes exactly the argument objects of the
-    last call (by name, in any keyword order), with unchanged shapes and
-    dtypes, written arrays still writeable and equal scalars.  One
-    expression each, over dictionary lookups by constant names."""
-    n = len(arrays) + len(scalars)
-    same = [f"len(k) == {n}"]
+    """``same(kwargs, ident)`` and ``ident(kwargs)``: whether a call passes
+    exactly the argument objects of the last call (by name, in any keyword
+    order; tuple parameters shaped as their types, holding the same leaves),
+    with unchanged shapes and dtypes, written arrays still writeable and
+    equal scalars.  ``structure`` gives every parameter's tuple nesting
+    (``None``: not a tuple), ``arrays`` and ``scalars`` the leaves (parameter,
+    index path, written).  One expression each, over dictionary lookups by
+    constant names and indexing by constant positions."""
+    def at(name: str, path: tuple) -> str:
+        return f"k[{name!r}]" + "".join(f"[{i}]" for i in path)
+
+    def shaped(expr: str, nesting: list | None) -> list[str]:
+        if nesting is None:
+            return []
+        out = [f"type({expr}) is tuple and len({expr}) == {len(nesting)}"]
+        for i, inner in enumerate(nesting):
+            out += shaped(f"{expr}[{i}]", inner)
+        return out
+
+    same = [f"len(k) == {len(structure)}"]
+    for name, nesting in structure.items():
+        same += shaped(f"k[{name!r}]", nesting)
     ident = []
-    for j, (name, _) in enumerate(arrays):
-        same.append(f"id(a{j} := k[{name!r}]) == t[{3 * j}] and a{j}.shape == t[{3 * j + 1}] "
+    for j, (name, path, _) in enumerate(arrays):
+        x = at(name, path)
+        same.append(f"id(a{j} := {x}) == t[{3 * j}] and a{j}.shape == t[{3 * j + 1}] "
                     f"and a{j}.dtype is t[{3 * j + 2}]")
-        ident.append(f"id(k[{name!r}]), k[{name!r}].shape, k[{name!r}].dtype, ")
-    same += [f"a{j}.flags.writeable" for j, (_, written) in enumerate(arrays) if written]
-    for j, name in enumerate(scalars):
-        at = 3 * len(arrays) + 2 * j
-        same.append(f"type(s{j} := k[{name!r}]) is t[{at}] and s{j} == t[{at + 1}]")
-        ident.append(f"type(k[{name!r}]), k[{name!r}], ")
-    env = {"id": id, "len": len, "type": type}
+        ident.append(f"id({x}), {x}.shape, {x}.dtype, ")
+    same += [f"a{j}.flags.writeable" for j, (_, _, written) in enumerate(arrays) if written]
+    for j, (name, path) in enumerate(scalars):
+        x, pos = at(name, path), 3 * len(arrays) + 2 * j
+        same.append(f"type(s{j} := {x}) is t[{pos}] and s{j} == t[{pos + 1}]")
+        ident.append(f"type({x}), {x}, ")
+    env = {"id": id, "len": len, "type": type, "tuple": tuple}
     return (eval(f"lambda k, t: {' and '.join(same)}", env),    # names from the plan only
             eval(f"lambda k: ({''.join(ident)})", env))
 
@@ -259,15 +276,12 @@ class NativeCallable:
         self._program = library.program
         self._switch: Any = None     # the openmp.ThreadSwitch, got for the first small call
         # The last call's entry, ready to run, while its argument objects live
-        # (programs without tuple parameters; see _same_call).
+        # (see _same_call).
         self._last: _Entry | None = None
-        self._same: Any = None      # Callable[[dict, tuple], bool], set with _ident
-        self._ident: Callable[[dict], tuple] | None = None
-        if not self._structure and all(not lf["path"] for lf in leaves) \
-                and all(name.isidentifier() for name in self._param_keys):
-            self._same, self._ident = _same_call(
-                [(leaves[i]["param"], w) for i, _, _, w in self._array_specs],
-                [leaves[i]["param"] for i, _ in self._scalar_specs])
+        self._same, self._ident = _same_call(
+            {p: self._structure.get(p) for p in self._param_keys},
+            [(leaves[i]["param"], tuple(leaves[i]["path"]), w) for i, _, _, w in self._array_specs],
+            [(leaves[i]["param"], tuple(leaves[i]["path"])) for i, _ in self._scalar_specs])
 
     # ------------------------------------------------------------------ calling
 
@@ -319,7 +333,7 @@ class NativeCallable:
         if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
             self._ready(entry)
         self._last = None
-        if watched and self._ident is not None:
+        if watched:
             entry.ident = self._ident(kwargs)
             self._last = entry
         return entry
