@@ -1,15 +1,29 @@
 """Compiled Tensor IR against NumPy, the copy probes, the interpreter and the
 previous pipeline, every figure a ratio taken in one run.
 
-    python benchmarks/bench_stencils.py [--repeat 15] [--interp-repeat 2]
+    python benchmarks/bench_stencils.py [--repeat 15] [--interp-repeat 2] [--clock cpu]
 
 The machine is shared and noisy, so the variants of a case are called in
 interleaved rounds (compiled, previous pipeline, NumPy, both copy probes),
-and each ratio is reported as the median over rounds with its range.
+and each ratio is reported as the median over rounds with its range.  The
+"others" column is the share of all CPUs that other processes used during a
+case's rounds (from ``/proc/stat``, Linux only): figures taken while it is
+high compare time slices more than memory bandwidth.  The "whole" columns
+take only the calls no thread of which was descheduled (process CPU time at
+least 85% of threads × wall time: every OpenMP thread ran, or spun, all
+along) and compare the medians of those calls, with their counts; on a
+loaded machine they come closest to the figures of a quiet one.
+
 "previous" is the default pipeline without the passes named in ``NEW`` (the
 pipeline before them).  Effective bandwidth counts each array argument
 read or written once; as a fraction of a copy probe it is
 ``(bytes / t) / (probe bytes / t_probe)``.
+
+``--clock cpu`` times each call by its process CPU time instead, divided by
+the number of threads for the OpenMP variants (compiled, previous, probes),
+with ``OMP_WAIT_POLICY=passive`` so that waiting threads use none: the work
+and memory stalls per thread, steady on a loaded machine, but not the
+bandwidth two threads reach when they run at once.
 """
 
 from __future__ import annotations
@@ -150,10 +164,45 @@ def previous_pipeline(prog) -> CompiledProgram:
     return CompiledProgram.from_sdfg(prog, sdfg)
 
 
-def timed(fn) -> float:
-    t0 = time.perf_counter()
+class OtherLoad:
+    """The share of all CPUs that processes other than this one use between
+    :meth:`start` and :meth:`share` (NaN where ``/proc/stat`` is missing)."""
+
+    def start(self) -> None:
+        self.t0 = (self._busy(), self._own(), time.perf_counter())
+
+    def share(self) -> float:
+        busy0, own0, wall0 = self.t0
+        wall = (time.perf_counter() - wall0) * (os.cpu_count() or 1)
+        return ((self._busy() - busy0) - (self._own() - own0)) / wall
+
+    @staticmethod
+    def _busy() -> float:
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:9]]
+        except OSError:
+            return float("nan")
+        idle = v[3] + v[4]                         # idle, iowait
+        return (sum(v) - idle) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own() -> float:
+        t = os.times()
+        return t.user + t.system
+
+
+def timed(fn) -> tuple[float, float]:
+    """(wall, process CPU) seconds of one call."""
+    c0, t0 = time.process_time(), time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def whole_median(samples, threads: int) -> tuple[float, int]:
+    """Median wall time of the calls during which all ``threads`` ran, and their count."""
+    walls = [w for w, c in samples if c >= 0.85 * threads * w]
+    return (float(np.median(walls)) if walls else float("nan")), len(walls)
 
 
 def ratio_text(xs) -> str:
@@ -184,11 +233,21 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
              "regular": probe.regular, "streaming": probe.streaming}
     for fn in calls.values():
         fn()
-    t = {k: [] for k in calls}
+    samples: dict[str, list[tuple[float, float]]] = {k: [] for k in calls}
+    load = OtherLoad()
+    load.start()
     for _ in range(opts.repeat):               # interleaved rounds
         for k, fn in calls.items():
-            t[k].append(timed(fn))
-    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))
+            samples[k].append(timed(fn))
+    others = load.share()
+    if opts.clock == "cpu":
+        t = {k: [c / (1 if k == "numpy" else opts.threads) for _, c in v]
+             for k, v in samples.items()}
+    else:
+        t = {k: [w for w, _ in v] for k, v in samples.items()}
+    whole = {k: whole_median(samples[k], opts.threads)
+             for k in ("compiled", "regular", "streaming")}
+    t_i = min(timed(lambda: tir.interpret(prog, **clone(args)))[opts.clock == "cpu"]
               for _ in range(opts.interp_repeat))
     nbytes = sum(np.asarray(a).nbytes for k, a in args.items()
                  if isinstance(a, np.ndarray) or isinstance(a, tuple))
@@ -201,7 +260,10 @@ def case(name, src, sizes, numpy_fn, opts, probe, mesh=False):
         "interp/compiled": np.array([t_i / np.median(c)]),
         "of regular probe": bw / (probe.bytes / np.array(t["regular"])),
         "of streaming probe": bw / (probe.bytes / np.array(t["streaming"])),
-        "GB/s": bw / 1e9,
+        "GB/s": bw / 1e9, "others": others,
+        "whole": [nbytes / whole["compiled"][0] / (probe.bytes / whole[p][0])
+                  for p in ("regular", "streaming")],
+        "whole n": min(n for _, n in whole.values()),
     }
 
 
@@ -210,8 +272,13 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--interp-repeat", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated case name prefixes")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time calls by wall-clock or by CPU time per thread")
     opts = ap.parse_args()
     threads = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+    opts.threads = int(threads)
+    if opts.clock == "cpu":              # read when the OpenMP runtime loads (below)
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from copy_probe import CopyProbe
     probe = CopyProbe(258 * 258 * 80)
@@ -227,13 +294,17 @@ def main() -> None:
     only = [p for p in opts.only.split(",") if p]
     rows = [case(n, s, z, f, opts, probe, mesh=m) for n, s, z, f, m in cases
             if not only or any(n.startswith(p) for p in only)]
-    print(f"threads: {threads}; rounds: {opts.repeat}; ratios: median (min–max over rounds)")
+    print(f"threads: {threads}; rounds: {opts.repeat}; ratios: median (min–max over rounds); "
+          f"clock: {opts.clock}; load average {os.getloadavg()[0]:.1f}")
     cols = ["previous/compiled", "numpy/compiled", "interp/compiled", "of regular probe",
             "of streaming probe", "GB/s"]
-    print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols) + "  max err")
+    print(f"{'case':24s} {'ms':>7s} " + " ".join(f"{c:>20s}" for c in cols)
+          + "  max err  others  whole: of regular, of streaming (calls)")
     for r in rows:
         print(f"{r['case']:24s} {r['ms']:7.2f} "
-              + " ".join(f"{ratio_text(r[c]):>20s}" for c in cols) + f"  {r['err']:.1e}")
+              + " ".join(f"{ratio_text(r[c]):>20s}" for c in cols)
+              + f"  {r['err']:.1e}  {r['others']:5.0%}"
+              + "  {:.2f}, {:.2f} ({})".format(*r["whole"], r["whole n"]))
 
 
 if __name__ == "__main__":

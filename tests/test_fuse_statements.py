@@ -236,3 +236,21 @@ def test_random_chains_match_the_interpreter():
         fused += len(transients(sdfg)) < 4
         matches_interpreter(prog, tir.compile(prog), seed=seed)
     assert fused >= 3
+
+
+def test_loops_over_j_prefetch_the_leading_input_row():
+    """The flux row reads u through kh and lap, computed on the fly: its
+    leading read is u at I + 1 (index I + 4 with u's halo of 3), prefetched in
+    the loop over J, outside the vectorised loop over K.  A two-dimensional
+    chain has no loop over J and no prefetch."""
+    prog = tir.parse(DIFFUSION)
+    (code,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
+    assert "&_fp_u[(L*(M + 6)*(_i_I + 4) + L*(_pf_row + 3) + _pf_lo)]" in code
+    assert "std::min<long long>(_i_J + _pf_ahead, (_hi1 + (1)) - 1)" in code
+    for loop in code.split("#pragma omp simd")[1:]:
+        assert "__builtin_prefetch" not in loop.split("}")[0]
+    fn = tir.compile(prog)
+    for seed, sizes in enumerate([{"N": 3, "M": 1, "L": 3}, {"N": 34, "M": 2, "L": 1}]):
+        matches_interpreter(prog, fn, sizes=sizes, seed=seed)
+    (flat,) = tiled_code(tir.to_sdfg(tir.parse(TWO_D), optimize="default"))
+    assert "__builtin_prefetch" not in flat

@@ -201,3 +201,22 @@ def test_laplacian_rows_are_streamed(sizes, monkeypatch):
     monkeypatch.setenv("TENSORIR_DACE_STREAMING_STORES", "0")
     off = tir.to_sdfg(prog, optimize="default")
     assert "_mm_sfence();" not in "\n".join(tasklets(off)) and counts(off) == (1, 0)
+
+
+def test_laplacian_rows_prefetch_the_leading_input_row():
+    """One prefetch block per row, for the read furthest ahead in memory
+    (I + 1), clamped to the map's last J; results hold with one J (the clamp
+    at once), one level, and rows shorter than a cache line."""
+    prog = tir.parse(LAPLACIAN)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    streaming_stores(sdfg)
+    sdfg.validate()
+    (code,) = [c for c in tasklets(sdfg) if "_point" in c]
+    assert code.count("__builtin_prefetch(") == 1
+    assert "&_sp_inp[(L*(M + 2)*(_i_I + 2) + L*(_pf_row + 1) + _pf_lo)]" in code
+    assert "std::min<long long>(_i_J + _pf_ahead, (M) - 1)" in code
+    assert code.index("__builtin_prefetch(") < code.index("auto _point")
+    fn = CompiledProgram.from_sdfg(prog, sdfg)
+    for seed, sizes in enumerate([{"N": 4, "M": 1, "L": 9}, {"N": 3, "M": 7, "L": 1},
+                                  {"N": 2, "M": 300, "L": 3}]):
+        matches_interpreter(prog, fn, sizes, seed)

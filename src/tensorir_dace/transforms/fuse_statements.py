@@ -60,7 +60,7 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
-from . import streaming_stores
+from . import prefetch, streaming_stores
 
 NAME = "fuse_across_statements"
 
@@ -457,6 +457,29 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         ctype = sdfg.arrays[m.written].dtype.ctype
         return loads(m) + [f"{ctype} {m.out.src_conn};", m.tasklet.code.as_string]
 
+    def memory_reads(m: _Map) -> list:
+        """``(data, desc, coords)`` of the arrays ``m`` reads from memory,
+        with the reads of the temporaries it computes on the fly."""
+        out = []
+        for _, data, coords in m.reads:
+            if modes.get(data) == "fly":
+                fly = temps[data]
+                at = dict(zip((symbolic.pystr_to_symbolic(p) for p in fly.params), coords))
+                out += [(d, desc, [symbolic.pystr_to_symbolic(str(c)).subs(at, simultaneous=True)
+                                   for c in cs]) for d, desc, cs in memory_reads(fly)]
+            elif modes.get(data) is None:
+                out.append((data, sdfg.arrays[data], coords))
+        return out
+
+    def prefetches(m: _Map, span) -> list[str]:
+        """Prefetch lines for the loop over dimension ``nd - 2`` (see :mod:`.prefetch`)."""
+        out = []
+        for data, coords in prefetch.leading_reads(memory_reads(m), params).items():
+            pointer = pointers.setdefault(data, f"_fp_{_ident(data)}")
+            out += prefetch.row_prefetch(pointer, sdfg.arrays[data], coords, params,
+                                         span[nd - 2][1], *span[nd - 1])
+        return out
+
     def loops(m: _Map, span, store: list[str], dims=None) -> list[str]:
         out = []
         for d in dims if dims is not None else range(first, nd):
@@ -465,6 +488,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                 out.append("#pragma omp simd")
             out.append(f"for (long long {params[d]} = {lo}; {params[d]} < {hi}; "
                        f"++{params[d]}) {{")
+            if d == nd - 2 and d >= first:
+                out += prefetches(m, span)
         n = len(dims) if dims is not None else nd - first
         return ["{"] + out + body(m) + store + ["}"] * n + ["}"]
 
@@ -498,7 +523,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                       dims=[nd - 1])
         rows = ["if (_fstream) {"] + [
             f"for (long long {params[d]} = _lo{d}; {params[d]} < _hi{d}; ++{params[d]}) {{"
-            for d in range(1, nd - 1)] + inner + [
+            for d in range(1, nd - 1)] + (prefetches(sink, own) if nd > 2 else []) + inner + [
             f"_tir_store_row_{odesc.dtype.ctype}(&_fo_out[{_flat(odesc, start)}], _frow, "
             f"_hi{nd - 1} - _lo{nd - 1}, true);"] + ["}"] * (nd - 2) + \
             ["} else"] + loops(sink, own, store)
@@ -519,7 +544,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                   "if (_fstream) _mm_sfence();", "#endif"]
     code = "\n".join(lines)
     ctype_out = odesc.dtype.ctype
-    code_global = "#include <memory>\n#include <algorithm>\n" + _RING + \
+    code_global = "#include <memory>\n" + prefetch.HEADERS + _RING + \
         (streaming_stores.row_store_function(ctype_out) if stream else "")
 
     # The new map over row chunks (or tiles of one dimension), one tasklet inside.

@@ -19,6 +19,8 @@ targets), and regular stores for the remainder.  A line must be streamed
 whole: a line written partly by streaming and partly by regular stores costs
 a read-modify-write in memory (four times slower, measured).  A ``_mm_sfence()`` tasklet
 follows the map, so the streamed lines are visible before anything reads them.
+Each row first prefetches the row its leading input read reaches a few
+rows later (:mod:`.prefetch`).
 
 Streaming pays only when the output does not fit in the cache (otherwise
 the next statement would read it back from memory): the generated code
@@ -40,6 +42,8 @@ import os
 import dace
 from dace import symbolic
 from dace.sdfg import nodes
+
+from . import prefetch
 
 NAME = "streaming_stores"
 
@@ -165,8 +169,7 @@ static inline void {name}({ctype}* __restrict__ dst,
 
 
 def _flat(desc, coords) -> str:
-    expr = sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides))
-    return symbolic.symstr(symbolic.simplify(expr), cpp_mode=True)
+    return symbolic.symstr(symbolic.simplify(prefetch.flat_index(desc, coords)), cpp_mode=True)
 
 
 def _apply(sdfg, state, entry, tasklet, out) -> None:
@@ -179,7 +182,7 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
     out_node = state.memlet_path(out)[-1].dst
 
     # Inputs: pointers stay; each array read at points gets one whole-array pointer.
-    inputs, prelude, pointers = [], [], {}
+    inputs, prelude, pointers, reads = [], [], {}, []
     for e_in in state.in_edges(tasklet):
         m = e_in.data
         if m.is_empty():
@@ -195,6 +198,7 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
             full = dace.Memlet.from_array(m.data, desc)
             inputs.append((pointers[m.data], dace.pointer(desc.dtype), src, full))
         coords = [b for b, _, _ in m.subset.ranges]
+        reads.append((m.data, desc, coords))
         prelude.append(f"const {desc.dtype.ctype} {e_in.dst_conn} = "
                        f"{pointers[m.data]}[{_flat(desc, coords)}];")
 
@@ -202,9 +206,14 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
                            for b, _, _ in out.data.subset.ranges)
     size = symbolic.symstr(entry.map.range.num_elements() * odesc.dtype.bytes, cpp_mode=True)
     lo, hi = (symbolic.symstr(x, cpp_mode=True) for x in (begin, end + 1))
+    ahead = []
+    row_end = symbolic.symstr(entry.map.range.ranges[-2][1] + 1, cpp_mode=True)
+    for data, coords in prefetch.leading_reads(reads, params).items():
+        ahead += prefetch.row_prefetch(pointers[data], sdfg.arrays[data], coords, params,
+                                       row_end, lo, hi)
     body = "\n".join(prelude + [f"{ctype} {out.src_conn};", tasklet.code.as_string,
                                 f"return {out.src_conn};"])
-    code = f"""\
+    code = "\n".join(ahead) + f"""
 auto _point = [&](long long {inner}) -> {ctype} {{
 {body}
 }};
@@ -228,7 +237,8 @@ for (; _k < _hi; ++_k) _st_out[_k - _lo] = _point(_k);"""
 
     new = state.add_tasklet(tasklet.label + "_rows", {}, {"_st_out": dace.pointer(odesc.dtype)},
                             code, language=dace.Language.CPP,
-                            code_global="#include <immintrin.h>\n#include <cstdint>")
+                            code_global="#include <immintrin.h>\n#include <cstdint>\n"
+                            + prefetch.HEADERS)
     entry.map.params = params[:-1]
     entry.map.range = dace.subsets.Range(entry.map.range.ranges[:-1])
     for conn, ctype_, src, memlet in inputs:
