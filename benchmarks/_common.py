@@ -1,4 +1,5 @@
-"""Helpers shared by the benchmarks: timing, background load, example programs."""
+"""Helpers shared by the benchmarks: timing, background load, example programs,
+mesh-ordered neighbour tables."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Iterator
+
+import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "sdfg_examples")
@@ -52,3 +55,28 @@ def background_load(processes: int = 2) -> Iterator[None]:
 def example(name: str) -> str:
     with open(os.path.join(EXAMPLES, f"{name}.tir")) as fp:
         return fp.read()
+
+
+def torus_mesh_tables(n_vertices: int) -> tuple[np.ndarray, np.ndarray]:
+    """E2V and V2E of a triangulated periodic grid, numbered row by row.
+
+    Like a real mesh numbered along a space-filling curve, neighbours have
+    nearby numbers, so gathers through the tables hit the same cache lines;
+    random tables make every gather a separate memory
+    transaction.  Vertex ``(i, j)`` owns the three edges to ``(i, j+1)``,
+    ``(i+1, j)`` and ``(i+1, j+1)``: E = 3 V.  The last row is cut short
+    when ``n_vertices`` is not a multiple of the row length."""
+    cols = max(1, int(np.sqrt(n_vertices)))
+    v = np.arange(n_vertices)
+    i, j = v // cols, v % cols
+    rows = -(-n_vertices // cols)
+
+    def vertex(ii, jj):
+        return np.minimum((ii % rows) * cols + jj % cols, n_vertices - 1)
+    ends = [vertex(i, j + 1), vertex(i + 1, j), vertex(i + 1, j + 1)]
+    e2v = np.empty((3 * n_vertices, 2), dtype=np.int64)
+    e2v[:, 0] = np.repeat(v, 3)
+    e2v[:, 1] = np.stack(ends, axis=1).reshape(-1)
+    incoming = [3 * vertex(i, j - 1), 3 * vertex(i - 1, j) + 1, 3 * vertex(i - 1, j - 1) + 2]
+    v2e = np.stack([3 * v, 3 * v + 1, 3 * v + 2, *incoming], axis=1).astype(np.int64)
+    return e2v, v2e

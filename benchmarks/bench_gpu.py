@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _common import torus_mesh_tables
 from bench_stencils import LAPLACIAN, NABLA, TRIDIAGONAL
 
 import tensorir_dace as tir
@@ -77,31 +78,6 @@ def arguments(prog, name: str, sizes: dict, seed: int) -> dict:
     if name == "nabla":           # "nabla-random" keeps the random tables
         args["E2V"], args["V2E"] = torus_mesh_tables(sizes["V"])
     return args
-
-
-def torus_mesh_tables(n_vertices: int) -> tuple[np.ndarray, np.ndarray]:
-    """E2V and V2E of a triangulated periodic grid, numbered row by row.
-
-    Like a real mesh numbered along a space-filling curve, neighbours have
-    nearby numbers, so gathers through the tables hit the same cache lines;
-    random tables (``nabla-random``) make every gather a separate memory
-    transaction.  Vertex ``(i, j)`` owns the three edges to ``(i, j+1)``,
-    ``(i+1, j)`` and ``(i+1, j+1)``: E = 3 V.  The last row is cut short
-    when ``n_vertices`` is not a multiple of the row length."""
-    cols = max(1, int(np.sqrt(n_vertices)))
-    v = np.arange(n_vertices)
-    i, j = v // cols, v % cols
-    rows = -(-n_vertices // cols)
-
-    def vertex(ii, jj):
-        return np.minimum((ii % rows) * cols + jj % cols, n_vertices - 1)
-    ends = [vertex(i, j + 1), vertex(i + 1, j), vertex(i + 1, j + 1)]
-    e2v = np.empty((3 * n_vertices, 2), dtype=np.int64)
-    e2v[:, 0] = np.repeat(v, 3)
-    e2v[:, 1] = np.stack(ends, axis=1).reshape(-1)
-    incoming = [3 * vertex(i, j - 1), 3 * vertex(i - 1, j) + 1, 3 * vertex(i - 1, j - 1) + 2]
-    v2e = np.stack([3 * v, 3 * v + 1, 3 * v + 2, *incoming], axis=1).astype(np.int64)
-    return e2v, v2e
 
 
 def to_device(cupy, args: dict) -> dict:

@@ -29,9 +29,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 
 import numpy as np
-from _common import EXAMPLES, ROOT, background_load, example, timed
+from _common import EXAMPLES, ROOT, background_load, example, timed, torus_mesh_tables
 from bench_stencils import LAPLACIAN, NABLA, numpy_laplacian, numpy_nabla
 
 import tensorir_dace as tir
@@ -166,51 +167,98 @@ def per_call(repeat: int) -> None:
     lo_g, med_g = timed(lambda: full(**{k: bufs[k][:s] for k, s in sizes.items()}), repeat, 100)
     print(f"   for reference, the DaCe-loaded call path: same {lo_f * 1e6:.2f}, new objects "
           f"{lo_g * 1e6:.2f} (min)")
+    small_example(repeat)
 
 
-def _cases() -> list[tuple[str, str, dict, object, bool]]:
+def small_example(repeat: int) -> None:
+    """The whole call of the laplacian.tir example (5x7x9, 315 points), whose
+    time is nearly all per-call cost, against NumPy's whole computation."""
+    print("\n   laplacian.tir example (5x7x9 = 315 points, two arrays), microseconds")
+    prog = tir.parse(example("laplacian"))
+    args = random_arguments(prog, seed=0, absent_fraction=0.0)
+    compiled = tir.compile(prog)
+    out, inp = args["out"], args["inp"]
+    rows = [("compiled, same array objects", lambda: compiled(out=out, inp=inp)),
+            ("compiled, new views every call", lambda: compiled(out=out[:], inp=inp[:])),
+            ("NumPy (the same stencil)", lambda: numpy_laplacian(out=out, inp=inp))]
+    times = {name: timed(fn, repeat, warmup=100) for name, fn in rows}
+    for name, (lo, med) in times.items():
+        print(f"   {name:32s} min {lo * 1e6:6.2f}   median {med * 1e6:6.2f}")
+    numpy_med = times[rows[2][0]][1]
+    print(f"   NumPy / compiled (medians): same objects {numpy_med / times[rows[0][0]][1]:.1f}x, "
+          f"new views {numpy_med / times[rows[1][0]][1]:.1f}x")
+
+
+def _cases() -> list[tuple[str, str, dict, object, str | None]]:
+    """(name, source, sizes, NumPy version, neighbour tables: None, "mesh" or "random")."""
     def nabla_example(n_nodes, **kw):
         numpy_nabla(**kw)
+    big = {"V": 200_000, "E": 600_000}
     return [
-        ("laplacian.tir 5x7x9", example("laplacian"), {}, numpy_laplacian, False),
-        ("nabla.tir V=5440", example("nabla"), {}, nabla_example, True),
+        ("laplacian.tir 5x7x9", example("laplacian"), {}, numpy_laplacian, None),
+        ("nabla.tir V=5440", example("nabla"), {}, nabla_example, "random"),
         ("laplacian 256x256x80", LAPLACIAN, {"N": 256, "M": 256, "L": 80},
-         numpy_laplacian, False),
-        ("nabla V=200k E=600k", NABLA, {"V": 200_000, "E": 600_000}, numpy_nabla, True),
+         numpy_laplacian, None),
+        ("nabla 200k/600k mesh", NABLA, big, numpy_nabla, "mesh"),
+        ("nabla 200k/600k random", NABLA, big, numpy_nabla, "random"),
     ]
 
 
-def speed(repeat: int) -> list[tuple[str, float, float]]:
-    rows = []
-    for name, src, sizes, fn, mesh in _cases():
+def prepared() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """(name, compiled call, NumPy call) per case, results checked against NumPy."""
+    out = []
+    for name, src, sizes, fn, tables in _cases():
         prog = tir.parse(src)
-        args = random_arguments(prog, sizes=sizes, seed=0, absent_fraction=0.02 if mesh else 0.0)
-        if mesh:                  # the NumPy version gathers every edge end
+        args = random_arguments(prog, sizes=sizes, seed=0,
+                                absent_fraction=0.02 if tables else 0.0)
+        if tables == "mesh":      # numbered like a real mesh: neighbours are near
+            args["E2V"], args["V2E"] = torus_mesh_tables(sizes["V"])
+        elif tables:              # the NumPy version gathers every edge end
             args["E2V"] = np.abs(args["E2V"])
         compiled = tir.compile(prog)
         ref = clone(args)
         compiled(**args)
         fn(**ref)
-        outs = [np.asarray(x) for x in (args["out"] if mesh else (args["out"],))]
-        refs = [np.asarray(x) for x in (ref["out"] if mesh else (ref["out"],))]
+        outs = [np.asarray(x) for x in (args["out"] if tables else (args["out"],))]
+        refs = [np.asarray(x) for x in (ref["out"] if tables else (ref["out"],))]
         assert all(np.allclose(a, b, rtol=1e-12, atol=1e-12) for a, b in zip(outs, refs)), name
-        reps = repeat * (20 if "tir" in name else 1)
-        t_c = timed(lambda compiled=compiled, args=args: compiled(**args), reps)[1]
-        t_n = timed(lambda fn=fn, ref=ref: fn(**ref), reps)[1]
-        rows.append((name, t_c, t_n))
+        out.append((name, lambda c=compiled, a=args: c(**a), lambda f=fn, r=ref: f(**r)))
+    return out
+
+
+def speed(cases: list, rounds: int) -> list[tuple[str, float, float, list[float]]]:
+    """Per case: median compiled and NumPy times over ``rounds`` interleaved
+    rounds (each the median of several calls), and the sorted per-round ratios."""
+    rows = []
+    for name, compiled, numpy in cases:
+        calls = 200 if "tir" in name else 5
+        t_c: list[float] = []
+        t_n: list[float] = []
+        for _ in range(rounds):
+            t_c.append(timed(compiled, calls, 1)[1])
+            t_n.append(timed(numpy, calls, 1)[1])
+        ratios = sorted(n / c for c, n in zip(t_c, t_n))
+        rows.append((name, float(np.median(t_c)), float(np.median(t_n)), ratios))
     return rows
 
 
-def under_load(repeat: int) -> None:
-    print(f"\n3. Compiled against NumPy, default threads ({tir.get_num_threads()}), "
-          "median ms")
-    alone = speed(repeat)
+def under_load(rounds: int) -> None:
+    print(f"\n3. Compiled against NumPy, default threads ({tir.get_num_threads()}), median ms "
+          f"of {rounds} interleaved rounds; speed-up: median [range over rounds]")
+    cases = prepared()
+    load0 = os.getloadavg()[0]
+    alone = speed(cases, rounds)
     with background_load(2):
-        loaded = speed(repeat)
-    print(f"   {'case':22s} {'alone':>26s} {'two busy processes alongside':>34s}")
-    for (name, c0, n0), (_, c1, n1) in zip(alone, loaded):
-        print(f"   {name:22s} {c0 * 1e3:8.3f} vs {n0 * 1e3:8.3f} = {n0 / c0:5.1f}x"
-              f"      {c1 * 1e3:8.3f} vs {n1 * 1e3:8.3f} = {n1 / c1:5.1f}x")
+        loaded = speed(cases, rounds)
+        load1 = os.getloadavg()[0]
+    print(f"   load average {load0:.1f} before the alone rounds, {load1:.1f} at the end of "
+          "the loaded ones")
+    print(f"   {'case':24s} {'alone':>34s} {'two busy processes alongside':>40s}")
+
+    def cell(c: float, n: float, r: list[float]) -> str:
+        return f"{c * 1e3:7.3f} vs {n * 1e3:7.3f} = {n / c:4.1f}x [{r[0]:.1f}-{r[-1]:.1f}]"
+    for (name, c0, n0, r0), (_, c1, n1, r1) in zip(alone, loaded):
+        print(f"   {name:24s} {cell(c0, n0, r0):>34s} {cell(c1, n1, r1):>40s}")
 
 
 def build_throughput() -> None:
@@ -230,16 +278,23 @@ def build_throughput() -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
+    ap.add_argument("--only", choices=["startup", "calls", "load", "build"], action="append",
+                    help="run only these sections (repeatable; default: all)")
     opts = ap.parse_args()
     q = opts.quick
+    only = set(opts.only or ["startup", "calls", "load", "build"])
     from tensorir_dace import openmp
     print(f"tensorir_dace {tir.__version__}; {os.cpu_count()} cores; wait policy "
           f"{openmp.wait_policy()}; load average {os.getloadavg()[0]:.1f}")
-    startup(3 if q else 7)
-    startup_decorated(3 if q else 7)
-    per_call(2000 if q else 20000)
-    under_load(5 if q else 20)
-    build_throughput()
+    if "startup" in only:
+        startup(3 if q else 7)
+        startup_decorated(3 if q else 7)
+    if "calls" in only:
+        per_call(2000 if q else 20000)
+    if "load" in only:
+        under_load(5 if q else 15)
+    if "build" in only:
+        build_throughput()
 
 
 if __name__ == "__main__":

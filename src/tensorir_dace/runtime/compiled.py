@@ -55,6 +55,7 @@ from ..device_arrays import interface_key
 from ..errors import ArgumentError, TensorIRError
 from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
+from ..transforms.openmp_maps import parallel_maps
 
 __all__ = [
     "ArgBinding",
@@ -643,20 +644,17 @@ class SDFGCallable:
 
 def parallel_volume(sdfg: dace.SDFG) -> sympy.Expr | None:
     """The number of points of the largest top-level CPU map (``None``: none,
-    or a map whose size depends on loop variables)."""
+    every one runs one-threaded already, or a map whose size depends on loop
+    variables)."""
     volumes: list[sympy.Expr] = []
     known = {str(s) for s in sdfg.free_symbols}
-    for state in sdfg.states():
-        for node in state.nodes():
-            if not isinstance(node, dace.nodes.MapEntry) or state.entry_node(node) is not None:
-                continue
-            if node.map.schedule not in (dtypes.ScheduleType.Default,
-                                         dtypes.ScheduleType.CPU_Multicore):
-                continue
-            v = sympy.sympify(node.map.range.num_elements_exact())
-            if not {str(s) for s in v.free_symbols} <= known:
-                return None
-            volumes.append(v)
+    for node in parallel_maps(sdfg):
+        if node.map.omp_num_threads == 1:       # one-threaded already
+            continue
+        v = sympy.sympify(node.map.range.num_elements_exact())
+        if not {str(s) for s in v.free_symbols} <= known:
+            return None
+        volumes.append(v)
     if not volumes:
         return None
     return sympy.Max(*volumes) if len(volumes) > 1 else volumes[0]

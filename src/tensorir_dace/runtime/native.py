@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import openmp
-from ..pointers import data_pointer
+from ..pointers import ARRAY_DATA, data_pointer
 from ..tablescan import first_bad_entry
 from .library import Library
 
@@ -84,13 +84,13 @@ class _Entry:
     Entries are found by argument names and object identities, and dropped
     (weak-reference callbacks) as soon as one of their arrays is freed, so a
     found entry's arrays are the very objects it was made for.  It is used if
-    ``check(values, shapes, scalar_key)`` holds: their shapes are unchanged,
-    the written ones are still writeable, and the scalars have the same types
-    and values (``check`` is compiled once per keyword order, see
+    ``check(values, shapes, scalar_key)`` holds: their shapes and dtypes are
+    unchanged, the written ones are still writeable, and the scalars have the
+    same types and values (``check`` is compiled once per keyword order, see
     :func:`_checker`)."""
 
     __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
-                 "check", "scalar_key", "sequential", "handle", "full")
+                 "check", "scalar_key", "sequential", "handle", "full", "ident")
 
     def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
                  positions: tuple[Callable, Callable, tuple[int, ...], Callable, Callable],
@@ -99,12 +99,13 @@ class _Entry:
         self.initargs = initargs
         self.init_key = tuple(a.value for a in initargs)
         self.pick, self.pick_written, scalars, _, self.check = positions
-        self.shapes = tuple(map(_SHAPE, self.pick(values)))
+        self.shapes = tuple(x for a in self.pick(values) for x in (a.shape, a.dtype))
         self.refs: tuple = ()
         self.scalar_key = tuple(x for i in scalars for x in (type(values[i]), values[i]))
         self.sequential = sequential
         self.handle: Any = _UNSET       # the library state the full vector was made for
         self.full: tuple = ()
+        self.ident: Any = None          # for the last-call check (see _same_call)
 
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
         """Call ``forget`` when one of the arrays in ``values`` is freed."""
@@ -118,11 +119,52 @@ def _checker(arrays: list[int], written: list[int], scalars: tuple[int, ...]
              ) -> Callable[[tuple, tuple, tuple], bool]:
     """``check(values, shapes, scalar_key)`` for :class:`_Entry`, as one expression
     over fixed positions (half the time of a loop over them)."""
-    parts = ["(" + "".join(f"v[{i}].shape, " for i in arrays) + ") == s"]
+    parts = ["(" + "".join(f"v[{i}].shape, v[{i}].dtype, " for i in arrays) + ") == s"]
     parts += [f"v[{i}].flags.writeable" for i in written]
     if scalars:
         parts.append("(" + "".join(f"type(v[{i}]), v[{i}], " for i in scalars) + ") == c")
     return eval(f"lambda v, s, c: {' and '.join(parts)}", {"type": type})   # ints only
+
+
+def _same_call(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
+               scalars: list[tuple[str, tuple]]
+               ) -> tuple[Callable[[dict, tuple], bool], Callable[[dict], tuple]]:
+    """``same(kwargs, ident)`` and ``ident(kwargs)``: whether a call passes
+    exactly the argument objects of the last call (by name, in any keyword
+    order; tuple parameters shaped as their types, holding the same leaves),
+    with unchanged shapes and dtypes, written arrays still writeable and
+    equal scalars.  ``structure`` gives every parameter's tuple nesting
+    (``None``: not a tuple), ``arrays`` and ``scalars`` the leaves (parameter,
+    index path, written).  One expression each, over dictionary lookups by
+    constant names and indexing by constant positions."""
+    def at(name: str, path: tuple) -> str:
+        return f"k[{name!r}]" + "".join(f"[{i}]" for i in path)
+
+    def shaped(expr: str, nesting: list | None) -> list[str]:
+        if nesting is None:
+            return []
+        out = [f"type({expr}) is tuple and len({expr}) == {len(nesting)}"]
+        for i, inner in enumerate(nesting):
+            out += shaped(f"{expr}[{i}]", inner)
+        return out
+
+    same = [f"len(k) == {len(structure)}"]
+    for name, nesting in structure.items():
+        same += shaped(f"k[{name!r}]", nesting)
+    ident = []
+    for j, (name, path, _) in enumerate(arrays):
+        x = at(name, path)
+        same.append(f"id(a{j} := {x}) == t[{3 * j}] and a{j}.shape == t[{3 * j + 1}] "
+                    f"and a{j}.dtype is t[{3 * j + 2}]")
+        ident.append(f"id({x}), {x}.shape, {x}.dtype, ")
+    same += [f"a{j}.flags.writeable" for j, (_, _, written) in enumerate(arrays) if written]
+    for j, (name, path) in enumerate(scalars):
+        x, pos = at(name, path), 3 * len(arrays) + 2 * j
+        same.append(f"type(s{j} := {x}) is t[{pos}] and s{j} == t[{pos + 1}]")
+        ident.append(f"type({x}), {x}, ")
+    env = {"id": id, "len": len, "type": type, "tuple": tuple}
+    return (eval(f"lambda k, t: {' and '.join(same)}", env),    # names from the plan only
+            eval(f"lambda k: ({''.join(ident)})", env))
 
 
 def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
@@ -153,6 +195,25 @@ def _unpack(value: Any, nesting: list | None, out: list) -> bool:
 
 
 _SIZE_TYPES = (int, np.int64, np.int32)
+
+
+def _buffer_key_portable(kwargs: dict[str, Any], values: tuple) -> tuple:
+    """The names, and per value its buffer (data pointer, shape, strides and
+    dtype of an array; type and value of anything else)."""
+    return (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
+                       if type(v) is np.ndarray else (type(v), v) for v in values])
+
+
+def _buffer_key_inline(kwargs: dict[str, Any], values: tuple) -> tuple:
+    """The same, with the data pointer read inline (a third faster)."""
+    read, offset = ARRAY_DATA   # type: ignore[misc]  # used only when not None
+    return (*kwargs, *[((read(id(v) + offset).value or 0), v.shape, v.strides, v.dtype)
+                       if type(v) is np.ndarray else (type(v), v) for v in values])
+
+
+_buffer_key = _buffer_key_inline if ARRAY_DATA is not None else _buffer_key_portable
+
+
 _SHAPE = attrgetter("shape")
 _WRITEABLE = attrgetter("flags.writeable")
 
@@ -219,6 +280,13 @@ class NativeCallable:
         self._reinit = bool(plan["reinit"])
         self._program = library.program
         self._switch: Any = None     # the openmp.ThreadSwitch, got for the first small call
+        # The last call's entry, ready to run, while its argument objects live
+        # (see _same_call).
+        self._last: _Entry | None = None
+        self._same, self._ident = _same_call(
+            {p: self._structure.get(p) for p in self._param_keys},
+            [(leaves[i]["param"], tuple(leaves[i]["path"]), w) for i, _, _, w in self._array_specs],
+            [(leaves[i]["param"], tuple(leaves[i]["path"])) for i, _ in self._scalar_specs])
 
     # ------------------------------------------------------------------ calling
 
@@ -227,19 +295,15 @@ class NativeCallable:
 
     def call(self, kwargs: dict[str, Any]) -> None:
         """``self(**kwargs)``, without unpacking the dictionary again."""
-        values = tuple(kwargs.values()) if not self._structure else self._flatten(kwargs)
-        if values is None:
-            self.fallback(**kwargs)   # a tuple parameter given something else
-            return
-        key = (*kwargs, *map(id, values))
-        entry = self._entries.get(key)
-        if entry is None or not entry.check(values, entry.shapes, entry.scalar_key):
-            entry = self._find(kwargs, values, key)
+        entry = self._last
+        try:
+            same = entry is not None and self._same(kwargs, entry.ident)
+        except KeyError:            # other names than the last call's
+            same = False
+        if not same or entry is None:
+            entry = self._entry_for(kwargs)
             if entry is None:
-                return              # run on the full path
-        lib = self.library
-        if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
-            self._ready(entry)
+                return              # it ran on the full path
         if entry.sequential:
             switch = self._switch
             switch.set(1)
@@ -250,32 +314,69 @@ class NativeCallable:
         else:
             self._program(*entry.full)
 
-    def _find(self, kwargs: dict[str, Any], values: tuple, key: tuple) -> _Entry | None:
+    def _entry_for(self, kwargs: dict[str, Any]) -> _Entry | None:
+        """The ready entry for a call that is not the last call again (``None``:
+        the call ran on the full path)."""
+        values = tuple(kwargs.values()) if not self._structure else self._flatten(kwargs)
+        if values is None:
+            self.fallback(**kwargs)   # a tuple parameter given something else
+            return None
+        entry = None
+        if self._entries:           # (none left when every call makes new views)
+            key = (*kwargs, *map(id, values))
+            entry = self._entries.get(key)
+            if entry is not None and not entry.check(values, entry.shapes, entry.scalar_key):
+                entry = None
+        # An entry kept under this call's identities watches these very arrays
+        # (freeing one forgets it), so the next call may find it by them.
+        watched = entry is not None
+        if entry is None:
+            entry, watched = self._find(kwargs, values)
+            if entry is None:
+                return None
+        lib = self.library
+        if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
+            self._ready(entry)
+        self._last = None
+        if watched:
+            entry.ident = self._ident(kwargs)
+            self._last = entry
+        return entry
+
+    def _find(self, kwargs: dict[str, Any], values: tuple) -> tuple[_Entry | None, bool]:
         """The entry for a call whose argument objects are new: by their buffers,
-        or prepared now (``None``: the call ran on the full path)."""
+        or prepared now (``None``: the call ran on the full path), and whether
+        it watches these objects (it does when prepared now)."""
         bkey: tuple | None
         try:
-            bkey = (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
-                               if type(v) is np.ndarray else (type(v), v) for v in values])
+            bkey = _buffer_key(kwargs, values)
             entry = self._buffers.get(bkey)
         except TypeError:           # unhashable: not a plain call
             bkey = entry = None
         if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
-            return entry            # new objects, known buffers (e.g. views made per call)
+            return entry, False     # new objects, known buffers (e.g. views made per call)
         entry = self._prepare(kwargs, values)
         if entry is None:
             self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
-            return None
+            return None, False
+        key = (*kwargs, *map(id, values))
         entries, buffers = self._entries, self._buffers
         if key not in entries and len(entries) >= self.max_cached:
             entries.pop(next(iter(entries)))
-        entry.watch(values, lambda _ref: entries.pop(key, None))
+        owner, eid = weakref.ref(self), id(entry)
+
+        def forget(_ref: Any) -> None:      # no reference to the entry: no cycle
+            entries.pop(key, None)
+            me = owner()
+            if me is not None and id(me._last) == eid:
+                me._last = None
+        entry.watch(values, forget)
         entries[key] = entry
         if bkey is not None:
             if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
                 buffers.pop(next(iter(buffers)))
             buffers[bkey] = entry
-        return entry
+        return entry, True
 
     def _ready(self, entry: _Entry) -> None:
         """Initialise the library for the entry's sizes where needed, and lead its
@@ -457,4 +558,5 @@ class NativeCallable:
         """Forget the prepared argument vectors."""
         self._entries.clear()
         self._buffers.clear()
+        self._last = None
 

@@ -13,6 +13,7 @@ from .fuse_scans import fuse_column_scans
 from .fuse_statements import fuse_across_statements
 from .gpu import block_size, cap_grid, keep_on_device, synchronize_calls
 from .interleave_columns import interleave_columns
+from .openmp_maps import small_maps_one_thread
 from .streaming_stores import streaming_stores
 
 SDFGPass = Callable[[dace.SDFG], None]
@@ -110,12 +111,12 @@ PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
     "default": [simplify, fuse_maps_vertically, fuse_across_statements, fuse_column_scans,
                 interleave_columns, streaming_stores, fuse_maps_horizontally,
-                persistent_transients, validate],
+                persistent_transients, small_maps_one_thread, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
 CPU_ONLY: tuple[SDFGPass, ...] = (fuse_across_statements, fuse_column_scans,
-                                  interleave_columns, streaming_stores)
+                                  interleave_columns, streaming_stores, small_maps_one_thread)
 
 #: Passes that check the SDFG without changing it (no stage of their own).
 CHECKS: tuple[SDFGPass, ...] = (validate,)
