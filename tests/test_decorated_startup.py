@@ -66,6 +66,16 @@ CALL = '''
 '''
 
 
+def first_and_cached_runs(tmp_path, module: str, text: str, script: str) -> tuple[dict, dict]:
+    """``script`` run in two new processes sharing a new cache, with the module
+    ``module`` (source ``text``) importable from ``tmp_path / "src"``: the first
+    translates and compiles, the second should find everything by the source."""
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / f"{module}.py").write_text(text)
+    return run_fresh(script, cache, src), run_fresh(script, cache, src)
+
+
 def call(src, cache, dtype: str = "float64", before: str = "") -> dict:
     return run_fresh(CALL.format(before=before), cache, src, dtype)
 
@@ -256,12 +266,8 @@ CALL_INTERVALS = '''
 def test_interval_annotations_import_neither_sympy_nor_dace(tmp_path):
     """Annotations with intervals over size symbols keep them as text: defining
     the program imports no SymPy, and a cached call translates nothing."""
-    src, cache = tmp_path / "src", tmp_path / "cache"
-    src.mkdir()
-    (src / "intervals.py").write_text(INTERVALS)
-    first = run_fresh(CALL_INTERVALS, cache, src)
+    first, again = first_and_cached_runs(tmp_path, "intervals", INTERVALS, CALL_INTERVALS)
     assert first["import"] == [] and "sympy" in first["heavy"]
-    again = run_fresh(CALL_INTERVALS, cache, src)
     assert again["import"] == [] and again["heavy"] == []
     assert again["info"]["loads"] == 1 and again["info"]["compiles"] == 0
     inp = np.arange(42.0).reshape(7, 6) ** 2 / 10
@@ -269,12 +275,12 @@ def test_interval_annotations_import_neither_sympy_nor_dace(tmp_path):
     want = inp[:-2, 1:-1] + inp[2:, 1:-1] + inp[1:-1, 2:] - 3.0 * c
     np.testing.assert_allclose(again["out"], want, rtol=1e-14)
     np.testing.assert_allclose(first["out"], want, rtol=1e-14)
-    sys.path.insert(0, str(src))
+    sys.path.insert(0, str(tmp_path / "src"))
     try:
         ref = np.zeros((5, 4))
         importlib.import_module("intervals").band(inp, ref, backend="interpreter")
     finally:
-        sys.path.remove(str(src))
+        sys.path.remove(str(tmp_path / "src"))
         sys.modules.pop("intervals", None)
     np.testing.assert_allclose(again["out"], ref, rtol=1e-14)
 
@@ -332,25 +338,21 @@ CALL_MESH = '''
 
 
 def test_calls_with_tables_of_declared_connectivities_are_found_by_the_source(tmp_path):
-    src, cache = tmp_path / "src", tmp_path / "cache"
-    src.mkdir()
-    (src / "mesh.py").write_text(MESH)
-    first = run_fresh(CALL_MESH, cache, src)
+    first, again = first_and_cached_runs(tmp_path, "mesh", MESH, CALL_MESH)
     assert "sympy" in first["heavy"]
-    again = run_fresh(CALL_MESH, cache, src)
     assert again["heavy"] == [] and again["info"]["compiles"] == 0
     want = [12.0, 120.0, 200.0, np.nan]          # an absent first neighbour: NaN
     for got in (first, again):
         np.testing.assert_array_equal(got["out"], want)
         np.testing.assert_array_equal(got["out2"], want)
-    sys.path.insert(0, str(src))
+    sys.path.insert(0, str(tmp_path / "src"))
     try:
         ref = np.zeros(4)
         importlib.import_module("mesh").edge_sum(
             np.array([1.0, 10.0, 100.0]), ref, backend="interpreter",
             offset_provider={"E2V": np.array([[0, 1], [1, 2], [2, -1], [-1, 0]])})
     finally:
-        sys.path.remove(str(src))
+        sys.path.remove(str(tmp_path / "src"))
         sys.modules.pop("mesh", None)
     np.testing.assert_array_equal(again["out"], ref)
 
@@ -388,12 +390,8 @@ CALL_FUNCTIONS = '''
 
 
 def test_functions_called_directly_are_found_by_the_source(tmp_path):
-    src, cache = tmp_path / "src", tmp_path / "cache"
-    src.mkdir()
-    (src / "functions.py").write_text(FUNCTIONS)
-    first = run_fresh(CALL_FUNCTIONS, cache, src)
+    first, again = first_and_cached_runs(tmp_path, "functions", FUNCTIONS, CALL_FUNCTIONS)
     assert "sympy" in first["heavy"]
-    again = run_fresh(CALL_FUNCTIONS, cache, src)
     assert again["heavy"] == []
     assert again["info"] == {"hits": 1, "misses": 1, "specializations": 1, "compiles": 0,
                              "loads": 1}
@@ -406,10 +404,10 @@ def test_functions_called_directly_are_found_by_the_source(tmp_path):
         np.testing.assert_allclose(got["r"], lap(x), rtol=1e-14)
         np.testing.assert_allclose(got["r2"], lap(x + 1.0), rtol=1e-14)
         assert got["s"] == [1.0, 3.0, 5.0, 7.0, 9.0] and got["dtype"] == "float32"
-    sys.path.insert(0, str(src))
+    sys.path.insert(0, str(tmp_path / "src"))
     try:
         ref = importlib.import_module("functions").lap(x, backend="interpreter")
     finally:
-        sys.path.remove(str(src))
+        sys.path.remove(str(tmp_path / "src"))
         sys.modules.pop("functions", None)
     np.testing.assert_allclose(again["r"], ref, rtol=1e-14)
