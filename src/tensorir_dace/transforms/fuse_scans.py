@@ -34,6 +34,8 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
+from . import index_algebra
+
 NAME = "fuse_column_scans"
 
 #: Columns up to this many levels keep their buffer on the stack (8 KiB in
@@ -127,7 +129,7 @@ def _whole_column(desc, memlet: dace.Memlet) -> bool:
     ax = axes[0]
     b, e, s = ranges[ax]
     return s == 1 and desc.strides[ax] == 1 and \
-        symbolic.simplify(e - b + 1 - desc.shape[ax]) == 0
+        index_algebra.normalised(e - b + 1 - desc.shape[ax]) == 0
 
 
 def _used_only_here(sd, state, node) -> bool:
@@ -161,7 +163,7 @@ def _buffer_reads(sd, state, consumer, buffers, params):
             if idx is None or not _INDEX_CHARS.match(idx):
                 return None
             try:
-                rel = symbolic.simplify(symbolic.pystr_to_symbolic(idx) + base)
+                rel = index_algebra.normalised(symbolic.pystr_to_symbolic(idx) + base)
             except (SyntaxError, TypeError, ValueError):   # not plain arithmetic: leave it
                 return None
             if rel.free_symbols & params:

@@ -60,7 +60,7 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
-from . import prefetch, streaming_stores
+from . import index_algebra, prefetch, streaming_stores
 
 NAME = "fuse_across_statements"
 
@@ -172,7 +172,7 @@ def _offsets(coords, params) -> list[int] | None:
         return None
     out = []
     for c, p in zip(coords, params):
-        d = symbolic.simplify(c - symbolic.pystr_to_symbolic(p))
+        d = index_algebra.normalised(c - symbolic.pystr_to_symbolic(p))
         if not d.is_Integer:
             return None
         out.append(int(d))
@@ -332,8 +332,8 @@ def _covered(halos, temps, sink) -> bool:
     """Each producer's range covers the points its readers read."""
     for data, p in temps.items():
         for (b, e), (sb, se), (lo, hi) in zip(p.ranges, sink.ranges, halos[data]):
-            below = symbolic.simplify(sb + lo - b)
-            above = symbolic.simplify(e - (se + hi))
+            below = index_algebra.normalised(sb + lo - b)
+            above = index_algebra.normalised(e - (se + hi))
             if not (below.is_Integer and above.is_Integer and below >= 0 and above >= 0):
                 return False
     return True
@@ -362,8 +362,7 @@ def _modes(order, temps, halos):
     return modes
 
 
-def _cpp(x) -> str:
-    return symbolic.symstr(symbolic.simplify(x), cpp_mode=True)
+_cpp = index_algebra.cpp
 
 
 def _flat(desc, coords) -> str:

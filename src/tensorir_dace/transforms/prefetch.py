@@ -24,6 +24,8 @@ from collections.abc import Iterable
 
 from dace import symbolic
 
+from . import index_algebra
+
 #: How far ahead (bytes along the dimension before the innermost) rows are
 #: prefetched: 2–16 rows of 640 bytes measured alike.
 AHEAD_BYTES = 2048
@@ -67,13 +69,12 @@ def row_prefetch(pointer: str, desc, coords, params: list[str], row_end: str,
     contiguous."""
     row, inner = (symbolic.pystr_to_symbolic(p) for p in params[-2:])
     flat = symbolic.pystr_to_symbolic(str(flat_index(desc, coords)))
-    if symbolic.simplify(flat.subs(inner, inner + 1) - flat) != 1 \
-            or symbolic.simplify(flat.subs(row, row + 1) - flat) == 0:
+    if index_algebra.normalised(flat.subs(inner, inner + 1) - flat) != 1 \
+            or index_algebra.normalised(flat.subs(row, row + 1) - flat) == 0:
         return []
     ahead = symbolic.pystr_to_symbolic("_pf_row")
     start = symbolic.pystr_to_symbolic("_pf_lo")
-    index = symbolic.symstr(symbolic.simplify(flat.subs({row: ahead, inner: start})),
-                            cpp_mode=True)
+    index = index_algebra.cpp(flat.subs({row: ahead, inner: start}))
     ctype = desc.dtype.ctype
     return [
         "{",

@@ -43,7 +43,7 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
-from . import prefetch
+from . import index_algebra, prefetch
 
 NAME = "streaming_stores"
 
@@ -169,7 +169,7 @@ static inline void {name}({ctype}* __restrict__ dst,
 
 
 def _flat(desc, coords) -> str:
-    return symbolic.symstr(symbolic.simplify(prefetch.flat_index(desc, coords)), cpp_mode=True)
+    return index_algebra.cpp(prefetch.flat_index(desc, coords))
 
 
 def _apply(sdfg, state, entry, tasklet, out) -> None:
