@@ -302,6 +302,9 @@ def test_size_expressions_become_the_sympy_expressions_they_spell():
     spec = I[-1:N + 1]
     assert spec.key() == "I[-1:N + 1]" and (spec.start, spec.stop) == (-1, n + 1)
     assert I.halo(2).key() == "I[-2:N_I + 2]" and I.halo(2) == I[-2:I.size + 2]
+    n_i = size_symbol("N_I")
+    assert I.size == n_i and sympy.sympify(I.size) == n_i and I.size_symbol is n_i
+    assert I[0:I.size - 1].key() == "I[0:N_I - 1]" and (I.size - 1).free_symbols == {n_i}
     with pytest.raises(TypeError, match="must be an integer or a size expression"):
         I[0:1.5]
 

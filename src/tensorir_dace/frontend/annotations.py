@@ -106,7 +106,7 @@ class TensorSpec:
 
     def to_type(self, size_of: Callable[[Dimension], sympy.Expr] | None = None) -> ir.TensorType:
         """The IR type; ``size_of(D)`` is the size symbol of a bare dimension."""
-        size_of = size_of or (lambda d: d.size)
+        size_of = size_of or (lambda d: d.size_symbol)
         et = self.element()
         out: list[ir.Dim] = []
         table = self.is_table()
@@ -134,8 +134,8 @@ class TensorSpec:
 
 def _resize(bound: sympy.Expr, dim: Dimension, size_of) -> sympy.Expr:
     """Replace the default size symbol of ``dim`` by the program's symbol for it."""
-    if dim.size in bound.free_symbols:
-        return bound.subs(dim.size, size_of(dim))
+    if dim.size_symbol in bound.free_symbols:
+        return bound.subs(dim.size_symbol, size_of(dim))
     return bound
 
 

@@ -16,7 +16,11 @@ Here the call is looked up first by a key made without translating
   attributes the code may read from it (library modules by name only);
 * the arguments: each array's dtype and rank, each scalar's type; for a
   program with rank-generic parameters also the shapes, the scalar values and
-  the default dimensions.
+  the default dimensions;
+* for a ``@function`` called directly with ``out=`` (an array or a tuple of
+  them) and ``domain=``: ``out``'s dtypes and ranks and the domain's
+  dimensions (:func:`describe_into`); the bounds are arguments of the
+  compiled program, as in a process that translates.
 
 This over-approximates what translation reads: a change anywhere in it (a
 global constant, a called function's source, an argument dtype) is a miss,
@@ -26,7 +30,8 @@ connectivities are described by name, dimensions and element type; their
 tables (by keyword or ``offset_provider=``) are arguments like any other.
 
 ``<cache>/decorated/<key>.json`` holds the printed IR of the translated
-program; a hit compiles that text, which :mod:`tensorir_dace.runtime.source_cache`
+program (for ``out=``, also the result parameter's name and the names of the
+bound parameters); a hit compiles that text, which :mod:`tensorir_dace.runtime.source_cache`
 finds by its text, without parsing, SymPy or DaCe.
 """
 
@@ -55,8 +60,8 @@ from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Off
 from .size_exprs import SizeExpr
 from .specialize import get_default_dims
 
-__all__ = ["annotated_calls", "call_key", "describe", "is_rank_generic", "load_text",
-           "store_text"]
+__all__ = ["annotated_calls", "call_key", "describe", "describe_into", "is_rank_generic",
+           "load_entry", "load_text", "store_text"]
 
 #: Bump when the key recipe changes.
 _FORMAT = 1
@@ -234,6 +239,24 @@ def describe(values: dict[str, Any], generic: bool) -> tuple | None:
     return tuple(out)
 
 
+def describe_into(out: Any, domain: Any, generic: bool) -> tuple | None:
+    """``out=`` and ``domain=`` of a direct call as the key sees them: each
+    array of ``out`` (one, or a tuple) by dtype and rank (and shape for a
+    rank-generic function) and the domain's dimensions, sorted; their bounds
+    are arguments of the compiled program.  None for anything else (the
+    translated path reports a mistake)."""
+    leaves = out if type(out) is tuple else (out,)
+    if not leaves or any(type(a) is not np.ndarray for a in leaves):
+        return None
+    arrays = tuple((a.dtype.str, a.ndim) + ((a.shape,) if generic else ()) for a in leaves)
+    domain = {} if domain is None else domain
+    if type(domain) is not dict or not all(
+            isinstance(k, Dimension) and type(v) is tuple and len(v) == 2
+            for k, v in domain.items()):
+        return None
+    return ("into", type(out) is tuple, arrays, tuple(sorted(k.name for k in domain)))
+
+
 _PYTHON_SCALARS = {"float64": "float", "float32": "float", "int64": "int", "int32": "int",
                    "bool": "bool"}
 
@@ -290,22 +313,30 @@ def _path(key: str, cache_dir: Any) -> pathlib.Path:
     return root / "decorated" / f"{key}.json"
 
 
-def load_text(key: str, cache_dir: Any = None) -> str | None:
-    """The printed IR stored under ``key``, or None."""
+def load_entry(key: str, cache_dir: Any = None) -> dict[str, Any] | None:
+    """The entry stored under ``key`` (``"ir"``: the printed IR; for a direct
+    call with ``out=``, also ``"result"`` and ``"bounds"``), or None."""
     try:
         data = json.loads(_path(key, cache_dir).read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or data.get("key") != key or data.get("format") != _FORMAT:
+    if not isinstance(data, dict) or data.get("key") != key or data.get("format") != _FORMAT \
+            or not isinstance(data.get("ir"), str):
         return None
-    text = data.get("ir")
-    return text if isinstance(text, str) else None
+    return data
 
 
-def store_text(key: str, text: str, cache_dir: Any = None) -> None:
-    """Store the printed IR of a translated call under ``key`` (atomically)."""
+def load_text(key: str, cache_dir: Any = None) -> str | None:
+    """The printed IR stored under ``key``, or None."""
+    entry = load_entry(key, cache_dir)
+    return None if entry is None else entry["ir"]
+
+
+def store_text(key: str, text: str, cache_dir: Any = None, **extra: Any) -> None:
+    """Store the printed IR of a translated call under ``key`` (atomically),
+    with ``extra`` JSON data that calling it needs."""
     path = _path(key, cache_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    staging.write_text(json.dumps({"format": _FORMAT, "key": key, "ir": text}))
+    staging.write_text(json.dumps({**extra, "format": _FORMAT, "key": key, "ir": text}))
     os.replace(staging, path)

@@ -141,34 +141,47 @@ class _Specialized:
         described = by_source.describe(values, self._rank_generic)
         return None if described is None else (values, described + self._by_source_kind)
 
-    def _found_by_source(self, described: tuple) -> Any:
-        """The compiled program of calls so described, found by the Python source
-        (see :mod:`.by_source`) without translating, or None."""
-        compiled = self._by_source.get(described, False)
-        if compiled is False:     # first call so described in this process: look it up
+    def _found_by_source(self, described: tuple) -> tuple[Any, dict[str, Any]] | None:
+        """The compiled program of calls so described and its stored entry
+        (:func:`.by_source.load_entry`), found by the Python source without
+        translating, or None."""
+        found = self._by_source.get(described, False)
+        if found is False:     # first call so described in this process: look it up
             key = by_source.call_key(self.fn, described, self.compile_options)
-            text = None if key is None else by_source.load_text(
+            entry = None if key is None else by_source.load_entry(
                 key, self.compile_options.get("cache_dir"))
-            compiled = None if text is None else compile_ir(text, **self.compile_options)
-            self._by_source[described] = compiled
-            if compiled is None:
+            found = None if entry is None else (compile_ir(entry["ir"], **self.compile_options),
+                                                entry)
+            self._by_source[described] = found
+            if found is None:
                 return None
             self._cache.misses += 1
             self._cache.loads += 1
             self._cache.by_source += 1
             self._serving = True
-        elif compiled is not None:
+        elif found is not None:
             self._cache.hits += 1
-        return compiled
+        return found
 
-    def _store_by_source(self, args: tuple, kwargs: dict[str, Any], prog: Program) -> None:
+    def _store_by_source(self, described: tuple | None, prog: Program, **extra: Any) -> None:
         """Record a call's newly translated program for lookups by the source."""
-        found = self._described(args, kwargs)
-        key = None if found is None else by_source.call_key(self.fn, found[1],
-                                                            self.compile_options)
+        key = None if described is None else by_source.call_key(self.fn, described,
+                                                                self.compile_options)
         if key is not None:
             from ..syntax import format as format_program
-            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"))
+            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"),
+                                 **extra)
+
+    def _provided(self, kwargs: dict[str, Any], offset_provider: Any) -> dict[str, Any] | None:
+        """``kwargs`` with the tables of ``offset_provider`` merged in as the
+        translated path merges them (None: a mistake that path reports)."""
+        self._param_infos()
+        if not self._tables:
+            return None
+        try:
+            return table_arguments(kwargs, offset_provider, self._tables, self.__name__)
+        except ArgumentError:
+            return None
 
     # ------------------------------------------------------------------ helpers
 
@@ -454,27 +467,53 @@ class FunctionObject(_Specialized, InlinedFunction):
 
     _by_source_kind = ("function",)
 
-    def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> Any:
-        """The result of a direct call whose compiled program is found by the
-        Python source (see :mod:`.by_source`), without translating: allocated
-        with the shape its call plan gives for the arguments.  None: translate
-        (not found, no plan, a tuple result, or a mistake to report)."""
+    def _call_description(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
+                          ) -> tuple[dict[str, Any], tuple] | None:
+        """The arguments by name (tables of ``offset_provider=`` merged in) and the
+        call as the key sees it, ``out=`` and ``domain=`` included; None where
+        the call cannot be looked up by the source."""
+        if "offset_provider" in kwargs and "offset_provider" not in self._names():
+            kwargs = dict(kwargs)
+            kwargs = self._provided(kwargs, kwargs.pop("offset_provider"))
+            if kwargs is None:
+                return None
         found = self._described(args, kwargs)
-        if found is None:
+        if found is None or not into:
+            return found
+        extra = by_source.describe_into(into.get("out"), into.get("domain"),
+                                        bool(self._rank_generic))
+        return None if extra is None else (found[0], found[1] + extra)
+
+    def _call_by_source(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
+                        ) -> Any:
+        """The result of a direct call whose compiled program is found by the
+        Python source (see :mod:`.by_source`), without translating: ``out=``,
+        with ``domain=``'s bounds as the program's bound parameters, or a new
+        array with the shape its call plan gives for the arguments.  None:
+        translate (not found, no plan, or a mistake to report)."""
+        found = self._call_description(args, kwargs, into)
+        hit = None if found is None else self._found_by_source(found[1])
+        if hit is None:
             return None
-        values, described = found
-        compiled = self._found_by_source(described)
-        shape_of = getattr(getattr(compiled, "_callable", None), "shape_of", None)
-        if compiled is None or shape_of is None:
-            return None
-        name = compiled.param_names[-1]
+        values, (compiled, entry) = found[0], hit
         given = {k: values[k] for k in compiled.param_names if k in values}
-        shape = shape_of(name, given)
-        if shape is None:
-            return None
-        dtype = next(lf["dtype"] for lf in compiled._callable.plan["leaves"]
-                     if lf["param"] == name)
-        result = np.empty(shape, dtype=dtype)
+        if into:
+            name, bounds = entry.get("result"), entry.get("bounds")
+            if not isinstance(name, str) or not isinstance(bounds, dict):
+                return None
+            result = into["out"]
+            for dim, pair in (into.get("domain") or {}).items():
+                lo, hi = bounds[dim.name]
+                given[lo], given[hi] = pair
+        else:
+            shape_of = getattr(compiled._callable, "shape_of", None)
+            name = compiled.param_names[-1]
+            shape = None if shape_of is None else shape_of(name, given)
+            if shape is None:
+                return None
+            dtype = next(lf["dtype"] for lf in compiled._callable.plan["leaves"]
+                         if lf["param"] == name)
+            result = np.empty(shape, dtype=dtype)
         try:
             compiled(**given, **{name: result})
         except ArgumentError:          # the translated path says it at the parameter
@@ -493,10 +532,9 @@ class FunctionObject(_Specialized, InlinedFunction):
         if "domain" in into and "out" not in into:
             raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
                                 "write", self._def_loc())
-        plain_call = plain_call and not into
         # as for programs: looked up by the source until one is translated here
         if plain_call and (self._serving or not len(self._cache)):
-            result = self._call_by_source(args, kwargs)
+            result = self._call_by_source(args, kwargs, into)
             if result is not None:
                 return result
         values = self._bind(args, kwargs)
@@ -506,7 +544,10 @@ class FunctionObject(_Specialized, InlinedFunction):
         new = self._cache.misses != misses
         assert spec.result is not None
         if into:
-            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"))
+            record = (lambda: self._call_description(args, kwargs, into)) if plain_call \
+                else None
+            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
+                                   record)
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -520,15 +561,19 @@ class FunctionObject(_Specialized, InlinedFunction):
         plain[spec.result.name] = result
         self._run(spec, backend, new, plain)
         if new and plain_call:
-            self._store_by_source(args, kwargs, spec.program)
+            found = self._call_description(args, kwargs, into)
+            self._store_by_source(found and found[1], spec.program)
         return result
 
 
     def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
-                   plain: dict[str, Any], out: Any, domain: Any) -> Any:
+                   plain: dict[str, Any], out: Any, domain: Any,
+                   record: Callable[[], tuple | None] | None = None) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
-        program per specialisation and set of dimensions, whatever the bounds."""
+        program per specialisation and set of dimensions, whatever the bounds.
+        ``record``: the call's description for lookups by the source (a new
+        program is recorded under it)."""
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
@@ -558,6 +603,10 @@ class FunctionObject(_Specialized, InlinedFunction):
             for name, v in zip(bounds[dim.name], pair):
                 values[name] = v
         self._run(derived, backend, new, values)
+        found = record() if new and record is not None else None
+        if found is not None:
+            self._store_by_source(found[1], derived.program, result=spec.result.name,
+                                  bounds=bounds)
         return out
 
 
@@ -815,17 +864,6 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             values[k] = v
         return values
 
-    def _provided(self, kwargs: dict[str, Any], offset_provider: Any) -> dict[str, Any] | None:
-        """``kwargs`` with the tables of ``offset_provider`` merged in as the
-        translated path merges them (None: a mistake that path reports)."""
-        self._param_infos()
-        if not self._tables:
-            return None
-        try:
-            return table_arguments(kwargs, offset_provider, self._tables, self.__name__)
-        except ArgumentError:
-            return None
-
     def _call_by_source(self, args: tuple, kwargs: dict[str, Any]) -> bool:
         """Run a call whose compiled program is found by the Python source (see
         :mod:`.by_source`), without translating; whether it ran."""
@@ -833,9 +871,10 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         if found is None:
             return False
         values, described = found
-        compiled = self._found_by_source(described)
-        if compiled is None:
+        hit = self._found_by_source(described)
+        if hit is None:
             return False
+        compiled = hit[0]
         try:      # static values are in the key and not parameters of the program
             compiled(**{k: values[k] for k in compiled.param_names if k in values})
         except ArgumentError:          # the translated path says it at the parameter
@@ -885,7 +924,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         new = self._cache.misses != misses
         self._run(spec, backend, new, plain)
         if new and plain_call:
-            self._store_by_source(args, kwargs, spec.program)
+            found = self._described(args, kwargs)
+            self._store_by_source(found and found[1], spec.program)
 
 
 def _caller() -> str | None:

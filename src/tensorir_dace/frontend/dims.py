@@ -121,8 +121,14 @@ class Dimension:
 
     # -- sizes and intervals
     @property
-    def size(self) -> sympy.Symbol:
-        """The size symbol of this dimension: tensors over it run over ``[0:size]``."""
+    def size(self) -> SizeExpr:
+        """The size symbol of this dimension: tensors over it run over ``[0:size]``
+        (held as text, see :mod:`.size_exprs`: no SymPy where annotations use it)."""
+        return self.size_expr()
+
+    @property
+    def size_symbol(self) -> sympy.Symbol:
+        """:attr:`size` as the SymPy symbol ``N_<name>``."""
         return ir.size_symbol(f"N_{self.name}")
 
     def __getitem__(self, item: Any) -> DimSpec:
@@ -141,7 +147,7 @@ class Dimension:
         return DimSpec(self, -_bound(lower), self.size_expr() + _bound(upper))
 
     def size_expr(self) -> SizeExpr:
-        """:attr:`size` held as text (see :mod:`.size_exprs`)."""
+        """The size symbol held as text (see :mod:`.size_exprs`)."""
         return SizeExpr(f"N_{self.name}")
 
     def spec(self) -> DimSpec:

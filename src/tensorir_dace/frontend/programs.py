@@ -255,7 +255,7 @@ class ProgramTranslator(AssignmentTranslator):
                 raise self.error(sl, f"write an interval as {dim.name}[start:stop]")
             lo = sympy.Integer(0) if sl.lower is None else \
                 self.runtime_bound(self.expr(sl.lower), sl.lower, "an interval bound")
-            hi = dim.size if sl.upper is None else \
+            hi = dim.size_symbol if sl.upper is None else \
                 self.runtime_bound(self.expr(sl.upper), sl.upper, "an interval bound")
             args.append(DimSpec(dim, lo, hi))
         base = self.expr(node.value)
