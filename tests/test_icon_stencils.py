@@ -260,3 +260,37 @@ def test_cell_stencils(backend):
                 else np.full((NC, NK), 3.0, np.float32)
             exp[hs:he, vs:ve] = full[hs:he, vs:ve]
             np.testing.assert_allclose(got, exp, rtol=2e-6)
+
+
+ADVECTIVE_TIR = """
+compute_advective_vertical_wind_tendency(
+    z_w_con_c: tensor<float32, Cell[0:N], K[0:L]>, w: tensor<float, Cell[0:N], K[0:L+1]>,
+    coeff1_dwdz: tensor<float32, Cell[0:N], K[0:L]>, coeff2_dwdz: tensor<float32, Cell[0:N], K[0:L]>,
+    ddt_w_adv: tensor<float32, Cell[0:N], K[0:L]>,
+    hs: tensor<int32>, he: tensor<int32>, vs: tensor<int32>, ve: tensor<int32>) {
+  subset(ddt_w_adv, Cell[hs:he], K[vs:ve]) ← cast(-cast(z_w_con_c, float) × (
+      ⟪K, -1⟫(w) × cast(coeff1_dwdz, float) - ⟪K, 1⟫(w) × cast(coeff2_dwdz, float)
+      + w × cast(coeff2_dwdz - coeff1_dwdz, float)), float32)
+}
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_advective_vertical_wind_tendency_in_text_form(backend):
+    import tensorir_dace as tir
+
+    prog = tir.parse(ADVECTIVE_TIR)
+    z, w, c1, c2 = vp(NC, NK) - np.float32(0.5), wp(NC, NK + 1), vp(NC, NK), vp(NC, NK)
+    full = (-z.astype(np.float64) * (
+        np.concatenate([np.zeros((NC, 1)), w[:, :NK - 1]], axis=1) * c1.astype(np.float64)
+        - w[:, 1:] * c2.astype(np.float64) + w[:, :NK] * (c2 - c1).astype(np.float64))
+    ).astype(np.float32)
+    run = tir.compile(prog) if backend == "compiled" else \
+        (lambda **kw: tir.interpret(prog, **kw))
+    for hs, he, vs, ve in [(0, NC, 1, NK), (2, 7, 3, 5), (4, 4, 1, NK)]:
+        out = np.full((NC, NK), 3.0, np.float32)
+        run(z_w_con_c=z, w=w, coeff1_dwdz=c1, coeff2_dwdz=c2, ddt_w_adv=out,
+            hs=np.int32(hs), he=np.int32(he), vs=np.int32(vs), ve=np.int32(ve))
+        exp = np.full((NC, NK), 3.0, np.float32)
+        exp[hs:he, vs:ve] = full[hs:he, vs:ve]
+        np.testing.assert_allclose(out, exp, rtol=2e-6)
