@@ -3,7 +3,8 @@
 Each stencil is written in this front end's spelling as close to the GT4Py
 original as the API allows, with ``domain=`` bounds passed as ``int32`` program
 arguments, float32 (``vpfloat``) and float64 (``wpfloat``) mixes, neighbour
-tables with -1 entries and half-level fields (``K.halo(0, 1)``).  Both backends
+tables with -1 entries, half-level fields (``K.halo(0, 1)``) and GT4Py's
+``FieldOffset`` declarations (``Koff[-1]``).  Both backends
 are compared with hand-written NumPy.
 """
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from tensorir_dace.frontend import (
+    FieldOffset,
     Tensor,
     astype,
     broadcast,
@@ -32,7 +34,8 @@ from tensorir_dace.frontend import (
 
 Cell, Edge, Vertex, K = dims("Cell Edge Vertex K")
 E2CDim, C2EDim, E2C2VDim = neighbor_dim(Cell, 2), neighbor_dim(Edge, 3), neighbor_dim(Vertex, 4)
-E2C = connectivity("E2C", Edge, E2CDim)
+E2C = FieldOffset("E2C", source=Cell, target=(Edge, E2CDim))   # GT4Py's spelling
+Koff = FieldOffset("Koff", source=K, target=(K,))
 C2E = connectivity("C2E", Cell, C2EDim)
 E2C2V = connectivity("E2C2V", Edge, E2C2VDim)
 wpfloat, vpfloat = float64, float32
@@ -113,7 +116,7 @@ def compute_advective_vertical_wind_tendency(
     z_w_con_c_wp = astype(z_w_con_c, wpfloat)
     coeff1_dwdz_wp, coeff2_dwdz_wp = astype((coeff1_dwdz, coeff2_dwdz), wpfloat)
     ddt_w_adv_wp = -z_w_con_c_wp * (
-        w(K - 1) * coeff1_dwdz_wp - w(K + 1) * coeff2_dwdz_wp
+        w(Koff[-1]) * coeff1_dwdz_wp - w(Koff[1]) * coeff2_dwdz_wp
         + w * astype(coeff2_dwdz - coeff1_dwdz, wpfloat))
     return astype(ddt_w_adv_wp, vpfloat)
 
@@ -294,3 +297,14 @@ def test_advective_vertical_wind_tendency_in_text_form(backend):
         exp = np.full((NC, NK), 3.0, np.float32)
         exp[hs:he, vs:ve] = full[hs:he, vs:ve]
         np.testing.assert_allclose(out, exp, rtol=2e-6)
+
+
+def test_field_offset_refuses_a_mismatched_declaration():
+    from tensorir_dace import FrontendError
+
+    with pytest.raises(FrontendError, match="the source must be Cell"):
+        FieldOffset("E2C", source=Vertex, target=(Edge, E2CDim))
+    with pytest.raises(FrontendError, match="target must be"):
+        FieldOffset("Koff", source=K, target=(Cell,))
+    with pytest.raises(FrontendError, match="integer offset"):
+        Koff[0.5]
