@@ -308,3 +308,77 @@ def test_field_offset_refuses_a_mismatched_declaration():
         FieldOffset("Koff", source=K, target=(Cell,))
     with pytest.raises(FrontendError, match="integer offset"):
         Koff[0.5]
+
+
+@function
+def apply_nabla2_to_vn_in_lateral_boundary(z_nabla2_e: Tensor[wpfloat, Edge, K],
+                                           area_edge: Tensor[wpfloat, Edge],
+                                           vn: Tensor[wpfloat, Edge, K], fac_bdydiff_v: wpfloat):
+    return vn + (z_nabla2_e * area_edge) * fac_bdydiff_v
+
+
+@function
+def compute_horizontal_kinetic_energy(vn: Tensor[wpfloat, Edge, K],
+                                      vt: Tensor[vpfloat, Edge, K]):
+    vn_ie = vn
+    z_vt_ie = vt
+    z_kin_hor_e = wpfloat("0.5") * (vn * vn + astype(vt * vt, wpfloat))
+    return vn_ie, z_vt_ie, astype(z_kin_hor_e, vpfloat)
+
+
+@function
+def update_theta_and_exner(z_temp: Tensor[vpfloat, Cell, K], area: Tensor[wpfloat, Cell],
+                           theta_v: Tensor[wpfloat, Cell, K], exner: Tensor[wpfloat, Cell, K],
+                           rd_o_cvd: vpfloat):
+    z_theta = theta_v
+    theta_v_new = theta_v + area * astype(z_temp, wpfloat)
+    exner_new = exner * (wpfloat("1.0") + astype(rd_o_cvd, wpfloat)
+                         * (theta_v_new / z_theta - wpfloat("1.0")))
+    return theta_v_new, exner_new
+
+
+@program
+def more_stencils(z_nabla2_e: Tensor[wpfloat, Edge, K], area_edge: Tensor[wpfloat, Edge],
+                  vn: Tensor[wpfloat, Edge, K], vt: Tensor[vpfloat, Edge, K],
+                  vn_ie: Tensor[wpfloat, Edge, K], z_vt_ie: Tensor[vpfloat, Edge, K],
+                  z_kin_hor_e: Tensor[vpfloat, Edge, K], z_temp: Tensor[vpfloat, Cell, K],
+                  area: Tensor[wpfloat, Cell], theta_v: Tensor[wpfloat, Cell, K],
+                  exner: Tensor[wpfloat, Cell, K], fac_bdydiff_v: wpfloat, rd_o_cvd: vpfloat,
+                  edge_start: int32, edge_end: int32, cell_start: int32, cell_end: int32,
+                  vertical_start: int32, vertical_end: int32):
+    compute_horizontal_kinetic_energy(vn, vt, out=(vn_ie, z_vt_ie, z_kin_hor_e),
+                                      domain={Edge: (edge_start, edge_end),
+                                              K: (vertical_start, vertical_end)})
+    apply_nabla2_to_vn_in_lateral_boundary(z_nabla2_e, area_edge, vn, fac_bdydiff_v, out=vn,
+                                           domain={Edge: (edge_start, edge_end),
+                                                   K: (vertical_start, vertical_end)})
+    update_theta_and_exner(z_temp, area, theta_v, exner, rd_o_cvd, out=(theta_v, exner),
+                           domain={Cell: (cell_start, cell_end),
+                                   K: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_updates_and_tuple_outputs(backend):
+    z2, area_e, vn0, vt = wp(NE, NK), wp(NE), wp(NE, NK), vp(NE, NK)
+    z_temp, area, th0, ex0 = vp(NC, NK), wp(NC), wp(NC, NK) + 1.0, wp(NC, NK)
+    fac, rd = 0.3, np.float32(0.4)
+    kin = (0.5 * (vn0 * vn0 + (vt * vt).astype(np.float64))).astype(np.float32)
+    th_new = th0 + area[:, None] * z_temp.astype(np.float64)
+    ex_new = ex0 * (1.0 + np.float64(rd) * (th_new / th0 - 1.0))
+    for hs, he, vs, ve in DOMAINS:
+        ehs, ehe, vs, ve = clip((hs, he, vs, ve), NE)
+        chs, che = min(hs, NC), min(he, NC)
+        vn, th, ex = vn0.copy(), th0.copy(), ex0.copy()
+        vn_ie, z_vt_ie, z_kin = np.zeros((NE, NK)), np.zeros((NE, NK), np.float32), \
+            np.zeros((NE, NK), np.float32)
+        more_stencils(z2, area_e, vn, vt, vn_ie, z_vt_ie, z_kin, z_temp, area, th, ex, fac, rd,
+                      ehs, ehe, chs, che, vs, ve, backend=backend)
+        e = (slice(ehs, ehe), slice(vs, ve))
+        c = (slice(chs, che), slice(vs, ve))
+        exp = [np.zeros((NE, NK)), np.zeros((NE, NK), np.float32),
+               np.zeros((NE, NK), np.float32), vn0.copy(), th0.copy(), ex0.copy()]
+        exp[0][e], exp[1][e], exp[2][e] = vn0[e], vt[e], kin[e]
+        exp[3][e] = (vn0 + z2 * area_e[:, None] * fac)[e]
+        exp[4][c], exp[5][c] = th_new[c], ex_new[c]
+        for got, want in zip((vn_ie, z_vt_ie, z_kin, vn, th, ex), exp):
+            np.testing.assert_allclose(got, want, rtol=2e-6)
