@@ -100,7 +100,7 @@ from .api import (
     trunc,
     where,
 )
-from .connectivities import Connectivity, connectivity
+from .connectivities import CartesianOffset, Connectivity, FieldOffset, connectivity
 from .decorators import (
     FunctionObject,
     ProgramObject,
@@ -131,9 +131,11 @@ from .specialize import (
 
 __all__ = [
     "CacheInfo",
+    "CartesianOffset",
     "Connectivity",
     "DimMask",
     "Dimension",
+    "FieldOffset",
     "FunctionObject",
     "GenericSpec",
     "NeighborDimension",

@@ -22,7 +22,7 @@ import numpy as np
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
 from .annotations import TensorSpec, element_type
-from .dims import DefinitionError, Dimension, NeighborDimension
+from .dims import DefinitionError, Dimension, NeighborDimension, Offset
 
 
 class Connectivity:
@@ -64,6 +64,41 @@ def connectivity(name: str, target: Dimension, neighbors: NeighborDimension,
     indexing ``neighbors.source``: ``E2V = connectivity("E2V", Edge, E2VDim)``."""
     return Connectivity(name, target, neighbors, dtype)
 
+
+
+class CartesianOffset:
+    """GT4Py's Cartesian ``FieldOffset``: ``Koff[-1]`` is ``K - 1``."""
+
+    def __init__(self, name: str, dim: Dimension):
+        self.name = name
+        self.dim = dim
+
+    def __getitem__(self, offset: int) -> Offset:
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
+            raise DefinitionError(f"{self.name}[…] takes an integer offset, got {offset!r}")
+        return Offset(self.dim, int(offset))
+
+    def __repr__(self) -> str:
+        return f"FieldOffset({self.name!r}, source={self.dim.name}, target=({self.dim.name},))"
+
+
+def FieldOffset(name: str, source: Any, target: Any) -> Any:  # noqa: N802 (GT4Py's name)
+    """GT4Py's spelling of an offset: ``FieldOffset("Koff", source=K, target=(K,))`` is the
+    Cartesian offset ``Koff[-1]`` (``K - 1``); ``FieldOffset("E2V", source=Vertex,
+    target=(Edge, E2VDim))`` is ``connectivity("E2V", Edge, E2VDim)``."""
+    target = tuple(target) if isinstance(target, (tuple, list)) else (target,)
+    if len(target) == 1 and isinstance(source, Dimension) and target[0] is not None \
+            and isinstance(target[0], Dimension) and target[0].same(source):
+        return CartesianOffset(name, source)
+    if len(target) == 2 and isinstance(target[1], NeighborDimension):
+        if not (isinstance(source, Dimension) and target[1].source.same(source)):
+            raise DefinitionError(f"FieldOffset({name!r}, source={source!r}, …): the source "
+                                  f"must be {target[1].source.name}, the dimension the "
+                                  f"neighbour dimension {target[1]!r} indexes")
+        return Connectivity(name, target[0], target[1])
+    raise DefinitionError(f"FieldOffset({name!r}, source, target): target must be (source,) "
+                          "for a Cartesian offset or (rows, neighbor_dim(source, n)) for a "
+                          f"neighbour table, got {target!r}")
 
 # --------------------------------------------------------------------------- discovery
 
