@@ -214,6 +214,8 @@ class ExpressionTranslator:
                 return BoundMethod(base, "astype")
             raise self.error(node, f"tensors have no attribute '{node.attr}' here (only "
                                    ".astype(T))")
+        if node.attr == "astype" and isinstance(base, (int, float, np.generic)):
+            return BoundMethod(base, "astype")   # np.sin(0.5).astype(float32): a cast
         if isinstance(base, tuple) and contains_ir(base):
             if node.attr == "astype":
                 return BoundMethod(base, "astype")

@@ -48,7 +48,7 @@ class LocalCallable:
 class BoundMethod:
     """``x.astype``: a tensor method, applied when called."""
 
-    value: ir.Expr | tuple      # a tensor or a tuple of them
+    value: Any      # a tensor, a tuple of them, or a number known while translating
     name: str
 
 

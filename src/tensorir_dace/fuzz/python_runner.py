@@ -1,0 +1,179 @@
+"""Differential runs of generated Python front-end programs: the decorated program
+interpreted and compiled, against the interpreted text of the same program; and
+bad calls, which must raise a ``TensorIRError``.
+
+A batch's module is written to a file and imported, so that the front end
+reads its source as it reads a user's."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError, TensorIRError
+from ..testing import clone, leaves, random_arguments
+from .python_programs import (
+    BOUNDS,
+    SIZES,
+    PyCase,
+    generate_python_case,
+    python_batch,
+    python_source,
+    text_source,
+)
+
+_counter = itertools.count()
+
+
+def load_module(source: str, stem: str = "pyfuzz") -> Any:
+    """Import ``source`` as a new module from a file of its own."""
+    folder = tempfile.mkdtemp(prefix="tir_pyfuzz_")
+    name = f"{stem}_{os.getpid()}_{next(_counter)}"
+    path = os.path.join(folder, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class PyOutcome:
+    """What happened to one batch: ``failed`` maps an output name ("*": all of
+    them) to a message; ``crash``: an exception other than a TensorIRError."""
+
+    failed: dict[str, str] = field(default_factory=dict)
+    crash: str | None = None
+    runs: int = 0
+
+
+def _same(x: Any, y: Any, loose: bool = False) -> bool:
+    """Equal ints and bools, close floats (NaNs equal); ``loose``: the value went
+    through float32, whose functions C++ and NumPy round differently."""
+    x, y = np.asarray(x), np.asarray(y)
+    if x.dtype != y.dtype or x.shape != y.shape:
+        return False
+    if x.dtype.kind != "f":
+        return bool(np.array_equal(x, y))
+    tol = 1e-4 if x.dtype == np.float32 or loose else 1e-9
+    return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
+
+
+def _attempt(run, kw: dict[str, Any]) -> tuple[str, Any]:
+    """("ok", None), ("error", the TensorIRError) or ("crash", a message)."""
+    try:
+        run(**kw)
+        return "ok", None
+    except TensorIRError as err:
+        return "error", err
+    except Exception as err:   # noqa: BLE001 - the contract allows TensorIRError only
+        return "crash", f"{type(err).__name__}: {err}"
+
+
+def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
+    """Translate, compile once and run the cases' program at both sizes and every
+    runtime bound set; compare with the interpreted text program."""
+    from ..interpreter import interpret
+    from ..syntax import parse
+    from ..typing import check
+    out = PyOutcome()
+    text = text_source(cases)
+    try:
+        tprog = check(parse(text))
+    except TensorIRError as err:
+        return PyOutcome({"*": f"text refused (a generator bug): {err}"})
+    try:
+        module = load_module(python_source(cases))
+        prog = module.fuzz
+        prog.format()
+    except TensorIRError as err:
+        return PyOutcome({"*": f"Python program refused: {err}"})
+    except Exception as err:   # noqa: BLE001
+        return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
+    tables = {"E2V", "V2E"}
+
+    def python(backend: str):
+        def run(**k):   # tables as GT4Py's offset provider: unused ones are ignored
+            provider = {t: k.pop(t) for t in tables}
+            prog(**k, offset_provider=provider, backend=backend)
+        return run
+
+    backends = (("text interpreted", lambda **k: interpret(tprog, **k)),
+                ("Python interpreted", python("interpreter")),
+                ("Python compiled", python("compiled")))
+    loose_outputs = [(o, "float32" in python_source([c])) for c in cases for o, _ in c.outputs]
+    for sizes, bounds in zip(SIZES, BOUNDS):
+        base = random_arguments(tprog, sizes=sizes, seed=seed, absent_fraction=0.25)
+        for h0, h1 in bounds:
+            args = base | {"h0": h0, "h1": h1}
+            where = f"{sizes} h0={h0} h1={h1}"
+            results = []
+            for label, run in backends:
+                kw = clone(args)
+                status, detail = _attempt(run, kw)
+                out.runs += 1
+                if status == "crash":
+                    out.crash = f"{label} at {where}: {detail}"
+                    return out
+                results.append((label, status, detail, kw))
+            statuses = {s for _, s, _, _ in results}
+            if statuses == {"error"}:
+                if all(isinstance(d, ArgumentError) for _, _, d, _ in results):
+                    continue
+            if statuses != {"ok"}:
+                msg = "; ".join(f"{lb}: {d!r}" if s == "error" else f"{lb}: ran"
+                                for lb, s, d, _ in results)
+                out.failed.setdefault("*", f"at {where}: {msg}")
+                return out
+            _, _, _, ref = results[0]
+            for label, _, _, got in results[1:]:
+                for name, loose in loose_outputs:
+                    if not all(_same(x, y, loose) for x, y in zip(leaves(got[name]),
+                                                                   leaves(ref[name]))):
+                        out.failed.setdefault(name, f"{label} differs from the text "
+                                                    f"interpreter at {where}")
+    return out
+
+
+def case_fails(case: PyCase, seed: int = 0) -> str | None:
+    """Why ``case`` alone fails (None: it passes)."""
+    out = run_python([case], seed)
+    return out.crash or next(iter(out.failed.values()), None)
+
+
+def run_python_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], str | None]:
+    """Run the ``count`` cases from seed ``first`` as one program: (first, runs,
+    [(seed, why)] of failed cases, crash)."""
+    first, count = job
+    cases = python_batch(first, count)
+    out = run_python(cases, seed=first)
+    bad = []
+    for c in cases:
+        names = {o for o, _ in c.outputs}
+        for name, why in out.failed.items():
+            if name in names:
+                bad.append((c.seed, why))
+                break
+    if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
+        for c in cases:
+            why = case_fails(generate_python_case(c.seed), seed=first)
+            if why:
+                bad.append((c.seed, why))
+    return first, out.runs, bad, out.crash
+
+
+def reproducer(seed: int) -> str:
+    """The Python and text programs of the case of ``seed``, for a failure report."""
+    case = generate_python_case(seed)
+    return (f"# seed {seed}, {case.kind}\n" + python_source([case])
+            + '\n\nTEXT = """\n' + text_source([case]) + '"""\n')
