@@ -147,10 +147,10 @@ def edge_stencils(u_vert: Tensor[vpfloat, Vertex, K], v_vert: Tensor[vpfloat, Ve
                   vertical_start: int32, vertical_end: int32):
     calculate_nabla4(u_vert, v_vert, pn1, pn2, z_nabla2_e, ivvl, ipel, out=z_nabla4_e2,
                      domain={Edge: (horizontal_start, horizontal_end),
-                                   K: (vertical_start, vertical_end)})
-    enhance_diffusion_coefficient_for_grid_point_cold_pools(kh_smag_e, enh_diffu_3d,
-                                                            out=kh_smag_e, domain={Edge: (horizontal_start, horizontal_end),
-                                   K: (vertical_start, vertical_end)})
+                             K: (vertical_start, vertical_end)})
+    enhance_diffusion_coefficient_for_grid_point_cold_pools(
+        kh_smag_e, enh_diffu_3d, out=kh_smag_e,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
 
 
 @program
@@ -169,14 +169,13 @@ def cell_stencils(kh_smag_ec: Tensor[vpfloat, Edge, K], vn: Tensor[wpfloat, Edge
     temporary_fields_for_turbulence_diagnostics(kh_smag_ec, vn, e_bln_c_s, geofac_div,
                                                 diff_multfac_smag, out=(kh_c, div),
                                                 domain={Cell: (horizontal_start, horizontal_end),
-                                   K: (vertical_start, vertical_end)})
-    compute_advective_vertical_wind_tendency(z_w_con_c, w, coeff1_dwdz, coeff2_dwdz,
-                                             out=ddt_w_adv, domain={Cell: (horizontal_start, horizontal_end),
-                                   K: (vertical_start, vertical_end)})
+                                                        K: (vertical_start, vertical_end)})
+    compute_advective_vertical_wind_tendency(
+        z_w_con_c, w, coeff1_dwdz, coeff2_dwdz, out=ddt_w_adv,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
     compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
-        ddqz_z_half, z_w_con_c, cfl_w_limit, dtime,
-        out=(cfl_clipping, vcfl, z_w_con_c_clip), domain={Cell: (horizontal_start, horizontal_end),
-                                   K: (vertical_start, vertical_end)})
+        ddqz_z_half, z_w_con_c, cfl_w_limit, dtime, out=(cfl_clipping, vcfl, z_w_con_c_clip),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
 
 
 # ---------------------------------------------------------------- references
@@ -268,7 +267,8 @@ def test_cell_stencils(backend):
 ADVECTIVE_TIR = """
 compute_advective_vertical_wind_tendency(
     z_w_con_c: tensor<float32, Cell[0:N], K[0:L]>, w: tensor<float, Cell[0:N], K[0:L+1]>,
-    coeff1_dwdz: tensor<float32, Cell[0:N], K[0:L]>, coeff2_dwdz: tensor<float32, Cell[0:N], K[0:L]>,
+    coeff1_dwdz: tensor<float32, Cell[0:N], K[0:L]>,
+    coeff2_dwdz: tensor<float32, Cell[0:N], K[0:L]>,
     ddt_w_adv: tensor<float32, Cell[0:N], K[0:L]>,
     hs: tensor<int32>, he: tensor<int32>, vs: tensor<int32>, ve: tensor<int32>) {
   subset(ddt_w_adv, Cell[hs:he], K[vs:ve]) ← cast(-cast(z_w_con_c, float) × (

@@ -82,7 +82,7 @@ class CartesianOffset:
         return f"FieldOffset({self.name!r}, source={self.dim.name}, target=({self.dim.name},))"
 
 
-def FieldOffset(name: str, source: Any, target: Any) -> Any:  # noqa: N802 (GT4Py's name)
+def FieldOffset(name: str, source: Any, target: Any) -> Any:
     """GT4Py's spelling of an offset: ``FieldOffset("Koff", source=K, target=(K,))`` is the
     Cartesian offset ``Koff[-1]`` (``K - 1``); ``FieldOffset("E2V", source=Vertex,
     target=(Edge, E2VDim))`` is ``connectivity("E2V", Edge, E2VDim)``."""

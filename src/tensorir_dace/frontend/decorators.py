@@ -179,7 +179,7 @@ class _Specialized:
         if not self._tables:
             return None
         try:
-            return table_arguments(kwargs, offset_provider, self._tables, self.__name__)
+            return table_arguments(kwargs, offset_provider, self._tables, self.fn.__name__)
         except ArgumentError:
             return None
 
@@ -473,10 +473,11 @@ class FunctionObject(_Specialized, InlinedFunction):
         call as the key sees it, ``out=`` and ``domain=`` included; None where
         the call cannot be looked up by the source."""
         if "offset_provider" in kwargs and "offset_provider" not in self._names():
-            kwargs = dict(kwargs)
-            kwargs = self._provided(kwargs, kwargs.pop("offset_provider"))
-            if kwargs is None:
+            rest = dict(kwargs)
+            provided = self._provided(rest, rest.pop("offset_provider"))
+            if provided is None:
                 return None
+            kwargs = provided
         found = self._described(args, kwargs)
         if found is None or not into:
             return found
@@ -493,7 +494,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         translate (not found, no plan, or a mistake to report)."""
         found = self._call_description(args, kwargs, into)
         hit = None if found is None else self._found_by_source(found[1])
-        if hit is None:
+        if found is None or hit is None:
             return None
         values, (compiled, entry) = found[0], hit
         given = {k: values[k] for k in compiled.param_names if k in values}
@@ -527,7 +528,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             backend = kwargs.pop("backend")
         plain_call = backend is None and self.backend == "compiled"
         backend = self._backend(backend)
-        into = {k: kwargs.pop(k) for k in ("out", "domain")
+        into: dict[str, Any] = {k: kwargs.pop(k) for k in ("out", "domain")
                 if k in kwargs and k not in self._names()}
         if "domain" in into and "out" not in into:
             raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "

@@ -166,9 +166,9 @@ def run_python_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, st
                 break
     if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
         for c in cases:
-            why = case_fails(generate_python_case(c.seed), seed=first)
-            if why:
-                bad.append((c.seed, why))
+            alone = case_fails(generate_python_case(c.seed), seed=first)
+            if alone:
+                bad.append((c.seed, alone))
     return first, out.runs, bad, out.crash
 
 
