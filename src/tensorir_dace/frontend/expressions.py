@@ -25,7 +25,7 @@ from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..lazy import lazy_module
 from ..typing.scope import Scope
-from .connectivities import Connectivity
+from .connectivities import Connectivity, StridedOffset
 from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
@@ -49,6 +49,7 @@ from .nodes import (
 from .runtime_bounds import runtime_value
 from .size_exprs import as_sympy
 from .source import SourceInfo, parameters
+from .strided import strided_table
 from .values import (
     BoundMethod,
     LocalCallable,
@@ -187,6 +188,8 @@ class ExpressionTranslator:
         v = self.lookup(node.id, node)
         if isinstance(v, Connectivity):
             v = self.connectivity_table(v, node)
+        elif isinstance(v, StridedOffset):
+            v = strided_table(self, v, node)
         if isinstance(v, ir.Sym):
             v = replace(v, loc=self.loc(node))
         return v
