@@ -98,6 +98,11 @@ class CartesianOffset:
         self.name = name
         self.dim = dim
 
+    @property
+    def cartesian_dim(self) -> Dimension:
+        """The dimension it shifts along (``as_offset(Koff, off)`` shifts along K)."""
+        return self.dim
+
     def __getitem__(self, offset: int) -> Offset:
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
             raise DefinitionError(f"{self.name}[…] takes an integer offset, got {offset!r}")
