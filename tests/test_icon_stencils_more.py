@@ -17,8 +17,11 @@ import pytest
 
 from tensorir_dace import ArgumentError, FrontendError, TensorIRError
 from tensorir_dace.frontend import (
+    Dims,
+    Field,
     FieldOffset,
     Tensor,
+    as_offset,
     astype,
     broadcast,
     concat_where,
@@ -271,7 +274,7 @@ def temporary_field_for_grid_point_cold_pools_enhancement(
 
 @function
 def compute_positive_definite_horizontal_multiplicative_flux_factor(
-        geofac_div: Tensor[wpfloat, CE], p_cc: Tensor[wpfloat, Cell, K],
+        geofac_div: Field[[CE], wpfloat], p_cc: Tensor[wpfloat, Cell, K],
         p_rhodz_now: Tensor[wpfloat, Cell, K], p_mflx_tracer_h: Tensor[wpfloat, Edge, K],
         p_dtime: wpfloat, dbl_eps: wpfloat):
     zero = broadcast(wpfloat("0.0"), (Cell, K))
@@ -309,7 +312,7 @@ def cell_stencils(rho_in: Tensor[wpfloat, Cell, K], ddqz_z_full_in: Tensor[wpflo
                   deepatmo_t1mc_in: Tensor[wpfloat, K], airmass_out: Tensor[wpfloat, Cell, K],
                   geofac_n2s: Tensor[wpfloat, Cell, C2E2CODim],
                   z_nabla2_c: Tensor[vpfloat, Cell, K], theta_ref_mc: Tensor[vpfloat, Cell, K],
-                  enh_diffu_3d: Tensor[vpfloat, Cell, K], geofac_div: Tensor[wpfloat, CE],
+                  enh_diffu_3d: Tensor[vpfloat, Cell, K], geofac_div: Field[[CE], wpfloat],
                   p_mflx_tracer_h: Tensor[wpfloat, Edge, K], r_m: Tensor[wpfloat, Cell, K],
                   fluxdiv: Tensor[wpfloat, Cell, K],
                   geofac_grg_x: Tensor[wpfloat, Cell, C2E2CODim],
@@ -372,6 +375,43 @@ def test_cell_stencils(backend):
         for k, (got, full) in enumerate(zip(outs, fulls)):
             np.testing.assert_allclose(got, written(full, b, full.dtype.type(5.0)),
                                        rtol=3e-6, err_msg=f"output {k}")
+
+
+# ---------------------------------------------------------------- GT4Py's annotations
+
+
+@function
+def theta_at_neighbour_levels(theta_v: Field[[Cell, K], wpfloat],
+                              zd_vertoffset: Field[[Cell, C2E2CDim, K], int32],
+                              zd_intcoef: Field[Dims[Cell, C2E2CDim, K], wpfloat]):
+    # the vertical interpolation of truly_horizontal_diffusion_nabla_of_theta_over_steep_points
+    return (zd_intcoef[C2E2CDim(0)] * theta_v(C2E2C[0])(as_offset(Koff, zd_vertoffset[C2E2CDim(0)]))
+            + zd_intcoef[C2E2CDim(1)] * theta_v(C2E2C[1])(as_offset(Koff, zd_vertoffset[C2E2CDim(1)]))
+            + zd_intcoef[C2E2CDim(2)] * theta_v(C2E2C[2])(as_offset(Koff, zd_vertoffset[C2E2CDim(2)])))
+
+
+@program
+def with_literal_domain(theta_v: Field[[Cell, K], wpfloat],
+                        zd_vertoffset: Field[[Cell, C2E2CDim, K], int32],
+                        zd_intcoef: Field[Dims[Cell, C2E2CDim, K], wpfloat],
+                        out: Field[[Cell, K], wpfloat]):
+    theta_at_neighbour_levels(theta_v, zd_vertoffset, zd_intcoef, out=out,
+                              domain={Cell: (1, 4), K: (0, 3)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_field_annotations_as_offset_and_literal_domain(backend):
+    theta, coef = wp(NC, NK), wp(NC, 3, NK)
+    off = RNG.integers(0, 2, (NC, 3, NK)).astype(np.int32)    # this level or the next
+    c2e2c = TABLES["C2E2C"]
+    levels = np.arange(NK)[None, None, :] + off
+    full = (coef * theta[c2e2c[:, :, None], np.minimum(levels, NK - 1)]).sum(1)
+    out = np.full((NC, NK), 9.0)
+    with_literal_domain(theta, off, coef, out, offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(out, written(full, (1, 4, 0, 3), 9.0), rtol=1e-12)
+    with pytest.raises(ArgumentError, match=r"it needs 4 <= N_Cell"):
+        with_literal_domain(theta[:3], off[:3], coef[:3], out[:3],
+                            offset_provider={"C2E2C": c2e2c[:3] % 3}, backend=backend)
 
 
 # ---------------------------------------------------------------- mistakes
