@@ -385,9 +385,11 @@ def theta_at_neighbour_levels(theta_v: Field[[Cell, K], wpfloat],
                               zd_vertoffset: Field[[Cell, C2E2CDim, K], int32],
                               zd_intcoef: Field[Dims[Cell, C2E2CDim, K], wpfloat]):
     # the vertical interpolation of truly_horizontal_diffusion_nabla_of_theta_over_steep_points
-    return (zd_intcoef[C2E2CDim(0)] * theta_v(C2E2C[0])(as_offset(Koff, zd_vertoffset[C2E2CDim(0)]))
-            + zd_intcoef[C2E2CDim(1)] * theta_v(C2E2C[1])(as_offset(Koff, zd_vertoffset[C2E2CDim(1)]))
-            + zd_intcoef[C2E2CDim(2)] * theta_v(C2E2C[2])(as_offset(Koff, zd_vertoffset[C2E2CDim(2)])))
+    total = wpfloat("0.0")
+    for k in (0, 1, 2):
+        level = as_offset(Koff, zd_vertoffset[C2E2CDim(k)])
+        total = total + zd_intcoef[C2E2CDim(k)] * theta_v(C2E2C[k])(level)
+    return total
 
 
 @program

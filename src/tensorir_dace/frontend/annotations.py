@@ -216,7 +216,7 @@ class Field:
             raise DefinitionError(f"Field[[D1, D2, …], T] takes a list of dimensions and an "
                                   f"element type, got Field[{item!r}]")
         dims, dtype = item
-        return SparseTensor[(dtype, *dims)]
+        return SparseTensor.__class_getitem__((dtype,) + tuple(dims))
 
 
 @dataclass(frozen=True)
