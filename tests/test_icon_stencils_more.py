@@ -5,9 +5,10 @@ ICON connectivity (``V2E``, ``V2C``, ``E2C``, ``E2C2E``, ``E2C2EO``,
 ``C2E2C``, ``C2E2CO``, ``C2E``, ``Koff``), the strided ``C2CE`` into a
 flattened sparse field over ``CE``, ``where``, ``concat_where``,
 ``broadcast``, ``minimum``/``maximum``, ``astype`` and ``domain=`` dicts held
-in a variable or with bounds computed from the program's arguments.  The
-stencils are compiled together in two programs (one per kind of location of
-the outputs), run by both backends and compared with hand-written NumPy.
+in a variable, with bounds computed from the program's arguments or literal
+bounds, GT4Py's ``Field[[Cell, K], T]`` annotations, ``as_offset(Koff, …)``
+and a backward ``scan_operator``.  The stencils are compiled together in
+three programs, run by both backends and compared with hand-written NumPy.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tensorir_dace.frontend import (
     neighbor_dim,
     neighbor_sum,
     program,
+    scan_operator,
     where,
 )
 
@@ -392,13 +394,28 @@ def theta_at_neighbour_levels(theta_v: Field[[Cell, K], wpfloat],
     return total
 
 
+@scan_operator(axis=K, forward=False, init=0.0)
+def _w_back_substitution(w_state: wpfloat, z_q: wpfloat, w: wpfloat) -> wpfloat:
+    return w + w_state * z_q
+
+
+@function
+def solve_tridiagonal_matrix_for_w_back_substitution(z_q: Field[[Cell, K], vpfloat],
+                                                      w: Field[[Cell, K], wpfloat]):
+    return _w_back_substitution(astype(z_q, wpfloat), w)
+
+
 @program
 def with_literal_domain(theta_v: Field[[Cell, K], wpfloat],
                         zd_vertoffset: Field[[Cell, C2E2CDim, K], int32],
                         zd_intcoef: Field[Dims[Cell, C2E2CDim, K], wpfloat],
-                        out: Field[[Cell, K], wpfloat]):
+                        out: Field[[Cell, K], wpfloat], z_q: Field[[Cell, K], vpfloat],
+                        w: Field[[Cell, K], wpfloat]):
     theta_at_neighbour_levels(theta_v, zd_vertoffset, zd_intcoef, out=out,
                               domain={Cell: (1, 4), K: (0, 3)})
+    # the sweep starts at level 2, the domain's last, with w_state = 0
+    solve_tridiagonal_matrix_for_w_back_substitution(z_q, w, out=w,
+                                                     domain={Cell: (1, 4), K: (0, 3)})
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -408,11 +425,18 @@ def test_field_annotations_as_offset_and_literal_domain(backend):
     c2e2c = TABLES["C2E2C"]
     levels = np.arange(NK)[None, None, :] + off
     full = (coef * theta[c2e2c[:, :, None], np.minimum(levels, NK - 1)]).sum(1)
-    out = np.full((NC, NK), 9.0)
-    with_literal_domain(theta, off, coef, out, offset_provider=TABLES, backend=backend)
+    z_q, w0 = vp(NC, NK), wp(NC, NK)
+    swept = w0.copy()
+    for k in (1, 0):
+        swept[:, k] += swept[:, k + 1] * z_q[:, k].astype(np.float64)
+    out, w = np.full((NC, NK), 9.0), w0.copy()
+    with_literal_domain(theta, off, coef, out, z_q, w, offset_provider=TABLES, backend=backend)
     np.testing.assert_allclose(out, written(full, (1, 4, 0, 3), 9.0), rtol=1e-12)
+    expected_w = w0.copy()
+    expected_w[1:4, :3] = swept[1:4, :3]
+    np.testing.assert_allclose(w, expected_w, rtol=1e-12)
     with pytest.raises(ArgumentError, match=r"it needs 4 <= N_Cell"):
-        with_literal_domain(theta[:3], off[:3], coef[:3], out[:3],
+        with_literal_domain(theta[:3], off[:3], coef[:3], out[:3], z_q[:3], w[:3],
                             offset_provider={"C2E2C": c2e2c[:3] % 3}, backend=backend)
 
 
