@@ -6,8 +6,8 @@ ICON connectivity (``V2E``, ``V2C``, ``E2C``, ``E2C2E``, ``E2C2EO``,
 flattened sparse field over ``CE``, ``where``, ``concat_where``,
 ``broadcast``, ``minimum``/``maximum``, ``astype`` and ``domain=`` dicts held
 in a variable, with bounds computed from the program's arguments or literal
-bounds, GT4Py's ``Field[[Cell, K], T]`` annotations, ``as_offset(Koff, …)``
-and a backward ``scan_operator``.  The stencils are compiled together in
+bounds, GT4Py's ``Field[[Cell, K], T]`` annotations, ``as_offset(Koff, …)``,
+``if`` statements on scalars and a backward ``scan_operator``.  The stencils are compiled together in
 three programs, run by both backends and compared with hand-written NumPy.
 """
 
@@ -405,17 +405,32 @@ def solve_tridiagonal_matrix_for_w_back_substitution(z_q: Field[[Cell, K], vpflo
     return _w_back_substitution(astype(z_q, wpfloat), w)
 
 
+@function
+def vn_predictor_or_corrector(vn: Field[[Cell, K], wpfloat], wgt: wpfloat, istep: int32,
+                              lclip: bool):
+    # GT4Py's if statement on scalars; one branch returns early
+    if istep == 1:
+        result = wgt * vn
+    else:
+        return vn
+    if lclip:
+        result = minimum(result, wpfloat("0.5"))
+    return result + wpfloat("1.0")
+
+
 @program
 def with_literal_domain(theta_v: Field[[Cell, K], wpfloat],
                         zd_vertoffset: Field[[Cell, C2E2CDim, K], int32],
                         zd_intcoef: Field[Dims[Cell, C2E2CDim, K], wpfloat],
                         out: Field[[Cell, K], wpfloat], z_q: Field[[Cell, K], vpfloat],
-                        w: Field[[Cell, K], wpfloat]):
+                        w: Field[[Cell, K], wpfloat], vn: Field[[Cell, K], wpfloat],
+                        vn_new: Field[[Cell, K], wpfloat], istep: int32, lclip: bool):
     theta_at_neighbour_levels(theta_v, zd_vertoffset, zd_intcoef, out=out,
                               domain={Cell: (1, 4), K: (0, 3)})
     # the sweep starts at level 2, the domain's last, with w_state = 0
     solve_tridiagonal_matrix_for_w_back_substitution(z_q, w, out=w,
                                                      domain={Cell: (1, 4), K: (0, 3)})
+    vn_predictor_or_corrector(vn, 0.75, istep, lclip, out=vn_new)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -429,15 +444,21 @@ def test_field_annotations_as_offset_and_literal_domain(backend):
     swept = w0.copy()
     for k in (1, 0):
         swept[:, k] += swept[:, k + 1] * z_q[:, k].astype(np.float64)
-    out, w = np.full((NC, NK), 9.0), w0.copy()
-    with_literal_domain(theta, off, coef, out, z_q, w, offset_provider=TABLES, backend=backend)
-    np.testing.assert_allclose(out, written(full, (1, 4, 0, 3), 9.0), rtol=1e-12)
-    expected_w = w0.copy()
-    expected_w[1:4, :3] = swept[1:4, :3]
-    np.testing.assert_allclose(w, expected_w, rtol=1e-12)
+    vn = wp(NC, NK)
+    for istep, lclip in [(1, False), (1, True), (2, True)]:
+        out, w, vn_new = np.full((NC, NK), 9.0), w0.copy(), np.zeros((NC, NK))
+        with_literal_domain(theta, off, coef, out, z_q, w, vn, vn_new, istep, lclip,
+                            offset_provider=TABLES, backend=backend)
+        np.testing.assert_allclose(out, written(full, (1, 4, 0, 3), 9.0), rtol=1e-12)
+        expected_w = w0.copy()
+        expected_w[1:4, :3] = swept[1:4, :3]
+        np.testing.assert_allclose(w, expected_w, rtol=1e-12)
+        corrected = np.minimum(0.75 * vn, 0.5) if lclip else 0.75 * vn
+        np.testing.assert_allclose(vn_new, corrected + 1.0 if istep == 1 else vn, rtol=1e-12)
     with pytest.raises(ArgumentError, match=r"it needs 4 <= N_Cell"):
-        with_literal_domain(theta[:3], off[:3], coef[:3], out[:3], z_q[:3], w[:3],
-                            offset_provider={"C2E2C": c2e2c[:3] % 3}, backend=backend)
+        with_literal_domain(theta[:3], off[:3], coef[:3], out[:3], z_q[:3], w[:3], vn[:3],
+                            vn_new[:3], 1, False, offset_provider={"C2E2C": c2e2c[:3] % 3},
+                            backend=backend)
 
 
 # ---------------------------------------------------------------- mistakes
@@ -485,6 +506,17 @@ def test_domain_dict_mistakes_name_the_problem():
         with pytest.raises(FrontendError, match=message) as info:
             prog(x, x.copy(), backend="interpreter")
         assert ":" in str(info.value.loc)
+
+
+def test_an_if_statement_on_a_tensor_is_refused():
+    @function
+    def branchy(a: Tensor[wpfloat, Cell, K]):
+        if a > 0.5:
+            return a
+        return -a
+
+    with pytest.raises(FrontendError, match="needs a scalar bool condition.*use where"):
+        branchy(np.zeros((3, 2)), backend="interpreter")
 
 
 def test_a_strided_offset_needs_its_rows_dimension():
