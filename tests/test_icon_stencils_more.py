@@ -7,8 +7,9 @@ flattened sparse field over ``CE``, ``where``, ``concat_where``,
 ``broadcast``, ``minimum``/``maximum``, ``astype`` and ``domain=`` dicts held
 in a variable, with bounds computed from the program's arguments or literal
 bounds, GT4Py's ``Field[[Cell, K], T]`` annotations, ``as_offset(Koff, …)``,
-``if`` statements on scalars and a backward ``scan_operator``.  The stencils are compiled together in
-three programs, run by both backends and compared with hand-written NumPy.
+``if`` statements on scalars and a backward ``scan_operator``.  The stencils
+are compiled together in three programs, run by both backends and compared
+with hand-written NumPy.
 """
 
 from __future__ import annotations
