@@ -462,6 +462,42 @@ def test_field_annotations_as_offset_and_literal_domain(backend):
                             backend=backend)
 
 
+# ---------------------------------------------------------------- strided offsets, randomised
+
+ECV = dims("ECV")
+E2C2VDim = neighbor_dim(Vertex, 4)
+E2C2V = FieldOffset("E2C2V", source=Vertex, target=(Edge, E2C2VDim))
+E2ECV = FieldOffset("E2ECV", source=ECV, target=(Edge, E2C2VDim))    # strided: e * 4 + k
+
+
+@program
+def strided_mix(u: Field[[Vertex, K], wpfloat], coeff: Field[[ECV, K], wpfloat],
+                geo: Field[[ECV], wpfloat], out: Field[[Edge, K], wpfloat]):
+    out[...] = neighbor_sum(u(E2C2V) * coeff(E2ECV), axis=E2C2VDim) \
+        + geo(E2ECV[3]) * u(E2C2V[0]) - geo(E2ECV[1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strided_offsets_on_random_meshes(backend):
+    """Random sizes (a flattened field may be longer than 4 per edge), random
+    tables with absent neighbours, one compiled program."""
+    rng = np.random.default_rng(7)
+    for _ in range(6):
+        ne, nv, nk, extra = (int(rng.integers(1, 13)), int(rng.integers(1, 7)),
+                             int(rng.integers(1, 5)), int(rng.integers(0, 4)))
+        e2c2v = rng.integers(0, nv, (ne, 4))
+        e2c2v[1:, 1:][rng.random((ne - 1, 3)) < 0.3] = -1     # slot 0 always present
+        u, coeff, geo = rng.random((nv, nk)), rng.random((4 * ne + extra, nk)), \
+            rng.random(4 * ne + extra)
+        c, g = coeff[:4 * ne].reshape(ne, 4, nk), geo[:4 * ne].reshape(ne, 4)
+        gathered = u[np.where(e2c2v >= 0, e2c2v, 0)]                  # (ne, 4, nk)
+        expected = np.where((e2c2v >= 0)[:, :, None], gathered * c, 0.0).sum(1) \
+            + g[:, 3:] * u[e2c2v[:, 0]] - g[:, 1:2]
+        out = np.zeros((ne, nk))
+        strided_mix(u, coeff, geo, out, offset_provider={"E2C2V": e2c2v}, backend=backend)
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
 # ---------------------------------------------------------------- mistakes
 
 
