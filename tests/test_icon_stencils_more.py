@@ -545,6 +545,25 @@ def test_domain_dict_mistakes_name_the_problem():
         assert ":" in str(info.value.loc)
 
 
+def test_a_subset_target_asserts_the_value_covers_it():
+    """Writing I[0:3] from a value over I[0:M] needs 3 <= M: a call-time check
+    for a subset target (the user chose the bounds), a type error for a whole
+    target, whose order N <= M nothing asserts."""
+    import tensorir_dace as tir
+
+    whole = tir.parse("p(out: tensor<float, I[0:N]>, b: tensor<float, I[0:M]>) { out ← b; }")
+    with pytest.raises(tir.TypeCheckError, match="cannot decide whether N <= M"):
+        tir.check(whole)
+    part = tir.parse("p(out: tensor<float, I[0:N]>, b: tensor<float, I[0:M]>) "
+                     "{ subset(out, I[0:3]) ← b; }")
+    run = tir.compile(part)
+    out = np.zeros(5)
+    run(out=out, b=np.arange(4.0))
+    assert out.tolist() == [0.0, 1.0, 2.0, 0.0, 0.0]
+    with pytest.raises(ArgumentError, match="it needs 3 <= M"):
+        run(out=out, b=np.arange(2.0))
+
+
 def test_an_if_statement_on_a_tensor_is_refused():
     @function
     def branchy(a: Tensor[wpfloat, Cell, K]):

@@ -212,7 +212,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             if vd is not None and any(ir.has_runtime(b) for b in (d.start, d.stop, vd.start,
                                                                    vd.stop)):
                 self.runtime_covers(s.value, vd, d, ttype, name)
-            elif vd is not None and not self.covers(s, vd, d, typed_target is not target):
+            elif vd is not None and not self.covers(s, vd, d, isinstance(target, ir.Call)):
                 raise self.error(s.value, f"the expression is defined on {d.name}"
                                           f"[{vd.start}:{vd.stop}] but the target '{name}' "
                                           f"needs {d.name}[{d.start}:{d.stop}]")
