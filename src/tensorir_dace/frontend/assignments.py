@@ -253,7 +253,14 @@ class AssignmentTranslator(FunctionTranslator):
 
     def domain_target(self, out_node: ast.AST, domain: ast.AST) -> ir.Expr:
         """``out=o, domain={D: (lo, hi), …}``: ``o`` restricted to those coordinates
-        (a dimension left out keeps its whole interval)."""
+        (a dimension left out keeps its whole interval).  Bounds are a pair, a
+        tuple or a list (``{Cell: [hs, he]}``)."""
+        if isinstance(out_node, ast.Subscript):     # GT4Py refuses it the same way
+            base = ast.unparse(out_node.value)
+            raise self.error(out_node, f"out={ast.unparse(out_node)} with domain=: either "
+                                       "a domain or a slice, not both (as in GT4Py); write "
+                                       f"out={base} with domain= in {base}'s own coordinates, "
+                                       f"or out={ast.unparse(out_node)} without domain=")
         if not isinstance(out_node, ast.Name) or \
                 self.kinds.get(out_node.id) not in ("param", "temp"):
             raise self.error(out_node, "domain= needs out= to name a tensor parameter or "
@@ -267,7 +274,7 @@ class AssignmentTranslator(FunctionTranslator):
                 raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
                                         f"({t}), got {describe(dim)}")
             name = dim.name
-            if not isinstance(bounds, tuple) or len(bounds) != 2:
+            if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
                 raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "
                                         f"coordinates, got {describe(bounds)}")
             lo, hi = (self.runtime_bound(x, vnode, "a domain bound") for x in bounds)

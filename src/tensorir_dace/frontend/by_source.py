@@ -251,7 +251,7 @@ def describe_into(out: Any, domain: Any, generic: bool) -> tuple | None:
     arrays = tuple((a.dtype.str, a.ndim) + ((a.shape,) if generic else ()) for a in leaves)
     domain = {} if domain is None else domain
     if type(domain) is not dict or not all(
-            isinstance(k, Dimension) and type(v) is tuple and len(v) == 2
+            isinstance(k, Dimension) and type(v) in (tuple, list) and len(v) == 2
             for k, v in domain.items()):
         return None
     return ("into", type(out) is tuple, arrays, tuple(sorted(k.name for k in domain)))

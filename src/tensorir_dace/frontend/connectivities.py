@@ -139,10 +139,11 @@ def FieldOffset(name: str, source: Any, target: Any) -> Any:
 # --------------------------------------------------------------------------- discovery
 
 
-def used_connectivities(fn: Callable) -> list[Connectivity]:
-    """The connectivities a function's code names, directly or through the
-    functions, scan operators and reductions it calls (in first-use order)."""
-    found: dict[str, Connectivity] = {}
+def used_connectivities(fn: Callable, kind: type = Connectivity) -> list[Any]:
+    """The connectivities (or other offsets of type ``kind``) a function's code
+    names, directly or through the functions, scan operators and reductions it
+    calls (in first-use order)."""
+    found: dict[str, Any] = {}
     seen: set[int] = set()
 
     def visit_function(f: Any) -> None:
@@ -167,7 +168,7 @@ def used_connectivities(fn: Callable) -> list[Connectivity]:
                 visit_code(c, globs, cells)
 
     def visit_value(v: Any) -> None:
-        if isinstance(v, Connectivity):
+        if isinstance(v, kind):
             found.setdefault(v.name, v)
         elif inspect.isfunction(v) or inspect.isfunction(getattr(v, "fn", None)):
             visit_function(v)
@@ -189,10 +190,13 @@ def _has_contents(cell: types.CellType) -> bool:
 
 def merge_offset_provider(kwargs: dict[str, Any], provider: Mapping[str, Any] | None,
                           tables: Iterable[str], where: str,
-                          loc: SourceLoc | None = None) -> dict[str, Any]:
+                          loc: SourceLoc | None = None,
+                          strided: Mapping[str, StridedOffset] | None = None
+                          ) -> dict[str, Any]:
     """``kwargs`` with the tables of GT4Py's ``offset_provider={"E2V": arr}``
     added; entries the program does not use are ignored, as in GT4Py, and a
-    table given twice is an ``ArgumentError``."""
+    table given twice is an ``ArgumentError``.  An entry for a strided offset
+    the program uses is checked against its layout (:func:`check_strided`)."""
     if provider is None:
         return kwargs
     if not isinstance(provider, Mapping):
@@ -201,6 +205,8 @@ def merge_offset_provider(kwargs: dict[str, Any], provider: Mapping[str, Any] | 
     names = list(tables)
     out = dict(kwargs)
     for k, v in provider.items():
+        if strided and k in strided:
+            check_strided(strided[k], v, where, loc)
         if k not in names:
             continue    # one provider serves many programs (and Cartesian offsets)
         if k in out:
@@ -208,6 +214,46 @@ def merge_offset_provider(kwargs: dict[str, Any], provider: Mapping[str, Any] | 
                                 "in offset_provider", loc)
         out[k] = _table_array(v)
     return out
+
+
+def check_strided(offset: StridedOffset, value: Any, where: str,
+                  loc: SourceLoc | None = None) -> None:
+    """An ``offset_provider`` entry for a strided offset: nothing (``None``),
+    GT4Py's ``StridedNeighborOffsetProvider``, or a table, which GT4Py would
+    read instead of the stride.  The translation computes ``c * n + k``, so a
+    table is accepted when it is exactly that layout (icon4py builds its
+    ``C2CE`` table so) and refused otherwise, never silently ignored."""
+    if value is None or (not hasattr(value, "shape") and "Strided" in type(value).__name__):
+        return
+    n, rows = offset.stride, offset.rows.name
+    arr = _table_array(value)
+    if not isinstance(arr, np.ndarray) and callable(getattr(arr, "get", None)):
+        arr = arr.get()                 # a device array: compared on the host
+    try:
+        arr = np.asarray(arr)
+    except Exception:  # noqa: BLE001 - anything that is not an array is reported below
+        arr = None
+    layout = f"{offset.name}[{rows} c, k] = c * {n} + k"
+    if arr is None or arr.dtype.kind not in "iu" or arr.ndim != 2 or arr.shape[1] != n:
+        raise ArgumentError(f"{where}: offset_provider['{offset.name}'] for the strided "
+                            f"offset {offset!r} must be None or a table of integers of "
+                            f"shape (N_{rows}, {n}) with {layout}, got "
+                            f"{getattr(arr, 'shape', type(value).__name__)}", loc)
+    expected = np.arange(arr.shape[0] * n).reshape(arr.shape[0], n)
+    if not np.array_equal(arr, expected):
+        r, k = (int(x[0]) for x in np.nonzero(arr != expected))
+        raise ArgumentError(f"{where}: offset_provider['{offset.name}'] is a table that is "
+                            f"not the strided layout {layout} (entry [{r}, {k}] is "
+                            f"{int(arr[r, k])}, not {r * n + k}); a strided offset always "
+                            f"reads element c * {n} + k. For another numbering declare the "
+                            f"offset as a table, FieldOffset('{offset.name}', source="
+                            f"{offset.source.name}, target=({rows}, neighbor_dim("
+                            f"{offset.source.name}, {n}))), and pass it", loc)
+
+
+def used_strided(fn: Callable) -> dict[str, StridedOffset]:
+    """The strided offsets a function's code uses, by name."""
+    return {s.name: s for s in used_connectivities(fn, StridedOffset)}
 
 
 def declared_tables(fn: Callable, declared: Iterable[str]) -> dict[str, Connectivity]:
@@ -220,10 +266,11 @@ def declared_tables(fn: Callable, declared: Iterable[str]) -> dict[str, Connecti
 
 def table_arguments(kwargs: dict[str, Any], offset_provider: Mapping[str, Any] | None,
                     tables: Mapping[str, Connectivity], where: str,
-                    loc: SourceLoc | None = None) -> dict[str, Any]:
+                    loc: SourceLoc | None = None,
+                    strided: Mapping[str, StridedOffset] | None = None) -> dict[str, Any]:
     """Keyword arguments with ``offset_provider``'s tables merged in and
     integer tables converted to their declared element type."""
-    out = merge_offset_provider(kwargs, offset_provider, tables, where, loc)
+    out = merge_offset_provider(kwargs, offset_provider, tables, where, loc, strided)
     for name, c in tables.items():
         if name in out:
             out[name] = as_table_dtype(_table_array(out[name]), c.dtype)
@@ -234,15 +281,17 @@ class TablesCall:
     """A compiled program that also takes ``offset_provider=`` for its declared
     connectivities; everything else is the compiled program's."""
 
-    def __init__(self, compiled: Any, tables: Mapping[str, Connectivity], where: str):
+    def __init__(self, compiled: Any, tables: Mapping[str, Connectivity], where: str,
+                 strided: Mapping[str, StridedOffset] | None = None):
         self._compiled = compiled
         self._tables = dict(tables)
         self._where = where
+        self._strided = dict(strided or {})
 
     def __call__(self, *args: Any, offset_provider: Mapping[str, Any] | None = None,
                  **kwargs: Any) -> Any:
         return self._compiled(*args, **table_arguments(kwargs, offset_provider, self._tables,
-                                                       self._where))
+                                                       self._where, strided=self._strided))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._compiled, name)
@@ -266,6 +315,6 @@ def as_table_dtype(value: Any, dtype: ir.ScalarType) -> Any:
     return value
 
 
-__all__ = ["Connectivity", "StridedOffset", "TablesCall", "as_table_dtype", "connectivity",
-           "declared_tables",
+__all__ = ["Connectivity", "StridedOffset", "TablesCall", "as_table_dtype", "check_strided",
+           "connectivity", "declared_tables", "used_strided",
            "merge_offset_provider", "table_arguments", "used_connectivities"]

@@ -39,7 +39,7 @@ from .annotations import (
     generic_spec,
 )
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
-from .connectivities import TablesCall, declared_tables, table_arguments
+from .connectivities import TablesCall, declared_tables, table_arguments, used_strided
 from .dims import DefinitionError, Dimension
 from .source import source_info, user_frame
 from .specialize import (
@@ -74,6 +74,7 @@ class _Specialized:
     _infos: list[ParamInfo] | None
     _spz: Specializer | None
     _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
+    _strided: dict[str, Any] = {}    # strided offsets used: offset_provider entries checked
 
     def _setup(self, fn: Callable, decorator: str, backend: str,
                compile_options: dict[str, Any]) -> None:
@@ -176,10 +177,11 @@ class _Specialized:
         """``kwargs`` with the tables of ``offset_provider`` merged in as the
         translated path merges them (None: a mistake that path reports)."""
         self._param_infos()
-        if not self._tables:
+        if not self._tables and not self._strided:
             return None
         try:
-            return table_arguments(kwargs, offset_provider, self._tables, self.fn.__name__)
+            return table_arguments(kwargs, offset_provider, self._tables, self.fn.__name__,
+                                   strided=self._strided)
         except ArgumentError:
             return None
 
@@ -407,6 +409,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             out.append(ParamInfo(arg.arg, spec, loc,
                                  NO_DEFAULT if default is inspect.Parameter.empty else default))
         self._tables = declared_tables(self.fn, [p.name for p in out])
+        self._strided = used_strided(self.fn)
         out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
@@ -453,8 +456,8 @@ class FunctionObject(_Specialized, InlinedFunction):
             self._sig = inspect.signature(self.fn)
         self._param_infos()
         kwargs = dict(kwargs)
-        provider = kwargs.pop("offset_provider", None) if self._tables and \
-            "offset_provider" not in self._sig.parameters else None
+        provider = kwargs.pop("offset_provider", None) if (self._tables or self._strided) \
+            and "offset_provider" not in self._sig.parameters else None
         tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
         try:
             bound = self._sig.bind(*args, **kwargs)
@@ -463,7 +466,8 @@ class FunctionObject(_Specialized, InlinedFunction):
             where = f" (called at {caller})" if caller else ""
             raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
         return {**bound.arguments,
-                **table_arguments(tables, provider, self._tables, self.fn.__name__)}
+                **table_arguments(tables, provider, self._tables, self.fn.__name__,
+                                  strided=self._strided)}
 
     _by_source_kind = ("function",)
 
@@ -597,7 +601,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         values = dict(plain)
         values[spec.result.name] = out
         for dim, pair in domain.items():
-            if not isinstance(pair, tuple) or len(pair) != 2:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
                                     f"stop)}} takes a pair of coordinates, got {pair!r}",
                                     self._def_loc())
@@ -765,6 +769,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
                                         "rename it", p.loc)
         # declared connectivities it uses: keyword-only table parameters, last
         self._tables = declared_tables(self.fn, names)
+        self._strided = used_strided(self.fn)
         out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
         self._infos = out
         return out
@@ -839,7 +844,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         ``offset_provider=`` for declared connectivities); cached."""
         compiled = self._cache.compiled(self._default("compiling"), self._compile_fn())
         self._param_infos()
-        return TablesCall(compiled, self._tables, self.__name__) if self._tables else compiled
+        return TablesCall(compiled, self._tables, self.__name__, self._strided) \
+            if self._tables or self._strided else compiled
 
     @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
@@ -915,7 +921,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             kwargs["backend"] = backend
             backend = None
         backend = self._backend(backend)
-        kwargs = table_arguments(kwargs, offset_provider, self._tables, self.__name__)
+        kwargs = table_arguments(kwargs, offset_provider, self._tables, self.__name__,
+                                 strided=self._strided)
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, _, plain = self._lookup(values, "compiling" if backend == "compiled"

@@ -207,10 +207,18 @@ class ExpressionTranslator:
         return tuple(self.expr(e) for e in node.elts)
 
     def e_List(self, node: ast.List) -> Any:
+        """A Python list of static values or scalars (``domain={Cell: [hs, he]}``,
+        ``dict([(K, (vs, ve))])``); tensors go in tuples."""
         vals = [self.expr(e) for e in node.elts]
-        if any(contains_ir(v) for v in vals):
+        if not all(self.only_scalars(v, node) for v in vals):
             raise self.error(node, "lists of tensors are not supported; use a tuple")
         return vals
+
+    def only_scalars(self, v: Any, node: ast.AST) -> bool:
+        """Whether every IR value inside ``v`` (nested tuples and lists) is a scalar."""
+        if isinstance(v, (tuple, list)):
+            return all(self.only_scalars(x, node) for x in v)
+        return not is_ir(v) or self.type_of(v, node).is_scalar
 
     def e_Dict(self, node: ast.Dict) -> Any:
         """A dict known while translating (``{Cell: (hs, he), K: (vs, ve)}``, for

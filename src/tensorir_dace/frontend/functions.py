@@ -90,7 +90,7 @@ class FunctionTranslator(BodyTranslator):
             return self.builtin(func, args, kwargs, node)
         if isinstance(func, ir.ScalarType):
             return typed_literal(self, func, args, kwargs, node)
-        if is_namedtuple_class(func):
+        if is_namedtuple_class(func) or func is dict:   # dict(…): a domain= with scalars
             return self.static_op(node, lambda: func(*args, **kwargs))
         try:
             equiv = api.PYTHON_EQUIVALENTS.get(func)
