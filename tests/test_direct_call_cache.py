@@ -181,7 +181,8 @@ def test_the_key_follows_out_domain_and_device():
     assert None not in keys and len(keys) == 7
     assert describe_into(a, {I: (0, 3)}, False) == describe_into(a, {I: (1, 2)}, False)
     assert describe_into(a, {I: (0, 3)}, True) != describe_into(a[:2], {I: (0, 2)}, True)
-    for bad_out, domain in [([a], None), (a, {"I": (0, 3)}), (a, {I: [0, 3]}),
+    assert describe_into(a, {I: [0, 3]}, False) == describe_into(a, {I: (0, 3)}, False)
+    for bad_out, domain in [([a], None), (a, {"I": (0, 3)}), (a, {I: {0, 3}}),
                             (a, {I: (0, 1, 2)}), ((), None)]:
         assert describe_into(bad_out, domain, False) is None
 

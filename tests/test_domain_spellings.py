@@ -25,7 +25,6 @@ from tensorir_dace.frontend import (
     neighbor_sum,
     program,
 )
-from tensorir_dace.frontend import by_source
 
 Cell, Edge, K, CE = dims("Cell Edge K CE")
 C2EDim = neighbor_dim(Edge, 3)
@@ -95,13 +94,6 @@ def test_direct_calls_take_list_and_dict_domains(backend):
         out = np.full((NC, NK), -1.0)
         assert smooth(a, out=out, domain=domain, backend=backend) is out
         np.testing.assert_allclose(out, inside(2 * a + 1, cells, levels, -1.0), rtol=1e-12)
-
-
-def test_list_and_tuple_bounds_share_a_direct_call_key():
-    out = np.zeros((3, 2))
-    as_tuple = by_source.describe_into(out, {Cell: (0, 2), K: (0, 1)}, False)
-    assert as_tuple is not None
-    assert by_source.describe_into(out, {K: [0, 1], Cell: [0, 2]}, False) == as_tuple
 
 
 def test_a_sliced_out_with_domain_is_refused():
