@@ -128,11 +128,12 @@ def test_an_explicit_table_for_a_strided_offset_is_checked():
                                  r"\(N_Cell, 3\).*got \(7, 2\)"),
              ("C2CE", r"must be None or a table of integers")]
     for table, message in cases:
-        with pytest.raises(ArgumentError, match=message):
+        with pytest.raises(ArgumentError, match=message) as info:
             flux_div(vn, geofac, offset_provider={"C2E": C2E_TABLE, "C2CE": table},
                      backend="interpreter")
+        assert "test_domain_spellings.py:" in str(info.value.loc)
         with pytest.raises(ArgumentError, match=message):
-            domains(*[np.zeros((NC, NK))] * 1, vn, geofac, *[np.zeros((NC, NK))] * 4,
+            domains(np.zeros((NC, NK)), vn, geofac, *[np.zeros((NC, NK))] * 4,
                     0, NC, 0, NK, offset_provider={"C2E": C2E_TABLE, "C2CE": table},
                     backend="interpreter")
     got = flux_div(vn, geofac, offset_provider={"C2E": C2E_TABLE, "C2CE": C2CE_TABLE},

@@ -480,9 +480,10 @@ def strided_mix(u: Field[[Vertex, K], wpfloat], coeff: Field[[ECV, K], wpfloat],
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_strided_offsets_on_random_meshes(backend):
     """Random sizes (a flattened field may be longer than 4 per edge), random
-    tables with absent neighbours, one compiled program."""
+    tables with absent neighbours, one compiled program; every other call
+    passes icon4py's explicit table for the strided offset (its layout)."""
     rng = np.random.default_rng(7)
-    for _ in range(6):
+    for trial in range(6):
         ne, nv, nk, extra = (int(rng.integers(1, 13)), int(rng.integers(1, 7)),
                              int(rng.integers(1, 5)), int(rng.integers(0, 4)))
         e2c2v = rng.integers(0, nv, (ne, 4))
@@ -494,7 +495,10 @@ def test_strided_offsets_on_random_meshes(backend):
         expected = np.where((e2c2v >= 0)[:, :, None], gathered * c, 0.0).sum(1) \
             + g[:, 3:] * u[e2c2v[:, 0]] - g[:, 1:2]
         out = np.zeros((ne, nk))
-        strided_mix(u, coeff, geo, out, offset_provider={"E2C2V": e2c2v}, backend=backend)
+        provider = {"E2C2V": e2c2v}
+        if trial % 2:
+            provider["E2ECV"] = np.arange(4 * ne).reshape(ne, 4)
+        strided_mix(u, coeff, geo, out, offset_provider=provider, backend=backend)
         np.testing.assert_allclose(out, expected, rtol=1e-12)
 
 

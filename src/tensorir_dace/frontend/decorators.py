@@ -467,7 +467,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
         return {**bound.arguments,
                 **table_arguments(tables, provider, self._tables, self.fn.__name__,
-                                  strided=self._strided)}
+                                  self._def_loc(), strided=self._strided)}
 
     _by_source_kind = ("function",)
 
@@ -922,7 +922,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             backend = None
         backend = self._backend(backend)
         kwargs = table_arguments(kwargs, offset_provider, self._tables, self.__name__,
-                                 strided=self._strided)
+                                 self._def_loc(), strided=self._strided)
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, _, plain = self._lookup(values, "compiling" if backend == "compiled"
