@@ -251,10 +251,11 @@ class AssignmentTranslator(FunctionTranslator):
             loops=loops, bound=b, allowed=(sympy.Integer(0), d.stop - d.start)))
         return b
 
-    def domain_target(self, out_node: ast.AST, domain: ast.AST) -> ir.Expr:
+    def domain_target(self, out_node: ast.AST, domain: ast.AST, value: Any = None) -> ir.Expr:
         """``out=o, domain={D: (lo, hi), …}``: ``o`` restricted to those coordinates
         (a dimension left out keeps its whole interval).  Bounds are a pair, a
-        tuple or a list (``{Cell: [hs, he]}``)."""
+        tuple or a list (``{Cell: [hs, he]}``); ``value``: the dict, where
+        ``domain`` is the node of a larger expression (one of a tuple of domains)."""
         if isinstance(out_node, ast.Subscript):     # GT4Py refuses it the same way
             base = ast.unparse(out_node.value)
             raise self.error(out_node, f"out={ast.unparse(out_node)} with domain=: either "
@@ -269,7 +270,9 @@ class AssignmentTranslator(FunctionTranslator):
         t = self.tensor_type(ir_name)
         loc = self.loc(domain)
         ivs: dict[str, ir.DimInterval] = {}
-        for dim, bounds, knode, vnode in self.domain_items(domain):
+        items = self.domain_items(domain) if value is None else \
+            [(k, v, domain, domain) for k, v in value.items()]
+        for dim, bounds, knode, vnode in items:
             if not isinstance(dim, Dimension) or t.dim(dim.name) is None:
                 raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
                                         f"({t}), got {describe(dim)}")

@@ -25,7 +25,7 @@ from .context import ProgramContext
 from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .source import source_info
-from .values import LocalCallable, contains_ir, describe
+from .values import LocalCallable, contains_ir, describe, project
 
 if TYPE_CHECKING:
     import sympy
@@ -102,15 +102,47 @@ class ProgramTranslator(AssignmentTranslator):
     def emit_tuple_in_domain(self, out_node: ast.Tuple | ast.List, domain: ast.AST,
                              call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
         """``f(…, out=(a, b), domain={…})``: each part of ``f``'s tuple value written
-        into the same sub-domain of its output."""
-        targets = [self.domain_target(t, domain) for t in out_node.elts]
-        first = targets[0] if targets else None
-        with self.target_intervals(first), self.scans_in(first):
-            value = self.expr(call)
+        into the same sub-domain of its output; GT4Py's ``domain=({…}, {…})``
+        gives each output its own (the call is translated once per output, so
+        that its scans and conditions follow that output's domain)."""
+        per_part = self.tuple_domains(domain, len(out_node.elts))
+        if per_part is None:
+            targets = [self.domain_target(t, domain) for t in out_node.elts]
+            first = targets[0] if targets else None
+            with self.target_intervals(first), self.scans_in(first):
+                value = self.expr(call)
+        else:
+            targets = [self.domain_target(t, d, v)
+                       for t, (d, v) in zip(out_node.elts, per_part)]
+            values = []
+            for k, t in enumerate(targets):
+                with self.target_intervals(t), self.scans_in(t):
+                    whole = self.expr(call)
+                values.append(whole[k] if isinstance(whole, tuple) and len(whole) == len(targets)
+                              else project(self.to_ir(whole, call), k, self.loc(call)))
+            value = tuple(values)
         names = {b.name for t in targets
                  if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
         out, parts = self.tuple_parts(value, len(targets), names, s)
         return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
+
+    def tuple_domains(self, domain: ast.AST, n: int) -> list[tuple[ast.AST, Any]] | None:
+        """The ``(node, dict)`` of each output for GT4Py's tuple of domains
+        (``out=(a, b), domain=({Cell: …}, {Cell: …})``); None for one dict."""
+        if isinstance(domain, ast.Dict):
+            return None
+        value = self.expr(domain)
+        if not isinstance(value, (tuple, list)):
+            return None
+        nodes = domain.elts if isinstance(domain, (ast.Tuple, ast.List)) else [domain] * n
+        if len(value) != n:
+            raise self.error(domain, f"domain= has {len(value)} domains for {n} outputs; "
+                                     "give one dict per output, or one dict for all")
+        for node, v in zip(nodes, value):
+            if not isinstance(v, dict):
+                raise self.error(node, "a tuple of domains holds dicts {Dim: (start, stop), "
+                                       f"…}}, one per output, got {describe(v)}")
+        return list(zip(nodes, value))
 
     @contextlib.contextmanager
     def scans_in(self, target: ir.Expr | None):
