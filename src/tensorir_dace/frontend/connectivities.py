@@ -169,7 +169,8 @@ def used_connectivities(fn: Callable, kind: type = Connectivity) -> list[Any]:
 
     def visit_value(v: Any) -> None:
         if isinstance(v, kind):
-            found.setdefault(v.name, v)
+            named: Any = v      # every offset kind has a name
+            found.setdefault(named.name, v)
         elif inspect.isfunction(v) or inspect.isfunction(getattr(v, "fn", None)):
             visit_function(v)
 
