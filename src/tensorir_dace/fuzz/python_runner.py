@@ -35,9 +35,8 @@ from .python_programs import (
 _counter = itertools.count()
 
 
-def load_module(source: str, stem: str = "pyfuzz") -> Any:
-    """Import ``source`` as a new module from a file of its own."""
-    folder = tempfile.mkdtemp(prefix="tir_pyfuzz_")
+def load_module(source: str, folder: str, stem: str = "pyfuzz") -> Any:
+    """Import ``source`` as a new module from a file of its own in ``folder``."""
     name = f"{stem}_{os.getpid()}_{next(_counter)}"
     path = os.path.join(folder, name + ".py")
     with open(path, "w") as fh:
@@ -98,14 +97,18 @@ def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
         check(parse(text))
     except TensorIRError as err:
         return PyOutcome({"*": f"text refused (a generator bug): {err}"})
-    try:
-        module = load_module(python_source(cases))
-    except TensorIRError as err:
-        return PyOutcome({"*": f"Python program refused: {err}"})
-    except Exception as err:   # noqa: BLE001
-        return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
     outputs = [(o, loose(c)) for c in cases for o, _ in c.outputs]
-    return differential(module.fuzz, text, outputs, seed)
+    with tempfile.TemporaryDirectory(prefix="tir_pyfuzz_") as folder:
+        try:
+            module = load_module(python_source(cases), folder)
+        except TensorIRError as err:
+            return PyOutcome({"*": f"Python program refused: {err}"})
+        except Exception as err:   # noqa: BLE001
+            return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
+        try:
+            return differential(module.fuzz, text, outputs, seed)
+        finally:
+            sys.modules.pop(module.__name__, None)
 
 
 def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
