@@ -167,7 +167,7 @@ class PyGen:
             lambda: _call(r.choice(["sin", "cos", "tanh", "exp", "floor"]), x()),
             lambda: X(f"np.sin({(y := x()).py})", f"sin({y.tx})", y.field),
             lambda: X(f"sqrt(abs({(y := x()).py}))", f"sqrt(abs({y.tx}))", y.field),
-            lambda: X(f"({(y := x()).py} ** 2)", f"power({y.tx}, 2)", y.field),
+            lambda: X(f"({self.paren((y := x()).py)} ** 2)", f"power({y.tx}, 2)", y.field),
             lambda: _where(self.compare(d - 1, halo, names), x(), x()),
             lambda: X(f"({(y := x()).py} if {(c := self.compare(d - 1, halo, names)).py} "
                       f"else {(z := x()).py})", f"if({c.tx}, {y.tx}, {z.tx})"),
