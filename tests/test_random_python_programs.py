@@ -14,7 +14,7 @@ import pytest
 
 from conftest import assert_same_results
 from tensorir_dace import fuzz
-from tensorir_dace.frontend import Tensor, astype, dims, float32, int32, program
+from tensorir_dace.frontend import Tensor, astype, dims, float32, function, int32, program
 
 # Three batches of generated cases, each one compiled program; together they
 # hold every kind of case.
@@ -105,29 +105,44 @@ def test_the_command_runs_the_python_front(tmp_path, capsys):
 I, J = dims("I J")
 
 
+@function
+def two():
+    return 2.0
+
+
+@function
+def shifted_sum(x, y):
+    return x(J + 1) + y(J - 1)
+
+
 @program
-def number_casts(f: Tensor[float32, I, J], a: Tensor[float, I, J],
-                 o: Tensor[float32, I, J], p: Tensor[float, I, J], q: Tensor[int32, I, J]):
+def numbers(f: Tensor[float32, I, J], a: Tensor[float, I, J], h: Tensor[float, I, J.halo(1)],
+            o: Tensor[float32, I, J], p: Tensor[float, I, J], q: Tensor[int32, I, J],
+            r: Tensor[float, I, J]):
     o[...] = f * np.sin(0.5).astype(float32) + (2.5).astype(float32)
     p[...] = a * np.cos(0.25).astype(float32).astype(float)
     q[...] = np.floor(-2.5).astype(int32) + astype(a, int32)
+    r[...] = shifted_sum(two(), h) + shifted_sum(h, np.sin(0.5))
 
 
-def test_a_number_astype_is_a_cast():
-    """``np.sin(0.5).astype(float32)``: a number known while translating, cast
-    like a tensor; interpreter against NumPy, compiled against the interpreter."""
+def test_numbers_known_while_translating_cast_and_shift():
+    """A number known while translating (``np.sin(0.5)``, a @function's constant
+    result) is cast by ``.astype(T)`` and shifted as a scalar is; interpreter
+    against NumPy, compiled against the interpreter."""
     rng = np.random.default_rng(3)
     f = rng.normal(size=(4, 5)).astype(np.float32)
     a = rng.normal(size=(4, 5)) * 4
-    args = {"f": f, "a": a, "o": np.zeros((4, 5), np.float32), "p": np.zeros((4, 5)),
-            "q": np.zeros((4, 5), np.int32)}
+    h = rng.normal(size=(4, 7))
+    args = {"f": f, "a": a, "h": h, "o": np.zeros((4, 5), np.float32), "p": np.zeros((4, 5)),
+            "q": np.zeros((4, 5), np.int32), "r": np.zeros((4, 5))}
     expected = {"o": f * np.float32(np.sin(0.5)) + np.float32(2.5),
                 "p": a * np.float64(np.float32(np.cos(0.25))),
-                "q": np.int32(-3) + a.astype(np.int32)}
+                "q": np.int32(-3) + a.astype(np.int32),
+                "r": 2.0 + h[:, :5] + h[:, 2:] + np.sin(0.5)}
     ref = {k: v.copy() for k, v in args.items()}
-    number_casts(**ref, backend="interpreter")
+    numbers(**ref, backend="interpreter")
     assert_same_results(ref, expected, 1e-12)
     out = {k: v.copy() for k, v in args.items()}
-    number_casts(**out, backend="compiled")
+    numbers(**out, backend="compiled")
     assert_same_results(out, ref, 1e-12)
-    assert number_casts.format().count("cast(") >= 4
+    assert numbers.format().count("cast(") >= 4
