@@ -112,3 +112,15 @@ scratch(a: tensor<float, I[-1:N+1], J[0:M], K[0:L]>, out: tensor<float, I[0:N], 
            ⟪I, 1⟫(t), ⟪I, -1⟫(t));
 }
 """
+
+
+def assert_address(code: str, pointer: str, expected: str) -> None:
+    """The generated C++ ``code`` takes ``&pointer[index]`` with ``index`` equal
+    to ``expected`` as algebra (the printed form of an index is free)."""
+    import re
+
+    import sympy
+    found = re.search(rf"&{re.escape(pointer)}\[(.*?)\];", code)
+    assert found, f"no &{pointer}[...] in the code"
+    assert sympy.expand(sympy.sympify(found.group(1)) - sympy.sympify(expected)) == 0, \
+        found.group(1)

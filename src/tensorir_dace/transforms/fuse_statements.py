@@ -540,7 +540,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         lines += flies + steps + rows
     if stream:
         lines += ["#if defined(__AVX512F__) || defined(__AVX__)",
-                  "if (_fstream) _mm_sfence();", "#endif"]
+                  "if (_fstream) _tir_sfence();", "#endif"]
     code = "\n".join(lines)
     ctype_out = odesc.dtype.ctype
     code_global = "#include <memory>\n" + prefetch.HEADERS + _RING + \
