@@ -20,6 +20,8 @@ import inspect
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding, Scope
@@ -67,6 +69,10 @@ class FunctionTranslator(BodyTranslator):
             if node.keywords:
                 raise self.error(node, "a shift takes no keyword arguments")
             return self.shift(func, node)
+        if isinstance(func, (int, float, np.number, np.bool_)):
+            # a number known while translating (a @function's argument or result),
+            # shifted: a shifted scalar, as in the text
+            return self.shift(self.to_ir(func, node.func), node)
         # reduce(lambda …, init)(…) written inline
         if func is api.reduce:
             return self.make_reduce(node)

@@ -2,11 +2,14 @@
 interpreter, and mutated program texts fed to the parser and checker.
 
     python -m tensorir_dace.fuzz --programs 1000 --jobs 2 --seed 0 --out fuzz-failures
+    python -m tensorir_dace.fuzz --front python --programs 200 --out fuzz-failures
 
 The contract it checks: what ``check`` accepts, ``compile`` compiles, and the
 result agrees with ``interpret`` at two sets of sizes and several runtime
 bounds (``BOUNDS``) through one binary; only
-a ``TensorIRError`` may come out of any stage."""
+a ``TensorIRError`` may come out of any stage.  For the Python front end each
+program is written twice, as a decorated module and as Tensor IR text; the
+module interpreted and compiled must agree with the interpreted text."""
 
 from .generator import (
     BOUNDS,
@@ -22,8 +25,16 @@ from .generator import (
     generate_case,
     program_text,
 )
+from .python_programs import KINDS as PYTHON_KINDS
+from .python_programs import PyCase, generate_python_case, python_batch, python_source, text_source
+from .python_runner import PyOutcome, differential, run_python, run_python_batch
+from .python_runner import case_fails as python_case_fails
+from .python_runner import reproducer as python_reproducer
 from .runner import Outcome, case_fails, fuzz_parser, mutate, run_text, shrink
 
-__all__ = ["BOUNDS", "CUTS", "I_RANGES", "INPUTS", "J_RANGES", "KINDS", "SIZES", "Case",
-           "Outcome", "batch", "case_fails", "float_expression", "fuzz_parser",
-           "generate_case", "mutate", "program_text", "run_text", "shrink"]
+__all__ = ["BOUNDS", "CUTS", "I_RANGES", "INPUTS", "J_RANGES", "KINDS", "PYTHON_KINDS",
+           "SIZES", "Case", "Outcome", "PyCase", "PyOutcome", "batch", "case_fails",
+           "differential", "float_expression", "fuzz_parser", "generate_case",
+           "generate_python_case", "mutate", "program_text", "python_batch",
+           "python_case_fails", "python_reproducer", "python_source", "run_python",
+           "run_python_batch", "run_text", "shrink", "text_source"]

@@ -167,7 +167,7 @@ class PyGen:
             lambda: _call(r.choice(["sin", "cos", "tanh", "exp", "floor"]), x()),
             lambda: X(f"np.sin({(y := x()).py})", f"sin({y.tx})", y.field),
             lambda: X(f"sqrt(abs({(y := x()).py}))", f"sqrt(abs({y.tx}))", y.field),
-            lambda: X(f"({(y := x()).py} ** 2)", f"power({y.tx}, 2)", y.field),
+            lambda: X(f"({self.paren((y := x()).py)} ** 2)", f"power({y.tx}, 2)", y.field),
             lambda: _where(self.compare(d - 1, halo, names), x(), x()),
             lambda: X(f"({(y := x()).py} if {(c := self.compare(d - 1, halo, names)).py} "
                       f"else {(z := x()).py})", f"if({c.tx}, {y.tx}, {z.tx})"),
@@ -276,11 +276,17 @@ class PyGen:
         def neg(y: X) -> X:
             return X(f"(-{y.py})", f"(-{y.tx})", y.field)
 
+        def quotient(op: str, negative: bool) -> X:
+            y, z = x(), nz()
+            if not (y.field or z.field):   # Python's / and % of two ints: add a tensor
+                y = _bin(y, "+", X(leaf, leaf))
+            return _bin(y, op, neg(z) if negative else z)
+
         return r.choice([
             lambda: _bin(x(), "+", x()), lambda: _bin(x(), "-", x()),
             lambda: _bin(x(), "*", _lit(r.choice(["2", "-3"])), "×"),
-            lambda: _bin(x(), "/", nz()), lambda: _bin(x(), "/", neg(nz())),
-            lambda: _bin(x(), "%", nz()), lambda: _bin(x(), "%", neg(nz())),
+            lambda: quotient("/", False), lambda: quotient("/", True),
+            lambda: quotient("%", False), lambda: quotient("%", True),
             lambda: _call(r.choice(["minimum", "maximum"]), x(), x()),
             lambda: X(f"abs({(y := x()).py})", f"abs({y.tx})", y.field),
             lambda: neg(x()),

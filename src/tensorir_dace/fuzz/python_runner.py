@@ -10,8 +10,11 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import pathlib
+import re
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,9 +35,8 @@ from .python_programs import (
 _counter = itertools.count()
 
 
-def load_module(source: str, stem: str = "pyfuzz") -> Any:
-    """Import ``source`` as a new module from a file of its own."""
-    folder = tempfile.mkdtemp(prefix="tir_pyfuzz_")
+def load_module(source: str, folder: str, stem: str = "pyfuzz") -> Any:
+    """Import ``source`` as a new module from a file of its own in ``folder``."""
     name = f"{stem}_{os.getpid()}_{next(_counter)}"
     path = os.path.join(folder, name + ".py")
     with open(path, "w") as fh:
@@ -80,24 +82,49 @@ def _attempt(run, kw: dict[str, Any]) -> tuple[str, Any]:
         return "crash", f"{type(err).__name__}: {err}"
 
 
+def loose(case: PyCase) -> bool:
+    """Whether a case's outputs go through float32 (the input ``f`` or a cast)."""
+    return re.search(r"\bf\b|float32", " ".join(case.tx_temps + case.tx_body)) is not None
+
+
 def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
     """Translate, compile once and run the cases' program at both sizes and every
     runtime bound set; compare with the interpreted text program."""
+    from ..syntax import parse
+    from ..typing import check
+    text = text_source(cases)
+    try:
+        check(parse(text))
+    except TensorIRError as err:
+        return PyOutcome({"*": f"text refused (a generator bug): {err}"})
+    outputs = [(o, loose(c)) for c in cases for o, _ in c.outputs]
+    with tempfile.TemporaryDirectory(prefix="tir_pyfuzz_") as folder:
+        try:
+            module = load_module(python_source(cases), folder)
+        except TensorIRError as err:
+            return PyOutcome({"*": f"Python program refused: {err}"})
+        except Exception as err:   # noqa: BLE001
+            return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
+        try:
+            return differential(module.fuzz, text, outputs, seed)
+        finally:
+            sys.modules.pop(module.__name__, None)
+
+
+def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
+                 seed: int = 0) -> PyOutcome:
+    """Run the decorated ``prog`` interpreted and compiled and the Tensor IR
+    ``text`` interpreted, at both sizes and every runtime bound set, on the same
+    random arguments; compare ``outputs`` (name, whether it went through float32)."""
     from ..interpreter import interpret
     from ..syntax import parse
     from ..typing import check
     out = PyOutcome()
-    text = text_source(cases)
     try:
         tprog = check(parse(text))
-    except TensorIRError as err:
-        return PyOutcome({"*": f"text refused (a generator bug): {err}"})
-    try:
-        module = load_module(python_source(cases))
-        prog = module.fuzz
         prog.format()
     except TensorIRError as err:
-        return PyOutcome({"*": f"Python program refused: {err}"})
+        return PyOutcome({"*": f"refused: {err}"})
     except Exception as err:   # noqa: BLE001
         return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
     tables = {"E2V", "V2E"}
@@ -111,7 +138,6 @@ def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
     backends = (("text interpreted", lambda **k: interpret(tprog, **k)),
                 ("Python interpreted", python("interpreter")),
                 ("Python compiled", python("compiled")))
-    loose_outputs = [(o, "float32" in python_source([c])) for c in cases for o, _ in c.outputs]
     for sizes, bounds in zip(SIZES, BOUNDS):
         base = random_arguments(tprog, sizes=sizes, seed=seed, absent_fraction=0.25)
         for h0, h1 in bounds:
@@ -137,9 +163,9 @@ def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
                 return out
             _, _, _, ref = results[0]
             for label, _, _, got in results[1:]:
-                for name, loose in loose_outputs:
-                    if not all(_same(x, y, loose) for x, y in zip(leaves(got[name]),
-                                                                   leaves(ref[name]))):
+                for name, is_loose in outputs:
+                    if not all(_same(x, y, is_loose) for x, y in zip(leaves(got[name]),
+                                                                      leaves(ref[name]))):
                         out.failed.setdefault(name, f"{label} differs from the text "
                                                     f"interpreter at {where}")
     return out
@@ -172,8 +198,39 @@ def run_python_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, st
     return first, out.runs, bad, out.crash
 
 
-def reproducer(seed: int) -> str:
-    """The Python and text programs of the case of ``seed``, for a failure report."""
+def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
+    """A runnable module reproducing the case of ``seed``: its Python program, its
+    Tensor IR text (``TEXT``) and, run as a script, the differential run on the
+    arguments of ``arg_seed``."""
     case = generate_python_case(seed)
-    return (f"# seed {seed}, {case.kind}\n" + python_source([case])
-            + '\n\nTEXT = """\n' + text_source([case]) + '"""\n')
+    outputs = [(o, loose(case)) for o, _ in case.outputs]
+    why = "".join(f"\n# {line}" for line in reason.splitlines())
+    return (f"# seed {seed}, {case.kind}{why}\n" + python_source([case])
+            + '\n\nTEXT = """\n' + text_source([case]) + '"""\n\n'
+            + 'if __name__ == "__main__":\n'
+            + "    from tensorir_dace.fuzz.python_runner import differential\n"
+            + f"    out = differential(fuzz, TEXT, {outputs!r}, seed={arg_seed})\n"
+            + '    print(out.crash or out.failed or "passes")\n')
+
+
+def run_python_front(programs: int, jobs: int, seed: int, size: int,
+                     out: pathlib.Path) -> tuple[str, bool]:
+    """Fuzz the Python front: generated programs ``size`` to a compile; each case
+    that fails alone is written to ``out`` as a runnable ``.py`` reproducer (not
+    shrunk below the one case).  (A summary line, whether anything failed.)"""
+    from .runner import batches, run_parallel
+    start = time.time()
+    work = batches(seed, programs, size)
+    results = run_parallel(run_python_batch, work, jobs)
+    failures = {s: (first, why) for first, _, bad, _ in results for s, why in bad}
+    crashes = [first for first, _, _, crash in results if crash]
+    for s, (first, why) in sorted(failures.items()):
+        alone = case_fails(generate_python_case(s), seed=first)
+        why += "\nalone: " + (alone or "passes (it failed in its batch only)")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"python_case_{s}.py").write_text(reproducer(s, why, first))
+    runs = sum(r[1] for r in results)
+    summary = (f"Python front: programs {programs}, compiles {len(work)}, runs {runs}, "
+               f"mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"{time.time() - start:.0f} s")
+    return summary, bool(failures or crashes)

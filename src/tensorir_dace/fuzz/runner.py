@@ -3,7 +3,10 @@ delta debugging of a failing case down to a minimal program."""
 
 from __future__ import annotations
 
+import multiprocessing
+import pathlib
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -114,6 +117,49 @@ def run_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], st
                 bad.append((c.seed, why))
                 break
     return first, out.statements, bad, out.crash
+
+
+def batches(seed: int, programs: int, size: int) -> list[tuple[int, int]]:
+    """The (first seed, count) jobs that split ``programs`` seeds from ``seed``."""
+    return [(s, min(size, seed + programs - s)) for s in range(seed, seed + programs, size)]
+
+
+def run_parallel(fn: Callable, jobs: list, processes: int) -> list:
+    """``fn`` over ``jobs`` in ``processes`` fresh processes (one compile each)."""
+    with multiprocessing.get_context("spawn").Pool(processes) as pool:
+        return pool.map(fn, jobs, chunksize=1)
+
+
+def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
+                   out: pathlib.Path) -> tuple[str, bool]:
+    """Fuzz the text front: generated programs ``size`` to a compile, each failure
+    shrunk and written to ``out`` as a ``.tir`` file; then ``parser`` mutated
+    texts.  (A summary line, whether anything failed.)"""
+    start = time.time()
+    work = batches(seed, programs, size)
+    results = run_parallel(run_batch, work, jobs)
+    statements = sum(r[1] for r in results)
+    failures = [(s, why) for r in results for s, why in r[2]]
+    crashes = [(r[0], r[3]) for r in results if r[3]]
+    for first, _ in crashes:     # pin a crash on its cases
+        for k in range(size):
+            reason = case_fails(generate_case(first + k))
+            if reason:
+                failures.append((first + k, reason))
+    for s, _ in failures:
+        small, reason = shrink(generate_case(s), s)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"case_{s}.tir").write_text(
+            f"# seed {s}, {small.kind}: {reason}\n" + program_text([small]))
+    bad_texts = fuzz_parser(parser, seed)
+    for k, (text, why) in enumerate(bad_texts):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"parser_{k}.tir").write_text(f"# {why}\n{text}")
+    summary = (f"text front: programs {programs}, statements {statements}, "
+               f"compiles {len(work)}, mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"parser texts {parser} ({len(bad_texts)} escaped), "
+               f"{time.time() - start:.0f} s")
+    return summary, bool(failures or crashes or bad_texts)
 
 
 # --------------------------------------------------------------------------- shrinking
