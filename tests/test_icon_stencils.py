@@ -302,8 +302,10 @@ def test_advective_vertical_wind_tendency_in_text_form(backend):
 def test_field_offset_refuses_a_mismatched_declaration():
     from tensorir_dace import FrontendError
 
-    with pytest.raises(FrontendError, match="the source must be Cell"):
-        FieldOffset("E2C", source=Vertex, target=(Edge, E2CDim))
+    with pytest.raises(FrontendError, match="the source must be a Dimension"):
+        FieldOffset("E2C", source=E2CDim, target=(Edge, E2CDim))
+    # another source is GT4Py's strided offset into a flattened field over it
+    assert "source=Vertex" in repr(FieldOffset("E2C", source=Vertex, target=(Edge, E2CDim)))
     with pytest.raises(FrontendError, match="target must be"):
         FieldOffset("Koff", source=K, target=(Cell,))
     with pytest.raises(FrontendError, match="integer offset"):

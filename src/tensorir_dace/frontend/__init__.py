@@ -43,6 +43,8 @@ to their return value) < ``functions`` (calls and inlining; entry point
 """
 
 from .annotations import (
+    Dims,
+    Field,
     GenericSpec,
     SparseTensor,
     Tensor,
@@ -135,6 +137,8 @@ __all__ = [
     "Connectivity",
     "DimMask",
     "Dimension",
+    "Dims",
+    "Field",
     "FieldOffset",
     "FunctionObject",
     "GenericSpec",

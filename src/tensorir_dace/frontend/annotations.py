@@ -192,6 +192,33 @@ class SparseTensor(Tensor):
     _sparse = True
 
 
+class Dims:
+    """GT4Py's ``Dims[Cell, K]``: the dimensions of a :class:`Field` annotation."""
+
+    def __init__(self, *a, **k):
+        raise DefinitionError("Dims is an annotation: write Field[Dims[Cell, K], float]")
+
+    def __class_getitem__(cls, item: Any) -> tuple:
+        return item if isinstance(item, tuple) else (item,)
+
+
+class Field:
+    """GT4Py's annotations ``Field[[Cell, K], float]`` and ``Field[Dims[Cell, K],
+    float]``: ``SparseTensor[float, Cell, K]`` (a field over a neighbour
+    dimension is a sparse field, never a neighbour table, as in GT4Py)."""
+
+    def __init__(self, *a, **k):
+        raise DefinitionError("Field is an annotation: write Field[[Cell, K], float]")
+
+    def __class_getitem__(cls, item: Any) -> TensorSpec | GenericSpec:
+        if not isinstance(item, tuple) or len(item) != 2 or \
+                not isinstance(item[0], (list, tuple)):
+            raise DefinitionError(f"Field[[D1, D2, …], T] takes a list of dimensions and an "
+                                  f"element type, got Field[{item!r}]")
+        dims, dtype = item
+        return SparseTensor.__class_getitem__((dtype,) + tuple(dims))
+
+
 @dataclass(frozen=True)
 class GenericSpec:
     """A rank-generic parameter: no annotation (``dtype`` None, tensors or scalars),

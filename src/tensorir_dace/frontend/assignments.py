@@ -258,29 +258,40 @@ class AssignmentTranslator(FunctionTranslator):
                 self.kinds.get(out_node.id) not in ("param", "temp"):
             raise self.error(out_node, "domain= needs out= to name a tensor parameter or "
                                        "temporary")
-        if not isinstance(domain, ast.Dict) or None in domain.keys:
-            raise self.error(domain, "domain= takes a dict {Dim: (start, stop), …}")
         ir_name = self.env[out_node.id].name
         t = self.tensor_type(ir_name)
         loc = self.loc(domain)
         ivs: dict[str, ir.DimInterval] = {}
-        for knode, vnode in zip(domain.keys, domain.values):
-            assert knode is not None    # a ``**`` entry was refused above
-            dim = self.expr(knode)
+        for dim, bounds, knode, vnode in self.domain_items(domain):
             if not isinstance(dim, Dimension) or t.dim(dim.name) is None:
                 raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
                                         f"({t}), got {describe(dim)}")
             name = dim.name
-            bounds = self.expr(vnode)
             if not isinstance(bounds, tuple) or len(bounds) != 2:
                 raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "
-                                        "coordinates")
+                                        f"coordinates, got {describe(bounds)}")
             lo, hi = (self.runtime_bound(x, vnode, "a domain bound") for x in bounds)
             ivs[name] = interval(name, lo, hi, self.loc(vnode))
         if not ivs:
             return ir.Sym(ir_name, loc=self.loc(out_node))
         return ir.Call(ir.Sym("subset", loc=loc), (ir.Sym(ir_name, loc=loc),)
                        + tuple(ivs[d.name] for d in t.dims if d.name in ivs), loc=loc)
+
+    def domain_items(self, domain: ast.AST) -> list[tuple[Any, Any, ast.AST, ast.AST]]:
+        """The ``(key, bounds, key node, bounds node)`` entries of ``domain=``: a
+        dict written in the call (each entry located) or any expression whose
+        value is a dict (``dom = {Cell: (hs, he)}; f(…, domain=dom)``)."""
+        if isinstance(domain, ast.Dict):
+            if None in domain.keys:
+                raise self.error(domain, "domain= takes a dict {Dim: (start, stop), …} "
+                                         "without '**' entries")
+            return [(self.expr(k), self.expr(v), k, v)
+                    for k, v in zip(domain.keys, domain.values) if k is not None]
+        value = self.expr(domain)
+        if not isinstance(value, dict):
+            raise self.error(domain, "domain= takes a dict {Dim: (start, stop), …}, got "
+                                     f"{describe(value)}")
+        return [(k, v, domain, domain) for k, v in value.items()]
 
     @contextlib.contextmanager
     def target_intervals(self, target: ast.AST | ir.Expr | None):

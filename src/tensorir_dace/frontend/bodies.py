@@ -60,6 +60,9 @@ class BodyTranslator(ReductionTranslator):
             if isinstance(outcome, _Value):
                 return outcome.value
             todo = rest if outcome is None else outcome
+        if isinstance(fdef, ast.If):
+            raise self.error(fdef, "a branch of this if statement ends the function without "
+                                   "returning a value")
         raise self.error(fdef, f"function '{getattr(fdef, 'name', '<lambda>')}' ends without "
                                "returning a value")
 
@@ -120,12 +123,28 @@ class BodyTranslator(ReductionTranslator):
     def f_If(self, s: ast.If, rest: list) -> Any:
         c = self.expr(s.test)
         if contains_ir(c):
-            raise self.error(s, "an if statement inside a function cannot depend on a "
-                                "tensor or scalar value; use where(c, a, b) for an "
-                                "element-wise choice, concat_where for a boundary, "
-                                "or a program-level if")
+            return _Value(self.scalar_if(s, c, rest))
         chosen = s.body if self.static_truth(c, s.test) else s.orelse
         return list(chosen) + list(rest)
+
+    def scalar_if(self, s: ast.If, c: Any, rest: list) -> Any:
+        """``if flag: … else: …`` on a scalar (GT4Py's if statement): each branch
+        followed by the rest of the body is the function's value on that side,
+        and the value is ``if(flag, then, else)``."""
+        cond = self.to_ir(c, s.test)
+        t = self.type_of(cond, s.test)
+        if not t.is_scalar or t.dtype != ir.BOOL:
+            raise self.error(s.test, f"an if statement inside a function needs a scalar bool "
+                                     f"condition, got {t}; use where(c, a, b) for an "
+                                     "element-wise choice or concat_where for a boundary")
+        saved = dict(self.env)
+        try:
+            then = self.block(list(s.body) + list(rest), s)
+            self.env = dict(saved)
+            orelse = self.block(list(s.orelse) + list(rest), s)
+        finally:
+            self.env = saved
+        return self.call_ir("if", (cond, self.to_ir(then, s), self.to_ir(orelse, s)), s)
 
     def f_For(self, s: ast.For, rest: list) -> Any:
         return self.unroll(s) + list(rest)

@@ -66,12 +66,42 @@ def connectivity(name: str, target: Dimension, neighbors: NeighborDimension,
 
 
 
+class StridedOffset:
+    """GT4Py's offset into a flattened sparse field: ``FieldOffset("C2CE",
+    source=CE, target=(Cell, C2EDim))`` with the offset provider
+    ``StridedNeighborOffsetProvider(Cell, CE, 3)``.  Neighbour ``k`` of row
+    ``c`` is element ``c * 3 + k`` of a field over ``CE`` (3 is the neighbour
+    dimension's size), so ``geofac_div(C2CE[k])`` is that element and
+    ``geofac_div(C2CE)`` the row's 3 elements.  No table is passed: the
+    translation writes the index expression itself."""
+
+    def __init__(self, name: str, rows: Dimension, neighbors: NeighborDimension,
+                 source: Dimension):
+        self.name = name
+        self.rows = rows
+        self.neighbors = neighbors
+        self.source = source
+
+    @property
+    def stride(self) -> int:
+        return self.neighbors.size
+
+    def __repr__(self) -> str:
+        return (f"FieldOffset({self.name!r}, source={self.source.name}, "
+                f"target=({self.rows.name}, {self.neighbors!r}))")
+
+
 class CartesianOffset:
     """GT4Py's Cartesian ``FieldOffset``: ``Koff[-1]`` is ``K - 1``."""
 
     def __init__(self, name: str, dim: Dimension):
         self.name = name
         self.dim = dim
+
+    @property
+    def cartesian_dim(self) -> Dimension:
+        """The dimension it shifts along (``as_offset(Koff, off)`` shifts along K)."""
+        return self.dim
 
     def __getitem__(self, offset: int) -> Offset:
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):
@@ -85,16 +115,22 @@ class CartesianOffset:
 def FieldOffset(name: str, source: Any, target: Any) -> Any:
     """GT4Py's spelling of an offset: ``FieldOffset("Koff", source=K, target=(K,))`` is the
     Cartesian offset ``Koff[-1]`` (``K - 1``); ``FieldOffset("E2V", source=Vertex,
-    target=(Edge, E2VDim))`` is ``connectivity("E2V", Edge, E2VDim)``."""
+    target=(Edge, E2VDim))`` is ``connectivity("E2V", Edge, E2VDim)``; a source other
+    than the neighbour dimension's (``FieldOffset("C2CE", source=CE, target=(Cell,
+    C2EDim))``) is a :class:`StridedOffset` into a flattened sparse field."""
     target = tuple(target) if isinstance(target, (tuple, list)) else (target,)
     if len(target) == 1 and isinstance(source, Dimension) and target[0] is not None \
             and isinstance(target[0], Dimension) and target[0].same(source):
         return CartesianOffset(name, source)
     if len(target) == 2 and isinstance(target[1], NeighborDimension):
-        if not (isinstance(source, Dimension) and target[1].source.same(source)):
+        if not isinstance(source, Dimension):
             raise DefinitionError(f"FieldOffset({name!r}, source={source!r}, …): the source "
-                                  f"must be {target[1].source.name}, the dimension the "
-                                  f"neighbour dimension {target[1]!r} indexes")
+                                  f"must be a Dimension, e.g. {target[1].source.name}")
+        if not target[1].source.same(source):
+            if not isinstance(target[0], Dimension):
+                raise DefinitionError(f"FieldOffset({name!r}, …, target=(rows, …)): rows "
+                                      f"must be a Dimension, got {target[0]!r}")
+            return StridedOffset(name, target[0], target[1], source)
         return Connectivity(name, target[0], target[1])
     raise DefinitionError(f"FieldOffset({name!r}, source, target): target must be (source,) "
                           "for a Cartesian offset or (rows, neighbor_dim(source, n)) for a "
@@ -230,5 +266,6 @@ def as_table_dtype(value: Any, dtype: ir.ScalarType) -> Any:
     return value
 
 
-__all__ = ["Connectivity", "TablesCall", "as_table_dtype", "connectivity", "declared_tables",
+__all__ = ["Connectivity", "StridedOffset", "TablesCall", "as_table_dtype", "connectivity",
+           "declared_tables",
            "merge_offset_provider", "table_arguments", "used_connectivities"]

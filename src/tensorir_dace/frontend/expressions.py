@@ -25,7 +25,7 @@ from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..lazy import lazy_module
 from ..typing.scope import Scope
-from .connectivities import Connectivity
+from .connectivities import Connectivity, StridedOffset
 from .context import ProgramContext
 from .dims import Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
@@ -49,6 +49,7 @@ from .nodes import (
 from .runtime_bounds import runtime_value
 from .size_exprs import as_sympy
 from .source import SourceInfo, parameters
+from .strided import strided_table
 from .values import (
     BoundMethod,
     LocalCallable,
@@ -143,6 +144,8 @@ class ExpressionTranslator:
             hint = "; a table entry is an argument of a shift: x(E2V[0])"
         elif isinstance(v, Mask):
             hint = "; index conditions are the first argument of concat_where"
+        elif isinstance(v, dict):
+            hint = "; a dict is only used as the domain= of a call with out="
         elif callable(v):
             hint = "; call it"
         raise self.error(node, f"{what} is not a tensor value{hint}")
@@ -185,6 +188,8 @@ class ExpressionTranslator:
         v = self.lookup(node.id, node)
         if isinstance(v, Connectivity):
             v = self.connectivity_table(v, node)
+        elif isinstance(v, StridedOffset):
+            v = strided_table(self, v, node)
         if isinstance(v, ir.Sym):
             v = replace(v, loc=self.loc(node))
         return v
@@ -206,6 +211,24 @@ class ExpressionTranslator:
         if any(contains_ir(v) for v in vals):
             raise self.error(node, "lists of tensors are not supported; use a tuple")
         return vals
+
+    def e_Dict(self, node: ast.Dict) -> Any:
+        """A dict known while translating (``{Cell: (hs, he), K: (vs, ve)}``, for
+        ``domain=``): its keys are static values, its values anything."""
+        out: dict[Any, Any] = {}
+        for knode, vnode in zip(node.keys, node.values):
+            if knode is None:
+                raise self.error(vnode, "'**' unpacking in a dict is not supported")
+            key = self.expr(knode)
+            if contains_ir(key):
+                raise self.error(knode, "a dict key must be known while translating (a "
+                                        "dimension, a number or a string), not a tensor")
+            try:
+                hash(key)
+            except TypeError:
+                raise self.error(knode, f"{describe(key)} cannot be a dict key") from None
+            out[key] = self.expr(vnode)
+        return out
 
     def e_Attribute(self, node: ast.Attribute) -> Any:
         base = self.expr(node.value)

@@ -64,9 +64,10 @@ def tensor_offset(tr, dim: Dimension, value: Any, node: ast.AST, value_node: ast
 def as_offset(tr, f: Any, args: list, kwargs: dict, node: ast.Call) -> TensorOffset:
     """GT4Py's ``as_offset(K, off)`` (``f`` is the builtin)."""
     dim, off = tr.positional(f, args, kwargs, ("offset", "field"), node)
+    dim = getattr(dim, "cartesian_dim", dim)    # GT4Py's as_offset(Koff, off)
     if not isinstance(dim, Dimension):
         raise tr.error(node, "as_offset(K, off): the first argument must be the dimension "
-                             "to shift along")
+                             "to shift along (or a Cartesian FieldOffset such as Koff)")
     value_node = node.args[1] if len(node.args) > 1 else None
     if not contains_ir(off):
         raise tr.error(value_node or node, f"as_offset({dim.name}, …) takes an integer "

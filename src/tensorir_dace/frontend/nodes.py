@@ -30,6 +30,7 @@ EXPRESSIONS: dict[type, str] = {
     ast.Name: "e_Name",
     ast.Tuple: "e_Tuple",
     ast.List: "e_List",
+    ast.Dict: "e_Dict",
     ast.Attribute: "e_Attribute",
     ast.Lambda: "e_Lambda",
     ast.BinOp: "e_BinOp",
@@ -101,7 +102,7 @@ if hasattr(ast, "Match"):
     UNSUPPORTED_STATEMENTS[ast.Match] = "match statements"
 
 UNSUPPORTED_EXPRESSIONS: dict[type, str] = {
-    ast.Dict: "dict literals", ast.Set: "set literals", ast.ListComp: "list comprehensions",
+    ast.Set: "set literals", ast.ListComp: "list comprehensions",
     ast.SetComp: "set comprehensions", ast.DictComp: "dict comprehensions",
     ast.GeneratorExp: "generator expressions", ast.Await: "await", ast.Yield: "yield",
     ast.YieldFrom: "yield", ast.NamedExpr: "':='", ast.JoinedStr: "f-strings",

@@ -212,7 +212,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             if vd is not None and any(ir.has_runtime(b) for b in (d.start, d.stop, vd.start,
                                                                    vd.stop)):
                 self.runtime_covers(s.value, vd, d, ttype, name)
-            elif vd is not None and not self.decide(s, lambda: iv.covers(vd, d)):
+            elif vd is not None and not self.covers(s, vd, d, isinstance(target, ir.Call)):
                 raise self.error(s.value, f"the expression is defined on {d.name}"
                                           f"[{vd.start}:{vd.stop}] but the target '{name}' "
                                           f"needs {d.name}[{d.start}:{d.stop}]")
@@ -224,6 +224,22 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                            else d for d in stored.type.dims)
             scope.rebind(replace(stored, type=replace(stored.type, dims=masked)))
         return replace(s, target=typed_target, value=value)
+
+    def covers(self, s: ir.Assign, vd: ir.Dim, d: ir.Dim, subset: bool) -> bool:
+        """Whether the value's interval ``vd`` covers the target's ``d``.  For a
+        subset target (``domain={K: (0, 1)}``, ``out[1:3]``) an order that depends
+        on the sizes is the user's assertion, checked at call time, as the
+        subset's own bounds are."""
+        if not subset:
+            return self.decide(s, lambda: iv.covers(vd, d))
+        pairs = [(vd.start, d.start), (d.stop, vd.stop)]
+        orders = [iv.maybe_le(lo, hi) for lo, hi in pairs]
+        if False in orders:
+            return False
+        where = f"the value of {d.name}[{d.start}:{d.stop}]" + (f" at {s.loc}" if s.loc else "")
+        self.constraints += [ir.SizeConstraint(lo, hi, where)
+                             for (lo, hi), ok in zip(pairs, orders) if ok is None]
+        return True
 
     def writable(self, target: ir.Sym, scope: Scope) -> Binding:
         binding = scope.lookup(target.name)
