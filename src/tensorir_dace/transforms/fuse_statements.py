@@ -61,6 +61,7 @@ from dace import symbolic
 from dace.sdfg import nodes
 
 from . import index_algebra, prefetch, streaming_stores
+from .index_algebra import cpp, flat_cpp
 
 NAME = "fuse_across_statements"
 
@@ -362,13 +363,6 @@ def _modes(order, temps, halos):
     return modes
 
 
-_cpp = index_algebra.cpp
-
-
-def _flat(desc, coords) -> str:
-    return _cpp(sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides)))
-
-
 def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     params = sink.params
     nd = len(params)
@@ -376,7 +370,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     first = 1 if rolled else 0       # the first dimension with loops inside a row
     odesc = sdfg.arrays[sink.written]
     stream = rolled and streaming_stores.enabled() and streaming_stores.streamable(odesc)
-    ends = [_cpp(e + 1) for _, e in sink.ranges]
+    ends = [cpp(e + 1) for _, e in sink.ranges]
     pointers: dict[str, str] = {}
     lines = []
     buffered = [m.written for m in order if modes.get(m.written) == "tile"]
@@ -387,9 +381,9 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         lines.append(f"const long long _lo0 = _tile0, _hi0 = std::min<long long>(_lo0 + {TILE}, "
                      f"{ends[0]});")
     for d in range(2, nd - 1):                     # further middle dimensions stay whole
-        lines.append(f"const long long _lo{d} = {_cpp(sink.ranges[d][0])}, _hi{d} = {ends[d]};")
+        lines.append(f"const long long _lo{d} = {cpp(sink.ranges[d][0])}, _hi{d} = {ends[d]};")
     if rolled:
-        lines.append(f"const long long _lo{nd - 1} = {_cpp(sink.ranges[-1][0])}, "
+        lines.append(f"const long long _lo{nd - 1} = {cpp(sink.ranges[-1][0])}, "
                      f"_hi{nd - 1} = {ends[-1]};")
 
     # Buffer extents per temporary and dimension (dimension 0 when rolled: ring rows).
@@ -400,7 +394,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
             return str(hi - lo + 1) if rolled else str(TILE + hi - lo)
         if d == 1 and nd > 2:
             return f"(_tw + {hi - lo})"
-        return f"({_cpp(e - b + 1 + hi - lo)})"
+        return f"({cpp(e - b + 1 + hi - lo)})"
 
     if rolled and nd > 2:
         # Tile width along dimension 1 from the bytes of one column of all rings.
@@ -408,7 +402,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
             f"{extent(t, 0)} * (long long)sizeof({sdfg.arrays[t].dtype.ctype})"
             + "".join(f" * {extent(t, d)}" for d in range(2, nd)) for t in buffered) or "1"
         lines.append(f"const long long _tw = std::max<long long>({MIN_WIDTH}, "
-                     f"std::min<long long>({ends[1]} - ({_cpp(sink.ranges[1][0])}), "
+                     f"std::min<long long>({ends[1]} - ({cpp(sink.ranges[1][0])}), "
                      f"({BUFFER_BYTES}LL / ({column})) / 8 * 8));")
     for data in buffered:
         ident = _ident(data)
@@ -419,8 +413,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         lines += _scratch(f"_fb_{ident}", sdfg.arrays[data].dtype.ctype, " * ".join(exts))
     if stream:
         ctype = odesc.dtype.ctype
-        row = f"({ends[-1]} - ({_cpp(sink.ranges[-1][0])}))"
-        size = " * ".join(f"({_cpp(e - b + 1)})" for b, e in sink.ranges)
+        row = f"({ends[-1]} - ({cpp(sink.ranges[-1][0])}))"
+        size = " * ".join(f"({cpp(e - b + 1)})" for b, e in sink.ranges)
         lines += _scratch("_frow", ctype, row) + [
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
                   f">= {streaming_stores.MIN_BYTES}LL;"]
@@ -440,7 +434,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         for conn, data, coords in m.reads:
             desc = sdfg.arrays[data]
             ctype = desc.dtype.ctype
-            text = [_cpp(c) for c in coords]
+            text = [cpp(c) for c in coords]
             if modes.get(data) == "tile":
                 out.append(f"const {ctype} {conn} = _fb_{_ident(data)}"
                            f"[{buffer_index(data, text)}];")
@@ -449,7 +443,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
             else:
                 if data not in pointers:
                     pointers[data] = f"_fp_{_ident(data)}"
-                out.append(f"const {ctype} {conn} = {pointers[data]}[{_flat(desc, coords)}];")
+                out.append(f"const {ctype} {conn} = {pointers[data]}[{flat_cpp(desc, coords)}];")
         return out
 
     def body(m: _Map) -> list[str]:
@@ -515,7 +509,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
             steps += loops(m, span, store)
     own = [(f"_lo{d}", f"_hi{d}") for d in range(nd)]
     point = [symbolic.pystr_to_symbolic(p) for p in params]
-    store = [f"_fo_out[{_flat(odesc, point)}] = {sink.out.src_conn};"]
+    store = [f"_fo_out[{flat_cpp(odesc, point)}] = {sink.out.src_conn};"]
     if stream:
         start = point[:-1] + [symbolic.pystr_to_symbolic(f"_lo{nd - 1}")]
         inner = loops(sink, own, [f"_frow[{params[-1]} - _lo{nd - 1}] = {sink.out.src_conn};"],
@@ -523,7 +517,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         rows = ["if (_fstream) {"] + [
             f"for (long long {params[d]} = _lo{d}; {params[d]} < _hi{d}; ++{params[d]}) {{"
             for d in range(1, nd - 1)] + (prefetches(sink, own) if nd > 2 else []) + inner + [
-            f"_tir_store_row_{odesc.dtype.ctype}(&_fo_out[{_flat(odesc, start)}], _frow, "
+            f"_tir_store_row_{odesc.dtype.ctype}(&_fo_out[{flat_cpp(odesc, start)}], _frow, "
             f"_hi{nd - 1} - _lo{nd - 1}, true);"] + ["}"] * (nd - 2) + \
             ["} else"] + loops(sink, own, store)
     else:
@@ -531,7 +525,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     if rolled:
         reach = max([halos[t][0][1] - halos[t][0][0] for t in buffered] or [0])
         tiles = ["{"] if nd == 2 else [
-            f"for (long long _t1 = {_cpp(sink.ranges[1][0])}; _t1 < {ends[1]}; _t1 += _tw) {{",
+            f"for (long long _t1 = {cpp(sink.ranges[1][0])}; _t1 < {ends[1]}; _t1 += _tw) {{",
             f"const long long _lo1 = _t1, _hi1 = std::min<long long>(_t1 + _tw, {ends[1]});"]
         lines += tiles + flies + [f"for (long long _s = _c0 - ({reach}); _s < _e0; ++_s) {{"] \
             + steps + ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows \

@@ -20,3 +20,13 @@ def normalised(expr):
 def cpp(expr) -> str:
     """``expr``, normalised, as C++ source."""
     return symbolic.symstr(normalised(expr), cpp_mode=True)
+
+
+def flat_index(desc, coords):
+    """The flat (symbolic) index of ``coords`` in the array ``desc``."""
+    return sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides))
+
+
+def flat_cpp(desc, coords) -> str:
+    """The flat index of ``coords`` in ``desc``, normalised, as C++ source."""
+    return cpp(flat_index(desc, coords))

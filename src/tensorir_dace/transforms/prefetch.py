@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dace import symbolic
 
 from . import index_algebra
+from .index_algebra import flat_index
 
 #: How far ahead (bytes along the dimension before the innermost) rows are
 #: prefetched: 2–16 rows of 640 bytes measured alike.
@@ -33,11 +34,6 @@ AHEAD_BYTES = 2048
 #: The value every size symbol takes when reads are compared to find the
 #: leading one (sizes are much larger than stencil offsets).
 _PROBE_SIZE = 1000
-
-
-def flat_index(desc, coords):
-    """The flat (symbolic) index of ``coords`` in the array ``desc``."""
-    return sum((c + o) * st for c, o, st in zip(coords, desc.offset, desc.strides))
 
 
 def leading_reads(reads: Iterable[tuple[str, object, list]], params: list[str]
