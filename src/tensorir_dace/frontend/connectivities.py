@@ -65,7 +65,6 @@ def connectivity(name: str, target: Dimension, neighbors: NeighborDimension,
     return Connectivity(name, target, neighbors, dtype)
 
 
-
 class StridedOffset:
     """GT4Py's offset into a flattened sparse field: ``FieldOffset("C2CE",
     source=CE, target=(Cell, C2EDim))`` with the offset provider
@@ -97,11 +96,6 @@ class CartesianOffset:
     def __init__(self, name: str, dim: Dimension):
         self.name = name
         self.dim = dim
-
-    @property
-    def cartesian_dim(self) -> Dimension:
-        """The dimension it shifts along (``as_offset(Koff, off)`` shifts along K)."""
-        return self.dim
 
     def __getitem__(self, offset: int) -> Offset:
         if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)):

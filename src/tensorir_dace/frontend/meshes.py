@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..lazy import lazy_module
+from .connectivities import CartesianOffset
 from .dims import Dimension, NeighborDimension, NeighborSlot
 from .values import contains_ir, is_ir, project
 
@@ -64,7 +65,8 @@ def tensor_offset(tr, dim: Dimension, value: Any, node: ast.AST, value_node: ast
 def as_offset(tr, f: Any, args: list, kwargs: dict, node: ast.Call) -> TensorOffset:
     """GT4Py's ``as_offset(K, off)`` (``f`` is the builtin)."""
     dim, off = tr.positional(f, args, kwargs, ("offset", "field"), node)
-    dim = getattr(dim, "cartesian_dim", dim)    # GT4Py's as_offset(Koff, off)
+    if isinstance(dim, CartesianOffset):        # GT4Py's as_offset(Koff, off)
+        dim = dim.dim
     if not isinstance(dim, Dimension):
         raise tr.error(node, "as_offset(K, off): the first argument must be the dimension "
                              "to shift along (or a Cartesian FieldOffset such as Koff)")
