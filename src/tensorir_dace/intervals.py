@@ -33,7 +33,29 @@ def le(a: sympy.Expr, b: sympy.Expr) -> bool:
         return True
     if diff.is_negative:
         return False
-    raise Undecidable(a, b)
+    decided = _le_through_extrema(a, b)
+    if decided is None:
+        raise Undecidable(a, b)
+    return decided
+
+
+def _le_through_extrema(a: sympy.Expr, b: sympy.Expr) -> bool | None:
+    """``a <= b`` decided through a ``Max``/``Min`` on either side (such bounds come
+    from clamped pieces: ``Max(1, N) <= N`` is false only when ``N < 1``, which
+    SymPy's sign rules cannot see); None when still undecidable."""
+    if isinstance(b, sympy.Max) and any(maybe_le(a, x) for x in b.args):
+        return True
+    if isinstance(a, sympy.Min) and any(maybe_le(x, b) for x in a.args):
+        return True
+    if isinstance(a, sympy.Max):
+        parts = [maybe_le(x, b) for x in a.args]
+        if all(parts):
+            return True
+    if isinstance(b, sympy.Min):
+        parts = [maybe_le(a, x) for x in b.args]
+        if all(parts):
+            return True
+    return None
 
 
 def maybe_le(a: sympy.Expr, b: sympy.Expr) -> bool | None:
