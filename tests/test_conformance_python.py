@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
+from conftest import assert_same_results
 from tensorir_dace.frontend import (
     Field,
     FieldOffset,
-    abs as abs_,
     as_offset,
     astype,
     concat_where,
@@ -38,8 +38,9 @@ from tensorir_dace.frontend import (
     sqrt,
     where,
 )
-
-from conftest import assert_same_results
+from tensorir_dace.frontend import (
+    abs as abs_,
+)
 
 Cell, Edge, K = dims("Cell Edge K")
 C2EDim, E2CDim = neighbor_dim(Edge, 3), neighbor_dim(Cell, 2)
@@ -163,7 +164,7 @@ def run_mesh(ce: Field[[Edge, K], float32], cc: CK, ki: IK, geo: Field[[Cell, C2
     nested_lazy(cc, nlev, out=z)
     or_lazy(cc, nlev, out=z2)
     decaying_sum(cc, m, out=(sc, sn))
-    f = branchy_sum(astype(cc, float), astype(s, float))   # noqa: F841 (an output)
+    f = branchy_sum(astype(cc, float), astype(s, float))
 
 
 NC, NE, NK = 6, 9, 5
@@ -252,6 +253,7 @@ def test_lazy_condition_that_reads_below_the_array_is_a_located_error():
     def whole(cc: CK, z: CK, nlev: int32):
         reads_below(cc, nlev, out=z)
 
-    with pytest.raises(tir.TypeCheckError, match=r"test_conformance_python.py:\d+:\d+: .*K\[0:N_K\]"):
+    where = r"test_conformance_python.py:\d+:\d+: .*K\[0:N_K\]"
+    with pytest.raises(tir.TypeCheckError, match=where):
         whole(np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32), 2,
               backend="interpreter")

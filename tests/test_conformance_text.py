@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import tensorir_dace as tir
-
 from conftest import assert_same_results, compiled, parsed
 
 
@@ -151,9 +150,11 @@ tuples(a: tensor<float, K[2:7], C[-1:N]>, b: tensor<float32, K[2:7], C[-1:N]>,
   o3 <- scan(lambda(s: tensor<float, C[-1:N]>, x: tensor<float, C[-1:N]>,
                     y: tensor<float32, C[-1:N]>) -> s * 0.5 + x * cast(y, float), True, 1.0)(a, b);
   o4 <- scan(lambda(s: tensor<(float, int32), C[-1:N]>, x: tensor<float, C[-1:N]>,
-                    j: tensor<int32, C[-1:N]>) -> make_tuple(s[0] + x * cast(s[1], float), s[1] + j),
+                    j: tensor<int32, C[-1:N]>)
+                 -> make_tuple(s[0] + x * cast(s[1], float), s[1] + j),
              False, make_tuple(0.0, 1))(a, i);
-  o5 <- scan(lambda(s: tensor<float32, K[2:7]>, y: tensor<float32, K[2:7]>) -> s + y, True, 0.0, C)(b);
+  o5 <- scan(lambda(s: tensor<float32, K[2:7]>, y: tensor<float32, K[2:7]>) -> s + y,
+             True, 0.0, C)(b);
   o6 <- scan(lambda(s: tensor<(int32, int32), C[-1:N]>, j: tensor<int32, C[-1:N]>)
                  -> make_tuple(s[1], s[0] + j), False, make_tuple(0, 0), K)(i)[1];
   o7 <- scan(lambda(s: tensor<((float, float), float), C[-1:N]>, x: tensor<float, C[-1:N]>)
@@ -234,28 +235,36 @@ mesh(v: tensor<float, Vertex[0:NV], K[0:NK]>, e: tensor<float32, Edge[0:NE]>,
      o3: tensor<bool, Vertex[0:NV], K[0:NK], _NB_0[0:3]>, o4: tensor<float, Vertex[0:NV], K[0:NK]>,
      o5: tensor<(float, int32), Vertex[0:NV], K[0:NK]>, o6: tensor<float, Vertex[0:NV], K[0:NK]>,
      o7: tensor<bool, Edge[0:NE], K[0:NK]>, o8: tensor<float32, Vertex[0:NV]>,
-     o9: tensor<float, Vertex[0:NV], _NB_0[0:3], K[0:NK]>, o10: tensor<float, Vertex[0:NV], K[0:NK]>,
+     o9: tensor<float, Vertex[0:NV], _NB_0[0:3], K[0:NK]>,
+     o10: tensor<float, Vertex[0:NV], K[0:NK]>,
      o11: tensor<float, Vertex[0:NV], K[0:NK]>) {
-  o1 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>, x: tensor<float, Vertex[0:NV], K[0:NK]>,
+  o1 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>,
+                      x: tensor<float, Vertex[0:NV], K[0:NK]>,
                       ww: tensor<float, Vertex[0:NV]>) -> acc + x * ww, 0.0)
              (<<V2E>>(<<E2V, 0>>(v) - <<E2V, 1>>(v)), w);
   o2 <- shift_apply(2)(shift_init(V2E)(e)) + unstructured_shift(V2E, 0)(e);
   o3 <- can_deref(<<V2E>>(<<E2V, 1>>(v)));
-  o4 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>, x: tensor<float, Vertex[0:NV], K[0:NK]>)
+  o4 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>,
+                      x: tensor<float, Vertex[0:NV], K[0:NK]>)
                -> maximum(acc, x), -1000.0)(shift_apply(1)(<<V2E>>(<<E2V>>(v))));
   o5 <- reduce(lambda(acc: tensor<(float, int32), Vertex[0:NV], K[0:NK]>,
-                      x: tensor<float, Vertex[0:NV], K[0:NK]>) -> make_tuple(acc[0] + x, acc[1] + 1),
+                      x: tensor<float, Vertex[0:NV], K[0:NK]>)
+               -> make_tuple(acc[0] + x, acc[1] + 1),
                make_tuple(0.0, 0))(<<V2E>>(<<E2V, 0>>(v)));
   o6 <- shift_apply(0)(reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK], _NB_1[0:3]>,
-                                     x: tensor<float, Vertex[0:NV], K[0:NK], _NB_1[0:3]>) -> acc + x,
+                                     x: tensor<float, Vertex[0:NV], K[0:NK], _NB_1[0:3]>)
+                              -> acc + x,
                               0.0, _NB_0)(<<V2E>>(<<E2V>>(v))));
   o7 <- can_deref(<<K, ei>>(cast(e, float) + <<E2V, 0>>(v)));
-  o8 <- reduce(lambda(acc: tensor<float32, Vertex[0:NV]>, x: tensor<float32, Vertex[0:NV]>) -> acc + x,
+  o8 <- reduce(lambda(acc: tensor<float32, Vertex[0:NV]>, x: tensor<float32, Vertex[0:NV]>)
+               -> acc + x,
                0.0)(<<V2E>>(e));
   o9 <- if(can_deref(<<V2E>>(<<E2V, 1>>(v))), <<V2E>>(<<E2V, 1>>(v)), -1.0);
-  o10 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>, x: tensor<float, Vertex[0:NV], K[0:NK]>)
+  o10 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>,
+                       x: tensor<float, Vertex[0:NV], K[0:NK]>)
                 -> acc + x, 0.0)(<<V2E>>(<<K, ei>>(cast(e, float) + 0.0 * <<E2V, 0>>(v))));
-  o11 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>, x: tensor<float, Vertex[0:NV], K[0:NK]>)
+  o11 <- reduce(lambda(acc: tensor<float, Vertex[0:NV], K[0:NK]>,
+                       x: tensor<float, Vertex[0:NV], K[0:NK]>)
                 -> acc + x, 0.0)(<<V2E>>(if(can_deref(<<E2V, 1>>(v)), <<E2V, 1>>(v), 0.0)));
 }
 """
