@@ -685,7 +685,14 @@ class DirectScanOperator(ScanOperator):
     def __call__(self, *args: Any, **kwargs: Any):
         if self._direct is None:
             self._direct = FunctionObject(_applying(self), **self._options)
-        return self._direct(*args, **kwargs)
+        try:
+            return self._direct(*args, **kwargs)
+        except TensorIRError as e:
+            if e.loc is None or not str(e.loc.filename).startswith("<scan_operator "):
+                raise
+            # the wrapper's made-up source: point at the scan operator instead
+            src = source_info(self.fn)
+            raise type(e)(e.message, src.loc(None)) from None
 
 
 def _applying(op: ScanOperator) -> Callable:

@@ -27,7 +27,7 @@ from ..lazy import lazy_module
 from ..typing.scope import Scope
 from .connectivities import Connectivity, StridedOffset
 from .context import ProgramContext
-from .dims import Dimension, Mask, NeighborSlot, Offset
+from .dims import DefinitionError, Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
     is_namedtuple_class,
@@ -179,7 +179,16 @@ class ExpressionTranslator:
             raise self.error(node, f"{what} are not supported in Tensor IR code"
                              if what.endswith("s") else f"{what} is not supported in "
                                                         "Tensor IR code")
-        return method(node)
+        try:
+            return method(node)
+        except DefinitionError as e:
+            if e.at_node:
+                raise
+            # a Python value misused inside the translated code (``Koff[1.5]``):
+            # point at the expression, not at the caller of the program
+            located = DefinitionError(e.message, self.loc(node))
+            located.at_node = True
+            raise located from None
 
     def e_Constant(self, node: ast.Constant) -> Any:
         return node.value

@@ -408,6 +408,9 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                    f"but gets {len(arg_types)} arguments")
         bindings = {}
         for p, at in zip(lam.params, arg_types):
+            if p.name in bindings:
+                raise self.error(p, f"{what}: the lambda has two parameters named "
+                                    f"'{p.name}'; rename one")
             self.check_declared_type(p, p.type)
             pt = p.type
             if pt.dtype != at.dtype:
