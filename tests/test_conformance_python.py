@@ -77,14 +77,17 @@ def operators(x: CK, y: CK, a: IK, b: IK, p: Field[[Cell, K], bool]):
     r8 = astype(a, float32) / 2.0 + 3
     r9 = where(x > 0.8, 1.0, -1.0)
     r10 = astype(x, int32) + astype(p, int32)
-    return r1, r2, r3, r4, r5, r6, r7, r8, r9, r10
+    r11 = a // b + (a + 1) // (b * 1) + -7 // b
+    r12 = x // (y - 0.5) + x // 0.3
+    r13 = p ^ (x < y) ^ True
+    return r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13
 
 
 @program
 def run_operators(x: CK, y: CK, a: IK, b: IK, p: Field[[Cell, K], bool], r1: CK, r2: CK,
                   r3: IK, r4: IK, r5: IK, r6: Field[[Cell, K], bool], r7: CK, r8: CK, r9: CK,
-                  r10: IK):
-    operators(x, y, a, b, p, out=(r1, r2, r3, r4, r5, r6, r7, r8, r9, r10))
+                  r10: IK, r11: IK, r12: CK, r13: Field[[Cell, K], bool]):
+    operators(x, y, a, b, p, out=(r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13))
 
 
 SH = (5, 4)
@@ -98,7 +101,8 @@ def operators_run():
                 b=(rng.integers(1, 4, SH) * rng.choice([-1, 1], SH)).astype(np.int32),
                 p=rng.random(SH) < 0.5)
     kinds = dict(r1=np.float32, r2=np.float32, r3=np.int32, r4=np.int32, r5=np.int32,
-                 r6=bool, r7=np.float32, r8=np.float32, r9=np.float32, r10=np.int32)
+                 r6=bool, r7=np.float32, r8=np.float32, r9=np.float32, r10=np.int32,
+                 r11=np.int32, r12=np.float32, r13=bool)
     return args, _both(run_operators, args,
                        lambda: {k: np.zeros(SH, t) for k, t in kinds.items()})
 
@@ -113,7 +117,10 @@ def test_operators_against_numpy(operators_run):
         r6=((x < y) & ~p) | (a == b),
         r7=np.sqrt(x) + np.exp(y) + np.log(x) + np.sin(x) * np.cos(y) + 2 * x,
         r8=a.astype(np.float32) / 2 + 3, r9=np.where(x > 0.8, 1.0, -1.0),
-        r10=x.astype(np.int32) + p)
+        r10=x.astype(np.int32) + p,
+        r11=a // b + (a + 1) // b + -7 // b,           # // floors, as in Python
+        r12=np.floor(x / (y - np.float32(0.5))) + np.floor(x / np.float32(0.3)),
+        r13=p ^ (x < y) ^ True)
     for k, e in expected.items():
         np.testing.assert_allclose(o[k], e, rtol=2e-6, err_msg=k)
         assert o[k].dtype == e.dtype or k == "r9", k
