@@ -18,12 +18,14 @@ from tensorir_dace.frontend import (
     FieldOffset,
     as_offset,
     astype,
+    broadcast,
     concat_where,
     cos,
     dims,
     exp,
     field_operator,
     float32,
+    index,
     int32,
     log,
     max_over,
@@ -264,3 +266,69 @@ def test_lazy_condition_that_reads_below_the_array_is_a_located_error():
     with pytest.raises(tir.TypeCheckError, match=where):
         whole(np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32), 2,
               backend="interpreter")
+
+
+# ------------------------------------ program bodies: loops, ifs, nested tuples
+
+
+@field_operator
+def scaled_pair(a: Field[[Cell, K], float], s: float):
+    return a * s, (a + s, astype(a, int32))
+
+
+@field_operator
+def levels(a: Field[[Cell, K], float], z: Field[[K], float], s: float, lev: int32):
+    p, (q, r) = scaled_pair(a, s)            # nested unpacking
+    kk = index(K, a)
+    top = where(kk == astype(lev, int), 1.0, 0.0)
+    return p + broadcast(z, (Cell, K)) * top, q - z(Koff[0]), r + astype(kk, int32)
+
+
+@program
+def time_loop(a: Field[[Cell, K], float], z: Field[[K], float], o1: Field[[Cell, K], float],
+              o2: Field[[Cell, K], float], o3: IK, n: int32, s: float, lev: int32, use: bool):
+    t1 = a * 1.0
+    for _ in range(n):
+        levels(t1, z, s, lev, out=(o1, o2, o3))
+        if use:
+            t1 = o1 + o2
+        else:
+            t1 = o1 - o2
+    o1 = t1
+
+
+def _time_loop_numpy(a, z, n, s, lev, use):
+    t1, o2, o3 = a.copy(), np.zeros_like(a), np.zeros(a.shape, np.int32)
+    kk = np.arange(a.shape[1])[None, :]
+    for _ in range(n):
+        o1 = t1 * s + z[None, :] * (kk == lev)
+        o2 = t1 + s - z[None, :]
+        o3 = (t1.astype(np.int32) + kk).astype(np.int32)
+        t1 = o1 + o2 if use else o1 - o2
+    return t1, o2, o3
+
+
+@pytest.mark.parametrize("n, s, lev, use", [(3, 0.5, 2, True), (2, 1.5, 0, False),
+                                            (0, 1.0, 1, True)])
+def test_loops_ifs_and_nested_unpacking(n, s, lev, use):
+    rng = np.random.default_rng(3)
+    a, z = rng.random((4, 5)) * 3, rng.random(5)
+    expected = _time_loop_numpy(a, z, n, s, lev, use)
+    for backend in ("interpreter", "compiled"):
+        o1, o2, o3 = np.zeros((4, 5)), np.zeros((4, 5)), np.zeros((4, 5), np.int32)
+        time_loop(a, z, o1, o2, o3, n, s, lev, use, backend=backend)
+        np.testing.assert_allclose(o1, expected[0], err_msg=backend)
+        if n:
+            np.testing.assert_allclose(o2, expected[1], err_msg=backend)
+            np.testing.assert_array_equal(o3, expected[2], err_msg=backend)
+
+
+def test_the_scalar_annotation_hint_names_only_a_matching_annotation():
+    @field_operator
+    def mixed(a: Field[[Cell, K], float], s: float, lev: int32):
+        return where(index(K, a) == lev, a * s, a)
+
+    with pytest.raises(tir.TypeCheckError) as info:
+        mixed(np.zeros((2, 3)), 1.0, 1, backend="interpreter")
+    message = str(info.value)
+    assert "int64 and int32" in message and "'s: float'" not in message, message

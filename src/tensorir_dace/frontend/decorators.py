@@ -309,12 +309,14 @@ class _Specialized:
 _PYTHON_SPELLING = {"if(c, a, b)": "where(c, a, b)"}
 
 
-def _scalar_annotation_hint(fn: Callable | None) -> str:
-    """For a mixed-precision error: scalars annotated ``float``/``int`` are 64-bit."""
+def _scalar_annotation_hint(fn: Callable | None, message: str) -> str:
+    """For a mixed-precision error (``message`` names the two element types):
+    scalars annotated ``float``/``int`` are 64-bit."""
     kinds = {float: "float", int: "int", "float": "float", "int": "int"}
     anns = getattr(fn, "__annotations__", None) or {}
     fixed = [(name, kinds[a]) for name, a in anns.items()
-             if name != "return" and isinstance(a, (type, str)) and a in kinds]
+             if name != "return" and isinstance(a, (type, str)) and a in kinds
+             and f"{kinds[a]}64" in message and f"{kinds[a]}32" in message]
     if not fixed:
         return ""
     name, kind = fixed[0]
@@ -332,7 +334,7 @@ def _python_messages(fn: Callable) -> Iterator[None]:
         for tir_text, python_text in _PYTHON_SPELLING.items():
             message = message.replace(tir_text, python_text)
         if "one element type" in message:
-            message += _scalar_annotation_hint(fn)
+            message += _scalar_annotation_hint(fn, message)
         if message != e.message:
             raise type(e)(message, e.loc) from None
         raise
