@@ -114,11 +114,10 @@ class BodyTranslator(ReductionTranslator):
         else:
             parts = self.unpack_value(value, n, s)
         for e, part in zip(tgt.elts, parts):
-            if isinstance(e, ast.Name):
-                if e.id != "_":
-                    binds.append(Bind(e.id, part, let=True))
-            else:
+            if isinstance(e, (ast.Tuple, ast.List)):
                 binds += self.unpack(e, part, s)
+            elif isinstance(e, ast.Name) and e.id != "_":
+                binds.append(Bind(e.id, part, let=True))
         return binds
 
     def f_Expr(self, s: ast.Expr, rest: list) -> Any:
