@@ -363,3 +363,74 @@ def test_presence_of_nested_and_offset_shifts(mesh_run):
                    + (e[V2E[vi, 0]] if V2E[vi, 0] >= 0 else np.nan) for vi in range(NV)],
                   np.float32)
     np.testing.assert_allclose(ref["o2"], r2, equal_nan=True)
+
+
+# ------------------------------------ scans over operand domains and sparse states
+
+SCANS = """
+scans(x: tensor<float, K[0:L], C[0:N]>, y: tensor<float, C[0:N], K[1:L]>,
+      w: tensor<float, C[0:N], K[0:L], _NB_0[0:3]>, C2E: tensor<int, C[0:N], _NB_E[0:3]>,
+      e: tensor<float, E[0:M], K[0:L]>,
+      o1: tensor<float, C[0:N], K[1:L]>, o2: tensor<float, C[0:N], K[2:L]>,
+      o3: tensor<float, C[0:N], K[0:L]>, o4: tensor<float, C[0:N], K[0:L-1]>,
+      o5: tensor<float, C[0:N], K[0:L]>) {
+  o1 <- scan(lambda(s: tensor<float, C[0:N]>, a: tensor<float, C[0:N]>, b: tensor<float, C[0:N]>)
+             -> s + a * b, True, 0.0)(x, y);
+  o2 <- scan(lambda(s: tensor<float, C[0:N]>, a: tensor<float, C[0:N]>, b: tensor<float, C[0:N]>)
+             -> s * 0.5 + a - b, False, 1.0)(x, y);
+  o3 <- scan(lambda(s: tensor<float, C[0:N]>, ww: tensor<float, C[0:N], _NB_0[0:3]>) ->
+             s + reduce(lambda(acc: tensor<float, C[0:N]>, v: tensor<float, C[0:N]>) -> acc + v,
+                        0.0)(ww), True, 0.0)(w);
+  o4 <- scan(lambda(s: tensor<float, C[0:N]>, a: tensor<float, C[0:N]>) -> s + a,
+             True, 0.0)(<<K, 1>>(x));
+  o5 <- scan(lambda(s: tensor<float, C[0:N]>, ee: tensor<float, C[0:N], _NB_0[0:3]>) ->
+             maximum(s, reduce(lambda(acc: tensor<float, C[0:N]>, v: tensor<float, C[0:N]>)
+                               -> acc + v, 0.0)(ee)), True, -1.0)(<<C2E>>(e));
+}
+"""
+
+SN, SL, SM = 4, 6, 7
+
+
+@pytest.fixture(scope="module")
+def scans_run():
+    rng = np.random.default_rng(1)
+    c2e = rng.integers(0, SM, (SN, 3))
+    c2e[1, 2] = -1
+    args = dict(x=rng.random((SL, SN)), y=rng.random((SN, SL - 1)), w=rng.random((SN, SL, 3)),
+                C2E=c2e, e=rng.random((SM, SL)))
+
+    def outs():
+        return dict(o1=np.zeros((SN, SL - 1)), o2=np.zeros((SN, SL - 2)),
+                    o3=np.zeros((SN, SL)), o4=np.zeros((SN, SL - 1)), o5=np.zeros((SN, SL)))
+    ref, _ = _run_both(SCANS, args, outs)
+    return args, ref
+
+
+def test_scans_run_over_their_operands_domain(scans_run):
+    """The scan starts at its operands' first level (last, backward), even where
+    they are wider than the target, which takes its part."""
+    g, ref = scans_run
+    xT, y = g["x"].T, g["y"]
+    s, r1 = np.zeros(SN), []
+    for k in range(1, SL):
+        s = s + xT[:, k] * y[:, k - 1]
+        r1.append(s)
+    np.testing.assert_allclose(ref["o1"], np.array(r1).T)
+    s, r2 = np.ones(SN), {}
+    for k in reversed(range(1, SL)):
+        s = s * 0.5 + xT[:, k] - y[:, k - 1]
+        r2[k] = s
+    np.testing.assert_allclose(ref["o2"], np.array([r2[k] for k in range(2, SL)]).T)
+    np.testing.assert_allclose(ref["o4"], np.cumsum(xT, axis=1)[:, 1:])
+
+
+def test_scans_with_a_reduction_in_the_step(scans_run):
+    g, ref = scans_run
+    np.testing.assert_allclose(ref["o3"], np.cumsum(g["w"].sum(2), axis=1))
+    s, r5 = -np.ones(SN), []
+    for k in range(SL):
+        red = np.array([sum(g["e"][j, k] for j in g["C2E"][c] if j >= 0) for c in range(SN)])
+        s = np.maximum(s, red)
+        r5.append(s)
+    np.testing.assert_allclose(ref["o5"], np.array(r5).T)
