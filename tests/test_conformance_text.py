@@ -434,3 +434,40 @@ def test_scans_with_a_reduction_in_the_step(scans_run):
         s = np.maximum(s, red)
         r5.append(s)
     np.testing.assert_allclose(ref["o5"], np.array(r5).T)
+
+
+# ------------------------------- integer division the CPU would trap on
+
+TRAPS = """
+traps(a: tensor<int32, I[0:N]>, b: tensor<int32, I[0:N]>, c: tensor<int, I[0:N]>,
+      d: tensor<int, I[0:N]>, n: tensor<int>, m: tensor<int>,
+      q32: tensor<int32, I[0:N]>, r32: tensor<int32, I[0:N]>, q64: tensor<int, I[0:N]>,
+      r64: tensor<int, I[0:N]>, o: tensor<int, I[0:N]>) {
+  q32 <- a / b; r32 <- a % b; q64 <- c / d; r64 <- c % d;
+  if (n / m > 1 || n % m == 1) { o <- c } else { o <- d }
+  for (t in 0:n / m) { o <- o + 1 }
+}
+"""
+
+
+@pytest.mark.parametrize("n, m", [(7, 0), (7, 2), (-7, 2), (7, -1), (-9, -1)])
+def test_integer_division_by_zero_and_minus_one_never_traps(n, m):
+    """Division by 0 is 0 and MIN / -1 wraps to MIN, in tasklets and in program-level
+    conditions and loop bounds alike (the CPU would raise SIGFPE on both)."""
+    i32, i64 = np.iinfo(np.int32).min, np.iinfo(np.int64).min
+    args = dict(a=np.array([7, i32, -7, 5], np.int32), b=np.array([0, -1, 2, -1], np.int32),
+                c=np.array([7, i64, -7, 5]), d=np.array([0, -1, 2, -1]), n=n, m=m)
+
+    def outs():
+        return dict(q32=np.zeros(4, np.int32), r32=np.zeros(4, np.int32),
+                    q64=np.zeros(4, np.int64), r64=np.zeros(4, np.int64),
+                    o=np.zeros(4, np.int64))
+    ref, _ = _run_both(TRAPS, args, outs)
+    np.testing.assert_array_equal(ref["q32"], [0, i32, -3, -5])
+    np.testing.assert_array_equal(ref["r32"], [0, 0, -1, 0])
+    np.testing.assert_array_equal(ref["q64"], [0, i64, -3, -5])
+    np.testing.assert_array_equal(ref["r64"], [0, 0, -1, 0])
+    q = 0 if m == 0 else (-n if m == -1 else int(n / m))
+    r = 0 if m in (0, -1) else int(np.fmod(n, m))
+    o = (args["c"] if q > 1 or r == 1 else args["d"]) + max(q, 0)
+    np.testing.assert_array_equal(ref["o"], o)

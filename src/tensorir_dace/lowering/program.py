@@ -321,8 +321,19 @@ class ProgramLowering:
         """A scalar expression as Python code for interstate conditions and loop bounds."""
         ops = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
                "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
-               "and": "and", "or": "or", "mod": "%"}
+               "and": "and", "or": "or"}
         match e:
+            case ir.Call(func=ir.Sym(name="divides" | "mod" as op), args=(num, den)) \
+                    if _is_int(e) and not (isinstance(den, ir.Literal)
+                                           and den.value not in (0, -1)):
+                # as in the interpreter and in tasklets: x / 0 and x % 0 are 0, x / -1
+                # is -x; the CPU would trap on them
+                x, y = self.condition(num, scope), self.condition(den, scope)
+                exact = f"({x} / {y})" if op == "divides" else f"({x} % {y})"
+                minus_one = f"(-{x})" if op == "divides" else "0"
+                return f"(0 if {y} == 0 else ({minus_one} if {y} == -1 else {exact}))"
+            case ir.Call(func=ir.Sym(name="mod"), args=(a, b)):
+                return f"({self.condition(a, scope)} % {self.condition(b, scope)})"
             case ir.Literal(value=v):
                 return repr(v)
             case ir.Sym(name=n):
@@ -577,3 +588,9 @@ def _table_names(e: ir.Call) -> set[str]:
 def lower(program: ir.Program, *, fused: bool = False) -> LoweredProgram:
     """Lower a type-checked program to an SDFG (not yet optimised)."""
     return ProgramLowering(program, fused=fused).lower()
+
+
+def _is_int(e: ir.Expr) -> bool:
+    t = e.type
+    return isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType) and t.dtype.is_int
+
