@@ -332,8 +332,8 @@ class ProgramLowering:
                 exact = f"({x} / {y})" if op == "divides" else f"({x} % {y})"
                 minus_one = f"(-{x})" if op == "divides" else "0"
                 return f"(0 if {y} == 0 else ({minus_one} if {y} == -1 else {exact}))"
-            case ir.Call(func=ir.Sym(name="mod"), args=(a, b)):
-                return f"({self.condition(a, scope)} % {self.condition(b, scope)})"
+            case ir.Call(func=ir.Sym(name="mod"), args=(num, den)):
+                return f"({self.condition(num, scope)} % {self.condition(den, scope)})"
             case ir.Literal(value=v):
                 return repr(v)
             case ir.Sym(name=n):
