@@ -145,3 +145,28 @@ def test_a_direct_scan_call_with_too_many_arguments_points_at_the_scan_operator(
     with pytest.raises(tir.ArgumentError, match=r"test_conformance_errors.py:\d+:\d+: "
                                                 r".*too many positional arguments"):
         running(np.zeros((2, 3)), np.zeros((2, 3)), backend="interpreter")
+
+
+def test_unknown_decorator_keywords_are_named_where_written():
+    from tensorir_dace.frontend import program
+
+    with pytest.raises(tir.FrontendError, match=r"test_conformance_errors.py:\d+:\d+: @program "
+                                                r"got the unknown keyword argument optimise"):
+        @program(optimise="none")
+        def misspelt(x: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+            o[...] = x
+
+    with pytest.raises(tir.FrontendError, match="@scan_operator got the unknown keyword"):
+        scan_operator(axis=K, forward=True, init=0.0, optimise="none")
+
+
+def test_gt4py_grid_type_keyword_is_accepted():
+    from tensorir_dace.frontend import program
+
+    @program(grid_type="unstructured")
+    def doubled(x: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+        o[...] = 2.0 * x
+
+    o = np.zeros((2, 3))
+    doubled(np.ones((2, 3)), o, backend="interpreter")
+    np.testing.assert_array_equal(o, 2.0)

@@ -82,6 +82,7 @@ class _Specialized:
             raise DefinitionError(f"@{decorator} decorates a Python function")
         if backend not in BACKENDS:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        compile_options = _check_compile_options(decorator, compile_options)
         self.fn = fn
         self.backend = backend
         self.compile_options = compile_options
@@ -668,9 +669,28 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0,
 
     Programs and functions call it; called directly with arrays it runs like a
     ``@function`` (``out=`` and ``domain=`` included)."""
+    compile_options = _check_compile_options("scan_operator", compile_options)
+
     def deco(fn: Callable) -> ScanOperator:
         return DirectScanOperator(fn, axis, forward, init, backend, compile_options)
     return deco
+
+
+_COMPILE_OPTIONS = ("optimize", "device", "cache_dir")
+
+
+def _check_compile_options(decorator: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The decorators' extra keywords, for :func:`tensorir_dace.compile`; a misspelt
+    one is named where it is written.  GT4Py's ``grid_type=`` is accepted and has no
+    effect (neighbour tables make a program unstructured)."""
+    options = {k: v for k, v in options.items() if k != "grid_type"}
+    unknown = sorted(set(options) - set(_COMPILE_OPTIONS))
+    if unknown:
+        raise DefinitionError(f"@{decorator} got the unknown keyword argument"
+                              f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; it "
+                              f"takes backend= and the options of tensorir_dace.compile: "
+                              f"{', '.join(_COMPILE_OPTIONS)}")
+    return options
 
 
 class DirectScanOperator(ScanOperator):
