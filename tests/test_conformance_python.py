@@ -16,6 +16,7 @@ from conftest import assert_same_results
 from tensorir_dace.frontend import (
     Field,
     FieldOffset,
+    Tensor,
     as_offset,
     astype,
     broadcast,
@@ -332,3 +333,45 @@ def test_the_scalar_annotation_hint_names_only_a_matching_annotation():
         mixed(np.zeros((2, 3)), 1.0, 1, backend="interpreter")
     message = str(info.value)
     assert "int64 and int32" in message and "'s: float'" not in message, message
+
+
+# ------------------------------------ memory orders, halos and tuple scans
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 1.0))
+def carried(s: tuple[float, float], a: float, b: float) -> tuple[float, float]:
+    return s[0] + a * s[1], b
+
+
+@field_operator
+def mixed_orders(a: Field[[K, Cell], float], b: Field[[Cell, K], float]):
+    x, y = carried(a, b)
+    return x + y(Koff[0]), a(Koff[1]) + b
+
+
+@program
+def run_mixed_orders(a: Field[[K, Cell], float], b: Field[[Cell, K], float],
+                     h: Tensor[float, Cell.halo(1), K], nlev: int,
+                     o1: Field[[K, Cell], float], o2: Field[[Cell, K], float]):
+    mixed_orders(a, b, out=(o1, o2), domain={K: (0, nlev - 1)})
+    o2[1:, :] = h(Cell - 1)
+
+
+def test_memory_orders_halos_and_a_tuple_scan_under_a_domain():
+    rng = np.random.default_rng(0)
+    nc, nk = 4, 5
+    a, b, h = rng.random((nk, nc)), rng.random((nc, nk)), rng.random((nc + 2, nk))
+    s0, s1, x, y = np.zeros(nc), np.ones(nc), np.zeros((nk, nc)), np.zeros((nk, nc))
+    for k in range(nk - 1):
+        s0, s1 = s0 + a[k] * s1, b[:, k]
+        x[k], y[k] = s0, s1
+    e1 = np.zeros((nk, nc))
+    e1[:nk - 1] = (x + y)[:nk - 1]
+    e2 = np.zeros((nc, nk))
+    e2[:, :nk - 1] = a[1:].T + b[:, :nk - 1]
+    e2[1:, :] = h[1:nc, :]           # h(Cell - 1) at cell c is h's element c
+    for backend in ("interpreter", "compiled"):
+        o1, o2 = np.zeros((nk, nc)), np.zeros((nc, nk))
+        run_mixed_orders(a, b, h, nk, o1, o2, backend=backend)
+        np.testing.assert_allclose(o1, e1, err_msg=backend)
+        np.testing.assert_allclose(o2, e2, err_msg=backend)
