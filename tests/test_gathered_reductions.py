@@ -10,8 +10,6 @@ import pytest
 
 import tensorir_dace as tir
 from conftest import assert_same_results
-from test_fusion_passes import NABLA, counts, edge_maps
-from test_random_programs import mesh_program
 from tensorir_dace.library import NeighborReduce
 from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
@@ -20,6 +18,8 @@ from tensorir_dace.transforms import gathers_on_the_fly
 from tensorir_dace.transforms.fuse_reductions import fuse_neighbor_reductions, split_loop
 from tensorir_dace.transforms.gathers_on_the_fly import compute_gathered_on_the_fly, ops
 from tensorir_dace.transforms.sdfg_passes import fuse_maps_vertically, simplify
+from test_fusion_passes import NABLA, counts, edge_maps
+from test_random_programs import mesh_program
 
 SIZES = {"V": 9, "E": 14}
 
@@ -110,6 +110,30 @@ def test_the_cost_rule_keeps_expensive_edge_values_in_memory():
     sdfg = lowered(prog)
     compute_gathered_on_the_fly(sdfg)
     assert edge_maps(sdfg) == 1 and len(edge_transients(sdfg)) == 1
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg))
+
+
+TWO_IN_ONE = """
+two(out: tensor<float, Vertex[0:V]>, pp: tensor<float, Vertex[0:V]>, s: tensor<float, Edge[0:E]>,
+    E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:6]>) {
+  out ← reduce(λ(acc: tensor<float, Vertex[0:V]>, a: tensor<float, Vertex[0:V]>,
+                 b: tensor<float, Vertex[0:V]>) → acc + a × b, 0.0)(
+    ⟪V2E⟫(s × ⟪E2V, 0⟫(pp)), ⟪V2E⟫(s + ⟪E2V, 1⟫(pp)))
+}
+"""
+
+
+def test_two_temporaries_gathered_by_one_reduction_are_both_inlined():
+    prog = tir.parse(TWO_IN_ONE)
+    sdfg = lowered(prog)
+    assert len(edge_transients(sdfg)) == 2
+    compute_gathered_on_the_fly(sdfg)
+    sdfg.validate()
+    assert edge_maps(sdfg) == 0 and edge_transients(sdfg) == []
+    (r,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, NeighborReduce)]
+    assert r.code.count("auto _fly__t") == 2
+    assert sorted(c for c in r.in_connectors if c.startswith("_fly_p_")) == \
+        ["_fly_p_E2V", "_fly_p_pp", "_fly_p_s"]
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg))
 
 

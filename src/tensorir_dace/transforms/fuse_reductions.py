@@ -127,8 +127,7 @@ def _merge(sdfg, state, entry, group) -> None:
             state.add_edge(merged, name, e.dst, e.dst_conn, copy.deepcopy(e.data))
         if k:
             shared = {e.dst_conn for e in drop if e.dst is node}
-            code = _LOCAL.sub(lambda m: m.group(0) if m.group(0) in keep | shared
-                              else rename.get(m.group(0), f"{m.group(0)}_r{k}"), node.code)
+            code = _renamed(node.code, keep | shared, rename, f"_r{k}")
             b, lp, bd, a = split_loop(code)
             bd = re.sub(rf"\b{re.escape(lp.group(1))}\b", var, bd)
             parts_before.append(b)
@@ -149,3 +148,12 @@ def _fresh(name: str, k: int, taken) -> str:
     while new in taken:
         new += "_"
     return new
+
+
+def _renamed(code: str, keep: set[str], rename: dict[str, str], suffix: str) -> str:
+    """``code`` with each local name not in ``keep`` renamed (by ``rename``,
+    else with ``suffix`` appended)."""
+    def one(m: re.Match) -> str:
+        name = m.group(0)
+        return name if name in keep else rename.get(name, name + suffix)
+    return _LOCAL.sub(one, code)

@@ -207,31 +207,9 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
     offset = sdfg.arrays[temp.data].offset[0]
     sources = {e.data.data: state.memlet_path(e)[0] for e in state.in_edges(t)
                if not e.data.is_empty()}
-    param = dace.symbolic.pystr_to_symbolic(producer.param)
     for reader, conn in readers:
         entry = state.entry_node(reader)
-        pointers: dict[str, str] = {}
-
-        def pointer(data: str) -> str:
-            if data not in pointers:
-                pointers[data] = "_fly_p_" + re.sub(r"\W", "_", data)
-            return pointers[data]
-
-        body = []
-        for e in state.in_edges(t):
-            if e.data.is_empty():
-                continue
-            data, ctype_in = e.data.data, t.in_connectors[e.dst_conn]
-            if isinstance(ctype_in, dace.pointer):
-                body.append(f"{ctype_in.ctype} const {e.dst_conn} = {pointer(data)};")
-            else:
-                desc = sdfg.arrays[data]
-                coords = [b for b, _, _ in e.data.subset.ranges]
-                body.append(f"const {desc.dtype.ctype} {e.dst_conn} = "
-                            f"{pointer(data)}[{flat_cpp(desc, coords)}];")
-        lam = [f"auto {fn} = [&](long long {param}) -> {ctype} {{", *body,
-               f"{ctype} {producer.out_conn};", t.code.as_string,
-               f"return {producer.out_conn};", "};"]
+        lam, pointers = _lambda(sdfg, state, producer, fn, ctype)
         code = _replace_gathers(_code(reader), conn, fn, offset)
         _set_code(reader, "\n".join(lam) + "\n" + code)
         # The reader reads the producer's inputs instead of the temporary.
@@ -239,6 +217,8 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
             state.remove_memlet_path(e)
         reader.remove_in_connector(conn)
         for data, name in pointers.items():
+            if name in reader.in_connectors:     # from a temporary inlined before
+                continue
             desc = sdfg.arrays[data]
             reader.add_in_connector(name, dace.pointer(desc.dtype))
             state.add_memlet_path(sources[data].src, entry, reader, dst_conn=name,
@@ -248,6 +228,31 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
     state.remove_nodes_from([temp])
     state.remove_nodes_from([n for n in state.data_nodes() if state.degree(n) == 0])
     sdfg.remove_data(temp.data, validate=False)
+
+
+def _lambda(sdfg, state, producer: _Producer, fn: str,
+            ctype: str) -> tuple[list[str], dict[str, str]]:
+    """C++ lines defining ``fn``, the producer's body as a lambda of its map
+    parameter, and the pointer connectors (by array) it reads through."""
+    t = producer.tasklet
+    pointers: dict[str, str] = {}
+    body = []
+    for e in state.in_edges(t):
+        if e.data.is_empty():
+            continue
+        data, ctype_in = e.data.data, t.in_connectors[e.dst_conn]
+        pointer = pointers.setdefault(data, "_fly_p_" + re.sub(r"\W", "_", data))
+        if isinstance(ctype_in, dace.pointer):
+            body.append(f"{ctype_in.ctype} const {e.dst_conn} = {pointer};")
+        else:
+            desc = sdfg.arrays[data]
+            coords = [b for b, _, _ in e.data.subset.ranges]
+            body.append(f"const {desc.dtype.ctype} {e.dst_conn} = "
+                        f"{pointer}[{flat_cpp(desc, coords)}];")
+    lines = [f"auto {fn} = [&](long long {producer.param}) -> {ctype} {{", *body,
+             f"{ctype} {producer.out_conn};", t.code.as_string,
+             f"return {producer.out_conn};", "};"]
+    return lines, pointers
 
 
 def _replace_gathers(code: str, conn: str, fn: str, offset) -> str:
