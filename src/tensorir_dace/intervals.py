@@ -40,21 +40,17 @@ def le(a: sympy.Expr, b: sympy.Expr) -> bool:
 
 
 def _le_through_extrema(a: sympy.Expr, b: sympy.Expr) -> bool | None:
-    """``a <= b`` decided through a ``Max``/``Min`` on either side (such bounds come
-    from clamped pieces: ``Max(1, N) <= N`` is false only when ``N < 1``, which
-    SymPy's sign rules cannot see); None when still undecidable."""
+    """``a <= b`` decided through a ``Max``/``Min`` on either side, which SymPy's
+    sign rules cannot see through: ``N <= Max(1, N)`` holds, so the clamped piece
+    ``[Max(1, N), N)`` is empty for all sizes.  None when still undecidable."""
     if isinstance(b, sympy.Max) and any(maybe_le(a, x) for x in b.args):
         return True
     if isinstance(a, sympy.Min) and any(maybe_le(x, b) for x in a.args):
         return True
-    if isinstance(a, sympy.Max):
-        parts = [maybe_le(x, b) for x in a.args]
-        if all(parts):
-            return True
-    if isinstance(b, sympy.Min):
-        parts = [maybe_le(a, x) for x in b.args]
-        if all(parts):
-            return True
+    if isinstance(a, sympy.Max) and all(maybe_le(x, b) for x in a.args):
+        return True
+    if isinstance(b, sympy.Min) and all(maybe_le(a, x) for x in b.args):
+        return True
     return None
 
 
