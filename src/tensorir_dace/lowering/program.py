@@ -330,7 +330,8 @@ class ProgramLowering:
                 # is -x; the CPU would trap on them
                 x, y = self.condition(num, scope), self.condition(den, scope)
                 exact = f"({x} / {y})" if op == "divides" else f"({x} % {y})"
-                minus_one = f"(-{x})" if op == "divides" else "0"
+                lowest = f"({-(2 ** (8 * _int_size(e) - 1)) + 1} - 1)"   # MIN / -1 is MIN
+                minus_one = f"({x} if {x} == {lowest} else -{x})" if op == "divides" else "0"
                 return f"(0 if {y} == 0 else ({minus_one} if {y} == -1 else {exact}))"
             case ir.Call(func=ir.Sym(name="mod"), args=(num, den)):
                 return f"({self.condition(num, scope)} % {self.condition(den, scope)})"
@@ -588,6 +589,13 @@ def _table_names(e: ir.Call) -> set[str]:
 def lower(program: ir.Program, *, fused: bool = False) -> LoweredProgram:
     """Lower a type-checked program to an SDFG (not yet optimised)."""
     return ProgramLowering(program, fused=fused).lower()
+
+
+def _int_size(e: ir.Expr) -> int:
+    """The byte size of an integer-typed scalar expression."""
+    t = e.type
+    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
+    return 4 if t.dtype.name == "int32" else 8
 
 
 def _is_int(e: ir.Expr) -> bool:
