@@ -375,3 +375,26 @@ def test_memory_orders_halos_and_a_tuple_scan_under_a_domain():
         run_mixed_orders(a, b, h, nk, o1, o2, backend=backend)
         np.testing.assert_allclose(o1, e1, err_msg=backend)
         np.testing.assert_allclose(o2, e2, err_msg=backend)
+
+
+@program
+def scalar_bounds(x: Field[[Cell], float], o: Field[[Cell], float], n: int):
+    for _ in range((n + 1) // 2):
+        o[...] = o + x
+    if n // 3 > 1:
+        o[...] = o * 2.0
+    for _ in range(min(n, 2)):
+        o[...] = o + 100.0
+    for _ in range(max(n, 2) - 2):
+        o[...] = o + 1000.0
+
+
+@pytest.mark.parametrize("n", [5, -5, 7, 0])
+def test_floor_division_min_and_max_in_loop_bounds_and_conditions(n):
+    """What the checker accepts in program-level control flow, compiled code runs."""
+    v = max((n + 1) // 2, 0) * (2 if n // 3 > 1 else 1)
+    expected = v + 100 * max(min(n, 2), 0) + 1000 * max(max(n, 2) - 2, 0)
+    for backend in ("interpreter", "compiled"):
+        o = np.zeros(3)
+        scalar_bounds(np.ones(3), o, n, backend=backend)
+        np.testing.assert_array_equal(o, expected, err_msg=backend)

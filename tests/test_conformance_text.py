@@ -472,3 +472,20 @@ def test_integer_division_by_zero_and_minus_one_never_traps(n, m):
     r = 0 if m in (0, -1) else int(np.fmod(n, m))
     o = (args["c"] if q > 1 or r == 1 else args["d"]) + max(q, 0)
     np.testing.assert_array_equal(ref["o"], o)
+
+
+CONTROL = """
+control(o: tensor<int, I[0:3]>, n: tensor<int32>, a: tensor<float>) {
+  for (t in 0:minimum(n, 3)) { o <- o + 1 }
+  for (t in 0:maximum(n - 5, 0)) { o <- o + 10 }
+  if (if(n > 2, a, 0.0) > 1.5) { o <- o + 100 } else { o <- o + 1000 }
+}
+"""
+
+
+@pytest.mark.parametrize("n, a", [(1, 2.0), (7, 2.0), (7, 1.0), (-3, 9.0)])
+def test_select_minimum_and_maximum_in_program_level_control_flow(n, a):
+    ref, _ = _run_both(CONTROL, dict(n=n, a=a), lambda: dict(o=np.zeros(3, np.int64)))
+    expected = max(min(n, 3), 0) + 10 * max(n - 5, 0) + (100 if (a if n > 2 else 0.0) > 1.5
+                                                          else 1000)
+    np.testing.assert_array_equal(ref["o"], expected)

@@ -320,9 +320,11 @@ class ExpressionTranslator:
         if isinstance(dtype, ir.ScalarType) and dtype.is_float:
             return self.call_ir("floor", (self.call_ir("divides", (a, b), node),), node)
         loc = self.loc(node)
+        scalar = self.type_of(a, node).is_scalar and self.type_of(b, node).is_scalar
         params, args, names = [], [], []
         for x in (a, b):        # each operand is evaluated once: a lambda parameter
-            if isinstance(x, (ir.Sym, ir.Literal)):
+            if scalar or isinstance(x, (ir.Sym, ir.Literal)):   # (scalars: cheap, and
+                # program-level conditions and loop bounds take no lambdas)
                 names.append(x)
                 continue
             fresh = self.ctx.fresh("q")

@@ -349,11 +349,16 @@ class ProgramLowering:
                 return f"({self.condition(a, scope)} / {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="not"), args=(a,)):
                 return f"(not {self.condition(a, scope)})"
+            case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
+                return (f"({self.condition(a, scope)} if {self.condition(c, scope)} "
+                        f"else {self.condition(b, scope)})")
+            case ir.Call(func=ir.Sym(name="minimum" | "maximum" as op), args=(a, b)):
+                return f"{op[:3]}({self.condition(a, scope)}, {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="neg"), args=(a,)):
                 return f"(-{self.condition(a, scope)})"
         raise LoweringError("program-level conditions and loop bounds may use scalar "
                             "parameters, size symbols, loop variables, literals, + - × / %, "
-                            "comparisons and logic only", e.loc)
+                            "minimum, maximum, if, comparisons and logic only", e.loc)
 
     # ------------------------------------------------------------------ dataflow
 
