@@ -92,6 +92,10 @@ CASES = {
     "float_shift_offset": ("o <- <<I, 1.5>>(x)", tir.ParseError, "offset"),
     "lambda_without_types": ("o <- (lambda(a) -> a)(x)", tir.ParseError, "expected ':'"),
     "no_arrow": ("o x", tir.ParseError, "expected '←'"),
+    "math_in_a_condition": ("if (sqrt(cast(n, float)) > 1.0) { o <- x }", tir.TypeCheckError,
+                            "sqrt cannot be used in a program-level condition"),
+    "lambda_in_a_loop_bound": ("for (s in 0:(lambda(q: tensor<int>) -> q + 1)(n)) { o <- x }",
+                               tir.TypeCheckError, "a lambda call cannot be used"),
 }
 
 

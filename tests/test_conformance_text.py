@@ -479,13 +479,18 @@ control(o: tensor<int, I[0:3]>, n: tensor<int32>, a: tensor<float>) {
   for (t in 0:minimum(n, 3)) { o <- o + 1 }
   for (t in 0:maximum(n - 5, 0)) { o <- o + 10 }
   if (if(n > 2, a, 0.0) > 1.5) { o <- o + 100 } else { o <- o + 1000 }
+  for (t in 0:abs(n) - cast(a * 2.5, int32)) { o <- o + 10000 }
+  if (cast(a * 10000000000.0, int) > 20000000000 && cast(n, bool)) { o <- o + 100000 }
 }
 """
 
 
-@pytest.mark.parametrize("n, a", [(1, 2.0), (7, 2.0), (7, 1.0), (-3, 9.0)])
-def test_select_minimum_and_maximum_in_program_level_control_flow(n, a):
+@pytest.mark.parametrize("n, a", [(1, 2.0), (7, 2.0), (7, 1.0), (-3, 9.0), (0, 3.0)])
+def test_select_minimum_maximum_abs_and_cast_in_program_level_control_flow(n, a):
+    """What the checker accepts in conditions and loop bounds, compiled code runs."""
     ref, _ = _run_both(CONTROL, dict(n=n, a=a), lambda: dict(o=np.zeros(3, np.int64)))
     expected = max(min(n, 3), 0) + 10 * max(n - 5, 0) + (100 if (a if n > 2 else 0.0) > 1.5
                                                           else 1000)
+    expected += 10000 * max(abs(n) - int(a * 2.5), 0)
+    expected += 100000 * (int(a * 1e10) > 20000000000 and n != 0)
     np.testing.assert_array_equal(ref["o"], expected)

@@ -352,13 +352,18 @@ class ProgramLowering:
             case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
                 return (f"({self.condition(a, scope)} if {self.condition(c, scope)} "
                         f"else {self.condition(b, scope)})")
+            case ir.Call(func=ir.Sym(name="cast"), args=(a, _)):
+                kind = _scalar_kind(e)
+                return f"{kind}({self.condition(a, scope)})"
+            case ir.Call(func=ir.Sym(name="abs"), args=(a,)):
+                return f"abs({self.condition(a, scope)})"
             case ir.Call(func=ir.Sym(name="minimum" | "maximum" as op), args=(a, b)):
                 return f"{op[:3]}({self.condition(a, scope)}, {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="neg"), args=(a,)):
                 return f"(-{self.condition(a, scope)})"
         raise LoweringError("program-level conditions and loop bounds may use scalar "
                             "parameters, size symbols, loop variables, literals, + - × / %, "
-                            "minimum, maximum, if, comparisons and logic only", e.loc)
+                            "minimum, maximum, abs, if, comparisons and logic only", e.loc)
 
     # ------------------------------------------------------------------ dataflow
 
@@ -594,6 +599,14 @@ def _table_names(e: ir.Call) -> set[str]:
 def lower(program: ir.Program, *, fused: bool = False) -> LoweredProgram:
     """Lower a type-checked program to an SDFG (not yet optimised)."""
     return ProgramLowering(program, fused=fused).lower()
+
+
+def _scalar_kind(e: ir.Expr) -> str:
+    """The conversion that gives ``e``'s scalar type in interstate code (DaCe's
+    type names: ``int64(x)`` is C++'s ``long long``)."""
+    t = e.type
+    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
+    return "bool" if t.dtype.is_bool else t.dtype.name
 
 
 def _int_size(e: ir.Expr) -> int:
