@@ -15,12 +15,17 @@ like its type goes the full path), and neighbour tables are scanned against
 the operand intervals the plan gives, through the per-buffer scan cache of
 :mod:`tensorir_dace.tablescan` (a bad entry goes the full path, which names it).
 
-Prepared argument vectors are kept per set of argument objects, so calling
-again with the same arrays costs a few identity and shape comparisons, and
-per set of buffers (address, shape, strides and dtype of each array, value of
-each scalar: everything the checks decide and the vector holds follows from
-them), so new array objects over known buffers, such as views made per call,
-cost one such key and a writeability check.
+Prepared argument vectors are kept per set of buffers: a key of one
+expression over the keyword arguments by name, holding per array its shape,
+C order, writeability, dtype and data pointer, per neighbour table the object
+owning its memory (an entry stands for a table's scan only while that object
+lives), and per scalar and size keyword its type and value (see
+:func:`_keyer`).  Everything the checks decide and the vector holds follows
+from them, so new array objects over known buffers, such as views made per
+call, cost one key and one dictionary lookup.  The entries of the last two
+calls are also found by their argument objects' identities (weak references
+forget them when an object is freed), so calling again with the same arrays,
+or alternating between two sets, costs a few identity and shape comparisons.
 """
 
 from __future__ import annotations
