@@ -192,6 +192,8 @@ class _Specialized:
         fingerprint = self._fingerprints.get(spec.key)
         if fingerprint is None:
             return
+        if len(self._recorded) >= _MAX_RECORDED:
+            return
         found = described()
         if found is None or (found[1], prog.name) in self._recorded:
             return
@@ -333,6 +335,10 @@ class _Specialized:
             raise self._argument_error(e) from None
         spec.calls += 1
 
+
+#: Descriptions recorded for lookups by the source per decorated object and
+#: process (a rank-generic one's include shapes: a sweep over sizes stops here).
+_MAX_RECORDED = 256
 
 # Tensor IR spellings in checker messages, as written in Python.
 _PYTHON_SPELLING = {"if(c, a, b)": "where(c, a, b)"}
