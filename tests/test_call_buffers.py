@@ -186,3 +186,42 @@ def test_a_list_for_a_tuple_parameter_is_refused_after_tuples(cache):
         prog(out=[x[:], y[:]], a=a[:])
     with pytest.raises(tir.ArgumentError, match="tuple"):
         prog(out=(x[:],), a=a[:])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_call_sequences_agree_with_numpy(gather, seed):
+    """Seeded random sequences of calls mixing kept arrays, new views of them,
+    new copies, freed and reallocated arrays, read-only outputs and tables
+    with a bad entry: each call either agrees with NumPy or raises the error
+    a first call with those arguments raises."""
+    rng = np.random.default_rng(seed)
+    gather._callable.clear_cache()
+    vs = [np.random.rand(9) for _ in range(3)]
+    tables = [np.array(GOOD), np.array([[4, 0], [1, 1], [2, 3]])]
+    outs = [np.zeros(3), np.zeros(5)]
+    for step in range(150):
+        k = rng.integers(0, 5)
+        v = vs[rng.integers(0, 3)]
+        v = v[k:k + 5] if rng.random() < 0.7 else v[k:k + 5].copy()
+        t = tables[rng.integers(0, 2)]
+        if rng.random() < 0.3:
+            t = t.copy()
+            if rng.random() < 0.3:
+                t[rng.integers(0, 3), 1] = 5 + rng.integers(0, 3)       # out of range
+        elif rng.random() < 0.5:
+            t = t[:]
+        o = outs[0] if rng.random() < 0.5 else outs[1][1:4]
+        if rng.random() < 0.1:
+            o = o[:]
+            o.flags.writeable = False
+        if rng.random() < 0.1:                                   # free and reallocate
+            i = rng.integers(0, 3)
+            vs[i] = np.random.rand(9)
+        mistakes = ["has the entry"] * bool(t[:, 1].max() >= 5) \
+            + ["read-only"] * (not o.flags.writeable)
+        if mistakes:
+            with pytest.raises(tir.ArgumentError, match="|".join(mistakes)):
+                gather(o=o, v=v, E2V=t)
+            continue
+        gather(o=o, v=v, E2V=t)
+        np.testing.assert_array_equal(o, gathered(v, t), err_msg=f"step {step}")
