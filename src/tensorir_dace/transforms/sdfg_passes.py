@@ -9,8 +9,10 @@ from dace.transformation.dataflow import MapFusionVertical
 
 from ..log import stage
 from .fuse_horizontal import fuse_maps_horizontally
+from .fuse_reductions import fuse_neighbor_reductions
 from .fuse_scans import fuse_column_scans
 from .fuse_statements import fuse_across_statements
+from .gathers_on_the_fly import compute_gathered_on_the_fly
 from .gpu import block_size, cap_grid, keep_on_device, synchronize_calls
 from .interleave_columns import interleave_columns
 from .openmp_maps import small_maps_one_thread
@@ -109,13 +111,15 @@ def validate(sdfg: dace.SDFG) -> None:
 # (its function name is the stage name): adding a pass is a one-line change.
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
-    "default": [simplify, fuse_maps_vertically, fuse_across_statements, fuse_column_scans,
+    "default": [simplify, fuse_maps_vertically, compute_gathered_on_the_fly,
+                fuse_neighbor_reductions, fuse_across_statements, fuse_column_scans,
                 interleave_columns, streaming_stores, fuse_maps_horizontally,
                 persistent_transients, small_maps_one_thread, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
-CPU_ONLY: tuple[SDFGPass, ...] = (fuse_across_statements, fuse_column_scans,
+CPU_ONLY: tuple[SDFGPass, ...] = (compute_gathered_on_the_fly, fuse_neighbor_reductions,
+                                  fuse_across_statements, fuse_column_scans,
                                   interleave_columns, streaming_stores, small_maps_one_thread)
 
 #: Passes that check the SDFG without changing it (no stage of their own).
