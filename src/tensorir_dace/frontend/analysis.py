@@ -28,6 +28,10 @@ else:
     sympy = lazy_module("sympy")
 
 
+#: ``out=`` of a direct call: its dimensions' names and its shape (or None).
+Extra = tuple[tuple[str, ...], tuple[int, ...]] | None
+
+
 @dataclass
 class _Tensor:
     """A rank-generic tensor argument, described."""
@@ -149,6 +153,7 @@ class Specializer:
         self.caller = caller
         self.generic = any(p.generic for p in self.params)
         self._size_syms: dict[str, sympy.Symbol] = {}
+        self._plain: list[tuple[str, int, str]] | None = None
         self.default_raw = tuple(("A", ()) for _ in self.params)
 
     # ------------------------------------------------------------------ helpers
@@ -171,8 +176,59 @@ class Specializer:
 
     # ------------------------------------------------------------------ analysis
 
-    def analyse(self, values: dict[str, Any]) -> Analysis:
-        """Describe the arguments ``values`` (name -> value, as passed)."""
+    def plain_axes(self) -> list[tuple[str, int, str]]:
+        """``(parameter, axis, dimension)`` for each axis annotated with a bare
+        dimension ``D`` (the interval ``D[0:N_D]``): the axes whose lengths
+        may differ by constants (:meth:`length_offsets`)."""
+        if self._plain is None:
+            out = []
+            for p in self.params:
+                if p.generic or not isinstance(p.spec, TensorSpec):
+                    continue
+                for k, d in enumerate(self.annotated_type(p).dims):
+                    if d.start == 0 and not d.is_neighbor and \
+                            d.stop == self.size_of(Dimension(d.name)):
+                        out.append((p.name, k, d.name))
+            self._plain = out
+        return self._plain
+
+    def length_offsets(self, values: dict[str, Any], extra: Extra = None
+                       ) -> dict[str, dict[str, int]]:
+        """How much longer than the shortest one each plain annotated array
+        (:meth:`plain_axes`; not wrapped by ``with_interval``) is along each
+        dimension, where arrays over one dimension differ in length: parameter
+        -> {dimension: extra length}.  Such an array gets the interval
+        ``D[0:N_D + c]``, as ``D.halo(0, c)`` would give (GT4Py's half levels:
+        every field's domain starts at 0); ``N_D`` is the shortest length.
+        ``extra``: the dimensions and shape of ``out=`` of a direct call, which
+        takes part in the shortest length.  Empty where the lengths agree."""
+        plain = self._plain if self._plain is not None else self.plain_axes()
+        if not plain:
+            return {}
+        lengths: dict[str, list[tuple[str | None, int]]] = {}
+        for name, k, dname in plain:
+            v = values.get(name)
+            if v is None or isinstance(v, TensorArg):
+                continue
+            shape = getattr(v, "shape", None)
+            if shape is None or k >= len(shape):
+                continue
+            lengths.setdefault(dname, []).append((name, int(shape[k])))
+        if extra is not None:
+            for dname, n in zip(*extra):
+                if dname in lengths:
+                    lengths[dname].append((None, int(n)))
+        out: dict[str, dict[str, int]] = {}
+        for dname, uses in lengths.items():
+            low = min(n for _, n in uses)
+            for name, n in uses:
+                if n != low and name is not None:
+                    out.setdefault(name, {})[dname] = n - low
+        return out
+
+    def analyse(self, values: dict[str, Any], extra: Extra = None) -> Analysis:
+        """Describe the arguments ``values`` (name -> value, as passed);
+        ``extra``: ``out=`` of a direct call (see :meth:`length_offsets`)."""
         plain: dict[str, Any] = {}
         statics: dict[str, Any] = {}
         auto: list[str] = []
@@ -220,8 +276,12 @@ class Specializer:
                 (ft,) = floats
                 for n in weak:
                     descs[n] = ("S", ft)
-        known, known_from = self._annotated_sizes(values, wrapped)
+        longer = self.length_offsets(values, extra)
+        known, known_from = self._annotated_sizes(values, wrapped, longer)
         overrides = self._overrides(wrapped, known)
+        for name, by_dim in longer.items():
+            for dname, c in by_dim.items():
+                overrides.setdefault(name, {})[dname] = (0, c)
         sizes = self._relate(tensors, known, known_from)
         for t in tensors:
             descs[t.param.name] = ("T", t.dtype, t.dims, tuple(t.offsets))
@@ -379,8 +439,10 @@ class Specializer:
                                 "or bool") from None
 
     def _annotated_sizes(self, values: dict[str, Any],
-                         wrapped: list[tuple[ParamInfo, TensorArg]]):
-        """Size symbols determined by the annotated (not wrapped) tensor arguments."""
+                         wrapped: list[tuple[ParamInfo, TensorArg]],
+                         longer: dict[str, dict[str, int]]):
+        """Size symbols determined by the annotated (not wrapped) tensor arguments
+        (``longer``: the extra lengths of :meth:`length_offsets`)."""
         known: dict[sympy.Symbol, int] = {}
         known_from: dict[sympy.Symbol, str] = {}
         wrapped_names = {p.name for p, _ in wrapped}
@@ -393,7 +455,9 @@ class Specializer:
             shape = _shape(values[p.name])
             if shape is None or len(shape) != len(t.dims):
                 continue     # the argument check reports it
+            extra = longer.get(p.name, {})
             for d, n in zip(t.dims, shape):
+                n -= extra.get(d.name, 0)
                 before = set(known)
                 solve_size(d.stop - d.start, n, known)
                 for s in set(known) - before:

@@ -128,12 +128,13 @@ class _Specialized:
 
     _by_source_kind: tuple = ()     # ends the argument description (a function's marker)
 
-    def _described(self, args: tuple, kwargs: dict[str, Any]
+    def _described(self, args: tuple, kwargs: dict[str, Any], extra: analysis.Extra = None
                    ) -> tuple[dict[str, Any], tuple] | None:
         """The arguments by name (arrays wrapped by ``with_dims``/``with_interval``
         unwrapped, as the compiled program takes them) and as
-        :func:`.by_source.describe` sees them, or None where the call cannot be
-        looked up by the source."""
+        :func:`.by_source.describe` sees them (with the extra lengths of arrays
+        longer than others over their dimensions; ``extra``: ``out=`` of a
+        direct call), or None where the call cannot be looked up by the source."""
         code = self.fn.__code__
         names = code.co_varnames[:code.co_argcount]
         values = dict(zip(names, args))
@@ -153,6 +154,10 @@ class _Specialized:
         described = by_source.describe(values, self._rank_generic, tuple(defaulted))
         if described is None:
             return None
+        longer = self._specializer().length_offsets(values, extra)
+        if longer:     # arrays of different lengths: another specialisation
+            described += (("lengths", tuple(sorted((n, tuple(sorted(d.items())))
+                                                   for n, d in longer.items()))),)
         plain = {k: (v.value if type(v) is TensorArg else v) for k, v in values.items()}
         return plain, described + self._by_source_kind
 
@@ -279,19 +284,21 @@ class _Specialized:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         return backend
 
-    def _lookup(self, values: dict[str, Any], verb: str) -> tuple[Specialization, Analysis | None,
-                                                                  dict[str, Any]]:
-        """The specialisation for arguments ``values``; the values to pass."""
+    def _lookup(self, values: dict[str, Any], verb: str, extra: analysis.Extra = None
+                ) -> tuple[Specialization, Analysis | None, dict[str, Any]]:
+        """The specialisation for arguments ``values``; the values to pass
+        (``extra``: ``out=`` of a direct call, see :meth:`.Specializer.length_offsets`)."""
         sp = self._specializer()
         if not sp.generic and len(values) == len(sp.params) and \
-                not any(isinstance(v, TensorArg) for v in values.values()):
+                not any(isinstance(v, TensorArg) for v in values.values()) and \
+                not sp.length_offsets(values, extra):
             return self._default_spec(verb), None, values
         known = {p.name for p in sp.params}
         for k in values:
             if k not in known:
                 raise sp.error(None, f"got an unexpected argument '{k}'; the parameters are "
                                      + ", ".join(sorted(known)))
-        a = sp.analyse(values)
+        a = sp.analyse(values, extra)
         name = self.fn.__name__
         spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make(key, a), verb,
                                   validate=lambda s: analysis.check_named(name, s, a))
@@ -420,6 +427,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         self._result: str | None = None
         self._sig: inspect.Signature | None = None
         self._into: dict[tuple, tuple[Specialization, dict]] = {}
+        self._out_dims: dict[int, tuple[str, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.function {self.fn.__qualname__}>"
@@ -509,6 +517,24 @@ class FunctionObject(_Specialized, InlinedFunction):
 
     _by_source_kind = ("function",)
 
+    def _out_extra(self, into: dict[str, Any]) -> analysis.Extra:
+        """``out=`` as :meth:`.Specializer.length_offsets` sees it: its shape over
+        the dimensions of the return annotation (else of the first annotated
+        parameter of its rank); None for a tuple or where they are unknown."""
+        out = into.get("out")
+        shape = getattr(out, "shape", None)
+        if shape is None or type(out) is tuple:
+            return None
+        if self._out_dims is None:
+            has, ann = _annotation(self.fn, "return", self._def_loc(), strict=False)
+            spec = annotation_spec(ann) if has else None
+            specs = [spec] if isinstance(spec, TensorSpec) else \
+                [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
+            self._out_dims = {len(s.dims): s.to_type(self._size_of()).dim_names
+                              for s in reversed(specs)}
+        names = self._out_dims.get(len(shape))
+        return None if names is None else (names, tuple(shape))
+
     def _call_description(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
                           ) -> tuple[dict[str, Any], tuple] | None:
         """The arguments by name (tables of ``offset_provider=`` merged in) and the
@@ -520,7 +546,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             if provided is None:
                 return None
             kwargs = provided
-        found = self._described(args, kwargs)
+        found = self._described(args, kwargs, self._out_extra(into))
         if found is None or not into:
             return found
         extra = by_source.describe_into(into.get("out"), into.get("domain"),
@@ -583,7 +609,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
-                                      else "translating")
+                                      else "translating", self._out_extra(into))
         new = self._cache.misses != misses
         assert spec.result is not None
         if into:
