@@ -1,0 +1,178 @@
+"""Arrays over one dimension with different lengths (GT4Py's half levels).
+
+In GT4Py every field's domain is its own shape, starting at 0: icon4py passes
+half-level fields (nlev + 1 levels) next to full-level ones (nlev levels), all
+annotated ``Field[[Cell, K], float]``.  Here the shortest length is the size
+``N_K`` and a longer array gets ``K[0:N_K + c]``, as ``K.halo(0, c)`` would
+give; the type checker decides coverage.  Interpreter vs NumPy, compiled vs
+interpreter; one binary serves every nlev with the same differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorir_dace import TensorIRError, TypeCheckError
+from tensorir_dace.frontend import (
+    Field,
+    FieldOffset,
+    concat_where,
+    connectivity,
+    dims,
+    field_operator,
+    neighbor_dim,
+    program,
+)
+
+Cell, Edge, K = dims("Cell Edge K")
+Koff = FieldOffset("Koff", source=K, target=(K,))
+E2CDim = neighbor_dim(Cell, 2)
+E2C = connectivity("E2C", Edge, E2CDim)
+RNG = np.random.default_rng(77)
+NC, NE, NLEV = 5, 9, 6
+
+
+@field_operator
+def interpolate_to_full_levels(w: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return 0.5 * (w + w(Koff[1]))
+
+
+@field_operator
+def difference_to_level_below(w: Field[[Cell, K], float],
+                              theta: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    # w (half levels) at k, theta (full levels) at k - 1; level 0 has no k - 1
+    return concat_where(K == 0, w, w - theta(Koff[-1]))
+
+
+@program
+def half_levels(w: Field[[Cell, K], float], theta: Field[[Cell, K], float],
+                o: Field[[Cell, K], float], d: Field[[Cell, K], float]):
+    interpolate_to_full_levels(w, out=o)
+    difference_to_level_below(w, theta, out=d)
+
+
+@field_operator
+def edge_mean(c: Field[[Cell], float]) -> Field[[Edge], float]:
+    return 0.5 * (c(E2C[0]) + c(E2C[1]))
+
+
+@program
+def first_edges(v: Field[[Edge], float], c: Field[[Cell], float], out: Field[[Edge], float]):
+    # out covers the first edges only; v (and the table) every edge
+    out[...] = v + edge_mean(c)
+
+
+def half_levels_numpy(w, theta):
+    o = 0.5 * (w[:, :-1] + w[:, 1:])
+    d = np.empty_like(theta)
+    d[:, 0] = w[:, 0]
+    d[:, 1:] = w[:, 1:-1] - theta[:, :-1]
+    return o, d
+
+
+@pytest.fixture(scope="module")
+def compiled_half_levels():
+    """The program compiled once; every test below reuses its binary."""
+    w, theta = RNG.random((NC, NLEV + 1)), RNG.random((NC, NLEV))
+    o, d = np.zeros((NC, NLEV)), np.zeros((NC, NLEV))
+    half_levels(w, theta, o, d, offset_provider={"Koff": K})
+    return half_levels
+
+
+def test_direct_call_with_out_and_domain():
+    w = RNG.random((NC, NLEV + 1))
+    want = 0.5 * (w[:, :-1] + w[:, 1:])
+    got = {}
+    for backend in ("interpreter", "compiled"):
+        o = np.zeros((NC, NLEV))
+        interpolate_to_full_levels(w, out=o, backend=backend)
+        got[backend] = o
+        np.testing.assert_allclose(o, want)
+        part = np.full((NC, NLEV), -1.0)
+        interpolate_to_full_levels(w, out=part, domain={K: (1, NLEV - 1)}, backend=backend)
+        np.testing.assert_allclose(part[:, 1:-1], want[:, 1:-1])
+        assert (part[:, [0, -1]] == -1).all()
+    np.testing.assert_array_equal(got["compiled"], got["interpreter"])
+    assert any("K[0:N_K+1]" in s for s in interpolate_to_full_levels.specializations())
+
+
+def test_program_with_half_and_full_levels(compiled_half_levels):
+    w, theta = RNG.random((NC, NLEV + 1)), RNG.random((NC, NLEV))
+    want_o, want_d = half_levels_numpy(w, theta)
+    runs = {}
+    for backend in ("interpreter", "compiled"):
+        o, d = np.zeros((NC, NLEV)), np.zeros((NC, NLEV))
+        compiled_half_levels(w, theta, o, d, backend=backend, offset_provider={"Koff": K})
+        np.testing.assert_allclose(o, want_o)
+        np.testing.assert_allclose(d, want_d)
+        runs[backend] = (o, d)
+    for a, b in zip(runs["compiled"], runs["interpreter"]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_one_binary_serves_every_nlev(compiled_half_levels):
+    before = compiled_half_levels.cache_info()
+    for nlev in (3, 11):
+        w, theta = RNG.random((NC, nlev + 1)), RNG.random((NC, nlev))
+        o, d = np.zeros((NC, nlev)), np.zeros((NC, nlev))
+        compiled_half_levels(w, theta, o, d, offset_provider={"Koff": K})
+        want_o, want_d = half_levels_numpy(w, theta)
+        np.testing.assert_allclose(o, want_o)
+        np.testing.assert_allclose(d, want_d)
+    after = compiled_half_levels.cache_info()
+    assert after.compiles == before.compiles
+    assert after.specializations == before.specializations
+
+
+def test_edge_output_shorter_than_edge_input():
+    v, c = RNG.random(NE), RNG.random(NC)
+    tab = RNG.integers(0, NC, (NE, 2))
+    n = NE - 3
+    want = v[:n] + 0.5 * (c[tab[:n, 0]] + c[tab[:n, 1]])
+    runs = {}
+    for backend in ("interpreter", "compiled"):
+        out = np.zeros(n)
+        first_edges(v, c, out, backend=backend, E2C=tab)
+        np.testing.assert_allclose(out, want)
+        runs[backend] = out
+    np.testing.assert_array_equal(runs["compiled"], runs["interpreter"])
+
+
+def test_equal_lengths_unchanged():
+    @program
+    def copy(a: Field[[Cell, K], float], b: Field[[Cell, K], float]):
+        b[...] = a
+
+    a = RNG.random((NC, NLEV))
+    b = np.zeros((NC, NLEV))
+    copy(a, b, backend="interpreter")
+    np.testing.assert_array_equal(a, b)
+    (spec,) = copy._cache.entries()
+    assert spec.key == copy._specializer().default_key()
+    assert "N_K + " not in spec.signature()
+
+
+def test_uncovered_read_is_a_located_error():
+    # o has as many levels as w: its top level needs w at nlev + 1
+    w = RNG.random((NC, NLEV + 1))
+    o = np.full((NC, NLEV + 2), -1.0)
+    with pytest.raises(TypeCheckError) as e:
+        half_levels(w, RNG.random((NC, NLEV)), o, np.zeros((NC, NLEV)),
+                    backend="interpreter", offset_provider={"Koff": K})
+    assert "test_field_lengths.py:" in str(e.value) and "K[0:N_K+2]" in str(e.value).replace(" ", "")
+    assert (o == -1).all()
+    with pytest.raises(TensorIRError) as e2:
+        interpolate_to_full_levels(w, out=o)
+    assert "test_field_lengths.py:" in str(e2.value)
+    assert (o == -1).all()
+
+
+def test_lookup_by_source_tells_lengths_apart():
+    w, theta = RNG.random((NC, NLEV + 1)), RNG.random((NC, NLEV))
+    o, d = np.zeros((NC, NLEV)), np.zeros((NC, NLEV))
+    half = half_levels._described((w, theta, o, d), {})
+    same = half_levels._described((theta, theta, o, d), {})
+    assert half is not None and same is not None and half[1] != same[1]
+    assert ("lengths", (("w", (("K", 1),)),)) in half[1]
+    assert not any(isinstance(x, tuple) and x[:1] == ("lengths",) for x in same[1])
