@@ -86,7 +86,7 @@ def test_direct_call_with_out_and_domain():
     got = {}
     for backend in ("interpreter", "compiled"):
         o = np.zeros((NC, NLEV))
-        interpolate_to_full_levels(w, out=o, backend=backend)
+        interpolate_to_full_levels(w, out=o, backend=backend, offset_provider={"Koff": K})
         got[backend] = o
         np.testing.assert_allclose(o, want)
         part = np.full((NC, NLEV), -1.0)

@@ -19,7 +19,7 @@ from .. import ir
 from ..errors import ArgumentError, FrontendError
 from ..lazy import lazy_module
 from .annotations import GenericSpec, TensorArg, TensorSpec, element_type
-from .dims import Dimension, NeighborDimension
+from .dims import Dimension, DimSpec, NeighborDimension
 from .specialize import NO_DEFAULT, ParamInfo, ParamSig, Specialization, positional_dims
 
 if TYPE_CHECKING:
@@ -180,16 +180,10 @@ class Specializer:
         """``(parameter, axis, dimension)`` for each axis annotated with a bare
         dimension ``D`` (the interval ``D[0:N_D]``): the axes whose lengths
         may differ by constants (:meth:`length_offsets`)."""
-        if self._plain is None:
-            out = []
-            for p in self.params:
-                if p.generic or not isinstance(p.spec, TensorSpec):
-                    continue
-                for k, d in enumerate(self.annotated_type(p).dims):
-                    if d.start == 0 and not d.is_neighbor and \
-                            d.stop == self.size_of(Dimension(d.name)):
-                        out.append((p.name, k, d.name))
-            self._plain = out
+        if self._plain is None:      # from the annotations only: no SymPy (calls by the source)
+            self._plain = [(p.name, k, d.name) for p in self.params
+                           if isinstance(p.spec, TensorSpec)
+                           for k, d in enumerate(p.spec.dims) if bare_dimension(d)]
         return self._plain
 
     def length_offsets(self, values: dict[str, Any], extra: Extra = None
@@ -599,6 +593,11 @@ class Specializer:
                 if spec.is_table():
                     out[p.name] = spec.dims[1]
         return out
+
+
+def bare_dimension(d: Any) -> bool:
+    """Whether an annotation's dimension is a bare ``D`` (the interval ``D[0:N_D]``)."""
+    return isinstance(d, Dimension) and not isinstance(d, (DimSpec, NeighborDimension))
 
 
 def _dname(d: Any) -> str:

@@ -502,8 +502,9 @@ class FunctionObject(_Specialized, InlinedFunction):
             self._sig = inspect.signature(self.fn)
         self._param_infos()
         kwargs = dict(kwargs)
-        provider = kwargs.pop("offset_provider", None) if (self._tables or self._strided) \
-            and "offset_provider" not in self._sig.parameters else None
+        # GT4Py passes offset_provider= to every call (Cartesian offsets too)
+        provider = kwargs.pop("offset_provider", None) \
+            if "offset_provider" not in self._sig.parameters else None
         tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
         try:
             bound = self._sig.bind(*args, **kwargs)
@@ -530,8 +531,8 @@ class FunctionObject(_Specialized, InlinedFunction):
             spec = annotation_spec(ann) if has else None
             specs = [spec] if isinstance(spec, TensorSpec) else \
                 [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
-            self._out_dims = {len(s.dims): s.to_type(self._size_of()).dim_names
-                              for s in reversed(specs)}
+            self._out_dims = {len(s.dims): tuple(d.name if analysis.bare_dimension(d) else ""
+                                                 for d in s.dims) for s in reversed(specs)}
         names = self._out_dims.get(len(shape))
         return None if names is None else (names, tuple(shape))
 
