@@ -57,6 +57,17 @@ class Analysis:
     descs: dict[str, Any]                 # name -> description (for the key)
     overrides: dict[str, dict[str, tuple[int, int]]]
     sizes: dict[str, int] = field(default_factory=dict)   # size symbol name -> value
+    longer: dict[str, dict[str, int]] = field(default_factory=dict)   # length_offsets
+
+    def lengths_note(self) -> str:
+        """Says which arrays run over longer intervals than the annotation
+        (:meth:`Specializer.length_offsets`), for an error of such a call."""
+        if not self.longer:
+            return ""
+        parts = [f"'{n}' has {c} more element{'s' if c != 1 else ''} along {dn}"
+                 for n, by_dim in sorted(self.longer.items()) for dn, c in sorted(by_dim.items())]
+        return ("; in this call " + ", ".join(parts) + " than the shortest array over that "
+                "dimension (element 0 is coordinate 0, so its interval ends that much later)")
 
 
 def _is_array(v: Any) -> bool:
@@ -290,7 +301,7 @@ class Specializer:
                 raw.append(("C", _static_token(d[1])))
             else:
                 raw.append(d)
-        return Analysis(tuple(raw), plain, statics, auto, descs, overrides, sizes)
+        return Analysis(tuple(raw), plain, statics, auto, descs, overrides, sizes, longer)
 
     def _describe_generic(self, p: ParamInfo, spec: GenericSpec, v: Any):
         ta = v if isinstance(v, TensorArg) else None

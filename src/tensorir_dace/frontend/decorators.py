@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import ir
-from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError
+from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError, TypeCheckError
 from ..interop import SDFGConvertible
 from ..ir import Param, Program
 from ..lazy import lazy_module
@@ -300,9 +300,20 @@ class _Specialized:
                                      + ", ".join(sorted(known)))
         a = sp.analyse(values, extra)
         name = self.fn.__name__
-        spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make(key, a), verb,
+        spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make_noted(key, a),
+                                  verb,
                                   validate=lambda s: analysis.check_named(name, s, a))
         return spec, a, a.plain
+
+    def _make_noted(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
+        """:meth:`_make`; an error of a call whose arrays differ in length says
+        which are longer (their intervals follow from that)."""
+        try:
+            return self._make(key, a)
+        except TypeCheckError as e:
+            if not a.longer:
+                raise
+            raise TypeCheckError(e.message + a.lengths_note(), e.loc) from None
 
     def _default_spec(self, verb: str) -> Specialization:
         """The specialisation of the annotations as written (no call-time intervals)."""
@@ -661,7 +672,12 @@ class FunctionObject(_Specialized, InlinedFunction):
         if hit is None:
             from .runtime_bounds import into_program
             prog, bounds = into_program(*self._in_domain(spec, a, names))
-            _checked(prog)
+            try:
+                _checked(prog)
+            except TypeCheckError as e:
+                if a is None or not a.longer:
+                    raise
+                raise TypeCheckError(e.message + a.lengths_note(), e.loc) from None
             hit = self._into[(spec.key, names)] = (
                 Specialization(self.fn.__name__, spec.key, prog), bounds)
         derived, bounds = hit
