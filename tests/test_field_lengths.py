@@ -177,3 +177,61 @@ def test_lookup_by_source_tells_lengths_apart():
     assert half is not None and same is not None and half[1] != same[1]
     assert ("lengths", (("w", (("K", 1),)),)) in half[1]
     assert not any(isinstance(x, tuple) and x[:1] == ("lengths",) for x in same[1])
+
+
+# ---------------------------------------------------------------- random programs
+
+# Terms over the full levels: (Python, NumPy on w (nlev + 1 levels) and t (nlev)).
+TERMS = [("w", lambda w, t: w[:, :-1]), ("w(Koff[1])", lambda w, t: w[:, 1:]),
+         ("t", lambda w, t: t), ("(w - w(Koff[1]))", lambda w, t: w[:, :-1] - w[:, 1:])]
+
+
+def random_statements(seed: int, count: int) -> list[tuple[str, list]]:
+    """``count`` random sums of the terms with random coefficients (seeded)."""
+    r = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        picks = [(TERMS[i], float(r.integers(1, 9)) / 4) for i in
+                 r.choice(len(TERMS), size=int(r.integers(1, 4)), replace=False)]
+        out.append((" + ".join(f"{c} * {py}" for (py, _), c in picks), picks))
+    return out
+
+
+def random_module(statements, path):
+    """A @program writing each statement into its own full-level output, and the
+    half-level ``h`` (nlev + 1 levels) from ``w``."""
+    outs = [f"o{i}" for i in range(len(statements))]
+    src = ["from tensorir_dace.frontend import Field, FieldOffset, dims, program",
+           'Cell, K = dims("Cell K")', 'Koff = FieldOffset("Koff", source=K, target=(K,))',
+           "@program",
+           "def fuzz(w: Field[[Cell, K], float], t: Field[[Cell, K], float], "
+           "h: Field[[Cell, K], float], "
+           + ", ".join(f"{o}: Field[[Cell, K], float]" for o in outs) + "):",
+           "    h[...] = 2.0 * w"]
+    src += [f"    {o}[...] = {py}" for o, (py, _) in zip(outs, statements)]
+    path.write_text("\n".join(src) + "\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_random_half_level_programs(tmp_path):
+    statements = random_statements(2026, 6)
+    module = random_module(statements, tmp_path / "half_level_fuzz.py")
+    for nlev in (4, 9):
+        w, t = RNG.random((NC, nlev + 1)), RNG.random((NC, nlev))
+        runs = {}
+        for backend in ("interpreter", "compiled"):
+            h = np.zeros((NC, nlev + 1))
+            outs = [np.zeros((NC, nlev)) for _ in statements]
+            module.fuzz(w, t, h, *outs, backend=backend, offset_provider={"Koff": module.K})
+            np.testing.assert_allclose(h, 2.0 * w)
+            for (py, picks), o in zip(statements, outs):
+                want = sum(c * fn(w, t) for (_, fn), c in picks)
+                np.testing.assert_allclose(o, want, err_msg=py)
+            runs[backend] = [h, *outs]
+        for a, b in zip(runs["compiled"], runs["interpreter"]):   # (FMA: rounding)
+            np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
+    assert module.fuzz.cache_info().specializations == 1
