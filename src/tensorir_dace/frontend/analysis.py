@@ -226,9 +226,9 @@ class Specializer:
         out: dict[str, dict[str, int]] = {}
         for dname, uses in lengths.items():
             low = min(n for _, n in uses)
-            for name, n in uses:
-                if n != low and name is not None:
-                    out.setdefault(name, {})[dname] = n - low
+            for who, n in uses:
+                if n != low and who is not None:
+                    out.setdefault(who, {})[dname] = n - low
         return out
 
     def analyse(self, values: dict[str, Any], extra: Extra = None) -> Analysis:
