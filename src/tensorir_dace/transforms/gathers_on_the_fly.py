@@ -24,14 +24,20 @@ about 24 bytes per value (write, the line read before the write, read
 back), the time of several such operations on a core.
 
 The pass changes nothing unless all of this holds: the temporary is a
-one-dimensional transient array with a single access node in the SDFG,
-written by a top-level map of one dimension whose body is one C++ tasklet
-writing it at the map's point (and nothing else); the tasklet reads single
-elements at affine points or whole arrays; nothing in the state writes
-what it reads; and every reader is a node with C++ code (a tasklet or a
-neighbour reduction) directly inside another top-level map of the same
-state that reads the whole temporary through a pointer connector used
-only as ``p[index]``.
+transient array with a single access node in the SDFG, written at every
+element by a top-level map of as many dimensions whose body is one C++
+tasklet writing it at the map's point (and nothing else); the tasklet
+reads single elements at affine points or whole arrays; nothing in the
+state writes what it reads; and every reader is a node with C++ code (a
+tasklet or a neighbour reduction) directly inside another top-level map of
+the same state that reads the whole temporary through a pointer connector
+used only as ``p[index]``.
+
+A temporary of several dimensions (an edge value at each level, gathered
+as ``t[E2C[c, j], k]``) becomes a lambda with one argument per dimension.
+The reader's flat index is split into coordinates only where it has
+exactly the form the lowering writes (see :func:`_coordinates`); any
+other gather leaves the temporary in memory.
 """
 
 from __future__ import annotations
