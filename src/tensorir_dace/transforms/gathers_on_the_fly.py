@@ -256,7 +256,8 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
 def _lambda(sdfg, state, producer: _Producer, fn: str,
             ctype: str) -> tuple[list[str], dict[str, str]]:
     """C++ lines defining ``fn``, the producer's body as a lambda of its map
-    parameters (in the temporary's dimension order), and the pointer connectors (by array) it reads through."""
+    parameters (in the temporary's dimension order), and the pointer
+    connectors (by array) it reads through."""
     t = producer.tasklet
     pointers: dict[str, str] = {}
     body = []
@@ -299,8 +300,9 @@ def _gather_spans(code: str, conn: str) -> list[tuple[int, int]]:
 
 
 def _coordinates(index: str, desc) -> list[str] | None:
-    """The coordinates (C++, from the array's start) of the element at flat
-    ``index`` of ``desc``, or None if ``index`` is not in the lowering's form.
+    """The coordinates (C++ integers or parenthesised, from the array's
+    start) of the element at flat ``index`` of ``desc``, or None if
+    ``index`` is not in the lowering's form.
 
     The lowering writes a flat index as ``a * s + b * t + c``: each term an
     integer or a parenthesised coordinate, times its dimension's stride
@@ -311,7 +313,7 @@ def _coordinates(index: str, desc) -> list[str] | None:
     coordinate the lowering writes is in its dimension's range, so the
     split names the element the index reads."""
     if len(desc.shape) == 1:
-        return [index]
+        return [f"({index})"]
     strides = [normalised(st) for st in desc.strides]
     if len(set(strides)) != len(strides):
         return None
@@ -365,7 +367,7 @@ def _replace_gathers(code: str, conn: str, fn: str, desc) -> str:
     for start, end in _gather_spans(code, conn):
         coords = _coordinates(code[start:end], desc)
         assert coords is not None
-        args = ", ".join(c if cpp(o) == "0" else f"({c}) - ({cpp(o)})"
+        args = ", ".join(c if cpp(o) == "0" else f"{c} - ({cpp(o)})"
                          for c, o in zip(coords, desc.offset))
         head = code.rindex(conn, pos, start)
         out += [code[pos:head], f"{fn}({args})"]
