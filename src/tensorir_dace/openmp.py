@@ -83,6 +83,7 @@ def _lib() -> ctypes.CDLL:
     if _gomp is None:
         try:
             _gomp = ctypes.CDLL("libgomp.so.1")
+            _gomp.omp_set_num_threads.restype = None    # void: nothing to convert per call
         except OSError:
             from .errors import TensorIRError
             raise TensorIRError("the OpenMP runtime (libgomp.so.1) is not installed; "

@@ -320,12 +320,14 @@ def with_dims(value: Any, *dims: Any) -> TensorArg:
         if isinstance(d, str):
             d = Dimension(d)
         if isinstance(d, DimSpec):
-            start, stop = d.start, d.stop
-            if not isinstance(start, sympy.Integer):
-                raise DefinitionError(f"with_dims: the interval {d!r} needs an integer start "
-                                      "(the coordinate of element 0)")
-            intervals[d.dim.name] = (int(start),
-                                     int(stop) if isinstance(stop, sympy.Integer) else None)
+            known = d.written_ints()        # I[-1:], I.halo(1): no SymPy needed
+            if known is None:
+                start, stop = d.start, d.stop
+                if not isinstance(start, sympy.Integer):
+                    raise DefinitionError(f"with_dims: the interval {d!r} needs an integer "
+                                          "start (the coordinate of element 0)")
+                known = (int(start), int(stop) if isinstance(stop, sympy.Integer) else None)
+            intervals[d.dim.name] = known
             d = d.dim
         if not isinstance(d, (Dimension, NeighborDimension)):
             raise DefinitionError(f"with_dims(a, I, J, …): {d!r} is not a dimension "

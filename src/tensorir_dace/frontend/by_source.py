@@ -53,18 +53,18 @@ from typing import Any
 import numpy as np
 
 from .. import ir
-from .annotations import GenericSpec, TensorSpec, annotation_spec, generic_spec
+from .annotations import GenericSpec, TensorArg, TensorSpec, annotation_spec, generic_spec
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import Connectivity
 from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Offset
 from .size_exprs import SizeExpr
 from .specialize import get_default_dims
 
-__all__ = ["annotated_calls", "call_key", "describe", "describe_into", "is_rank_generic",
-           "load_entry", "load_text", "store_text"]
+__all__ = ["annotated_calls", "call_key", "describe", "describe_into", "function_fingerprint",
+           "is_rank_generic", "load_entry", "load_text", "store_text"]
 
 #: Bump when the key recipe changes.
-_FORMAT = 1
+_FORMAT = 2
 _LIBRARIES = ("tensorir_dace", "numpy", "math", "builtins")
 _COMPILE_OPTIONS = ("optimize", "device", "cache_dir")
 
@@ -219,22 +219,51 @@ def is_rank_generic(fn: Callable) -> bool:
     return False
 
 
-def describe(values: dict[str, Any], generic: bool) -> tuple | None:
+def _dim_token(d: Any) -> tuple:
+    """A dimension named by ``with_dims``, as the key sees it (see :meth:`_Fingerprint.value`)."""
+    if isinstance(d, Dimension):
+        return ("dim", d.name)
+    if isinstance(d, NeighborDimension):
+        return ("nbdim", d.source.name, d.size, d.name)
+    raise _Unknown
+
+
+def describe(values: dict[str, Any], generic: bool, defaulted: tuple[str, ...] = ()
+             ) -> tuple | None:
     """The arguments as the key sees them: each array's dtype and rank, each
-    scalar's type; for a rank-generic program also shapes, scalar values and
-    the default dimensions.  None for any other argument."""
+    scalar's type (its value is not part of a specialisation: numbers are
+    parameters); an array wrapped by ``with_dims``/``with_interval`` also by
+    the dimensions and intervals it names; the parameters left to their
+    defaults (``defaulted``: translation writes their values, which the key
+    holds with the function).  For a rank-generic program, or a call with a
+    wrapped array (the intervals are read relative to the other arrays'
+    sizes), also every array's shape and the default dimensions.  None for
+    any other argument."""
+    wrapped = any(type(v) is TensorArg for v in values.values())
+    shapes = generic or wrapped
     out: list[Any] = []
     for name in sorted(values):
         v = values[name]
-        if type(v) is np.ndarray:
-            out.append((name, "array", v.dtype.str, v.ndim) + ((v.shape,) if generic else ()))
+        if type(v) is TensorArg:
+            a = v.value
+            if type(a) is not np.ndarray:
+                return None
+            try:
+                dims = None if v.dims is None else tuple(_dim_token(d) for d in v.dims)
+            except _Unknown:
+                return None
+            out.append((name, "wrapped", a.dtype.str, a.ndim, a.shape, dims,
+                        tuple(sorted(v.intervals.items()))))
+        elif type(v) is np.ndarray:
+            out.append((name, "array", v.dtype.str, v.ndim) + ((v.shape,) if shapes else ()))
         elif isinstance(v, np.generic):
-            out.append((name, "np", v.dtype.str) + ((repr(v.item()),) if generic else ()))
+            out.append((name, "np", v.dtype.str))
         elif isinstance(v, (bool, int, float)):
-            out.append((name, type(v).__name__) + ((repr(v),) if generic else ()))
+            out.append((name, type(v).__name__))
         else:
             return None
-    if generic:
+    out += [(name, "default") for name in sorted(defaulted)]
+    if shapes:
         out.append(tuple(d.name for d in get_default_dims() or ()))
     return tuple(out)
 
@@ -289,20 +318,36 @@ def annotated_calls(types: dict[str, ir.TensorType], limit: int = 16) -> list[tu
     return combos
 
 
-def call_key(fn: Callable, described: tuple, options: dict[str, Any]) -> str | None:
-    """The key of calling program ``fn`` with arguments ``described`` compiled
-    with ``options``, or None where some value cannot be described."""
-    from ..runtime.source_cache import environment_fingerprint
-    if any(k not in _COMPILE_OPTIONS for k in options):
-        return None
+def function_fingerprint(fn: Callable) -> Any:
+    """The part of a key that describes ``fn`` (its source, defaults,
+    annotations, closure and globals, as now), or None where some value
+    cannot be described."""
     try:
-        parts = [_FORMAT, environment_fingerprint(),
-                 sorted((k, str(v)) for k, v in options.items()),
-                 _Fingerprint().function(fn), described]
-        blob = json.dumps(parts)
+        fp = _Fingerprint().function(fn)
+        json.dumps(fp)
     except (_Unknown, RecursionError):
         return None
     except Exception:  # noqa: BLE001 - a user's value that fails to describe itself: no key
+        return None
+    return fp
+
+
+def call_key(fn: Callable, described: tuple, options: dict[str, Any],
+             fingerprint: Any = None) -> str | None:
+    """The key of calling program ``fn`` with arguments ``described`` compiled
+    with ``options``, or None where some value cannot be described.
+    ``fingerprint``: ``fn``'s (:func:`function_fingerprint`) as it was when
+    the program was translated; by default, as it is now."""
+    from ..runtime.source_cache import environment_fingerprint
+    if any(k not in _COMPILE_OPTIONS for k in options):
+        return None
+    fp = function_fingerprint(fn) if fingerprint is None else fingerprint
+    if fp is None:
+        return None
+    try:
+        blob = json.dumps([_FORMAT, environment_fingerprint(),
+                           sorted((k, str(v)) for k, v in options.items()), fp, described])
+    except (TypeError, ValueError):
         return None
     return hashlib.sha256(blob.encode()).hexdigest()
 

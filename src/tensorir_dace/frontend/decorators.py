@@ -97,6 +97,10 @@ class _Specialized:
         self._by_source: dict[tuple, Any] = {}
         self._serving = False     # some call was served that way
         self._rank_generic: bool | None = None
+        # recorded for lookups by the source: the function's fingerprint per
+        # specialisation translated here, and the descriptions stored
+        self._fingerprints: dict[tuple, Any] = {}
+        self._recorded: set[tuple] = set()
 
     # ------------------------------------------------------------------ inspection
 
@@ -116,6 +120,8 @@ class _Specialized:
         self._cache.clear()
         self._by_source.clear()
         self._serving = False
+        self._fingerprints.clear()
+        self._recorded.clear()
 
     # ------------------------------------------------------------------ by the source
 
@@ -123,8 +129,10 @@ class _Specialized:
 
     def _described(self, args: tuple, kwargs: dict[str, Any]
                    ) -> tuple[dict[str, Any], tuple] | None:
-        """The arguments by name and as :func:`.by_source.describe` sees them, or
-        None where the call cannot be looked up by the source."""
+        """The arguments by name (arrays wrapped by ``with_dims``/``with_interval``
+        unwrapped, as the compiled program takes them) and as
+        :func:`.by_source.describe` sees them, or None where the call cannot be
+        looked up by the source."""
         code = self.fn.__code__
         names = code.co_varnames[:code.co_argcount]
         values = dict(zip(names, args))
@@ -132,15 +140,20 @@ class _Specialized:
             return None
         values.update(kwargs)
         expected = set(names)
-        if values.keys() != expected:     # the tables of declared connectivities, by keyword
-            self._param_infos()
+        defaulted: set[str] = set()
+        if values.keys() != expected:     # tables of declared connectivities by keyword, defaults
+            infos = self._param_infos()
             expected |= set(self._tables)
-        if values.keys() != expected or {"backend", "offset_provider"} & values.keys():
+            defaulted = {p.name for p in infos if p.default is not NO_DEFAULT} - values.keys()
+        if values.keys() | defaulted != expected or {"backend", "offset_provider"} & values.keys():
             return None
         if self._rank_generic is None:
             self._rank_generic = by_source.is_rank_generic(self.fn)
-        described = by_source.describe(values, self._rank_generic)
-        return None if described is None else (values, described + self._by_source_kind)
+        described = by_source.describe(values, self._rank_generic, tuple(defaulted))
+        if described is None:
+            return None
+        plain = {k: (v.value if type(v) is TensorArg else v) for k, v in values.items()}
+        return plain, described + self._by_source_kind
 
     def _found_by_source(self, described: tuple) -> tuple[Any, dict[str, Any]] | None:
         """The compiled program of calls so described and its stored entry
@@ -164,10 +177,28 @@ class _Specialized:
             self._cache.hits += 1
         return found
 
-    def _store_by_source(self, described: tuple | None, prog: Program, **extra: Any) -> None:
-        """Record a call's newly translated program for lookups by the source."""
-        key = None if described is None else by_source.call_key(self.fn, described,
-                                                                self.compile_options)
+    def _store_by_source(self, spec: Specialization, new: bool, described: Callable[[], Any],
+                         prog: Program, **extra: Any) -> None:
+        """Record the program ``prog`` that served a call for lookups by the
+        source, under the call's description (``described()``: None, or as
+        :meth:`_described` gives it), once per description in this process:
+        a later call that a specialisation translated earlier serves (a NumPy
+        scalar where a float came first) is recorded too.  The key holds the
+        function as it was when ``spec`` was translated here (``new``: now),
+        so a global changed since is a miss in a new process, never a stale
+        program."""
+        if new:
+            self._fingerprints[spec.key] = by_source.function_fingerprint(self.fn)
+        fingerprint = self._fingerprints.get(spec.key)
+        if fingerprint is None:
+            return
+        if len(self._recorded) >= _MAX_RECORDED:
+            return
+        found = described()
+        if found is None or (found[1], prog.name) in self._recorded:
+            return
+        self._recorded.add((found[1], prog.name))
+        key = by_source.call_key(self.fn, found[1], self.compile_options, fingerprint)
         if key is not None:
             from ..syntax import format as format_program
             by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"),
@@ -304,6 +335,10 @@ class _Specialized:
             raise self._argument_error(e) from None
         spec.calls += 1
 
+
+#: Descriptions recorded for lookups by the source per decorated object and
+#: process (a rank-generic one's include shapes: a sweep over sizes stops here).
+_MAX_RECORDED = 256
 
 # Tensor IR spellings in checker messages, as written in Python.
 _PYTHON_SPELLING = {"if(c, a, b)": "where(c, a, b)"}
@@ -552,7 +587,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             record = (lambda: self._call_description(args, kwargs, into)) if plain_call \
                 else None
             return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
-                                   record)
+                                   record, new)
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -565,20 +600,22 @@ class FunctionObject(_Specialized, InlinedFunction):
         plain = dict(plain)
         plain[spec.result.name] = result
         self._run(spec, backend, new, plain)
-        if new and plain_call:
-            found = self._call_description(args, kwargs, into)
-            self._store_by_source(found and found[1], spec.program)
+        if plain_call:
+            self._store_by_source(spec, new, lambda: self._call_description(args, kwargs, into),
+                                  spec.program)
         return result
 
 
     def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
                    plain: dict[str, Any], out: Any, domain: Any,
-                   record: Callable[[], tuple | None] | None = None) -> Any:
+                   record: Callable[[], tuple | None] | None = None,
+                   translated: bool = False) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds.
-        ``record``: the call's description for lookups by the source (a new
-        program is recorded under it)."""
+        ``record``: the call's description for lookups by the source (the
+        program is recorded under it; ``translated``: ``spec`` was translated
+        by this call)."""
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
@@ -608,10 +645,9 @@ class FunctionObject(_Specialized, InlinedFunction):
             for name, v in zip(bounds[dim.name], pair):
                 values[name] = v
         self._run(derived, backend, new, values)
-        found = record() if new and record is not None else None
-        if found is not None:
-            self._store_by_source(found[1], derived.program, result=spec.result.name,
-                                  bounds=bounds)
+        if record is not None:
+            self._store_by_source(spec, translated, record, derived.program,
+                                  result=spec.result.name, bounds=bounds)
         return out
 
 
@@ -931,9 +967,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             plain = {k: (v.value if isinstance(v, TensorArg) else v) for k, v in values.items()}
         new = self._cache.misses != misses
         self._run(spec, backend, new, plain)
-        if new and plain_call:
-            found = self._described(args, kwargs)
-            self._store_by_source(found and found[1], spec.program)
+        if plain_call:
+            self._store_by_source(spec, new, lambda: self._described(args, kwargs), spec.program)
 
 
 def _caller() -> str | None:

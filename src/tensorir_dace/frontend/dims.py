@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -29,6 +30,9 @@ from ..errors import FrontendError, SourceLoc
 from ..lazy import lazy_module
 from .size_exprs import SizeExpr, as_sympy, bound_text, is_sympy
 from .source import user_frame
+
+#: A size symbol, perhaps plus or minus an integer (as ``I.halo(1)`` writes it).
+_SYMBOL_PLUS_INT = re.compile(r"[A-Za-z_]\w*( [+-] (\d+|\(-\d+\)))?")
 
 if TYPE_CHECKING:
     import sympy
@@ -300,6 +304,20 @@ class DimSpec:
     @property
     def stop(self) -> Bound:
         return self._made()[1]
+
+    def written_ints(self) -> tuple[int, int | None] | None:
+        """The start as an int and the stop as an int or ``None`` (symbolic),
+        read from the bounds as written, without SymPy, where that decides
+        them (``I[-1:]``, ``I[-1:5]``, ``I.halo(1)``: a size symbol plus an
+        integer is never an integer); ``None`` where SymPy must."""
+        start, stop = self._bounds
+        if type(start) is not int:
+            return None
+        if type(stop) is int:
+            return start, stop
+        if isinstance(stop, SizeExpr) and _SYMBOL_PLUS_INT.fullmatch(stop.text):
+            return start, None
+        return None
 
     def key(self) -> str:
         """The interval as written, for cache keys."""

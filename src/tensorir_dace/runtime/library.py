@@ -91,6 +91,7 @@ class Library:
         except (OSError, AttributeError) as ex:
             raise LibraryError(f"cannot load the cached library {path} ({ex})") from None
         self._init.restype = ctypes.c_void_p
+        self._program.restype = None     # void: nothing to convert per call
         self._exit.restype = ctypes.c_int
         self.path = path
         self.name = name

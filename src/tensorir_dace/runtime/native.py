@@ -15,12 +15,17 @@ like its type goes the full path), and neighbour tables are scanned against
 the operand intervals the plan gives, through the per-buffer scan cache of
 :mod:`tensorir_dace.tablescan` (a bad entry goes the full path, which names it).
 
-Prepared argument vectors are kept per set of argument objects, so calling
-again with the same arrays costs a few identity and shape comparisons, and
-per set of buffers (address, shape, strides and dtype of each array, value of
-each scalar: everything the checks decide and the vector holds follows from
-them), so new array objects over known buffers, such as views made per call,
-cost one such key and a writeability check.
+Prepared argument vectors are kept per set of buffers: a key of one
+expression over the keyword arguments by name, holding per array its shape,
+C order, writeability, dtype and data pointer, per neighbour table the object
+owning its memory (an entry stands for a table's scan only while that object
+lives), and per scalar and size keyword its type and value (see
+:func:`_keyer`).  Everything the checks decide and the vector holds follows
+from them, so new array objects over known buffers, such as views made per
+call, cost one key and one dictionary lookup.  The entries of the last two
+calls are also found by their argument objects' identities (weak references
+forget them when an object is freed), so calling again with the same arrays,
+or alternating between two sets, costs a few identity and shape comparisons.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import openmp
-from ..pointers import ARRAY_DATA, data_pointer
+from ..pointers import ARRAY_DATA, ARRAY_DATA_WORD, data_pointer
 from ..tablescan import first_bad_entry
 from .library import Library
 
@@ -87,21 +92,23 @@ class _Entry:
     ``check(values, shapes, scalar_key)`` holds: their shapes and dtypes are
     unchanged, the written ones are still writeable, and the scalars have the
     same types and values (``check`` is compiled once per keyword order, see
-    :func:`_checker`)."""
+    :func:`_checker`).  Entries are also found by their buffers (see
+    :func:`_keyer`); ``owners`` then watches the arrays owning the neighbour
+    tables' memory, whose scans the entry stands for."""
 
-    __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "pick_written", "refs",
+    __slots__ = ("callargs", "initargs", "init_key", "pick", "shapes", "refs", "owners",
                  "check", "scalar_key", "sequential", "handle", "full", "ident")
 
-    def __init__(self, callargs: tuple, initargs: tuple, values: tuple,
-                 positions: tuple[Callable, Callable, tuple[int, ...], Callable, Callable],
+    def __init__(self, callargs: tuple, initargs: tuple, values: tuple, order: _Order,
                  sequential: bool):
         self.callargs = callargs
         self.initargs = initargs
         self.init_key = tuple(a.value for a in initargs)
-        self.pick, self.pick_written, scalars, _, self.check = positions
+        self.pick, self.check = order.pick, order.check
         self.shapes = tuple(x for a in self.pick(values) for x in (a.shape, a.dtype))
         self.refs: tuple = ()
-        self.scalar_key = tuple(x for i in scalars for x in (type(values[i]), values[i]))
+        self.owners: tuple = ()
+        self.scalar_key = tuple(x for i in order.scalars for x in (type(values[i]), values[i]))
         self.sequential = sequential
         self.handle: Any = _UNSET       # the library state the full vector was made for
         self.full: tuple = ()
@@ -110,6 +117,22 @@ class _Entry:
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
         """Call ``forget`` when one of the arrays in ``values`` is freed."""
         self.refs = tuple(weakref.ref(a, forget) for a in self.pick(values))
+
+
+class _Order:
+    """What calls with one order of keyword names share: where the arrays,
+    tables, scalars and all the plan's leaves are among their (unpacked)
+    values, and the compiled entry check (see :func:`_checker`)."""
+
+    __slots__ = ("pick", "scalars", "leaves", "tables", "check")
+
+    def __init__(self, arrays: list[int], written: list[int], tables: list[int],
+                 scalars: tuple[int, ...], leaves: list[int]):
+        self.pick = _picker(arrays)
+        self.scalars = scalars
+        self.leaves = _picker(leaves)
+        self.tables = _picker(tables)
+        self.check = _checker(arrays, written, scalars)
 
 
 _UNSET = object()
@@ -126,45 +149,98 @@ def _checker(arrays: list[int], written: list[int], scalars: tuple[int, ...]
     return eval(f"lambda v, s, c: {' and '.join(parts)}", {"type": type})   # ints only
 
 
+def _at(name: str, path: tuple) -> str:
+    """The expression for leaf ``path`` of keyword argument ``name`` in ``k``."""
+    return f"k[{name!r}]" + "".join(f"[{i}]" for i in path)
+
+
+def _shaped(expr: str, nesting: list | None) -> list[str]:
+    """Conditions that ``expr`` is a tuple nested as ``nesting`` (none for a leaf)."""
+    if nesting is None:
+        return []
+    out = [f"type({expr}) is tuple and len({expr}) == {len(nesting)}"]
+    for i, inner in enumerate(nesting):
+        out += _shaped(f"{expr}[{i}]", inner)
+    return out
+
+
 def _same_call(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
                scalars: list[tuple[str, tuple]]
                ) -> tuple[Callable[[dict, tuple], bool], Callable[[dict], tuple]]:
     """``same(kwargs, ident)`` and ``ident(kwargs)``: whether a call passes
-    exactly the argument objects of the last call (by name, in any keyword
+    exactly the argument objects of an earlier call (by name, in any keyword
     order; tuple parameters shaped as their types, holding the same leaves),
     with unchanged shapes and dtypes, written arrays still writeable and
     equal scalars.  ``structure`` gives every parameter's tuple nesting
     (``None``: not a tuple), ``arrays`` and ``scalars`` the leaves (parameter,
     index path, written).  One expression each, over dictionary lookups by
     constant names and indexing by constant positions."""
-    def at(name: str, path: tuple) -> str:
-        return f"k[{name!r}]" + "".join(f"[{i}]" for i in path)
-
-    def shaped(expr: str, nesting: list | None) -> list[str]:
-        if nesting is None:
-            return []
-        out = [f"type({expr}) is tuple and len({expr}) == {len(nesting)}"]
-        for i, inner in enumerate(nesting):
-            out += shaped(f"{expr}[{i}]", inner)
-        return out
-
     same = [f"len(k) == {len(structure)}"]
     for name, nesting in structure.items():
-        same += shaped(f"k[{name!r}]", nesting)
+        same += _shaped(f"k[{name!r}]", nesting)
     ident = []
     for j, (name, path, _) in enumerate(arrays):
-        x = at(name, path)
+        x = _at(name, path)
         same.append(f"id(a{j} := {x}) == t[{3 * j}] and a{j}.shape == t[{3 * j + 1}] "
                     f"and a{j}.dtype is t[{3 * j + 2}]")
         ident.append(f"id({x}), {x}.shape, {x}.dtype, ")
     same += [f"a{j}.flags.writeable" for j, (_, _, written) in enumerate(arrays) if written]
     for j, (name, path) in enumerate(scalars):
-        x, pos = at(name, path), 3 * len(arrays) + 2 * j
+        x, pos = _at(name, path), 3 * len(arrays) + 2 * j
         same.append(f"type(s{j} := {x}) is t[{pos}] and s{j} == t[{pos + 1}]")
         ident.append(f"type({x}), {x}, ")
     env = {"id": id, "len": len, "type": type, "tuple": tuple}
     return (eval(f"lambda k, t: {' and '.join(same)}", env),    # names from the plan only
             eval(f"lambda k: ({''.join(ident)})", env))
+
+
+def _keyer(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
+           scalars: list[tuple[str, tuple]], sizes: list[str]) -> Callable[[dict], tuple]:
+    """``key(kwargs)``: the buffers of a call, as one expression over dictionary
+    lookups by constant names (any keyword order).  It holds the number of
+    keywords, whether each tuple parameter is shaped as its type, and per array
+    leaf its shape, whether it is C-ordered (which with the shape fixes the
+    strides that matter) and writeable, its dtype (by identity:
+    entries are made only for NumPy's built-in dtypes, which live as long as
+    the process), data pointer (``None`` for anything but a NumPy array), and
+    for a neighbour table the identity of the object owning its memory (kept
+    alive while an entry stands for its scan, see
+    :meth:`NativeCallable._keep_by_buffers`); per scalar leaf and per size
+    keyword (absent: a marker) its type and value.  Every check and the argument
+    vector of a plainly valid call follow from these.  ``arrays`` gives the
+    array leaves (parameter, index path, table), ``scalars`` the others."""
+    if ARRAY_DATA_WORD is not None:     # the data pointer read inline, by one index
+        pointer, env = "W[(id({0}) >> 3) + I] if type({0}) is nd else None", {
+            "W": ARRAY_DATA_WORD[0], "I": ARRAY_DATA_WORD[1]}
+    elif ARRAY_DATA is not None:
+        pointer, env = "R(id({0}) + O).value if type({0}) is nd else None", {
+            "R": ARRAY_DATA[0], "O": ARRAY_DATA[1]}
+    else:
+        pointer, env = "P({0}) if type({0}) is nd else None", {"P": data_pointer}
+    parts = ["len(k), "] + [f"{c}, " for name, nesting in structure.items()
+                            for c in _shaped(f"k[{name!r}]", nesting)]
+    for j, (name, path, table) in enumerate(arrays):
+        x = f"x{j}"
+        parts.append(f"({x} := {_at(name, path)}).shape, {x}.flags.num & F, id({x}.dtype), "
+                     + pointer.format(x) + ", ")
+        if table:
+            parts.append(f"id(b if (b := {x}.base) is not None else {x}), ")
+    parts += [f"type(s{j} := {_at(name, path)}), s{j}, " for j, (name, path) in enumerate(scalars)]
+    if sizes:                       # read only when there are more keywords than parameters
+        parts.append("(" + "".join(f"type(z{j} := k.get({name!r}, U)), z{j}, "
+                                   for j, name in enumerate(sizes))
+                     + f") if len(k) > {len(structure)} else None, ")
+    env.update({"id": id, "len": len, "type": type, "tuple": tuple, "nd": np.ndarray,
+                "U": _UNSET, "F": _C_ORDER | _WRITEABLE})
+    return eval(f"lambda k: ({''.join(parts)})", env)      # names from the plan only
+
+
+_C_ORDER, _WRITEABLE = 0x1, 0x400     # NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_WRITEABLE
+
+
+def _owner(a: np.ndarray) -> Any:
+    """The object a table's buffer key names as owning its memory (see :func:`_keyer`)."""
+    return a if a.base is None else a.base
 
 
 def _picker(positions: list[int]) -> Callable[[Sequence[Any]], tuple]:
@@ -197,25 +273,7 @@ def _unpack(value: Any, nesting: list | None, out: list) -> bool:
 _SIZE_TYPES = (int, np.int64, np.int32)
 
 
-def _buffer_key_portable(kwargs: dict[str, Any], values: tuple) -> tuple:
-    """The names, and per value its buffer (data pointer, shape, strides and
-    dtype of an array; type and value of anything else)."""
-    return (*kwargs, *[(data_pointer(v), v.shape, v.strides, v.dtype)
-                       if type(v) is np.ndarray else (type(v), v) for v in values])
-
-
-def _buffer_key_inline(kwargs: dict[str, Any], values: tuple) -> tuple:
-    """The same, with the data pointer read inline (a third faster)."""
-    read, offset = ARRAY_DATA   # type: ignore[misc]  # used only when not None
-    return (*kwargs, *[((read(id(v) + offset).value or 0), v.shape, v.strides, v.dtype)
-                       if type(v) is np.ndarray else (type(v), v) for v in values])
-
-
-_buffer_key = _buffer_key_inline if ARRAY_DATA is not None else _buffer_key_portable
-
-
 _SHAPE = attrgetter("shape")
-_WRITEABLE = attrgetter("flags.writeable")
 
 
 class NativeCallable:
@@ -234,7 +292,7 @@ class NativeCallable:
         self._fallback: Callable[..., None] | None = None
         self.max_cached = max_cached
         self._entries: dict[tuple, _Entry] = {}       # by argument object identities
-        self._buffers: dict[tuple, _Entry] = {}       # by buffers (see _by_buffers)
+        self._buffers: dict[tuple, _Entry] = {}       # by buffers (see _keyer)
         self.params = tuple(plan["params"])
         leaves = plan["leaves"]
         self._param_keys = frozenset(lf["param"] for lf in leaves)
@@ -274,19 +332,26 @@ class NativeCallable:
                            for kind, ref, *rest in plan["args"])
         self._array_args = _picker([ref for _, ref, *_ in self._args]) \
             if all(kind == "array" for kind, *_ in self._args) else None
-        self._orders: dict[tuple, tuple[Callable, Callable, tuple[int, ...], Callable,
-                                        Callable]] = {}
+        self._orders: dict[tuple, _Order] = {}
         self._init = tuple(plan["init"])
         self._reinit = bool(plan["reinit"])
         self._program = library.program
         self._switch: Any = None     # the openmp.ThreadSwitch, got for the first small call
-        # The last call's entry, ready to run, while its argument objects live
-        # (see _same_call).
+        # The entries of the last two calls with watched argument objects, ready
+        # to run while those objects live (see _same_call): calling again with
+        # the same arrays, or alternating between two sets, costs one check.
         self._last: _Entry | None = None
-        self._same, self._ident = _same_call(
-            {p: self._structure.get(p) for p in self._param_keys},
-            [(leaves[i]["param"], tuple(leaves[i]["path"]), w) for i, _, _, w in self._array_specs],
-            [(leaves[i]["param"], tuple(leaves[i]["path"])) for i, _ in self._scalar_specs])
+        self._prev: _Entry | None = None
+        array_leaves = [(leaves[i]["param"], tuple(leaves[i]["path"]), w)
+                        for i, _, _, w in self._array_specs]
+        scalar_leaves = [(leaves[i]["param"], tuple(leaves[i]["path"]))
+                         for i, _ in self._scalar_specs]
+        structure = {p: self._structure.get(p) for p in self._param_keys}
+        self._same, self._ident = _same_call(structure, array_leaves, scalar_leaves)
+        tables = {arrays[k] for k, _ in self._tables}
+        self._key = _keyer(structure, [(param, path, i in tables) for (param, path, _), (i, *_)
+                                       in zip(array_leaves, self._array_specs)],
+                           scalar_leaves, sorted(self._sizes))
 
     # ------------------------------------------------------------------ calling
 
@@ -298,12 +363,23 @@ class NativeCallable:
         entry = self._last
         try:
             same = entry is not None and self._same(kwargs, entry.ident)
-        except KeyError:            # other names than the last call's
+            if not same and self._prev is not None:
+                entry = self._prev
+                same = self._same(kwargs, entry.ident)
+                if same:
+                    self._prev, self._last = self._last, entry
+        except KeyError:            # other names than that call's
             same = False
         if not same or entry is None:
-            entry = self._entry_for(kwargs)
-            if entry is None:
-                return              # it ran on the full path
+            # new objects over known buffers, ready for the library's state
+            try:
+                entry = self._buffers.get(self._key(kwargs))
+            except Exception:  # noqa: BLE001  # a name missing, a value not hashable, …
+                entry = None
+            if entry is None or entry.handle is not self.library.handle:
+                entry = self._entry_for(kwargs)
+                if entry is None:
+                    return          # it ran on the full path
         if entry.sequential:
             switch = self._switch
             switch.set(1)
@@ -315,75 +391,90 @@ class NativeCallable:
             self._program(*entry.full)
 
     def _entry_for(self, kwargs: dict[str, Any]) -> _Entry | None:
-        """The ready entry for a call that is not the last call again (``None``:
-        the call ran on the full path)."""
-        values = tuple(kwargs.values()) if not self._structure else self._flatten(kwargs)
-        if values is None:
-            self.fallback(**kwargs)   # a tuple parameter given something else
-            return None
-        entry = None
-        if self._entries:           # (none left when every call makes new views)
-            key = (*kwargs, *map(id, values))
-            entry = self._entries.get(key)
-            if entry is not None and not entry.check(values, entry.shapes, entry.scalar_key):
-                entry = None
-        # An entry kept under this call's identities watches these very arrays
-        # (freeing one forgets it), so the next call may find it by them.
-        watched = entry is not None
-        if entry is None:
-            entry, watched = self._find(kwargs, values)
-            if entry is None:
-                return None
-        lib = self.library
-        if entry.handle is not lib.handle or (self._reinit and lib.init_key != entry.init_key):
-            self._ready(entry)
-        self._last = None
-        if watched:
-            entry.ident = self._ident(kwargs)
-            self._last = entry
-        return entry
-
-    def _find(self, kwargs: dict[str, Any], values: tuple) -> tuple[_Entry | None, bool]:
-        """The entry for a call whose argument objects are new: by their buffers,
-        or prepared now (``None``: the call ran on the full path), and whether
-        it watches these objects (it does when prepared now)."""
+        """The ready entry for a call that is not one of the last two again
+        (``None``: the call ran on the full path): by the call's buffers (see
+        :func:`_keyer`), else by its argument objects, else prepared now.  An
+        entry is ready when the library's state handle is the one its vector
+        holds: every initialisation makes a new handle object."""
         bkey: tuple | None
         try:
-            bkey = _buffer_key(kwargs, values)
+            bkey = self._key(kwargs)
             entry = self._buffers.get(bkey)
-        except TypeError:           # unhashable: not a plain call
+        except Exception:  # noqa: BLE001  # a name missing, a value not hashable, …: no key
             bkey = entry = None
-        if entry is not None and all(map(_WRITEABLE, entry.pick_written(values))):
-            return entry, False     # new objects, known buffers (e.g. views made per call)
-        entry = self._prepare(kwargs, values)
         if entry is None:
-            self.fallback(**kwargs)   # tuples, device arrays, anything to report, …
-            return None, False
-        key = (*kwargs, *map(id, values))
-        entries, buffers = self._entries, self._buffers
-        if key not in entries and len(entries) >= self.max_cached:
-            entries.pop(next(iter(entries)))
-        owner, eid = weakref.ref(self), id(entry)
+            entry = self._find(kwargs, bkey)
+            if entry is None:
+                return None
+        if entry.handle is not self.library.handle:
+            self._ready(entry)
+        return entry
 
-        def forget(_ref: Any) -> None:      # no reference to the entry: no cycle
-            entries.pop(key, None)
-            me = owner()
-            if me is not None and id(me._last) == eid:
-                me._last = None
-        entry.watch(values, forget)
-        entries[key] = entry
-        if bkey is not None:
-            if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
-                buffers.pop(next(iter(buffers)))
-            buffers[bkey] = entry
-        return entry, True
+    def _find(self, kwargs: dict[str, Any], bkey: tuple | None) -> _Entry | None:
+        """The entry for a call whose buffers are not known: by its argument
+        objects, or prepared now (``None``: the call ran on the full path).
+        Either way it watches these objects and becomes the last call's entry."""
+        values = tuple(kwargs.values()) if not self._structure else self._flatten(kwargs)
+        order = self._order(kwargs) if values is not None else None
+        if values is None or order is None:
+            self.fallback(**kwargs)   # a tuple parameter given something else, a name missing
+            return None
+        key = (*kwargs, *map(id, values))
+        entries = self._entries
+        entry = entries.get(key)
+        if entry is None or not entry.check(values, entry.shapes, entry.scalar_key):
+            entry = self._prepare(kwargs, values, order)
+            if entry is None:
+                self.fallback(**kwargs)   # device arrays, anything to report, …
+                return None
+            if key not in entries and len(entries) >= self.max_cached:
+                entries.pop(next(iter(entries)))
+            owner, eid = weakref.ref(self), id(entry)
+
+            def forget(_ref: Any) -> None:      # no reference to the entry: no cycle
+                entries.pop(key, None)
+                me = owner()
+                if me is not None:
+                    if id(me._last) == eid:
+                        me._last = None
+                    if id(me._prev) == eid:
+                        me._prev = None
+            entry.watch(values, forget)
+            entries[key] = entry
+            if bkey is not None:
+                self._keep_by_buffers(entry, bkey, order.tables(values))
+        entry.ident = self._ident(kwargs)
+        if entry is not self._last:
+            self._prev, self._last = self._last, entry
+        return entry
+
+    def _keep_by_buffers(self, entry: _Entry, bkey: tuple, tables: tuple) -> None:
+        """Keep ``entry`` under its buffer key while the objects owning its
+        tables' memory live: the key names them by identity, and a table
+        allocated anew where a freed one was must be scanned anew."""
+        buffers = self._buffers
+
+        def drop(_ref: Any) -> None:
+            buffers.pop(bkey, None)
+        try:
+            entry.owners = tuple(weakref.ref(_owner(t), drop) for t in tables)
+        except TypeError:           # an owner without weak references: by identity only
+            return
+        if bkey not in buffers and len(buffers) >= 4 * self.max_cached:
+            buffers.pop(next(iter(buffers)))
+        buffers[bkey] = entry
 
     def _ready(self, entry: _Entry) -> None:
         """Initialise the library for the entry's sizes where needed, and lead its
-        argument vector with the library's state handle."""
+        argument vector with the library's state handle.  A new state leaves
+        the other entries of the last calls stale: they are forgotten."""
         lib = self.library
         if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
             lib.ensure_init(entry.initargs, entry.init_key)
+            if self._last is not entry:
+                self._last = None
+            if self._prev is not entry:
+                self._prev = None
         entry.handle = lib.handle
         entry.full = (lib.handle, *entry.callargs)
         if entry.sequential and self._switch is None:
@@ -413,7 +504,7 @@ class NativeCallable:
                 return None
         return tuple(out)
 
-    def _prepare(self, kwargs: dict[str, Any], flat: tuple) -> _Entry | None:
+    def _prepare(self, kwargs: dict[str, Any], flat: tuple, order: _Order) -> _Entry | None:
         """Argument vectors for a plainly valid call; ``None``: take the full path."""
         env: dict[str, int] = {}
         if kwargs.keys() != self._param_keys:
@@ -421,8 +512,7 @@ class NativeCallable:
             if sizes is None or not self._param_keys <= kwargs.keys():
                 return None
             env = sizes
-        positions = self._positions(kwargs)
-        values = positions[3](flat)       # in the plan's leaf order
+        values = order.leaves(flat)       # in the plan's leaf order
         for i, dtype, ndim, written in self._array_specs:
             v = values[i]
             if type(v) is not np.ndarray or v.dtype is not dtype or v.ndim != ndim:
@@ -460,7 +550,7 @@ class NativeCallable:
         sequential = self._volume is not None and \
             self._volume(*syms) < openmp.SEQUENTIAL_BELOW
         return _Entry(tuple(callargs), tuple(callargs[i] for i in self._init),
-                      flat, positions, sequential)
+                      flat, order, sequential)
 
     def _keyword_sizes(self, kwargs: dict[str, Any]) -> dict[str, int] | None:
         """The size symbols given by keyword, the keywords beyond the parameters
@@ -514,25 +604,30 @@ class NativeCallable:
             return None
         return self._shapes(*[env[n] for n in self._names])[at[0]]
 
-    def _positions(self, kwargs: dict[str, Any]
-                   ) -> tuple[Callable, Callable, tuple[int, ...], Callable, Callable]:
-        """Where the arrays, the written arrays, the scalars (and sizes given by
-        keyword) and all the plan's leaves are among the (unpacked) values of a
-        call with these keyword names (computed once per name order)."""
-        order = tuple(kwargs)
-        hit = self._orders.get(order)
+    def _order(self, kwargs: dict[str, Any]) -> _Order | None:
+        """Where the arrays, the written arrays, the tables, the scalars (and
+        sizes given by keyword) and all the plan's leaves are among the
+        (unpacked) values of a call with these keyword names (computed once per
+        name order; ``None``: a parameter missing, or a keyword that is neither
+        a parameter nor a size)."""
+        names = tuple(kwargs)
+        hit = self._orders.get(names)
         if hit is None:
-            flat = [(k, path) for k in order for path in self._paths.get(k, ((),))]
+            if not self._param_keys <= set(names) or any(
+                    k not in self._param_keys and k not in self._sizes for k in names):
+                return None
+            flat = [(k, path) for k in names for path in self._paths.get(k, ((),))]
             at = [flat.index(leaf) for leaf in self._leaf_keys]
             arrays = [at[i] for i, *_ in self._array_specs]
-            written = [at[i] for i, _, _, w in self._array_specs if w]
             scalars = tuple(at[i] for i, _ in self._scalar_specs) + tuple(
-                flat.index((k, ())) for k in order if k not in self._param_keys)  # sizes
-            hit = self._orders[order] = (_picker(arrays), _picker(written), scalars,
-                                         _picker(at), _checker(arrays, written, scalars))
+                flat.index((k, ())) for k in names if k not in self._param_keys)  # sizes
+            hit = self._orders[names] = _Order(
+                arrays, [at[i] for i, _, _, w in self._array_specs if w],
+                [arrays[k] for k, _ in self._tables], scalars, at)
         return hit
 
-    def _mixed_args(self, values: list, env: dict[str, int], pointers: list[int]) -> list | None:
+    def _mixed_args(self, values: Sequence[Any], env: dict[str, int],
+                    pointers: list[int]) -> list | None:
         callargs: list[Any] = []
         for kind, ref, ctype, bounds in self._args:
             if kind == "array":
@@ -558,5 +653,5 @@ class NativeCallable:
         """Forget the prepared argument vectors."""
         self._entries.clear()
         self._buffers.clear()
-        self._last = None
+        self._last = self._prev = None
 
