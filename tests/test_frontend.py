@@ -923,13 +923,13 @@ def test_error_shift_without_offset():
     assert_error(e, p, "<- offset", "x(I) needs an offset", "x(I + 1)")
 
 
-def test_error_floor_division():
+def test_error_bit_shift():
     @program
     def p(x: Tensor[int, I], y: Tensor[int, I]):
-        y = x // 2                              # <- floordiv
+        y = x << 2                              # <- shift
     with pytest.raises(FrontendError) as e:
         p.ir
-    assert_error(e, p, "<- floordiv", "'//' is not supported on tensors")
+    assert_error(e, p, "<- shift", "'<<' is not supported on tensors")
 
 
 def test_error_wrong_number_of_arguments():

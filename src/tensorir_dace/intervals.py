@@ -33,7 +33,25 @@ def le(a: sympy.Expr, b: sympy.Expr) -> bool:
         return True
     if diff.is_negative:
         return False
-    raise Undecidable(a, b)
+    decided = _le_through_extrema(a, b)
+    if decided is None:
+        raise Undecidable(a, b)
+    return decided
+
+
+def _le_through_extrema(a: sympy.Expr, b: sympy.Expr) -> bool | None:
+    """``a <= b`` decided through a ``Max``/``Min`` on either side, which SymPy's
+    sign rules cannot see through: ``N <= Max(1, N)`` holds, so the clamped piece
+    ``[Max(1, N), N)`` is empty for all sizes.  None when still undecidable."""
+    if isinstance(b, sympy.Max) and any(maybe_le(a, x) for x in b.args):
+        return True
+    if isinstance(a, sympy.Min) and any(maybe_le(x, b) for x in a.args):
+        return True
+    if isinstance(a, sympy.Max) and all(maybe_le(x, b) for x in a.args):
+        return True
+    if isinstance(b, sympy.Min) and all(maybe_le(a, x) for x in b.args):
+        return True
+    return None
 
 
 def maybe_le(a: sympy.Expr, b: sympy.Expr) -> bool | None:

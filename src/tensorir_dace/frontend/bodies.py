@@ -98,18 +98,27 @@ class BodyTranslator(ReductionTranslator):
         return None
 
     def unpack(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[Bind]:
-        """``a, b = value`` as bindings; a compound IR value is bound once first."""
-        names = self.unpack_names(tgt)
+        """``a, b = value`` (also nested: ``a, (b, c) = value``) as bindings; a
+        compound IR value is bound once first."""
+        for e in tgt.elts:
+            if not isinstance(e, (ast.Name, ast.Tuple, ast.List)):
+                raise self.error(e, "only names (and tuples of names) can be unpacked into")
+        n = len(tgt.elts)
         binds: list[Bind] = []
         if is_ir(value) and not is_trivial(value) and not pushable(value):
-            self.unpack_value(value, len(names), s)   # checks the arity
+            self.unpack_value(value, n, s)   # checks the arity
             hidden = self.ctx.fresh("t")
             binds.append(Bind(hidden, value, let=True, force=True))
             hsym = ir.Sym(hidden, loc=self.loc(s))
-            parts = [project(hsym, k, self.loc(s)) for k in range(len(names))]
+            parts = [project(hsym, k, self.loc(s)) for k in range(n)]
         else:
-            parts = self.unpack_value(value, len(names), s)
-        return binds + [Bind(n, part, let=True) for n, part in zip(names, parts) if n != "_"]
+            parts = self.unpack_value(value, n, s)
+        for e, part in zip(tgt.elts, parts):
+            if isinstance(e, (ast.Tuple, ast.List)):
+                binds += self.unpack(e, part, s)
+            elif isinstance(e, ast.Name) and e.id != "_":
+                binds.append(Bind(e.id, part, let=True))
+        return binds
 
     def f_Expr(self, s: ast.Expr, rest: list) -> Any:
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):

@@ -82,6 +82,7 @@ class _Specialized:
             raise DefinitionError(f"@{decorator} decorates a Python function")
         if backend not in BACKENDS:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+        compile_options = _check_compile_options(decorator, compile_options)
         self.fn = fn
         self.backend = backend
         self.compile_options = compile_options
@@ -344,12 +345,14 @@ _MAX_RECORDED = 256
 _PYTHON_SPELLING = {"if(c, a, b)": "where(c, a, b)"}
 
 
-def _scalar_annotation_hint(fn: Callable | None) -> str:
-    """For a mixed-precision error: scalars annotated ``float``/``int`` are 64-bit."""
+def _scalar_annotation_hint(fn: Callable | None, message: str) -> str:
+    """For a mixed-precision error (``message`` names the two element types):
+    scalars annotated ``float``/``int`` are 64-bit."""
     kinds = {float: "float", int: "int", "float": "float", "int": "int"}
     anns = getattr(fn, "__annotations__", None) or {}
     fixed = [(name, kinds[a]) for name, a in anns.items()
-             if name != "return" and isinstance(a, (type, str)) and a in kinds]
+             if name != "return" and isinstance(a, (type, str)) and a in kinds
+             and f"{kinds[a]}64" in message and f"{kinds[a]}32" in message]
     if not fixed:
         return ""
     name, kind = fixed[0]
@@ -367,7 +370,7 @@ def _python_messages(fn: Callable) -> Iterator[None]:
         for tir_text, python_text in _PYTHON_SPELLING.items():
             message = message.replace(tir_text, python_text)
         if "one element type" in message:
-            message += _scalar_annotation_hint(fn)
+            message += _scalar_annotation_hint(fn, message)
         if message != e.message:
             raise type(e)(message, e.loc) from None
         raise
@@ -702,9 +705,28 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0,
 
     Programs and functions call it; called directly with arrays it runs like a
     ``@function`` (``out=`` and ``domain=`` included)."""
+    compile_options = _check_compile_options("scan_operator", compile_options)
+
     def deco(fn: Callable) -> ScanOperator:
         return DirectScanOperator(fn, axis, forward, init, backend, compile_options)
     return deco
+
+
+_COMPILE_OPTIONS = ("optimize", "device", "cache_dir")
+
+
+def _check_compile_options(decorator: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The decorators' extra keywords, for :func:`tensorir_dace.compile`; a misspelt
+    one is named where it is written.  GT4Py's ``grid_type=`` is accepted and has no
+    effect (neighbour tables make a program unstructured)."""
+    options = {k: v for k, v in options.items() if k != "grid_type"}
+    unknown = sorted(set(options) - set(_COMPILE_OPTIONS))
+    if unknown:
+        raise DefinitionError(f"@{decorator} got the unknown keyword argument"
+                              f"{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; it "
+                              f"takes backend= and the options of tensorir_dace.compile: "
+                              f"{', '.join(_COMPILE_OPTIONS)}")
+    return options
 
 
 class DirectScanOperator(ScanOperator):
@@ -721,7 +743,14 @@ class DirectScanOperator(ScanOperator):
     def __call__(self, *args: Any, **kwargs: Any):
         if self._direct is None:
             self._direct = FunctionObject(_applying(self), **self._options)
-        return self._direct(*args, **kwargs)
+        try:
+            return self._direct(*args, **kwargs)
+        except TensorIRError as e:
+            if e.loc is None or not str(e.loc.filename).startswith("<scan_operator "):
+                raise
+            # the wrapper's made-up source: point at the scan operator instead
+            src = source_info(self.fn)
+            raise type(e)(e.message, src.loc(None)) from None
 
 
 def _applying(op: ScanOperator) -> Callable:

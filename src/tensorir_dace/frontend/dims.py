@@ -52,8 +52,10 @@ class DefinitionError(FrontendError, TypeError):
     """A mistake in a dimension, an annotation or a decorator's arguments, reported at
     the line that wrote it (also a TypeError, as Python reports bad arguments)."""
 
-    def __init__(self, message: str):
-        super().__init__(message, _user_loc())
+    at_node = False   # located at the translated expression that misused a value
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        super().__init__(message, loc if loc is not None else _user_loc())
 
 
 def size(name: str) -> Any:

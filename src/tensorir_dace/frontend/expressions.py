@@ -27,7 +27,7 @@ from ..lazy import lazy_module
 from ..typing.scope import Scope
 from .connectivities import Connectivity, StridedOffset
 from .context import ProgramContext
-from .dims import Dimension, Mask, NeighborSlot, Offset
+from .dims import DefinitionError, Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
     is_namedtuple_class,
@@ -59,6 +59,7 @@ from .values import (
     is_ir,
     is_table_type,
     project,
+    strip_masks,
 )
 
 if TYPE_CHECKING:
@@ -179,7 +180,16 @@ class ExpressionTranslator:
             raise self.error(node, f"{what} are not supported in Tensor IR code"
                              if what.endswith("s") else f"{what} is not supported in "
                                                         "Tensor IR code")
-        return method(node)
+        try:
+            return method(node)
+        except DefinitionError as e:
+            if e.at_node:
+                raise
+            # a Python value misused inside the translated code (``Koff[1.5]``):
+            # point at the expression, not at the caller of the program
+            located = DefinitionError(e.message, self.loc(node))
+            located.at_node = True
+            raise located from None
 
     def e_Constant(self, node: ast.Constant) -> Any:
         return node.value
@@ -285,13 +295,54 @@ class ExpressionTranslator:
             raise self.error(node, "a shift offset is a dimension plus an integer: x(I + 1), "
                                    "or x(K + off) with an integer tensor off; for "
                                    "coordinates as values use index(I, x)")
+        if op is ast.FloorDiv:
+            return self.floor_divide(self.to_ir(left, node.left), self.to_ir(right, node.right),
+                                     node)
+        if op is ast.BitXor:     # GT4Py's xor_ on bool fields: "differ"
+            a, b = self.to_ir(left, node.left), self.to_ir(right, node.right)
+            dtypes = {self.type_of(x, node).dtype for x in (a, b) if not isinstance(x, ir.Literal)}
+            if dtypes - {ir.BOOL}:
+                raise self.error(node, "'^' is the exclusive or of bool tensors, got "
+                                       + " and ".join(sorted(map(str, dtypes)))
+                                       + "; there are no bitwise operations on integers")
+            return self.call_ir("neq", (a, b), node)
         if op not in IR_BINOPS:
-            hint = " (use / : integer division truncates toward zero)" \
-                if op is ast.FloorDiv else ""
             raise self.error(node, f"the operator '{OP_TEXT.get(op, op.__name__)}' is not "
-                                   f"supported on tensors{hint}")
+                                   "supported on tensors")
         return self.call_ir(IR_BINOPS[op], (self.to_ir(left, node.left),
                                              self.to_ir(right, node.right)), node)
+
+    def floor_divide(self, a: ir.Expr, b: ir.Expr, node: ast.BinOp) -> ir.Expr:
+        """``a // b`` as in Python and NumPy: rounded toward −∞ (``floor(a / b)``
+        for floats; for integers the truncated quotient, one less where the
+        remainder is non-zero and its sign differs from the divisor's)."""
+        dtype = self.type_of(self.call_ir("divides", (a, b), node), node).dtype
+        if isinstance(dtype, ir.ScalarType) and dtype.is_float:
+            return self.call_ir("floor", (self.call_ir("divides", (a, b), node),), node)
+        loc = self.loc(node)
+        scalar = self.type_of(a, node).is_scalar and self.type_of(b, node).is_scalar
+        params, args, names = [], [], []
+        for x in (a, b):        # each operand is evaluated once: a lambda parameter
+            if scalar or isinstance(x, (ir.Sym, ir.Literal)):   # (scalars: cheap, and
+                # program-level conditions and loop bounds take no lambdas)
+                names.append(x)
+                continue
+            fresh = self.ctx.fresh("q")
+            params.append(ir.Param(fresh, strip_masks(self.type_of(x, node)), loc=loc))
+            args.append(x)
+            names.append(ir.Sym(fresh, loc=loc))
+        x, y = names
+        r = self.call_ir("mod", (x, y), node)
+        zero = ir.Literal(0, loc=loc)
+        inexact = self.call_ir("neq", (r, zero), node)
+        signs = self.call_ir("neq", (self.call_ir("less", (r, zero), node),
+                                     self.call_ir("less", (y, zero), node)), node)
+        down = self.call_ir("if", (self.call_ir("and", (inexact, signs), node),
+                                   ir.Literal(1, loc=loc), zero), node)
+        body = self.call_ir("minus", (self.call_ir("divides", (x, y), node), down), node)
+        if not params:
+            return body
+        return ir.Call(ir.Lambda(tuple(params), body, loc=loc), tuple(args), loc=loc)
 
     def e_UnaryOp(self, node: ast.UnaryOp) -> Any:
         v = self.expr(node.operand)

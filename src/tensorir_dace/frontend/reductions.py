@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import ir
-from ..errors import did_you_mean
+from ..errors import FrontendError, did_you_mean
 from ..lazy import lazy_module
 from ..typing.scope import Binding
 from . import api
@@ -320,7 +320,11 @@ class ReductionTranslator(BuiltinTranslator):
         dtype = (None if named else self.first_param_annotation(op.fn)) or \
             self.infer_dtype(op.init, sliced, node)
         state_t = ir.TensorType(dtype, state_dims)
-        init = self.typed_init(op.init, dtype, node)
+        try:
+            init = self.typed_init(op.init, dtype, node)
+        except FrontendError as e:   # the init is written in the decorator: point there
+            deco = getattr(src.node, "decorator_list", None)
+            raise FrontendError(e.message, src.loc(deco[0] if deco else None)) from None
         lam = self.callable_lambda(op.fn, [state_t] + sliced, node, "scan", named)
         head = ir.Call(ir.Sym("scan", loc=loc),
                        (lam, ir.Literal(bool(op.forward), loc=loc), init, ir.Sym(axis, loc=loc)),

@@ -57,7 +57,8 @@ def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
     """``(start, stop, branch)`` pieces covering ``[lo, hi)`` in order: branch ``a``
     on the (clamped) segments, ``b`` in between.  Every boundary is the maximum of
     the one before, so the pieces never overlap; a segment outside the interval
-    or an inverted one gives empty pieces."""
+    or an inverted one gives empty pieces.  Pieces empty for all values (the
+    one after a segment open to +∞) are left out."""
     cursor, out = lo, []
     for s_lo, s_hi in segments:
         a_lo = sympy.Max(cursor, _clamp(s_lo, lo, hi))
@@ -65,7 +66,7 @@ def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
         out += [(cursor, a_lo, "b"), (a_lo, a_hi, "a")]
         cursor = a_hi
     out.append((cursor, hi, "b"))
-    return [p for p in out if sympy.expand(p[1] - p[0]) != 0]
+    return [p for p in out if iv.maybe_le(p[1], p[0]) is not True]
 
 
 def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,

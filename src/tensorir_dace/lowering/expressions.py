@@ -257,10 +257,15 @@ class ExprGen:
     def binary(self, name: str, dtype: ir.ScalarType, a: str, b: str) -> str:
         if name in BINARY_CPP:
             return f"({a} {BINARY_CPP[name]} {b})"
+        # Integer division by 0 gives 0 and by -1 negates with wrap-around (MIN / -1 is
+        # MIN), as in the interpreter: the CPU would trap on either.
         if name == "divides":
-            return f"({a} / {b})" if dtype.is_float else f"(({b}) == 0 ? 0 : ({a}) / ({b}))"
+            return f"({a} / {b})" if dtype.is_float else (
+                f"(({b}) == 0 ? 0LL : ({b}) == -1 ? (long long)(0ULL - (unsigned long long)"
+                f"(long long)({a})) : (long long)(({a}) / ({b})))")
         if name == "mod":
-            return f"fmod({a}, {b})" if dtype.is_float else f"(({b}) == 0 ? 0 : ({a}) % ({b}))"
+            return f"fmod({a}, {b})" if dtype.is_float else \
+                f"((({b}) == 0 || ({b}) == -1) ? 0 : ({a}) % ({b}))"
         if name == "power":
             if dtype.is_float:
                 return f"pow({a}, {b})"

@@ -321,8 +321,20 @@ class ProgramLowering:
         """A scalar expression as Python code for interstate conditions and loop bounds."""
         ops = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
                "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
-               "and": "and", "or": "or", "mod": "%"}
+               "and": "and", "or": "or"}
         match e:
+            case ir.Call(func=ir.Sym(name="divides" | "mod" as op), args=(num, den)) \
+                    if _is_int(e) and not (isinstance(den, ir.Literal)
+                                           and den.value not in (0, -1)):
+                # as in the interpreter and in tasklets: x / 0 and x % 0 are 0, x / -1
+                # is -x; the CPU would trap on them
+                x, y = self.condition(num, scope), self.condition(den, scope)
+                exact = f"({x} / {y})" if op == "divides" else f"({x} % {y})"
+                lowest = f"({-(2 ** (8 * _int_size(e) - 1)) + 1} - 1)"   # MIN / -1 is MIN
+                minus_one = f"({x} if {x} == {lowest} else -{x})" if op == "divides" else "0"
+                return f"(0 if {y} == 0 else ({minus_one} if {y} == -1 else {exact}))"
+            case ir.Call(func=ir.Sym(name="mod"), args=(num, den)):
+                return f"({self.condition(num, scope)} % {self.condition(den, scope)})"
             case ir.Literal(value=v):
                 return repr(v)
             case ir.Sym(name=n):
@@ -337,11 +349,21 @@ class ProgramLowering:
                 return f"({self.condition(a, scope)} / {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="not"), args=(a,)):
                 return f"(not {self.condition(a, scope)})"
+            case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
+                return (f"({self.condition(a, scope)} if {self.condition(c, scope)} "
+                        f"else {self.condition(b, scope)})")
+            case ir.Call(func=ir.Sym(name="cast"), args=(a, _)):
+                kind = _scalar_kind(e)
+                return f"{kind}({self.condition(a, scope)})"
+            case ir.Call(func=ir.Sym(name="abs"), args=(a,)):
+                return f"abs({self.condition(a, scope)})"
+            case ir.Call(func=ir.Sym(name="minimum" | "maximum" as op), args=(a, b)):
+                return f"{op[:3]}({self.condition(a, scope)}, {self.condition(b, scope)})"
             case ir.Call(func=ir.Sym(name="neg"), args=(a,)):
                 return f"(-{self.condition(a, scope)})"
         raise LoweringError("program-level conditions and loop bounds may use scalar "
                             "parameters, size symbols, loop variables, literals, + - × / %, "
-                            "comparisons and logic only", e.loc)
+                            "minimum, maximum, abs, if, comparisons and logic only", e.loc)
 
     # ------------------------------------------------------------------ dataflow
 
@@ -577,3 +599,24 @@ def _table_names(e: ir.Call) -> set[str]:
 def lower(program: ir.Program, *, fused: bool = False) -> LoweredProgram:
     """Lower a type-checked program to an SDFG (not yet optimised)."""
     return ProgramLowering(program, fused=fused).lower()
+
+
+def _scalar_kind(e: ir.Expr) -> str:
+    """The conversion that gives ``e``'s scalar type in interstate code (DaCe's
+    type names: ``int64(x)`` is C++'s ``long long``)."""
+    t = e.type
+    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
+    return "bool" if t.dtype.is_bool else t.dtype.name
+
+
+def _int_size(e: ir.Expr) -> int:
+    """The byte size of an integer-typed scalar expression."""
+    t = e.type
+    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
+    return 4 if t.dtype.name == "int32" else 8
+
+
+def _is_int(e: ir.Expr) -> bool:
+    t = e.type
+    return isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType) and t.dtype.is_int
+

@@ -43,6 +43,14 @@ else:
     sympy = lazy_module("sympy")
 
 
+
+# The scalar operations of program-level conditions and loop bounds (the lowering
+# writes them as DaCe interstate code).
+CONTROL_OPERATIONS = frozenset({
+    "plus", "minus", "multiplies", "divides", "mod", "neg", "abs", "minimum", "maximum",
+    "eq", "neq", "less", "less_equal", "greater", "greater_equal", "and", "or", "not", "if",
+    "cast"})
+
 class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBounds):
     """Checks one program: statements, names, calls and lambdas here; the rules
     of each family of builtins in the mixins (``b_<name>`` for a builtin called
@@ -146,6 +154,20 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
     def block(self, stmts: Sequence[ir.Stmt], scope: Scope) -> tuple[ir.Stmt, ...]:
         return tuple(self.stmt(s, scope) for s in stmts)
 
+    def control_expr(self, e: ir.Expr) -> None:
+        """Program-level conditions and loop bounds become DaCe control flow, which
+        computes scalars with these operations only: refuse others here, for
+        every backend alike."""
+        for node in ir.walk(e):
+            if isinstance(node, ir.Call) and not (
+                    isinstance(node.func, ir.Sym) and node.func.name in CONTROL_OPERATIONS):
+                head = node.func.name if isinstance(node.func, ir.Sym) else "a lambda call"
+                raise self.error(node, f"{head} cannot be used in a program-level condition "
+                                       "or loop bound; they may use scalar parameters, size "
+                                       "symbols, loop variables, literals, + - × / %, "
+                                       "minimum, maximum, abs, if(c, a, b), comparisons "
+                                       "and logic")
+
     def stmt(self, s: ir.Stmt, scope: Scope) -> ir.Stmt:
         match s:
             case ir.Assign():
@@ -157,6 +179,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                     raise self.error(cond, f"the condition of a program-level if must be a "
                                            f"scalar bool (tensor<bool>), got {t}; for an "
                                            "element-wise choice use if(c, a, b)")
+                self.control_expr(c)
                 return replace(s, cond=c, then_body=self.block(tb, scope),
                                else_body=self.block(eb, scope))
             case ir.ForStmt(var=var, start=start, stop=stop, body=body):
@@ -166,6 +189,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                     t = self.tensor(tbound)
                     if t.dims or not (isinstance(t.dtype, ir.ScalarType) and t.dtype.is_int):
                         raise self.error(b, f"a for-loop bound must be a scalar integer, got {t}")
+                    self.control_expr(tbound)
                     bounds.append(tbound)
                 if (bound := scope.lookup(var)) is not None and bound.kind != "loop":
                     raise self.error(s, f"loop variable '{var}' shadows a parameter; rename it")
@@ -408,6 +432,9 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                    f"but gets {len(arg_types)} arguments")
         bindings = {}
         for p, at in zip(lam.params, arg_types):
+            if p.name in bindings:
+                raise self.error(p, f"{what}: the lambda has two parameters named "
+                                    f"'{p.name}'; rename one")
             self.check_declared_type(p, p.type)
             pt = p.type
             if pt.dtype != at.dtype:

@@ -236,5 +236,15 @@ class ShiftRules(Rules):
             raise self.error(e, f"shift_apply needs a tensor with a _NB_<n> dimension, got {t}")
         self.check_neighbor_index(func.args[0], int(func.args[0].value), nb)
         index = replace(func.args[0], type=ir.TensorType(ir.INT64))
-        return replace(e, func=replace(func, args=(index,)), args=(x,),
-                       type=ir.TensorType(t.dtype, tuple(d for d in t.dims if d is not nb)))
+        head = replace(func, args=(index,))
+        dims = []
+        for d in t.dims:
+            if d is nb:
+                continue
+            if d.mask is not None and nb.name in (mt := self.tensor(d.mask)).dim_names:
+                # A nested shift's mask that depends on the applied neighbour
+                # is read at the same neighbour.
+                d = replace(d, mask=ir.Call(head, (d.mask,), type=ir.TensorType(
+                    mt.dtype, tuple(m for m in mt.dims if m.name != nb.name))))
+            dims.append(d)
+        return replace(e, func=head, args=(x,), type=ir.TensorType(t.dtype, tuple(dims)))
