@@ -81,6 +81,19 @@ nabla(out: tensor<(float, float), Vertex[0:V]>, pp: tensor<float, Vertex[0:V]>,
 }
 """
 
+# The divergence of an edge flux at every level (ICON's K-contiguous layout):
+# the edge value at each level is averaged from its two end vertices.
+VK = "tensor<float, Vertex[0:V], K[0:L]>"
+DIV_LEVELS = f"""
+div_levels(out: {VK}, pp: {VK}, S_M: tensor<float, Edge[0:E]>,
+           sign: tensor<float, Vertex[0:V], _NB_0[0:6]>,
+           E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>,
+           V2E: tensor<int, Vertex[0:V], _NB_Edge[0:6]>) {{
+  out ← reduce(λ(acc: {VK}, a: {VK}, s: tensor<float, Vertex[0:V]>) → acc + a × s, 0.0)(
+    ⟪V2E⟫(S_M × (0.5 × (⟪E2V, 0⟫(pp) + ⟪E2V, 1⟫(pp)))), sign)
+}}
+"""
+
 
 LAP_OF_LAP = """
 lap_of_lap(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
@@ -153,6 +166,11 @@ def numpy_nabla(out, pp, S_MXX, S_MYY, sign, vol, E2V, V2E):
     for comp, s_m in zip(out, (S_MXX, S_MYY)):
         flux = (s_m * pe)[idx]
         comp[...] = np.where(present, flux * sign, 0.0).sum(axis=1) / vol
+
+
+def numpy_div_levels(out, pp, S_M, sign, E2V, V2E):
+    pe = S_M[:, None] * (0.5 * (pp[E2V[:, 0]] + pp[E2V[:, 1]]))       # (E, L)
+    out[...] = np.einsum("vnk,vn->vk", pe[V2E], sign)
 
 
 def previous_pipeline(prog) -> CompiledProgram:
@@ -293,6 +311,8 @@ def main() -> None:
         ("nabla V=200k E=600k mesh-ordered", NABLA, {"V": 200_000, "E": 600_000}, numpy_nabla,
          "torus"),
         ("nabla V=200k E=600k random", NABLA, {"V": 200_000, "E": 600_000}, numpy_nabla, True),
+        ("div levels V=20k E=60k L=80 mesh-ordered", DIV_LEVELS,
+         {"V": 20_000, "E": 60_000, "L": 80}, numpy_div_levels, "torus"),
         ("lap-of-lap 256x256x80", LAP_OF_LAP, weather, numpy_lap_of_lap, False),
         ("diffusion 256x256x80", DIFFUSION, weather, numpy_diffusion, False),
     ]

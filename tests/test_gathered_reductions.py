@@ -19,7 +19,7 @@ from tensorir_dace.transforms.fuse_reductions import fuse_neighbor_reductions, s
 from tensorir_dace.transforms.gathers_on_the_fly import compute_gathered_on_the_fly, ops
 from tensorir_dace.transforms.sdfg_passes import fuse_maps_vertically, simplify
 from test_fusion_passes import NABLA, counts, edge_maps
-from test_random_programs import mesh_program
+from test_random_programs import ET, VT, mesh_program
 
 SIZES = {"V": 9, "E": 14}
 
@@ -35,9 +35,9 @@ def edge_transients(sdfg: dace.SDFG) -> list[str]:
     return [k for k, d in sdfg.arrays.items() if d.transient and str(d.shape) == "(E,)"]
 
 
-def matches_interpreter(prog, fn, seeds=(0, 1), absent=0.25):
+def matches_interpreter(prog, fn, seeds=(0, 1), absent=0.25, sizes=None):
     for seed in seeds:
-        args = random_arguments(prog, sizes=SIZES, seed=seed, absent_fraction=absent)
+        args = random_arguments(prog, sizes=sizes or SIZES, seed=seed, absent_fraction=absent)
         ref, out = clone(args), clone(args)
         tir.interpret(prog, **ref)
         fn(**out)
@@ -150,3 +150,128 @@ def test_random_mesh_programs_with_both_passes_match_the_interpreter(seed):
     assert sum(isinstance(n, NeighborReduce) for n, _ in sdfg.all_nodes_recursive()) \
         < reductions
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), seeds=(seed,))
+
+
+# Temporaries with a vertical dimension: an edge value at each level, gathered
+# by the cells at the same level (or one level up).
+CK = "tensor<float, Cell[0:C], K[0:L]>"
+K_SIZES = {"C": 7, "E": 12, "V": 9, "L": 5}
+TABLES = ("E2C: tensor<int, Edge[0:E], _NB_Cell[0:2]>, "
+          "C2E: tensor<int, Cell[0:C], _NB_Edge[0:3]>")
+DIV = f"""
+div(out: {CK}, w: {CK}, geofac: tensor<float, Cell[0:C], _NB_0[0:3]>, {TABLES}) {{
+  out ← reduce(λ(acc: {CK}, a: {CK}, g: tensor<float, Cell[0:C]>) → acc + a × g, 0.0)(
+    ⟪C2E⟫(0.5 × (⟪E2C, 0⟫(w) + ⟪E2C, 1⟫(w))), geofac)
+}}"""
+K_PROGRAMS = {
+    "levels outside": f"""
+div(out: tensor<float, K[0:L], Cell[0:C]>, w: tensor<float, K[0:L], Cell[0:C]>,
+    geofac: tensor<float, Cell[0:C], _NB_0[0:3]>, {TABLES}) {{
+  out ← reduce(λ(acc: tensor<float, K[0:L], Cell[0:C]>, a: tensor<float, K[0:L], Cell[0:C]>,
+                 g: tensor<float, Cell[0:C]>) → acc + a × g, 0.0)(
+    ⟪C2E⟫(0.5 × (⟪E2C, 0⟫(w) + ⟪E2C, 1⟫(w))), geofac)
+}}""",
+    "producer reads a level up": f"""
+dz(out: {CK}, w: tensor<float, Cell[0:C], K[0:L+1]>, s: tensor<float, Edge[0:E]>, {TABLES}) {{
+  out ← ⟪C2E, 0⟫(s × (⟪K, 1⟫(⟪E2C, 0⟫(w)) - ⟪E2C, 1⟫(w)))
+        + ⟪C2E, 2⟫(s × (⟪K, 1⟫(⟪E2C, 0⟫(w)) - ⟪E2C, 1⟫(w)));
+}}""",
+    "reader reads a level up": f"""
+rs(out: {CK}, w: tensor<float, Cell[0:C], K[0:L+1]>, s: tensor<float, Edge[0:E]>, {TABLES}) {{
+  out ← ⟪K, 1⟫(⟪C2E, 1⟫(s × ⟪E2C, 0⟫(w))) - ⟪C2E, 1⟫(s × ⟪E2C, 0⟫(w));
+}}""",
+    "declared temporary": f"""
+dc(out: {CK}, w: {CK}, s: tensor<float, Edge[0:E]>, {TABLES}) {{
+  tmp: tensor<float, Edge[0:E], K[0:L]>;
+  tmp ← s × ⟪E2C, 1⟫(w);
+  out ← ⟪C2E, 2⟫(tmp) + ⟪C2E, 0⟫(tmp);
+}}""",
+}
+
+
+def edge_level_transients(sdfg: dace.SDFG) -> list[str]:
+    return [k for k, d in sdfg.arrays.items() if d.transient and "E" in map(str, d.shape)]
+
+
+def test_a_flat_index_splits_into_coordinates_only_in_the_lowering_form():
+    desc = dace.data.Array(dace.float64, (dace.symbol("E"), dace.symbol("L")))
+    split = gathers_on_the_fly._coordinates
+    assert split("(_n14 - 0) * (L) + (_i_K)", desc) == ["(_n14 - 0)", "(_i_K)"]
+    assert split("(_i_K + 1) + (_n - 0) * (L)", desc) == ["(_n - 0)", "(_i_K + 1)"]
+    assert split("(_n - 0) * (L)", desc) == ["(_n - 0)", "0"]       # level 0 left out
+    assert split("3", desc) == ["0", "3"]
+    for index in ["(_n) * (L) + (_k) * (L)",     # one dimension twice
+                  "_n * L + _k",                 # unparenthesised: C++ could regroup
+                  "(_n) * (L) - (_k)", "(_n) * (E) + (_k)", "(_n) * (L) * 2 + (_k)",
+                  "(_n)[0] * (L)", "(_n) + (_k)"]:
+        assert split(index, desc) is None, index
+    square = dace.data.Array(dace.float64, (1, 1))          # strides (1, 1): ambiguous
+    assert split("(_n) + (_k)", square) is None
+
+
+@pytest.fixture(scope="module")
+def div():
+    return tir.parse(DIV)
+
+
+def test_edge_values_at_each_level_are_computed_where_the_cells_gather_them(div):
+    sdfg = lowered(div)
+    assert len(edge_level_transients(sdfg)) == 1
+    maps, transients = counts(sdfg)
+    compute_gathered_on_the_fly(sdfg)
+    sdfg.validate()
+    assert edge_level_transients(sdfg) == [] and counts(sdfg) == (maps - 1, transients - 1)
+    (r,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, NeighborReduce)]
+    assert "auto _fly__t = [&](long long _i_Edge, long long _i_K)" in r.code
+    assert "_fly__t((_n14 - 0), (_i_K))" in r.code and "_fly_p_w" in r.in_connectors
+    fn = CompiledProgram.from_sdfg(div, sdfg)
+    matches_interpreter(div, fn, seeds=(0, 1), sizes=K_SIZES)
+    matches_interpreter(div, fn, seeds=(2,), absent=0.0, sizes=K_SIZES)
+
+
+def test_default_pipeline_keeps_no_edge_by_level_temporary(div):
+    fn = tir.compile(div)
+    assert edge_level_transients(fn.sdfg) == [] and counts(fn.sdfg)[0] == 1
+    matches_interpreter(div, fn, seeds=(3, 4), sizes=K_SIZES)
+
+
+@pytest.mark.parametrize("name", sorted(K_PROGRAMS))
+def test_level_orders_and_level_shifts_match_the_interpreter(name):
+    prog = tir.parse(K_PROGRAMS[name])
+    sdfg = lowered(prog)
+    assert edge_level_transients(sdfg)
+    compute_gathered_on_the_fly(sdfg)
+    sdfg.validate()
+    assert edge_level_transients(sdfg) == [] and counts(sdfg)[0] == 1
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), sizes=K_SIZES)
+
+
+def test_a_temporary_written_at_some_levels_only_stays_in_memory(div):
+    sdfg = lowered(div)
+    (producer,) = [n for n, _ in sdfg.all_nodes_recursive()
+                   if isinstance(n, dace.nodes.MapEntry) and "_i_Edge" in n.map.params]
+    producer.map.range = dace.subsets.Range([(0, dace.symbol("E") - 1, 1),
+                                             (1, dace.symbol("L") - 1, 1)])
+    compute_gathered_on_the_fly(sdfg)
+    assert len(edge_level_transients(sdfg)) == 1
+
+
+def k_mesh_program(seed: int) -> str:
+    """A random mesh program of :func:`mesh_program` with a level dimension K
+    on every field."""
+    return (mesh_program(seed).replace(VT, "tensor<float, Vertex[0:V], K[0:L]>")
+            .replace(ET, "tensor<float, Edge[0:E], K[0:L]>")
+            .replace("_NB_0[0:3]", "K[0:L], _NB_0[0:3]"))
+
+
+@pytest.mark.parametrize("seed", [2, 6])
+def test_random_mesh_programs_with_levels_match_the_interpreter(seed):
+    prog = tir.parse(k_mesh_program(seed))
+    sdfg = lowered(prog)
+    arrays = len(sdfg.arrays)
+    compute_gathered_on_the_fly(sdfg)
+    fuse_neighbor_reductions(sdfg)
+    sdfg.validate()
+    assert len(sdfg.arrays) < arrays
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), seeds=(seed, seed + 1),
+                        sizes=K_SIZES)

@@ -24,14 +24,20 @@ about 24 bytes per value (write, the line read before the write, read
 back), the time of several such operations on a core.
 
 The pass changes nothing unless all of this holds: the temporary is a
-one-dimensional transient array with a single access node in the SDFG,
-written by a top-level map of one dimension whose body is one C++ tasklet
-writing it at the map's point (and nothing else); the tasklet reads single
-elements at affine points or whole arrays; nothing in the state writes
-what it reads; and every reader is a node with C++ code (a tasklet or a
-neighbour reduction) directly inside another top-level map of the same
-state that reads the whole temporary through a pointer connector used
-only as ``p[index]``.
+transient array with a single access node in the SDFG, written at every
+element by a top-level map of as many dimensions whose body is one C++
+tasklet writing it at the map's point (and nothing else); the tasklet
+reads single elements at affine points or whole arrays; nothing in the
+state writes what it reads; and every reader is a node with C++ code (a
+tasklet or a neighbour reduction) directly inside another top-level map of
+the same state that reads the whole temporary through a pointer connector
+used only as ``p[index]``.
+
+A temporary of several dimensions (an edge value at each level, gathered
+as ``t[E2C[c, j], k]``) becomes a lambda with one argument per dimension.
+The reader's flat index is split into coordinates only where it has
+exactly the form the lowering writes (see :func:`_coordinates`); any
+other gather leaves the temporary in memory.
 """
 
 from __future__ import annotations
@@ -40,10 +46,11 @@ import re
 from dataclasses import dataclass
 
 import dace
+from dace import symbolic
 from dace.sdfg import nodes
 
 from ..library.nodes import TensorIRLoopNode
-from .index_algebra import cpp, flat_cpp
+from .index_algebra import cpp, flat_cpp, normalised
 
 NAME = "compute_gathered_on_the_fly"
 
@@ -82,7 +89,7 @@ class _Producer:
     entry: nodes.MapEntry
     tasklet: nodes.Tasklet
     out_conn: str
-    param: str
+    params: list[str]       # the map parameters, in the temporary's dimension order
 
 
 def _producer(sdfg, state, temp: nodes.AccessNode) -> _Producer | None:
@@ -92,7 +99,8 @@ def _producer(sdfg, state, temp: nodes.AccessNode) -> _Producer | None:
         return None
     exit_ = ins[0].src
     entry = state.entry_node(exit_)
-    if state.entry_node(entry) is not None or len(entry.map.params) != 1 \
+    desc = sdfg.arrays[temp.data]
+    if state.entry_node(entry) is not None or len(entry.map.params) != len(desc.shape) \
             or any(not c.startswith("IN_") for c in entry.in_connectors):
         return None
     children = state.scope_children()[entry]
@@ -104,25 +112,39 @@ def _producer(sdfg, state, temp: nodes.AccessNode) -> _Producer | None:
             or len(state.out_edges(t)) != 1 or len(state.out_edges(exit_)) != 1:
         return None
     out = state.out_edges(t)[0]
-    param = entry.map.params[0]
+    params = [str(b) for b, _, _ in out.data.subset.ranges]
     if out.data.data != temp.data or out.data.wcr is not None or out.data.dynamic \
-            or [str(b) for b, _, _ in out.data.subset.ranges] != [param] \
-            or out.data.subset.num_elements() != 1:
+            or sorted(params) != sorted(entry.map.params) \
+            or out.data.subset.num_elements() != 1 or not _covers(entry, params, desc):
         return None
     for e in state.in_edges(t):
         if e.data.is_empty():
             continue
         if e.data.wcr is not None or e.data.dynamic:
             return None
-        desc = sdfg.arrays[e.data.data]
-        if not isinstance(desc, dace.data.Array):
+        in_desc = sdfg.arrays[e.data.data]
+        if not isinstance(in_desc, dace.data.Array):
             return None
         if isinstance(t.in_connectors[e.dst_conn], dace.pointer):
-            if not _whole(e.data, desc):
+            if not _whole(e.data, in_desc):
                 return None
         elif e.data.subset.num_elements() != 1:
             return None
-    return _Producer(entry, t, out.src_conn, param)
+    return _Producer(entry, t, out.src_conn, params)
+
+
+def _covers(entry: nodes.MapEntry, params: list[str], desc) -> bool:
+    """Whether the map writes every element of ``desc`` (``params`` in its
+    dimension order): then each point a reader may gather is the value of
+    the producer at that point, with its inputs read where the producer
+    reads them."""
+    ranges = dict(zip(entry.map.params, entry.map.range.ranges))
+    for param, size, offset in zip(params, desc.shape, desc.offset):
+        begin, end, step = ranges[param]
+        if normalised(step) != 1 or normalised(begin + offset) != 0 \
+                or normalised(end + 1 + offset - size) != 0:
+            return False
+    return True
 
 
 def _whole(memlet, desc) -> bool:
@@ -149,7 +171,9 @@ def _readers(sdfg, state, temp: nodes.AccessNode, producer: _Producer):
                 return None
             code = _code(node)
             conn = re.escape(inner.dst_conn)
-            if len(re.findall(rf"\b{conn}\b", code)) != len(re.findall(rf"\b{conn}\s*\[", code)):
+            if len(re.findall(rf"\b{conn}\b", code)) != len(re.findall(rf"\b{conn}\s*\[", code)) \
+                    or any(_coordinates(i, sdfg.arrays[temp.data]) is None
+                           for i in _gathers(code, inner.dst_conn)):
                 return None
             found.append((node, inner.dst_conn))
     return found or None
@@ -182,7 +206,7 @@ def _only_access(sdfg, state, data: str) -> bool:
 
 def _candidate(sdfg, state, temp: nodes.AccessNode) -> bool:
     desc = sdfg.arrays[temp.data]
-    if not desc.transient or not isinstance(desc, dace.data.Array) or len(desc.shape) != 1 \
+    if not desc.transient or not isinstance(desc, dace.data.Array) \
             or isinstance(desc.dtype, dace.pointer) or not _only_access(sdfg, state, temp.data):
         return False
     producer = _producer(sdfg, state, temp)
@@ -203,14 +227,13 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
     t = producer.tasklet
     ident = re.sub(r"\W", "_", temp.data)
     fn = f"_fly_{ident}"
-    ctype = sdfg.arrays[temp.data].dtype.ctype
-    offset = sdfg.arrays[temp.data].offset[0]
+    desc = sdfg.arrays[temp.data]
     sources = {e.data.data: state.memlet_path(e)[0] for e in state.in_edges(t)
                if not e.data.is_empty()}
     for reader, conn in readers:
         entry = state.entry_node(reader)
-        lam, pointers = _lambda(sdfg, state, producer, fn, ctype)
-        code = _replace_gathers(_code(reader), conn, fn, offset)
+        lam, pointers = _lambda(sdfg, state, producer, fn, desc.dtype.ctype)
+        code = _replace_gathers(_code(reader), conn, fn, desc)
         _set_code(reader, "\n".join(lam) + "\n" + code)
         # The reader reads the producer's inputs instead of the temporary.
         for e in [e for e in state.in_edges(reader) if e.dst_conn == conn]:
@@ -233,7 +256,8 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
 def _lambda(sdfg, state, producer: _Producer, fn: str,
             ctype: str) -> tuple[list[str], dict[str, str]]:
     """C++ lines defining ``fn``, the producer's body as a lambda of its map
-    parameter, and the pointer connectors (by array) it reads through."""
+    parameters (in the temporary's dimension order), and the pointer
+    connectors (by array) it reads through."""
     t = producer.tasklet
     pointers: dict[str, str] = {}
     body = []
@@ -249,22 +273,103 @@ def _lambda(sdfg, state, producer: _Producer, fn: str,
             coords = [b for b, _, _ in e.data.subset.ranges]
             body.append(f"const {desc.dtype.ctype} {e.dst_conn} = "
                         f"{pointer}[{flat_cpp(desc, coords)}];")
-    lines = [f"auto {fn} = [&](long long {producer.param}) -> {ctype} {{", *body,
+    args = ", ".join(f"long long {p}" for p in producer.params)
+    lines = [f"auto {fn} = [&]({args}) -> {ctype} {{", *body,
              f"{ctype} {producer.out_conn};", t.code.as_string,
              f"return {producer.out_conn};", "};"]
     return lines, pointers
 
 
-def _replace_gathers(code: str, conn: str, fn: str, offset) -> str:
-    """``code`` with each ``conn[index]`` replaced by ``fn(index - offset)``."""
-    out, pos = [], 0
+def _gathers(code: str, conn: str) -> list[str]:
+    """The index of each ``conn[index]`` in ``code``."""
+    return [code[a:b] for a, b in _gather_spans(code, conn)]
+
+
+def _gather_spans(code: str, conn: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the index inside the brackets of each ``conn[...]``."""
+    spans, pos = [], 0
     pattern = re.compile(rf"\b{re.escape(conn)}\s*\[")
-    shift = "" if cpp(offset) == "0" else f" - ({cpp(offset)})"
     while (m := pattern.search(code, pos)) is not None:
         depth, i = 1, m.end()
         while depth:
             depth += {"[": 1, "]": -1}.get(code[i], 0)
             i += 1
-        out += [code[pos:m.start()], f"{fn}(({code[m.end():i - 1]}){shift})"]
+        spans.append((m.end(), i - 1))
         pos = i
+    return spans
+
+
+def _coordinates(index: str, desc) -> list[str] | None:
+    """The coordinates (C++ integers or parenthesised, from the array's
+    start) of the element at flat ``index`` of ``desc``, or None if
+    ``index`` is not in the lowering's form.
+
+    The lowering writes a flat index as ``a * s + b * t + c``: each term an
+    integer or a parenthesised coordinate, times its dimension's stride
+    unless that is 1, zero coordinates left out.  The index splits into
+    coordinates only in exactly that form, each term matched to the one
+    dimension whose stride it names; the sum of the terms is then the index
+    (atoms are parenthesised, so C++ precedence cannot regroup them).  A
+    coordinate the lowering writes is in its dimension's range, so the
+    split names the element the index reads."""
+    if len(desc.shape) == 1:
+        return [f"({index})"]
+    strides = [normalised(st) for st in desc.strides]
+    if len(set(strides)) != len(strides):
+        return None
+    coords = ["0"] * len(strides)
+    seen = set()
+    for term in _split_top(index, "+"):
+        factors = _split_top(term, "*")
+        if not 1 <= len(factors) <= 2 or not all(_atom(f) for f in factors):
+            return None
+        try:
+            stride = normalised(symbolic.pystr_to_symbolic(factors[1])) if len(factors) == 2 else 1
+        except Exception:       # noqa: BLE001  (text SymPy cannot read: not the lowering's form)
+            return None
+        if stride not in strides or stride in seen:
+            return None
+        seen.add(stride)
+        coords[strides.index(stride)] = factors[0]
+    return coords
+
+
+def _split_top(text: str, op: str) -> list[str]:
+    """``text`` split at ``op`` outside parentheses and brackets, stripped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == op and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [*parts, text[start:].strip()]
+
+
+def _atom(text: str) -> bool:
+    """Whether ``text`` is an integer literal or one parenthesised group."""
+    if re.fullmatch(r"-?\d+", text):
+        return True
+    if not (text.startswith("(") and text.endswith(")")):
+        return False
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and i < len(text) - 1:
+            return False
+    return True
+
+
+def _replace_gathers(code: str, conn: str, fn: str, desc) -> str:
+    """``code`` with each ``conn[index]`` replaced by ``fn(coordinates)``, the
+    coordinates of the element relative to the producer's map (minus the
+    array's offsets)."""
+    out, pos = [], 0
+    for start, end in _gather_spans(code, conn):
+        coords = _coordinates(code[start:end], desc)
+        assert coords is not None
+        args = ", ".join(c if cpp(o) == "0" else f"{c} - ({cpp(o)})"
+                         for c, o in zip(coords, desc.offset))
+        head = code.rindex(conn, pos, start)
+        out += [code[pos:head], f"{fn}({args})"]
+        pos = end + 1
     return "".join(out) + code[pos:]
