@@ -22,6 +22,7 @@ from .errors import (
     FrontendError,
     LoweringError,
     ParseError,
+    ShapeMismatchError,
     SourceLoc,
     TensorIRError,
     TypeCheckError,
@@ -133,4 +134,4 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = ["ir", "check", "TensorIRError", "ParseError", "TypeCheckError", "ArgumentError",
-           "FrontendError", "LoweringError", "SourceLoc", *_LAZY]
+           "FrontendError", "LoweringError", "ShapeMismatchError", "SourceLoc", *_LAZY]

@@ -47,6 +47,12 @@ class ArgumentError(TensorIRError):
     """Arguments passed to a program do not match its parameters."""
 
 
+class ShapeMismatchError(ArgumentError, TypeCheckError):
+    """A call's arrays differ in length along a dimension in a way the
+    program's statements cannot cover: an argument error (the caller's
+    shapes) located at the statement that needs them (a type error)."""
+
+
 class FrontendError(TensorIRError):
     """A decorated Python function uses a construct that has no Tensor IR meaning."""
 

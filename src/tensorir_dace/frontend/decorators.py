@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import ir
-from ..errors import ArgumentError, FrontendError, SourceLoc, TensorIRError, TypeCheckError
+from ..errors import (
+    ArgumentError,
+    FrontendError,
+    ShapeMismatchError,
+    SourceLoc,
+    TensorIRError,
+    TypeCheckError,
+)
 from ..interop import SDFGConvertible
 from ..ir import Param, Program
 from ..lazy import lazy_module
@@ -313,7 +320,7 @@ class _Specialized:
         except TypeCheckError as e:
             if not a.longer:
                 raise
-            raise TypeCheckError(e.message + a.lengths_note(), e.loc) from None
+            raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
 
     def _default_spec(self, verb: str) -> Specialization:
         """The specialisation of the annotations as written (no call-time intervals)."""
@@ -677,7 +684,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             except TypeCheckError as e:
                 if a is None or not a.longer:
                     raise
-                raise TypeCheckError(e.message + a.lengths_note(), e.loc) from None
+                raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
             hit = self._into[(spec.key, names)] = (
                 Specialization(self.fn.__name__, spec.key, prog), bounds)
         derived, bounds = hit
