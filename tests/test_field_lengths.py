@@ -236,3 +236,31 @@ def test_random_half_level_programs(tmp_path):
         for a, b in zip(runs["compiled"], runs["interpreter"]):   # (FMA: rounding)
             np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-15)
     assert module.fuzz.cache_info().specializations == 1
+
+
+@field_operator
+def _half_level_from_full(wgtfac_c: Field[[Cell, K], float],
+                          z: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return wgtfac_c * z + (1.0 - wgtfac_c) * z(Koff[-1])
+
+
+@program
+def half_level_from_full(wgtfac_c: Field[[Cell, K], float], z: Field[[Cell, K], float],
+                         w_c: Field[[Cell, K], float], horizontal_start: int,
+                         horizontal_end: int, vertical_start: int, vertical_end: int):
+    _half_level_from_full(wgtfac_c, z, out=w_c,
+                          domain={Cell: (horizontal_start, horizontal_end),
+                                  K: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_half_level_output_written_from_full_level_inputs(backend):
+    """icon4py's pattern: an output over nlev + 1 levels written on K[1:nlev]
+    from nlev-level inputs read one level down; untouched elsewhere."""
+    wg, z = RNG.random((NC, NLEV + 1)), RNG.random((NC, NLEV))
+    w_c = np.full((NC, NLEV + 1), -7.0)
+    half_level_from_full(wg, z, w_c, 1, NC, 1, NLEV, backend=backend,
+                         offset_provider={"Koff": K})
+    expected = np.full((NC, NLEV + 1), -7.0)
+    expected[1:, 1:NLEV] = wg[1:, 1:NLEV] * z[1:, 1:] + (1 - wg[1:, 1:NLEV]) * z[1:, :-1]
+    np.testing.assert_allclose(w_c, expected, rtol=1e-14)
