@@ -207,7 +207,7 @@ class Specializer:
         every field's domain starts at 0); ``N_D`` is the shortest length.
         ``extra``: the dimensions and shape of ``out=`` of a direct call, which
         takes part in the shortest length.  Empty where the lengths agree."""
-        plain = self._plain if self._plain is not None else self.plain_axes()
+        plain = self.plain_axes()
         if not plain:
             return {}
         lengths: dict[str, list[tuple[str | None, int]]] = {}

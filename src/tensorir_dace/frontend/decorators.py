@@ -315,12 +315,8 @@ class _Specialized:
     def _make_noted(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
         """:meth:`_make`; an error of a call whose arrays differ in length says
         which are longer (their intervals follow from that)."""
-        try:
+        with _lengths_noted(a):
             return self._make(key, a)
-        except TypeCheckError as e:
-            if not a.longer:
-                raise
-            raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
 
     def _default_spec(self, verb: str) -> Specialization:
         """The specialisation of the annotations as written (no call-time intervals)."""
@@ -360,6 +356,19 @@ class _Specialized:
         except ArgumentError as e:
             raise self._argument_error(e) from None
         spec.calls += 1
+
+
+@contextlib.contextmanager
+def _lengths_noted(a: Analysis | None) -> Iterator[None]:
+    """A type error of a call whose arrays differ in length (see
+    :meth:`.Specializer.length_offsets`) as a :class:`ShapeMismatchError` that
+    says which arrays are longer: their intervals follow from the lengths."""
+    try:
+        yield
+    except TypeCheckError as e:
+        if a is None or not a.longer:
+            raise
+        raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
 
 
 #: Descriptions recorded for lookups by the source per decorated object and
@@ -679,12 +688,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         if hit is None:
             from .runtime_bounds import into_program
             prog, bounds = into_program(*self._in_domain(spec, a, names))
-            try:
+            with _lengths_noted(a):
                 _checked(prog)
-            except TypeCheckError as e:
-                if a is None or not a.longer:
-                    raise
-                raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
             hit = self._into[(spec.key, names)] = (
                 Specialization(self.fn.__name__, spec.key, prog), bounds)
         derived, bounds = hit

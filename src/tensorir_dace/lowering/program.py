@@ -330,7 +330,9 @@ class ProgramLowering:
                 # is -x; the CPU would trap on them
                 x, y = self.condition(num, scope), self.condition(den, scope)
                 exact = f"({x} / {y})" if op == "divides" else f"({x} % {y})"
-                lowest = f"({-(2 ** (8 * _int_size(e) - 1)) + 1} - 1)"   # MIN / -1 is MIN
+                # MIN / -1 is MIN; spelled MIN + 1 - 1, as C++ has no literal for MIN
+                bits = 32 if _scalar_dtype(e).name == "int32" else 64
+                lowest = f"({1 - 2 ** (bits - 1)} - 1)"
                 minus_one = f"({x} if {x} == {lowest} else -{x})" if op == "divides" else "0"
                 return f"(0 if {y} == 0 else ({minus_one} if {y} == -1 else {exact}))"
             case ir.Call(func=ir.Sym(name="mod"), args=(num, den)):
@@ -601,22 +603,20 @@ def lower(program: ir.Program, *, fused: bool = False) -> LoweredProgram:
     return ProgramLowering(program, fused=fused).lower()
 
 
+def _scalar_dtype(e: ir.Expr) -> ir.ScalarType:
+    """The element type of a typed scalar expression."""
+    t = e.type
+    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
+    return t.dtype
+
+
 def _scalar_kind(e: ir.Expr) -> str:
     """The conversion that gives ``e``'s scalar type in interstate code (DaCe's
     type names: ``int64(x)`` is C++'s ``long long``)."""
-    t = e.type
-    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
-    return "bool" if t.dtype.is_bool else t.dtype.name
-
-
-def _int_size(e: ir.Expr) -> int:
-    """The byte size of an integer-typed scalar expression."""
-    t = e.type
-    assert isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType)
-    return 4 if t.dtype.name == "int32" else 8
+    dtype = _scalar_dtype(e)
+    return "bool" if dtype.is_bool else dtype.name
 
 
 def _is_int(e: ir.Expr) -> bool:
     t = e.type
     return isinstance(t, ir.TensorType) and isinstance(t.dtype, ir.ScalarType) and t.dtype.is_int
-

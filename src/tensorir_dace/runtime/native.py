@@ -372,12 +372,14 @@ class NativeCallable:
             same = False
         if not same or entry is None:
             # new objects over known buffers, ready for the library's state
+            bkey: tuple | None
             try:
-                entry = self._buffers.get(self._key(kwargs))
-            except Exception:  # noqa: BLE001  # a name missing, a value not hashable, …
-                entry = None
+                bkey = self._key(kwargs)
+                entry = self._buffers.get(bkey)
+            except Exception:  # noqa: BLE001  # a name missing, a value not hashable, …: no key
+                bkey = entry = None
             if entry is None or entry.handle is not self.library.handle:
-                entry = self._entry_for(kwargs)
+                entry = self._entry_for(kwargs, bkey, entry)
                 if entry is None:
                     return          # it ran on the full path
         if entry.sequential:
@@ -390,18 +392,14 @@ class NativeCallable:
         else:
             self._program(*entry.full)
 
-    def _entry_for(self, kwargs: dict[str, Any]) -> _Entry | None:
+    def _entry_for(self, kwargs: dict[str, Any], bkey: tuple | None,
+                   entry: _Entry | None) -> _Entry | None:
         """The ready entry for a call that is not one of the last two again
-        (``None``: the call ran on the full path): by the call's buffers (see
-        :func:`_keyer`), else by its argument objects, else prepared now.  An
-        entry is ready when the library's state handle is the one its vector
-        holds: every initialisation makes a new handle object."""
-        bkey: tuple | None
-        try:
-            bkey = self._key(kwargs)
-            entry = self._buffers.get(bkey)
-        except Exception:  # noqa: BLE001  # a name missing, a value not hashable, …: no key
-            bkey = entry = None
+        (``None``: the call ran on the full path): ``entry``, found by the
+        call's buffer key ``bkey`` (see :func:`_keyer`; ``None``: no key), else
+        by its argument objects, else prepared now.  An entry is ready when the
+        library's state handle is the one its vector holds: every
+        initialisation makes a new handle object."""
         if entry is None:
             entry = self._find(kwargs, bkey)
             if entry is None:
