@@ -1,5 +1,5 @@
 """Cheap calls: the last call's arguments found again by identity, small
-constant-size programs compiled one-threaded, and every check still in force.
+constant-size programs compiled as sequential loops, and every check still in force.
 
 A call with the very argument objects of the previous call is recognised by
 their identities (dictionary lookups by name, any keyword order) and runs at
@@ -11,6 +11,7 @@ array whose id comes back -- takes the checked path.
 from __future__ import annotations
 
 import gc
+import pathlib
 
 import dace
 import numpy as np
@@ -52,13 +53,32 @@ def small(tmp_path_factory):
 # --------------------------------------------------------------------------- small maps
 
 
-def test_constant_small_maps_are_compiled_one_threaded():
+def _top_maps(sdfg):
+    return [n for s in sdfg.states() for n in s.nodes()
+            if isinstance(n, dace.nodes.MapEntry) and s.entry_node(n) is None]
+
+
+def test_constant_small_maps_are_compiled_as_sequential_loops():
     sdfg = lower_program(tir.parse(SMALL), optimize="none").sdfg
+    count = len(parallel_maps(sdfg))
     small_maps_one_thread(sdfg)
-    maps = parallel_maps(sdfg)
-    assert len(maps) >= 2
-    assert all(m.map.omp_num_threads == 1 for m in maps)
-    assert all(m.map.schedule == dace.ScheduleType.CPU_Multicore for m in maps)
+    assert count >= 2 and not parallel_maps(sdfg)
+    assert len(_top_maps(sdfg)) == count
+    assert all(m.map.schedule == dace.ScheduleType.Sequential for m in _top_maps(sdfg))
+
+
+def test_scratch_of_a_sequential_map_stays_on_the_stack():
+    """Per-point scratch of a fused map gets the stack storage an OpenMP map
+    gives it, not heap arrays allocated and freed at every point."""
+    nabla = (pathlib.Path(__file__).parent.parent / "sdfg_examples" / "nabla.tir").read_text()
+    sdfg = lower_program(tir.parse(nabla), optimize="default").sdfg
+    assert not parallel_maps(sdfg)
+    inner = [s.scope_dict() for s in sdfg.states()]
+    scratch = {n.data for s, scopes in zip(sdfg.states(), inner) for n in s.data_nodes()
+               if scopes[n] is not None and sdfg.arrays[n.data].transient}
+    assert scratch and all(sdfg.arrays[d].storage == dace.StorageType.Register for d in scratch)
+    code = sdfg.generate_code()[0].clean_code
+    assert "omp" not in code and "aligned_new_array" not in code
 
 
 def test_symbolic_or_large_maps_are_left_to_the_runtime(monkeypatch):
@@ -72,12 +92,11 @@ def test_symbolic_or_large_maps_are_left_to_the_runtime(monkeypatch):
 
 
 def test_one_threaded_program_agrees_with_the_interpreter(small):
-    """The compiled code says num_threads(1); the runtime switches nothing."""
+    """The compiled code has no OpenMP region; the runtime switches nothing."""
     call = small._callable
     assert call.plan["volume"] is None
     source = (call.library.path.parent.parent / "src" / "cpu" / f"{call.plan['name']}.cpp")
-    pragmas = [line.strip() for line in source.read_text().splitlines() if "omp parallel" in line]
-    assert pragmas and all("num_threads(1)" in p for p in pragmas)
+    assert "#pragma omp" not in source.read_text()
     parsed = tir.parse(SMALL)
     for seed in range(3):
         args = random_arguments(parsed, seed=seed)
