@@ -21,7 +21,7 @@ import tensorir_dace as tir
 from conftest import assert_same_results
 from tensorir_dace import openmp
 from tensorir_dace.lowering import lower_program
-from tensorir_dace.runtime.native import NativeCallable
+from tensorir_dace.runtime.native import NativeCallable, _hot_call
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.openmp_maps import parallel_maps, small_maps_one_thread
 from test_startup import LAP, numpy_lap
@@ -125,6 +125,30 @@ def test_the_same_objects_run_again_in_any_keyword_order(lap):
     np.testing.assert_allclose(out, numpy_lap(inp, 3.0), rtol=1e-13)
     lap(out=out, inp=inp, w=3)                     # another scalar type
     np.testing.assert_allclose(out, numpy_lap(inp, 3.0), rtol=1e-13)
+
+
+def test_the_same_objects_take_the_hot_path_and_changes_do_not(lap):
+    """A call with the last call's objects runs from the hot function alone;
+    anything its checks do not accept goes on to the full call method."""
+    call = lap._callable
+    call.clear_cache()              # (else found by its buffers if a freed one's come back)
+    inp, out = np.random.rand(9, 8), np.zeros((7, 6))
+    lap(out=out, inp=inp, w=2.0)
+    passed_on = []
+    hot = _hot_call(call._same_text, call._hot, call._program,
+                    lambda kwargs: (passed_on.append(sorted(kwargs)), call.call(kwargs)))
+    inp += 1.0
+    hot({"inp": inp, "w": 2.0, "out": out})
+    assert passed_on == []
+    np.testing.assert_allclose(out, numpy_lap(inp, 2.0), rtol=1e-13)
+    hot({"inp": inp, "w": 3.0, "out": out})                 # another value
+    hot({"inp": inp[:], "w": 3.0, "out": out})              # another object
+    with pytest.raises(tir.ArgumentError, match="missing argument"):
+        hot({"inp": inp, "w": 3.0})                         # a name missing
+    out.flags.writeable = False
+    with pytest.raises(tir.ArgumentError, match="read-only"):
+        hot({"inp": inp, "w": 3.0, "out": out})
+    assert len(passed_on) == 4
 
 
 def test_changes_in_place_are_seen(lap):
