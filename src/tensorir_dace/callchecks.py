@@ -11,8 +11,14 @@ before anything is written (DESIGN.md §2, "Overlapping arguments" and
   that is read and shares memory with a written one is copied on entry, so
   the call computes what it would with separate arrays (GPU arrays are never
   copied: for them such an overlap is an error).  Overlaps are found
-  from address ranges (data pointer and extent of each C-contiguous array,
-  sorted once), not with ``np.may_share_memory`` per pair.
+  from address ranges (the extent of each array, sorted once), not with
+  ``np.may_share_memory`` per pair; where a strided array's range overlaps
+  another's, ``np.shares_memory`` decides (interleaved views share nothing).
+* **Layouts.** A written array must hold an element per index: a zero
+  stride (a broadcast view made writeable) is refused.  For compiled calls,
+  :meth:`CallChecks.check_staged` also replaces every NumPy array that is
+  not C-contiguous and aligned by a C-contiguous copy (see
+  :mod:`tensorir_dace.staging`).
 * **Neighbour tables.** An entry of a table parameter must name an element
   of the operand that a shift through the table reads (every use is
   checked, with the call's sizes), or be negative ("no neighbour").  A
@@ -221,12 +227,29 @@ class CallChecks:
         spans: list[tuple[int, int, str, tuple[int, ...], bool]] = []
         pointers: dict[str, int] = {}
         strided: list[tuple[str, tuple[int, ...], bool]] = []
+        pointer = data_pointer
         for name, w, is_tuple in self._plan:
             a = values[name]
-            for path, leaf in (_leaves(a) if is_tuple else (((), a),)):
-                lo = self._span(name, path, leaf, w, spans, strided)
-                if not is_tuple and lo is not None:
-                    pointers[name] = lo
+            if is_tuple:
+                for path, leaf in _leaves(a):
+                    self._span(name, path, leaf, w, spans, strided)
+                continue
+            if type(a) is np.ndarray:
+                flags = a.flags
+                if not (flags.c_contiguous and flags.aligned):
+                    lo = self._span(name, (), a, w, spans, strided)
+                    if lo is not None:
+                        pointers[name] = lo
+                    continue
+                if w and not flags.writeable:
+                    self._read_only(name, ())
+            elif w and not _writeable(a):
+                self._read_only(name, ())
+            n = a.nbytes
+            if n:
+                lo = pointer(a)
+                spans.append((lo, lo + n, name, (), w))
+                pointers[name] = lo
         out = values
         copies: list[tuple[Any, Any]] = []
         if self.written and len(spans) > 1 and _any_overlap(spans):
