@@ -177,15 +177,15 @@ def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: 
         raise ArgumentError(
             f"{where}: {what} expects {dtype.name} elements, got {arr.dtype} ({hint})")
     if isinstance(arr, DeviceArray):    # passed by pointer, never staged
-        flags = arr.flags
-        if not flags.c_contiguous:
-            hint = ("a Fortran-ordered array" if flags.f_contiguous and arr.ndim > 1
+        dev = arr.flags
+        if not dev.c_contiguous:
+            hint = ("a Fortran-ordered array" if dev.f_contiguous and arr.ndim > 1
                     else "a strided view")
             raise ArgumentError(
                 f"{where}: {what} must be a C-contiguous array, got {hint} with strides "
                 f"{tuple(arr.strides)} (use cupy.ascontiguousarray(x), and copy "
                 "results back if it is an output)")
-        if not flags.aligned:
+        if not dev.aligned:
             raise ArgumentError(f"{where}: {what} is not aligned to its element size "
                                 "(copy it with cupy.array(x))")
     return arr

@@ -274,15 +274,18 @@ class CallChecks:
                 if not staging.needs_staging(leaf):
                     continue        # a read array already copied for an overlap
                 dup = staging.staged_copy(leaf)
-                (writebacks if w else copies).append((leaf, dup) if w else (dup, leaf))
+                if w:
+                    writebacks.append((leaf, dup))
+                else:
+                    copies.append((dup, leaf))
                 out[name] = _replace_leaf(out[name], path, dup)
         return out, copies, writebacks
 
     def _span(self, name: str, path: tuple[int, ...], a: Any, w: bool, spans: list,
               strided: list) -> int | None:
-        """Check a written leaf's layout; add the leaf's address range to ``spans``
-        (and to ``strided`` when it needs staging); its data pointer (``None``:
-        empty)."""
+        """Check that a written leaf is writeable and holds an element per index;
+        add the leaf's address range to ``spans`` (and the leaf to ``strided``
+        when it needs staging); its data pointer (``None``: empty)."""
         if w and not _writeable(a):
             self._read_only(name, path)
         plain = type(a) is not np.ndarray or not staging.needs_staging(a)

@@ -73,7 +73,7 @@ def shares_memory(a: Any, b: Any) -> bool:
     if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
         return True
     try:
-        return bool(np.shares_memory(a, b, max_work=1 << 16))
+        return bool(np.shares_memory(a, b, max_work=1 << 16))  # type: ignore[arg-type]
     except np.exceptions.TooHardError:
         return True
 
