@@ -84,7 +84,8 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     def hull():
         lo, hi = known[0].start, known[0].stop
         for d in known[1:]:
-            lo, hi = iv.smin(lo, d.start), iv.smax(hi, d.stop)
+            # a branch may itself come from a runtime concat_where
+            lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
         if target is not None:
             lo, hi = iv.runtime_max(lo, target[0]), iv.runtime_min(hi, target[1])
         # The branch chosen at an open end of the condition bounds the result there

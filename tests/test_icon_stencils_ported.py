@@ -1,0 +1,473 @@
+"""ICON's dycore and diffusion stencils (icon4py's field operators), ported to the
+Python front end in GT4Py's spelling.
+
+They add to ``test_icon_stencils*.py``: a forward tridiagonal sweep whose
+scan carries a ``(vpfloat, wpfloat, bool)`` state and takes keyword arguments;
+field operators calling field operators; ``concat_where`` on tuples and on
+horizontal and vertical conditions with run-time bounds (``interior_idx <=
+Cell``, ``K < nrdmax``); an ``if``-expression on a scalar choosing between
+tuples; ``as_offset(Koff, …)`` through ``E2C`` with an ``int32`` sparse field;
+``E2C2V`` with the strided ``E2ECV``; ``int32`` level-index fields and ``bool``
+masks; ``exp``/``log``/``sqrt``/``abs``; ``astype`` of tuples with a scalar in
+them; in-place tuple outputs; half-level (``nlev + 1``) fields read and
+written.  Each group is one program, interpreted and compiled once, compared
+with hand-written NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorir_dace.frontend import (
+    Dims,
+    Field,
+    FieldOffset,
+    abs,
+    as_offset,
+    astype,
+    broadcast,
+    concat_where,
+    dims,
+    exp,
+    field_operator,
+    float32,
+    float64,
+    int32,
+    log,
+    maximum,
+    minimum,
+    neighbor_dim,
+    neighbor_sum,
+    program,
+    scan_operator,
+    sqrt,
+    where,
+)
+
+Cell, Edge, Vertex, K, ECV = dims("Cell Edge Vertex K ECV")
+C2EDim, E2CDim = neighbor_dim(Edge, 3), neighbor_dim(Cell, 2)
+C2E2CODim, E2VDim, E2C2VDim = neighbor_dim(Cell, 4), neighbor_dim(Vertex, 2), \
+    neighbor_dim(Vertex, 4)
+C2E = FieldOffset("C2E", source=Edge, target=(Cell, C2EDim))
+C2E2CO = FieldOffset("C2E2CO", source=Cell, target=(Cell, C2E2CODim))
+E2C = FieldOffset("E2C", source=Cell, target=(Edge, E2CDim))
+E2V = FieldOffset("E2V", source=Vertex, target=(Edge, E2VDim))
+E2C2V = FieldOffset("E2C2V", source=Vertex, target=(Edge, E2C2VDim))
+E2ECV = FieldOffset("E2ECV", source=ECV, target=(Edge, E2C2VDim))    # strided: e * 4 + k
+Koff = FieldOffset("Koff", source=K, target=(K,))
+wpfloat, vpfloat = float64, float32
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 9, 13, 7, 6
+RNG = np.random.default_rng(2028)
+
+
+def table(rows, cols, targets, absent=0.0):
+    t = RNG.integers(0, targets, (rows, cols))
+    t[RNG.random((rows, cols)) < absent] = -1
+    return t
+
+
+TABLES = {"C2E": table(NC, 3, NE), "C2E2CO": table(NC, 4, NC, absent=0.15),
+          "E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV), "E2C2V": table(NE, 4, NV)}
+
+
+def wp(*shape):
+    return RNG.random(shape)
+
+
+def vp(*shape):
+    return RNG.random(shape).astype(np.float32)
+
+
+def nbsum(weights, field, tab):
+    """sum over j of weights[:, j] * field[tab[:, j]], absent (-1) neighbours skipped."""
+    g = field[np.where(tab >= 0, tab, 0)]
+    w = weights.reshape(weights.shape + (1,) * (g.ndim - weights.ndim))
+    return np.where((tab >= 0).reshape(tab.shape + (1,) * (g.ndim - 2)), w * g, 0.0).sum(1)
+
+
+def inside(new, old, hs, he, vs, ve):
+    """``new`` on rows ``hs:he`` and levels ``vs:ve``, ``old`` elsewhere."""
+    out = old.copy()
+    out[hs:he, vs:ve] = new[hs:he, vs:ve]
+    return out
+
+
+def check(got, expected, rtol=3e-6):
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=1e-6, err_msg=name)
+
+
+# ---------------------------------------------------------------- columns: scans and levels
+
+
+@scan_operator(axis=K, forward=True, init=(vpfloat("0.0"), wpfloat("0.0"), True))
+def _w(state: tuple[vpfloat, wpfloat, bool], w_prev: wpfloat, z_q_prev: vpfloat, z_a: vpfloat,
+       z_b: vpfloat, z_c: vpfloat, w_prep: wpfloat):
+    first = state[2]
+    z_q_m1 = z_q_prev if first else state[0]      # the old values at the domain's top
+    w_m1 = w_prev if first else state[1]
+    z_g = vpfloat("1.0") / (z_b + z_a * z_q_m1)
+    z_q_new = (vpfloat("0.0") - z_c) * z_g
+    w_new = (w_prep - astype(z_a, wpfloat) * w_m1) * astype(z_g, wpfloat)
+    return z_q_new, w_new, False
+
+
+@field_operator
+def _solve_tridiagonal_matrix_for_w_forward_sweep(
+        vwind_impl_wgt: Field[[Cell], wpfloat], theta_v_ic: Field[[Cell, K], wpfloat],
+        ddqz_z_half: Field[[Cell, K], vpfloat], z_alpha: Field[[Cell, K], vpfloat],
+        z_beta: Field[[Cell, K], vpfloat], z_w_expl: Field[[Cell, K], wpfloat],
+        z_exner_expl: Field[[Cell, K], wpfloat], z_q: Field[[Cell, K], vpfloat],
+        w: Field[[Cell, K], wpfloat], dtime: wpfloat, cpd: wpfloat
+) -> tuple[Field[[Cell, K], vpfloat], Field[[Cell, K], wpfloat]]:
+    ddqz_z_half_wp = astype(ddqz_z_half, wpfloat)
+    z_gamma_vp = astype(dtime * cpd * vwind_impl_wgt * theta_v_ic / ddqz_z_half_wp, vpfloat)
+    z_a = (vpfloat("0.0") - z_gamma_vp) * z_beta(Koff[-1]) * z_alpha(Koff[-1])
+    z_c = (vpfloat("0.0") - z_gamma_vp) * z_beta * z_alpha(Koff[1])
+    z_b = vpfloat("1.0") + z_gamma_vp * z_alpha * (z_beta(Koff[-1]) + z_beta)
+    z_gamma_wp = astype(z_gamma_vp, wpfloat)
+    w_prep = z_w_expl - z_gamma_wp * (z_exner_expl(Koff[-1]) - z_exner_expl)
+    z_q_res, w_res, _ = _w(w_prev=w(Koff[-1]), z_q_prev=z_q(Koff[-1]), z_a=z_a, z_b=z_b,
+                           z_c=z_c, w_prep=w_prep)
+    return z_q_res, w_res
+
+
+@field_operator
+def _compute_approx_of_2nd_vertical_derivative_of_exner(
+        z_theta_v_pr_ic: Field[[Cell, K], vpfloat], d2dexdz2_fac1_mc: Field[[Cell, K], vpfloat],
+        d2dexdz2_fac2_mc: Field[[Cell, K], vpfloat], z_rth_pr_2: Field[[Cell, K], vpfloat]
+) -> Field[[Cell, K], vpfloat]:
+    return -vpfloat("0.5") * ((z_theta_v_pr_ic - z_theta_v_pr_ic(Koff[1])) * d2dexdz2_fac1_mc
+                              + z_rth_pr_2 * d2dexdz2_fac2_mc)
+
+
+@field_operator
+def _apply_rayleigh_damping_mechanism(z_raylfac: Field[[K], wpfloat],
+                                      w: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    z_raylfac = broadcast(z_raylfac, (Cell, K))
+    return z_raylfac * w
+
+
+@field_operator
+def _compute_theta_and_exner(mask_prog_halo_c: Field[[Cell], bool], rho: Field[[Cell, K], wpfloat],
+                             theta_v: Field[[Cell, K], wpfloat], exner: Field[[Cell, K], wpfloat],
+                             rd_o_cvd: wpfloat, rd_o_p0ref: wpfloat):
+    theta_v_wp = where(~mask_prog_halo_c, exner, theta_v)
+    exner_wp = where(~mask_prog_halo_c, exp(rd_o_cvd * log(rd_o_p0ref * rho * exner)), exner)
+    return theta_v_wp, exner_wp
+
+
+@field_operator
+def _interpolate_to_surface(wgtfacq_c: Field[[Cell, K], vpfloat],
+                            interpolant: Field[[Cell, K], vpfloat]) -> Field[[Cell, K], vpfloat]:
+    return (wgtfacq_c(Koff[-1]) * interpolant(Koff[-1])
+            + wgtfacq_c(Koff[-2]) * interpolant(Koff[-2])
+            + wgtfacq_c(Koff[-3]) * interpolant(Koff[-3]))
+
+
+@program
+def column_stencils(
+        vwind_impl_wgt: Field[[Cell], wpfloat], theta_v_ic: Field[[Cell, K], wpfloat],
+        ddqz_z_half: Field[[Cell, K], vpfloat], z_alpha: Field[[Cell, K], vpfloat],
+        z_beta: Field[[Cell, K], vpfloat], z_w_expl: Field[[Cell, K], wpfloat],
+        z_exner_expl: Field[[Cell, K], wpfloat], z_q: Field[[Cell, K], vpfloat],
+        w: Field[[Cell, K], wpfloat], z_theta_v_pr_ic: Field[[Cell, K], vpfloat],
+        d2dexdz2_fac1_mc: Field[[Cell, K], vpfloat], d2dexdz2_fac2_mc: Field[[Cell, K], vpfloat],
+        z_rth_pr_2: Field[[Cell, K], vpfloat], z_dexner_dz_c_2: Field[[Cell, K], vpfloat],
+        z_raylfac: Field[[K], wpfloat], w_damped: Field[[Cell, K], wpfloat],
+        mask_prog_halo_c: Field[[Cell], bool], rho: Field[[Cell, K], wpfloat],
+        theta_v: Field[[Cell, K], wpfloat], exner: Field[[Cell, K], wpfloat],
+        wgtfacq_c: Field[[Cell, K], vpfloat], interpolant: Field[[Cell, K], vpfloat],
+        surface: Field[[Cell, K], vpfloat], dtime: wpfloat, cpd: wpfloat, rd_o_cvd: wpfloat,
+        rd_o_p0ref: wpfloat, nrdmax: int32, nlev: int32, horizontal_start: int32,
+        horizontal_end: int32, vertical_start: int32, vertical_end: int32):
+    _solve_tridiagonal_matrix_for_w_forward_sweep(
+        vwind_impl_wgt, theta_v_ic, ddqz_z_half, z_alpha, z_beta, z_w_expl, z_exner_expl, z_q,
+        w, dtime, cpd, out=(z_q, w),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start + 1, vertical_end)})
+    _compute_approx_of_2nd_vertical_derivative_of_exner(
+        z_theta_v_pr_ic, d2dexdz2_fac1_mc, d2dexdz2_fac2_mc, z_rth_pr_2, out=z_dexner_dz_c_2,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _apply_rayleigh_damping_mechanism(
+        z_raylfac=z_raylfac, w=w_damped, out=w_damped,
+        domain={Cell: (horizontal_start, horizontal_end), K: (1, nrdmax + 1)})
+    _compute_theta_and_exner(
+        mask_prog_halo_c, rho, theta_v, exner, rd_o_cvd, rd_o_p0ref, out=(theta_v, exner),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _interpolate_to_surface(wgtfacq_c, interpolant, out=surface,
+                            domain={Cell: (horizontal_start, horizontal_end), K: (nlev, nlev + 1)})
+
+
+def forward_sweep_numpy(a, vs, ve):
+    """The tridiagonal forward sweep of _solve_tridiagonal_matrix_for_w_forward_sweep on
+    levels vs:ve (all cells), in the same precisions."""
+    f32 = np.float32
+    z_gamma = (a["dtime"] * a["cpd"] * a["vwind_impl_wgt"][:, None] * a["theta_v_ic"]
+               / a["ddqz_z_half"].astype(np.float64)).astype(f32)
+    alpha, beta = a["z_alpha"], a["z_beta"]
+    z_q, w = a["z_q"].copy(), a["w"].copy()
+    for k in range(vs, ve):
+        g = z_gamma[:, k]
+        z_a = (f32(0) - g) * beta[:, k - 1] * alpha[:, k - 1]
+        z_c = (f32(0) - g) * beta[:, k] * alpha[:, k + 1]
+        z_b = f32(1) + g * alpha[:, k] * (beta[:, k - 1] + beta[:, k])
+        w_prep = a["z_w_expl"][:, k] - g.astype(np.float64) * (
+            a["z_exner_expl"][:, k - 1] - a["z_exner_expl"][:, k])
+        z_g = f32(1) / (z_b + z_a * z_q[:, k - 1])
+        z_q[:, k] = (f32(0) - z_c) * z_g
+        w[:, k] = (w_prep - z_a.astype(np.float64) * w[:, k - 1]) * z_g.astype(np.float64)
+    return z_q, w
+
+
+def column_inputs(nlev):
+    half = nlev + 1
+    return dict(
+        vwind_impl_wgt=wp(NC) + 0.5, theta_v_ic=wp(NC, half) + 1.0,
+        ddqz_z_half=vp(NC, half) + 1.0, z_alpha=vp(NC, half), z_beta=vp(NC, nlev),
+        z_w_expl=wp(NC, half), z_exner_expl=wp(NC, nlev), z_q=vp(NC, half), w=wp(NC, half),
+        z_theta_v_pr_ic=vp(NC, half), d2dexdz2_fac1_mc=vp(NC, nlev),
+        d2dexdz2_fac2_mc=vp(NC, nlev), z_rth_pr_2=vp(NC, nlev),
+        z_dexner_dz_c_2=np.full((NC, nlev), 3.0, np.float32), z_raylfac=wp(half),
+        w_damped=wp(NC, half), mask_prog_halo_c=RNG.random(NC) < 0.5, rho=wp(NC, nlev) + 0.5,
+        theta_v=wp(NC, nlev), exner=wp(NC, nlev) + 0.5, wgtfacq_c=vp(NC, nlev),
+        interpolant=vp(NC, nlev), surface=np.full((NC, half), 4.0, np.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NLEV), (2, 7, 1, 5), (4, 4, 0, NLEV)])
+def test_column_stencils(backend, bounds):
+    hs, he, vs, ve = bounds
+    a = column_inputs(NLEV)
+    old = {name: np.copy(x) for name, x in a.items()}
+    dtime, cpd, rd_o_cvd, rd_o_p0ref, nrdmax = 0.3, 1.5, 0.28, 0.9, 3
+    column_stencils(*a.values(), dtime, cpd, rd_o_cvd, rd_o_p0ref, nrdmax, NLEV, hs, he, vs, ve,
+                    offset_provider={"Koff": K}, backend=backend)
+
+    o = old
+    z_q, w = forward_sweep_numpy(dict(o, dtime=dtime, cpd=cpd), vs + 1, ve)
+    dexner = (-np.float32(0.5) * ((o["z_theta_v_pr_ic"][:, :-1] - o["z_theta_v_pr_ic"][:, 1:])
+                                  * o["d2dexdz2_fac1_mc"]
+                                  + o["z_rth_pr_2"] * o["d2dexdz2_fac2_mc"]))
+    damped = o["z_raylfac"][None, :] * o["w_damped"]
+    halo = ~o["mask_prog_halo_c"][:, None]
+    theta_v = np.where(halo, o["exner"], o["theta_v"])
+    exner = np.where(halo, np.exp(rd_o_cvd * np.log(rd_o_p0ref * o["rho"] * o["exner"])),
+                     o["exner"])
+    wq, it = o["wgtfacq_c"], o["interpolant"]
+    surface = o["surface"].copy()
+    surface[:, NLEV] = sum(wq[:, NLEV - j] * it[:, NLEV - j] for j in (1, 2, 3))
+    check(a, dict(
+        z_q=inside(z_q, o["z_q"], hs, he, vs + 1, ve), w=inside(w, o["w"], hs, he, vs + 1, ve),
+        z_dexner_dz_c_2=inside(dexner, o["z_dexner_dz_c_2"], hs, he, vs, ve),
+        w_damped=inside(damped, o["w_damped"], hs, he, 1, nrdmax + 1),
+        theta_v=inside(theta_v, o["theta_v"], hs, he, vs, ve),
+        exner=inside(exner, o["exner"], hs, he, vs, ve),
+        surface=inside(surface, o["surface"], hs, he, NLEV, NLEV + 1)))
+    for name in ("vwind_impl_wgt", "z_alpha", "rho", "interpolant"):
+        assert np.array_equal(a[name], o[name]), f"input {name} was changed"
+
+
+# ---------------------------------------------------------------- cells: diffusion of w
+
+
+@field_operator
+def _calculate_horizontal_gradients_for_turbulence(
+        w: Field[[Cell, K], wpfloat], geofac_grg_x: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_y: Field[[Cell, C2E2CODim], wpfloat]):
+    dwdx = neighbor_sum(geofac_grg_x * w(C2E2CO), axis=C2E2CODim)
+    dwdy = neighbor_sum(geofac_grg_y * w(C2E2CO), axis=C2E2CODim)
+    return astype(dwdx, vpfloat), astype(dwdy, vpfloat)
+
+
+@field_operator
+def _calculate_nabla2_for_w(w: Field[[Cell, K], wpfloat],
+                            geofac_n2s: Field[[Cell, C2E2CODim], wpfloat]):
+    return astype(neighbor_sum(w(C2E2CO) * geofac_n2s, axis=C2E2CODim), vpfloat)
+
+
+@field_operator
+def _apply_nabla2_to_w(area: Field[[Cell], wpfloat], z_nabla2_c: Field[[Cell, K], vpfloat],
+                       geofac_n2s: Field[[Cell, C2E2CODim], wpfloat],
+                       w: Field[[Cell, K], wpfloat], diff_multfac_w: wpfloat):
+    z_nabla2_c_wp = astype(z_nabla2_c, wpfloat)
+    return w - diff_multfac_w * area * area * neighbor_sum(
+        z_nabla2_c_wp(C2E2CO) * geofac_n2s, axis=C2E2CODim)
+
+
+@field_operator
+def _apply_nabla2_to_w_in_upper_damping_layer(
+        w: Field[[Cell, K], wpfloat], diff_multfac_n2w: Field[[K], wpfloat],
+        cell_area: Field[[Cell], wpfloat], z_nabla2_c: Field[[Cell, K], vpfloat]):
+    cell_area_tmp = broadcast(cell_area, (Cell, K))
+    return w + diff_multfac_n2w * cell_area_tmp * astype(z_nabla2_c, wpfloat)
+
+
+@field_operator
+def _apply_diffusion_to_w_and_compute_horizontal_gradients_for_turbulence(
+        area: Field[[Cell], wpfloat], geofac_n2s: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_x: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_y: Field[[Cell, C2E2CODim], wpfloat], w_old: Field[[Cell, K], wpfloat],
+        type_shear: int32, dwdx: Field[[Cell, K], vpfloat], dwdy: Field[[Cell, K], vpfloat],
+        diff_multfac_w: wpfloat, diff_multfac_n2w: Field[[K], wpfloat], nrdmax: int32,
+        interior_idx: int32, halo_idx: int32):
+    dwdx, dwdy = (
+        concat_where(K > 0, _calculate_horizontal_gradients_for_turbulence(
+            w_old, geofac_grg_x, geofac_grg_y), (dwdx, dwdy))
+        if type_shear == 2 else (dwdx, dwdy))
+    z_nabla2_c = _calculate_nabla2_for_w(w_old, geofac_n2s)
+    w = concat_where((interior_idx <= Cell) & (Cell < halo_idx),
+                     _apply_nabla2_to_w(area, z_nabla2_c, geofac_n2s, w_old, diff_multfac_w),
+                     w_old)
+    w = concat_where((K > 0) & (K < nrdmax) & (interior_idx <= Cell) & (Cell < halo_idx),
+                     _apply_nabla2_to_w_in_upper_damping_layer(w, diff_multfac_n2w, area,
+                                                               z_nabla2_c), w)
+    return w, dwdx, dwdy
+
+
+@field_operator
+def _add_extra_diffusion_for_w_con_approaching_cfl(
+        cfl_clipping: Field[[Cell, K], bool], owner_mask: Field[[Cell], bool],
+        z_w_con_c: Field[[Cell, K], vpfloat], ddqz_z_half: Field[[Cell, K], vpfloat],
+        area: Field[[Cell], wpfloat], geofac_n2s: Field[[Cell, C2E2CODim], wpfloat],
+        w: Field[[Cell, K], wpfloat], ddt_w_adv: Field[[Cell, K], vpfloat],
+        scalfac_exdiff: wpfloat, cfl_w_limit: vpfloat, dtime: wpfloat):
+    z_w_con_c_wp, ddqz_z_half_wp, ddt_w_adv_wp, cfl_w_limit_wp = astype(
+        (z_w_con_c, ddqz_z_half, ddt_w_adv, cfl_w_limit), wpfloat)
+    difcoef = where(cfl_clipping & owner_mask,
+                    scalfac_exdiff * minimum(
+                        wpfloat("0.85") - cfl_w_limit_wp * dtime,
+                        abs(z_w_con_c_wp) * dtime / ddqz_z_half_wp - cfl_w_limit_wp * dtime),
+                    wpfloat("0.0"))
+    ddt_w_adv_wp = where(cfl_clipping & owner_mask,
+                         ddt_w_adv_wp + difcoef * area * neighbor_sum(
+                             w(C2E2CO) * geofac_n2s, axis=C2E2CODim),
+                         ddt_w_adv_wp)
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@field_operator
+def _compute_contravariant_correction_of_w(
+        e_bln_c_s: Field[Dims[Cell, C2EDim], wpfloat], z_w_concorr_me: Field[[Edge, K], vpfloat],
+        wgtfac_c: Field[[Cell, K], vpfloat]) -> Field[[Cell, K], vpfloat]:
+    z_w_concorr_me_offset_1 = z_w_concorr_me(Koff[-1])
+    z_w_concorr_me_wp, z_w_concorr_me_offset_1_wp = astype(
+        (z_w_concorr_me, z_w_concorr_me_offset_1), wpfloat)
+    m1_wp = neighbor_sum(e_bln_c_s * z_w_concorr_me_offset_1_wp(C2E), axis=C2EDim)
+    m0_wp = neighbor_sum(e_bln_c_s * z_w_concorr_me_wp(C2E), axis=C2EDim)
+    m1_vp, m0_vp = astype((m1_wp, m0_wp), vpfloat)
+    return wgtfac_c * m0_vp + (vpfloat("1.0") - wgtfac_c) * m1_vp
+
+
+@field_operator
+def _add_interpolated_horizontal_advection_of_w(
+        e_bln_c_s: Field[Dims[Cell, C2EDim], wpfloat], z_v_grad_w: Field[[Edge, K], vpfloat],
+        ddt_w_adv: Field[[Cell, K], vpfloat], k: Field[[K], int32], nlev: int32):
+    # as in the fused velocity-advection stencils: a level-index field picks the levels
+    z_v_grad_w_wp = astype(z_v_grad_w, wpfloat)
+    added = astype(astype(ddt_w_adv, wpfloat)
+                   + neighbor_sum(e_bln_c_s * z_v_grad_w_wp(C2E), axis=C2EDim), vpfloat)
+    return where((k >= 1) & (k < nlev), added, ddt_w_adv)
+
+
+@program
+def cell_stencils(
+        area: Field[[Cell], wpfloat], geofac_n2s: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_x: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_y: Field[[Cell, C2E2CODim], wpfloat], w_old: Field[[Cell, K], wpfloat],
+        w: Field[[Cell, K], wpfloat], type_shear: int32, dwdx: Field[[Cell, K], vpfloat],
+        dwdy: Field[[Cell, K], vpfloat], diff_multfac_w: wpfloat,
+        diff_multfac_n2w: Field[[K], wpfloat], nrdmax: int32, interior_idx: int32,
+        halo_idx: int32, cfl_clipping: Field[[Cell, K], bool], owner_mask: Field[[Cell], bool],
+        z_w_con_c: Field[[Cell, K], vpfloat], ddqz_z_half: Field[[Cell, K], vpfloat],
+        ddt_w_adv: Field[[Cell, K], vpfloat], scalfac_exdiff: wpfloat, cfl_w_limit: vpfloat,
+        dtime: wpfloat, e_bln_c_s: Field[Dims[Cell, C2EDim], wpfloat],
+        z_w_concorr_me: Field[[Edge, K], vpfloat], wgtfac_c: Field[[Cell, K], vpfloat],
+        w_concorr_c: Field[[Cell, K], vpfloat], ddt_w_adv_2: Field[[Cell, K], vpfloat],
+        k: Field[[K], int32], nlev: int32, horizontal_start: int32, horizontal_end: int32,
+        vertical_start: int32, vertical_end: int32):
+    _apply_diffusion_to_w_and_compute_horizontal_gradients_for_turbulence(
+        area, geofac_n2s, geofac_grg_x, geofac_grg_y, w_old, type_shear, dwdx, dwdy,
+        diff_multfac_w, diff_multfac_n2w, nrdmax, interior_idx, halo_idx, out=(w, dwdx, dwdy),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _add_extra_diffusion_for_w_con_approaching_cfl(
+        cfl_clipping, owner_mask, z_w_con_c, ddqz_z_half, area, geofac_n2s, w_old, ddt_w_adv,
+        scalfac_exdiff, cfl_w_limit, dtime, out=ddt_w_adv,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _compute_contravariant_correction_of_w(
+        e_bln_c_s, z_w_concorr_me, wgtfac_c, out=w_concorr_c,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start + 1, vertical_end)})
+    _add_interpolated_horizontal_advection_of_w(
+        e_bln_c_s, z_v_grad_w=z_w_concorr_me, ddt_w_adv=ddt_w_adv_2, k=k, nlev=nlev,
+        out=ddt_w_adv_2,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+
+
+def cell_inputs():
+    return dict(
+        area=wp(NC) + 0.5, geofac_n2s=wp(NC, 4), geofac_grg_x=wp(NC, 4), geofac_grg_y=wp(NC, 4),
+        w_old=wp(NC, NLEV), w=np.full((NC, NLEV), 8.0), dwdx=vp(NC, NLEV), dwdy=vp(NC, NLEV),
+        diff_multfac_n2w=wp(NLEV), cfl_clipping=RNG.random((NC, NLEV)) < 0.6,
+        owner_mask=RNG.random(NC) < 0.7, z_w_con_c=vp(NC, NLEV) - 0.5,
+        ddqz_z_half=vp(NC, NLEV) + 0.5, ddt_w_adv=vp(NC, NLEV), e_bln_c_s=wp(NC, 3),
+        z_w_concorr_me=vp(NE, NLEV), wgtfac_c=vp(NC, NLEV),
+        w_concorr_c=np.full((NC, NLEV), 6.0, np.float32), ddt_w_adv_2=vp(NC, NLEV),
+        k=np.arange(NLEV, dtype=np.int32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds, type_shear", [((0, NC, 0, NLEV), 2), ((2, 7, 1, 5), 2),
+                                                ((1, 8, 0, 4), 1), ((5, 5, 0, NLEV), 2)])
+def test_cell_stencils(backend, bounds, type_shear):
+    hs, he, vs, ve = bounds
+    a = cell_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    s = dict(diff_multfac_w=0.3, nrdmax=3, interior_idx=2, halo_idx=6, scalfac_exdiff=0.4,
+             cfl_w_limit=np.float32(0.6), dtime=0.9, nlev=NLEV - 1)
+    args = [a[n] for n in ("area", "geofac_n2s", "geofac_grg_x", "geofac_grg_y", "w_old", "w")]
+    args += [type_shear, a["dwdx"], a["dwdy"], s["diff_multfac_w"], a["diff_multfac_n2w"],
+             s["nrdmax"], s["interior_idx"], s["halo_idx"]]
+    args += [a[n] for n in ("cfl_clipping", "owner_mask", "z_w_con_c", "ddqz_z_half",
+                            "ddt_w_adv")]
+    args += [s["scalfac_exdiff"], s["cfl_w_limit"], s["dtime"]]
+    args += [a[n] for n in ("e_bln_c_s", "z_w_concorr_me", "wgtfac_c", "w_concorr_c",
+                            "ddt_w_adv_2", "k")]
+    cell_stencils(*args, s["nlev"], hs, he, vs, ve, offset_provider=TABLES, backend=backend)
+
+    t, f64, f32 = TABLES, np.float64, np.float32
+    c, lev = np.arange(NC)[:, None], np.arange(NLEV)[None, :]
+    grads = [nbsum(g, o["w_old"], t["C2E2CO"]).astype(f32) for g in (o["geofac_grg_x"],
+                                                                      o["geofac_grg_y"])]
+    dwdx, dwdy = ([np.where(lev > 0, g, old) for g, old in zip(grads, (o["dwdx"], o["dwdy"]))]
+                  if type_shear == 2 else (o["dwdx"], o["dwdy"]))
+    nabla2 = nbsum(o["geofac_n2s"], o["w_old"], t["C2E2CO"]).astype(f32)
+    area = o["area"][:, None]
+    inner = (s["interior_idx"] <= c) & (c < s["halo_idx"])
+    w = np.where(inner, o["w_old"] - s["diff_multfac_w"] * area * area
+                 * nbsum(o["geofac_n2s"], nabla2.astype(f64), t["C2E2CO"]), o["w_old"])
+    w = np.where(inner & (lev > 0) & (lev < s["nrdmax"]),
+                 w + o["diff_multfac_n2w"][None, :] * area * nabla2, w)
+
+    on = o["cfl_clipping"] & o["owner_mask"][:, None]
+    lim = f64(s["cfl_w_limit"]) * s["dtime"]
+    difcoef = np.where(on, s["scalfac_exdiff"] * np.minimum(
+        0.85 - lim, np.abs(o["z_w_con_c"].astype(f64)) * s["dtime"] / o["ddqz_z_half"] - lim),
+        0.0)
+    ddt = np.where(on, o["ddt_w_adv"] + difcoef * area
+                   * nbsum(o["geofac_n2s"], o["w_old"], t["C2E2CO"]), o["ddt_w_adv"]).astype(f32)
+
+    me = o["z_w_concorr_me"].astype(f64)
+    m0 = nbsum(o["e_bln_c_s"], me, t["C2E"]).astype(f32)
+    above = np.concatenate([np.full((NE, 1), np.nan), me[:, :-1]], axis=1)
+    m1 = nbsum(o["e_bln_c_s"], above, t["C2E"]).astype(f32)
+    concorr = o["wgtfac_c"] * m0 + (f32(1) - o["wgtfac_c"]) * m1
+
+    added = (o["ddt_w_adv_2"].astype(f64) + nbsum(o["e_bln_c_s"], me, t["C2E"])).astype(f32)
+    ddt2 = np.where((lev >= 1) & (lev < s["nlev"]), added, o["ddt_w_adv_2"])
+    check(a, dict(
+        w=inside(w, o["w"], hs, he, vs, ve), dwdx=inside(dwdx, o["dwdx"], hs, he, vs, ve),
+        dwdy=inside(dwdy, o["dwdy"], hs, he, vs, ve),
+        ddt_w_adv=inside(ddt, o["ddt_w_adv"], hs, he, vs, ve),
+        w_concorr_c=inside(concorr, o["w_concorr_c"], hs, he, vs + 1, ve),
+        ddt_w_adv_2=inside(ddt2, o["ddt_w_adv_2"], hs, he, vs, ve)))
