@@ -471,3 +471,180 @@ def test_cell_stencils(backend, bounds, type_shear):
         ddt_w_adv=inside(ddt, o["ddt_w_adv"], hs, he, vs, ve),
         w_concorr_c=inside(concorr, o["w_concorr_c"], hs, he, vs + 1, ve),
         ddt_w_adv_2=inside(ddt2, o["ddt_w_adv_2"], hs, he, vs, ve)))
+
+
+# ---------------------------------------------------------------- edges
+
+
+@field_operator
+def _compute_horizontal_gradient_of_exner_pressure_for_multiple_levels(
+        inv_dual_edge_length: Field[[Edge], wpfloat], z_exner_ex_pr: Field[[Cell, K], vpfloat],
+        zdiff_gradp: Field[Dims[Edge, E2CDim, K], vpfloat],
+        ikoffset: Field[Dims[Edge, E2CDim, K], int32], z_dexner_dz_c_1: Field[[Cell, K], vpfloat],
+        z_dexner_dz_c_2: Field[[Cell, K], vpfloat]) -> Field[[Edge, K], vpfloat]:
+    ex_0 = z_exner_ex_pr(E2C[0])(as_offset(Koff, ikoffset[E2CDim(0)]))
+    ex_1 = z_exner_ex_pr(E2C[1])(as_offset(Koff, ikoffset[E2CDim(1)]))
+    c1_0 = z_dexner_dz_c_1(E2C[0])(as_offset(Koff, ikoffset[E2CDim(0)]))
+    c1_1 = z_dexner_dz_c_1(E2C[1])(as_offset(Koff, ikoffset[E2CDim(1)]))
+    c2_0 = z_dexner_dz_c_2(E2C[0])(as_offset(Koff, ikoffset[E2CDim(0)]))
+    c2_1 = z_dexner_dz_c_2(E2C[1])(as_offset(Koff, ikoffset[E2CDim(1)]))
+    z_gradh_exner_wp = inv_dual_edge_length * astype(
+        (ex_1 + zdiff_gradp[E2CDim(1)] * (c1_1 + zdiff_gradp[E2CDim(1)] * c2_1))
+        - (ex_0 + zdiff_gradp[E2CDim(0)] * (c1_0 + zdiff_gradp[E2CDim(0)] * c2_0)), wpfloat)
+    return astype(z_gradh_exner_wp, vpfloat)
+
+
+@field_operator
+def _calculate_nabla2_and_smag_coefficients_for_vn(
+        diff_multfac_smag: Field[[K], vpfloat], tangent_orientation: Field[[Edge], wpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat], inv_vert_vert_length: Field[[Edge], wpfloat],
+        u_vert: Field[[Vertex, K], vpfloat], v_vert: Field[[Vertex, K], vpfloat],
+        primal_normal_vert_x: Field[[ECV], wpfloat], primal_normal_vert_y: Field[[ECV], wpfloat],
+        dual_normal_vert_x: Field[[ECV], wpfloat], dual_normal_vert_y: Field[[ECV], wpfloat],
+        vn: Field[[Edge, K], wpfloat], smag_limit: Field[[K], vpfloat], smag_offset: vpfloat):
+    diff_multfac_smag_wp, u_vert_wp, v_vert_wp, smag_offset_wp = astype(
+        (diff_multfac_smag, u_vert, v_vert, smag_offset), wpfloat)
+
+    def dual(j):
+        return (u_vert_wp(E2C2V[j]) * dual_normal_vert_x(E2ECV[j])
+                + v_vert_wp(E2C2V[j]) * dual_normal_vert_y(E2ECV[j]))
+
+    def primal(j):
+        return (u_vert_wp(E2C2V[j]) * primal_normal_vert_x(E2ECV[j])
+                + v_vert_wp(E2C2V[j]) * primal_normal_vert_y(E2ECV[j]))
+
+    dvt_tang_wp = -dual(0) + dual(1)
+    dvt_norm_vp = astype(-dual(2) + dual(3), vpfloat)
+    kh_smag_1_vp = -astype(primal(0), vpfloat) + astype(primal(1), vpfloat)
+    dvt_tang_vp = astype(dvt_tang_wp * tangent_orientation, vpfloat)
+    kh_smag_1_wp, dvt_norm_wp = astype((kh_smag_1_vp, dvt_norm_vp), wpfloat)
+    kh_smag_1_wp = (kh_smag_1_wp * tangent_orientation * inv_primal_edge_length
+                    + dvt_norm_wp * inv_vert_vert_length)
+    kh_smag_1_wp = kh_smag_1_wp * kh_smag_1_wp
+    kh_smag_2_wp = astype(-astype(primal(2), vpfloat) + astype(primal(3), vpfloat), wpfloat)
+    kh_smag_2_wp = (kh_smag_2_wp * inv_vert_vert_length
+                    - astype(dvt_tang_vp, wpfloat) * inv_primal_edge_length)
+    kh_smag_2_wp = kh_smag_2_wp * kh_smag_2_wp
+    kh_smag_e_wp = diff_multfac_smag_wp * sqrt(kh_smag_2_wp + kh_smag_1_wp)
+    z_nabla2_e_wp = (astype(astype(primal(0), vpfloat) + astype(primal(1), vpfloat), wpfloat)
+                     - wpfloat("2.0") * vn) * (inv_primal_edge_length * inv_primal_edge_length)
+    z_nabla2_e_wp = z_nabla2_e_wp + (
+        astype(astype(primal(2), vpfloat) + astype(primal(3), vpfloat), wpfloat)
+        - wpfloat("2.0") * vn) * (inv_vert_vert_length * inv_vert_vert_length)
+    z_nabla2_e_wp = wpfloat("4.0") * z_nabla2_e_wp
+    kh_smag_e_vp = maximum(vpfloat("0.0"), astype(kh_smag_e_wp - smag_offset_wp, vpfloat))
+    kh_smag_e_vp = minimum(kh_smag_e_vp, smag_limit)
+    return kh_smag_e_vp, astype(kh_smag_e_wp, vpfloat), z_nabla2_e_wp
+
+
+@field_operator
+def _compute_horizontal_advection_term_for_vertical_velocity(
+        vn_ie: Field[[Edge, K], vpfloat], inv_dual_edge_length: Field[[Edge], wpfloat],
+        w: Field[[Cell, K], wpfloat], z_vt_ie: Field[[Edge, K], vpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat],
+        tangent_orientation: Field[[Edge], wpfloat], z_w_v: Field[[Vertex, K], vpfloat]
+) -> Field[[Edge, K], vpfloat]:
+    vn_ie_wp, z_vt_ie_wp, z_w_v_wp = astype((vn_ie, z_vt_ie, z_w_v), wpfloat)
+    z_v_grad_w_wp = (vn_ie_wp * inv_dual_edge_length * (w(E2C[0]) - w(E2C[1]))
+                     + z_vt_ie_wp * inv_primal_edge_length * tangent_orientation
+                     * (z_w_v_wp(E2V[0]) - z_w_v_wp(E2V[1])))
+    return astype(z_v_grad_w_wp, vpfloat)
+
+
+@program
+def edge_stencils(
+        inv_dual_edge_length: Field[[Edge], wpfloat], z_exner_ex_pr: Field[[Cell, K], vpfloat],
+        zdiff_gradp: Field[Dims[Edge, E2CDim, K], vpfloat],
+        ikoffset: Field[Dims[Edge, E2CDim, K], int32], z_dexner_dz_c_1: Field[[Cell, K], vpfloat],
+        z_dexner_dz_c_2: Field[[Cell, K], vpfloat], z_gradh_exner: Field[[Edge, K], vpfloat],
+        diff_multfac_smag: Field[[K], vpfloat], tangent_orientation: Field[[Edge], wpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat], inv_vert_vert_length: Field[[Edge], wpfloat],
+        u_vert: Field[[Vertex, K], vpfloat], v_vert: Field[[Vertex, K], vpfloat],
+        primal_normal_vert_x: Field[[ECV], wpfloat], primal_normal_vert_y: Field[[ECV], wpfloat],
+        dual_normal_vert_x: Field[[ECV], wpfloat], dual_normal_vert_y: Field[[ECV], wpfloat],
+        vn: Field[[Edge, K], wpfloat], smag_limit: Field[[K], vpfloat],
+        kh_smag_e: Field[[Edge, K], vpfloat], kh_smag_ec: Field[[Edge, K], vpfloat],
+        z_nabla2_e: Field[[Edge, K], wpfloat], vn_ie: Field[[Edge, K], vpfloat],
+        w: Field[[Cell, K], wpfloat], z_vt_ie: Field[[Edge, K], vpfloat],
+        z_v_grad_w: Field[[Edge, K], vpfloat], smag_offset: vpfloat, horizontal_start: int32,
+        horizontal_end: int32, vertical_start: int32, vertical_end: int32):
+    domain = {Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)}
+    _compute_horizontal_gradient_of_exner_pressure_for_multiple_levels(
+        inv_dual_edge_length, z_exner_ex_pr, zdiff_gradp, ikoffset, z_dexner_dz_c_1,
+        z_dexner_dz_c_2, out=z_gradh_exner, domain=domain)
+    _calculate_nabla2_and_smag_coefficients_for_vn(
+        diff_multfac_smag, tangent_orientation, inv_primal_edge_length, inv_vert_vert_length,
+        u_vert, v_vert, primal_normal_vert_x, primal_normal_vert_y, dual_normal_vert_x,
+        dual_normal_vert_y, vn, smag_limit, smag_offset, out=(kh_smag_e, kh_smag_ec, z_nabla2_e),
+        domain=domain)
+    _compute_horizontal_advection_term_for_vertical_velocity(
+        vn_ie, inv_dual_edge_length, w, z_vt_ie, inv_primal_edge_length, tangent_orientation,
+        u_vert, out=z_v_grad_w, domain=domain)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NE, 0, NLEV), (3, 11, 1, 4), (6, 6, 0, NLEV)])
+def test_edge_stencils(backend, bounds):
+    hs, he, vs, ve = bounds
+    t, f32, f64 = TABLES, np.float32, np.float64
+    lev = np.arange(NLEV)
+    # ikoffset keeps every level inside the column, as ICON's does
+    ikoffset = np.minimum(RNG.integers(0, 3, (NE, 2, NLEV)), NLEV - 1 - lev).astype(np.int32)
+    a = dict(inv_dual_edge_length=wp(NE) + 0.5, z_exner_ex_pr=vp(NC, NLEV),
+             zdiff_gradp=vp(NE, 2, NLEV), ikoffset=ikoffset, z_dexner_dz_c_1=vp(NC, NLEV),
+             z_dexner_dz_c_2=vp(NC, NLEV), z_gradh_exner=np.full((NE, NLEV), 2.0, f32),
+             diff_multfac_smag=vp(NLEV), tangent_orientation=np.where(wp(NE) < 0.5, -1.0, 1.0),
+             inv_primal_edge_length=wp(NE) + 0.5, inv_vert_vert_length=wp(NE) + 0.5,
+             u_vert=vp(NV, NLEV), v_vert=vp(NV, NLEV), primal_normal_vert_x=wp(4 * NE),
+             primal_normal_vert_y=wp(4 * NE), dual_normal_vert_x=wp(4 * NE),
+             dual_normal_vert_y=wp(4 * NE), vn=wp(NE, NLEV), smag_limit=vp(NLEV) + 0.2,
+             kh_smag_e=np.full((NE, NLEV), 3.0, f32), kh_smag_ec=np.full((NE, NLEV), 3.0, f32),
+             z_nabla2_e=np.full((NE, NLEV), 3.0), vn_ie=vp(NE, NLEV), w=wp(NC, NLEV),
+             z_vt_ie=vp(NE, NLEV), z_v_grad_w=np.full((NE, NLEV), 5.0, f32))
+    o = {name: np.copy(x) for name, x in a.items()}
+    smag_offset = f32(0.05)
+    edge_stencils(*a.values(), smag_offset, hs, he, vs, ve, offset_provider=TABLES,
+                  backend=backend)
+
+    def at(field, j):       # field at cell E2C[:, j] and level k + ikoffset[:, j, k]
+        return field[t["E2C"][:, j, None], lev[None, :] + ikoffset[:, j, :]]
+
+    zd = o["zdiff_gradp"]
+    side = [at(o["z_exner_ex_pr"], j) + zd[:, j] * (at(o["z_dexner_dz_c_1"], j) + zd[:, j]
+                                                     * at(o["z_dexner_dz_c_2"], j))
+            for j in (0, 1)]
+    grad = (o["inv_dual_edge_length"][:, None] * (side[1] - side[0]).astype(f64)).astype(f32)
+
+    u, v = o["u_vert"].astype(f64), o["v_vert"].astype(f64)
+    e2c2v = t["E2C2V"]
+
+    def dot(nx, ny, j):
+        return u[e2c2v[:, j]] * nx.reshape(NE, 4)[:, j, None] \
+            + v[e2c2v[:, j]] * ny.reshape(NE, 4)[:, j, None]
+
+    dual = [dot(o["dual_normal_vert_x"], o["dual_normal_vert_y"], j) for j in range(4)]
+    primal = [dot(o["primal_normal_vert_x"], o["primal_normal_vert_y"], j) for j in range(4)]
+    to, ipl, ivv = (o[n][:, None] for n in ("tangent_orientation", "inv_primal_edge_length",
+                                            "inv_vert_vert_length"))
+    pv = [p.astype(f32) for p in primal]
+    dvt_tang_vp = ((-dual[0] + dual[1]) * to).astype(f32)
+    kh1 = ((-pv[0] + pv[1]).astype(f64) * to * ipl
+           + (-dual[2] + dual[3]).astype(f32).astype(f64) * ivv) ** 2
+    kh2 = ((-pv[2] + pv[3]).astype(f64) * ivv - dvt_tang_vp.astype(f64) * ipl) ** 2
+    kh_e = o["diff_multfac_smag"].astype(f64)[None, :] * np.sqrt(kh2 + kh1)
+    nabla2 = 4.0 * (((pv[0] + pv[1]).astype(f64) - 2.0 * o["vn"]) * ipl * ipl
+                    + ((pv[2] + pv[3]).astype(f64) - 2.0 * o["vn"]) * ivv * ivv)
+    smag = np.minimum(np.maximum(f32(0), (kh_e - f64(smag_offset)).astype(f32)),
+                      o["smag_limit"][None, :])
+
+    e2c, e2v = t["E2C"], t["E2V"]
+    z_w_v = o["u_vert"].astype(f64)
+    adv = (o["vn_ie"].astype(f64) * o["inv_dual_edge_length"][:, None]
+           * (o["w"][e2c[:, 0]] - o["w"][e2c[:, 1]])
+           + o["z_vt_ie"].astype(f64) * ipl * to * (z_w_v[e2v[:, 0]] - z_w_v[e2v[:, 1]]))
+    check(a, dict(
+        z_gradh_exner=inside(grad, o["z_gradh_exner"], hs, he, vs, ve),
+        kh_smag_e=inside(smag, o["kh_smag_e"], hs, he, vs, ve),
+        kh_smag_ec=inside(kh_e.astype(f32), o["kh_smag_ec"], hs, he, vs, ve),
+        z_nabla2_e=inside(nabla2, o["z_nabla2_e"], hs, he, vs, ve),
+        z_v_grad_w=inside(adv.astype(f32), o["z_v_grad_w"], hs, he, vs, ve)), rtol=2e-5)
