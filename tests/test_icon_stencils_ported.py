@@ -16,6 +16,8 @@ with hand-written NumPy.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 import pytest
 
@@ -26,6 +28,7 @@ from tensorir_dace.frontend import (
     abs,
     as_offset,
     astype,
+    bool_ as bool_type,
     broadcast,
     concat_where,
     dims,
@@ -648,3 +651,74 @@ def test_edge_stencils(backend, bounds):
         kh_smag_ec=inside(kh_e.astype(f32), o["kh_smag_ec"], hs, he, vs, ve),
         z_nabla2_e=inside(nabla2, o["z_nabla2_e"], hs, he, vs, ve),
         z_v_grad_w=inside(adv.astype(f32), o["z_v_grad_w"], hs, he, vs, ve)), rtol=2e-5)
+
+
+# ---------------------------------------------------------------- GT4Py spellings these needed
+
+T = TypeVar("T")
+CellKField = Field[Dims[Cell, K], T]        # icon4py's field_type_aliases
+CellField = Field[Dims[Cell], T]
+
+
+@field_operator
+def _update_with_generic_aliases(a: CellKField[vpfloat], area: CellField[wpfloat]
+                                 ) -> CellKField[wpfloat]:
+    return astype(a, wpfloat) * area
+
+
+def test_generic_field_aliases_take_an_element_type():
+    a, area, out = vp(NC, NLEV), wp(NC), np.zeros((NC, NLEV))
+    _update_with_generic_aliases(a, area, out=out, backend="interpreter")
+    np.testing.assert_allclose(out, a.astype(np.float64) * area[:, None], rtol=1e-15)
+
+
+def test_typed_literals_outside_translated_code():
+    """``vpfloat("0.0")`` in a scan's ``init=`` (and anywhere in Python) is a NumPy
+    scalar of that type; inside translated code it stays a typed literal."""
+    assert type(vpfloat("0.5")) is np.float32 and vpfloat("0.5") == np.float32(0.5)
+    assert type(wpfloat(2)) is np.float64 and type(int32("3")) is np.int32
+    assert bool_type("False") is np.False_ and bool_type(True) is np.True_
+    with pytest.raises(ValueError, match="give 'True' or 'False'"):
+        bool_type("no")
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 0.0, True))
+def _three(state, a):
+    return state[0] + a, state[1] + 2.0 * a, False
+
+
+@field_operator
+def _first_two_of_three(a: Field[[Cell, K], wpfloat]):
+    s, t, _ = _three(a)
+    return s, t          # (e[0], e[1]) of a three-element e: not e itself
+
+
+def test_returning_part_of_a_tuple_value():
+    a = wp(3, 4)
+    s, t = np.zeros((3, 4)), np.zeros((3, 4))
+    _first_two_of_three(a, out=(s, t), backend="interpreter")
+    np.testing.assert_allclose(s, np.cumsum(a, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(t, 2.0 * np.cumsum(a, axis=1), rtol=1e-14)
+
+
+def test_tuple_temporary_beside_a_temporary_named_like_its_element():
+    """A tuple temporary ``t`` is stored as one array per element; a temporary
+    ``t_1`` of the program keeps its own array."""
+    import tensorir_dace as tir
+
+    prog = tir.parse("""
+    p(x: tensor<float, I[0:5]>, y: tensor<float, I[0:5]>, z: tensor<float, I[0:5]>) {
+      t: tensor<(float, float), I[0:5]>;
+      t_1: tensor<float, I[0:5]>;
+      t_1 ← 3.0 × x;
+      t ← make_tuple(x + 1.0, x + 2.0);
+      y ← t[1] + t_1;
+      z ← t[0];
+    }""")
+    x = np.arange(5.0)
+    outs = [dict(y=np.zeros(5), z=np.zeros(5)) for _ in range(2)]
+    tir.interpret(prog, x=x, **outs[0])
+    tir.compile(prog)(x=x, **outs[1])
+    for out in outs:
+        np.testing.assert_allclose(out["y"], 4.0 * x + 2.0)
+        np.testing.assert_allclose(out["z"], x + 1.0)

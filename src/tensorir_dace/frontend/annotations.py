@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -216,7 +216,21 @@ class Field:
             raise DefinitionError(f"Field[[D1, D2, …], T] takes a list of dimensions and an "
                                   f"element type, got Field[{item!r}]")
         dims, dtype = item
+        if isinstance(dtype, TypeVar):
+            return FieldAlias(tuple(dims))
         return SparseTensor.__class_getitem__((dtype,) + tuple(dims))
+
+
+@dataclass(frozen=True)
+class FieldAlias:
+    """``Field[Dims[Cell, K], T]`` with a ``TypeVar`` ``T``: GT4Py's generic type
+    alias (icon4py's ``CellKField = Field[Dims[CellDim, KDim], T]``), made an
+    annotation by giving the element type: ``CellKField[float32]``."""
+
+    dims: tuple
+
+    def __getitem__(self, dtype: Any) -> TensorSpec | GenericSpec:
+        return Field[self.dims, dtype]
 
 
 @dataclass(frozen=True)
