@@ -21,6 +21,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
+from tensorir_dace import FrontendError
 from tensorir_dace.frontend import (
     Dims,
     Field,
@@ -36,6 +37,7 @@ from tensorir_dace.frontend import (
     field_operator,
     float32,
     float64,
+    floor,
     int32,
     log,
     maximum,
@@ -722,3 +724,225 @@ def test_tuple_temporary_beside_a_temporary_named_like_its_element():
     for out in outs:
         np.testing.assert_allclose(out["y"], 4.0 * x + 2.0)
         np.testing.assert_allclose(out["z"], x + 1.0)
+
+
+# ---------------------------------------------------------------- tracers and microphysics
+
+EC = dims("EC")
+E2EC = FieldOffset("E2EC", source=EC, target=(Edge, E2CDim))      # strided: e * 2 + k
+
+
+class MicrophysicsConstants:
+    """Constants read as attributes while translating (icon4py's FrozenNamespace)."""
+    vz0 = 12.24
+    alpha = 0.2
+    qmin = 1.0e-12
+
+
+@field_operator
+def _compute_barycentric_backtrajectory(
+        p_vn: Field[[Edge, K], wpfloat], p_vt: Field[[Edge, K], wpfloat],
+        cell_idx: Field[Dims[EC], int32], pos_on_tplane_e_1: Field[Dims[EC], wpfloat],
+        pos_on_tplane_e_2: Field[Dims[EC], wpfloat], primal_normal_cell_1: Field[Dims[EC], wpfloat],
+        dual_normal_cell_1: Field[Dims[EC], wpfloat], p_dthalf: wpfloat):
+    lvn_pos = p_vn >= 0.0
+    p_cell_idx = where(lvn_pos, cell_idx(E2EC[0]), cell_idx(E2EC[1]))
+    p_cell_rel_idx_dsl = where(lvn_pos, 0, 1)
+    z_ntdistv_bary_1 = -(p_vn * p_dthalf + where(lvn_pos, pos_on_tplane_e_1(E2EC[0]),
+                                                 pos_on_tplane_e_1(E2EC[1])))
+    z_ntdistv_bary_2 = -(p_vt * p_dthalf + where(lvn_pos, pos_on_tplane_e_2(E2EC[0]),
+                                                 pos_on_tplane_e_2(E2EC[1])))
+    p_distv_bary_1 = where(
+        lvn_pos,
+        z_ntdistv_bary_1 * primal_normal_cell_1(E2EC[0])
+        + z_ntdistv_bary_2 * dual_normal_cell_1(E2EC[0]),
+        z_ntdistv_bary_1 * primal_normal_cell_1(E2EC[1])
+        + z_ntdistv_bary_2 * dual_normal_cell_1(E2EC[1]))
+    return p_cell_idx, p_cell_rel_idx_dsl, astype(p_distv_bary_1, vpfloat)
+
+
+@field_operator
+def _compute_antidiffusive_cell_fluxes_and_min_max(
+        geofac_div: Field[Dims[Cell, C2EDim], wpfloat], p_rhodz_now: Field[[Cell, K], wpfloat],
+        p_rhodz_new: Field[[Cell, K], wpfloat], z_mflx_low: Field[[Edge, K], wpfloat],
+        z_anti: Field[[Edge, K], wpfloat], p_cc: Field[[Cell, K], wpfloat], p_dtime: wpfloat):
+    anti_1 = astype(p_dtime * geofac_div[C2EDim(0)] / p_rhodz_new * z_anti(C2E[0]), vpfloat)
+    anti_2 = astype(p_dtime * geofac_div[C2EDim(1)] / p_rhodz_new * z_anti(C2E[1]), vpfloat)
+    anti_3 = astype(p_dtime * geofac_div[C2EDim(2)] / p_rhodz_new * z_anti(C2E[2]), vpfloat)
+    z_mflx_anti_in = -1.0 * (minimum(0.0, anti_1) + minimum(0.0, anti_2) + minimum(0.0, anti_3))
+    z_mflx_anti_out = maximum(0.0, anti_1) + maximum(0.0, anti_2) + maximum(0.0, anti_3)
+    z_fluxdiv_c = neighbor_sum(z_mflx_low(C2E) * geofac_div, axis=C2EDim)
+    z_tracer_new_low = (p_cc * p_rhodz_now - p_dtime * z_fluxdiv_c) / p_rhodz_new
+    z_tracer_max = astype(maximum(p_cc, z_tracer_new_low), vpfloat)
+    z_tracer_min = astype(minimum(p_cc, z_tracer_new_low), vpfloat)
+    return z_mflx_anti_in, z_mflx_anti_out, z_tracer_new_low, z_tracer_max, z_tracer_min
+
+
+@field_operator
+def _compute_ppm4gpu_integer_flux(p_cc: Field[[Cell, K], wpfloat],
+                                  p_cellmass_now: Field[[Cell, K], wpfloat],
+                                  z_cfl: Field[[Cell, K], wpfloat],
+                                  p_upflux: Field[[Cell, K], wpfloat], k: Field[[K], int32],
+                                  slev: int32, p_dtime: wpfloat):
+    # two levels of each side of icon4py's five: the domain keeps K-2 and K+2 inside
+    js = floor(abs(z_cfl)) - wpfloat(1.0)
+    z_cfl_pos = z_cfl > wpfloat(0.0)
+    z_cfl_neg = z_cfl < wpfloat(0.0)
+    wsign = where(z_cfl_pos, wpfloat(1.0), wpfloat(-1.0))
+    in_slev_bounds = astype(k, wpfloat) - js >= astype(slev, wpfloat)
+    mass = p_cc * p_cellmass_now
+    prod = (where(z_cfl_pos & (js >= wpfloat(0.0)), mass, wpfloat(0.0))
+            + where(z_cfl_pos & (js >= wpfloat(1.0)), mass(K + 1), wpfloat(0.0))
+            + where(z_cfl_pos & (js >= wpfloat(2.0)), mass(K + 2), wpfloat(0.0))
+            + where(z_cfl_neg & (js >= wpfloat(0.0)), mass(K - 1), wpfloat(0.0))
+            + where(z_cfl_neg & (js >= wpfloat(1.0)), mass(K - 2), wpfloat(0.0)))
+    return p_upflux + where(in_slev_bounds, wsign * prod / p_dtime, wpfloat(0.0))
+
+
+@field_operator
+def _fall_speed(rhoq: wpfloat) -> wpfloat:
+    c = MicrophysicsConstants
+    return c.vz0 * exp(c.alpha * log(maximum(rhoq, c.qmin)))
+
+
+@scan_operator(axis=K, forward=True, init=(wpfloat("0.0"), int32(0)))
+def _sedimentation(state: tuple[wpfloat, int32], q: wpfloat, rho: wpfloat, dz: wpfloat,
+                   k_lev: int32, kstart_moist: int32, dt: wpfloat):
+    flux_above, n_active = state
+    active = k_lev >= kstart_moist
+    v = _fall_speed(rho * q)          # a field operator on scalars, called in a scan
+    q_new = where(active, (q + dt * flux_above / (rho * dz)) / (1.0 + dt * v / dz), q)
+    return where(active, rho * q_new * v, 0.0), n_active + where(active, int32(1), int32(0))
+
+
+@field_operator
+def _precipitation_flux(q: Field[[Cell, K], wpfloat], rho: Field[[Cell, K], wpfloat],
+                        dz: Field[[Cell, K], wpfloat], k: Field[[K], int32], kstart_moist: int32,
+                        dt: wpfloat):
+    return _sedimentation(q, rho, dz, broadcast(k, (Cell, K)), kstart_moist, dt)
+
+
+@program
+def tracer_stencils(
+        p_vn: Field[[Edge, K], wpfloat], p_vt: Field[[Edge, K], wpfloat],
+        cell_idx: Field[Dims[EC], int32], pos_on_tplane_e_1: Field[Dims[EC], wpfloat],
+        pos_on_tplane_e_2: Field[Dims[EC], wpfloat], primal_normal_cell_1: Field[Dims[EC], wpfloat],
+        dual_normal_cell_1: Field[Dims[EC], wpfloat], p_cell_idx: Field[[Edge, K], int32],
+        p_cell_rel_idx_dsl: Field[[Edge, K], int32], p_distv_bary_1: Field[[Edge, K], vpfloat],
+        geofac_div: Field[Dims[Cell, C2EDim], wpfloat], p_rhodz_now: Field[[Cell, K], wpfloat],
+        p_rhodz_new: Field[[Cell, K], wpfloat], z_mflx_low: Field[[Edge, K], wpfloat],
+        z_anti: Field[[Edge, K], wpfloat], p_cc: Field[[Cell, K], wpfloat],
+        z_mflx_anti_in: Field[[Cell, K], vpfloat], z_mflx_anti_out: Field[[Cell, K], vpfloat],
+        z_tracer_new_low: Field[[Cell, K], wpfloat], z_tracer_max: Field[[Cell, K], vpfloat],
+        z_tracer_min: Field[[Cell, K], vpfloat], z_cfl: Field[[Cell, K], wpfloat],
+        p_upflux: Field[[Cell, K], wpfloat], k: Field[[K], int32], q: Field[[Cell, K], wpfloat],
+        dz: Field[[Cell, K], wpfloat], flux: Field[[Cell, K], wpfloat],
+        n_active: Field[[Cell, K], int32], p_dthalf: wpfloat, p_dtime: wpfloat, slev: int32,
+        kstart_moist: int32, edge_start: int32, edge_end: int32, horizontal_start: int32,
+        horizontal_end: int32, vertical_start: int32, vertical_end: int32):
+    _compute_barycentric_backtrajectory(
+        p_vn, p_vt, cell_idx, pos_on_tplane_e_1, pos_on_tplane_e_2, primal_normal_cell_1,
+        dual_normal_cell_1, p_dthalf, out=(p_cell_idx, p_cell_rel_idx_dsl, p_distv_bary_1),
+        domain={Edge: (edge_start, edge_end), K: (vertical_start, vertical_end)})
+    cells = {Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)}
+    _compute_antidiffusive_cell_fluxes_and_min_max(
+        geofac_div, p_rhodz_now, p_rhodz_new, z_mflx_low, z_anti, p_cc, p_dtime,
+        out=(z_mflx_anti_in, z_mflx_anti_out, z_tracer_new_low, z_tracer_max, z_tracer_min),
+        domain=cells)
+    _compute_ppm4gpu_integer_flux(
+        p_cc=p_cc, p_cellmass_now=p_rhodz_now, z_cfl=z_cfl, p_upflux=p_upflux, k=k, slev=slev,
+        p_dtime=p_dtime, out=p_upflux,
+        domain={Cell: (horizontal_start, horizontal_end), K: (2, vertical_end - 2)})
+    _precipitation_flux(q, p_rhodz_now, dz, k, kstart_moist, p_dthalf, out=(flux, n_active),
+                        domain=cells)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NLEV), (2, 7, 1, 5), (3, 3, 0, NLEV)])
+def test_tracer_stencils(backend, bounds):
+    hs, he, vs, ve = bounds
+    es, ee = 1, NE - 2
+    f32, f64, t = np.float32, np.float64, TABLES
+    a = dict(p_vn=wp(NE, NLEV) - 0.5, p_vt=wp(NE, NLEV), cell_idx=RNG.integers(
+                 0, NC, 2 * NE).astype(np.int32), pos_on_tplane_e_1=wp(2 * NE),
+             pos_on_tplane_e_2=wp(2 * NE), primal_normal_cell_1=wp(2 * NE),
+             dual_normal_cell_1=wp(2 * NE), p_cell_idx=np.full((NE, NLEV), -7, np.int32),
+             p_cell_rel_idx_dsl=np.full((NE, NLEV), -7, np.int32),
+             p_distv_bary_1=np.zeros((NE, NLEV), f32), geofac_div=wp(NC, 3) - 0.5,
+             p_rhodz_now=wp(NC, NLEV) + 0.5, p_rhodz_new=wp(NC, NLEV) + 0.5,
+             z_mflx_low=wp(NE, NLEV), z_anti=wp(NE, NLEV) - 0.5, p_cc=wp(NC, NLEV),
+             z_mflx_anti_in=np.zeros((NC, NLEV), f32), z_mflx_anti_out=np.zeros((NC, NLEV), f32),
+             z_tracer_new_low=np.zeros((NC, NLEV)), z_tracer_max=np.zeros((NC, NLEV), f32),
+             z_tracer_min=np.zeros((NC, NLEV), f32), z_cfl=(wp(NC, NLEV) - 0.5) * 8.0,
+             p_upflux=wp(NC, NLEV), k=np.arange(NLEV, dtype=np.int32),
+             q=wp(NC, NLEV) * 1e-3, dz=wp(NC, NLEV) * 100.0 + 50.0,
+             flux=np.zeros((NC, NLEV)), n_active=np.full((NC, NLEV), -1, np.int32))
+    o = {name: np.copy(x) for name, x in a.items()}
+    p_dthalf, p_dtime, slev, kstart_moist = 10.0, 0.7, 1, 2
+    tracer_stencils(*a.values(), p_dthalf, p_dtime, slev, kstart_moist, es, ee, hs, he, vs, ve,
+                    offset_provider=TABLES, backend=backend)
+
+    pos = o["p_vn"] >= 0.0
+    ec = lambda f, j: f.reshape(NE, 2)[:, j, None]              # noqa: E731
+    side = lambda f: np.where(pos, ec(f, 0), ec(f, 1))          # noqa: E731
+    d1 = -(o["p_vn"] * p_dthalf + side(o["pos_on_tplane_e_1"]))
+    d2 = -(o["p_vt"] * p_dthalf + side(o["pos_on_tplane_e_2"]))
+    bary = d1 * side(o["primal_normal_cell_1"]) + d2 * side(o["dual_normal_cell_1"])
+
+    c2e, g = t["C2E"], o["geofac_div"]
+    anti = [(p_dtime * g[:, j, None] / o["p_rhodz_new"] * o["z_anti"][c2e[:, j]]).astype(f32)
+            for j in range(3)]
+    low = (o["p_cc"] * o["p_rhodz_now"] - p_dtime * nbsum(g, o["z_mflx_low"], c2e)) \
+        / o["p_rhodz_new"]
+
+    js = np.floor(np.abs(o["z_cfl"])) - 1.0
+    mass = o["p_cc"] * o["p_rhodz_now"]
+
+    def lev(d):             # mass at level k + d, zero outside the column
+        out = np.zeros_like(mass)
+        lo, hi = max(0, -d), min(NLEV, NLEV - d)
+        out[:, lo:hi] = mass[:, lo + d:hi + d]
+        return out
+
+    up, down = o["z_cfl"] > 0, o["z_cfl"] < 0
+    prod = sum(np.where(up & (js >= j), lev(j), 0.0) for j in (0, 1, 2)) \
+        + sum(np.where(down & (js >= j), lev(-1 - j), 0.0) for j in (0, 1))
+    upflux = o["p_upflux"] + np.where(np.arange(NLEV) - js >= slev,
+                                      np.where(up, 1.0, -1.0) * prod / p_dtime, 0.0)
+
+    flux, count = np.zeros((NC, NLEV)), np.full((NC, NLEV), -1, np.int32)
+    above, n = np.zeros(NC), np.zeros(NC, np.int32)
+    rho, q, dz = o["p_rhodz_now"], o["q"], o["dz"]
+    for kk in range(vs, ve):         # the scan starts at the domain's first level
+        on = kk >= kstart_moist
+        v = 12.24 * np.exp(0.2 * np.log(np.maximum(rho[:, kk] * q[:, kk], 1e-12)))
+        q_new = (q[:, kk] + p_dthalf * above / (rho[:, kk] * dz[:, kk])) \
+            / (1.0 + p_dthalf * v / dz[:, kk]) if on else q[:, kk]
+        above = rho[:, kk] * q_new * v if on else np.zeros(NC)
+        n = n + int(on)
+        flux[:, kk], count[:, kk] = above, n
+    check(a, dict(
+        p_cell_idx=inside(side(o["cell_idx"]), o["p_cell_idx"], es, ee, vs, ve),
+        p_cell_rel_idx_dsl=inside(np.where(pos, 0, 1), o["p_cell_rel_idx_dsl"], es, ee, vs, ve),
+        p_distv_bary_1=inside(bary.astype(f32), o["p_distv_bary_1"], es, ee, vs, ve),
+        z_mflx_anti_in=inside(-1.0 * sum(np.minimum(f32(0), x) for x in anti),
+                              o["z_mflx_anti_in"], hs, he, vs, ve),
+        z_mflx_anti_out=inside(sum(np.maximum(f32(0), x) for x in anti),
+                               o["z_mflx_anti_out"], hs, he, vs, ve),
+        z_tracer_new_low=inside(low, o["z_tracer_new_low"], hs, he, vs, ve),
+        z_tracer_max=inside(np.maximum(o["p_cc"], low).astype(f32), o["z_tracer_max"],
+                            hs, he, vs, ve),
+        z_tracer_min=inside(np.minimum(o["p_cc"], low).astype(f32), o["z_tracer_min"],
+                            hs, he, vs, ve),
+        p_upflux=inside(upflux, o["p_upflux"], hs, he, 2, ve - 2),
+        flux=inside(flux, o["flux"], hs, he, vs, ve),
+        n_active=inside(count, o["n_active"], hs, he, vs, ve)), rtol=1e-5)
+
+
+def test_a_scalar_annotation_outside_a_scan_still_needs_a_scalar():
+    @field_operator
+    def wrong(q: Field[[Cell, K], wpfloat]):
+        return _fall_speed(q)
+
+    with pytest.raises(FrontendError, match="argument 'rhoq' of _fall_speed.. is annotated"):
+        wrong(wp(3, 2), out=np.zeros((3, 2)), backend="interpreter")
