@@ -946,3 +946,55 @@ def test_a_scalar_annotation_outside_a_scan_still_needs_a_scalar():
 
     with pytest.raises(FrontendError, match="argument 'rhoq' of _fall_speed.. is annotated"):
         wrong(wp(3, 2), out=np.zeros((3, 2)), backend="interpreter")
+
+
+# ---------------------------------------------------------------- run-time conditions, randomised
+
+
+@field_operator
+def _runtime_conditions(a: Field[[Cell, K], wpfloat], b: Field[[Cell, K], wpfloat], lo: int32,
+                        hi: int32, lo2: int32, hi2: int32, nr: int32):
+    inner = concat_where((lo2 <= Cell) & (Cell < hi2), a, b)
+    one = concat_where((lo <= Cell) & (Cell < hi), a, b)
+    two = concat_where((K > 0) & (K < nr) & (lo <= Cell) & (Cell < hi), inner, b)
+    three, four = concat_where((K < nr) | (hi <= Cell), (a, b), (b, 2.0 * a))
+    five = concat_where(~((lo <= Cell) & (nr <= K)), one, -a)
+    return one, two, three, four, five
+
+
+@program
+def runtime_conditions(a: Field[[Cell, K], wpfloat], b: Field[[Cell, K], wpfloat],
+                       o1: Field[[Cell, K], wpfloat], o2: Field[[Cell, K], wpfloat],
+                       o3: Field[[Cell, K], wpfloat], o4: Field[[Cell, K], wpfloat],
+                       o5: Field[[Cell, K], wpfloat], lo: int32, hi: int32, lo2: int32,
+                       hi2: int32, nr: int32, hs: int32, he: int32, vs: int32, ve: int32):
+    _runtime_conditions(a, b, lo, hi, lo2, hi2, nr, out=(o1, o2, o3, o4, o5),
+                        domain={Cell: (hs, he), K: (vs, ve)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runtime_concat_where_conditions_on_random_bounds(backend):
+    """Compound conditions with run-time bounds on both dimensions, a branch that
+    is itself a run-time concat_where, tuple branches, negation: random bounds
+    (inside, outside and inverted) against NumPy masks, one compiled program."""
+    rng = np.random.default_rng(11)
+    n, nk = 7, 5
+    c, k = np.arange(n)[:, None], np.arange(nk)[None, :]
+    for _ in range(8):
+        lo, hi, lo2, hi2 = (int(x) for x in rng.integers(-2, n + 3, 4))
+        nr = int(rng.integers(-1, nk + 2))
+        hs, he = sorted(int(x) for x in rng.integers(0, n + 1, 2))
+        vs, ve = sorted(int(x) for x in rng.integers(0, nk + 1, 2))
+        a, b = rng.random((n, nk)), rng.random((n, nk))
+        outs = [np.full((n, nk), 9.0) for _ in range(5)]
+        runtime_conditions(a, b, *outs, lo, hi, lo2, hi2, nr, hs, he, vs, ve, backend=backend)
+        cells = (lo <= c) & (c < hi)
+        one = np.where(cells, a, b)
+        inner = np.where((lo2 <= c) & (c < hi2), a, b)
+        two = np.where((k > 0) & (k < nr) & cells, inner, b)
+        either = (k < nr) | (hi <= c)
+        five = np.where(~((lo <= c) & (nr <= k)), one, -a)
+        for got, want in zip(outs, (one, two, np.where(either, a, b),
+                                    np.where(either, b, 2.0 * a), five)):
+            np.testing.assert_array_equal(got, inside(want, np.full((n, nk), 9.0),
+                                                      hs, he, vs, ve))
