@@ -998,3 +998,136 @@ def test_runtime_concat_where_conditions_on_random_bounds(backend):
                                     np.where(either, b, 2.0 * a), five)):
             np.testing.assert_array_equal(got, inside(want, np.full((n, nk), 9.0),
                                                       hs, he, vs, ve))
+
+
+# ---------------------------------------------------------------- fused: pressure gradient on edges
+
+
+@field_operator
+def _compute_horizontal_gradient_of_exner_pressure_for_nonflat_coordinates(
+        inv_dual_edge_length: Field[[Edge], wpfloat], z_exner_ex_pr: Field[[Cell, K], vpfloat],
+        ddxn_z_full: Field[[Edge, K], vpfloat], c_lin_e: Field[[Edge, E2CDim], wpfloat],
+        z_dexner_dz_c_1: Field[[Cell, K], vpfloat]) -> Field[[Edge, K], vpfloat]:
+    ddxn_z_full_wp = astype(ddxn_z_full, wpfloat)
+    z_exner_ex_pr_wp, z_dexner_dz_c_1_wp = astype((z_exner_ex_pr, z_dexner_dz_c_1), wpfloat)
+    gradh = inv_dual_edge_length * (z_exner_ex_pr_wp(E2C[1]) - z_exner_ex_pr_wp(E2C[0])) \
+        - ddxn_z_full_wp * neighbor_sum(c_lin_e * z_dexner_dz_c_1_wp(E2C), axis=E2CDim)
+    return astype(gradh, vpfloat)
+
+
+@field_operator
+def _apply_on_vertical_level(nflatlev: int32, nflat_gradp: int32,
+                             on_flatlevels: Field[[Edge, K], vpfloat],
+                             between_flat_and_flatgradp: Field[[Edge, K], vpfloat],
+                             below_flatgradp: Field[[Edge, K], vpfloat]):
+    return concat_where(K < nflatlev, on_flatlevels,
+                        concat_where(nflat_gradp + 1 <= K, below_flatgradp,
+                                     between_flat_and_flatgradp))
+
+
+@field_operator
+def _apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure(
+        ipeidx_dsl: Field[[Edge, K], bool], pg_exdist: Field[[Edge, K], vpfloat],
+        z_hydro_corr: Field[[Edge], wpfloat], z_gradh_exner: Field[[Edge, K], vpfloat]):
+    corrected = astype(z_gradh_exner, wpfloat) + z_hydro_corr * astype(pg_exdist, wpfloat)
+    return where(ipeidx_dsl, astype(corrected, vpfloat), z_gradh_exner)
+
+
+@field_operator
+def _compute_horizontal_pressure_gradient(
+        z_exner_ex_pr: Field[[Cell, K], vpfloat], z_dexner_dz_c_1: Field[[Cell, K], vpfloat],
+        z_dexner_dz_c_2: Field[[Cell, K], vpfloat], z_hydro_corr: Field[[Edge], wpfloat],
+        ddxn_z_full: Field[[Edge, K], vpfloat], c_lin_e: Field[[Edge, E2CDim], wpfloat],
+        ikoffset: Field[[Edge, E2CDim, K], int32], zdiff_gradp: Field[[Edge, E2CDim, K], vpfloat],
+        ipeidx_dsl: Field[[Edge, K], bool], pg_exdist: Field[[Edge, K], vpfloat],
+        inv_dual_edge_length: Field[[Edge], wpfloat], vt: Field[[Edge, K], vpfloat],
+        nflatlev: int32, nflat_gradp: int32, start_edge: int32, end_edge_halo: int32):
+    gradient = _apply_on_vertical_level(
+        nflatlev, nflat_gradp,
+        on_flatlevels=astype(inv_dual_edge_length * astype(
+            z_exner_ex_pr(E2C[1]) - z_exner_ex_pr(E2C[0]), wpfloat), vpfloat),
+        between_flat_and_flatgradp=(
+            _compute_horizontal_gradient_of_exner_pressure_for_nonflat_coordinates(
+                inv_dual_edge_length=inv_dual_edge_length, z_exner_ex_pr=z_exner_ex_pr,
+                ddxn_z_full=ddxn_z_full, c_lin_e=c_lin_e, z_dexner_dz_c_1=z_dexner_dz_c_1)),
+        below_flatgradp=_compute_horizontal_gradient_of_exner_pressure_for_multiple_levels(
+            inv_dual_edge_length=inv_dual_edge_length, z_exner_ex_pr=z_exner_ex_pr,
+            zdiff_gradp=zdiff_gradp, ikoffset=ikoffset, z_dexner_dz_c_1=z_dexner_dz_c_1,
+            z_dexner_dz_c_2=z_dexner_dz_c_2))
+    gradient = _apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure(
+        ipeidx_dsl=ipeidx_dsl, pg_exdist=pg_exdist, z_hydro_corr=z_hydro_corr,
+        z_gradh_exner=gradient)
+    # the halo edges get zeros, as broadcasts of a literal
+    rho_e, theta_e = concat_where(
+        (start_edge <= Edge) & (Edge < end_edge_halo),
+        (astype(vt, wpfloat) * inv_dual_edge_length, astype(gradient * vt, wpfloat)),
+        (broadcast(wpfloat("0.0"), (Edge, K)), broadcast(wpfloat("0.0"), (Edge, K))))
+    return gradient, rho_e, theta_e
+
+
+@program
+def pressure_gradient(
+        z_exner_ex_pr: Field[[Cell, K], vpfloat], z_dexner_dz_c_1: Field[[Cell, K], vpfloat],
+        z_dexner_dz_c_2: Field[[Cell, K], vpfloat], z_hydro_corr: Field[[Edge], wpfloat],
+        ddxn_z_full: Field[[Edge, K], vpfloat], c_lin_e: Field[[Edge, E2CDim], wpfloat],
+        ikoffset: Field[[Edge, E2CDim, K], int32], zdiff_gradp: Field[[Edge, E2CDim, K], vpfloat],
+        ipeidx_dsl: Field[[Edge, K], bool], pg_exdist: Field[[Edge, K], vpfloat],
+        inv_dual_edge_length: Field[[Edge], wpfloat], vt: Field[[Edge, K], vpfloat],
+        z_gradh_exner: Field[[Edge, K], vpfloat], rho_e: Field[[Edge, K], wpfloat],
+        theta_e: Field[[Edge, K], wpfloat], nflatlev: int32, nflat_gradp: int32,
+        start_edge: int32, end_edge_halo: int32, horizontal_start: int32, horizontal_end: int32):
+    _compute_horizontal_pressure_gradient(
+        z_exner_ex_pr, z_dexner_dz_c_1, z_dexner_dz_c_2, z_hydro_corr, ddxn_z_full, c_lin_e,
+        ikoffset, zdiff_gradp, ipeidx_dsl, pg_exdist, inv_dual_edge_length, vt, nflatlev,
+        nflat_gradp, start_edge, end_edge_halo, out=(z_gradh_exner, rho_e, theta_e),
+        domain={Edge: (horizontal_start, horizontal_end), K: (0, 6)})     # literal levels
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pressure_gradient_with_level_ranges_and_halo_zeros(backend):
+    assert NLEV == 6
+    f32, f64, t = np.float32, np.float64, TABLES
+    lev = np.arange(NLEV)
+    ikoffset = np.minimum(RNG.integers(0, 3, (NE, 2, NLEV)), NLEV - 1 - lev).astype(np.int32)
+    a = dict(z_exner_ex_pr=vp(NC, NLEV), z_dexner_dz_c_1=vp(NC, NLEV),
+             z_dexner_dz_c_2=vp(NC, NLEV), z_hydro_corr=wp(NE), ddxn_z_full=vp(NE, NLEV),
+             c_lin_e=wp(NE, 2), ikoffset=ikoffset, zdiff_gradp=vp(NE, 2, NLEV),
+             ipeidx_dsl=RNG.random((NE, NLEV)) < 0.4, pg_exdist=vp(NE, NLEV),
+             inv_dual_edge_length=wp(NE) + 0.5, vt=vp(NE, NLEV),
+             z_gradh_exner=np.full((NE, NLEV), 4.0, f32), rho_e=np.full((NE, NLEV), 4.0),
+             theta_e=np.full((NE, NLEV), 4.0))
+    o = {name: np.copy(x) for name, x in a.items()}
+    e2c, idel = t["E2C"], o["inv_dual_edge_length"][:, None]
+    ex, d1, d2 = (o[n].astype(f64) for n in ("z_exner_ex_pr", "z_dexner_dz_c_1",
+                                              "z_dexner_dz_c_2"))
+    flat = (idel * (o["z_exner_ex_pr"][e2c[:, 1]] - o["z_exner_ex_pr"][e2c[:, 0]])
+            .astype(f64)).astype(f32)
+    nonflat = (idel * (ex[e2c[:, 1]] - ex[e2c[:, 0]]) - o["ddxn_z_full"].astype(f64)
+               * nbsum(o["c_lin_e"], d1, e2c)).astype(f32)
+
+    def at(field, j):
+        return field[e2c[:, j, None], lev[None, :] + ikoffset[:, j, :]]
+
+    zd = o["zdiff_gradp"]
+    side = [at(o["z_exner_ex_pr"], j) + zd[:, j] * (at(o["z_dexner_dz_c_1"], j) + zd[:, j]
+                                                     * at(o["z_dexner_dz_c_2"], j))
+            for j in (0, 1)]
+    multiple = (idel * (side[1] - side[0]).astype(f64)).astype(f32)
+    for nflatlev, nflat_gradp, start, end, hs, he in [(2, 3, 2, 9, 0, NE), (0, 0, 0, NE, 1, 12),
+                                                      (4, 1, 6, 3, 3, NE), (7, 9, -1, 99, 0, 5)]:
+        for name in ("z_gradh_exner", "rho_e", "theta_e"):
+            a[name][...] = o[name]
+        pressure_gradient(*a.values(), nflatlev, nflat_gradp, start, end, hs, he,
+                          offset_provider=TABLES, backend=backend)
+        k = lev[None, :]
+        grad = np.where(k < nflatlev, flat, np.where(nflat_gradp + 1 <= k, multiple, nonflat))
+        grad = np.where(o["ipeidx_dsl"], (grad.astype(f64) + o["z_hydro_corr"][:, None]
+                                          * o["pg_exdist"].astype(f64)).astype(f32), grad)
+        edges = np.arange(NE)[:, None]
+        halo = (start <= edges) & (edges < end)
+        vt = o["vt"].astype(f64)
+        check(a, dict(
+            z_gradh_exner=inside(grad, o["z_gradh_exner"], hs, he, 0, NLEV),
+            rho_e=inside(np.where(halo, vt * idel, 0.0), o["rho_e"], hs, he, 0, NLEV),
+            theta_e=inside(np.where(halo, (grad * o["vt"]).astype(f64), 0.0), o["theta_e"],
+                           hs, he, 0, NLEV)), rtol=2e-5)
