@@ -1131,3 +1131,16 @@ def test_pressure_gradient_with_level_ranges_and_halo_zeros(backend):
             rho_e=inside(np.where(halo, vt * idel, 0.0), o["rho_e"], hs, he, 0, NLEV),
             theta_e=inside(np.where(halo, (grad * o["vt"]).astype(f64), 0.0), o["theta_e"],
                            hs, he, 0, NLEV)), rtol=2e-5)
+
+
+def test_half_level_offsets_are_refused_with_the_alternative():
+    KHalf = dims("KHalf")
+
+    @field_operator
+    def at_interfaces(x: Field[[Cell, KHalf], wpfloat]):
+        return x(KHalf - 0.5) + x(KHalf + 0.5)
+
+    with pytest.raises(FrontendError, match=r"KHalf ± 0.5: an offset along a dimension is an "
+                                            r"integer.*x\(K \+ 1\)") as info:
+        at_interfaces(wp(3, 4), out=np.zeros((3, 3)), backend="interpreter")
+    assert info.value.loc is not None and info.value.loc.line > 0
