@@ -1144,3 +1144,59 @@ def test_half_level_offsets_are_refused_with_the_alternative():
                                             r"integer.*x\(K \+ 1\)") as info:
         at_interfaces(wp(3, 4), out=np.zeros((3, 3)), backend="interpreter")
     assert info.value.loc is not None and info.value.loc.line > 0
+
+
+# ---------------------------------------------------------------- the whole implicit solve for w
+
+
+@scan_operator(axis=K, forward=False, init=wpfloat("0.0"))
+def _w_back_substitution(w_below: wpfloat, z_q: vpfloat, w: wpfloat) -> wpfloat:
+    return w + w_below * astype(z_q, wpfloat)
+
+
+@field_operator
+def _vertically_implicit_solve_for_w(
+        vwind_impl_wgt: Field[[Cell], wpfloat], theta_v_ic: Field[[Cell, K], wpfloat],
+        ddqz_z_half: Field[[Cell, K], vpfloat], z_alpha: Field[[Cell, K], vpfloat],
+        z_beta: Field[[Cell, K], vpfloat], z_w_expl: Field[[Cell, K], wpfloat],
+        z_exner_expl: Field[[Cell, K], wpfloat], z_q: Field[[Cell, K], vpfloat],
+        w: Field[[Cell, K], wpfloat], dtime: wpfloat, cpd: wpfloat, nlev: int32):
+    # a field operator calling one that runs a forward scan, then a backward scan
+    # over its results; the surface level keeps w
+    z_q_new, w_forward = _solve_tridiagonal_matrix_for_w_forward_sweep(
+        vwind_impl_wgt, theta_v_ic, ddqz_z_half, z_alpha, z_beta, z_w_expl, z_exner_expl, z_q,
+        w, dtime, cpd)
+    return concat_where(K < nlev, _w_back_substitution(z_q_new, w_forward), w)
+
+
+@program
+def implicit_solve(
+        vwind_impl_wgt: Field[[Cell], wpfloat], theta_v_ic: Field[[Cell, K], wpfloat],
+        ddqz_z_half: Field[[Cell, K], vpfloat], z_alpha: Field[[Cell, K], vpfloat],
+        z_beta: Field[[Cell, K], vpfloat], z_w_expl: Field[[Cell, K], wpfloat],
+        z_exner_expl: Field[[Cell, K], wpfloat], z_q: Field[[Cell, K], vpfloat],
+        w: Field[[Cell, K], wpfloat], w_new: Field[[Cell, K], wpfloat], dtime: wpfloat,
+        cpd: wpfloat, nlev: int32, horizontal_start: int32, horizontal_end: int32):
+    _vertically_implicit_solve_for_w(
+        vwind_impl_wgt, theta_v_ic, ddqz_z_half, z_alpha, z_beta, z_w_expl, z_exner_expl, z_q,
+        w, dtime, cpd, nlev, out=w_new,
+        domain={Cell: (horizontal_start, horizontal_end), K: (1, nlev)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_implicit_solve_forward_then_backward(backend):
+    a = column_inputs(NLEV)
+    names = ("vwind_impl_wgt", "theta_v_ic", "ddqz_z_half", "z_alpha", "z_beta", "z_w_expl",
+             "z_exner_expl", "z_q", "w")
+    dtime, cpd, hs, he = 0.3, 1.5, 1, NC - 1
+    w_new = np.full((NC, NLEV + 1), 5.0)
+    implicit_solve(*(a[n] for n in names), w_new, dtime, cpd, NLEV, hs, he,
+                   offset_provider={"Koff": K}, backend=backend)
+    z_q, w = forward_sweep_numpy(dict(a, dtime=dtime, cpd=cpd), 1, NLEV)
+    solved = np.full((NC, NLEV + 1), 5.0)
+    below = np.zeros(NC)
+    for k in range(NLEV - 1, 0, -1):      # the scan starts at the domain's last level
+        below = w[:, k] + below * z_q[:, k].astype(np.float64)
+        solved[:, k] = below
+    np.testing.assert_allclose(w_new, inside(solved, np.full((NC, NLEV + 1), 5.0), hs, he, 1,
+                                             NLEV), rtol=2e-5)
