@@ -1,17 +1,21 @@
-"""ICON's dycore and diffusion stencils (icon4py's field operators), ported to the
-Python front end in GT4Py's spelling.
+"""ICON's dycore, diffusion and advection stencils (icon4py's field operators),
+ported to the Python front end in GT4Py's spelling.
 
-They add to ``test_icon_stencils*.py``: a forward tridiagonal sweep whose
-scan carries a ``(vpfloat, wpfloat, bool)`` state and takes keyword arguments;
-field operators calling field operators; ``concat_where`` on tuples and on
-horizontal and vertical conditions with run-time bounds (``interior_idx <=
-Cell``, ``K < nrdmax``); an ``if``-expression on a scalar choosing between
-tuples; ``as_offset(Koff, …)`` through ``E2C`` with an ``int32`` sparse field;
-``E2C2V`` with the strided ``E2ECV``; ``int32`` level-index fields and ``bool``
-masks; ``exp``/``log``/``sqrt``/``abs``; ``astype`` of tuples with a scalar in
-them; in-place tuple outputs; half-level (``nlev + 1``) fields read and
-written.  Each group is one program, interpreted and compiled once, compared
-with hand-written NumPy.
+They add to ``test_icon_stencils*.py``: a forward tridiagonal sweep whose scan
+carries a ``(vpfloat, wpfloat, bool)`` state and takes keyword arguments, and
+the whole implicit solve for w (forward then backward scan); field operators
+calling field operators; ``concat_where`` on tuples, on broadcast literals and
+on horizontal and vertical conditions with run-time bounds (``interior_idx <=
+Cell``, ``nflat_gradp + 1 <= K``, ``K < nrdmax``); an ``if``-expression on a
+scalar choosing between tuples; ``as_offset(Koff, …)`` through ``E2C`` with an
+``int32`` sparse field; ``E2C2V`` with the strided ``E2ECV`` and ``int32``
+fields through the strided ``E2EC``; ``int32`` level-index fields and ``bool``
+masks; ``exp``/``log``/``sqrt``/``abs``/``floor``; ``astype`` of tuples with a
+scalar in them; a microphysics-like sedimentation scan calling a helper field
+operator on scalars and reading constants from a class; in-place tuple
+outputs; half-level (``nlev + 1``) fields read and written; GT4Py's generic
+field aliases (``CellKField[vpfloat]``).  Each group is one program,
+interpreted and compiled once, compared with hand-written NumPy.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ from tensorir_dace.frontend import (
     abs,
     as_offset,
     astype,
-    bool_ as bool_type,
     broadcast,
     concat_where,
     dims,
@@ -48,6 +51,9 @@ from tensorir_dace.frontend import (
     scan_operator,
     sqrt,
     where,
+)
+from tensorir_dace.frontend import (
+    bool_ as bool_type,
 )
 
 Cell, Edge, Vertex, K, ECV = dims("Cell Edge Vertex K ECV")
@@ -502,7 +508,8 @@ def _compute_horizontal_gradient_of_exner_pressure_for_multiple_levels(
 @field_operator
 def _calculate_nabla2_and_smag_coefficients_for_vn(
         diff_multfac_smag: Field[[K], vpfloat], tangent_orientation: Field[[Edge], wpfloat],
-        inv_primal_edge_length: Field[[Edge], wpfloat], inv_vert_vert_length: Field[[Edge], wpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat],
+        inv_vert_vert_length: Field[[Edge], wpfloat],
         u_vert: Field[[Vertex, K], vpfloat], v_vert: Field[[Vertex, K], vpfloat],
         primal_normal_vert_x: Field[[ECV], wpfloat], primal_normal_vert_y: Field[[ECV], wpfloat],
         dual_normal_vert_x: Field[[ECV], wpfloat], dual_normal_vert_y: Field[[ECV], wpfloat],
@@ -563,7 +570,8 @@ def edge_stencils(
         ikoffset: Field[Dims[Edge, E2CDim, K], int32], z_dexner_dz_c_1: Field[[Cell, K], vpfloat],
         z_dexner_dz_c_2: Field[[Cell, K], vpfloat], z_gradh_exner: Field[[Edge, K], vpfloat],
         diff_multfac_smag: Field[[K], vpfloat], tangent_orientation: Field[[Edge], wpfloat],
-        inv_primal_edge_length: Field[[Edge], wpfloat], inv_vert_vert_length: Field[[Edge], wpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat],
+        inv_vert_vert_length: Field[[Edge], wpfloat],
         u_vert: Field[[Vertex, K], vpfloat], v_vert: Field[[Vertex, K], vpfloat],
         primal_normal_vert_x: Field[[ECV], wpfloat], primal_normal_vert_y: Field[[ECV], wpfloat],
         dual_normal_vert_x: Field[[ECV], wpfloat], dual_normal_vert_y: Field[[ECV], wpfloat],
