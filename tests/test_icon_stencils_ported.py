@@ -1208,3 +1208,30 @@ def test_implicit_solve_forward_then_backward(backend):
         solved[:, k] = below
     np.testing.assert_allclose(w_new, inside(solved, np.full((NC, NLEV + 1), 5.0), hs, he, 1,
                                              NLEV), rtol=2e-5)
+
+
+@field_operator
+def _nested_result(vn: Field[[Edge, K], wpfloat], vt: Field[[Edge, K], vpfloat]):
+    vt_wp = astype(vt, wpfloat)
+    return (vn * vn + vt_wp * vt_wp, vn * vt_wp), astype(-vn, vpfloat)
+
+
+@program
+def nested_outputs(vn: Field[[Edge, K], wpfloat], vt: Field[[Edge, K], vpfloat],
+                   kin: Field[[Edge, K], wpfloat], flux: Field[[Edge, K], wpfloat],
+                   neg: Field[[Edge, K], vpfloat], horizontal_start: int32,
+                   horizontal_end: int32):
+    _nested_result(vn, vt, out=((kin, flux), neg),
+                   domain={Edge: (horizontal_start, horizontal_end), K: (1, NLEV)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nested_tuple_outputs_under_a_domain(backend):
+    vn, vt = wp(NE, NLEV), vp(NE, NLEV)
+    outs = [np.full((NE, NLEV), 3.0), np.full((NE, NLEV), 3.0),
+            np.full((NE, NLEV), 3.0, np.float32)]
+    nested_outputs(vn, vt, *outs, 2, NE - 1, backend=backend)
+    v = vt.astype(np.float64)
+    for got, want in zip(outs, (vn * vn + v * v, vn * v, (-vn).astype(np.float32))):
+        np.testing.assert_allclose(got, inside(want, np.full_like(got, 3.0), 2, NE - 1, 1, NLEV),
+                                   rtol=1e-6)
