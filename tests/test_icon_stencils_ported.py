@@ -1219,9 +1219,9 @@ def _nested_result(vn: Field[[Edge, K], wpfloat], vt: Field[[Edge, K], vpfloat])
 @program
 def nested_outputs(vn: Field[[Edge, K], wpfloat], vt: Field[[Edge, K], vpfloat],
                    kin: Field[[Edge, K], wpfloat], flux: Field[[Edge, K], wpfloat],
-                   neg: Field[[Edge, K], vpfloat], horizontal_start: int32,
+                   minus_vn: Field[[Edge, K], vpfloat], horizontal_start: int32,
                    horizontal_end: int32):
-    _nested_result(vn, vt, out=((kin, flux), neg),
+    _nested_result(vn, vt, out=((kin, flux), minus_vn),
                    domain={Edge: (horizontal_start, horizontal_end), K: (1, NLEV)})
 
 
