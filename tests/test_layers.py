@@ -30,7 +30,9 @@ Modules outside the stages:
   runtime) and ``device_arrays.py`` (GPU arrays seen through
   ``__cuda_array_interface__``, for those checks) sit with ``arguments``, and so
   does ``tablescan.py`` (table scans cached per buffer, shared with the cached
-  programs' call path, which imports no SymPy).
+  programs' call path, which imports no SymPy), and ``staging.py`` (memory
+  extents and C-contiguous copies of strided arrays, for the checks and both
+  compiled call paths).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ LAYERS: list[set[str]] = [          # top first
     {"interpreter"},
     {"typing"},
     {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
-     "tablescan", "builders", "signature", "size_solving"},
+     "tablescan", "staging", "builders", "signature", "size_solving"},
     {"ir"},
     {"errors", "log", "tracebacks", "lazy"},
 ]

@@ -297,8 +297,8 @@ def test_sdfg_names_are_mangled():
     (lambda a: a.pop("inp"), "missing"),
     (lambda a: a.update(inpt=a["inp"]), "inpt"),
     (lambda a: a.update(inp=a["inp"].astype(np.float32)), "float32"),
-    (lambda a: a.update(inp=np.asfortranarray(a["inp"])), "contiguous"),
-    (lambda a: a.update(inp=a["inp"][:, :, ::2]), "contiguous"),
+    (lambda a: a.update(inp=np.asfortranarray(a["inp"]).astype(np.float32)), "float32"),
+    (lambda a: a.update(inp=a["inp"][:, :, ::2]), "inp"),
     (lambda a: a.update(inp=a["inp"][1:]), "inp"),
     (lambda a: a.update(inp=a["inp"][..., 0]), "inp"),
 ])

@@ -8,10 +8,13 @@ Rules (DESIGN.md §2, "Python values"):
 
 * A tensor parameter ``tensor<T, D1[a:b], D2[c:d]>`` takes an array of shape
   ``(b - a, d - c)`` in declaration order; element 0 is coordinate ``a``.
-  The element type must match exactly (no silent casting of arrays), and the
-  array must be C-contiguous (C-contiguous views such as ``big[2:7]`` are
-  fine).  Anything with ``__array__`` is accepted through ``np.asarray``
-  (without a copy where NumPy can avoid one); GPU arrays
+  The element type must match exactly (no silent casting of arrays).  NumPy
+  arrays may have any layout (Fortran order, transposes, step slices,
+  negative or zero strides): the interpreter reads them as they are, and
+  compiled calls stage the ones that are not C-contiguous through
+  C-contiguous copies (:mod:`tensorir_dace.staging`).  Anything with
+  ``__array__`` is accepted through ``np.asarray`` (without a copy where
+  NumPy can avoid one); GPU arrays
   (``__cuda_array_interface__``) are checked alike and bound as
   :class:`~tensorir_dace.device_arrays.DeviceArray` (only compiled GPU
   programs run them).
@@ -123,7 +126,7 @@ class BoundArguments:
     """Checked arguments of one call.
 
     ``values`` maps each parameter name (in declaration order) to an array
-    (C-contiguous, exact dtype; a nested tuple of arrays for a tuple element
+    (exact dtype, any layout for NumPy; a nested tuple of arrays for a tuple element
     type) or a NumPy scalar of the declared dtype for a scalar parameter.
     ``symbols`` maps each size-symbol name to its value.
     """
@@ -152,11 +155,6 @@ def _as_array(value: Any, what: str, where: str) -> Any:
     return None
 
 
-def _module_of(arr: Any) -> str:
-    """How messages name the array library of ``arr``."""
-    return "cupy" if isinstance(arr, DeviceArray) else "np"
-
-
 def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: str,
                       path: tuple[int, ...], where: str) -> Any:
     rank = len(ptype.dims)
@@ -178,17 +176,18 @@ def _check_leaf_array(value: Any, dtype: np.dtype, ptype: ir.TensorType, param: 
         hint = f"use x.astype(np.{dtype.name})" if dtype.name != "bool" else "use x.astype(bool)"
         raise ArgumentError(
             f"{where}: {what} expects {dtype.name} elements, got {arr.dtype} ({hint})")
-    flags = arr.flags
-    if not flags.c_contiguous:
-        hint = ("a Fortran-ordered array" if flags.f_contiguous and arr.ndim > 1
-                else "a strided view")
-        raise ArgumentError(
-            f"{where}: {what} must be a C-contiguous array, got {hint} with strides "
-            f"{tuple(arr.strides)} (use {_module_of(arr)}.ascontiguousarray(x), and copy "
-            "results back if it is an output)")
-    if not flags.aligned:
-        raise ArgumentError(f"{where}: {what} is not aligned to its element size "
-                            f"(copy it with {_module_of(arr)}.array(x))")
+    if isinstance(arr, DeviceArray):    # passed by pointer, never staged
+        dev = arr.flags
+        if not dev.c_contiguous:
+            hint = ("a Fortran-ordered array" if dev.f_contiguous and arr.ndim > 1
+                    else "a strided view")
+            raise ArgumentError(
+                f"{where}: {what} must be a C-contiguous array, got {hint} with strides "
+                f"{tuple(arr.strides)} (use cupy.ascontiguousarray(x), and copy "
+                "results back if it is an output)")
+        if not dev.aligned:
+            raise ArgumentError(f"{where}: {what} is not aligned to its element size "
+                                "(copy it with cupy.array(x))")
     return arr
 
 

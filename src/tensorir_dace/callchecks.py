@@ -11,8 +11,14 @@ before anything is written (DESIGN.md §2, "Overlapping arguments" and
   that is read and shares memory with a written one is copied on entry, so
   the call computes what it would with separate arrays (GPU arrays are never
   copied: for them such an overlap is an error).  Overlaps are found
-  from address ranges (data pointer and extent of each C-contiguous array,
-  sorted once), not with ``np.may_share_memory`` per pair.
+  from address ranges (the extent of each array, sorted once), not with
+  ``np.may_share_memory`` per pair; where a strided array's range overlaps
+  another's, ``np.shares_memory`` decides (interleaved views share nothing).
+* **Layouts.** A written array must hold an element per index: a zero
+  stride (a broadcast view made writeable) is refused.  For compiled calls,
+  :meth:`CallChecks.check_staged` also replaces every NumPy array that is
+  not C-contiguous and aligned by a C-contiguous copy (see
+  :mod:`tensorir_dace.staging`).
 * **Neighbour tables.** An entry of a table parameter must name an element
   of the operand that a shift through the table reads (every use is
   checked, with the call's sizes), or be negative ("no neighbour").  A
@@ -35,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import ir, pointers, tablescan
+from . import ir, pointers, staging, tablescan
 from .device_arrays import DeviceArray
 from .errors import ArgumentError, SourceLoc
 from .lazy import lazy_module
@@ -204,15 +210,40 @@ class CallChecks:
         values to run with (read parameters overlapping a written one
         replaced by copies; ``values`` itself when nothing overlaps) and the
         ``(copy, original)`` pairs made."""
+        out, copies, _ = self._check(values, symbols, False)
+        return out, copies
+
+    def check_staged(self, values: dict[str, Any], symbols: Mapping[str, int]
+                     ) -> tuple[dict[str, Any], list[tuple[Any, Any]], list[tuple[Any, Any]]]:
+        """:meth:`check`, and every NumPy array a kernel cannot take by pointer
+        (see :mod:`tensorir_dace.staging`) replaced by a C-contiguous copy: a
+        read one joins the ``(copy, original)`` pairs, a written one is given
+        in the third list as ``(original, copy)``, to be copied back after
+        the run."""
+        return self._check(values, symbols, True)
+
+    def _check(self, values: dict[str, Any], symbols: Mapping[str, int], stage: bool
+               ) -> tuple[dict[str, Any], list[tuple[Any, Any]], list[tuple[Any, Any]]]:
         spans: list[tuple[int, int, str, tuple[int, ...], bool]] = []
         pointers: dict[str, int] = {}
+        strided: list[tuple[str, tuple[int, ...], bool]] = []
         pointer = data_pointer
         for name, w, is_tuple in self._plan:
             a = values[name]
             if is_tuple:
-                self._tuple_spans(name, w, a, spans)
+                for path, leaf in _leaves(a):
+                    self._span(name, path, leaf, w, spans, strided)
                 continue
-            if w and not _writeable(a):
+            if type(a) is np.ndarray:
+                flags = a.flags
+                if not (flags.c_contiguous and flags.aligned):
+                    lo = self._span(name, (), a, w, spans, strided)
+                    if lo is not None:
+                        pointers[name] = lo
+                    continue
+                if w and not flags.writeable:
+                    self._read_only(name, ())
+            elif w and not _writeable(a):
                 self._read_only(name, ())
             n = a.nbytes
             if n:
@@ -223,7 +254,7 @@ class CallChecks:
         copies: list[tuple[Any, Any]] = []
         if self.written and len(spans) > 1 and _any_overlap(spans):
             out = dict(values)
-            for name, path in self._overlaps(spans):
+            for name, path in self._overlaps(spans, values):
                 leaf = dict(_leaves(out[name]))[path]
                 if isinstance(leaf, DeviceArray):
                     self._shared_device_memory(name, path)
@@ -235,21 +266,54 @@ class CallChecks:
             for table, uses in self._uses.items():
                 if table in pointers:
                     self._check_table(table, values[table], pointers[table], uses, bounds)
-        return out, copies
+        writebacks: list[tuple[Any, Any]] = []
+        if stage and strided:
+            out = dict(out) if out is values else out
+            for name, path, w in strided:
+                leaf = dict(_leaves(out[name]))[path]
+                if not staging.needs_staging(leaf):
+                    continue        # a read array already copied for an overlap
+                dup = staging.staged_copy(leaf)
+                if w:
+                    writebacks.append((leaf, dup))
+                else:
+                    copies.append((dup, leaf))
+                out[name] = _replace_leaf(out[name], path, dup)
+        return out, copies, writebacks
 
-    def _tuple_spans(self, name: str, w: bool, value: Any, spans: list) -> None:
-        for path, a in _leaves(value):
-            if w and not _writeable(a):
-                self._read_only(name, path)
-            if a.nbytes:
-                lo = data_pointer(a)
-                spans.append((lo, lo + a.nbytes, name, path, w))
+    def _span(self, name: str, path: tuple[int, ...], a: Any, w: bool, spans: list,
+              strided: list) -> int | None:
+        """Check that a written leaf is writeable and holds an element per index;
+        add the leaf's address range to ``spans`` (and the leaf to ``strided``
+        when it needs staging); its data pointer (``None``: empty)."""
+        if w and not _writeable(a):
+            self._read_only(name, path)
+        plain = type(a) is not np.ndarray or not staging.needs_staging(a)
+        if not plain:
+            strided.append((name, path, w))
+            if w and staging.overlaps_itself(a):
+                self._repeats_elements(name, path, a)
+        n = a.nbytes
+        if not n:
+            return None
+        p = data_pointer(a)
+        lo, hi = (p, p + n) if plain or a.flags.c_contiguous else staging.extent(a, p)
+        spans.append((lo, hi, name, path, w))
+        return p
 
     def _read_only(self, name: str, path: tuple[int, ...]) -> None:
         raise ArgumentError(
             f"{self.where}: parameter {_leaf_str(name, path)} is written by the program, but "
             "the array given for it is read-only (pass a writeable array, e.g. a copy made "
             "with np.array(x))")
+
+    def _repeats_elements(self, name: str, path: tuple[int, ...], a: np.ndarray) -> None:
+        raise ArgumentError(
+            f"{self.where}: parameter {_leaf_str(name, path)} is written by the program, but "
+            f"the array given for it (shape {tuple(a.shape)}, strides {tuple(a.strides)}) "
+            "reaches some elements through several indices, as a broadcast view does, so "
+            "which value lands there is undefined; pass an array with an element of its "
+            "own per index (e.g. np.empty(shape) or a copy made with np.array(x))")
 
     def _shared_device_memory(self, name: str, path: tuple[int, ...]) -> None:
         raise ArgumentError(
@@ -273,8 +337,10 @@ class CallChecks:
         self._bounds_for = (dict(symbols), bounds)
         return bounds
 
-    def _overlaps(self, spans: list) -> list[tuple[str, tuple[int, ...]]]:
-        """Read leaves to copy; raise for two written parameters that overlap."""
+    def _overlaps(self, spans: list, values: dict[str, Any]
+                  ) -> list[tuple[str, tuple[int, ...]]]:
+        """Read leaves to copy; raise for two written parameters that share memory
+        (address ranges that overlap, and for strided arrays an element in common)."""
         to_copy: dict[tuple[str, tuple[int, ...]], None] = {}
         active: list = []
         for s in spans:
@@ -282,6 +348,10 @@ class CallChecks:
             for a in active:
                 if not (a[4] or s[4]):
                     continue        # reads of shared memory need no copy
+                x, y = (dict(_leaves(values[v[2]]))[v[3]] for v in (a, s))
+                if staging.needs_staging(x) or staging.needs_staging(y):
+                    if not staging.shares_memory(x, y):
+                        continue    # interleaved strided views
                 if a[4] and s[4]:
                     raise ArgumentError(
                         f"{self.where}: parameters {_leaf_str(a[2], a[3])} and "

@@ -5,7 +5,7 @@
 feeds, and which SDFG symbol each size symbol is).  A call:
 
 1. checks the arguments with :mod:`tensorir_dace.arguments` (dtype, rank,
-   shape, C-contiguity, size symbols) -- DaCe itself would silently compute
+   shape, size symbols) -- DaCe itself would silently compute
    garbage for a wrong dtype, a Fortran-ordered array or a too-small array;
 2. builds the argument vectors that DaCe's ``construct_arguments`` would
    build (pointers and ctypes scalars in the C signature's order; for plain
@@ -24,7 +24,12 @@ feeds, and which SDFG symbol each size symbol is).  A call:
 
 C-contiguous views (``big[2:7]``) are passed by pointer: DaCe refuses every
 NumPy view by default, but a C-contiguous one is laid out exactly like the
-array the program expects, so it is correct as input and as output.
+array the program expects, so it is correct as input and as output.  Other
+layouts (Fortran order, ``x[::2]``, ``x.T``) are staged by the call checks
+(:meth:`~tensorir_dace.callchecks.CallChecks.check_staged`): the program
+runs on C-contiguous copies, refreshed from a read array on every call
+(like the copy of an overlapping input) and copied back into a written
+one after it; calls with a staged written array are not remembered.
 """
 
 from __future__ import annotations
@@ -502,8 +507,8 @@ class SDFGCallable:
             check_size_constraints(self.signature.constraints,
                                    {**runtime_values(self.signature.params, bound.values),
                                     **bound.symbols}, self.where)
-        values, copies = self._checks.check(bound.values, bound.symbols)
-        if copies:
+        values, copies, writebacks = self._checks.check_staged(bound.values, bound.symbols)
+        if copies or writebacks:
             bound = BoundArguments(values, bound.symbols)
         callargs, initargs, keepalive, sequential = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
@@ -518,7 +523,9 @@ class SDFGCallable:
             run_one_threaded(self._fast_call, callargs, initargs, self._has_gpu_code)
         else:
             self._fast_call(callargs, initargs, self._has_gpu_code)
-        if key is not None:
+        for original, staged in writebacks:
+            original[...] = staged
+        if key is not None and not writebacks:     # (staged outputs: prepared anew)
             written = {id(x) for name in self._written for x in _leaf_values(kwargs[name])}
             checks = tuple((weakref.ref(a), a.shape, a.strides, a.dtype, id(a) in written)
                            for a in arrays)

@@ -9,6 +9,8 @@ overlap that needs a copy, a device array, a size no extent or keyword gives -- 
 handed to the full path (``fallback``: the program checked, lowered and
 loaded through DaCe), which either runs the call or raises the precise
 :class:`~tensorir_dace.ArgumentError`.  Both paths accept the same calls.
+NumPy arrays that are not C-contiguous are first tried through C-contiguous
+copies (:mod:`.staged`), off the path of plain calls.
 
 Tuple-typed parameters are unpacked into their leaves (a tuple not shaped
 like its type goes the full path), and neighbour tables are scanned against
@@ -43,6 +45,7 @@ from .. import openmp
 from ..pointers import ARRAY_DATA, ARRAY_DATA_WORD, data_pointer
 from ..tablescan import first_bad_entry
 from .library import Library
+from .staged import StagedCalls
 
 __all__ = ["PLAN_FORMAT", "NativeCallable", "evaluator"]
 
@@ -348,6 +351,8 @@ class NativeCallable:
                          for i, _ in self._scalar_specs]
         structure = {p: self._structure.get(p) for p in self._param_keys}
         self._same, self._ident = _same_call(structure, array_leaves, scalar_leaves)
+        self._staged = StagedCalls([(*self._leaf_keys[i], dtype, ndim, w)
+                                    for i, dtype, ndim, w in self._array_specs])
         tables = {arrays[k] for k, _ in self._tables}
         self._key = _keyer(structure, [(param, path, i in tables) for (param, path, _), (i, *_)
                                        in zip(array_leaves, self._array_specs)],
@@ -423,7 +428,8 @@ class NativeCallable:
         if entry is None or not entry.check(values, entry.shapes, entry.scalar_key):
             entry = self._prepare(kwargs, values, order)
             if entry is None:
-                self.fallback(**kwargs)   # device arrays, anything to report, …
+                if not self._staged.run(kwargs, self.call):    # strided arrays: copies
+                    self.fallback(**kwargs)   # device arrays, anything to report, …
                 return None
             if key not in entries and len(entries) >= self.max_cached:
                 entries.pop(next(iter(entries)))
@@ -651,5 +657,6 @@ class NativeCallable:
         """Forget the prepared argument vectors."""
         self._entries.clear()
         self._buffers.clear()
+        self._staged.clear()
         self._last = self._prev = None
 
