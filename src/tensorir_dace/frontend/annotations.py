@@ -210,7 +210,7 @@ class Field:
     def __init__(self, *a, **k):
         raise DefinitionError("Field is an annotation: write Field[[Cell, K], float]")
 
-    def __class_getitem__(cls, item: Any) -> TensorSpec | GenericSpec:
+    def __class_getitem__(cls, item: Any) -> TensorSpec | GenericSpec | FieldAlias:
         if not isinstance(item, tuple) or len(item) != 2 or \
                 not isinstance(item[0], (list, tuple)):
             raise DefinitionError(f"Field[[D1, D2, …], T] takes a list of dimensions and an "
@@ -229,8 +229,8 @@ class FieldAlias:
 
     dims: tuple
 
-    def __getitem__(self, dtype: Any) -> TensorSpec | GenericSpec:
-        return Field[self.dims, dtype]
+    def __getitem__(self, dtype: Any) -> TensorSpec | GenericSpec | FieldAlias:
+        return Field.__class_getitem__((self.dims, dtype))
 
 
 @dataclass(frozen=True)
