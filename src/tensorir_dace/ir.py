@@ -65,6 +65,17 @@ class ScalarType:
     def __str__(self) -> str:
         return self.name
 
+    def __call__(self, value: object = 0) -> object:
+        """A NumPy scalar of this type: GT4Py's ``float32("0.5")`` outside translated
+        code, e.g. in a scan operator's ``init=`` or a module constant (inside
+        translated code the front end makes it a typed literal)."""
+        import numpy as np
+        if self.is_bool and isinstance(value, str):
+            if value not in ("True", "False"):
+                raise ValueError(f"bool({value!r}): give 'True' or 'False'")
+            value = value == "True"
+        return np.dtype(self.name).type(value)
+
 
 @dataclass(frozen=True)
 class TupleType:

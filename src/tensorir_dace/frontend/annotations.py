@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -210,13 +210,27 @@ class Field:
     def __init__(self, *a, **k):
         raise DefinitionError("Field is an annotation: write Field[[Cell, K], float]")
 
-    def __class_getitem__(cls, item: Any) -> TensorSpec | GenericSpec:
+    def __class_getitem__(cls, item: Any) -> TensorSpec | GenericSpec | FieldAlias:
         if not isinstance(item, tuple) or len(item) != 2 or \
                 not isinstance(item[0], (list, tuple)):
             raise DefinitionError(f"Field[[D1, D2, …], T] takes a list of dimensions and an "
                                   f"element type, got Field[{item!r}]")
         dims, dtype = item
+        if isinstance(dtype, TypeVar):
+            return FieldAlias(tuple(dims))
         return SparseTensor.__class_getitem__((dtype,) + tuple(dims))
+
+
+@dataclass(frozen=True)
+class FieldAlias:
+    """``Field[Dims[Cell, K], T]`` with a ``TypeVar`` ``T``: GT4Py's generic type
+    alias (icon4py's ``CellKField = Field[Dims[CellDim, KDim], T]``), made an
+    annotation by giving the element type: ``CellKField[float32]``."""
+
+    dims: tuple
+
+    def __getitem__(self, dtype: Any) -> TensorSpec | GenericSpec | FieldAlias:
+        return Field.__class_getitem__((self.dims, dtype))
 
 
 @dataclass(frozen=True)

@@ -225,13 +225,15 @@ class BuiltinTranslator(ExpressionTranslator):
                                      node)
         assert isinstance(mask, DimMask)
         D = mask.dim.name
-        if has_runtime_bounds(mask):
-            target = self.ctx.target.get(D) if self.ctx.target else None
-            return runtime_concat_where(self, mask, a, b, node, target)
         loc = self.loc(node)
         xa, xb = self.to_ir(a, node), self.to_ir(b, node)
         ta, tb = self.type_of(xa, node), self.type_of(xb, node)
         da, db = ta.dim(D), tb.dim(D)
+        if has_runtime_bounds(mask) or any(
+                ir.has_runtime(x) for d in (da, db) if d is not None for x in (d.start, d.stop)):
+            # a runtime condition, or a branch from one (a compound condition)
+            target = self.ctx.target.get(D) if self.ctx.target else None
+            return runtime_concat_where(self, mask, xa, xb, node, target)
         if da is None and db is None:
             raise self.error(node, f"concat_where on {D}: neither branch has dimension {D}")
         what = "concat_where"

@@ -54,6 +54,9 @@ class ProgramContext:
         self.used: set[str] = set(sizes) | {p.name for p in params} | \
             set(self.checker.dim_names) | set(ir.BUILTINS) | set(ir.BUILTIN_ALIASES)
         self.stack: list[Any] = []
+        # > 0 inside the body of a scan or reduce function, where values are the
+        # points of a column (GT4Py's scalars)
+        self.pointwise = 0
         # rank-generic specialisations: a Cartesian shift along a dimension that no
         # parameter has is a no-op (dropped here, remembered for the log)
         self.rank_generic = False

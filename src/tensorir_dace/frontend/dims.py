@@ -164,6 +164,12 @@ class Dimension:
         if isinstance(other, bool) or not isinstance(other, int):
             if isinstance(other, np.integer):
                 return Offset(self, int(other))
+            if isinstance(other, (float, np.floating)):
+                raise DefinitionError(
+                    f"{self.name} ± {abs(other)}: an offset along a dimension is an integer; "
+                    "half-level offsets (GT4Py's KHalfDim ± 0.5) are not supported: give "
+                    "half-level fields the dimension of the full levels and one more "
+                    "element, and shift them by whole levels (x(K + 1))")
             return NotImplemented
         return Offset(self, other)
 

@@ -121,7 +121,8 @@ class ExpressionTranslator:
             return v
         if isinstance(v, tuple):
             whole = whole_of_projections(v)
-            if whole is not None:
+            # (e[0], e[1]) is e only when e has two elements, not three
+            if whole is not None and _arity(self.type_of(whole, node)) == len(v):
                 return whole
             if not v:
                 raise self.error(node, "an empty tuple has no Tensor IR meaning")
@@ -510,3 +511,8 @@ class ExpressionTranslator:
     def block(self, stmts: list, fdef: ast.AST) -> Any:
         """The value of a function body (:mod:`.bodies`)."""
         raise NotImplementedError
+
+
+def _arity(t: ir.TensorType) -> int | None:
+    """The number of elements of a tuple-typed tensor, None for a scalar type."""
+    return len(t.dtype.elements) if isinstance(t.dtype, ir.TupleType) else None

@@ -224,6 +224,13 @@ class FunctionTranslator(BodyTranslator):
             return
         t = self.type_of(v, node)
         want_dtype = spec.element()
+        if not spec.dims and self.ctx.pointwise:
+            # in a scan or reduce body a value is a point of its column: a scalar
+            # annotation (GT4Py's helper called from a scan operator) checks the type
+            if t.dtype != want_dtype:
+                raise self.error(node, f"argument '{pname}' of {fname}() is annotated "
+                                       f"{want_dtype} but the value is {t.dtype}")
+            return
         names = set()
         n_nb = 0
         for d in spec.dims:

@@ -104,10 +104,11 @@ class ProgramTranslator(AssignmentTranslator):
         """``f(…, out=(a, b), domain={…})``: each part of ``f``'s tuple value written
         into the same sub-domain of its output; GT4Py's ``domain=({…}, {…})``
         gives each output its own (the call is translated once per output, so
-        that its scans and conditions follow that output's domain)."""
+        that its scans and conditions follow that output's domain).  With one
+        dict, ``out=`` may be nested as the value is: ``out=((a, b), c)``."""
         per_part = self.tuple_domains(domain, len(out_node.elts))
         if per_part is None:
-            targets = [self.domain_target(t, domain) for t in out_node.elts]
+            targets = [self.domain_target(t, domain) for t in _leaves(out_node)]
             first = targets[0] if targets else None
             with self.target_intervals(first), self.scans_in(first):
                 value = self.expr(call)
@@ -123,8 +124,22 @@ class ProgramTranslator(AssignmentTranslator):
             value = tuple(values)
         names = {b.name for t in targets
                  if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
-        out, parts = self.tuple_parts(value, len(targets), names, s)
+        out, parts = self.nested_parts(value, out_node, names, s)
         return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
+
+    def nested_parts(self, value: Any, node: ast.Tuple | ast.List, names: set[str],
+                     s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
+        """The parts of ``value`` for the leaves of the (nested) tuple ``node``:
+        ``out=((a, b), c)`` takes a value ``((x, y), z)``."""
+        out, parts = self.tuple_parts(value, len(node.elts), names, s)
+        flat: list[Any] = []
+        for e, p in zip(node.elts, parts):
+            if isinstance(e, (ast.Tuple, ast.List)):
+                more, sub = self.nested_parts(p, e, names, s)
+                out, flat = out + more, flat + sub
+            else:
+                flat.append(p)
+        return out, flat
 
     def tuple_domains(self, domain: ast.AST, n: int) -> list[tuple[ast.AST, Any]] | None:
         """The ``(node, dict)`` of each output for GT4Py's tuple of domains
@@ -318,3 +333,9 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
                       loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))
+
+
+def _leaves(node: ast.Tuple | ast.List) -> list[ast.AST]:
+    """The outputs named by a (nested) tuple ``out=((a, b), c)``, in order."""
+    return [x for e in node.elts
+            for x in (_leaves(e) if isinstance(e, (ast.Tuple, ast.List)) else [e])]

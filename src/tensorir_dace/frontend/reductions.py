@@ -283,12 +283,14 @@ class ReductionTranslator(BuiltinTranslator):
         if fn in self.ctx.stack:
             raise self.error(node, "recursive call inside a reduction or scan")
         self.ctx.stack.append(fn)
+        self.ctx.pointwise += 1
         try:
             if isinstance(fdef, ast.Lambda):
                 result = sub.expr(fdef.body)
             else:
                 result = sub.block(list(fdef.body), fdef)
         finally:
+            self.ctx.pointwise -= 1
             self.ctx.stack.pop()
         return ir.Lambda(tuple(params), sub.to_ir(result, fdef), loc=loc)
 

@@ -12,6 +12,7 @@ empty pieces, and each branch stays lazy (evaluated on its own piece only).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -84,30 +85,48 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     def hull():
         lo, hi = known[0].start, known[0].stop
         for d in known[1:]:
-            lo, hi = iv.smin(lo, d.start), iv.smax(hi, d.stop)
+            # a branch may itself come from a runtime concat_where
+            lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
         if target is not None:
-            lo, hi = iv.runtime_max(lo, target[0]), iv.runtime_min(hi, target[1])
+            lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
         # The branch chosen at an open end of the condition bounds the result there
         # (as static conditions do: the result is defined where its pieces are).
         segs = mask.segments
         first = "a" if segs and segs[0][0] == -sympy.oo else "b"
         last = "a" if segs and segs[-1][1] == sympy.oo else "b"
         if doms[first] is not None:
-            lo = iv.runtime_max(lo, doms[first].start)
+            lo = _within(doms[first].start, lo, iv.runtime_max)
         if doms[last] is not None:
-            hi = iv.runtime_min(hi, doms[last].stop)
+            hi = _within(doms[last].stop, hi, iv.runtime_min)
         return lo, hi
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
+    # a branch defined everywhere along D gets D over a static interval (add_dim's
+    # bounds are sizes), the hull of the parameters', cut to the pieces below
+    wide = [d for d in tr.ctx.dim_intervals(D)
+            if not any(ir.has_runtime(b) for b in (d.start, d.stop))]
+    w_lo, w_hi = (lo, hi) if not wide else tr.ctx.decide(
+        lambda: functools.reduce(lambda p, d: (iv.smin(p[0], d.start), iv.smax(p[1], d.stop)),
+                                 wide[1:], (wide[0].start, wide[0].stop)), loc, "concat_where")
     exprs = []
     for p_lo, p_hi, which in runtime_pieces(mask.segments, lo, hi):
         x = xs[which]
         if doms[which] is None:      # defined everywhere along D
-            x = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), tr.bound_ir(lo, node),
-                                                     tr.bound_ir(hi, node), x), loc=loc)
+            x = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), tr.bound_ir(w_lo, node),
+                                                     tr.bound_ir(w_hi, node), x), loc=loc)
         exprs.append(ir.Call(ir.Sym("subset", loc=loc), (x, interval(D, p_lo, p_hi, loc)),
                              loc=loc))
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+
+def _within(bound: sympy.Expr, other: sympy.Expr, pick) -> sympy.Expr:
+    """``pick(bound, other)``; ``bound`` where their order depends on the sizes (a
+    literal ``domain=`` bound such as ``K: (0, 6)`` beside a branch over
+    ``K[0:N_K]``): the statement's target is checked against it."""
+    try:
+        return pick(bound, other)
+    except iv.Undecidable:
+        return bound
 
 
 def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any

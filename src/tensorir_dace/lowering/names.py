@@ -40,13 +40,17 @@ class Mangler:
         """The SDFG name of a user-visible name (parameter, temporary, symbol)."""
         if name in self.mapping:
             return self.mapping[name]
-        safe = name
-        if (safe in CPP_KEYWORDS or safe in DACE_RESERVED or keyword.iskeyword(safe)
-                or safe.startswith("_")):
-            safe = "u" + safe if safe.startswith("_") else safe + "_"
-        safe = self._unique(safe)
+        safe = self._unique(_safe(name))
         self.mapping[name] = safe
         return safe
+
+    def leaf(self, name: str, path: tuple[int, ...]) -> str:
+        """The SDFG name of element ``path`` of the tuple-typed ``name``: ``name_0_1``
+        unless a user name (a temporary ``tmp_1`` beside a tuple ``tmp``) has it."""
+        key = name + "/" + "_".join(map(str, path))      # never a user name
+        if key not in self.mapping:
+            self.mapping[key] = self._unique(_safe(name + "_" + "_".join(map(str, path))))
+        return self.mapping[key]
 
     def fresh(self, base: str) -> str:
         """A new internal name (starts with an underscore)."""
@@ -59,6 +63,14 @@ class Mangler:
             candidate = f"{name}{n}"
         self.used.add(candidate)
         return candidate
+
+
+def _safe(name: str) -> str:
+    """``name`` changed, if need be, so as not to be a C++ or DaCe word."""
+    if (name in CPP_KEYWORDS or name in DACE_RESERVED or keyword.iskeyword(name)
+            or name.startswith("_")):
+        return "u" + name if name.startswith("_") else name + "_"
+    return name
 
 
 def map_param(dim: str) -> str:

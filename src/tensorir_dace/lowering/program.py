@@ -133,7 +133,8 @@ class ProgramLowering:
             return tuple(self.add_arrays(name, t, transient, path + (i,), d, fresh)
                          for i, d in enumerate(dtype.elements))
         leaf = name if not path else name + "_" + "_".join(map(str, path))
-        data = self.names.fresh(leaf) if fresh else self.names.user(leaf)
+        data = (self.names.fresh(leaf) if fresh else
+                self.names.leaf(name, path) if path else self.names.user(name))
         dims = self.sdfg_dims(t)
         info = ArrayInfo(data, dims, dtype)
         if not transient:
