@@ -114,7 +114,7 @@ class _Entry:
         self.scalar_key = tuple(x for i in order.scalars for x in (type(values[i]), values[i]))
         self.sequential = sequential
         self.handle: Any = _UNSET       # the library state the full vector was made for
-        self.full: tuple | None = None  # (None: not ready; never called so)
+        self.full: Any = None  # (None: not ready; never called so)
         self.ident: Any = None          # for the last-call check (see _same_call)
 
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
@@ -169,8 +169,8 @@ def _shaped(expr: str, nesting: list | None) -> list[str]:
 
 def _same_call(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
                scalars: list[tuple[str, tuple]]
-               ) -> tuple[Callable[[dict, tuple], bool], Callable[[dict], tuple]]:
-    """``same(kwargs, ident)`` and ``ident(kwargs)``: whether a call passes
+               ) -> tuple[str, Callable[[dict], tuple]]:
+    """``same`` (an expression over ``k`` and ``t``) and ``ident(kwargs)``: whether a call passes
     exactly the argument objects of an earlier call (by name, in any keyword
     order; tuple parameters shaped as their types, holding the same leaves),
     with unchanged shapes and dtypes, written arrays still writeable and
