@@ -5,6 +5,8 @@ alone and in the default pipeline, also on random mesh programs."""
 
 from __future__ import annotations
 
+import re
+
 import dace
 import pytest
 
@@ -78,9 +80,15 @@ def test_the_reductions_of_both_components_share_one_loop(nabla):
     sdfg.validate()
     assert not any(isinstance(n, NeighborReduce) for n, _ in sdfg.all_nodes_recursive())
     (code,) = [c for c in codes(sdfg) if "_nb" in c]
-    assert code.count("for (long long") == 1 and code.count("_p_V2E") >= 2
+    assert code.count("for (long long") == 1
     before, _, body, after = split_loop(code)
     assert "_acc1 =" in body and "_acc1_r1 =" in body and "_out0_r1 = _acc1_r1;" in after
+    # Per neighbour, for both reductions together: the V2E entry and the two E2V
+    # entries are loaded once each, presence is tested once, and one guard
+    # encloses both updates.
+    assert body.count("_p_V2E[") == 1 and body.count("_p_E2V[") == 2
+    assert body.count(">= 0") == 4          # the V2E entry twice (range, mask), E2V twice
+    assert body.count("if (") == 2 and body.index("_acc1 =") < body.index("_acc1_r1 =")
     matches_interpreter(nabla, CompiledProgram.from_sdfg(nabla, sdfg))
 
 
@@ -240,7 +248,8 @@ def test_edge_values_at_each_level_are_computed_where_the_cells_gather_them(div)
     assert edge_level_transients(sdfg) == [] and counts(sdfg) == (maps - 1, transients - 1)
     (r,) = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, NeighborReduce)]
     assert "auto _fly__t = [&](long long _i_Edge, long long _i_K)" in r.code
-    assert "_fly__t((_n14 - 0), (_i_K))" in r.code and "_fly_p_w" in r.in_connectors
+    assert re.search(r"_fly__t\(\(_n\d+ - 0\), \(_i_K\)\)", r.code)
+    assert "_fly_p_w" in r.in_connectors
     fn = CompiledProgram.from_sdfg(div, sdfg)
     matches_interpreter(div, fn, seeds=(0, 1), sizes=K_SIZES)
     matches_interpreter(div, fn, seeds=(2,), absent=0.0, sizes=K_SIZES)

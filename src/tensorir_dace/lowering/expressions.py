@@ -333,14 +333,45 @@ class ExprGen:
 
     def table_entry(self, table: ir.Expr, dst_coord: Idx, nb_coord: Idx, scope: CScope) -> str:
         dst, nbt = _table_dims(table.type)
-        return self.value(table, {dst.name: dst_coord, nbt.name: nb_coord}, scope)
+        return self.entry_var(self.value(table, {dst.name: dst_coord, nbt.name: nb_coord},
+                                         scope))
+
+    def entry_var(self, code: str) -> str:
+        """A local holding the table entry read by ``code``: each entry is loaded
+        once where it is visible (a neighbour loop's presence test, mask test and
+        gathers all use the same local)."""
+        if code.isidentifier():
+            return code
+        key = ("entry", code)
+        name = self.tb.recall(key)
+        if name is None:
+            name = self.tb.var("int64", code, "n")
+            self.tb.remember(key, name)
+        return name
+
+    def known(self, cond: str) -> bool:
+        """Whether ``cond`` holds wherever code is emitted now (see :meth:`assume`)."""
+        return self.tb.recall(("known", cond)) is not None
+
+    def assume(self, conds) -> None:
+        """Record that ``conds`` (and what they imply) hold in the current block."""
+        todo = list(conds)
+        while todo:
+            c = todo.pop()
+            if not self.known(c):
+                self.tb.remember(("known", c), True)
+                todo += self.tb.recall(("implies", c)) or ()
+
+    def implies(self, var: str, conds) -> None:
+        """Record that the bool local ``var`` being true implies each of ``conds``."""
+        self.tb.remember(("implies", var), [c for c in conds if c != "true"])
 
     def indirect(self, e: ir.Call, table: ir.Expr, nb_coord: Idx, nb_name: str | None,
                  operand: ir.Expr, env: Env, scope: CScope):
         """Read ``operand`` at the neighbour the table names; absent → NaN/min."""
         dst, nbt = _table_dims(table.type)
         src = ir.neighbor_source_of(nbt)
-        idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord, scope), "n")
+        idx = self.table_entry(table, env[dst.name], nb_coord, scope)
         inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
         inner[src] = Idx(idx)
         return self.guarded_read(e, operand, inner, table_guard(idx, operand, src), scope)
@@ -355,6 +386,8 @@ class ExprGen:
             compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731
         else:
             compute = lambda: self.value(operand, inner, scope)  # noqa: E731
+        if self.known(guard):       # tested already (a neighbour loop's presence guard)
+            return compute()
         dtype = e.type.dtype
         out = map_leaves(lambda d: self.tb.declare(d.name), dtype)
         with self.tb.block(f"if ({guard})"):
@@ -402,13 +435,25 @@ class ExprGen:
                 else:
                     nb_name = ir.neighbor_axis(x.type).name
                     nb_coord = env[nb_name]
-                idx = self.tb.var("int64", self.table_entry(table, env[dst.name], nb_coord,
-                                                            scope), "n")
-                ok = self.tb.var("bool", "false", "ok")
+                idx = self.table_entry(table, env[dst.name], nb_coord, scope)
                 inner = {k: v for k, v in env.items() if k not in (dst.name, nb_name)}
                 inner[ir.neighbor_source_of(nbt)] = Idx(idx)
-                with self.tb.block(f"if ({table_guard(idx, y, ir.neighbor_source_of(nbt))})"):
-                    self.tb.emit(f"{ok} = {self.valid(y, inner, scope)};")
+                guard = table_guard(idx, y, ir.neighbor_source_of(nbt))
+                if self.known(guard):
+                    return self.valid(y, inner, scope)
+                mark = len(self.tb.lines)
+                ok = self.tb.var("bool", "false", "ok")
+                with self.tb.block(f"if ({guard})"):
+                    self.assume([guard])
+                    inner_ok = self.valid(y, inner, scope)
+                    self.tb.emit(f"{ok} = {inner_ok};")
+                if len(self.tb.lines) == mark + 4 and inner_ok == "true":   # nothing else
+                    del self.tb.lines[mark:]
+                    if (tested := self.tb.recall(("tested", guard))) is not None:
+                        return tested
+                    ok = self.tb.var("bool", guard, "ok")
+                    self.tb.remember(("tested", guard), ok)
+                self.implies(ok, [guard])
                 return ok
             case ir.Call(func=ir.Call(func=ir.Sym(name="offset_shift"), args=st), args=(y,)):
                 dim, target, in_range = self.offset_target(st, y, env, scope)
@@ -429,14 +474,22 @@ class ExprGen:
                 checks.append(self.valid(lam.body, env, self.child_scope(scope, bindings)))
             case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
                 vc, va, vb = (self.valid(y, env, scope) for y in (c, a, b))
-                checks.append(f"({vc} && ({self.value(c, env, scope)} ? {va} : {vb}))")
+                checks.append(vc)
+                checks.append(va if va == vb else f"({self.value(c, env, scope)} ? {va} : {vb})")
             case ir.Call(func=ir.Sym(name=n), args=args) if n in PRESENCE_THROUGH:
                 checks += [self.valid(a, env, scope) for a in args
                            if isinstance(a.type, ir.TensorType)]
         for d in x.type.dims:
             if d.mask is not None and d.name in env:
-                checks.append(f"({self.mask_entry(d, env, scope)} >= 0)")
-        return self.tb.var("bool", " && ".join(checks) if checks else "true", "ok")
+                checks.append(f"({self.entry_var(self.mask_entry(d, env, scope))} >= 0)")
+        checks = [c for c in checks if c != "true" and not self.known(c)]
+        if not checks:
+            return "true"
+        if len(checks) == 1 and checks[0].isidentifier():
+            return checks[0]
+        ok = self.tb.var("bool", " && ".join(checks), "ok")
+        self.implies(ok, checks)
+        return ok
 
     def valid_argument(self, b: Deferred, env: Env) -> str:
         """The presence of a parameter's argument, where the parameter is used."""
@@ -495,8 +548,10 @@ class ExprGen:
         header = f"for (long long {n} = {ccode(axis.start)}; {n} < {ccode(axis.stop)}; ++{n})"
         with self.tb.block(header):
             nenv = {**env, axis.name: Idx(n)}
-            checks = [f"{self.mask_entry(d, nenv, scope)} >= 0" for d in masks.values()]
+            checks = [f"{self.entry_var(self.mask_entry(d, nenv, scope))} >= 0"
+                      for d in masks.values()]
             checks += [self.valid(a, nenv, scope) for a in absent]
+            checks = [c for c in checks if c != "true"]
             guard = "if (" + " && ".join(checks) + ")" if checks else None
             bindings: dict[str, Binding] = {lam.params[0].name: PointValue(acc,
                                                                             lam.params[0].name)}
@@ -505,6 +560,7 @@ class ExprGen:
                                             self.allow_materialize)
             body_scope = self.child_scope(scope, bindings)
             with (self.tb.block(guard) if guard else _null()):
+                self.assume(checks)
                 saved = self.allow_materialize
                 self.allow_materialize = False
                 try:

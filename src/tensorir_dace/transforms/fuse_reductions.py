@@ -18,6 +18,16 @@ own block, and the assignments of all; the locals and connectors of the
 second and later reductions are renamed apart, except inputs that read the
 same data through the same memlet, which are read through one connector.
 
+The bodies of reductions over the same operand presence start alike: the
+same table entries loaded into locals, the same presence tests, and the
+same guard around the update.  Statements at the start of a later body
+that are the same text as those of the first, using only locals those
+statements declare (not its accumulators), shared connectors and map
+parameters, compute the same values and are kept once; where both bodies
+then continue with ``if`` blocks of the same condition, the later block's
+statements move into the first's, merged again the same way.  Each table
+entry is then loaded and each presence tested once per neighbour.
+
 The pass changes nothing unless the reductions are library nodes over the
 same neighbour dimension directly inside the same map, read only from the
 map entry (so none reads another's result), have loops with the same
@@ -105,7 +115,9 @@ def _merge(sdfg, state, entry, group) -> None:
                                language=dace.Language.CPP)
     inputs: dict[str, tuple] = {}       # connector -> (data, subset, type)
     drop = []
-    parts_before, parts_body, parts_after = [before], [body], [after]
+    parts_before, parts_after = [before], [after]
+    stmts = statements(body)
+    forbidden = _locals(before) - keep
     for k, node in enumerate(group):
         rename: dict[str, str] = {}
         for e in state.in_edges(node):
@@ -127,16 +139,31 @@ def _merge(sdfg, state, entry, group) -> None:
             state.add_edge(merged, name, e.dst, e.dst_conn, copy.deepcopy(e.data))
         if k:
             shared = {e.dst_conn for e in drop if e.dst is node}
-            code = _renamed(node.code, keep | shared, rename, f"_r{k}")
+            common: set[str] = set()
+            raw = split_loop(_renamed(node.code, keep | shared, rename, ""))
+            mine = statements(re.sub(rf"\b{re.escape(raw[1].group(1))}\b", var, raw[2]))
+            forbidden |= _locals(raw[0]) - keep
+            if stmts is not None and mine is not None:     # which locals are kept once
+                _share(stmts, mine, forbidden, common)
+            code = _renamed(node.code, keep | shared | common, rename, f"_r{k}")
             b, lp, bd, a = split_loop(code)
             bd = re.sub(rf"\b{re.escape(lp.group(1))}\b", var, bd)
+            forbidden |= _locals(b) - keep
+            mine = statements(bd)
+            if stmts is not None and mine is not None:
+                stmts, mine = _share(stmts, mine, forbidden, set())
+                if mine:
+                    stmts.append("{\n" + "\n".join(mine) + "\n}")
+            else:
+                body = (body if stmts is None else "\n".join(stmts)) + "\n{\n" + bd + "\n}"
+                stmts = None
             parts_before.append(b)
-            parts_body.append("{\n" + bd + "\n}")
             parts_after.append(a)
     if not inputs:
         state.add_nedge(entry, merged, dace.Memlet())
     merged.code = dace.properties.CodeBlock(
-        "".join(parts_before) + loop.group(0) + "\n" + "\n".join(parts_body) + "\n}"
+        "".join(parts_before) + loop.group(0) + "\n"
+        + ("\n".join(stmts) if stmts is not None else body) + "\n}"
         + "".join(parts_after), dace.Language.CPP)
     for e in drop:
         state.remove_memlet_path(e, remove_orphans=False)
@@ -157,3 +184,95 @@ def _renamed(code: str, keep: set[str], rename: dict[str, str], suffix: str) -> 
         name = m.group(0)
         return name if name in keep else rename.get(name, name + suffix)
     return _LOCAL.sub(one, code)
+
+
+_BLOCK_START = re.compile(r"(if|else|for|while|do)\b|\{")
+
+
+def statements(code: str) -> list[str] | None:
+    """The top-level statements of C++ ``code`` (a ``;``-terminated statement,
+    or a block statement with its ``else``), stripped; None if unbalanced."""
+    out: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(code):
+        c = code[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+            if depth < 0:
+                return None
+        i += 1
+        text = code[start:i].strip()
+        if depth or not text:
+            continue
+        if c == ";" or c == "}" and _BLOCK_START.match(text) \
+                and not code[i:].lstrip().startswith("else"):
+            out.append(text)
+            start = i
+    if depth or code[start:].strip():
+        return None
+    return out
+
+
+def _locals(code: str) -> set[str]:
+    return set(_LOCAL.findall(code))
+
+
+def _if_block(stmt: str) -> tuple[str, str] | None:
+    """``(condition, inner code)`` of ``if (condition) { inner }`` with no else."""
+    if not stmt.startswith("if (") or not stmt.endswith("}"):
+        return None
+    depth, i = 0, 3
+    while True:
+        depth += {"(": 1, ")": -1}.get(stmt[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    rest = stmt[i:].lstrip()
+    if not rest.startswith("{") or statements(rest) != [rest]:
+        return None
+    return stmt[4:i - 1], rest[1:-1]
+
+
+def _share(first: list[str], later: list[str], forbidden: set[str],
+           common: set[str]) -> tuple[list[str], list[str]]:
+    """``first`` with the leading statements of ``later`` that it already has
+    kept once (an ``if`` of the same condition merged, see the module
+    docstring), and what is left of ``later``; the locals of the kept
+    statements are added to ``common``.  A kept statement uses no local that
+    a statement not kept assigns (``bool ok = false;`` is kept only together
+    with the block that sets it)."""
+    n = 0
+    while n < min(len(first), len(later)) and first[n] == later[n] \
+            and not _locals(first[n]) & forbidden:
+        n += 1
+    while n and any(_locals(s) & _assigned(first[n:] + later[n:]) for s in first[:n]):
+        n -= 1
+    for stmt in first[:n]:
+        common |= _locals(stmt)
+    if n == len(later):
+        return first, []
+    a, b = _if_block(first[n]) if n < len(first) else None, _if_block(later[n])
+    if a is None or b is None or a[0] != b[0] \
+            or _locals(a[0]) & (forbidden | _assigned(first[n:] + later[n:])):
+        return first, later[n:]
+    inner_a, inner_b = statements(a[1]), statements(b[1])
+    if inner_a is None or inner_b is None:
+        return first, later[n:]
+    common |= _locals(a[0])
+    merged, left = _share(inner_a, inner_b, forbidden, common)
+    if left:
+        merged = [*merged, "{\n" + "\n".join(left) + "\n}"]
+    block = f"if ({a[0]}) {{\n" + "\n".join(merged) + "\n}"
+    return [*first[:n], block, *first[n + 1:]], later[n + 1:]
+
+
+_ASSIGNED = re.compile(r"(?:^|[;{}])\s*(_\w+)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
+                       r"(?:\+\+|--)\s*(_\w+)|(_\w+)\s*(?:\+\+|--)")
+
+
+def _assigned(stmts: list[str]) -> set[str]:
+    """The locals that ``stmts`` assign after their declaration."""
+    return {m.group(1) or m.group(2) or m.group(3)
+            for s in stmts for m in _ASSIGNED.finditer(s)}
