@@ -17,7 +17,8 @@ from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms import gathers_on_the_fly
-from tensorir_dace.transforms.fuse_reductions import fuse_neighbor_reductions, split_loop
+from tensorir_dace.transforms.fuse_reductions import (_share, fuse_neighbor_reductions,
+                                                      split_loop, statements)
 from tensorir_dace.transforms.gathers_on_the_fly import compute_gathered_on_the_fly, ops
 from tensorir_dace.transforms.sdfg_passes import fuse_maps_vertically, simplify
 from test_fusion_passes import NABLA, counts, edge_maps
@@ -72,6 +73,37 @@ def test_edge_values_are_computed_where_the_vertices_gather_them(nabla):
         assert r.code.count("auto _fly__t") == 1 and "_fly_p_pp" in r.in_connectors
         assert not any(c.startswith("_p_t") for c in r.in_connectors)
     matches_interpreter(nabla, CompiledProgram.from_sdfg(nabla, sdfg))
+
+
+def test_each_table_entry_is_loaded_and_tested_once_per_neighbour(nabla):
+    sdfg = lowered(nabla)
+    reductions = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, NeighborReduce)]
+    assert len(reductions) == 2
+    for r in reductions:
+        _, _, body, _ = split_loop(r.code)
+        # The V2E entry is loaded into one local that the mask test, the
+        # presence test and the gather all use; each E2V entry once.
+        (entry,) = re.findall(r"long long (_n\d+) = _p_V2E\[", body)
+        assert body.count("_p_V2E[") == 1 and body.count("_p_E2V[") == 2
+        # Its range is tested once: the guard of the update implies it, so the
+        # gather inside is not guarded again.
+        assert body.count(f"{entry} < ") == 1 and body.count(f"if ({entry} >= 0 && ") == 2
+
+
+def test_shared_statements_of_fused_bodies_are_never_assigned_apart():
+    first = statements("long long _n = _p_T[0];\nbool _ok = false;\n"
+                       "if (_n >= 0) {\n_ok = _n < 5;\n}\nif (_ok) {\n_a = _a + 1;\n}")
+    later = statements("long long _n = _p_T[0];\nbool _ok = false;\n"
+                       "if (_n >= 0) {\n_ok = _n < 7;\n}\nif (_ok) {\n_b = _b + 1;\n}")
+    common: set[str] = set()
+    merged, rest = _share(first, later, {"_a", "_b"}, common)
+    # ``_ok`` is set differently: only the load is kept once.
+    assert merged == first and rest == later[1:] and common == {"_n", "_p_T"}
+    same = statements("long long _n = _p_T[0];\nbool _ok = false;\n"
+                      "if (_n >= 0) {\n_ok = _n < 5;\n}\nif (_ok) {\n_b = _b + 1;\n}")
+    merged, rest = _share(first, same, {"_a", "_b"}, set())
+    assert rest == [] and merged[:3] == first[:3] and merged[3].startswith("if (_ok) {")
+    assert "_a = _a + 1;" in merged[3] and "_b = _b + 1;" in merged[3]
 
 
 def test_the_reductions_of_both_components_share_one_loop(nabla):
