@@ -17,8 +17,12 @@ from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms import gathers_on_the_fly
-from tensorir_dace.transforms.fuse_reductions import (_share, fuse_neighbor_reductions,
-                                                      split_loop, statements)
+from tensorir_dace.transforms.fuse_reductions import (
+    fuse_neighbor_reductions,
+    share_statements,
+    split_loop,
+    statements,
+)
 from tensorir_dace.transforms.gathers_on_the_fly import compute_gathered_on_the_fly, ops
 from tensorir_dace.transforms.sdfg_passes import fuse_maps_vertically, simplify
 from test_fusion_passes import NABLA, counts, edge_maps
@@ -96,12 +100,12 @@ def test_shared_statements_of_fused_bodies_are_never_assigned_apart():
     later = statements("long long _n = _p_T[0];\nbool _ok = false;\n"
                        "if (_n >= 0) {\n_ok = _n < 7;\n}\nif (_ok) {\n_b = _b + 1;\n}")
     common: set[str] = set()
-    merged, rest = _share(first, later, {"_a", "_b"}, common)
+    merged, rest = share_statements(first, later, {"_a", "_b"}, common)
     # ``_ok`` is set differently: only the load is kept once.
     assert merged == first and rest == later[1:] and common == {"_n", "_p_T"}
     same = statements("long long _n = _p_T[0];\nbool _ok = false;\n"
                       "if (_n >= 0) {\n_ok = _n < 5;\n}\nif (_ok) {\n_b = _b + 1;\n}")
-    merged, rest = _share(first, same, {"_a", "_b"}, set())
+    merged, rest = share_statements(first, same, {"_a", "_b"}, set())
     assert rest == [] and merged[:3] == first[:3] and merged[3].startswith("if (_ok) {")
     assert "_a = _a + 1;" in merged[3] and "_b = _b + 1;" in merged[3]
 

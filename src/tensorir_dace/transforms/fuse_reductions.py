@@ -144,14 +144,14 @@ def _merge(sdfg, state, entry, group) -> None:
             mine = statements(re.sub(rf"\b{re.escape(raw[1].group(1))}\b", var, raw[2]))
             forbidden |= _locals(raw[0]) - keep
             if stmts is not None and mine is not None:     # which locals are kept once
-                _share(stmts, mine, forbidden, common)
+                share_statements(stmts, mine, forbidden, common)
             code = _renamed(node.code, keep | shared | common, rename, f"_r{k}")
             b, lp, bd, a = split_loop(code)
             bd = re.sub(rf"\b{re.escape(lp.group(1))}\b", var, bd)
             forbidden |= _locals(b) - keep
             mine = statements(bd)
             if stmts is not None and mine is not None:
-                stmts, mine = _share(stmts, mine, forbidden, set())
+                stmts, mine = share_statements(stmts, mine, forbidden, set())
                 if mine:
                     stmts.append("{\n" + "\n".join(mine) + "\n}")
             else:
@@ -235,7 +235,7 @@ def _if_block(stmt: str) -> tuple[str, str] | None:
     return stmt[4:i - 1], rest[1:-1]
 
 
-def _share(first: list[str], later: list[str], forbidden: set[str],
+def share_statements(first: list[str], later: list[str], forbidden: set[str],
            common: set[str]) -> tuple[list[str], list[str]]:
     """``first`` with the leading statements of ``later`` that it already has
     kept once (an ``if`` of the same condition merged, see the module
@@ -261,7 +261,7 @@ def _share(first: list[str], later: list[str], forbidden: set[str],
     if inner_a is None or inner_b is None:
         return first, later[n:]
     common |= _locals(a[0])
-    merged, left = _share(inner_a, inner_b, forbidden, common)
+    merged, left = share_statements(inner_a, inner_b, forbidden, common)
     if left:
         merged = [*merged, "{\n" + "\n".join(left) + "\n}"]
     block = f"if ({a[0]}) {{\n" + "\n".join(merged) + "\n}"
