@@ -315,10 +315,13 @@ class ProgramTranslator(AssignmentTranslator):
 def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
                       table_dims: dict[str, NeighborDimension], *,
                       static: dict[str, Any] | None = None, rank_generic: bool = False,
-                      report: dict[str, Any] | None = None) -> ir.Program:
+                      report: dict[str, Any] | None = None,
+                      names: dict[str, str] | None = None) -> ir.Program:
     """The (unchecked) Tensor IR program of a ``@program`` function.
 
-    ``static`` binds parameters to Python values (static arguments);
+    ``static`` binds parameters to Python values (static arguments); ``names``
+    gives the Python names of parameters named otherwise in the IR ({Python
+    name: IR name});
     ``rank_generic`` makes shifts along dimensions that no parameter has no-ops
     (their names and places go to ``report["dropped"]``).
     """
@@ -327,6 +330,7 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
     ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
     ctx.rank_generic = rank_generic
+    ctx.rename(names)
     tr = ProgramTranslator(ctx, src, size_of, static)
     body = tr.statements(list(src.node.body))
     if report is not None:
