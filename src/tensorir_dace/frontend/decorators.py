@@ -17,6 +17,7 @@ arrays returns its value as a new array, JAX-style.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -682,13 +683,19 @@ class FunctionObject(_Specialized, InlinedFunction):
     def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
                    plain: dict[str, Any], out: Any, domain: Any,
                    record: Callable[[], tuple | None] | None = None,
-                   translated: bool = False) -> Any:
+                   translated: bool = False, path: tuple[int, ...] = ()) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds.
         ``record``: the call's description for lookups by the source (the
         program is recorded under it; ``translated``: ``spec`` was translated
-        by this call)."""
+        by this call).  A tuple of domains (GT4Py's, one per output of
+        ``out=(a, b)``, nested as ``out=`` is) writes each output on its own;
+        ``path``: the part of the value ``out`` takes."""
+        if isinstance(domain, (tuple, list)):
+            for part, o, d in self._domain_parts(out, domain, path):
+                self._call_into(spec, a, backend, plain, o, d, path=part)
+            return out
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
@@ -699,14 +706,14 @@ class FunctionObject(_Specialized, InlinedFunction):
                                 f"({', '.join(sorted(result_dims))}), got {domain!r}",
                                 self._def_loc())
         names = tuple(sorted(k.name for k in domain))
-        hit = self._into.get((spec.key, names))
+        hit = self._into.get((spec.key, names, path))
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            prog, bounds = into_program(*self._in_domain(spec, a, names))
+            prog, bounds = into_program(*self._in_domain(spec, a, names, path))
             with _lengths_noted(a), _python_messages(self.fn, spec.names):
                 _checked(prog)
-            hit = self._into[(spec.key, names)] = (
+            hit = self._into[(spec.key, names, path)] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         derived, bounds = hit
         values = dict(plain)
@@ -725,12 +732,33 @@ class FunctionObject(_Specialized, InlinedFunction):
         return out
 
 
-    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...]):
+    def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
+                      ) -> list[tuple[tuple[int, ...], Any, dict]]:
+        """GT4Py's tuple of domains for ``out=`` (at ``path`` in the value): per
+        dict, the path of its output, the output (an array or a tuple of them)
+        and the dict."""
+        if not isinstance(out, tuple) or len(out) != len(domain):
+            what = f"a tuple of {len(out)} outputs" if isinstance(out, tuple) else "one output"
+            raise ArgumentError(f"{self.fn.__name__}(): domain= is a tuple of {len(domain)} "
+                                f"domains but out= is {what}; give one dict {{Dim: (start, "
+                                "stop)}} per output (nested as out= is), or one dict for all",
+                                self._def_loc())
+        parts: list[tuple[tuple[int, ...], Any, dict]] = []
+        for k, (o, d) in enumerate(zip(out, domain)):
+            if isinstance(d, (tuple, list)):
+                parts += self._domain_parts(o, d, path + (k,))
+            else:
+                parts.append((path + (k,), o, d))
+        return parts
+
+    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
+                   path: tuple[int, ...] = ()):
         """The arguments of ``into_program`` for ``domain=`` over ``names``: the
         function translated again with the domain's bounds as parameters, so that
-        its scans run over the domain's range (as in a program body)."""
+        its scans run over the domain's range (as in a program body); ``path``:
+        the part of the value written (of a tuple value, one per domain)."""
         if not names:
-            return spec.program, spec.result, names
+            return _value_part(spec.program, spec.result, path) + (names,)
         from .functions import translate_call
         from .runtime_bounds import domain_bounds
         params, static = self._ir_params(spec.key)
@@ -741,7 +769,29 @@ class FunctionObject(_Specialized, InlinedFunction):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
                                   domain=intervals, names=spec.names)
-        return prog, prog.params[-1], names, bounds
+        return _value_part(prog, prog.params[-1], path) + (names, bounds)
+
+
+def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]
+                ) -> tuple[ir.Program, ir.Param]:
+    """The program of a direct call (``result ← value``) that writes only the
+    part ``path`` of its tuple value, and its result parameter."""
+    if not path:
+        return prog, result
+    from .values import project
+    (stmt,) = prog.body
+    assert isinstance(stmt, ir.Assign)   # a function body is one assignment
+    value, dtype = stmt.value, result.type.dtype
+    for k in path:
+        if not isinstance(dtype, ir.TupleType) or k >= len(dtype.elements):
+            raise ArgumentError(f"{prog.name}(): domain= gives output {k} of a value of type "
+                                f"{dtype}, which has no such element; give one domain per "
+                                "element of the value (nested as it is)", result.loc)
+        value, dtype = project(value, k, stmt.loc), dtype.elements[k]
+    part = dataclasses.replace(result, type=dataclasses.replace(result.type, dtype=dtype))
+    params = tuple(part if p.name == result.name else p for p in prog.params)
+    return dataclasses.replace(prog, params=params,
+                               body=(dataclasses.replace(stmt, value=value),)), part
 
 
 def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
