@@ -251,3 +251,30 @@ def test_a_new_process_finds_them_by_the_source(tmp_path):
         np.testing.assert_allclose(got["o2"], o2)
         np.testing.assert_allclose(got["o3"], a * 2.0)
 
+
+
+# ------------------------------------------------------- runtime bounds named like C++ words
+
+WORDS = """
+words(a: tensor<float, I[0:N], K[0:M]>, o: tensor<float, I[0:N], K[0:M]>,
+      c: tensor<float, I[0:N], K[0:M]>, k: tensor<int>, input: tensor<int>) {
+    subset(o, K[k:input]) ← scan(λ(s: tensor<float, I[0:N]>, x: tensor<float, I[0:N]>) → s + x,
+                                 True, 0.0, K)(subset(a, K[k:input]));
+    c ← concat(subset(a, K[0:k]), subset(2.0 × a, K[k:input]), subset(3.0 × a, K[input:M]))
+}
+"""
+
+
+def test_scans_and_concats_bounded_by_parameters_named_like_cpp_words():
+    """``k`` and ``input`` are renamed in the SDFG (C++ and DaCe words): the point
+    code of scans and concats bounded by them uses the SDFG names."""
+    prog = tir.parse(WORDS)
+    a = RNG.random((3, 7))
+    want_o = np.zeros((3, 7))
+    want_o[:, 2:5] = np.cumsum(a[:, 2:5], axis=1)
+    want_c = np.concatenate([a[:, :2], 2 * a[:, 2:5], 3 * a[:, 5:]], axis=1)
+    for run in (lambda **kw: tir.interpret(prog, **kw), tir.compile(prog)):
+        o, c = np.zeros((3, 7)), np.zeros((3, 7))
+        run(a=a, o=o, c=c, k=2, input=5)
+        np.testing.assert_allclose(o, want_o, rtol=1e-12)
+        np.testing.assert_allclose(c, want_c, rtol=1e-12)
