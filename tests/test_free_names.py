@@ -278,3 +278,21 @@ def test_scans_and_concats_bounded_by_parameters_named_like_cpp_words():
         run(a=a, o=o, c=c, k=2, input=5)
         np.testing.assert_allclose(o, want_o, rtol=1e-12)
         np.testing.assert_allclose(c, want_c, rtol=1e-12)
+
+
+@program
+def cpp_named(M_PI: F, EOF: F, DBL_MAX: F, INT_MAX: F, double: F, new: F, state: F, i: F,
+              errno: F, stdin: F, o: F):
+    o[...] = M_PI + EOF * DBL_MAX - INT_MAX + double * new + state - i + errno * stdin
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_parameters_named_like_cpp_words_and_macros(backend):
+    names = ["M_PI", "EOF", "DBL_MAX", "INT_MAX", "double", "new", "state", "i", "errno",
+             "stdin"]
+    v = {n: RNG.random((NC, NK)) for n in names}
+    o = np.zeros((NC, NK))
+    cpp_named(**v, o=o, backend=backend)
+    want = v["M_PI"] + v["EOF"] * v["DBL_MAX"] - v["INT_MAX"] + v["double"] * v["new"] \
+        + v["state"] - v["i"] + v["errno"] * v["stdin"]
+    np.testing.assert_allclose(o, want, rtol=1e-12)
