@@ -133,3 +133,42 @@ def test_the_description_follows_wrappers_types_and_defaults():
     assert len({base, *others}) == len(others) + 1
     assert by_source.describe({"a": a}, False, ("w",)) != by_source.describe({"a": a}, False)
     assert described(a=with_dims([1.0, 2.0], I), out=o, w=2.0) is None
+
+
+I2, J2 = dims("I2 J2")
+
+
+def _halo2(a, out):
+    out[...] = a(I2 - 1) + 2.0 * a(I2 + 1)
+
+
+def test_a_rank_generic_program_translated_here_is_served_by_the_source(tmp_path, monkeypatch):
+    """Calls of a rank-generic program after one translated in this process skip
+    the argument analysis (the translated path's cost), described like the
+    first: by wrappers, dtypes and shapes; another shape is analysed once."""
+    from tensorir_dace.frontend import analysis, program
+
+    analysed = []
+    original = analysis.Specializer.analyse
+
+    def counting(self, *args, **kwargs):
+        analysed.append(1)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(analysis.Specializer, "analyse", counting)
+    halo2 = program(cache_dir=str(tmp_path))(_halo2)
+
+    def run(n: int) -> None:
+        a = np.random.default_rng(n).random((n + 2, 5))
+        out = np.zeros((n, 5))
+        halo2(with_dims(a, I2[-1:], J2), with_dims(out, I2, J2))
+        np.testing.assert_allclose(out, a[:-2] + 2.0 * a[2:], rtol=1e-14)
+
+    run(6)
+    assert len(analysed) == 1 and halo2.cache_info().specializations == 1
+    hits = halo2.cache_info().hits
+    for _ in range(3):                      # new arrays and wrappers, the same description
+        run(6)
+    assert len(analysed) == 1 and halo2.cache_info().hits == hits + 3
+    run(9)                                  # another shape: analysed, nothing translated
+    run(9)
+    assert len(analysed) == 2 and halo2.cache_info().specializations == 1

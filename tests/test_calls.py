@@ -1,5 +1,5 @@
 """Cheap calls: the last call's arguments found again by identity, small
-constant-size programs compiled one-threaded, and every check still in force.
+constant-size programs compiled as sequential loops, and every check still in force.
 
 A call with the very argument objects of the previous call is recognised by
 their identities (dictionary lookups by name, any keyword order) and runs at
@@ -11,6 +11,7 @@ array whose id comes back -- takes the checked path.
 from __future__ import annotations
 
 import gc
+import pathlib
 
 import dace
 import numpy as np
@@ -20,7 +21,7 @@ import tensorir_dace as tir
 from conftest import assert_same_results
 from tensorir_dace import openmp
 from tensorir_dace.lowering import lower_program
-from tensorir_dace.runtime.native import NativeCallable
+from tensorir_dace.runtime.native import NativeCallable, _hot_call
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms.openmp_maps import parallel_maps, small_maps_one_thread
 from test_startup import LAP, numpy_lap
@@ -52,13 +53,33 @@ def small(tmp_path_factory):
 # --------------------------------------------------------------------------- small maps
 
 
-def test_constant_small_maps_are_compiled_one_threaded():
+def _top_maps(sdfg):
+    return [n for s in sdfg.states() for n in s.nodes()
+            if isinstance(n, dace.nodes.MapEntry) and s.entry_node(n) is None]
+
+
+def test_constant_small_maps_are_compiled_as_sequential_loops():
     sdfg = lower_program(tir.parse(SMALL), optimize="none").sdfg
+    count = len(parallel_maps(sdfg))
     small_maps_one_thread(sdfg)
-    maps = parallel_maps(sdfg)
-    assert len(maps) >= 2
-    assert all(m.map.omp_num_threads == 1 for m in maps)
-    assert all(m.map.schedule == dace.ScheduleType.CPU_Multicore for m in maps)
+    assert count >= 2 and not parallel_maps(sdfg)
+    assert len(_top_maps(sdfg)) == count
+    assert all(m.map.schedule == dace.ScheduleType.Sequential for m in _top_maps(sdfg))
+
+
+def test_scratch_of_a_sequential_map_stays_on_the_stack():
+    """Per-point scratch of a fused map gets the stack storage an OpenMP map
+    gives it, not heap arrays allocated and freed at every point."""
+    nabla = (pathlib.Path(__file__).parent.parent / "sdfg_examples" / "nabla.tir").read_text()
+    sdfg = lower_program(tir.parse(nabla), optimize="default").sdfg
+    assert not parallel_maps(sdfg)
+    inner = [s.scope_dict() for s in sdfg.states()]
+    scratch = {n.data for s, scopes in zip(sdfg.states(), inner) for n in s.data_nodes()
+               if scopes[n] is not None and sdfg.arrays[n.data].transient}
+    assert scratch and all(sdfg.arrays[d].storage == dace.StorageType.Register for d in scratch)
+    code = sdfg.generate_code()[0].clean_code
+    body = code[code.index("_internal("):code.index("DACE_EXPORTED")]    # not init
+    assert "omp" not in code and "aligned_new_array" not in body
 
 
 def test_symbolic_or_large_maps_are_left_to_the_runtime(monkeypatch):
@@ -72,12 +93,11 @@ def test_symbolic_or_large_maps_are_left_to_the_runtime(monkeypatch):
 
 
 def test_one_threaded_program_agrees_with_the_interpreter(small):
-    """The compiled code says num_threads(1); the runtime switches nothing."""
+    """The compiled code has no OpenMP region; the runtime switches nothing."""
     call = small._callable
     assert call.plan["volume"] is None
     source = (call.library.path.parent.parent / "src" / "cpu" / f"{call.plan['name']}.cpp")
-    pragmas = [line.strip() for line in source.read_text().splitlines() if "omp parallel" in line]
-    assert pragmas and all("num_threads(1)" in p for p in pragmas)
+    assert "#pragma omp" not in source.read_text()
     parsed = tir.parse(SMALL)
     for seed in range(3):
         args = random_arguments(parsed, seed=seed)
@@ -106,6 +126,30 @@ def test_the_same_objects_run_again_in_any_keyword_order(lap):
     np.testing.assert_allclose(out, numpy_lap(inp, 3.0), rtol=1e-13)
     lap(out=out, inp=inp, w=3)                     # another scalar type
     np.testing.assert_allclose(out, numpy_lap(inp, 3.0), rtol=1e-13)
+
+
+def test_the_same_objects_take_the_hot_path_and_changes_do_not(lap):
+    """A call with the last call's objects runs from the hot function alone;
+    anything its checks do not accept goes on to the full call method."""
+    call = lap._callable
+    call.clear_cache()              # (else found by its buffers if a freed one's come back)
+    inp, out = np.random.rand(9, 8), np.zeros((7, 6))
+    lap(out=out, inp=inp, w=2.0)
+    passed_on = []
+    hot = _hot_call(call._same_text, call._hot, call._program,
+                    lambda kwargs: (passed_on.append(sorted(kwargs)), call.call(kwargs)))
+    inp += 1.0
+    hot({"inp": inp, "w": 2.0, "out": out})
+    assert passed_on == []
+    np.testing.assert_allclose(out, numpy_lap(inp, 2.0), rtol=1e-13)
+    hot({"inp": inp, "w": 3.0, "out": out})                 # another value
+    hot({"inp": inp[:], "w": 3.0, "out": out})              # another object
+    with pytest.raises(tir.ArgumentError, match="missing argument"):
+        hot({"inp": inp, "w": 3.0})                         # a name missing
+    out.flags.writeable = False
+    with pytest.raises(tir.ArgumentError, match="read-only"):
+        hot({"inp": inp, "w": 3.0, "out": out})
+    assert len(passed_on) == 4
 
 
 def test_changes_in_place_are_seen(lap):

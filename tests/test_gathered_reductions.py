@@ -94,6 +94,23 @@ def test_default_pipeline_runs_the_nabla_in_one_map_and_one_loop(nabla):
     matches_interpreter(nabla, fn, seeds=(3,), absent=0.0)
 
 
+def test_a_temporary_of_a_constant_size_that_fits_the_cache_stays_in_memory(nabla):
+    """Nothing to save there: each edge value is computed once, not once per read."""
+    def fixed(v: int, e: int):
+        text = NABLA.replace("[0:V]", f"[0:{v}]").replace("[0:E]", f"[0:{e}]")
+        assert text != NABLA
+        return tir.parse(text)
+    small = fixed(9, 14)
+    sdfg = lowered(small)
+    compute_gathered_on_the_fly(sdfg)
+    assert edge_maps(sdfg) == 2 and not any("_fly_" in c for c in codes(sdfg))
+    matches_interpreter(small, CompiledProgram.from_sdfg(small, sdfg), sizes={})
+    edges = gathers_on_the_fly.CACHED_BYTES // 8 + 1          # one float64 beyond
+    sdfg = lowered(fixed(edges // 3, edges))
+    compute_gathered_on_the_fly(sdfg)
+    assert edge_maps(sdfg) == 0 and sum(c.count("auto _fly__t") for c in codes(sdfg)) == 2
+
+
 EXPENSIVE = """
 grad(out: tensor<float, Vertex[0:V]>, pp: tensor<float, Vertex[0:V]>,
      E2V: tensor<int, Edge[0:E], _NB_Vertex[0:2]>, V2E: tensor<int, Vertex[0:V], _NB_Edge[0:6]>) {

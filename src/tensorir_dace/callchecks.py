@@ -140,14 +140,6 @@ def _leaves(value: Any, path: tuple[int, ...] = ()) -> Iterable[tuple[tuple[int,
         yield path, value
 
 
-def _replace_leaf(value: Any, path: tuple[int, ...], new: Any) -> Any:
-    if not path:
-        return new
-    items = list(value)
-    items[path[0]] = _replace_leaf(items[path[0]], path[1:], new)
-    return tuple(items)
-
-
 def _leaf_str(param: str, path: tuple[int, ...]) -> str:
     return f"'{param}'" + "".join(f"[{i}]" for i in path)
 
@@ -260,7 +252,7 @@ class CallChecks:
                     self._shared_device_memory(name, path)
                 dup = leaf.copy()
                 copies.append((dup, leaf))
-                out[name] = _replace_leaf(out[name], path, dup)
+                out[name] = staging.replace_leaf(out[name], path, dup)
         if self._uses:
             bounds = self._bounds({**symbols, **values} if self._scalar_bounds else symbols)
             for table, uses in self._uses.items():
@@ -278,7 +270,7 @@ class CallChecks:
                     writebacks.append((leaf, dup))
                 else:
                     copies.append((dup, leaf))
-                out[name] = _replace_leaf(out[name], path, dup)
+                out[name] = staging.replace_leaf(out[name], path, dup)
         return out, copies, writebacks
 
     def _span(self, name: str, path: tuple[int, ...], a: Any, w: bool, spans: list,

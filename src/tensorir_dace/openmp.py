@@ -13,11 +13,10 @@ Two defaults of libgomp hurt on a shared machine:
 * **Small maps.**  Starting a parallel region costs microseconds on an idle
   machine and milliseconds on a busy one.  A call whose largest parallel
   map has fewer than :data:`SEQUENTIAL_BELOW` points runs with one thread:
-  decided when compiling where every map's size is a constant (the maps get
-  ``num_threads(1)``, see :mod:`tensorir_dace.transforms.openmp_maps`), else
-  per call from the sizes (see :mod:`tensorir_dace.runtime`).  The maps stay
-  OpenMP loops: DaCe's sequential schedule would allocate per-point scratch
-  inside the loop and run several times slower.
+  decided when compiling where every map's size is a constant (the maps
+  become sequential loops, their scratch kept on the stack, see
+  :mod:`tensorir_dace.transforms.openmp_maps`), else per call from the sizes
+  (see :mod:`tensorir_dace.runtime`).
 
 The thread count follows ``OMP_NUM_THREADS`` (libgomp's own rule: all cores
 when unset); :func:`set_num_threads` changes it for the calling thread.

@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["extent", "needs_staging", "overlaps_itself", "shares_memory", "staged_copy"]
+__all__ = ["extent", "needs_staging", "overlaps_itself", "replace_leaf", "shares_memory",
+           "staged_copy"]
 
 
 def needs_staging(a: Any) -> bool:
@@ -81,3 +82,13 @@ def shares_memory(a: Any, b: Any) -> bool:
 def staged_copy(a: np.ndarray) -> np.ndarray:
     """A C-contiguous, aligned copy of ``a`` (same dtype, shape and values)."""
     return np.array(a, order="C", copy=True)
+
+
+def replace_leaf(value: Any, path: tuple[int, ...], new: Any) -> Any:
+    """``value`` (a nested tuple argument) with its leaf at ``path`` replaced by
+    ``new``: staged and copied leaves go into the call's keyword arguments."""
+    if not path:
+        return new
+    items = list(value)
+    items[path[0]] = replace_leaf(items[path[0]], path[1:], new)
+    return tuple(items)

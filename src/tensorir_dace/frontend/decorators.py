@@ -193,15 +193,18 @@ class _Specialized:
         return found
 
     def _store_by_source(self, spec: Specialization, new: bool, described: Callable[[], Any],
-                         prog: Program, **extra: Any) -> None:
-        """Record the program ``prog`` that served a call for lookups by the
-        source, under the call's description (``described()``: None, or as
+                         served: Specialization, **extra: Any) -> None:
+        """Record the program of ``served`` that served a call for lookups by
+        the source, under the call's description (``described()``: None, or as
         :meth:`_described` gives it), once per description in this process:
         a later call that a specialisation translated earlier serves (a NumPy
         scalar where a float came first) is recorded too.  The key holds the
         function as it was when ``spec`` was translated here (``new``: now),
         so a global changed since is a miss in a new process, never a stale
-        program."""
+        program.  The later calls so described in this process are served by
+        the source too, from memory: they skip the argument analysis, which
+        costs a rank-generic program far more than the call."""
+        prog = served.program
         if new:
             self._fingerprints[spec.key] = by_source.function_fingerprint(self.fn)
         fingerprint = self._fingerprints.get(spec.key)
@@ -218,8 +221,11 @@ class _Specialized:
             from ..syntax import format as format_program
             if spec.names:
                 extra["names"] = spec.names
-            by_source.store_text(key, format_program(prog), self.compile_options.get("cache_dir"),
-                                 **extra)
+            text = format_program(prog)
+            by_source.store_text(key, text, self.compile_options.get("cache_dir"), **extra)
+            if served.compiled is not None:
+                self._by_source[found[1]] = (served.compiled, {"ir": text, **extra})
+                self._serving = True
 
     def _provided(self, kwargs: dict[str, Any], offset_provider: Any) -> dict[str, Any] | None:
         """``kwargs`` with the tables of ``offset_provider`` merged in as the
@@ -676,7 +682,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         self._run(spec, backend, new, plain)
         if plain_call:
             self._store_by_source(spec, new, lambda: self._call_description(args, kwargs, into),
-                                  spec.program)
+                                  spec)
         return result
 
 
@@ -727,7 +733,7 @@ class FunctionObject(_Specialized, InlinedFunction):
                 values[name] = v
         self._run(derived, backend, new, values)
         if record is not None:
-            self._store_by_source(spec, translated, record, derived.program,
+            self._store_by_source(spec, translated, record, derived,
                                   result=spec.result.name, bounds=bounds)
         return out
 
@@ -1091,8 +1097,9 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def __call__(self, /, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         plain_call = backend is None and self.backend == "compiled"
-        # looked up by the source until a specialisation is translated in this process
-        # (unless some were found that way): a translated one is served from memory
+        # looked up by the source while nothing was translated in this process, or
+        # while some call was served that way (translating records the call's
+        # description in memory): else the specialisations serve it
         if plain_call and (self._serving or not len(self._cache)):
             tables = kwargs if offset_provider is None else self._provided(kwargs,
                                                                            offset_provider)
@@ -1114,7 +1121,7 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         new = self._cache.misses != misses
         self._run(spec, backend, new, plain)
         if plain_call:
-            self._store_by_source(spec, new, lambda: self._described(args, kwargs), spec.program)
+            self._store_by_source(spec, new, lambda: self._described(args, kwargs), spec)
 
 
 def _caller() -> str | None:

@@ -114,7 +114,7 @@ class _Entry:
         self.scalar_key = tuple(x for i in order.scalars for x in (type(values[i]), values[i]))
         self.sequential = sequential
         self.handle: Any = _UNSET       # the library state the full vector was made for
-        self.full: tuple = ()
+        self.full: Any = None  # (None: not ready; never called so)
         self.ident: Any = None          # for the last-call check (see _same_call)
 
     def watch(self, values: tuple, forget: Callable[[Any], object]) -> None:
@@ -169,8 +169,8 @@ def _shaped(expr: str, nesting: list | None) -> list[str]:
 
 def _same_call(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
                scalars: list[tuple[str, tuple]]
-               ) -> tuple[Callable[[dict, tuple], bool], Callable[[dict], tuple]]:
-    """``same(kwargs, ident)`` and ``ident(kwargs)``: whether a call passes
+               ) -> tuple[str, Callable[[dict], tuple]]:
+    """``same`` (an expression over ``k`` and ``t``) and ``ident(kwargs)``: whether a call passes
     exactly the argument objects of an earlier call (by name, in any keyword
     order; tuple parameters shaped as their types, holding the same leaves),
     with unchanged shapes and dtypes, written arrays still writeable and
@@ -193,8 +193,46 @@ def _same_call(structure: dict[str, list | None], arrays: list[tuple[str, tuple,
         same.append(f"type(s{j} := {x}) is t[{pos}] and s{j} == t[{pos + 1}]")
         ident.append(f"type({x}), {x}, ")
     env = {"id": id, "len": len, "type": type, "tuple": tuple}
-    return (eval(f"lambda k, t: {' and '.join(same)}", env),    # names from the plan only
-            eval(f"lambda k: ({''.join(ident)})", env))
+    return (" and ".join(same),
+            eval(f"lambda k: ({''.join(ident)})", env))      # names from the plan only
+
+
+_SAME_ENV = {"id": id, "len": len, "type": type, "tuple": tuple}
+
+
+class _Hot:
+    """The entry of the last call, shared by a :class:`NativeCallable` and its
+    hot call function (see :meth:`NativeCallable.hot_call`) without a
+    reference cycle."""
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: _Entry | None = None
+
+
+def _hot_call(same: str, hot: _Hot, program: Any, slow: Callable[[dict], None]
+              ) -> Callable[[dict], None]:
+    """``call(kwargs)``: run the library at once if the call passes the argument
+    objects of the last call (``same``, the expression of :func:`_same_call`
+    over ``k`` and the entry's ``t``); else ``slow(kwargs)``.  One frame and
+    one expression: the hottest path of a call."""
+    src = f"""def call(k):
+    e = H.last
+    if e is not None:
+        t = e.ident
+        try:
+            if {same}:
+                if e.sequential:
+                    return R(P, *e.full)
+                return P(*e.full)
+        except KeyError:
+            pass
+    return S(k)
+"""
+    env = dict(_SAME_ENV, H=hot, P=program, S=slow, R=openmp.run_one_threaded)
+    exec(compile(src, "<call plan>", "exec"), env)        # names from the plan only
+    return env["call"]
 
 
 def _keyer(structure: dict[str, list | None], arrays: list[tuple[str, tuple, bool]],
@@ -343,14 +381,15 @@ class NativeCallable:
         # The entries of the last two calls with watched argument objects, ready
         # to run while those objects live (see _same_call): calling again with
         # the same arrays, or alternating between two sets, costs one check.
-        self._last: _Entry | None = None
+        self._hot = _Hot()              # holds the last call's entry (see _last)
         self._prev: _Entry | None = None
         array_leaves = [(leaves[i]["param"], tuple(leaves[i]["path"]), w)
                         for i, _, _, w in self._array_specs]
         scalar_leaves = [(leaves[i]["param"], tuple(leaves[i]["path"]))
                          for i, _ in self._scalar_specs]
         structure = {p: self._structure.get(p) for p in self._param_keys}
-        self._same, self._ident = _same_call(structure, array_leaves, scalar_leaves)
+        self._same_text, self._ident = _same_call(structure, array_leaves, scalar_leaves)
+        self._same = eval(f"lambda k, t: {self._same_text}", _SAME_ENV)
         self._staged = StagedCalls([(*self._leaf_keys[i], dtype, ndim, w)
                                     for i, dtype, ndim, w in self._array_specs])
         tables = {arrays[k] for k, _ in self._tables}
@@ -359,6 +398,21 @@ class NativeCallable:
                            scalar_leaves, sorted(self._sizes))
 
     # ------------------------------------------------------------------ calling
+
+    @property
+    def _last(self) -> _Entry | None:
+        """The entry of the last call."""
+        return self._hot.last
+
+    @_last.setter
+    def _last(self, entry: _Entry | None) -> None:
+        self._hot.last = entry
+
+    def hot_call(self) -> Callable[[dict[str, Any]], None]:
+        """A function doing what :meth:`call` does, quicker when the call passes
+        the argument objects of the last call (the checks of :func:`_same_call`
+        in one expression, no method frames); for the caller to keep."""
+        return _hot_call(self._same_text, self._hot, self._program, self.call)
 
     def __call__(self, **kwargs: Any) -> None:
         self.call(kwargs)

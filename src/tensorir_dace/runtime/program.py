@@ -46,7 +46,6 @@ class CompiledProgram(SDFGConvertible):
         self._params: tuple[str, ...] = tuple(p.name for p in program.params)
         full = self._full_callable()
         self._callable: Any = full
-        self._native = False
         if resident_sdfg is not None:   # a GPU program: GPU arrays go to a second build
             self._callable = GPUCallable(full, lambda: self._callable_for(resident_sdfg()))
             return
@@ -60,7 +59,6 @@ class CompiledProgram(SDFGConvertible):
             except LibraryError:
                 return          # changed on disk since DaCe loaded it: keep DaCe's handle
             self._callable = NativeCallable(plan, library, fallback=lambda: full)
-            self._native = True
 
     @classmethod
     def _from_cache(cls, source: str, plan: dict[str, Any], library: Any,
@@ -72,7 +70,6 @@ class CompiledProgram(SDFGConvertible):
         self._options = options
         self._params = tuple(plan["params"])
         self._callable = NativeCallable(plan, library, fallback=self._full_callable)
-        self._native = True
         return self
 
     def _full_callable(self) -> Any:
@@ -152,21 +149,34 @@ class CompiledProgram(SDFGConvertible):
                                 "was it made by to_sdfg from this program?")
         return cls(program, sdfg, signature, cache_dir=cache_dir)
 
+    @property
+    def _callable(self) -> Any:
+        return self._callable_
+
+    @_callable.setter
+    def _callable(self, callable: Any) -> None:
+        """Set the callable, and the function a call runs: the native
+        callable's hot path (see :meth:`.NativeCallable.hot_call`), else one
+        passing the keyword arguments on."""
+        self._callable_ = callable
+        self._call = callable.hot_call() if hasattr(callable, "hot_call") \
+            else lambda kwargs: callable(**kwargs)
+
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:                # an entry point, inlined: no extra frame per call
             if args:
-                if len(args) > len(self._params) or set(self._params[:len(args)]) & set(kwargs):
-                    from ..arguments import merge_positional
-                    kwargs = merge_positional(self.program.params, args, kwargs,
-                                              f"program '{self.program.name}'")
-                else:
-                    kwargs = {**dict(zip(self._params, args)), **kwargs}
-            if self._native:
-                self._callable.call(kwargs)
-            else:
-                self._callable(**kwargs)
+                kwargs = self._merged(args, kwargs)
+            self._call(kwargs)
         except TensorIRError as e:
             _reraise_at_boundary(e)
+
+    def _merged(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """Positional arguments merged into the keyword arguments."""
+        if len(args) > len(self._params) or set(self._params[:len(args)]) & set(kwargs):
+            from ..arguments import merge_positional
+            return merge_positional(self.program.params, args, kwargs,
+                                    f"program '{self.program.name}'")
+        return {**dict(zip(self._params, args)), **kwargs}
 
     def interop_program(self) -> ir.Program:
         return self.program

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..staging import needs_staging, overlaps_itself, shares_memory, staged_copy
+from ..staging import needs_staging, overlaps_itself, replace_leaf, shares_memory, staged_copy
 
 __all__ = ["StagedCalls"]
 
@@ -36,14 +36,6 @@ def _leaf(kwargs: dict[str, Any], param: str, path: tuple[int, ...]) -> Any:
     for i in path:
         value = value[i]
     return value
-
-
-def _replaced(value: Any, path: tuple[int, ...], new: Any) -> Any:
-    if not path:
-        return new
-    items = list(value)
-    items[path[0]] = _replaced(items[path[0]], path[1:], new)
-    return tuple(items)
 
 
 class _Buffers:
@@ -99,7 +91,7 @@ class StagedCalls:
         buffers = self._buffers(originals)
         args = dict(kwargs)
         for (param, path, _, _), buf in zip(staged, buffers):
-            args[param] = _replaced(args[param], path, buf)
+            args[param] = replace_leaf(args[param], path, buf)
         call(args)
         for (_, _, v, w), buf in zip(staged, buffers):
             if w:

@@ -21,7 +21,12 @@ Cost rule: a temporary is computed on the fly when its producer costs at
 most :data:`MAX_OPS` arithmetic operations per point, a math function
 counting :data:`MATH_OPS`; the round trip through memory it saves is
 about 24 bytes per value (write, the line read before the write, read
-back), the time of several such operations on a core.
+back), the time of several such operations on a core.  A temporary of a
+constant size of at most :data:`CACHED_BYTES` stays in memory: it stays in
+the cache, so there is no round trip to save, and computing it where it is
+gathered would compute every value once per read (the nabla operator on
+5440 vertices with random tables: 14% less CPU time per call in memory, the
+same with tables numbered locally).
 
 The pass changes nothing unless all of this holds: the temporary is a
 transient array with a single access node in the SDFG, written at every
@@ -60,6 +65,10 @@ MAX_OPS = 8
 
 #: Operations counted for one call of a math function (sqrt, exp, …).
 MATH_OPS = 8
+
+#: A temporary of a constant size up to this many bytes stays in memory
+#: (see the module docstring).
+CACHED_BYTES = 256 << 10
 
 _ARITH = re.compile(r"(?<![eE])[-+*/%](?!=)")
 _CALL = re.compile(r"\b(?!(?:if|for|while|switch|return|sizeof)\b)[A-Za-z_][A-Za-z0-9_:]*\s*\(")
@@ -209,6 +218,9 @@ def _candidate(sdfg, state, temp: nodes.AccessNode) -> bool:
     if not desc.transient or not isinstance(desc, dace.data.Array) \
             or isinstance(desc.dtype, dace.pointer) or not _only_access(sdfg, state, temp.data):
         return False
+    size = symbolic.pystr_to_symbolic(desc.total_size) * desc.dtype.bytes
+    if size.is_Integer and int(size) <= CACHED_BYTES:
+        return False            # stays in the cache
     producer = _producer(sdfg, state, temp)
     if producer is None or _readers(sdfg, state, temp, producer) is None:
         return False
