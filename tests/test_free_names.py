@@ -130,6 +130,18 @@ def test_messages_name_the_python_parameter():
         assert "test_free_names.py:" in str(info.value.loc)
 
 
+def test_translation_errors_name_the_python_parameter():
+    @program
+    def wrong(a: F, index: Field[[Cell, K], int32]):
+        index[...] = a
+
+    with pytest.raises(tir.TypeCheckError,
+                       match=r"cannot assign a float64 expression to 'index' of element "
+                             r"type int32") as info:
+        wrong(np.zeros((2, 3)), np.zeros((2, 3), dtype=np.int32), backend="interpreter")
+    assert "index_" not in str(info.value)
+
+
 # --------------------------------------------------------------- dimensions, sizes
 
 
