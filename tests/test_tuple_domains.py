@@ -98,7 +98,8 @@ def test_a_domain_per_output_in_direct_calls(backend):
     np.testing.assert_allclose(s[0], running(a, (0, NC), (1, 4)), rtol=1e-12)
     np.testing.assert_allclose(s[1], running(a, (2, 5), (2, NK), 2.0), rtol=1e-12)
     t = (np.zeros((NC, NK)), np.zeros((NC, NK)))
-    sums(with_dims(a, Cell, K), out=t, domain=({K: (1, 4)}, {Cell: (2, 5), K: (2, NK)}), backend=backend)
+    sums(with_dims(a, Cell, K), out=t, domain=({K: (1, 4)}, {Cell: (2, 5), K: (2, NK)}),
+         backend=backend)
     np.testing.assert_allclose(t[0], s[0], rtol=1e-12)
     np.testing.assert_allclose(t[1], s[1], rtol=1e-12)
 

@@ -49,8 +49,8 @@ from .annotations import (
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import TablesCall, declared_tables, table_arguments, used_strided
 from .dims import DefinitionError, Dimension
-from .source import source_info, user_frame
 from .names import PythonNamedCall, ir_names, python_message
+from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
     CacheInfo,
@@ -763,6 +763,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         function translated again with the domain's bounds as parameters, so that
         its scans run over the domain's range (as in a program body); ``path``:
         the part of the value written (of a tuple value, one per domain)."""
+        assert spec.result is not None     # a direct call's specialisation has one
         if not names:
             return _value_part(spec.program, spec.result, path) + (names,)
         from .functions import translate_call

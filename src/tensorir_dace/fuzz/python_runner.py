@@ -193,9 +193,9 @@ def run_python_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str |
     out = run_python(cases, seed=first, names=names)
     bad = []
     for c in cases:
-        names = {o for o, _ in c.outputs}
+        outputs = {o for o, _ in c.outputs}
         for name, why in out.failed.items():
-            if name in names:
+            if name in outputs:
                 bad.append((c.seed, why))
                 break
     if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
