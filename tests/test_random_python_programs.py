@@ -47,6 +47,21 @@ def test_generated_python_programs_match_their_text(first, count):
     assert outcome.runs == 3 * sum(len(b) for b in fuzz.python_programs.BOUNDS)
 
 
+def test_parameters_named_like_builtins_and_size_symbols():
+    """GT4Py's names are free: the same programs with their parameters renamed to
+    Tensor IR builtins and size symbols (``index``, ``shift``, ``N_I``, ``self``)."""
+    cases = fuzz.python_batch(400, 10)
+    names = fuzz.builtin_like_names(400, cases)
+    assert len(names) >= 20 and set(names.values()) <= set(fuzz.python_programs.BUILTIN_LIKE)
+    assert names == fuzz.builtin_like_names(400, cases)            # seeded
+    source = fuzz.python_source(cases, names=names)
+    assert all(f"{n}:" in source for n in names.values())
+    outcome = fuzz.run_python(cases, seed=400, names=names)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    assert outcome.runs == 3 * sum(len(b) for b in fuzz.python_programs.BOUNDS)
+
+
 def first_float_case():
     """The first generated case whose one output is a float64 expression."""
     return next(c for c in map(fuzz.generate_python_case, range(100))

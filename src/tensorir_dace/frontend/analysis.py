@@ -380,9 +380,6 @@ class Specializer:
             if dn not in names:
                 raise self.error(p, f"with_interval: '{p.name}' has no dimension {dn} "
                                     f"(its dimensions are {', '.join(names)})")
-        if p.name in names:
-            raise self.error(p, f"parameter '{p.name}' has the name of a dimension of its "
-                                "argument; rename the parameter or the dimension")
         starts: list[int] = []
         stops: list[int] = []
         explicit: list[bool] = []

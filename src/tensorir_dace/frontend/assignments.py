@@ -54,8 +54,8 @@ class AssignmentTranslator(FunctionTranslator):
         self.alias_depth: dict[str, int] = {}
         self.depth = 0
         for p in ctx.params:
-            env[p.name] = ir.Sym(p.name, loc=p.loc)
-            self.kinds[p.name] = "scalar_param" if p.type.is_scalar else "param"
+            env[ctx.python_name(p)] = ir.Sym(p.name, loc=p.loc)
+            self.kinds[ctx.python_name(p)] = "scalar_param" if p.type.is_scalar else "param"
         for k, v in (static or {}).items():     # static arguments: plain Python values
             env[k] = v
             self.kinds[k] = "alias"

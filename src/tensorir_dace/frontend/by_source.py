@@ -47,7 +47,7 @@ import pathlib
 import re
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,7 +61,7 @@ from .size_exprs import SizeExpr
 from .specialize import get_default_dims
 
 __all__ = ["annotated_calls", "call_key", "describe", "describe_into", "function_fingerprint",
-           "is_rank_generic", "load_entry", "load_text", "store_text"]
+           "ir_arguments", "is_rank_generic", "load_entry", "load_text", "store_text"]
 
 #: Bump when the key recipe changes.
 _FORMAT = 2
@@ -360,7 +360,8 @@ def _path(key: str, cache_dir: Any) -> pathlib.Path:
 
 def load_entry(key: str, cache_dir: Any = None) -> dict[str, Any] | None:
     """The entry stored under ``key`` (``"ir"``: the printed IR; for a direct
-    call with ``out=``, also ``"result"`` and ``"bounds"``), or None."""
+    call with ``out=``, also ``"result"`` and ``"bounds"``; ``"names"`` where
+    parameters are named otherwise in the IR), or None."""
     try:
         data = json.loads(_path(key, cache_dir).read_text())
     except (OSError, ValueError):
@@ -369,6 +370,16 @@ def load_entry(key: str, cache_dir: Any = None) -> dict[str, Any] | None:
             or not isinstance(data.get("ir"), str):
         return None
     return data
+
+
+def ir_arguments(values: dict[str, Any], params: Sequence[str], entry: dict[str, Any]
+                 ) -> dict[str, Any]:
+    """The arguments ``values`` (by Python name) of the program ``params`` names,
+    by IR name: an entry's ``"names"`` gives the parameters named otherwise in
+    the IR ({Python name: IR name}, see :mod:`.names`)."""
+    renamed = entry.get("names")
+    python = {v: k for k, v in renamed.items()} if isinstance(renamed, dict) else {}
+    return {k: values[python.get(k, k)] for k in params if python.get(k, k) in values}
 
 
 def load_text(key: str, cache_dir: Any = None) -> str | None:

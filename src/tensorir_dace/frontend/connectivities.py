@@ -283,7 +283,7 @@ class TablesCall:
         self._where = where
         self._strided = dict(strided or {})
 
-    def __call__(self, *args: Any, offset_provider: Mapping[str, Any] | None = None,
+    def __call__(self, /, *args: Any, offset_provider: Mapping[str, Any] | None = None,
                  **kwargs: Any) -> Any:
         return self._compiled(*args, **table_arguments(kwargs, offset_provider, self._tables,
                                                        self._where, strided=self._strided))

@@ -30,6 +30,8 @@ class ProgramContext:
         self.params = list(params)
         self.loc = loc
         self.table_dims = table_dims
+        # parameters whose IR name is not their Python name: {IR name: Python name}
+        self.python_names: dict[str, str] = {}
         self.temporaries: list[ir.Param] = []
         # runtime bounds: call-time checks the front end adds (a runtime slice bound
         # is never negative), the enclosing loops, and the interval of each
@@ -61,6 +63,15 @@ class ProgramContext:
         # parameter has is a no-op (dropped here, remembered for the log)
         self.rank_generic = False
         self.dropped: dict[str, SourceLoc] = {}
+
+    def rename(self, names: dict[str, str] | None) -> None:
+        """Parameters named in the IR otherwise than in Python ({Python name: IR
+        name}, see :mod:`.names`)."""
+        self.python_names = {v: k for k, v in (names or {}).items()}
+
+    def python_name(self, p: ir.Param) -> str:
+        """The name the Python code gives parameter ``p``."""
+        return self.python_names.get(p.name, p.name)
 
     def fresh(self, base: str) -> str:
         base = base if base.isidentifier() else "v"

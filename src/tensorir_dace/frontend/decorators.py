@@ -17,6 +17,7 @@ arrays returns its value as a new array, JAX-style.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -48,6 +49,7 @@ from .annotations import (
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import TablesCall, declared_tables, table_arguments, used_strided
 from .dims import DefinitionError, Dimension
+from .names import PythonNamedCall, ir_names, python_message
 from .source import source_info, user_frame
 from .specialize import (
     NO_DEFAULT,
@@ -217,6 +219,8 @@ class _Specialized:
         key = by_source.call_key(self.fn, found[1], self.compile_options, fingerprint)
         if key is not None:
             from ..syntax import format as format_program
+            if spec.names:
+                extra["names"] = spec.names
             text = format_program(prog)
             by_source.store_text(key, text, self.compile_options.get("cache_dir"), **extra)
             if served.compiled is not None:
@@ -249,17 +253,20 @@ class _Specialized:
     def _def_loc(self) -> SourceLoc:
         return SourceLoc(self._def_line(), 1, self._filename())
 
-    def _argument_error(self, e: ArgumentError) -> ArgumentError:
-        """The error with the user's parameter declaration as its place."""
+    def _argument_error(self, e: ArgumentError, names: dict[str, str] | None = None
+                        ) -> ArgumentError:
+        """The error with the user's parameter declaration as its place (``names``:
+        the renamed parameters, {Python name: IR name}, named as in Python)."""
+        message = python_message(e.message, names or {})
         loc = None
         for info in self._param_infos():
-            if f"'{info.name}'" in e.message:
+            if f"'{info.name}'" in message:
                 loc = info.loc
                 break
         loc = loc or self._def_loc()
         caller = _caller()
         where = f" (called at {caller})" if caller else ""
-        return ArgumentError(f"{e.message}{where}", loc)
+        return ArgumentError(f"{message}{where}", loc)
 
     def _param_infos(self) -> list[ParamInfo]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -340,27 +347,37 @@ class _Specialized:
         raise NotImplementedError
 
     def _ir_params(self, key: tuple[ParamSig, ...]) -> tuple[list[ir.Param], dict[str, Any]]:
+        """The IR parameters of ``key`` (named as :meth:`_renamed` says) and the
+        static values by Python name."""
         loc_of = {p.name: p.loc for p in self._param_infos()}
-        params = [ir.Param(s.name, s.type, loc=loc_of[s.name]) for s in key
+        names = self._renamed(key)
+        params = [ir.Param(names.get(s.name, s.name), s.type, loc=loc_of[s.name]) for s in key
                   if s.kind in ("tensor", "scalar") and s.type is not None]
         static = {s.name: s.static for s in key if s.kind == "static"}
         return params, static
+
+    def _renamed(self, key: tuple[ParamSig, ...]) -> dict[str, str]:
+        """The parameters of ``key`` whose Python names cannot be IR names (a
+        builtin's, a dimension's …): {Python name: IR name} (see :mod:`.names`)."""
+        return ir_names([s.name for s in key], [s.type for s in key], self._reserved_names())
 
     def _compile_fn(self) -> Callable[[ir.Program], Any]:
         options = self.compile_options
         return lambda prog: compile_ir(prog, **options)
 
     def _run(self, spec: Specialization, backend: str, new: bool, plain: dict[str, Any]) -> None:
+        """Run ``spec`` on arguments ``plain`` (by Python name)."""
+        values = spec.ir_values(plain)
         try:
             if backend == "interpreter":
                 from ..interpreter import interpret
-                interpret(spec.program, **plain)
+                interpret(spec.program, **values)
             else:
                 compiled = self._cache.compiled(spec, self._compile_fn(),
                                                 translated_before=not new)
-                compiled(**plain)
+                compiled(**values)
         except ArgumentError as e:
-            raise self._argument_error(e) from None
+            raise self._argument_error(e, spec.names) from None
         spec.calls += 1
 
 
@@ -401,12 +418,13 @@ def _scalar_annotation_hint(fn: Callable | None, message: str) -> str:
 
 
 @contextlib.contextmanager
-def _python_messages(fn: Callable) -> Iterator[None]:
-    """Errors of translating and checking ``fn``, worded for Python source."""
+def _python_messages(fn: Callable, names: dict[str, str] | None = None) -> Iterator[None]:
+    """Errors of translating and checking ``fn``, worded for Python source
+    (``names``: the renamed parameters, named as in Python)."""
     try:
         yield
     except TensorIRError as e:
-        message = e.message
+        message = python_message(e.message, names or {})
         for tir_text, python_text in _PYTHON_SPELLING.items():
             message = message.replace(tir_text, python_text)
         if "one element type" in message:
@@ -481,9 +499,6 @@ class FunctionObject(_Specialized, InlinedFunction):
             spec: TensorSpec | GenericSpec | None = annotation_spec(ann) if has else None
             if spec is None:
                 spec = (generic_spec(ann) if has else None) or GenericSpec()
-            if ir.canonical_builtin(arg.arg) is not None:
-                raise FrontendError(f"'{arg.arg}' is the name of a Tensor IR builtin; rename "
-                                    "the parameter to call the function directly", loc)
             default = sig.parameters[arg.arg].default
             out.append(ParamInfo(arg.arg, spec, loc,
                                  NO_DEFAULT if default is inspect.Parameter.empty else default))
@@ -507,15 +522,17 @@ class FunctionObject(_Specialized, InlinedFunction):
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
         params, static = self._ir_params(key)
+        names = self._renamed(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
         from .functions import translate_call
-        with _python_messages(self.fn):
+        with _python_messages(self.fn, names):
             prog = _checked(translate_call(self.fn, params, sp.table_dims(a),
                                            self._result_name(), static=static,
-                                           rank_generic=sp.generic, report=report))
+                                           rank_generic=sp.generic, report=report,
+                                           names=names))
         return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
-                              dropped=report.get("dropped", {}))
+                              dropped=report.get("dropped", {}), names=names)
 
     @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
@@ -599,7 +616,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         if found is None or hit is None:
             return None
         values, (compiled, entry) = found[0], hit
-        given = {k: values[k] for k in compiled.param_names if k in values}
+        given = by_source.ir_arguments(values, compiled.param_names, entry)
         if into:
             name, bounds = entry.get("result"), entry.get("bounds")
             if not isinstance(name, str) or not isinstance(bounds, dict):
@@ -624,7 +641,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         return result
 
     @api_boundary
-    def __call__(self, *args: Any, **kwargs: Any):
+    def __call__(self, /, *args: Any, **kwargs: Any):
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
@@ -655,10 +672,10 @@ class FunctionObject(_Specialized, InlinedFunction):
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
             try:
-                symbols = bind_arguments(spec.input_params, plain,
+                symbols = bind_arguments(spec.input_params, spec.ir_values(plain),
                                          where=f"function '{self.fn.__name__}'").symbols
             except ArgumentError as e:
-                raise self._argument_error(e) from None
+                raise self._argument_error(e, spec.names) from None
         result = _allocate(spec.result.type.dtype, spec.result_shape(symbols))
         plain = dict(plain)
         plain[spec.result.name] = result
@@ -672,13 +689,19 @@ class FunctionObject(_Specialized, InlinedFunction):
     def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
                    plain: dict[str, Any], out: Any, domain: Any,
                    record: Callable[[], tuple | None] | None = None,
-                   translated: bool = False) -> Any:
+                   translated: bool = False, path: tuple[int, ...] = ()) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds.
         ``record``: the call's description for lookups by the source (the
         program is recorded under it; ``translated``: ``spec`` was translated
-        by this call)."""
+        by this call).  A tuple of domains (GT4Py's, one per output of
+        ``out=(a, b)``, nested as ``out=`` is) writes each output on its own;
+        ``path``: the part of the value ``out`` takes."""
+        if isinstance(domain, (tuple, list)):
+            for part, o, d in self._domain_parts(out, domain, path):
+                self._call_into(spec, a, backend, plain, o, d, path=part)
+            return out
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
@@ -689,15 +712,15 @@ class FunctionObject(_Specialized, InlinedFunction):
                                 f"({', '.join(sorted(result_dims))}), got {domain!r}",
                                 self._def_loc())
         names = tuple(sorted(k.name for k in domain))
-        hit = self._into.get((spec.key, names))
+        hit = self._into.get((spec.key, names, path))
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            prog, bounds = into_program(*self._in_domain(spec, a, names))
-            with _lengths_noted(a):
+            prog, bounds = into_program(*self._in_domain(spec, a, names, path))
+            with _lengths_noted(a), _python_messages(self.fn, spec.names):
                 _checked(prog)
-            hit = self._into[(spec.key, names)] = (
-                Specialization(self.fn.__name__, spec.key, prog), bounds)
+            hit = self._into[(spec.key, names, path)] = (
+                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         derived, bounds = hit
         values = dict(plain)
         values[spec.result.name] = out
@@ -715,23 +738,67 @@ class FunctionObject(_Specialized, InlinedFunction):
         return out
 
 
-    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...]):
+    def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
+                      ) -> list[tuple[tuple[int, ...], Any, dict]]:
+        """GT4Py's tuple of domains for ``out=`` (at ``path`` in the value): per
+        dict, the path of its output, the output (an array or a tuple of them)
+        and the dict."""
+        if not isinstance(out, tuple) or len(out) != len(domain):
+            what = f"a tuple of {len(out)} outputs" if isinstance(out, tuple) else "one output"
+            raise ArgumentError(f"{self.fn.__name__}(): domain= is a tuple of {len(domain)} "
+                                f"domains but out= is {what}; give one dict {{Dim: (start, "
+                                "stop)}} per output (nested as out= is), or one dict for all",
+                                self._def_loc())
+        parts: list[tuple[tuple[int, ...], Any, dict]] = []
+        for k, (o, d) in enumerate(zip(out, domain)):
+            if isinstance(d, (tuple, list)):
+                parts += self._domain_parts(o, d, path + (k,))
+            else:
+                parts.append((path + (k,), o, d))
+        return parts
+
+    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
+                   path: tuple[int, ...] = ()):
         """The arguments of ``into_program`` for ``domain=`` over ``names``: the
         function translated again with the domain's bounds as parameters, so that
-        its scans run over the domain's range (as in a program body)."""
+        its scans run over the domain's range (as in a program body); ``path``:
+        the part of the value written (of a tuple value, one per domain)."""
+        assert spec.result is not None     # a direct call's specialisation has one
         if not names:
-            return spec.program, spec.result, names
+            return _value_part(spec.program, spec.result, path) + (names,)
         from .functions import translate_call
         from .runtime_bounds import domain_bounds
         params, static = self._ir_params(spec.key)
         bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
         sp = self._specializer()
         analysis_ = a if a is not None else self._default_analysis()
-        with _python_messages(self.fn):
+        with _python_messages(self.fn, spec.names):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
-                                  domain=intervals)
-        return prog, prog.params[-1], names, bounds
+                                  domain=intervals, names=spec.names)
+        return _value_part(prog, prog.params[-1], path) + (names, bounds)
+
+
+def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]
+                ) -> tuple[ir.Program, ir.Param]:
+    """The program of a direct call (``result ← value``) that writes only the
+    part ``path`` of its tuple value, and its result parameter."""
+    if not path:
+        return prog, result
+    from .values import project
+    (stmt,) = prog.body
+    assert isinstance(stmt, ir.Assign)   # a function body is one assignment
+    value, dtype = stmt.value, result.type.dtype
+    for k in path:
+        if not isinstance(dtype, ir.TupleType) or k >= len(dtype.elements):
+            raise ArgumentError(f"{prog.name}(): domain= gives output {k} of a value of type "
+                                f"{dtype}, which has no such element; give one domain per "
+                                "element of the value (nested as it is)", result.loc)
+        value, dtype = project(value, k, stmt.loc), dtype.elements[k]
+    part = dataclasses.replace(result, type=dataclasses.replace(result.type, dtype=dtype))
+    params = tuple(part if p.name == result.name else p for p in prog.params)
+    return dataclasses.replace(prog, params=params,
+                               body=(dataclasses.replace(stmt, value=value),)), part
 
 
 def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
@@ -801,7 +868,7 @@ class DirectScanOperator(ScanOperator):
         self._options = dict(compile_options, backend=backend)
         self._direct: FunctionObject | None = None
 
-    def __call__(self, *args: Any, **kwargs: Any):
+    def __call__(self, /, *args: Any, **kwargs: Any):
         if self._direct is None:
             self._direct = FunctionObject(_applying(self), **self._options)
         try:
@@ -879,20 +946,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
                                     "Tensor IR type; write Tensor[float, I, J], float, int, "
                                     "bool, … (or leave it out: the parameter is then "
                                     "specialised from its argument)", loc)
-            if ir.canonical_builtin(arg.arg) is not None:
-                raise FrontendError(f"'{arg.arg}' is the name of a Tensor IR builtin; rename "
-                                    "the parameter", loc)
             out.append(ParamInfo(arg.arg, spec, loc))
         names = {p.name for p in out}
-        for p in out:
-            if not isinstance(p.spec, TensorSpec):
-                continue
-            for d in p.spec.dims:
-                dn = d.name if isinstance(d, Dimension) else getattr(getattr(d, "dim", None),
-                                                                     "name", None)
-                if dn in names:
-                    raise FrontendError(f"parameter '{dn}' has the name of a dimension; "
-                                        "rename it", p.loc)
         # declared connectivities it uses: keyword-only table parameters, last
         self._tables = declared_tables(self.fn, names)
         self._strided = used_strided(self.fn)
@@ -910,14 +965,17 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
         params, static = self._ir_params(key)
+        names = self._renamed(key)
         report: dict[str, Any] = {}
         sp = self._specializer()
         from .programs import translate_program
-        with _python_messages(self.fn):
+        with _python_messages(self.fn, names):
             prog = _checked(translate_program(self.fn, params, self._size_of(),
                                               sp.table_dims(a), static=static,
-                                              rank_generic=sp.generic, report=report))
-        return Specialization(self.fn.__name__, key, prog, dropped=report.get("dropped", {}))
+                                              rank_generic=sp.generic, report=report,
+                                              names=names))
+        return Specialization(self.fn.__name__, key, prog, dropped=report.get("dropped", {}),
+                              names=names)
 
     def _default(self, verb: str = "translating") -> Specialization:
         if self._specializer().generic:
@@ -968,7 +1026,10 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def compile(self):
         """The compiled program (a callable taking keyword arguments, and
         ``offset_provider=`` for declared connectivities); cached."""
-        compiled = self._cache.compiled(self._default("compiling"), self._compile_fn())
+        spec = self._default("compiling")
+        compiled = self._cache.compiled(spec, self._compile_fn())
+        if spec.names:      # called with the Python names
+            compiled = PythonNamedCall(compiled, spec.names)
         self._param_infos()
         return TablesCall(compiled, self._tables, self.__name__, self._strided) \
             if self._tables or self._strided else compiled
@@ -1007,9 +1068,9 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         hit = self._found_by_source(described)
         if hit is None:
             return False
-        compiled = hit[0]
+        compiled, entry = hit
         try:      # static values are in the key and not parameters of the program
-            compiled(**{k: values[k] for k in compiled.param_names if k in values})
+            compiled(**by_source.ir_arguments(values, compiled.param_names, entry))
         except ArgumentError:          # the translated path says it at the parameter
             return False
         return True
@@ -1023,16 +1084,18 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         if self._specializer().generic:
             return 0
         types = {p.name: self._annotated_type(p) for p in self._param_infos()}
+        names = self._renamed(self._specializer().key(self._default_analysis()))
+        extra = {"names": names} if names else {}
         count = 0
         for described in by_source.annotated_calls(types):
             key = by_source.call_key(self.fn, described, self.compile_options)
             if key is not None:
-                by_source.store_text(key, text, cache_dir)
+                by_source.store_text(key, text, cache_dir, **extra)
                 count += 1
         return count
 
     @api_boundary
-    def __call__(self, *args: Any, backend: str | None = None,
+    def __call__(self, /, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         plain_call = backend is None and self.backend == "compiled"
         # looked up by the source while nothing was translated in this process, or

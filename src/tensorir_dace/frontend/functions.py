@@ -250,24 +250,27 @@ class FunctionTranslator(BodyTranslator):
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
                    result_name: str, *, static: dict[str, Any] | None = None,
                    rank_generic: bool = True, report: dict[str, Any] | None = None,
-                   domain: Sequence[ir.DimInterval] = ()) -> ir.Program:
+                   domain: Sequence[ir.DimInterval] = (),
+                   names: dict[str, str] | None = None) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
     ``result_name``, typed with the value's type.  Under ``domain`` (intervals
     over scalar parameters of ``params``), scans along those dimensions run over
-    the domain's range only."""
+    the domain's range only.  ``names``: parameters named otherwise in the IR
+    ({Python name: IR name})."""
     src = source_info(fn)
     node = src.node
     loc = src.loc(node)
     ctx = ProgramContext(src.name, params, loc, table_dims)
     ctx.rank_generic = rank_generic
     ctx.domain = {i.name: i for i in domain}
+    ctx.rename(names)
     ctx.used.add(result_name)
     tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
     own = set(inspect.signature(fn).parameters)     # not the declared connectivities
-    kwargs: dict[str, Any] = {p.name: ir.Sym(p.name, loc=p.loc) for p in params
-                              if p.name in own}
+    kwargs: dict[str, Any] = {ctx.python_name(p): ir.Sym(p.name, loc=p.loc) for p in params
+                              if ctx.python_name(p) in own}
     kwargs.update(static or {})
     value = tr.inline(fn, [], kwargs, node, src.name)
     if not contains_ir(value):

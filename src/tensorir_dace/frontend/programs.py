@@ -102,26 +102,29 @@ class ProgramTranslator(AssignmentTranslator):
     def emit_tuple_in_domain(self, out_node: ast.Tuple | ast.List, domain: ast.AST,
                              call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
         """``f(…, out=(a, b), domain={…})``: each part of ``f``'s tuple value written
-        into the same sub-domain of its output; GT4Py's ``domain=({…}, {…})``
-        gives each output its own (the call is translated once per output, so
-        that its scans and conditions follow that output's domain).  With one
-        dict, ``out=`` may be nested as the value is: ``out=((a, b), c)``."""
-        per_part = self.tuple_domains(domain, len(out_node.elts))
-        if per_part is None:
+        into the same sub-domain of its output; ``out=`` may be nested as the
+        value is (``out=((a, b), c)``).  GT4Py's tuple of domains gives each
+        output its own, following the nesting of ``out=`` (``domain=({…}, {…})``;
+        a dict for a nested output covers its leaves): the call is translated once
+        per domain, so that its scans and conditions follow that domain."""
+        groups = self.domain_groups(out_node, domain)
+        if groups is None:
             targets = [self.domain_target(t, domain) for t in _leaves(out_node)]
             first = targets[0] if targets else None
             with self.target_intervals(first), self.scans_in(first):
                 value = self.expr(call)
         else:
-            targets = [self.domain_target(t, d, v)
-                       for t, (d, v) in zip(out_node.elts, per_part)]
-            values = []
-            for k, t in enumerate(targets):
-                with self.target_intervals(t), self.scans_in(t):
+            targets, chosen = [], {}
+            for path, node, dnode, dvalue in groups:
+                mine = [self.domain_target(t, dnode, dvalue) for t in _leaves_of(node)]
+                with self.target_intervals(mine[0]), self.scans_in(mine[0]):
                     whole = self.expr(call)
-                values.append(whole[k] if isinstance(whole, tuple) and len(whole) == len(targets)
-                              else project(self.to_ir(whole, call), k, self.loc(call)))
-            value = tuple(values)
+                for k in path:     # the part of the value this domain's outputs take
+                    whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                        else project(self.to_ir(whole, call), k, self.loc(call))
+                chosen[path] = whole
+                targets += mine
+            value = _assemble(out_node, (), chosen)
         names = {b.name for t in targets
                  if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
         out, parts = self.nested_parts(value, out_node, names, s)
@@ -141,23 +144,39 @@ class ProgramTranslator(AssignmentTranslator):
                 flat.append(p)
         return out, flat
 
-    def tuple_domains(self, domain: ast.AST, n: int) -> list[tuple[ast.AST, Any]] | None:
-        """The ``(node, dict)`` of each output for GT4Py's tuple of domains
-        (``out=(a, b), domain=({Cell: …}, {Cell: …})``); None for one dict."""
+    def domain_groups(self, out_node: ast.Tuple | ast.List, domain: ast.AST
+                      ) -> list[tuple[tuple[int, ...], ast.AST, ast.AST, dict]] | None:
+        """GT4Py's tuple of domains, one per output (``out=(a, b),
+        domain=({Cell: …}, {Cell: …})``), nested as ``out=`` is: per dict, the path
+        of its output in ``out=``, that output's node (a name, or a tuple whose
+        leaves all take the dict), the dict's node and the dict.  None for one
+        dict for all."""
         if isinstance(domain, ast.Dict):
             return None
         value = self.expr(domain)
         if not isinstance(value, (tuple, list)):
             return None
-        nodes = domain.elts if isinstance(domain, (ast.Tuple, ast.List)) else [domain] * n
-        if len(value) != n:
-            raise self.error(domain, f"domain= has {len(value)} domains for {n} outputs; "
-                                     "give one dict per output, or one dict for all")
-        for node, v in zip(nodes, value):
-            if not isinstance(v, dict):
-                raise self.error(node, "a tuple of domains holds dicts {Dim: (start, stop), "
-                                       f"…}}, one per output, got {describe(v)}")
-        return list(zip(nodes, value))
+        groups: list[tuple[tuple[int, ...], ast.AST, ast.AST, dict]] = []
+
+        def walk(node: ast.AST, dnode: ast.AST, dvalue: Any, path: tuple[int, ...]) -> None:
+            if isinstance(dvalue, dict):
+                groups.append((path, node, dnode, dvalue))
+                return
+            if not isinstance(dvalue, (tuple, list)) or \
+                    not isinstance(node, (ast.Tuple, ast.List)):
+                raise self.error(dnode, "a tuple of domains holds dicts {Dim: (start, stop), "
+                                        f"…}}, one per output, got {describe(dvalue)}")
+            if len(dvalue) != len(node.elts):
+                raise self.error(dnode, f"domain= has {len(dvalue)} domains for "
+                                        f"{len(node.elts)} outputs; give one dict per "
+                                        "output, or one dict for all")
+            nodes = dnode.elts if isinstance(dnode, (ast.Tuple, ast.List)) and \
+                len(dnode.elts) == len(dvalue) else [dnode] * len(dvalue)
+            for k, (e, dn, dv) in enumerate(zip(node.elts, nodes, dvalue)):
+                walk(e, dn, dv, path + (k,))
+
+        walk(out_node, domain, value, ())
+        return groups
 
     @contextlib.contextmanager
     def scans_in(self, target: ir.Expr | None):
@@ -315,10 +334,13 @@ class ProgramTranslator(AssignmentTranslator):
 def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
                       table_dims: dict[str, NeighborDimension], *,
                       static: dict[str, Any] | None = None, rank_generic: bool = False,
-                      report: dict[str, Any] | None = None) -> ir.Program:
+                      report: dict[str, Any] | None = None,
+                      names: dict[str, str] | None = None) -> ir.Program:
     """The (unchecked) Tensor IR program of a ``@program`` function.
 
-    ``static`` binds parameters to Python values (static arguments);
+    ``static`` binds parameters to Python values (static arguments); ``names``
+    gives the Python names of parameters named otherwise in the IR ({Python
+    name: IR name});
     ``rank_generic`` makes shifts along dimensions that no parameter has no-ops
     (their names and places go to ``report["dropped"]``).
     """
@@ -327,6 +349,7 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
     ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
     ctx.rank_generic = rank_generic
+    ctx.rename(names)
     tr = ProgramTranslator(ctx, src, size_of, static)
     body = tr.statements(list(src.node.body))
     if report is not None:
@@ -337,5 +360,18 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
 
 def _leaves(node: ast.Tuple | ast.List) -> list[ast.AST]:
     """The outputs named by a (nested) tuple ``out=((a, b), c)``, in order."""
-    return [x for e in node.elts
-            for x in (_leaves(e) if isinstance(e, (ast.Tuple, ast.List)) else [e])]
+    return [x for e in node.elts for x in _leaves_of(e)]
+
+
+def _leaves_of(node: ast.AST) -> list[ast.AST]:
+    """The outputs ``node`` names: itself, or the leaves of a tuple."""
+    return _leaves(node) if isinstance(node, (ast.Tuple, ast.List)) else [node]
+
+
+def _assemble(node: ast.AST, path: tuple[int, ...], chosen: dict[tuple[int, ...], Any]) -> Any:
+    """The value for the outputs ``node`` at ``path`` in ``out=``, nested as they
+    are, from the values ``chosen`` for some paths."""
+    if path in chosen:
+        return chosen[path]
+    assert isinstance(node, (ast.Tuple, ast.List))
+    return tuple(_assemble(e, path + (k,), chosen) for k, e in enumerate(node.elts))

@@ -294,6 +294,8 @@ class Specialization:
     program: ir.Program
     result: ir.Param | None = None
     dropped: dict[str, SourceLoc] = field(default_factory=dict)
+    # parameters whose IR name is not their Python name: {Python name: IR name}
+    names: dict[str, str] = field(default_factory=dict)
     compiled: Any = None
     calls: int = 0
     _extent_fns: Any = None
@@ -308,6 +310,12 @@ class Specialization:
         if self.result is None:
             return self.program.params
         return tuple(p for p in self.program.params if p.name != self.result.name)
+
+    def ir_values(self, values: dict[str, Any]) -> dict[str, Any]:
+        """Arguments by Python name as the program takes them: by IR name."""
+        if not self.names:
+            return values
+        return {self.names.get(k, k): v for k, v in values.items()}
 
     def signature(self) -> str:
         text = key_text(self.key)

@@ -26,14 +26,22 @@ from .generator import (
     program_text,
 )
 from .python_programs import KINDS as PYTHON_KINDS
-from .python_programs import PyCase, generate_python_case, python_batch, python_source, text_source
+from .python_programs import (
+    PyCase,
+    builtin_like_names,
+    generate_python_case,
+    python_batch,
+    python_source,
+    text_source,
+)
 from .python_runner import PyOutcome, differential, run_python, run_python_batch
 from .python_runner import case_fails as python_case_fails
 from .python_runner import reproducer as python_reproducer
 from .runner import Outcome, case_fails, fuzz_parser, mutate, run_text, shrink
 
 __all__ = ["BOUNDS", "CUTS", "I_RANGES", "INPUTS", "J_RANGES", "KINDS", "PYTHON_KINDS",
-           "SIZES", "Case", "Outcome", "PyCase", "PyOutcome", "batch", "case_fails",
+           "SIZES", "Case", "Outcome", "PyCase", "PyOutcome", "batch", "builtin_like_names",
+           "case_fails",
            "differential", "float_expression", "fuzz_parser", "generate_case",
            "generate_python_case", "mutate", "program_text", "python_batch",
            "python_case_fails", "python_reproducer", "python_source", "run_python",

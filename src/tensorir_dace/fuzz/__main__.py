@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parser", type=int, default=1000,
                     help="mutated texts for the parser (text front)")
     ap.add_argument("--out", default="fuzz-failures", help="folder for the failures")
+    ap.add_argument("--builtin-names", action="store_true",
+                    help="Python front: name the parameters like Tensor IR builtins and size "
+                         "symbols (index, pos, shift, N_I, …)")
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     failed = False
@@ -33,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         print(summary, flush=True)
         failed |= bad
     if args.front in ("python", "both"):
-        summary, bad = run_python_front(args.programs, args.jobs, args.seed, args.batch, out)
+        summary, bad = run_python_front(args.programs, args.jobs, args.seed, args.batch, out,
+                                        args.builtin_names)
         print(summary, flush=True)
         failed |= bad
     return 1 if failed else 0

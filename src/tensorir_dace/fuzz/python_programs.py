@@ -570,14 +570,50 @@ def _scan_case(g: PyGen, case: PyCase, kind: str, o: str, o2: str) -> None:
         case.tx_body.append(f"subset({out}, K[h0:h1]) ← {part}")
 
 
-def python_source(cases: list[PyCase], name: str = "fuzz") -> str:
-    """The Python module holding the definitions and the program of ``cases``."""
+def python_source(cases: list[PyCase], name: str = "fuzz",
+                  names: dict[str, str] | None = None) -> str:
+    """The Python module holding the definitions and the program of ``cases``;
+    ``names`` renames the program's parameters (see :func:`builtin_like_names`)."""
     params = [f"{n}: {py}" for n, py, _ in INPUTS]
     params += [f"{o}: {OUTPUT_TYPES[t][0]}" for c in cases for o, t in c.outputs]
     defs = "\n\n".join(d for c in cases for d in c.defs)
     body = [f"    {line}" for c in cases for line in c.py_body] or ["    pass"]
-    return (HEADER + "\n\n" + defs + "\n\n@program\ndef " + name + "(\n        "
-            + ",\n        ".join(params) + "):\n" + "\n".join(body) + "\n")
+    prog = ("@program\ndef " + name + "(\n        " + ",\n        ".join(params) + "):\n"
+            + "\n".join(body) + "\n")
+    if names:
+        prog = _renamed(prog, names)
+    return HEADER + "\n\n" + defs + "\n\n" + prog
+
+
+# Python names GT4Py accepts that mean something else in Tensor IR (builtins, size
+# symbols, the compiled call's own keyword) and that generated bodies never call.
+BUILTIN_LIKE = ("pos", "neg", "index", "shift", "scan", "concat", "subset", "plus", "minus",
+                "lift", "deref", "reduce", "cast", "tuple_get", "make_tuple", "power", "mod",
+                "eq", "neq", "less", "divides", "multiplies", "log", "ceil", "trunc", "isnan",
+                "add_dim", "shift_init", "arctan2", "tuple", "N_I", "N_J", "N_K", "N_V", "self",
+                "program")
+
+
+def builtin_like_names(seed: int, cases: list[PyCase]) -> dict[str, str]:
+    """A seeded renaming of the program parameters of ``cases`` (inputs first, then
+    outputs, as long as names last) to names of :data:`BUILTIN_LIKE`."""
+    params = [n for n, _, _ in INPUTS] + [o for c in cases for o, _ in c.outputs]
+    chosen = random.Random(seed).sample(BUILTIN_LIKE, len(BUILTIN_LIKE))
+    return dict(zip(params, chosen))
+
+
+def _renamed(prog: str, names: dict[str, str]) -> str:
+    """The program function ``prog`` with its parameters renamed (``names``); its
+    body binds no other names that could meet them."""
+    import ast
+
+    tree = ast.parse(prog)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.arg in names:
+            node.arg = names[node.arg]
+        elif isinstance(node, ast.Name) and node.id in names:
+            node.id = names[node.id]
+    return ast.unparse(tree) + "\n"
 
 
 def text_source(cases: list[PyCase], name: str = "fuzz") -> str:

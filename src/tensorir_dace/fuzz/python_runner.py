@@ -26,6 +26,7 @@ from .python_programs import (
     BOUNDS,
     SIZES,
     PyCase,
+    builtin_like_names,
     generate_python_case,
     python_batch,
     python_source,
@@ -87,9 +88,11 @@ def loose(case: PyCase) -> bool:
     return re.search(r"\bf\b|float32", " ".join(case.tx_temps + case.tx_body)) is not None
 
 
-def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
+def run_python(cases: list[PyCase], seed: int = 0, names: dict[str, str] | None = None
+               ) -> PyOutcome:
     """Translate, compile once and run the cases' program at both sizes and every
-    runtime bound set; compare with the interpreted text program."""
+    runtime bound set; compare with the interpreted text program.  ``names``: the
+    Python program's parameters renamed (:func:`.builtin_like_names`)."""
     from ..syntax import parse
     from ..typing import check
     text = text_source(cases)
@@ -100,22 +103,23 @@ def run_python(cases: list[PyCase], seed: int = 0) -> PyOutcome:
     outputs = [(o, loose(c)) for c in cases for o, _ in c.outputs]
     with tempfile.TemporaryDirectory(prefix="tir_pyfuzz_") as folder:
         try:
-            module = load_module(python_source(cases), folder)
+            module = load_module(python_source(cases, names=names), folder)
         except TensorIRError as err:
             return PyOutcome({"*": f"Python program refused: {err}"})
         except Exception as err:   # noqa: BLE001
             return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
         try:
-            return differential(module.fuzz, text, outputs, seed)
+            return differential(module.fuzz, text, outputs, seed, names)
         finally:
             sys.modules.pop(module.__name__, None)
 
 
 def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
-                 seed: int = 0) -> PyOutcome:
+                 seed: int = 0, names: dict[str, str] | None = None) -> PyOutcome:
     """Run the decorated ``prog`` interpreted and compiled and the Tensor IR
     ``text`` interpreted, at both sizes and every runtime bound set, on the same
-    random arguments; compare ``outputs`` (name, whether it went through float32)."""
+    random arguments; compare ``outputs`` (name, whether it went through float32).
+    ``names``: the Python names of the text's parameters, where they differ."""
     from ..interpreter import interpret
     from ..syntax import parse
     from ..typing import check
@@ -132,7 +136,8 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
     def python(backend: str):
         def run(**k):   # tables as GT4Py's offset provider: unused ones are ignored
             provider = {t: k.pop(t) for t in tables}
-            prog(**k, offset_provider=provider, backend=backend)
+            prog(**{(names or {}).get(n, n): v for n, v in k.items()},
+                 offset_provider=provider, backend=backend)
         return run
 
     backends = (("text interpreted", lambda **k: interpret(tprog, **k)),
@@ -171,64 +176,73 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
     return out
 
 
-def case_fails(case: PyCase, seed: int = 0) -> str | None:
+def case_fails(case: PyCase, seed: int = 0, builtin_names: bool = False) -> str | None:
     """Why ``case`` alone fails (None: it passes)."""
-    out = run_python([case], seed)
+    names = builtin_like_names(seed, [case]) if builtin_names else None
+    out = run_python([case], seed, names)
     return out.crash or next(iter(out.failed.values()), None)
 
 
-def run_python_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], str | None]:
-    """Run the ``count`` cases from seed ``first`` as one program: (first, runs,
-    [(seed, why)] of failed cases, crash)."""
-    first, count = job
+def run_python_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None]:
+    """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
+    count and, optionally, whether its parameters get builtin-like names): (first,
+    runs, [(seed, why)] of failed cases, crash)."""
+    first, count, builtin_names = (tuple(job) + (False,))[:3]
     cases = python_batch(first, count)
-    out = run_python(cases, seed=first)
+    names = builtin_like_names(first, cases) if builtin_names else None
+    out = run_python(cases, seed=first, names=names)
     bad = []
     for c in cases:
-        names = {o for o, _ in c.outputs}
+        outputs = {o for o, _ in c.outputs}
         for name, why in out.failed.items():
-            if name in names:
+            if name in outputs:
                 bad.append((c.seed, why))
                 break
     if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
         for c in cases:
-            alone = case_fails(generate_python_case(c.seed), seed=first)
+            alone = case_fails(generate_python_case(c.seed), first, builtin_names)
             if alone:
                 bad.append((c.seed, alone))
     return first, out.runs, bad, out.crash
 
 
-def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
+def reproducer(seed: int, reason: str = "", arg_seed: int = 0,
+               builtin_names: bool = False) -> str:
     """A runnable module reproducing the case of ``seed``: its Python program, its
     Tensor IR text (``TEXT``) and, run as a script, the differential run on the
-    arguments of ``arg_seed``."""
+    arguments of ``arg_seed`` (``builtin_names``: parameters named as
+    :func:`.builtin_like_names` chooses for ``arg_seed``)."""
     case = generate_python_case(seed)
     outputs = [(o, loose(case)) for o, _ in case.outputs]
+    names = builtin_like_names(arg_seed, [case]) if builtin_names else None
     why = "".join(f"\n# {line}" for line in reason.splitlines())
-    return (f"# seed {seed}, {case.kind}{why}\n" + python_source([case])
+    return (f"# seed {seed}, {case.kind}{why}\n" + python_source([case], names=names)
             + '\n\nTEXT = """\n' + text_source([case]) + '"""\n\n'
             + 'if __name__ == "__main__":\n'
             + "    from tensorir_dace.fuzz.python_runner import differential\n"
-            + f"    out = differential(fuzz, TEXT, {outputs!r}, seed={arg_seed})\n"
+            + f"    out = differential(fuzz, TEXT, {outputs!r}, seed={arg_seed}, "
+            f"names={names!r})\n"
             + '    print(out.crash or out.failed or "passes")\n')
 
 
 def run_python_front(programs: int, jobs: int, seed: int, size: int,
-                     out: pathlib.Path) -> tuple[str, bool]:
+                     out: pathlib.Path, builtin_names: bool = False) -> tuple[str, bool]:
     """Fuzz the Python front: generated programs ``size`` to a compile; each case
     that fails alone is written to ``out`` as a runnable ``.py`` reproducer (not
-    shrunk below the one case).  (A summary line, whether anything failed.)"""
+    shrunk below the one case).  ``builtin_names``: the programs' parameters get
+    names of Tensor IR builtins and size symbols.  (A summary line, whether
+    anything failed.)"""
     from .runner import batches, run_parallel
     start = time.time()
-    work = batches(seed, programs, size)
+    work = [(first, count, builtin_names) for first, count in batches(seed, programs, size)]
     results = run_parallel(run_python_batch, work, jobs)
     failures = {s: (first, why) for first, _, bad, _ in results for s, why in bad}
     crashes = [first for first, _, _, crash in results if crash]
     for s, (first, why) in sorted(failures.items()):
-        alone = case_fails(generate_python_case(s), seed=first)
+        alone = case_fails(generate_python_case(s), first, builtin_names)
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
         out.mkdir(parents=True, exist_ok=True)
-        (out / f"python_case_{s}.py").write_text(reproducer(s, why, first))
+        (out / f"python_case_{s}.py").write_text(reproducer(s, why, first, builtin_names))
     runs = sum(r[1] for r in results)
     summary = (f"Python front: programs {programs}, compiles {len(work)}, runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "

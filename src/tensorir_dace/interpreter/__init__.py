@@ -57,7 +57,7 @@ def typed_program(program: ir.Program) -> ir.Program:
 
 
 @ir.with_recursion_room
-def interpret(program: ir.Program, *positional: Any, **args: Any) -> None:
+def interpret(program: ir.Program, /, *positional: Any, **args: Any) -> None:
     """Run ``program`` on NumPy; outputs are written in place into ``args``.
 
     Raises :class:`~tensorir_dace.TypeCheckError` for an ill-typed program and

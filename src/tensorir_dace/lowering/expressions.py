@@ -52,6 +52,8 @@ class Materializer(Protocol):
 
     def materialize(self, e: ir.Expr, scope: CScope, force: bool = False) -> Stored: ...
 
+    def bound(self, expr: sympy.Expr) -> sympy.Expr: ...
+
 BINARY_CPP = {"plus": "+", "minus": "-", "multiplies": "*", "eq": "==", "neq": "!=",
               "less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">=",
               "and": "&&", "or": "||"}
@@ -131,6 +133,12 @@ class ExprGen:
 
     def fail(self, e: ir.Node, message: str) -> LoweringError:
         return LoweringError(message, e.loc)
+
+    def bound_code(self, expr: sympy.Expr) -> str:
+        """An interval bound of a type as C++: its symbols (sizes, runtime-bound
+        parameters) by their SDFG names, which a C++ word (``k``, ``input``)
+        does not keep."""
+        return ccode(self.low.bound(expr) if self.low is not None else expr)
 
     # ------------------------------------------------------------------ entry
 
@@ -405,7 +413,8 @@ class ExprGen:
         k = ir.required_dim(operand.type, dim)
         target = self.tb.var("int64", f"{env[dim].code} + (long long)"
                                       f"({self.value(off, env, scope)})", "t")
-        return dim, target, f"{target} >= {ccode(k.start)} && {target} < {ccode(k.stop)}"
+        return dim, target, (f"{target} >= {self.bound_code(k.start)} && "
+                             f"{target} < {self.bound_code(k.stop)}")
 
     def offset_read(self, e: ir.Call, static, operand: ir.Expr, env: Env, scope: CScope):
         """A data-dependent shift: read ``operand`` at the computed coordinate,
@@ -518,7 +527,7 @@ class ExprGen:
         for i, piece in enumerate(pieces):
             stop = piece.type.dim(axis).stop
             last = i == len(pieces) - 1
-            header = ("if" if i == 0 else "else if") + f" ({coord} < {ccode(stop)})" \
+            header = ("if" if i == 0 else "else if") + f" ({coord} < {self.bound_code(stop)})" \
                 if not last else ("else" if i else "if (true)")
             with self.tb.block(header):
                 val = self.value(piece, env, scope)
@@ -545,7 +554,8 @@ class ExprGen:
         init_val = self.value(init, {}, scope)
         acc = map_leaves(lambda d, v: self.tb.var(d.name, v, "acc"), dtype, init_val)
         n = self.tb.fresh("nb")
-        header = f"for (long long {n} = {ccode(axis.start)}; {n} < {ccode(axis.stop)}; ++{n})"
+        header = (f"for (long long {n} = {self.bound_code(axis.start)}; "
+                  f"{n} < {self.bound_code(axis.stop)}; ++{n})")
         with self.tb.block(header):
             nenv = {**env, axis.name: Idx(n)}
             checks = [f"{self.entry_var(self.mask_entry(d, nenv, scope))} >= 0"
@@ -582,7 +592,7 @@ class ExprGen:
         init_val = self.value(init, {}, scope)
         state = map_leaves(lambda d, v: self.tb.var(d.name, v, "state"), dtype, init_val)
         k = self.tb.fresh("k")
-        start, stop = ccode(axis.start), ccode(axis.stop)
+        start, stop = self.bound_code(axis.start), self.bound_code(axis.stop)
         if forward.value:
             header = f"for (long long {k} = {start}; {k} < {stop}; ++{k})"
         else:

@@ -1,5 +1,5 @@
 """Names in the SDFG: user names stay readable, but never clash with C++
-keywords, DaCe internals or the names the lowering makes itself.
+keywords, C macros, DaCe internals or the names the lowering makes itself.
 
 Names the lowering invents (transients, map parameters, connectors) start
 with an underscore; user names that start with one get a ``u`` prefix, so
@@ -21,6 +21,20 @@ thread_local throw true try typedef typeid typename union unsigned using virtual
 wchar_t while xor xor_eq restrict main NULL NAN INFINITY std dace int8_t int16_t int32_t
 int64_t uint8_t uint16_t uint32_t uint64_t size_t abs min max sqrt exp log sin cos tan pow
 floor ceil trunc fmod isnan isinf isfinite
+""".split())
+
+# Macros of the C and C++ standard headers the generated code includes: a
+# variable of that name would be replaced by the preprocessor.
+C_MACROS = frozenset("""
+EOF BUFSIZ FILENAME_MAX EXIT_SUCCESS EXIT_FAILURE RAND_MAX MB_CUR_MAX EDOM ERANGE EILSEQ errno
+HUGE_VAL HUGE_VALF HUGE_VALL FP_NAN FP_INFINITE FP_ZERO FP_SUBNORMAL FP_NORMAL M_E M_LOG2E
+M_LOG10E M_LN2 M_LN10 M_PI M_PI_2 M_PI_4 M_1_PI M_2_PI M_2_SQRTPI M_SQRT2 M_SQRT1_2 CHAR_BIT
+CHAR_MIN CHAR_MAX SCHAR_MIN SCHAR_MAX UCHAR_MAX SHRT_MIN SHRT_MAX USHRT_MAX INT_MIN INT_MAX
+UINT_MAX LONG_MIN LONG_MAX ULONG_MAX LLONG_MIN LLONG_MAX ULLONG_MAX DBL_MAX DBL_MIN DBL_EPSILON
+DBL_DIG DBL_MANT_DIG DBL_MAX_EXP DBL_MIN_EXP FLT_MAX FLT_MIN FLT_EPSILON FLT_DIG FLT_RADIX
+FLT_MANT_DIG LDBL_MAX LDBL_MIN LDBL_EPSILON INT8_MIN INT8_MAX INT16_MIN INT16_MAX INT32_MIN
+INT32_MAX INT64_MIN INT64_MAX UINT8_MAX UINT16_MAX UINT32_MAX UINT64_MAX SIZE_MAX PTRDIFF_MAX
+PTRDIFF_MIN offsetof stdin stdout stderr assert
 """.split())
 
 # Names DaCe uses in generated code or reserves for itself.
@@ -67,7 +81,8 @@ class Mangler:
 
 def _safe(name: str) -> str:
     """``name`` changed, if need be, so as not to be a C++ or DaCe word."""
-    if (name in CPP_KEYWORDS or name in DACE_RESERVED or keyword.iskeyword(name)
+    if (name in CPP_KEYWORDS or name in C_MACROS or name in DACE_RESERVED
+            or keyword.iskeyword(name)
             or name.startswith("_")):
         return "u" + name if name.startswith("_") else name + "_"
     return name
