@@ -20,6 +20,8 @@ import tensorir_dace as tir
 from tensorir_dace import ir
 from tensorir_dace.errors import ArgumentError, FrontendError, TensorIRError, TypeCheckError
 from tensorir_dace.frontend import (  # math builtins
+    Field,
+    FieldOffset,
     SparseTensor,
     Tensor,
     can_deref,
@@ -27,6 +29,7 @@ from tensorir_dace.frontend import (  # math builtins
     concat_where,
     dims,
     exp,
+    field_operator,
     float32,
     function,
     index,
@@ -1077,3 +1080,26 @@ def test_error_in_an_annotation_points_to_its_line():
     assert_error(e, test_error_in_an_annotation_points_to_its_line, "# <" + "- ann",
                  "'I' is not a dimension")
     assert isinstance(e.value, TypeError)
+
+
+def test_compiled_programs_take_offset_provider_for_cartesian_offsets():
+    """GT4Py passes ``offset_provider=`` to compiled programs whatever their
+    offsets; Cartesian entries name a dimension and carry no table."""
+    koff = FieldOffset("Koff", source=K, target=(K,))
+
+    @field_operator
+    def upper(a: Field[[K], float]) -> Field[[K], float]:
+        return a(koff[1]) - a
+
+    @program
+    def differences(a: Field[[K], float], o: Field[[K], float]):
+        upper(a, out=o, domain={K: (0, 5)})
+
+    a = np.random.default_rng(3).random(6)
+    o = np.zeros(6)
+    compiled = differences.compile()
+    compiled(a, o, offset_provider={"Koff": K})
+    np.testing.assert_allclose(o[:5], a[1:] - a[:5], rtol=0, atol=0)
+    assert o[5] == 0.0
+    with pytest.raises(ArgumentError, match="offset_provider must be a dict"):
+        compiled(a, o, offset_provider=[K])

@@ -1025,14 +1025,21 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     @api_boundary
     def compile(self):
         """The compiled program (a callable taking keyword arguments, and
-        ``offset_provider=`` for declared connectivities); cached."""
+        ``offset_provider=`` as a call does, unless a parameter has that name);
+        cached."""
         spec = self._default("compiling")
         compiled = self._cache.compiled(spec, self._compile_fn())
+        last = getattr(self, "_last_compiled", None)
+        if last is not None and last[0] is compiled:
+            return last[1]
+        wrapped = compiled
         if spec.names:      # called with the Python names
-            compiled = PythonNamedCall(compiled, spec.names)
-        self._param_infos()
-        return TablesCall(compiled, self._tables, self.__name__, self._strided) \
-            if self._tables or self._strided else compiled
+            wrapped = PythonNamedCall(wrapped, spec.names)
+        if all(p.name != "offset_provider" for p in self._param_infos()):
+            # GT4Py passes offset_provider= to compiled programs too (Cartesian offsets as well)
+            wrapped = TablesCall(wrapped, self._tables, self.__name__, self._strided)
+        self._last_compiled = (compiled, wrapped)
+        return wrapped
 
     @api_boundary
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
