@@ -916,6 +916,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
 
     def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
         self._setup(fn, "program", backend, compile_options)
+        # the last compiled program and the callable compile() returned for it
+        self._last_compiled: tuple[Any, Any] | None = None
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
@@ -1029,9 +1031,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         cached."""
         spec = self._default("compiling")
         compiled = self._cache.compiled(spec, self._compile_fn())
-        last = getattr(self, "_last_compiled", None)
-        if last is not None and last[0] is compiled:
-            return last[1]
+        if self._last_compiled is not None and self._last_compiled[0] is compiled:
+            return self._last_compiled[1]
         wrapped = compiled
         if spec.names:      # called with the Python names
             wrapped = PythonNamedCall(wrapped, spec.names)
