@@ -92,6 +92,28 @@ def test_symbolic_or_large_maps_are_left_to_the_runtime(monkeypatch):
     assert all(m.map.omp_num_threads == 0 for m in parallel_maps(sdfg))
 
 
+LAP3D = """
+lap3d(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
+      inp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>) {
+  out ← -4.0 × inp + ⟪I, -1⟫(inp) + ⟪I, 1⟫(inp) + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp)
+}
+"""
+
+
+def test_points_count_the_loops_passes_move_into_the_tasklet():
+    """Streaming stores leave an I x J map whose tasklet loops over K: the
+    threading decision must still see N x M x L points (a 256 x 256 x 80
+    Laplacian ran one-threaded when only the map's iterations were counted)."""
+    from tensorir_dace.runtime.compiled import parallel_volume
+    sdfg = lower_program(tir.parse(LAP3D), optimize="default").sdfg
+    assert [len(m.map.params) for m in parallel_maps(sdfg)] == [2]      # K inside
+    n, m, l_ = (dace.symbolic.pystr_to_symbolic(s) for s in "NML")
+    assert dace.symbolic.sympy.simplify(parallel_volume(sdfg) - n * m * l_) == 0
+    constant = LAP3D.replace("N", "64").replace("M", "64").replace("L", "80")
+    sdfg = lower_program(tir.parse(constant), optimize="default").sdfg
+    assert parallel_maps(sdfg)          # 327680 points: stays an OpenMP map
+
+
 def test_one_threaded_program_agrees_with_the_interpreter(small):
     """The compiled code has no OpenMP region; the runtime switches nothing."""
     call = small._callable

@@ -60,7 +60,7 @@ from ..device_arrays import interface_key
 from ..errors import ArgumentError, TensorIRError
 from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
-from ..transforms.openmp_maps import parallel_maps
+from ..transforms.openmp_maps import map_points, parallel_maps_with_states
 
 __all__ = [
     "ArgBinding",
@@ -650,15 +650,15 @@ class SDFGCallable:
 
 
 def parallel_volume(sdfg: dace.SDFG) -> sympy.Expr | None:
-    """The number of points of the largest top-level CPU map (``None``: none,
+    """The points (:func:`map_points`) of the largest top-level CPU map (``None``: none,
     every one runs one-threaded already, or a map whose size depends on loop
     variables)."""
     volumes: list[sympy.Expr] = []
     known = {str(s) for s in sdfg.free_symbols}
-    for node in parallel_maps(sdfg):
+    for state, node in parallel_maps_with_states(sdfg):
         if node.map.omp_num_threads == 1:       # one-threaded already
             continue
-        v = sympy.sympify(node.map.range.num_elements_exact())
+        v = sympy.sympify(map_points(state, node))
         if not {str(s) for s in v.free_symbols} <= known:
             return None
         volumes.append(v)

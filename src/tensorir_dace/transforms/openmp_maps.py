@@ -17,7 +17,7 @@ from dace.sdfg import nodes
 
 from .. import openmp
 
-__all__ = ["parallel_maps", "small_maps_one_thread"]
+__all__ = ["map_points", "parallel_maps", "parallel_maps_with_states", "small_maps_one_thread"]
 
 
 def _top_level_maps(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntry]]:
@@ -33,12 +33,43 @@ def parallel_maps(sdfg: dace.SDFG) -> list[nodes.MapEntry]:
     return [node for _, node in _top_level_maps(sdfg)]
 
 
+def parallel_maps_with_states(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntry]]:
+    """The top-level CPU maps of ``sdfg`` with the states holding them."""
+    return _top_level_maps(sdfg)
+
+
+def map_points(state: dace.SDFGState, entry: nodes.MapEntry):
+    """The points a map computes: its iterations times the elements one
+    iteration writes.  Passes that move a dimension into the tasklet's own
+    loop (streaming stores, fused column scans) leave fewer iterations but
+    as much work; the memlets into the map's exit (``out[i, j, 0:L]``: ``L``
+    per iteration; an iteration's count at the map's first point) keep the
+    count true, so that the threading decision sees the real size."""
+    sym = dace.symbolic.pystr_to_symbolic
+    iterations = sym(entry.map.range.num_elements_exact())
+    first = {dace.symbolic.symbol(p): sym(lo)
+             for p, (lo, _, _) in zip(entry.map.params, entry.map.range)}
+    known = {str(s) for s in state.sdfg.free_symbols} | set(map(str, state.sdfg.symbols))
+    per_iteration = set()
+    for e in state.in_edges(state.exit_node(entry)):
+        if e.data.subset is None or e.data.wcr is not None:
+            continue
+        n = sym(e.data.subset.num_elements_exact()).subs(first)
+        if {str(s) for s in n.free_symbols} <= known:
+            per_iteration.add(n)
+    per_iteration.discard(1)
+    if not per_iteration:
+        return iterations
+    if len(per_iteration) == 1:
+        return iterations * per_iteration.pop()
+    return iterations * dace.symbolic.sympy.Max(*per_iteration)
+
+
 def small_maps_one_thread(sdfg: dace.SDFG) -> None:
     """Run every parallel map as a sequential loop when all have constant
     sizes and the largest has fewer than ``SEQUENTIAL_BELOW`` points."""
     maps = _top_level_maps(sdfg)
-    volumes = [dace.symbolic.pystr_to_symbolic(m.map.range.num_elements_exact())
-               for _, m in maps]
+    volumes = [map_points(state, m) for state, m in maps]
     if not maps or any(not v.is_Integer for v in volumes) \
             or max(int(v) for v in volumes) >= openmp.SEQUENTIAL_BELOW:
         return
