@@ -38,25 +38,56 @@ def parallel_maps_with_states(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nod
     return _top_level_maps(sdfg)
 
 
+#: Elements a point reads through a neighbour table or another gather count
+#: as this many of a plain stencil's (the threshold's) points together.
+GATHER_READS_PER_POINT = 3
+#: A gathered array counts at most this many elements per point.
+GATHER_ROW_CAP = 8
+
+
 def map_points(state: dace.SDFGState, entry: nodes.MapEntry):
-    """The points a map computes: its iterations times the elements one
-    iteration writes.  Passes that move a dimension into the tasklet's own
-    loop (streaming stores, fused column scans) leave fewer iterations but
-    as much work; the memlets into the map's exit (``out[i, j, 0:L]``: ``L``
-    per iteration; an iteration's count at the map's first point) keep the
-    count true, so that the threading decision sees the real size."""
+    """The points a map computes, in units of the plain stencil's points that
+    :data:`~tensorir_dace.openmp.SEQUENTIAL_BELOW` was measured with.
+
+    Two kinds of work hide from the iteration count:
+
+    * passes that move a dimension into the tasklet's own loop (streaming
+      stores, fused column scans) leave fewer iterations but as much work:
+      the memlets into the map's exit (``out[i, j, 0:L]``: ``L`` per
+      iteration; an iteration's count taken at the map's first point) count;
+    * a point that gathers through neighbour tables reads a table row and the
+      values it names (``V2E[0:V, 0:6]``: 6): every read of a whole array
+      counts its row (at most :data:`GATHER_ROW_CAP`), and
+      :data:`GATHER_READS_PER_POINT` such reads make one point.
+    """
     sym = dace.symbolic.pystr_to_symbolic
     iterations = sym(entry.map.range.num_elements_exact())
     first = {dace.symbolic.symbol(p): sym(lo)
              for p, (lo, _, _) in zip(entry.map.params, entry.map.range)}
+    params = set(entry.map.params)
     known = {str(s) for s in state.sdfg.free_symbols} | set(map(str, state.sdfg.symbols))
+    exit_node = state.exit_node(entry)
     per_iteration = set()
-    for e in state.in_edges(state.exit_node(entry)):
+    for e in state.in_edges(exit_node):
         if e.data.subset is None or e.data.wcr is not None:
             continue
         n = sym(e.data.subset.num_elements_exact()).subs(first)
         if {str(s) for s in n.free_symbols} <= known:
             per_iteration.add(n)
+    gathered = 0
+    for node in state.scope_subgraph(entry).nodes():
+        if isinstance(node, (nodes.AccessNode, nodes.EntryNode, nodes.ExitNode)):
+            continue
+        for e in state.in_edges(node):
+            subset = e.data.subset
+            if subset is None or {str(s) for s in subset.free_symbols} & params:
+                continue
+            size = subset.size()
+            row = sym(subset.num_elements_exact()) / sym(size[0]) if size else 1
+            row = dace.symbolic.simplify(row)
+            gathered += min(int(row), GATHER_ROW_CAP) if row.is_Number else GATHER_ROW_CAP
+    if gathered > GATHER_READS_PER_POINT:
+        per_iteration.add(sym(-(-gathered // GATHER_READS_PER_POINT)))
     per_iteration.discard(1)
     if not per_iteration:
         return iterations
@@ -70,8 +101,8 @@ def small_maps_one_thread(sdfg: dace.SDFG) -> None:
     sizes and the largest has fewer than ``SEQUENTIAL_BELOW`` points."""
     maps = _top_level_maps(sdfg)
     volumes = [map_points(state, m) for state, m in maps]
-    if not maps or any(not v.is_Integer for v in volumes) \
-            or max(int(v) for v in volumes) >= openmp.SEQUENTIAL_BELOW:
+    if not maps or any(not v.is_Number for v in volumes) \
+            or max(volumes) >= openmp.SEQUENTIAL_BELOW:
         return
     _scratch_in_registers(sdfg, maps)
     for _, m in maps:
