@@ -1,0 +1,335 @@
+"""More of ICON's dycore, diffusion, advection and interpolation stencils
+(icon4py's field operators) ported to the Python front end in GT4Py's spelling,
+beside ``test_icon_stencils_ported.py``.
+
+They add: the edge-to-edge chains ``E2C2E`` and ``E2C2EO`` with absent
+neighbours, ``E2V`` full shifts of vertex fields, a ``bool`` level mask read
+one level down (``levelmask(Koff[1])`` over ``nlev + 1`` levels), chained
+statements of one program reading what an earlier one wrote, ``max_over`` and
+``min_over`` over ``C2E2C`` with absent neighbours, scalar casts spelled
+``vpfloat(beta_fct)``, ``wpfloat(0.0)`` with a float literal, ``C2E2C2E``,
+the strided ``C2CE``/``C2CEC`` offsets with ``as_offset`` of an ``int32``
+field plus one, ``V2C`` and ``V2E`` sums, field operators composed of field
+operators with different vertical extents, a running-sum ``scan_operator``,
+``KDim + 1`` shifts written with the dimension, ``concat_where`` chains
+assembling half-level fields, tuple outputs with one domain per output and
+``if``-expressions on scalars.  Each group is one program, interpreted and
+compiled once, compared with hand-written NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorir_dace.frontend import (
+    Dims,
+    Field,
+    FieldOffset,
+    abs,
+    as_offset,
+    astype,
+    broadcast,
+    concat_where,
+    dims,
+    exp,
+    field_operator,
+    float32,
+    float64,
+    int32,
+    log,
+    max_over,
+    maximum,
+    min_over,
+    minimum,
+    neighbor_dim,
+    neighbor_sum,
+    program,
+    scan_operator,
+    where,
+)
+
+Cell, Edge, Vertex, K, CE, CEC = dims("Cell Edge Vertex K CE CEC")
+C2EDim, C2E2CDim, C2E2C2EDim = (neighbor_dim(Edge, 3), neighbor_dim(Cell, 3),
+                                neighbor_dim(Edge, 9))
+E2CDim, E2VDim = neighbor_dim(Cell, 2), neighbor_dim(Vertex, 2)
+E2C2EDim, E2C2EODim = neighbor_dim(Edge, 4), neighbor_dim(Edge, 5)
+V2CDim, V2EDim = neighbor_dim(Cell, 6), neighbor_dim(Edge, 6)
+C2E = FieldOffset("C2E", source=Edge, target=(Cell, C2EDim))
+C2E2C = FieldOffset("C2E2C", source=Cell, target=(Cell, C2E2CDim))
+C2E2C2E = FieldOffset("C2E2C2E", source=Edge, target=(Cell, C2E2C2EDim))
+C2CE = FieldOffset("C2CE", source=CE, target=(Cell, C2EDim))          # strided: c * 3 + j
+C2CEC = FieldOffset("C2CEC", source=CEC, target=(Cell, C2E2CDim))     # strided: c * 3 + j
+E2C = FieldOffset("E2C", source=Cell, target=(Edge, E2CDim))
+E2V = FieldOffset("E2V", source=Vertex, target=(Edge, E2VDim))
+E2C2E = FieldOffset("E2C2E", source=Edge, target=(Edge, E2C2EDim))
+E2C2EO = FieldOffset("E2C2EO", source=Edge, target=(Edge, E2C2EODim))
+V2C = FieldOffset("V2C", source=Cell, target=(Vertex, V2CDim))
+V2E = FieldOffset("V2E", source=Edge, target=(Vertex, V2EDim))
+Koff = FieldOffset("Koff", source=K, target=(K,))
+wpfloat, vpfloat = float64, float32
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 9, 14, 7, 6
+RNG = np.random.default_rng(2031)
+f64, f32 = np.float64, np.float32
+
+
+def table(rows, cols, targets, absent=0.0):
+    t = RNG.integers(0, targets, (rows, cols))
+    t[RNG.random((rows, cols)) < absent] = -1
+    return t
+
+
+TABLES = {"C2E": table(NC, 3, NE), "C2E2C": table(NC, 3, NC, absent=0.2),
+          "C2E2C2E": table(NC, 9, NE, absent=0.2), "E2C": table(NE, 2, NC),
+          "E2V": table(NE, 2, NV), "E2C2E": table(NE, 4, NE, absent=0.2),
+          "E2C2EO": table(NE, 5, NE, absent=0.15), "V2C": table(NV, 6, NC, absent=0.2),
+          "V2E": table(NV, 6, NE, absent=0.2), "Koff": K, "C2CE": None, "C2CEC": None}
+TABLES["C2E2C"][0, :] = -1          # a cell with no neighbour at all
+
+
+def wp(*shape):
+    return RNG.random(shape)
+
+
+def vp(*shape):
+    return RNG.random(shape).astype(np.float32)
+
+
+def gather(field, tab):
+    """field[tab] with absent (-1) neighbours as NaN: any use of one shows."""
+    g = field[np.where(tab >= 0, tab, 0)].astype(f64)
+    return np.where((tab >= 0).reshape(tab.shape + (1,) * (g.ndim - 2)), g, np.nan)
+
+
+def nbsum(weights, field, tab):
+    """sum over j of weights[:, j] * field[tab[:, j]], absent (-1) neighbours skipped."""
+    g = gather(field, tab)
+    w = weights.reshape(weights.shape + (1,) * (g.ndim - weights.ndim))
+    return np.where(np.isnan(g), 0.0, w * np.nan_to_num(g)).sum(1)
+
+
+def inside(new, old, hs, he, vs, ve):
+    """``new`` on rows ``hs:he`` and levels ``vs:ve``, ``old`` elsewhere."""
+    out = old.copy()
+    out[hs:he, vs:ve] = new[hs:he, vs:ve]
+    return out
+
+
+def check(got, expected, rtol=3e-6):
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=1e-6, err_msg=name)
+
+
+def run(prog, a, scalars, bounds, backend):
+    """Call ``prog`` with the arrays and scalars in its parameter order."""
+    hs, he, vs, ve = bounds
+    values = dict(a, **scalars, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                  vertical_end=ve)
+    prog(**values, offset_provider=TABLES, backend=backend)
+
+
+# ---------------------------------------------------------------- edges
+
+
+@field_operator
+def _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl(
+        levelmask: Field[Dims[K], bool], c_lin_e: Field[Dims[Edge, E2CDim], wpfloat],
+        z_w_con_c_full: Field[[Cell, K], vpfloat], ddqz_z_full_e: Field[[Edge, K], vpfloat],
+        area_edge: Field[[Edge], wpfloat], tangent_orientation: Field[[Edge], wpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat], zeta: Field[[Vertex, K], vpfloat],
+        geofac_grdiv: Field[Dims[Edge, E2C2EODim], wpfloat], vn: Field[[Edge, K], wpfloat],
+        ddt_vn_apc: Field[[Edge, K], vpfloat], cfl_w_limit: vpfloat, scalfac_exdiff: wpfloat,
+        dtime: wpfloat) -> Field[[Edge, K], vpfloat]:
+    z_w_con_c_full_wp, ddqz_z_full_e_wp, ddt_vn_apc_wp, cfl_w_limit_wp = astype(
+        (z_w_con_c_full, ddqz_z_full_e, ddt_vn_apc, cfl_w_limit), wpfloat)
+    w_con_e = neighbor_sum(c_lin_e * z_w_con_c_full_wp(E2C), axis=E2CDim)
+    difcoef = scalfac_exdiff * minimum(
+        wpfloat("0.85") - cfl_w_limit_wp * dtime,
+        abs(w_con_e) * dtime / ddqz_z_full_e_wp - cfl_w_limit_wp * dtime)
+    ddt_vn_apc_wp = where(
+        (levelmask | levelmask(Koff[1]))
+        & (abs(w_con_e) > astype(cfl_w_limit * ddqz_z_full_e, wpfloat)),
+        ddt_vn_apc_wp + difcoef * area_edge * (
+            neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=E2C2EODim)
+            + tangent_orientation * inv_primal_edge_length
+            * astype(zeta(E2V[1]) - zeta(E2V[0]), wpfloat)),
+        ddt_vn_apc_wp)
+    return astype(ddt_vn_apc_wp, vpfloat)
+
+
+@field_operator
+def _compute_tangential_wind(vn: Field[[Edge, K], wpfloat],
+                             rbf_vec_coeff_e: Field[Dims[Edge, E2C2EDim], wpfloat]
+                             ) -> Field[[Edge, K], vpfloat]:
+    vt_wp = neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=E2C2EDim)
+    return astype(vt_wp, vpfloat)
+
+
+@field_operator
+def _compute_graddiv2_of_vn(geofac_grdiv: Field[Dims[Edge, E2C2EODim], wpfloat],
+                            z_graddiv_vn: Field[[Edge, K], vpfloat]) -> Field[[Edge, K], vpfloat]:
+    z_graddiv_vn_wp = astype(z_graddiv_vn, wpfloat)
+    z_graddiv2_vn_wp = neighbor_sum(z_graddiv_vn_wp(E2C2EO) * geofac_grdiv, axis=E2C2EODim)
+    return astype(z_graddiv2_vn_wp, vpfloat)
+
+
+@field_operator
+def _calculate_nabla2_for_z(kh_smag_e: Field[[Edge, K], vpfloat],
+                            inv_dual_edge_length: Field[[Edge], wpfloat],
+                            theta_v: Field[[Cell, K], wpfloat]) -> Field[[Edge, K], wpfloat]:
+    kh_smag_e_wp = astype(kh_smag_e, wpfloat)
+    z_nabla2_e_wp = kh_smag_e_wp * inv_dual_edge_length * (theta_v(E2C[1]) - theta_v(E2C[0]))
+    return z_nabla2_e_wp
+
+
+@field_operator
+def _apply_nabla2_and_nabla4_to_vn(
+        area_edge: Field[[Edge], wpfloat], kh_smag_e: Field[[Edge, K], vpfloat],
+        z_nabla2_e: Field[[Edge, K], wpfloat], z_nabla4_e2: Field[[Edge, K], vpfloat],
+        diff_multfac_vn: Field[[K], wpfloat], nudgecoeff_e: Field[[Edge], wpfloat],
+        vn: Field[[Edge, K], wpfloat], nudgezone_diff: vpfloat) -> Field[[Edge, K], wpfloat]:
+    kh_smag_e_wp, z_nabla4_e2_wp, nudgezone_diff_wp = astype(
+        (kh_smag_e, z_nabla4_e2, nudgezone_diff), wpfloat)
+    area_edge_broadcast = broadcast(area_edge, (Edge, K))
+    vn_wp = vn + area_edge * (
+        maximum(nudgezone_diff_wp * nudgecoeff_e, kh_smag_e_wp) * z_nabla2_e
+        - area_edge_broadcast * diff_multfac_vn * z_nabla4_e2_wp)
+    return vn_wp
+
+
+@field_operator
+def _compute_mass_and_temperature_flux(
+        z_rho_e: Field[[Edge, K], wpfloat], z_vn_avg: Field[[Edge, K], wpfloat],
+        ddqz_z_full_e: Field[[Edge, K], vpfloat],
+        theta_v_at_edges_on_model_levels: Field[[Edge, K], wpfloat]
+) -> tuple[Field[[Edge, K], wpfloat], Field[[Edge, K], wpfloat]]:
+    mass_fl_e_wp = z_rho_e * z_vn_avg * astype(ddqz_z_full_e, wpfloat)
+    z_theta_v_fl_e_wp = mass_fl_e_wp * theta_v_at_edges_on_model_levels
+    return mass_fl_e_wp, z_theta_v_fl_e_wp
+
+
+@field_operator
+def _apply_positive_definite_horizontal_multiplicative_flux_factor(
+        r_m: Field[[Cell, K], wpfloat], p_mflx_tracer_h: Field[[Edge, K], wpfloat]
+) -> Field[[Edge, K], wpfloat]:
+    p_mflx_tracer_h_out = where(p_mflx_tracer_h >= wpfloat(0.0),
+                                p_mflx_tracer_h * r_m(E2C[0]),
+                                p_mflx_tracer_h * r_m(E2C[1]))
+    return p_mflx_tracer_h_out
+
+
+@program
+def edge_stencils(
+        levelmask: Field[Dims[K], bool], c_lin_e: Field[Dims[Edge, E2CDim], wpfloat],
+        z_w_con_c_full: Field[[Cell, K], vpfloat], ddqz_z_full_e: Field[[Edge, K], vpfloat],
+        area_edge: Field[[Edge], wpfloat], tangent_orientation: Field[[Edge], wpfloat],
+        inv_primal_edge_length: Field[[Edge], wpfloat], zeta: Field[[Vertex, K], vpfloat],
+        geofac_grdiv: Field[Dims[Edge, E2C2EODim], wpfloat], vn: Field[[Edge, K], wpfloat],
+        ddt_vn_apc: Field[[Edge, K], vpfloat], rbf_vec_coeff_e: Field[[Edge, E2C2EDim], wpfloat],
+        vt: Field[[Edge, K], vpfloat], z_graddiv_vn: Field[[Edge, K], vpfloat],
+        z_graddiv2_vn: Field[[Edge, K], vpfloat], kh_smag_e: Field[[Edge, K], vpfloat],
+        inv_dual_edge_length: Field[[Edge], wpfloat], theta_v: Field[[Cell, K], wpfloat],
+        z_nabla2_e: Field[[Edge, K], wpfloat], z_nabla4_e2: Field[[Edge, K], vpfloat],
+        diff_multfac_vn: Field[[K], wpfloat], nudgecoeff_e: Field[[Edge], wpfloat],
+        vn_diffused: Field[[Edge, K], wpfloat], z_rho_e: Field[[Edge, K], wpfloat],
+        z_vn_avg: Field[[Edge, K], wpfloat], theta_v_e: Field[[Edge, K], wpfloat],
+        mass_fl_e: Field[[Edge, K], wpfloat], theta_v_fl_e: Field[[Edge, K], wpfloat],
+        r_m: Field[[Cell, K], wpfloat], p_mflx_tracer_h: Field[[Edge, K], wpfloat],
+        cfl_w_limit: vpfloat, scalfac_exdiff: wpfloat, dtime: wpfloat, nudgezone_diff: vpfloat,
+        horizontal_start: int32, horizontal_end: int32, vertical_start: int32,
+        vertical_end: int32):
+    _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl(
+        levelmask, c_lin_e, z_w_con_c_full, ddqz_z_full_e, area_edge, tangent_orientation,
+        inv_primal_edge_length, zeta, geofac_grdiv, vn, ddt_vn_apc, cfl_w_limit,
+        scalfac_exdiff, dtime, out=ddt_vn_apc,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _compute_tangential_wind(
+        vn, rbf_vec_coeff_e, out=vt,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _compute_graddiv2_of_vn(
+        geofac_grdiv=geofac_grdiv, z_graddiv_vn=z_graddiv_vn, out=z_graddiv2_vn,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    # the next statement reads what this one wrote
+    _calculate_nabla2_for_z(
+        kh_smag_e, inv_dual_edge_length, theta_v, out=z_nabla2_e,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _apply_nabla2_and_nabla4_to_vn(
+        area_edge, kh_smag_e, z_nabla2_e, z_nabla4_e2, diff_multfac_vn, nudgecoeff_e,
+        vn_diffused, nudgezone_diff, out=vn_diffused,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _compute_mass_and_temperature_flux(
+        z_rho_e, z_vn_avg, ddqz_z_full_e, theta_v_e, out=(mass_fl_e, theta_v_fl_e),
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _apply_positive_definite_horizontal_multiplicative_flux_factor(
+        r_m, p_mflx_tracer_h, out=p_mflx_tracer_h,
+        domain={Edge: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+
+
+def edge_inputs():
+    return dict(
+        levelmask=RNG.random(NLEV + 1) < 0.4, c_lin_e=wp(NE, 2),
+        z_w_con_c_full=(vp(NC, NLEV) - 0.5) * 4, ddqz_z_full_e=vp(NE, NLEV) + 0.5,
+        area_edge=wp(NE) + 0.5, tangent_orientation=np.sign(wp(NE) - 0.5),
+        inv_primal_edge_length=wp(NE) + 1.0, zeta=vp(NV, NLEV), geofac_grdiv=wp(NE, 5),
+        vn=wp(NE, NLEV), ddt_vn_apc=vp(NE, NLEV), rbf_vec_coeff_e=wp(NE, 4),
+        vt=np.full((NE, NLEV), 5.0, f32), z_graddiv_vn=vp(NE, NLEV),
+        z_graddiv2_vn=np.full((NE, NLEV), 6.0, f32), kh_smag_e=vp(NE, NLEV),
+        inv_dual_edge_length=wp(NE) + 1.0, theta_v=wp(NC, NLEV),
+        z_nabla2_e=np.full((NE, NLEV), 7.0), z_nabla4_e2=vp(NE, NLEV), diff_multfac_vn=wp(NLEV),
+        nudgecoeff_e=wp(NE), vn_diffused=wp(NE, NLEV), z_rho_e=wp(NE, NLEV),
+        z_vn_avg=wp(NE, NLEV) - 0.5, theta_v_e=wp(NE, NLEV), mass_fl_e=np.zeros((NE, NLEV)),
+        theta_v_fl_e=np.zeros((NE, NLEV)), r_m=wp(NC, NLEV),
+        p_mflx_tracer_h=wp(NE, NLEV) - 0.5)
+
+
+EDGE_SCALARS = dict(cfl_w_limit=f32(0.3), scalfac_exdiff=0.4, dtime=0.9, nudgezone_diff=f32(0.6))
+
+
+def edge_numpy(o, s):
+    t = TABLES
+    w_con_e = nbsum(o["c_lin_e"], o["z_w_con_c_full"].astype(f64), t["E2C"])
+    lim = f64(s["cfl_w_limit"]) * s["dtime"]
+    difcoef = s["scalfac_exdiff"] * np.minimum(
+        0.85 - lim, np.abs(w_con_e) * s["dtime"] / o["ddqz_z_full_e"] - lim)
+    lm = o["levelmask"]
+    cond = ((lm[:-1] | lm[1:])[None, :]
+            & (np.abs(w_con_e) > (s["cfl_w_limit"] * o["ddqz_z_full_e"]).astype(f64)))
+    zeta = o["zeta"]
+    dzeta = (zeta[t["E2V"][:, 1]] - zeta[t["E2V"][:, 0]]).astype(f64)
+    grdiv_vn = nbsum(o["geofac_grdiv"], o["vn"], t["E2C2EO"])
+    ddt = np.where(cond, o["ddt_vn_apc"] + difcoef * o["area_edge"][:, None] * (
+        grdiv_vn + (o["tangent_orientation"] * o["inv_primal_edge_length"])[:, None] * dzeta),
+        o["ddt_vn_apc"]).astype(f32)
+    vt = nbsum(o["rbf_vec_coeff_e"], o["vn"], t["E2C2E"]).astype(f32)
+    graddiv2 = nbsum(o["geofac_grdiv"], o["z_graddiv_vn"].astype(f64), t["E2C2EO"]).astype(f32)
+    th = o["theta_v"]
+    nabla2 = (o["kh_smag_e"].astype(f64) * o["inv_dual_edge_length"][:, None]
+              * (th[t["E2C"][:, 1]] - th[t["E2C"][:, 0]]))
+    area = o["area_edge"][:, None]
+    mass = o["z_rho_e"] * o["z_vn_avg"] * o["ddqz_z_full_e"].astype(f64)
+    p = o["p_mflx_tracer_h"]
+    r_m = o["r_m"]
+    pd = np.where(p >= 0, p * r_m[t["E2C"][:, 0]], p * r_m[t["E2C"][:, 1]])
+    return dict(ddt_vn_apc=ddt, vt=vt, z_graddiv2_vn=graddiv2, z_nabla2_e=nabla2,
+                mass_fl_e=mass, theta_v_fl_e=mass * o["theta_v_e"], p_mflx_tracer_h=pd)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NE, 0, NLEV), (3, 10, 1, 5), (6, 6, 0, NLEV)])
+def test_edge_stencils(backend, bounds):
+    a = edge_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    s = EDGE_SCALARS
+    run(edge_stencils, a, s, bounds, backend)
+    new = {name: inside(v, o[name], *bounds) for name, v in edge_numpy(o, s).items()}
+    # vn_diffused uses z_nabla2_e as the statement before it left it
+    area = o["area_edge"][:, None]
+    diffused = o["vn_diffused"] + area * (
+        np.maximum(f64(s["nudgezone_diff"]) * o["nudgecoeff_e"][:, None],
+                   o["kh_smag_e"].astype(f64)) * new["z_nabla2_e"]
+        - area * o["diff_multfac_vn"][None, :] * o["z_nabla4_e2"].astype(f64))
+    new["vn_diffused"] = inside(diffused, o["vn_diffused"], *bounds)
+    check(a, new)
+    for name in ("vn", "zeta", "levelmask", "theta_v", "r_m"):
+        assert np.array_equal(a[name], o[name]), f"input {name} was changed"
