@@ -333,3 +333,172 @@ def test_edge_stencils(backend, bounds):
     check(a, new)
     for name in ("vn", "zeta", "levelmask", "theta_v", "r_m"):
         assert np.array_equal(a[name], o[name]), f"input {name} was changed"
+
+
+# ---------------------------------------------------------------- cells
+
+
+@field_operator
+def _compute_divergence_of_fluxes_of_rho_and_theta(
+        geofac_div: Field[Dims[Cell, C2EDim], wpfloat], mass_fl_e: Field[[Edge, K], wpfloat],
+        z_theta_v_fl_e: Field[[Edge, K], wpfloat]
+) -> tuple[Field[[Cell, K], vpfloat], Field[[Cell, K], vpfloat]]:
+    z_flxdiv_mass_wp = neighbor_sum(geofac_div * mass_fl_e(C2E), axis=C2EDim)
+    z_flxdiv_theta_wp = neighbor_sum(geofac_div * z_theta_v_fl_e(C2E), axis=C2EDim)
+    return astype((z_flxdiv_mass_wp, z_flxdiv_theta_wp), vpfloat)
+
+
+@field_operator
+def _compute_monotone_horizontal_multiplicative_flux_factors_min_max(
+        z_tracer_max: Field[[Cell, K], vpfloat], z_tracer_min: Field[[Cell, K], vpfloat],
+        beta_fct: wpfloat, r_beta_fct: wpfloat
+) -> tuple[Field[[Cell, K], vpfloat], Field[[Cell, K], vpfloat]]:
+    z_max = vpfloat(beta_fct) * maximum(max_over(z_tracer_max(C2E2C), axis=C2E2CDim),
+                                        z_tracer_max)
+    z_min = vpfloat(r_beta_fct) * minimum(min_over(z_tracer_min(C2E2C), axis=C2E2CDim),
+                                          z_tracer_min)
+    return z_max, z_min
+
+
+@field_operator
+def _compute_monotone_horizontal_multiplicative_flux_factors_p_m(
+        z_mflx_anti_in: Field[[Cell, K], vpfloat], z_mflx_anti_out: Field[[Cell, K], vpfloat],
+        z_tracer_new_low: Field[[Cell, K], wpfloat], z_max: Field[[Cell, K], vpfloat],
+        z_min: Field[[Cell, K], vpfloat], dbl_eps: wpfloat
+) -> tuple[Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat]]:
+    r_p = (astype(z_max, wpfloat) - z_tracer_new_low) / (astype(z_mflx_anti_in, wpfloat)
+                                                         + dbl_eps)
+    r_m = (z_tracer_new_low - astype(z_min, wpfloat)) / (astype(z_mflx_anti_out, wpfloat)
+                                                         + dbl_eps)
+    return r_p, r_m
+
+
+@field_operator
+def _compute_monotone_horizontal_multiplicative_flux_factors(
+        z_tracer_max: Field[[Cell, K], vpfloat], z_tracer_min: Field[[Cell, K], vpfloat],
+        z_mflx_anti_in: Field[[Cell, K], vpfloat], z_mflx_anti_out: Field[[Cell, K], vpfloat],
+        z_tracer_new_low: Field[[Cell, K], wpfloat], beta_fct: wpfloat, r_beta_fct: wpfloat,
+        dbl_eps: wpfloat) -> tuple[Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat]]:
+    z_max, z_min = _compute_monotone_horizontal_multiplicative_flux_factors_min_max(
+        z_tracer_max, z_tracer_min, beta_fct, r_beta_fct)
+    r_p, r_m = _compute_monotone_horizontal_multiplicative_flux_factors_p_m(
+        z_mflx_anti_in, z_mflx_anti_out, z_tracer_new_low, z_max, z_min, dbl_eps)
+    return r_p, r_m
+
+
+@field_operator
+def _interpolate_to_cell_center(interpolant: Field[[Edge, K], vpfloat],
+                                e_bln_c_s: Field[[CE], wpfloat]) -> Field[[Cell, K], vpfloat]:
+    interpolant_wp = astype(interpolant, wpfloat)
+    interpolation_wp = neighbor_sum(e_bln_c_s(C2CE) * interpolant_wp(C2E), axis=C2EDim)
+    return astype(interpolation_wp, vpfloat)
+
+
+@field_operator
+def _integrate_tracer_horizontally(
+        p_mflx_tracer_h: Field[[Edge, K], wpfloat], deepatmo_divh: Field[[K], wpfloat],
+        tracer_now: Field[[Cell, K], wpfloat], rhodz_now: Field[[Cell, K], wpfloat],
+        rhodz_new: Field[[Cell, K], wpfloat], geofac_div: Field[Dims[Cell, C2EDim], wpfloat],
+        p_dtime: wpfloat) -> Field[[Cell, K], wpfloat]:
+    tracer_new_hor = (tracer_now * rhodz_now - p_dtime * deepatmo_divh
+                      * neighbor_sum(p_mflx_tracer_h(C2E) * geofac_div, axis=C2EDim)) / rhodz_new
+    return tracer_new_hor
+
+
+@field_operator
+def _edge_2_cell_vector_rbf_interpolation(
+        p_e_in: Field[[Edge, K], wpfloat], ptr_coeff_1: Field[[Cell, C2E2C2EDim], wpfloat],
+        ptr_coeff_2: Field[[Cell, C2E2C2EDim], wpfloat]
+) -> tuple[Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat]]:
+    p_u_out = neighbor_sum(ptr_coeff_1 * p_e_in(C2E2C2E), axis=C2E2C2EDim)
+    p_v_out = neighbor_sum(ptr_coeff_2 * p_e_in(C2E2C2E), axis=C2E2C2EDim)
+    return p_u_out, p_v_out
+
+
+@program
+def cell_stencils(
+        geofac_div: Field[Dims[Cell, C2EDim], wpfloat], mass_fl_e: Field[[Edge, K], wpfloat],
+        z_theta_v_fl_e: Field[[Edge, K], wpfloat], z_flxdiv_mass: Field[[Cell, K], vpfloat],
+        z_flxdiv_theta: Field[[Cell, K], vpfloat], z_tracer_max: Field[[Cell, K], vpfloat],
+        z_tracer_min: Field[[Cell, K], vpfloat], z_mflx_anti_in: Field[[Cell, K], vpfloat],
+        z_mflx_anti_out: Field[[Cell, K], vpfloat], z_tracer_new_low: Field[[Cell, K], wpfloat],
+        r_p: Field[[Cell, K], wpfloat], r_m: Field[[Cell, K], wpfloat],
+        interpolant: Field[[Edge, K], vpfloat], e_bln_c_s: Field[[CE], wpfloat],
+        interpolation: Field[[Cell, K], vpfloat], deepatmo_divh: Field[[K], wpfloat],
+        tracer_now: Field[[Cell, K], wpfloat], rhodz_now: Field[[Cell, K], wpfloat],
+        rhodz_new: Field[[Cell, K], wpfloat], tracer_new_hor: Field[[Cell, K], wpfloat],
+        ptr_coeff_1: Field[[Cell, C2E2C2EDim], wpfloat],
+        ptr_coeff_2: Field[[Cell, C2E2C2EDim], wpfloat], p_u_out: Field[[Cell, K], wpfloat],
+        p_v_out: Field[[Cell, K], wpfloat], beta_fct: wpfloat, r_beta_fct: wpfloat,
+        dbl_eps: wpfloat, p_dtime: wpfloat, horizontal_start: int32, horizontal_end: int32,
+        vertical_start: int32, vertical_end: int32):
+    _compute_divergence_of_fluxes_of_rho_and_theta(
+        geofac_div, mass_fl_e, z_theta_v_fl_e, out=(z_flxdiv_mass, z_flxdiv_theta),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _compute_monotone_horizontal_multiplicative_flux_factors(
+        z_tracer_max, z_tracer_min, z_mflx_anti_in, z_mflx_anti_out, z_tracer_new_low,
+        beta_fct, r_beta_fct, dbl_eps, out=(r_p, r_m),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _interpolate_to_cell_center(
+        interpolant, e_bln_c_s, out=interpolation,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _integrate_tracer_horizontally(
+        mass_fl_e, deepatmo_divh, tracer_now, rhodz_now, rhodz_new, geofac_div, p_dtime,
+        out=tracer_new_hor,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _edge_2_cell_vector_rbf_interpolation(
+        mass_fl_e, ptr_coeff_1, ptr_coeff_2, out=(p_u_out, p_v_out),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+
+
+def cell_inputs():
+    return dict(
+        geofac_div=wp(NC, 3) - 0.5, mass_fl_e=wp(NE, NLEV), z_theta_v_fl_e=wp(NE, NLEV),
+        z_flxdiv_mass=np.full((NC, NLEV), 2.0, f32), z_flxdiv_theta=np.full((NC, NLEV), 3.0, f32),
+        z_tracer_max=vp(NC, NLEV), z_tracer_min=vp(NC, NLEV), z_mflx_anti_in=vp(NC, NLEV),
+        z_mflx_anti_out=vp(NC, NLEV), z_tracer_new_low=wp(NC, NLEV),
+        r_p=np.zeros((NC, NLEV)), r_m=np.zeros((NC, NLEV)), interpolant=vp(NE, NLEV),
+        e_bln_c_s=wp(NC * 3), interpolation=np.full((NC, NLEV), 4.0, f32),
+        deepatmo_divh=wp(NLEV), tracer_now=wp(NC, NLEV), rhodz_now=wp(NC, NLEV) + 0.5,
+        rhodz_new=wp(NC, NLEV) + 0.5, tracer_new_hor=np.zeros((NC, NLEV)),
+        ptr_coeff_1=wp(NC, 9), ptr_coeff_2=wp(NC, 9), p_u_out=np.zeros((NC, NLEV)),
+        p_v_out=np.zeros((NC, NLEV)))
+
+
+CELL_SCALARS = dict(beta_fct=1.1, r_beta_fct=0.9, dbl_eps=1e-3, p_dtime=0.7)
+
+
+def over(field, tab, op, empty):
+    """op over the present neighbours, ``empty`` where a point has none."""
+    g = gather(field, tab)
+    return np.where(np.isnan(g).all(1), empty, op(np.where(np.isnan(g), empty, g), axis=1))
+
+
+def cell_numpy(o, s):
+    t = TABLES
+    zmax = f32(s["beta_fct"]) * np.maximum(
+        over(o["z_tracer_max"], t["C2E2C"], np.max, -np.inf).astype(f32), o["z_tracer_max"])
+    zmin = f32(s["r_beta_fct"]) * np.minimum(
+        over(o["z_tracer_min"], t["C2E2C"], np.min, np.inf).astype(f32), o["z_tracer_min"])
+    low, eps = o["z_tracer_new_low"], s["dbl_eps"]
+    center = nbsum(o["e_bln_c_s"].reshape(NC, 3), o["interpolant"].astype(f64), t["C2E"])
+    hor = (o["tracer_now"] * o["rhodz_now"] - s["p_dtime"] * o["deepatmo_divh"][None, :]
+           * nbsum(o["geofac_div"], o["mass_fl_e"], t["C2E"])) / o["rhodz_new"]
+    return dict(
+        z_flxdiv_mass=nbsum(o["geofac_div"], o["mass_fl_e"], t["C2E"]).astype(f32),
+        z_flxdiv_theta=nbsum(o["geofac_div"], o["z_theta_v_fl_e"], t["C2E"]).astype(f32),
+        r_p=(zmax.astype(f64) - low) / (o["z_mflx_anti_in"].astype(f64) + eps),
+        r_m=(low - zmin.astype(f64)) / (o["z_mflx_anti_out"].astype(f64) + eps),
+        interpolation=center.astype(f32), tracer_new_hor=hor,
+        p_u_out=nbsum(o["ptr_coeff_1"], o["mass_fl_e"], t["C2E2C2E"]),
+        p_v_out=nbsum(o["ptr_coeff_2"], o["mass_fl_e"], t["C2E2C2E"]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NLEV), (2, 7, 1, 5), (4, 4, 0, NLEV)])
+def test_cell_stencils(backend, bounds):
+    a = cell_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    run(cell_stencils, a, CELL_SCALARS, bounds, backend)
+    check(a, {name: inside(v, o[name], *bounds)
+              for name, v in cell_numpy(o, CELL_SCALARS).items()})
