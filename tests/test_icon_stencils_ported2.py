@@ -502,3 +502,272 @@ def test_cell_stencils(backend, bounds):
     run(cell_stencils, a, CELL_SCALARS, bounds, backend)
     check(a, {name: inside(v, o[name], *bounds)
               for name, v in cell_numpy(o, CELL_SCALARS).items()})
+
+
+# ---------------------------------------------------------------- columns
+
+
+@field_operator
+def _compute_dwdz_for_divergence_damping(
+        inv_ddqz_z_full: Field[[Cell, K], vpfloat], w: Field[[Cell, K], wpfloat],
+        w_concorr_c: Field[[Cell, K], vpfloat]) -> Field[[Cell, K], vpfloat]:
+    inv_ddqz_z_full_wp = astype(inv_ddqz_z_full, wpfloat)
+    z_dwdz_dd_wp = inv_ddqz_z_full_wp * (
+        (w - w(Koff[1])) - astype(w_concorr_c - w_concorr_c(Koff[1]), wpfloat))
+    return astype(z_dwdz_dd_wp, vpfloat)
+
+
+@field_operator
+def _compute_solver_coefficients_matrix(
+        exner_nnow: Field[[Cell, K], wpfloat], rho_nnow: Field[[Cell, K], wpfloat],
+        theta_v_nnow: Field[[Cell, K], wpfloat], inv_ddqz_z_full: Field[[Cell, K], vpfloat],
+        vwind_impl_wgt: Field[[Cell], wpfloat], theta_v_ic: Field[[Cell, K], wpfloat],
+        rho_ic: Field[[Cell, K], wpfloat], dtime: wpfloat, rd: wpfloat, cvd: wpfloat
+) -> tuple[Field[[Cell, K], vpfloat], Field[[Cell, K], vpfloat]]:
+    inv_ddqz_z_full_wp = astype(inv_ddqz_z_full, wpfloat)
+    z_beta_wp = dtime * rd * exner_nnow / (cvd * rho_nnow * theta_v_nnow) * inv_ddqz_z_full_wp
+    z_alpha_wp = vwind_impl_wgt * theta_v_ic * rho_ic
+    return astype((z_beta_wp, z_alpha_wp), vpfloat)
+
+
+@field_operator
+def _compute_exner_from_rhotheta(
+        rho: Field[[Cell, K], wpfloat], exner: Field[[Cell, K], wpfloat], rd_o_cvd: wpfloat,
+        rd_o_p0ref: wpfloat) -> tuple[Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat]]:
+    theta_v_wp = exner
+    exner_wp = exp(rd_o_cvd * log(rd_o_p0ref * rho * theta_v_wp))
+    return theta_v_wp, exner_wp
+
+
+@field_operator
+def _integrate_tracer_vertically_a(
+        tracer_now: Field[[Cell, K], wpfloat], rhodz_now: Field[[Cell, K], wpfloat],
+        p_mflx_tracer_v: Field[[Cell, K], wpfloat], deepatmo_divzl: Field[[K], wpfloat],
+        deepatmo_divzu: Field[[K], wpfloat], rhodz_new: Field[[Cell, K], wpfloat],
+        p_dtime: wpfloat) -> Field[[Cell, K], wpfloat]:
+    tracer_new = (tracer_now * rhodz_now + p_dtime * (
+        p_mflx_tracer_v(Koff[1]) * deepatmo_divzl - p_mflx_tracer_v * deepatmo_divzu)
+    ) / rhodz_new
+    return tracer_new
+
+
+@field_operator
+def _integrate_tracer_vertically(
+        tracer_now: Field[[Cell, K], wpfloat], rhodz_now: Field[[Cell, K], wpfloat],
+        p_mflx_tracer_v: Field[[Cell, K], wpfloat], deepatmo_divzl: Field[[K], wpfloat],
+        deepatmo_divzu: Field[[K], wpfloat], rhodz_new: Field[[Cell, K], wpfloat],
+        k: Field[[K], int32], p_dtime: wpfloat, ivadv_tracer: int32, iadv_slev_jt: int32
+) -> Field[[Cell, K], wpfloat]:
+    tracer_new = (
+        where((iadv_slev_jt <= k),
+              _integrate_tracer_vertically_a(tracer_now, rhodz_now, p_mflx_tracer_v,
+                                             deepatmo_divzl, deepatmo_divzu, rhodz_new, p_dtime),
+              tracer_now)
+        if (ivadv_tracer != 0)
+        else tracer_now)
+    return tracer_new
+
+
+@field_operator
+def _limit_vertical_slope_semi_monotonically(
+        p_cc: Field[[Cell, K], wpfloat], z_slope: Field[[Cell, K], wpfloat],
+        k: Field[[K], int32], elev: int32) -> Field[[Cell, K], wpfloat]:
+    p_cc_min_last = minimum(p_cc(Koff[-1]), p_cc)
+    p_cc_min = where(k == elev, p_cc_min_last, minimum(p_cc_min_last, p_cc(Koff[1])))
+    slope_l = minimum(abs(z_slope), 2.0 * (p_cc - p_cc_min))
+    slope = where(z_slope >= 0.0, slope_l, -slope_l)
+    return slope
+
+
+@scan_operator(axis=K, forward=True, init=wpfloat("0.0"))
+def _accumulate_from_top(state: wpfloat, integrand: wpfloat) -> wpfloat:
+    return state + integrand
+
+
+@field_operator
+def _compute_vertical_integral(integrand: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    return _accumulate_from_top(integrand)
+
+
+@field_operator
+def _interpolate_cell_field_to_half_levels_wp(
+        wgtfac_c: Field[[Cell, K], wpfloat], interpolant: Field[[Cell, K], wpfloat]
+) -> Field[[Cell, K], wpfloat]:
+    interpolation_wp = wgtfac_c * interpolant + (wpfloat("1.0") - wgtfac_c) * interpolant(
+        Koff[-1])
+    return interpolation_wp
+
+
+@field_operator
+def extrapolate_quadratically_to_top_on_cells(
+        interpolant: Field[[Cell, K], wpfloat], weight_0: Field[[Cell], wpfloat],
+        weight_1: Field[[Cell], wpfloat], weight_2: Field[[Cell], wpfloat]
+) -> Field[[Cell, K], wpfloat]:
+    return (weight_0 * interpolant + weight_1 * interpolant(K + 1)
+            + weight_2 * interpolant(K + 2))
+
+
+@field_operator
+def extrapolate_quadratically_to_surface_on_cells(
+        interpolant: Field[[Cell, K], wpfloat], weight_0: Field[[Cell], wpfloat],
+        weight_1: Field[[Cell], wpfloat], weight_2: Field[[Cell], wpfloat]
+) -> Field[[Cell, K], wpfloat]:
+    return (weight_0 * interpolant(K - 1) + weight_1 * interpolant(K - 2)
+            + weight_2 * interpolant(K - 3))
+
+
+@field_operator
+def with_boundaries_on_half_levels_on_cells(
+        top: Field[[Cell, K], wpfloat], interior: Field[[Cell, K], wpfloat],
+        bottom: Field[[Cell, K], wpfloat], nlev: int32) -> Field[[Cell, K], wpfloat]:
+    result = concat_where((K > 0) & (K < nlev), interior, 0.0)
+    result = concat_where(K == 0, top, result)
+    return concat_where(K == nlev, bottom, result)
+
+
+@field_operator
+def _interpolate_cell_field_to_half_levels_with_boundaries_wp(
+        interpolant: Field[[Cell, K], wpfloat], wgtfac_c: Field[[Cell, K], wpfloat],
+        wgtfacq1_0: Field[[Cell], wpfloat], wgtfacq1_1: Field[[Cell], wpfloat],
+        wgtfacq1_2: Field[[Cell], wpfloat], wgtfacq_0: Field[[Cell], wpfloat],
+        wgtfacq_1: Field[[Cell], wpfloat], wgtfacq_2: Field[[Cell], wpfloat], nlev: int32
+) -> Field[[Cell, K], wpfloat]:
+    return with_boundaries_on_half_levels_on_cells(
+        top=extrapolate_quadratically_to_top_on_cells(
+            interpolant=interpolant, weight_0=wgtfacq1_0, weight_1=wgtfacq1_1,
+            weight_2=wgtfacq1_2),
+        interior=_interpolate_cell_field_to_half_levels_wp(wgtfac_c=wgtfac_c,
+                                                           interpolant=interpolant),
+        bottom=extrapolate_quadratically_to_surface_on_cells(
+            interpolant=interpolant, weight_0=wgtfacq_0, weight_1=wgtfacq_1,
+            weight_2=wgtfacq_2),
+        nlev=nlev)
+
+
+@program
+def column_stencils(
+        inv_ddqz_z_full: Field[[Cell, K], vpfloat], w: Field[[Cell, K], wpfloat],
+        w_concorr_c: Field[[Cell, K], vpfloat], z_dwdz_dd: Field[[Cell, K], vpfloat],
+        z_beta: Field[[Cell, K], vpfloat], exner_nnow: Field[[Cell, K], wpfloat],
+        rho_nnow: Field[[Cell, K], wpfloat], theta_v_nnow: Field[[Cell, K], wpfloat],
+        z_alpha: Field[[Cell, K], vpfloat], vwind_impl_wgt: Field[[Cell], wpfloat],
+        theta_v_ic: Field[[Cell, K], wpfloat], rho_ic: Field[[Cell, K], wpfloat],
+        rho: Field[[Cell, K], wpfloat], theta_v: Field[[Cell, K], wpfloat],
+        exner: Field[[Cell, K], wpfloat], tracer_now: Field[[Cell, K], wpfloat],
+        rhodz_now: Field[[Cell, K], wpfloat], p_mflx_tracer_v: Field[[Cell, K], wpfloat],
+        deepatmo_divzl: Field[[K], wpfloat], deepatmo_divzu: Field[[K], wpfloat],
+        rhodz_new: Field[[Cell, K], wpfloat], tracer_new: Field[[Cell, K], wpfloat],
+        k: Field[[K], int32], p_cc: Field[[Cell, K], wpfloat], z_slope: Field[[Cell, K], wpfloat],
+        integrand: Field[[Cell, K], wpfloat], vertical_integral: Field[[Cell, K], wpfloat],
+        interpolant: Field[[Cell, K], wpfloat], wgtfac_c: Field[[Cell, K], wpfloat],
+        wgtfacq1_0: Field[[Cell], wpfloat], wgtfacq1_1: Field[[Cell], wpfloat],
+        wgtfacq1_2: Field[[Cell], wpfloat], wgtfacq_0: Field[[Cell], wpfloat],
+        wgtfacq_1: Field[[Cell], wpfloat], wgtfacq_2: Field[[Cell], wpfloat],
+        interpolation: Field[[Cell, K], wpfloat], dtime: wpfloat, rd: wpfloat, cvd: wpfloat,
+        rd_o_cvd: wpfloat, rd_o_p0ref: wpfloat, p_dtime: wpfloat, ivadv_tracer: int32,
+        iadv_slev_jt: int32, elev: int32, nlev: int32, horizontal_start: int32,
+        horizontal_end: int32, vertical_start: int32, vertical_end: int32):
+    _compute_dwdz_for_divergence_damping(
+        inv_ddqz_z_full=inv_ddqz_z_full, w=w, w_concorr_c=w_concorr_c, out=z_dwdz_dd,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _compute_solver_coefficients_matrix(
+        exner_nnow=exner_nnow, rho_nnow=rho_nnow, theta_v_nnow=theta_v_nnow,
+        inv_ddqz_z_full=inv_ddqz_z_full, vwind_impl_wgt=vwind_impl_wgt, theta_v_ic=theta_v_ic,
+        rho_ic=rho_ic, dtime=dtime, rd=rd, cvd=cvd, out=(z_beta, z_alpha),
+        domain=({Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)},
+                {Cell: (horizontal_start, horizontal_end),
+                 K: (vertical_start, vertical_end + 1)}))
+    _compute_exner_from_rhotheta(
+        rho, exner, rd_o_cvd, rd_o_p0ref, out=(theta_v, exner),
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _integrate_tracer_vertically(
+        tracer_now, rhodz_now, p_mflx_tracer_v, deepatmo_divzl, deepatmo_divzu, rhodz_new, k,
+        p_dtime, ivadv_tracer, iadv_slev_jt, out=tracer_new,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _limit_vertical_slope_semi_monotonically(
+        p_cc, z_slope, k, elev, out=z_slope,
+        domain={Cell: (horizontal_start, horizontal_end),
+                K: (vertical_start + 1, vertical_end - 1)})
+    _compute_vertical_integral(
+        integrand=integrand, out=vertical_integral,
+        domain={Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _interpolate_cell_field_to_half_levels_with_boundaries_wp(
+        interpolant=interpolant, wgtfac_c=wgtfac_c, wgtfacq1_0=wgtfacq1_0,
+        wgtfacq1_1=wgtfacq1_1, wgtfacq1_2=wgtfacq1_2, wgtfacq_0=wgtfacq_0, wgtfacq_1=wgtfacq_1,
+        wgtfacq_2=wgtfacq_2, nlev=nlev, out=interpolation,
+        domain={Cell: (horizontal_start, horizontal_end),
+                K: (vertical_start, vertical_end + 1)})
+
+
+def column_inputs():
+    half = NLEV + 1
+    return dict(
+        inv_ddqz_z_full=vp(NC, NLEV) + 0.5, w=wp(NC, half), w_concorr_c=vp(NC, half),
+        z_dwdz_dd=np.full((NC, NLEV), 2.0, f32), z_beta=np.full((NC, NLEV), 3.0, f32),
+        exner_nnow=wp(NC, NLEV) + 0.5, rho_nnow=wp(NC, NLEV) + 0.5,
+        theta_v_nnow=wp(NC, NLEV) + 0.5, z_alpha=np.full((NC, half), 4.0, f32),
+        vwind_impl_wgt=wp(NC), theta_v_ic=wp(NC, half), rho_ic=wp(NC, half),
+        rho=wp(NC, NLEV) + 0.5, theta_v=wp(NC, NLEV), exner=wp(NC, NLEV) + 0.5,
+        tracer_now=wp(NC, NLEV), rhodz_now=wp(NC, NLEV) + 0.5, p_mflx_tracer_v=wp(NC, half),
+        deepatmo_divzl=wp(NLEV), deepatmo_divzu=wp(NLEV), rhodz_new=wp(NC, NLEV) + 0.5,
+        tracer_new=np.full((NC, NLEV), 5.0), k=np.arange(NLEV, dtype=np.int32),
+        p_cc=wp(NC, NLEV), z_slope=wp(NC, NLEV) - 0.5, integrand=wp(NC, NLEV),
+        vertical_integral=np.full((NC, NLEV), 6.0), interpolant=wp(NC, NLEV),
+        wgtfac_c=wp(NC, half), wgtfacq1_0=wp(NC), wgtfacq1_1=wp(NC), wgtfacq1_2=wp(NC),
+        wgtfacq_0=wp(NC), wgtfacq_1=wp(NC), wgtfacq_2=wp(NC),
+        interpolation=np.full((NC, half), 7.0))
+
+
+COLUMN_SCALARS = dict(dtime=0.9, rd=287.0, cvd=717.0, rd_o_cvd=0.4, rd_o_p0ref=0.8,
+                      p_dtime=0.6, iadv_slev_jt=2, elev=NLEV - 2, nlev=NLEV)
+
+
+def column_numpy(o, s, ivadv_tracer, vs, ve):
+    """The columns' results on all levels (the scan from level ``vs`` on)."""
+    inv = o["inv_ddqz_z_full"].astype(f64)
+    w, wc = o["w"], o["w_concorr_c"]
+    dwdz = inv * ((w[:, :-1] - w[:, 1:]) - (wc[:, :-1] - wc[:, 1:]).astype(f64))
+    beta = s["dtime"] * s["rd"] * o["exner_nnow"] / (
+        s["cvd"] * o["rho_nnow"] * o["theta_v_nnow"]) * inv
+    alpha = o["vwind_impl_wgt"][:, None] * o["theta_v_ic"] * o["rho_ic"]
+    exner = np.exp(s["rd_o_cvd"] * np.log(s["rd_o_p0ref"] * o["rho"] * o["exner"]))
+    mf = o["p_mflx_tracer_v"]
+    integrated = (o["tracer_now"] * o["rhodz_now"] + s["p_dtime"] * (
+        mf[:, 1:] * o["deepatmo_divzl"] - mf[:, :-1] * o["deepatmo_divzu"])) / o["rhodz_new"]
+    lev = np.arange(NLEV)[None, :]
+    tracer = (np.where(s["iadv_slev_jt"] <= lev, integrated, o["tracer_now"])
+              if ivadv_tracer != 0 else o["tracer_now"])
+    p, z = o["p_cc"], o["z_slope"]
+    slope = z.copy()
+    for kk in range(1, NLEV - 1):
+        last = np.minimum(p[:, kk - 1], p[:, kk])
+        pmin = last if kk == s["elev"] else np.minimum(last, p[:, kk + 1])
+        lim = np.minimum(np.abs(z[:, kk]), 2.0 * (p[:, kk] - pmin))
+        slope[:, kk] = np.where(z[:, kk] >= 0, lim, -lim)
+    integral = np.zeros((NC, NLEV))
+    integral[:, vs:ve] = np.cumsum(o["integrand"][:, vs:ve], axis=1)
+    i, wf = o["interpolant"], o["wgtfac_c"]
+    half = np.empty((NC, NLEV + 1))
+    half[:, 1:NLEV] = wf[:, 1:NLEV] * i[:, 1:] + (1.0 - wf[:, 1:NLEV]) * i[:, :-1]
+    half[:, 0] = o["wgtfacq1_0"] * i[:, 0] + o["wgtfacq1_1"] * i[:, 1] + o["wgtfacq1_2"] * i[:, 2]
+    half[:, NLEV] = (o["wgtfacq_0"] * i[:, -1] + o["wgtfacq_1"] * i[:, -2]
+                     + o["wgtfacq_2"] * i[:, -3])
+    return dict(z_dwdz_dd=dwdz.astype(f32), z_beta=beta.astype(f32), z_alpha=alpha.astype(f32),
+                theta_v=o["exner"], exner=exner, tracer_new=tracer, z_slope=slope,
+                vertical_integral=integral, interpolation=half)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds, ivadv_tracer", [((0, NC, 0, NLEV), 1), ((2, 7, 1, 5), 1),
+                                                  ((1, 8, 2, 6), 0), ((4, 4, 0, NLEV), 1)])
+def test_column_stencils(backend, bounds, ivadv_tracer):
+    hs, he, vs, ve = bounds
+    a = column_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    run(column_stencils, a, dict(COLUMN_SCALARS, ivadv_tracer=ivadv_tracer), bounds, backend)
+    new = column_numpy(o, COLUMN_SCALARS, ivadv_tracer, vs, ve)
+    levels = dict(z_alpha=(vs, ve + 1), interpolation=(vs, ve + 1), z_slope=(vs + 1, ve - 1))
+    check(a, {name: inside(v, o[name], hs, he, *levels.get(name, (vs, ve)))
+              for name, v in new.items()})
+    for name in ("w", "rho", "p_cc", "interpolant", "integrand"):
+        assert np.array_equal(a[name], o[name]), f"input {name} was changed"

@@ -389,3 +389,34 @@ def test_frontend_programs_round_trip_through_the_text_syntax():
         tir.check(p)
     text = tir.format(window_py.ir)
     assert "Max(" in text and "k0" in text
+
+
+@program
+def half_levels_py(w: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], nlev: int,
+                   vs: int, ve: int):
+    # GT4Py's assembly of a half-level field: a literal fills the target, then a top
+    # branch defined only near the top and a bottom one only below the last level
+    top = w + w(KL + 1) + w(KL + 2)
+    bottom = w(KL - 1) + w(KL - 2) + w(KL - 3)
+    result = concat_where((KL > 0) & (KL < nlev), w + w(KL - 1), 0.0)
+    result = concat_where(KL == 0, top, result)
+    out[:, vs:ve] = concat_where(KL == nlev, bottom, result)
+
+
+def test_frontend_concat_where_branches_at_the_ends_and_a_literal_fill_the_target():
+    w = RNG.random((N, L))
+    want = np.empty((N, L + 1))
+    want[:, 0] = w[:, 0] + w[:, 1] + w[:, 2]
+    want[:, 1:L] = w[:, 1:] + w[:, :-1]
+    want[:, L] = w[:, -1] + w[:, -2] + w[:, -3]
+    for backend in ("interpreter", "compiled"):
+        for vs, ve, nlev in [(0, L + 1, L), (1, 4, L), (0, 1, L), (L, L + 1, L), (3, 3, L),
+                             (0, L, L - 2)]:
+            out = np.full((N, L + 1), 9.0)
+            half_levels_py(w=w, out=out, nlev=nlev, vs=vs, ve=ve, backend=backend)
+            ref = np.full((N, L + 1), 9.0)
+            full = want.copy()
+            full[:, nlev] = w[:, nlev - 1] + w[:, nlev - 2] + w[:, nlev - 3]
+            full[:, nlev + 1:] = 0.0
+            ref[:, vs:ve] = full[:, vs:ve]
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {vs} {ve}")

@@ -87,17 +87,32 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         for d in known[1:]:
             # a branch may itself come from a runtime concat_where
             lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
-        if target is not None:
+        if target is not None and None in doms.values():
+            lo, hi = target     # a branch defined everywhere fills the whole target
+        elif target is not None:
             lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
         # The branch chosen at an open end of the condition bounds the result there
-        # (as static conditions do: the result is defined where its pieces are).
+        # (as static conditions do: the result is defined where its pieces are),
+        # unless it ends before the condition does: then the other branch starts it.
         segs = mask.segments
-        first = "a" if segs and segs[0][0] == -sympy.oo else "b"
-        last = "a" if segs and segs[-1][1] == sympy.oo else "b"
+        first, second = ("a", "b") if segs and segs[0][0] == -sympy.oo else ("b", "a")
+        last, before = ("a", "b") if segs and segs[-1][1] == sympy.oo else ("b", "a")
+        edge_lo = (segs[0][1] if first == "a" else segs[0][0]) if segs else sympy.oo
+        edge_hi = (segs[-1][0] if last == "a" else segs[-1][1]) if segs else -sympy.oo
         if doms[first] is not None:
-            lo = _within(doms[first].start, lo, iv.runtime_max)
+            start = doms[first].start
+            if doms[second] is None or iv.maybe_le(start, doms[second].start) is not True:
+                other = edge_lo if doms[second] is None else _order(
+                    iv.runtime_max, edge_lo, doms[second].start)
+                start = _order(iv.runtime_min, start, other)
+            lo = _within(start, lo, iv.runtime_max)
         if doms[last] is not None:
-            hi = _within(doms[last].stop, hi, iv.runtime_min)
+            stop = doms[last].stop
+            if doms[before] is None or iv.maybe_le(doms[before].stop, stop) is not True:
+                other = edge_hi if doms[before] is None else _order(
+                    iv.runtime_min, edge_hi, doms[before].stop)
+                stop = _order(iv.runtime_max, stop, other)
+            hi = _within(stop, hi, iv.runtime_min)
         return lo, hi
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
@@ -117,6 +132,15 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         exprs.append(ir.Call(ir.Sym("subset", loc=loc), (x, interval(D, p_lo, p_hi, loc)),
                              loc=loc))
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+
+def _order(pick, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``pick(a, b)`` (``iv.runtime_min``/``runtime_max``), left symbolic where the
+    order of two size expressions depends on the sizes."""
+    try:
+        return pick(a, b)
+    except iv.Undecidable:
+        return (sympy.Min if pick is iv.runtime_min else sympy.Max)(a, b)
 
 
 def _within(bound: sympy.Expr, other: sympy.Expr, pick) -> sympy.Expr:
