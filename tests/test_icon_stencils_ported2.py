@@ -46,6 +46,7 @@ from tensorir_dace.frontend import (
     neighbor_sum,
     program,
     scan_operator,
+    sqrt,
     where,
 )
 
@@ -771,3 +772,211 @@ def test_column_stencils(backend, bounds, ivadv_tracer):
               for name, v in new.items()})
     for name in ("w", "rho", "p_cc", "interpolant", "integrand"):
         assert np.array_equal(a[name], o[name]), f"input {name} was changed"
+
+
+# ---------------------------------------------------------------- vertices, steep points, masks
+
+
+@field_operator
+def _compute_cell_2_vertex_interpolation(
+        cell_in: Field[[Cell, K], wpfloat], c_int: Field[Dims[Vertex, V2CDim], wpfloat]
+) -> Field[[Vertex, K], wpfloat]:
+    vert_out = neighbor_sum(c_int * cell_in(V2C), axis=V2CDim)
+    return vert_out
+
+
+@field_operator
+def _compute_curl(vec_e: Field[[Edge, K], wpfloat],
+                  geofac_rot: Field[Dims[Vertex, V2EDim], wpfloat]) -> Field[[Vertex, K], wpfloat]:
+    return neighbor_sum(vec_e(V2E) * geofac_rot, axis=V2EDim)
+
+
+@field_operator
+def _mo_intp_rbf_rbf_vec_interpol_vertex(
+        p_e_in: Field[[Edge, K], wpfloat], ptr_coeff_1: Field[[Vertex, V2EDim], wpfloat],
+        ptr_coeff_2: Field[[Vertex, V2EDim], wpfloat]
+) -> tuple[Field[[Vertex, K], wpfloat], Field[[Vertex, K], wpfloat]]:
+    p_u_out = neighbor_sum(ptr_coeff_1 * p_e_in(V2E), axis=V2EDim)
+    p_v_out = neighbor_sum(ptr_coeff_2 * p_e_in(V2E), axis=V2EDim)
+    return p_u_out, p_v_out
+
+
+@field_operator
+def _interpolate_wind_to_vertices(
+        w: Field[[Cell, K], wpfloat], vn: Field[[Edge, K], wpfloat],
+        cells_aw_verts: Field[Dims[Vertex, V2CDim], wpfloat],
+        rbf_coeff_v1: Field[Dims[Vertex, V2EDim], wpfloat],
+        rbf_coeff_v2: Field[Dims[Vertex, V2EDim], wpfloat]
+) -> tuple[Field[[Vertex, K], wpfloat], Field[[Vertex, K], wpfloat],
+           Field[[Vertex, K], wpfloat]]:
+    w_vert = _compute_cell_2_vertex_interpolation(w, cells_aw_verts)
+    u_vert, v_vert = _mo_intp_rbf_rbf_vec_interpol_vertex(
+        p_e_in=vn, ptr_coeff_1=rbf_coeff_v1, ptr_coeff_2=rbf_coeff_v2)
+    return w_vert, u_vert, v_vert
+
+
+@field_operator
+def _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
+        mask: Field[[Cell, K], bool], zd_vertoffset: Field[[CEC, K], int32],
+        zd_diffcoef: Field[[Cell, K], wpfloat], geofac_n2s_c: Field[[Cell], wpfloat],
+        geofac_n2s_nbh: Field[[CEC], wpfloat], vcoef: Field[[CEC, K], wpfloat],
+        theta_v: Field[[Cell, K], wpfloat], z_temp: Field[[Cell, K], vpfloat]
+) -> Field[[Cell, K], vpfloat]:
+    z_temp_wp = astype(z_temp, wpfloat)
+
+    theta_v_0 = theta_v(as_offset(Koff, zd_vertoffset(C2CEC[0])))
+    theta_v_1 = theta_v(as_offset(Koff, zd_vertoffset(C2CEC[1])))
+    theta_v_2 = theta_v(as_offset(Koff, zd_vertoffset(C2CEC[2])))
+
+    theta_v_0_m1 = theta_v(as_offset(Koff, zd_vertoffset(C2CEC[0]) + 1))
+    theta_v_1_m1 = theta_v(as_offset(Koff, zd_vertoffset(C2CEC[1]) + 1))
+    theta_v_2_m1 = theta_v(as_offset(Koff, zd_vertoffset(C2CEC[2]) + 1))
+
+    sum_tmp = (
+        theta_v * geofac_n2s_c
+        + geofac_n2s_nbh(C2CEC[0]) * (
+            vcoef(C2CEC[0]) * theta_v_0(C2E2C[0])
+            + (wpfloat("1.0") - vcoef(C2CEC[0])) * theta_v_0_m1(C2E2C[0]))
+        + geofac_n2s_nbh(C2CEC[1]) * (
+            vcoef(C2CEC[1]) * theta_v_1(C2E2C[1])
+            + (wpfloat("1.0") - vcoef(C2CEC[1])) * theta_v_1_m1(C2E2C[1]))
+        + geofac_n2s_nbh(C2CEC[2]) * (
+            vcoef(C2CEC[2]) * theta_v_2(C2E2C[2])
+            + (wpfloat("1.0") - vcoef(C2CEC[2])) * theta_v_2_m1(C2E2C[2])))
+
+    z_temp_wp = where(mask, z_temp_wp + zd_diffcoef * sum_tmp, z_temp_wp)
+    return astype(z_temp_wp, vpfloat)
+
+
+@field_operator
+def _compute_ffsl_backtrajectory_length_indicator(
+        p_vn: Field[[Edge, K], wpfloat], p_vt: Field[[Edge, K], wpfloat],
+        edge_cell_length: Field[Dims[Edge, E2CDim], wpfloat], p_dt: wpfloat
+) -> Field[[Edge, K], int32]:
+    traj_length = sqrt(p_vn * p_vn + p_vt * p_vt) * p_dt
+    e2c_length = where(p_vn >= 0.0, edge_cell_length[E2CDim(0)], edge_cell_length[E2CDim(1)])
+    opt_famask_dsl = where(traj_length > 1.25 * e2c_length, 1, 0)
+    return opt_famask_dsl
+
+
+@field_operator
+def _compute_vertical_tracer_flux_upwind(
+        p_cc: Field[[Cell, K], wpfloat], p_mflx_contra_v: Field[[Cell, K], wpfloat]
+) -> Field[[Cell, K], wpfloat]:
+    p_upflux = where(p_mflx_contra_v >= 0.0, p_cc, p_cc(Koff[-1])) * p_mflx_contra_v
+    return p_upflux
+
+
+@program
+def mixed_stencils(
+        w: Field[[Cell, K], wpfloat], vn: Field[[Edge, K], wpfloat],
+        cells_aw_verts: Field[Dims[Vertex, V2CDim], wpfloat],
+        rbf_coeff_v1: Field[Dims[Vertex, V2EDim], wpfloat],
+        rbf_coeff_v2: Field[Dims[Vertex, V2EDim], wpfloat], w_vert: Field[[Vertex, K], wpfloat],
+        u_vert: Field[[Vertex, K], wpfloat], v_vert: Field[[Vertex, K], wpfloat],
+        geofac_rot: Field[Dims[Vertex, V2EDim], wpfloat], curl: Field[[Vertex, K], wpfloat],
+        mask: Field[[Cell, K], bool], zd_vertoffset: Field[[CEC, K], int32],
+        zd_diffcoef: Field[[Cell, K], wpfloat], geofac_n2s_c: Field[[Cell], wpfloat],
+        geofac_n2s_nbh: Field[[CEC], wpfloat], vcoef: Field[[CEC, K], wpfloat],
+        theta_v: Field[[Cell, K], wpfloat], z_temp: Field[[Cell, K], vpfloat],
+        p_vt: Field[[Edge, K], wpfloat], edge_cell_length: Field[Dims[Edge, E2CDim], wpfloat],
+        opt_famask_dsl: Field[[Edge, K], int32], p_cc: Field[[Cell, K], wpfloat],
+        p_mflx_contra_v: Field[[Cell, K], wpfloat], p_upflux: Field[[Cell, K], wpfloat],
+        p_dt: wpfloat, horizontal_start: int32, horizontal_end: int32, cell_start: int32,
+        cell_end: int32, edge_start: int32, edge_end: int32, vertical_start: int32,
+        vertical_end: int32, vertical_end_half: int32):
+    _interpolate_wind_to_vertices(
+        w=w, vn=vn, cells_aw_verts=cells_aw_verts, rbf_coeff_v1=rbf_coeff_v1,
+        rbf_coeff_v2=rbf_coeff_v2, out=(w_vert, u_vert, v_vert),
+        domain=({Vertex: (horizontal_start, horizontal_end),
+                 K: (vertical_start, vertical_end_half)},
+                {Vertex: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)},
+                {Vertex: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)}))
+    _compute_curl(vn, geofac_rot, out=curl, domain={
+        Vertex: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)})
+    _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
+        mask, zd_vertoffset, zd_diffcoef, geofac_n2s_c, geofac_n2s_nbh, vcoef, theta_v, z_temp,
+        out=z_temp, domain={Cell: (cell_start, cell_end), K: (vertical_start, vertical_end)})
+    _compute_ffsl_backtrajectory_length_indicator(
+        vn, p_vt, edge_cell_length, p_dt, out=opt_famask_dsl,
+        domain={Edge: (edge_start, edge_end), K: (vertical_start, vertical_end)})
+    _compute_vertical_tracer_flux_upwind(
+        p_cc, p_mflx_contra_v, out=(p_upflux),
+        domain={Cell: (cell_start, cell_end), K: (vertical_start + 1, vertical_end)})
+
+
+def vertical_offsets():
+    """Offsets that keep level k + off and k + off + 1 inside the column."""
+    off = RNG.integers(-2, 3, (NC * 3, NLEV))
+    lev = np.arange(NLEV)[None, :]
+    return np.clip(off, -lev, NLEV - 2 - lev).astype(np.int32)
+
+
+def mixed_inputs():
+    half = NLEV + 1
+    return dict(
+        w=wp(NC, half), vn=wp(NE, NLEV) - 0.5, cells_aw_verts=wp(NV, 6), rbf_coeff_v1=wp(NV, 6),
+        rbf_coeff_v2=wp(NV, 6), w_vert=np.full((NV, half), 2.0), u_vert=np.full((NV, NLEV), 3.0),
+        v_vert=np.full((NV, NLEV), 4.0), geofac_rot=wp(NV, 6), curl=np.full((NV, NLEV), 5.0),
+        mask=RNG.random((NC, NLEV)) < 0.6, zd_vertoffset=vertical_offsets(),
+        zd_diffcoef=wp(NC, NLEV), geofac_n2s_c=wp(NC), geofac_n2s_nbh=wp(NC * 3),
+        vcoef=wp(NC * 3, NLEV), theta_v=wp(NC, NLEV), z_temp=vp(NC, NLEV), p_vt=wp(NE, NLEV),
+        edge_cell_length=wp(NE, 2) * 0.5, opt_famask_dsl=np.full((NE, NLEV), 7, np.int32),
+        p_cc=wp(NC, NLEV), p_mflx_contra_v=wp(NC, half) - 0.5,
+        p_upflux=np.full((NC, half), 8.0))
+
+
+# the steep-point stencil reads every C2E2C neighbour: a table without absent entries
+MIXED_TABLES = dict(TABLES, C2E2C=table(NC, 3, NC))
+
+
+def steep_points_numpy(o):
+    t = MIXED_TABLES["C2E2C"]
+    th, zd, vcoef, nbh = o["theta_v"], o["zd_vertoffset"], o["vcoef"], o["geofac_n2s_nbh"]
+    lev = np.arange(NLEV)[None, :]
+    total = th * o["geofac_n2s_c"][:, None]
+    for j in range(3):
+        n = t[:, j]
+        off = zd[n * 3 + j]          # the offsets are read at the neighbour, as GT4Py shifts
+        upper = th[n[:, None], lev + off]
+        lower = th[n[:, None], lev + off + 1]
+        v = vcoef[np.arange(NC) * 3 + j]
+        total = total + nbh[np.arange(NC) * 3 + j][:, None] * (v * upper + (1.0 - v) * lower)
+    z = o["z_temp"].astype(f64)
+    return np.where(o["mask"], z + o["zd_diffcoef"] * total, z).astype(f32)
+
+
+def mixed_numpy(o, p_dt):
+    t = MIXED_TABLES
+    vn, vt = o["vn"], o["p_vt"]
+    ecl = o["edge_cell_length"]
+    length = np.where(vn >= 0, ecl[:, :1], ecl[:, 1:])
+    famask = (np.sqrt(vn * vn + vt * vt) * p_dt > 1.25 * length).astype(np.int32)
+    pcc, mf = o["p_cc"], o["p_mflx_contra_v"]
+    upflux = np.full_like(mf, np.nan)
+    upflux[:, 1:NLEV] = np.where(mf[:, 1:NLEV] >= 0, pcc[:, 1:], pcc[:, :-1]) * mf[:, 1:NLEV]
+    return dict(
+        w_vert=nbsum(o["cells_aw_verts"], o["w"], t["V2C"]),
+        u_vert=nbsum(o["rbf_coeff_v1"], vn, t["V2E"]),
+        v_vert=nbsum(o["rbf_coeff_v2"], vn, t["V2E"]),
+        curl=nbsum(o["geofac_rot"], vn, t["V2E"]), z_temp=steep_points_numpy(o),
+        opt_famask_dsl=famask, p_upflux=upflux)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NV, 0, NC, 0, NE, 0, NLEV), (2, 6, 1, 8, 3, 11, 1, 5),
+                                    (5, 5, 4, 4, 6, 6, 0, NLEV), (0, NV, 0, NC, 0, NE, 3, 3)])
+def test_mixed_stencils(backend, bounds):
+    hs, he, cs, ce, es, ee, vs, ve = bounds
+    a = mixed_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    p_dt = 2.5
+    mixed_stencils(**a, p_dt=p_dt, horizontal_start=hs, horizontal_end=he, cell_start=cs,
+                   cell_end=ce, edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve,
+                   vertical_end_half=ve + 1, offset_provider=MIXED_TABLES, backend=backend)
+    new = mixed_numpy(o, p_dt)
+    where_ = dict(w_vert=(hs, he, vs, ve + 1), u_vert=(hs, he, vs, ve), v_vert=(hs, he, vs, ve),
+                  curl=(hs, he, vs, ve), z_temp=(cs, ce, vs, ve), opt_famask_dsl=(es, ee, vs, ve),
+                  p_upflux=(cs, ce, vs + 1, ve))
+    check(a, {name: inside(v, o[name], *where_[name]) for name, v in new.items()})
+    assert 0 < new["opt_famask_dsl"].sum() < new["opt_famask_dsl"].size
