@@ -19,6 +19,8 @@ compiled once, compared with hand-written NumPy.
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -980,3 +982,213 @@ def test_mixed_stencils(backend, bounds):
                   p_upflux=(cs, ce, vs + 1, ve))
     check(a, {name: inside(v, o[name], *where_[name]) for name, v in new.items()})
     assert 0 < new["opt_famask_dsl"].sum() < new["opt_famask_dsl"].size
+
+
+# ---------------------------------------------------------------- saturation adjustment
+
+
+class _MicrophysicsConstants:
+    """Constants read as attributes of an object, as icon4py's microphysics does."""
+
+    vaporisation_latent_heat = 2.5008e6
+    specific_heat_capacity_for_water = 4218.0
+    tmelt = 273.15
+    tetens_p0 = 610.78
+    tetens_aw = 17.269
+    tetens_bw = 35.86
+    tetens_der = tetens_aw * (tmelt - tetens_bw)
+
+
+microphy_const = _MicrophysicsConstants()
+physics_constants = types.ModuleType("physics_constants")   # constants read from a module
+physics_constants.rv = 461.51
+physics_constants.cvd = 1004.64 - 287.04
+
+
+@field_operator
+def _latent_heat_vaporization(t: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    return (microphy_const.vaporisation_latent_heat
+            + (1850.0 - microphy_const.specific_heat_capacity_for_water)
+            * (t - microphy_const.tmelt) - physics_constants.rv * t)
+
+
+@field_operator
+def _sat_pres_water(t: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    return microphy_const.tetens_p0 * exp(
+        microphy_const.tetens_aw * (t - microphy_const.tmelt) / (t - microphy_const.tetens_bw))
+
+
+@field_operator
+def _qsat_rho(t: Field[[Cell, K], wpfloat], rho: Field[[Cell, K], wpfloat]
+              ) -> Field[[Cell, K], wpfloat]:
+    return _sat_pres_water(t) / (rho * physics_constants.rv * t)
+
+
+@field_operator
+def _dqsatdT_rho(t: Field[[Cell, K], wpfloat], zqsat: Field[[Cell, K], wpfloat]
+                 ) -> Field[[Cell, K], wpfloat]:
+    beta = microphy_const.tetens_der / (t - microphy_const.tetens_bw) ** 2 - 1.0 / t
+    return beta * zqsat
+
+
+@field_operator
+def _new_temperature_in_newton_iteration(
+        temperature: Field[[Cell, K], wpfloat], qv: Field[[Cell, K], wpfloat],
+        rho: Field[[Cell, K], wpfloat], lwdocvd: Field[[Cell, K], wpfloat],
+        new_temperature2: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    ft = new_temperature2 - temperature + lwdocvd * (_qsat_rho(new_temperature2, rho) - qv)
+    dft = 1.0 + lwdocvd * _dqsatdT_rho(new_temperature2, _qsat_rho(new_temperature2, rho))
+    return new_temperature2 - ft / dft
+
+
+@field_operator
+def _update_temperature_by_newton_iteration(
+        temperature: Field[[Cell, K], wpfloat], qv: Field[[Cell, K], wpfloat],
+        rho: Field[[Cell, K], wpfloat], newton_iteration_mask: Field[[Cell, K], bool],
+        lwdocvd: Field[[Cell, K], wpfloat], new_temperature2: Field[[Cell, K], wpfloat]
+) -> Field[[Cell, K], wpfloat]:
+    new_temperature1 = where(
+        newton_iteration_mask,
+        _new_temperature_in_newton_iteration(temperature, qv, rho, lwdocvd, new_temperature2),
+        new_temperature2)
+    return new_temperature1
+
+
+@field_operator
+def _update_temperature_qv_qc_tendencies(
+        dtime: wpfloat, temperature: Field[[Cell, K], wpfloat],
+        temperature_next: Field[[Cell, K], wpfloat], qv: Field[[Cell, K], wpfloat],
+        qc: Field[[Cell, K], wpfloat], rho: Field[[Cell, K], wpfloat],
+        subsaturated_mask: Field[[Cell, K], bool]
+) -> tuple[Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat]]:
+    zqwmin = 1e-20
+    qv_tendency, qc_tendency = where(
+        subsaturated_mask,
+        (qc / dtime, -qc / dtime),
+        ((_qsat_rho(temperature_next, rho) - qv) / dtime,
+         (maximum(qv + qc - _qsat_rho(temperature_next, rho), zqwmin) - qc) / dtime))
+    return (temperature_next - temperature) / dtime, qv_tendency, qc_tendency
+
+
+@field_operator
+def _compute_subsaturated_case_and_initialize_newton_iterations(
+        tolerance: wpfloat, temperature: Field[[Cell, K], wpfloat],
+        qv: Field[[Cell, K], wpfloat], qc: Field[[Cell, K], wpfloat],
+        rho: Field[[Cell, K], wpfloat]
+) -> tuple[Field[[Cell, K], bool], Field[[Cell, K], wpfloat], Field[[Cell, K], wpfloat],
+           Field[[Cell, K], wpfloat], Field[[Cell, K], bool]]:
+    temperature_after_all_qc_evaporated = (
+        temperature - _latent_heat_vaporization(temperature) / physics_constants.cvd * qc)
+    # Check, which points will still be subsaturated even after evaporating all cloud water.
+    subsaturated_mask = qv + qc <= _qsat_rho(temperature_after_all_qc_evaporated, rho)
+    # Remains const. during iteration
+    lwdocvd = _latent_heat_vaporization(temperature) / physics_constants.cvd
+    new_temperature1 = where(subsaturated_mask, temperature_after_all_qc_evaporated,
+                             temperature - 2.0 * tolerance)
+    new_temperature2 = where(subsaturated_mask, temperature_after_all_qc_evaporated, temperature)
+    newton_iteration_mask = where(subsaturated_mask, False, True)
+    return subsaturated_mask, lwdocvd, new_temperature1, new_temperature2, newton_iteration_mask
+
+
+@field_operator
+def _compute_newton_iteration_mask_and_copy_temperature_on_converged_cells(
+        tolerance: wpfloat, temperature_current: Field[[Cell, K], wpfloat],
+        temperature_next: Field[[Cell, K], wpfloat]
+) -> tuple[Field[[Cell, K], bool], Field[[Cell, K], wpfloat]]:
+    newton_iteration_mask = where(
+        abs(temperature_current - temperature_next) > tolerance, True, False)
+    new_temperature = where(newton_iteration_mask, 0.0, temperature_current)
+    return newton_iteration_mask, new_temperature
+
+
+@program
+def saturation_adjustment(
+        tolerance: wpfloat, dtime: wpfloat, temperature: Field[[Cell, K], wpfloat],
+        qv: Field[[Cell, K], wpfloat], qc: Field[[Cell, K], wpfloat],
+        rho: Field[[Cell, K], wpfloat], subsaturated_mask: Field[[Cell, K], bool],
+        lwdocvd: Field[[Cell, K], wpfloat], new_temperature1: Field[[Cell, K], wpfloat],
+        new_temperature2: Field[[Cell, K], wpfloat],
+        newton_iteration_mask: Field[[Cell, K], bool],
+        temperature_tendency: Field[[Cell, K], wpfloat], qv_tendency: Field[[Cell, K], wpfloat],
+        qc_tendency: Field[[Cell, K], wpfloat], horizontal_start: int32, horizontal_end: int32,
+        vertical_start: int32, vertical_end: int32):
+    domain = {Cell: (horizontal_start, horizontal_end), K: (vertical_start, vertical_end)}
+    _compute_subsaturated_case_and_initialize_newton_iterations(
+        tolerance, temperature, qv, qc, rho,
+        out=(subsaturated_mask, lwdocvd, new_temperature1, new_temperature2,
+             newton_iteration_mask), domain=domain)
+    _update_temperature_by_newton_iteration(
+        temperature, qv, rho, newton_iteration_mask, lwdocvd, new_temperature2,
+        out=new_temperature1, domain=domain)
+    _update_temperature_qv_qc_tendencies(
+        dtime, temperature, new_temperature1, qv, qc, rho, subsaturated_mask,
+        out=(temperature_tendency, qv_tendency, qc_tendency), domain=domain)
+    _compute_newton_iteration_mask_and_copy_temperature_on_converged_cells(
+        tolerance, new_temperature2, new_temperature1,
+        out=(newton_iteration_mask, new_temperature1), domain=domain)
+
+
+def saturation_inputs():
+    shape = (NC, NLEV)
+    return dict(
+        temperature=250.0 + 50.0 * wp(*shape), qv=0.002 + 0.02 * wp(*shape),
+        qc=0.002 * wp(*shape), rho=0.6 + 0.6 * wp(*shape),
+        subsaturated_mask=RNG.random(shape) < 0.5, lwdocvd=np.full(shape, 1.0),
+        new_temperature1=np.full(shape, 2.0), new_temperature2=np.full(shape, 3.0),
+        newton_iteration_mask=RNG.random(shape) < 0.5,
+        temperature_tendency=np.full(shape, 4.0), qv_tendency=np.full(shape, 5.0),
+        qc_tendency=np.full(shape, 6.0))
+
+
+def saturation_numpy(o, tolerance, dtime, bounds):
+    """The four statements by hand, each writing only inside ``bounds``."""
+    mc, rv, cvd = microphy_const, 461.51, 1004.64 - 287.04
+    t, qv, qc, rho = o["temperature"], o["qv"], o["qc"], o["rho"]
+
+    def lhv(x):
+        return (mc.vaporisation_latent_heat + (1850.0 - mc.specific_heat_capacity_for_water)
+                * (x - mc.tmelt) - rv * x)
+
+    def qsat(x):
+        return mc.tetens_p0 * np.exp(mc.tetens_aw * (x - mc.tmelt) / (x - mc.tetens_bw)) / (
+            rho * rv * x)
+
+    r = {name: o[name].copy() for name in o}
+
+    def put(name, value):
+        r[name] = inside(value, r[name], *bounds)
+
+    evaporated = t - lhv(t) / cvd * qc
+    sub = qv + qc <= qsat(evaporated)
+    put("subsaturated_mask", sub)
+    put("lwdocvd", lhv(t) / cvd)
+    put("new_temperature1", np.where(sub, evaporated, t - 2.0 * tolerance))
+    put("new_temperature2", np.where(sub, evaporated, t))
+    put("newton_iteration_mask", ~sub)
+    t2, lw = r["new_temperature2"], r["lwdocvd"]
+    ft = t2 - t + lw * (qsat(t2) - qv)
+    dq = (mc.tetens_der / (t2 - mc.tetens_bw) ** 2 - 1.0 / t2) * qsat(t2)
+    put("new_temperature1", np.where(r["newton_iteration_mask"], t2 - ft / (1.0 + lw * dq), t2))
+    t1, sub = r["new_temperature1"], r["subsaturated_mask"]
+    put("temperature_tendency", (t1 - t) / dtime)
+    put("qv_tendency", np.where(sub, qc / dtime, (qsat(t1) - qv) / dtime))
+    put("qc_tendency", np.where(sub, -qc / dtime,
+                                (np.maximum(qv + qc - qsat(t1), 1e-20) - qc) / dtime))
+    again = np.abs(t2 - t1) > tolerance
+    put("newton_iteration_mask", again)
+    put("new_temperature1", np.where(again, 0.0, t2))
+    return r
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NLEV), (2, 7, 1, 5), (4, 4, 0, NLEV)])
+def test_saturation_adjustment(backend, bounds):
+    a = saturation_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    tolerance, dtime = 0.05, 2.0
+    run(saturation_adjustment, a, dict(tolerance=tolerance, dtime=dtime), bounds, backend)
+    want = saturation_numpy(o, tolerance, dtime, bounds)
+    check(a, want, rtol=1e-10)
+    if bounds == (0, NC, 0, NLEV):      # both cases occur
+        for mask in ("subsaturated_mask", "newton_iteration_mask"):
+            assert 0 < want[mask].sum() < want[mask].size, mask
