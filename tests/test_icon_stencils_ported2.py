@@ -55,11 +55,13 @@ from tensorir_dace.frontend import (
 Cell, Edge, Vertex, K, CE, CEC = dims("Cell Edge Vertex K CE CEC")
 C2EDim, C2E2CDim, C2E2C2EDim = (neighbor_dim(Edge, 3), neighbor_dim(Cell, 3),
                                 neighbor_dim(Edge, 9))
+C2E2CODim = neighbor_dim(Cell, 4)
 E2CDim, E2VDim = neighbor_dim(Cell, 2), neighbor_dim(Vertex, 2)
 E2C2EDim, E2C2EODim = neighbor_dim(Edge, 4), neighbor_dim(Edge, 5)
 V2CDim, V2EDim = neighbor_dim(Cell, 6), neighbor_dim(Edge, 6)
 C2E = FieldOffset("C2E", source=Edge, target=(Cell, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=Cell, target=(Cell, C2E2CDim))
+C2E2CO = FieldOffset("C2E2CO", source=Cell, target=(Cell, C2E2CODim))
 C2E2C2E = FieldOffset("C2E2C2E", source=Edge, target=(Cell, C2E2C2EDim))
 C2CE = FieldOffset("C2CE", source=CE, target=(Cell, C2EDim))          # strided: c * 3 + j
 C2CEC = FieldOffset("C2CEC", source=CEC, target=(Cell, C2E2CDim))     # strided: c * 3 + j
@@ -84,11 +86,18 @@ def table(rows, cols, targets, absent=0.0):
 
 
 TABLES = {"C2E": table(NC, 3, NE), "C2E2C": table(NC, 3, NC, absent=0.2),
+          "C2E2CO": table(NC, 4, NC, absent=0.2),
           "C2E2C2E": table(NC, 9, NE, absent=0.2), "E2C": table(NE, 2, NC),
           "E2V": table(NE, 2, NV), "E2C2E": table(NE, 4, NE, absent=0.2),
           "E2C2EO": table(NE, 5, NE, absent=0.15), "V2C": table(NV, 6, NC, absent=0.2),
           "V2E": table(NV, 6, NE, absent=0.2), "Koff": K, "C2CE": None, "C2CEC": None}
 TABLES["C2E2C"][0, :] = -1          # a cell with no neighbour at all
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(2032).bit_generator.state
 
 
 def wp(*shape):
@@ -923,7 +932,7 @@ def mixed_inputs():
         mask=RNG.random((NC, NLEV)) < 0.6, zd_vertoffset=vertical_offsets(),
         zd_diffcoef=wp(NC, NLEV), geofac_n2s_c=wp(NC), geofac_n2s_nbh=wp(NC * 3),
         vcoef=wp(NC * 3, NLEV), theta_v=wp(NC, NLEV), z_temp=vp(NC, NLEV), p_vt=wp(NE, NLEV),
-        edge_cell_length=wp(NE, 2) * 0.5, opt_famask_dsl=np.full((NE, NLEV), 7, np.int32),
+        edge_cell_length=wp(NE, 2) + 0.5, opt_famask_dsl=np.full((NE, NLEV), 7, np.int32),
         p_cc=wp(NC, NLEV), p_mflx_contra_v=wp(NC, half) - 0.5,
         p_upflux=np.full((NC, half), 8.0))
 
@@ -972,7 +981,7 @@ def test_mixed_stencils(backend, bounds):
     hs, he, cs, ce, es, ee, vs, ve = bounds
     a = mixed_inputs()
     o = {name: np.copy(x) for name, x in a.items()}
-    p_dt = 2.5
+    p_dt = 1.5
     mixed_stencils(**a, p_dt=p_dt, horizontal_start=hs, horizontal_end=he, cell_start=cs,
                    cell_end=ce, edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve,
                    vertical_end_half=ve + 1, offset_provider=MIXED_TABLES, backend=backend)
@@ -1192,3 +1201,257 @@ def test_saturation_adjustment(backend, bounds):
     if bounds == (0, NC, 0, NLEV):      # both cases occur
         for mask in ("subsaturated_mask", "newton_iteration_mask"):
             assert 0 < want[mask].sum() < want[mask].size, mask
+
+
+# ---------------------------------------------------------------- advection of rho and theta, PPM
+
+
+@field_operator
+def cell_horizontal_gradients_by_green_gauss_method(
+        scalar_field: Field[[Cell, K], vpfloat],
+        geofac_grg_x: Field[Dims[Cell, C2E2CODim], wpfloat],
+        geofac_grg_y: Field[Dims[Cell, C2E2CODim], wpfloat]
+) -> tuple[Field[[Cell, K], vpfloat], Field[[Cell, K], vpfloat]]:
+    scalar_field_wp = astype((scalar_field), wpfloat)
+    p_grad_1_u_wp = neighbor_sum(geofac_grg_x * scalar_field_wp(C2E2CO), axis=C2E2CODim)
+    p_grad_1_v_wp = neighbor_sum(geofac_grg_y * scalar_field_wp(C2E2CO), axis=C2E2CODim)
+    return astype((p_grad_1_u_wp, p_grad_1_v_wp), vpfloat)
+
+
+@field_operator
+def _compute_backward_trajectory_from_edge_center(
+        p_vn: Field[[Edge, K], wpfloat], p_vt: Field[[Edge, K], vpfloat],
+        pos_on_tplane_e_1: Field[Dims[Edge, E2CDim], wpfloat],
+        pos_on_tplane_e_2: Field[Dims[Edge, E2CDim], wpfloat],
+        primal_normal_cell_1: Field[Dims[Edge, E2CDim], wpfloat],
+        dual_normal_cell_1: Field[Dims[Edge, E2CDim], wpfloat],
+        primal_normal_cell_2: Field[Dims[Edge, E2CDim], wpfloat],
+        dual_normal_cell_2: Field[Dims[Edge, E2CDim], wpfloat], p_dthalf: wpfloat
+) -> tuple[Field[[Edge, K], wpfloat], Field[[Edge, K], wpfloat]]:
+    lvn_pos = where(p_vn >= wpfloat("0.0"), True, False)
+    z_ntdistv_bary_1 = -(
+        p_vn * p_dthalf + where(lvn_pos, pos_on_tplane_e_1[E2CDim(0)],
+                                pos_on_tplane_e_1[E2CDim(1)]))
+    z_ntdistv_bary_2 = -(
+        astype(p_vt, wpfloat) * p_dthalf
+        + where(lvn_pos, pos_on_tplane_e_2[E2CDim(0)], pos_on_tplane_e_2[E2CDim(1)]))
+    p_distv_bary_1 = where(
+        lvn_pos,
+        z_ntdistv_bary_1 * primal_normal_cell_1[E2CDim(0)]
+        + z_ntdistv_bary_2 * dual_normal_cell_1[E2CDim(0)],
+        z_ntdistv_bary_1 * primal_normal_cell_1[E2CDim(1)]
+        + z_ntdistv_bary_2 * dual_normal_cell_1[E2CDim(1)])
+    p_distv_bary_2 = where(
+        lvn_pos,
+        z_ntdistv_bary_1 * primal_normal_cell_2[E2CDim(0)]
+        + z_ntdistv_bary_2 * dual_normal_cell_2[E2CDim(0)],
+        z_ntdistv_bary_1 * primal_normal_cell_2[E2CDim(1)]
+        + z_ntdistv_bary_2 * dual_normal_cell_2[E2CDim(1)])
+    return p_distv_bary_1, p_distv_bary_2
+
+
+@field_operator
+def _compute_upwind_values_of_rho_and_theta_v_at_edges(
+        p_vn: Field[[Edge, K], wpfloat], rho_ref_me: Field[[Edge, K], vpfloat],
+        theta_ref_me: Field[[Edge, K], vpfloat], p_distv_bary_1: Field[[Edge, K], wpfloat],
+        p_distv_bary_2: Field[[Edge, K], wpfloat], z_grad_rth_1: Field[[Cell, K], vpfloat],
+        z_grad_rth_2: Field[[Cell, K], vpfloat], z_grad_rth_3: Field[[Cell, K], vpfloat],
+        z_grad_rth_4: Field[[Cell, K], vpfloat], z_rth_pr_1: Field[[Cell, K], vpfloat],
+        z_rth_pr_2: Field[[Cell, K], vpfloat]
+) -> tuple[Field[[Edge, K], wpfloat], Field[[Edge, K], wpfloat]]:
+    (theta_ref_me_wp, rho_ref_me_wp, z_grad_rth_1_wp, z_grad_rth_2_wp, z_grad_rth_3_wp,
+     z_grad_rth_4_wp, z_rth_pr_1_wp, z_rth_pr_2_wp) = astype(
+        (theta_ref_me, rho_ref_me, z_grad_rth_1, z_grad_rth_2, z_grad_rth_3, z_grad_rth_4,
+         z_rth_pr_1, z_rth_pr_2), wpfloat)
+    z_rho_e_wp = where(
+        p_vn >= wpfloat("0.0"),
+        rho_ref_me_wp + z_rth_pr_1_wp(E2C[0]) + p_distv_bary_1 * z_grad_rth_1_wp(E2C[0])
+        + p_distv_bary_2 * z_grad_rth_2_wp(E2C[0]),
+        rho_ref_me_wp + z_rth_pr_1_wp(E2C[1]) + p_distv_bary_1 * z_grad_rth_1_wp(E2C[1])
+        + p_distv_bary_2 * z_grad_rth_2_wp(E2C[1]))
+    z_theta_v_e_wp = where(
+        p_vn >= wpfloat("0.0"),
+        theta_ref_me_wp + z_rth_pr_2_wp(E2C[0]) + p_distv_bary_1 * z_grad_rth_3_wp(E2C[0])
+        + p_distv_bary_2 * z_grad_rth_4_wp(E2C[0]),
+        theta_ref_me_wp + z_rth_pr_2_wp(E2C[1]) + p_distv_bary_1 * z_grad_rth_3_wp(E2C[1])
+        + p_distv_bary_2 * z_grad_rth_4_wp(E2C[1]))
+    return z_rho_e_wp, z_theta_v_e_wp
+
+
+@field_operator
+def _compute_horizontal_advection_of_rho_and_theta(
+        p_vn: Field[[Edge, K], wpfloat], p_vt: Field[[Edge, K], vpfloat],
+        pos_on_tplane_e_1: Field[Dims[Edge, E2CDim], wpfloat],
+        pos_on_tplane_e_2: Field[Dims[Edge, E2CDim], wpfloat],
+        primal_normal_cell_1: Field[Dims[Edge, E2CDim], wpfloat],
+        dual_normal_cell_1: Field[Dims[Edge, E2CDim], wpfloat],
+        primal_normal_cell_2: Field[Dims[Edge, E2CDim], wpfloat],
+        dual_normal_cell_2: Field[Dims[Edge, E2CDim], wpfloat], p_dthalf: wpfloat,
+        rho_ref_me: Field[[Edge, K], vpfloat], theta_ref_me: Field[[Edge, K], vpfloat],
+        perturbed_rho_at_cells_on_model_levels: Field[[Cell, K], vpfloat],
+        perturbed_theta_v_at_cells_on_model_levels: Field[[Cell, K], vpfloat],
+        geofac_grg_x: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_y: Field[[Cell, C2E2CODim], wpfloat]
+) -> tuple[Field[[Edge, K], wpfloat], Field[[Edge, K], wpfloat]]:
+    (ddx_perturbed_theta_v, ddy_perturbed_theta_v) = cell_horizontal_gradients_by_green_gauss_method(  # noqa: E501
+        scalar_field=perturbed_theta_v_at_cells_on_model_levels, geofac_grg_x=geofac_grg_x,
+        geofac_grg_y=geofac_grg_y)
+    (ddx_perturbed_rho, ddy_perturbed_rho) = cell_horizontal_gradients_by_green_gauss_method(
+        scalar_field=perturbed_rho_at_cells_on_model_levels, geofac_grg_x=geofac_grg_x,
+        geofac_grg_y=geofac_grg_y)
+    (p_distv_bary_1, p_distv_bary_2) = _compute_backward_trajectory_from_edge_center(
+        p_vn, p_vt, pos_on_tplane_e_1, pos_on_tplane_e_2, primal_normal_cell_1,
+        dual_normal_cell_1, primal_normal_cell_2, dual_normal_cell_2, p_dthalf)
+    (rho_at_edges_on_model_levels, theta_at_edges_on_model_levels) = \
+        _compute_upwind_values_of_rho_and_theta_v_at_edges(
+            p_vn, rho_ref_me, theta_ref_me, p_distv_bary_1, p_distv_bary_2, ddx_perturbed_rho,
+            ddy_perturbed_rho, ddx_perturbed_theta_v, ddy_perturbed_theta_v,
+            perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels)
+    return rho_at_edges_on_model_levels, theta_at_edges_on_model_levels
+
+
+@field_operator
+def _compute_ppm_slope_a(p_cc: Field[[Cell, K], wpfloat],
+                         p_cellhgt_mc_now: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    zfac_m1 = (p_cc - p_cc(Koff[-1])) / (p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[-1]))
+    zfac = (p_cc(Koff[+1]) - p_cc) / (p_cellhgt_mc_now(Koff[+1]) + p_cellhgt_mc_now)
+    z_slope = (p_cellhgt_mc_now / (p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now
+                                   + p_cellhgt_mc_now(Koff[+1]))) * (
+        (2.0 * p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now) * zfac
+        + (p_cellhgt_mc_now + 2.0 * p_cellhgt_mc_now(Koff[+1])) * zfac_m1)
+    return z_slope
+
+
+@field_operator
+def _compute_ppm_slope_b(p_cc: Field[[Cell, K], wpfloat],
+                         p_cellhgt_mc_now: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    zfac_m1 = (p_cc - p_cc(Koff[-1])) / (p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[-1]))
+    z_slope = ((p_cellhgt_mc_now / (p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now
+                                    + p_cellhgt_mc_now))
+               * (p_cellhgt_mc_now + 2.0 * p_cellhgt_mc_now) * zfac_m1)
+    return z_slope
+
+
+@field_operator
+def _compute_ppm_slope(p_cc: Field[[Cell, K], wpfloat], p_cellhgt_mc_now: Field[[Cell, K], wpfloat],
+                       elev: int32) -> Field[[Cell, K], wpfloat]:
+    z_slope = concat_where(K == elev, _compute_ppm_slope_b(p_cc, p_cellhgt_mc_now),
+                           _compute_ppm_slope_a(p_cc, p_cellhgt_mc_now))
+    return z_slope
+
+
+@field_operator
+def _compute_vertical_parabola_limiter_condition(
+        p_face: Field[[Cell, K], wpfloat], p_cc: Field[[Cell, K], wpfloat]
+) -> Field[[Cell, K], int32]:
+    z_delta = p_face - p_face(Koff[1])
+    z_a6i = 6.0 * (p_cc - 0.5 * (p_face + p_face(Koff[1])))
+    l_limit = where(abs(z_delta) < -1.0 * z_a6i, 1, 0)
+    return l_limit
+
+
+@program
+def advection_stencils(
+        p_vn: Field[[Edge, K], wpfloat], p_vt: Field[[Edge, K], vpfloat],
+        pos_on_tplane_e_1: Field[Dims[Edge, E2CDim], wpfloat],
+        pos_on_tplane_e_2: Field[Dims[Edge, E2CDim], wpfloat],
+        primal_normal_cell_1: Field[Dims[Edge, E2CDim], wpfloat],
+        dual_normal_cell_1: Field[Dims[Edge, E2CDim], wpfloat],
+        primal_normal_cell_2: Field[Dims[Edge, E2CDim], wpfloat],
+        dual_normal_cell_2: Field[Dims[Edge, E2CDim], wpfloat],
+        rho_ref_me: Field[[Edge, K], vpfloat], theta_ref_me: Field[[Edge, K], vpfloat],
+        perturbed_rho: Field[[Cell, K], vpfloat], perturbed_theta_v: Field[[Cell, K], vpfloat],
+        geofac_grg_x: Field[[Cell, C2E2CODim], wpfloat],
+        geofac_grg_y: Field[[Cell, C2E2CODim], wpfloat], rho_e: Field[[Edge, K], wpfloat],
+        theta_v_e: Field[[Edge, K], wpfloat], p_cc: Field[[Cell, K], wpfloat],
+        p_cellhgt_mc_now: Field[[Cell, K], wpfloat], z_slope: Field[[Cell, K], wpfloat],
+        p_face: Field[[Cell, K], wpfloat], l_limit: Field[[Cell, K], int32], p_dthalf: wpfloat,
+        elev: int32, cell_start: int32, cell_end: int32, edge_start: int32, edge_end: int32,
+        vertical_start: int32, vertical_end: int32):
+    _compute_horizontal_advection_of_rho_and_theta(
+        p_vn, p_vt, pos_on_tplane_e_1, pos_on_tplane_e_2, primal_normal_cell_1,
+        dual_normal_cell_1, primal_normal_cell_2, dual_normal_cell_2, p_dthalf, rho_ref_me,
+        theta_ref_me, perturbed_rho, perturbed_theta_v, geofac_grg_x, geofac_grg_y,
+        out=(rho_e, theta_v_e),
+        domain={Edge: (edge_start, edge_end), K: (vertical_start, vertical_end)})
+    _compute_ppm_slope(p_cc, p_cellhgt_mc_now, elev, out=z_slope,
+                       domain={Cell: (cell_start, cell_end), K: (vertical_start, vertical_end)})
+    _compute_vertical_parabola_limiter_condition(
+        p_face, p_cc, out=l_limit,
+        domain={Cell: (cell_start, cell_end), K: (vertical_start, vertical_end)})
+
+
+def advection_inputs():
+    e2c = {name: wp(NE, 2) - 0.5 for name in (
+        "pos_on_tplane_e_1", "pos_on_tplane_e_2", "primal_normal_cell_1", "dual_normal_cell_1",
+        "primal_normal_cell_2", "dual_normal_cell_2")}
+    return dict(
+        p_vn=wp(NE, NLEV) - 0.5, p_vt=vp(NE, NLEV) - 0.5, **e2c, rho_ref_me=vp(NE, NLEV),
+        theta_ref_me=vp(NE, NLEV), perturbed_rho=vp(NC, NLEV), perturbed_theta_v=vp(NC, NLEV),
+        geofac_grg_x=wp(NC, 4), geofac_grg_y=wp(NC, 4), rho_e=np.full((NE, NLEV), 2.0),
+        theta_v_e=np.full((NE, NLEV), 3.0), p_cc=wp(NC, NLEV), p_cellhgt_mc_now=wp(NC, NLEV) + 0.5,
+        z_slope=np.full((NC, NLEV), 4.0), p_face=wp(NC, NLEV + 1),
+        l_limit=np.full((NC, NLEV), 5, np.int32))
+
+
+def advection_numpy(o, p_dthalf, elev):
+    t = TABLES
+    e2c = t["E2C"]
+
+    def grads(field):
+        return [nbsum(g, field.astype(f64), t["C2E2CO"]).astype(f32).astype(f64)
+                for g in (o["geofac_grg_x"], o["geofac_grg_y"])]
+
+    ddx_th, ddy_th = grads(o["perturbed_theta_v"])
+    ddx_rho, ddy_rho = grads(o["perturbed_rho"])
+    vn = o["p_vn"]
+    pos = vn >= 0
+
+    def side(name):
+        s = o[name]
+        return np.where(pos, s[:, :1], s[:, 1:])
+
+    z1 = -(vn * p_dthalf + side("pos_on_tplane_e_1"))
+    z2 = -(o["p_vt"].astype(f64) * p_dthalf + side("pos_on_tplane_e_2"))
+    d1 = z1 * side("primal_normal_cell_1") + z2 * side("dual_normal_cell_1")
+    d2 = z1 * side("primal_normal_cell_2") + z2 * side("dual_normal_cell_2")
+
+    def at(field):
+        return np.where(pos, field[e2c[:, 0]], field[e2c[:, 1]])
+
+    rho_pr, th_pr = (o[n].astype(f64) for n in ("perturbed_rho", "perturbed_theta_v"))
+    rho_e = o["rho_ref_me"].astype(f64) + at(rho_pr) + d1 * at(ddx_rho) + d2 * at(ddy_rho)
+    theta_e = o["theta_ref_me"].astype(f64) + at(th_pr) + d1 * at(ddx_th) + d2 * at(ddy_th)
+
+    p, h = o["p_cc"], o["p_cellhgt_mc_now"]
+    slope = np.full((NC, NLEV), np.nan)
+    for k in range(1, NLEV):
+        zfac_m1 = (p[:, k] - p[:, k - 1]) / (h[:, k] + h[:, k - 1])
+        if k == elev:
+            slope[:, k] = h[:, k] / (h[:, k - 1] + 2 * h[:, k]) * (3 * h[:, k]) * zfac_m1
+        elif k < NLEV - 1:
+            zfac = (p[:, k + 1] - p[:, k]) / (h[:, k + 1] + h[:, k])
+            slope[:, k] = h[:, k] / (h[:, k - 1] + h[:, k] + h[:, k + 1]) * (
+                (2 * h[:, k - 1] + h[:, k]) * zfac + (h[:, k] + 2 * h[:, k + 1]) * zfac_m1)
+    f = o["p_face"]
+    delta = f[:, :-1] - f[:, 1:]
+    a6i = 6.0 * (p - 0.5 * (f[:, :-1] + f[:, 1:]))
+    limit = (np.abs(delta) < -a6i).astype(np.int32)
+    return dict(rho_e=rho_e, theta_v_e=theta_e, z_slope=slope, l_limit=limit)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NE, 1, NLEV), (2, 7, 3, 11, 2, 5),
+                                    (4, 4, 6, 6, 1, NLEV)])
+def test_advection_stencils(backend, bounds):
+    cs, ce, es, ee, vs, ve = bounds
+    a = advection_inputs()
+    o = {name: np.copy(x) for name, x in a.items()}
+    p_dthalf, elev = 0.4, ve - 1            # the last level takes the one-sided slope
+    advection_stencils(**a, p_dthalf=p_dthalf, elev=elev, cell_start=cs, cell_end=ce,
+                       edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve,
+                       offset_provider=TABLES, backend=backend)
+    new = advection_numpy(o, p_dthalf, elev)
+    where_ = dict(rho_e=(es, ee, vs, ve), theta_v_e=(es, ee, vs, ve), z_slope=(cs, ce, vs, ve),
+                  l_limit=(cs, ce, vs, ve))
+    check(a, {name: inside(v, o[name], *where_[name]) for name, v in new.items()}, rtol=1e-5)
