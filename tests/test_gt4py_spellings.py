@@ -15,10 +15,16 @@ import pytest
 
 from tensorir_dace import ArgumentError, FrontendError
 from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Field,
+    FieldOffset,
+    GridType,
     Tensor,
     broadcast,
     connectivity,
     dims,
+    field_operator,
     function,
     int32,
     maximum,
@@ -206,3 +212,32 @@ def test_scan_operator_called_directly(backend):
     expected = np.zeros((4, 7))
     expected[:, 2:6] = np.cumsum(x[:, 2:6] * dz[:, 2:6], axis=1)
     np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+
+CellDim = Dimension("Cell")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+
+
+@field_operator(grid_type=GridType.UNSTRUCTURED)
+def _diff(w: Field[[CellDim, KDim], float]) -> Field[[CellDim, KDim], float]:
+    return w - w(Koff[1])
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def diff(w: Field[[CellDim, KDim], float], out: Field[[CellDim, KDim], float]):
+    _diff(w, out=out)
+
+
+def test_dimension_kinds_and_grid_types_as_gt4py_writes_them():
+    assert KDim.kind is DimensionKind.VERTICAL and CellDim.kind is DimensionKind.HORIZONTAL
+    w, out = RNG.random((3, 5)), np.zeros((3, 4))
+    diff(w, out, offset_provider={"Koff": KDim}, backend="interpreter")
+    np.testing.assert_allclose(out, w[:, :-1] - w[:, 1:], rtol=1e-15)
+    # a local dimension needs its source and size: the message says how to write it
+    with pytest.raises(FrontendError, match=r"neighbor_dim\(") as err:
+        Dimension("C2E", DimensionKind.LOCAL)
+    assert "test_gt4py_spellings.py:" in str(err.value)
+    with pytest.raises(FrontendError, match="kind must be a DimensionKind"):
+        Dimension("K", kind="sideways")

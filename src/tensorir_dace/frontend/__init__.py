@@ -105,6 +105,7 @@ from .api import (
 from .connectivities import CartesianOffset, Connectivity, FieldOffset, connectivity
 from .decorators import (
     FunctionObject,
+    GridType,
     ProgramObject,
     ScanOperator,
     field_operator,
@@ -114,6 +115,7 @@ from .decorators import (
 )
 from .dims import (
     Dimension,
+    DimensionKind,
     DimMask,
     NeighborDimension,
     NeighborSlot,
@@ -137,11 +139,13 @@ __all__ = [
     "Connectivity",
     "DimMask",
     "Dimension",
+    "DimensionKind",
     "Dims",
     "Field",
     "FieldOffset",
     "FunctionObject",
     "GenericSpec",
+    "GridType",
     "NeighborDimension",
     "NeighborSlot",
     "Offset",

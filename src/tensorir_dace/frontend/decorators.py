@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 import functools
 import inspect
 from collections.abc import Callable, Iterator
@@ -838,6 +839,13 @@ def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0,
     def deco(fn: Callable) -> ScanOperator:
         return DirectScanOperator(fn, axis, forward, init, backend, compile_options)
     return deco
+
+
+class GridType(str, enum.Enum):
+    """GT4Py's grid types, for the decorators' ``grid_type=`` (accepted, no effect)."""
+
+    CARTESIAN = "cartesian"
+    UNSTRUCTURED = "unstructured"
 
 
 _COMPILE_OPTIONS = ("optimize", "device", "cache_dir")

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import enum
 import functools
 import re
 from collections.abc import Iterable
@@ -96,12 +97,32 @@ def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
     raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
 
 
+class DimensionKind(str, enum.Enum):
+    """GT4Py's kinds of dimension, for ``Dimension("K", kind=DimensionKind.VERTICAL)``.
+    Horizontal and vertical dimensions behave alike here; a local (neighbour)
+    dimension is written ``neighbor_dim(source, size)``."""
+
+    HORIZONTAL = "horizontal"
+    VERTICAL = "vertical"
+    LOCAL = "local"
+
+
 class Dimension:
     """A named dimension of tensors (``I``, ``Vertex``)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, kind: DimensionKind | str = DimensionKind.HORIZONTAL):
         if not isinstance(name, str) or not name.isidentifier():
             raise DefinitionError(f"a dimension name must be an identifier, got {name!r}")
+        if kind not in tuple(DimensionKind):
+            raise DefinitionError(f"Dimension({name!r}, kind): kind must be a DimensionKind "
+                                  f"(HORIZONTAL, VERTICAL or LOCAL), got {kind!r}")
+        if DimensionKind(kind) is DimensionKind.LOCAL:
+            raise DefinitionError(f"Dimension({name!r}, DimensionKind.LOCAL): a neighbour "
+                                  "dimension needs the dimension its table points into and the "
+                                  "number of neighbours; write it "
+                                  f"{name} = neighbor_dim(<source dimension>, <neighbours>), "
+                                  "e.g. C2EDim = neighbor_dim(Edge, 3)")
+        self.kind = DimensionKind(kind)
         if name.startswith(ir.NB_PREFIX):
             raise DefinitionError(f"'{name}': names starting with {ir.NB_PREFIX} are reserved for "
                              "neighbour dimensions; use neighbor_dim()")
