@@ -695,7 +695,7 @@ class NativeCallable:
             if bounds is not None and not bounds[0] <= int(v) <= bounds[1]:
                 return None
             try:
-                c = ctype(v)            # type: ignore[misc]  # scalars have a ctype
+                c: Any = ctype(v)       # type: ignore[misc]  # scalars have a ctype
             except (OverflowError, TypeError):
                 return None             # the full path says why (10**400 for a float)
             if isinstance(v, (int, np.integer)) and c.value != v:
