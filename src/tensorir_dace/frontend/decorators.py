@@ -17,6 +17,7 @@ arrays returns its value as a new array, JAX-style.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import inspect
@@ -298,6 +299,26 @@ class _Specialized:
             self._spz = analysis.Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
                                     self._annotated_type, _caller)
         return self._spz
+
+    def with_backend(self, backend: Any) -> Any:
+        """GT4Py's ``with_backend``: this program or function run by ``backend``
+        by default: ``"compiled"`` or ``"interpreter"``; ``None`` (GT4Py's
+        embedded execution) is the interpreter, a GT4Py backend object the
+        compiled code.  The copy shares the specialisations and binaries."""
+        if backend is None:
+            choice = "interpreter"
+        elif isinstance(backend, str):
+            choice = self._backend(backend)
+        else:
+            choice = "compiled"
+        new = copy.copy(self)
+        new.backend = choice
+        return new
+
+    def with_grid_type(self, grid_type: Any) -> Any:
+        """GT4Py's ``with_grid_type``: accepted, without effect (as the
+        decorators' ``grid_type=``: tables and offsets say what a grid is)."""
+        return self
 
     def _backend(self, backend: str | None) -> str:
         backend = backend or self.backend
