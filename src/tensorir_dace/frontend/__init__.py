@@ -114,6 +114,7 @@ from .decorators import (
 )
 from .dims import (
     Dimension,
+    DimensionKind,
     DimMask,
     NeighborDimension,
     NeighborSlot,
@@ -137,6 +138,7 @@ __all__ = [
     "Connectivity",
     "DimMask",
     "Dimension",
+    "DimensionKind",
     "Dims",
     "Field",
     "FieldOffset",
