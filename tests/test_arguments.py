@@ -305,6 +305,7 @@ def test_scalar_conversions(t, v, expected, np_type):
     (BOOL, 1.0, "expects a bool"),
     (F64, 2**53 + 1, "not exactly representable"),
     (F32, 2**24 + 1, "not exactly representable"),
+    (F64, 10**400, "not exactly representable"),
     (F32, 1e300, "overflows"),
     (F64, "1.0", "got str"),
     (F64, 1j, "got complex"),

@@ -129,6 +129,18 @@ def test_points_count_the_neighbours_a_point_gathers():
     assert volume.subs(at) >= 4 * 200_000 >= openmp.SEQUENTIAL_BELOW
 
 
+def test_integers_a_float_scalar_cannot_hold_are_argument_errors(lap):
+    """The prepared call converts scalars itself: an integer beyond every
+    float, or one a float would round, is the checked path's ArgumentError,
+    never a raw OverflowError or a silently rounded value."""
+    inp, out = np.random.rand(12, 12), np.zeros((10, 10))
+    for w in (10**400, 2**53 + 1):
+        with pytest.raises(tir.ArgumentError, match="not exactly representable"):
+            lap(out=out, inp=inp, w=w)
+    lap(out=out, inp=inp, w=2**53)
+    np.testing.assert_allclose(out, numpy_lap(inp, 2.0**53), rtol=1e-13)
+
+
 def test_one_threaded_program_agrees_with_the_interpreter(small):
     """The compiled code has no OpenMP region; the runtime switches nothing."""
     call = small._callable

@@ -125,6 +125,29 @@ def test_one_binary_serves_every_nlev(compiled_half_levels):
     assert after.specializations == before.specializations
 
 
+def test_compile_without_arguments_serves_half_levels(compiled_half_levels):
+    """``compile()`` knows no lengths: a program that needs half levels one
+    longer than full levels compiles at its first call, for those lengths,
+    and its calls run compiled (GT4Py's ``compile(offset_provider=...,
+    name=[values])`` spelling accepted; the provider given there is used by
+    calls without one)."""
+    before = compiled_half_levels.cache_info()
+    fast = compiled_half_levels.compile(offset_provider={"Koff": K}, enable_jit=False)
+    w, theta = RNG.random((NC, NLEV + 1)), RNG.random((NC, NLEV))
+    o, d = np.zeros((NC, NLEV)), np.zeros((NC, NLEV))
+    fast(w, theta, o, d)
+    want_o, want_d = half_levels_numpy(w, theta)
+    np.testing.assert_allclose(o, want_o)
+    np.testing.assert_allclose(d, want_d)
+    o2 = np.zeros((NC, NLEV))
+    fast(w=w, theta=theta, o=o2, d=d, offset_provider={"Koff": K})
+    np.testing.assert_array_equal(o2, o)
+    after = compiled_half_levels.cache_info()
+    assert after.compiles == before.compiles        # the fixture's binary
+    with pytest.raises(TensorIRError, match="not parameters"):
+        compiled_half_levels.compile(nlev=[4])
+
+
 def test_edge_output_shorter_than_edge_input():
     v, c = RNG.random(NE), RNG.random(NC)
     tab = RNG.integers(0, NC, (NE, 2))

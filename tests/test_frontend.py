@@ -1103,3 +1103,10 @@ def test_compiled_programs_take_offset_provider_for_cartesian_offsets():
     assert o[5] == 0.0
     with pytest.raises(ArgumentError, match="offset_provider must be a dict"):
         compiled(a, o, offset_provider=[K])
+    # GT4Py's compile(offset_provider=..., static values): the same binary,
+    # the provider used by calls without their own
+    again = differences.compile(offset_provider={"Koff": K}, enable_jit=False)
+    o2 = np.zeros(6)
+    again(a, o2)
+    np.testing.assert_array_equal(o2, o)
+    assert again.sdfg is compiled.sdfg

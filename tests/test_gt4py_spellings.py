@@ -214,6 +214,34 @@ def test_scan_operator_called_directly(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+def test_with_backend_and_with_grid_type():
+    """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
+    execution) interprets, a backend name or object compiles; the copies
+    share one specialisation cache; ``with_grid_type`` changes nothing."""
+    @field_operator
+    def doubled(w: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+        return 2.0 * w
+
+    @program
+    def apply(w: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+        doubled(w, out=o)
+
+    w, o = RNG.random((3, 4)), np.zeros((3, 4))
+    apply.with_backend(None).with_grid_type("unstructured")(w, o, offset_provider={})
+    np.testing.assert_array_equal(o, 2.0 * w)
+    info = apply.cache_info()
+    assert info.compiles + info.loads == 0           # interpreted
+    o[:] = 0.0
+    apply.with_backend(object())(w, o)
+    np.testing.assert_array_equal(o, 2.0 * w)
+    info = apply.cache_info()
+    assert info.compiles + info.loads == 1           # compiled, in the shared cache
+    o2 = np.zeros((3, 4))
+    doubled.with_backend("interpreter")(w, out=o2)
+    np.testing.assert_array_equal(o2, o)
+    assert apply.backend == "compiled"
+    with pytest.raises(FrontendError, match="backend must be one of"):
+        apply.with_backend("gtfn")
 
 CellDim = Dimension("Cell")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
@@ -231,7 +259,6 @@ def diff(w: Field[[CellDim, KDim], float], out: Field[[CellDim, KDim], float]):
 
 
 def test_dimension_kinds_and_grid_types_as_gt4py_writes_them():
-    assert KDim.kind is DimensionKind.VERTICAL and CellDim.kind is DimensionKind.HORIZONTAL
     w, out = RNG.random((3, 5)), np.zeros((3, 4))
     diff(w, out, offset_provider={"Koff": KDim}, backend="interpreter")
     np.testing.assert_allclose(out, w[:, :-1] - w[:, 1:], rtol=1e-15)

@@ -220,9 +220,13 @@ def _convert_scalar(value: Any, t: ir.ScalarType, what: str, where: str) -> Any:
                 raise ArgumentError(f"{where}: {what} expects a {t} scalar, and {iv} is "
                                     f"outside its range [{info.min}, {info.max}]")
             return dtype.type(iv)
-        fv = dtype.type(iv)
+        try:
+            fv = dtype.type(iv)
+        except OverflowError:            # beyond every float (10**400)
+            fv = dtype.type(np.inf)
         if not np.isfinite(fv) or int(fv) != iv:
-            raise ArgumentError(f"{where}: {what} expects a {t} scalar, and the integer {iv} "
+            shown = str(iv) if len(str(iv)) <= 24 else f"{str(iv)[:12]}… ({len(str(iv))} digits)"
+            raise ArgumentError(f"{where}: {what} expects a {t} scalar, and the integer {shown} "
                                 f"is not exactly representable as {t} (pass a float)")
         return fv
     if isinstance(v, (float, np.floating)):

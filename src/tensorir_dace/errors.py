@@ -43,6 +43,12 @@ class TypeCheckError(TensorIRError):
     """The program is syntactically valid but ill-typed."""
 
 
+class CoverageError(TypeCheckError):
+    """An assignment's value is defined on fewer points than its target needs
+    (with arrays of equal lengths this may hold only for some lengths: half
+    levels one longer than full levels)."""
+
+
 class ArgumentError(TensorIRError):
     """Arguments passed to a program do not match its parameters."""
 

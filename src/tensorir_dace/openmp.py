@@ -12,7 +12,8 @@ Two defaults of libgomp hurt on a shared machine:
   :func:`wait_policy` says which policy is in effect.
 * **Small maps.**  Starting a parallel region costs microseconds on an idle
   machine and milliseconds on a busy one.  A call whose largest parallel
-  map has fewer than :data:`SEQUENTIAL_BELOW` points runs with one thread:
+  map has fewer than :data:`SEQUENTIAL_BELOW` points (its work, counted by
+  :func:`tensorir_dace.transforms.openmp_maps.map_points`) runs with one thread:
   decided when compiling where every map's size is a constant (the maps
   become sequential loops, their scratch kept on the stack, see
   :mod:`tensorir_dace.transforms.openmp_maps`), else per call from the sizes

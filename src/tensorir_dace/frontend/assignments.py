@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import TensorIRError, TypeCheckError
+from ..errors import CoverageError, TensorIRError, TypeCheckError
 from ..lazy import lazy_module
 from .context import ProgramContext
 from .dims import Dimension
@@ -148,7 +148,7 @@ class AssignmentTranslator(FunctionTranslator):
             except iv.Undecidable:
                 continue   # the type checker decides (and names both bounds)
             if not ok:
-                raise TypeCheckError(f"the expression is defined on {d.name}[{vd.start}:"
+                raise CoverageError(f"the expression is defined on {d.name}[{vd.start}:"
                                      f"{vd.stop}] but the target '{name}' needs {d.name}"
                                      f"[{d.start}:{d.stop}]", loc)
         return ir.Assign(target, value, loc=loc)

@@ -17,6 +17,7 @@ arrays returns its value as a new array, JAX-style.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import enum
 import functools
@@ -29,6 +30,7 @@ import numpy as np
 from .. import ir
 from ..errors import (
     ArgumentError,
+    CoverageError,
     FrontendError,
     ShapeMismatchError,
     SourceLoc,
@@ -298,6 +300,26 @@ class _Specialized:
             self._spz = analysis.Specializer(self.fn.__name__, self._param_infos(), self._size_of(),
                                     self._annotated_type, _caller)
         return self._spz
+
+    def with_backend(self, backend: Any) -> Any:
+        """GT4Py's ``with_backend``: this program or function run by ``backend``
+        by default: ``"compiled"`` or ``"interpreter"``; ``None`` (GT4Py's
+        embedded execution) is the interpreter, a GT4Py backend object the
+        compiled code.  The copy shares the specialisations and binaries."""
+        if backend is None:
+            choice = "interpreter"
+        elif isinstance(backend, str):
+            choice = self._backend(backend)
+        else:
+            choice = "compiled"
+        new = copy.copy(self)
+        new.backend = choice
+        return new
+
+    def with_grid_type(self, grid_type: Any) -> Any:
+        """GT4Py's ``with_grid_type``: accepted, without effect (as the
+        decorators' ``grid_type=``: tables and offsets say what a grid is)."""
+        return self
 
     def _backend(self, backend: str | None) -> str:
         backend = backend or self.backend
@@ -1033,21 +1055,46 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return view(self, path, open=open)
 
     @api_boundary
-    def compile(self):
+    @api_boundary
+    def compile(self, offset_provider: dict[str, Any] | None = None,
+                enable_jit: bool | None = None, **static_args: Any):
         """The compiled program (a callable taking keyword arguments, and
         ``offset_provider=`` as a call does, unless a parameter has that name);
-        cached."""
-        spec = self._default("compiling")
+        cached.
+
+        GT4Py's spelling ``compile(offset_provider=..., enable_jit=...,
+        name=[values], ...)`` is accepted: the offset provider given here is
+        the one calls without their own use; static values need no
+        precompiling (programs are specialised by their arguments' types, not
+        values) and must name parameters.  A program whose arrays must differ
+        in length along a dimension (half levels one longer than full levels)
+        has no binary for equal lengths: it is compiled at its first call, for
+        the length differences of that call's arrays.
+        """
+        names = {p.name for p in self._param_infos()}
+        unknown = sorted(set(static_args) - names)
+        if unknown:
+            raise ArgumentError(f"{self.__name__}.compile() got values for {unknown}, which "
+                                f"are not parameters (parameters: {sorted(names)})",
+                                self._def_loc())
+        takes_offsets = "offset_provider" not in names
+        try:
+            spec = self._default("compiling")
+        except CoverageError:
+            return _CompiledAtFirstCall(self, offset_provider if takes_offsets else None)
         compiled = self._cache.compiled(spec, self._compile_fn())
         if self._last_compiled is not None and self._last_compiled[0] is compiled:
-            return self._last_compiled[1]
-        wrapped = compiled
-        if spec.names:      # called with the Python names
-            wrapped = PythonNamedCall(wrapped, spec.names)
-        if all(p.name != "offset_provider" for p in self._param_infos()):
-            # GT4Py passes offset_provider= to compiled programs too (Cartesian offsets as well)
-            wrapped = TablesCall(wrapped, self._tables, self.__name__, self._strided)
-        self._last_compiled = (compiled, wrapped)
+            wrapped = self._last_compiled[1]
+        else:
+            wrapped = compiled
+            if spec.names:      # called with the Python names
+                wrapped = PythonNamedCall(wrapped, spec.names)
+            if takes_offsets:
+                # GT4Py passes offset_provider= to compiled programs too (Cartesian offsets as well)
+                wrapped = TablesCall(wrapped, self._tables, self.__name__, self._strided)
+            self._last_compiled = (compiled, wrapped)
+        if takes_offsets and offset_provider is not None:
+            return _DefaultOffsets(wrapped, offset_provider)
         return wrapped
 
     @api_boundary
@@ -1139,6 +1186,47 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         self._run(spec, backend, new, plain)
         if plain_call:
             self._store_by_source(spec, new, lambda: self._described(args, kwargs), spec)
+
+
+class _DefaultOffsets:
+    """A compiled program whose calls without ``offset_provider=`` use the one
+    given to ``compile``."""
+
+    def __init__(self, compiled: Any, offset_provider: dict[str, Any]):
+        self._compiled = compiled
+        self._offset_provider = offset_provider
+
+    def __call__(self, /, *args: Any, offset_provider: dict[str, Any] | None = None,
+                 **kwargs: Any) -> Any:
+        provider = self._offset_provider if offset_provider is None else offset_provider
+        return self._compiled(*args, offset_provider=provider, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._compiled, name)
+
+
+class _CompiledAtFirstCall:
+    """What ``compile()`` returns for a program that needs arrays of different
+    lengths: its calls run compiled, each specialisation compiled when first
+    met (as calls of the program itself)."""
+
+    def __init__(self, program: ProgramObject, offset_provider: dict[str, Any] | None):
+        self._program = program
+        self._offset_provider = offset_provider
+
+    def __call__(self, /, *args: Any, offset_provider: dict[str, Any] | None = None,
+                 **kwargs: Any) -> None:
+        provider = self._offset_provider if offset_provider is None else offset_provider
+        if provider is not None:
+            kwargs["offset_provider"] = provider
+        if any(p.name == "backend" for p in self._program._param_infos()):
+            self._program(*args, **kwargs)      # backend= is the parameter's
+        else:
+            self._program(*args, backend="compiled", **kwargs)
+
+    @property
+    def name(self) -> str:
+        return self._program.__name__
 
 
 def _caller() -> str | None:

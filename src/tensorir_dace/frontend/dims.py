@@ -97,10 +97,11 @@ def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
     raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
 
 
-class DimensionKind(str, enum.Enum):
-    """GT4Py's kinds of dimension, for ``Dimension("K", kind=DimensionKind.VERTICAL)``.
-    Horizontal and vertical dimensions behave alike here; a local (neighbour)
-    dimension is written ``neighbor_dim(source, size)``."""
+class DimensionKind(enum.Enum):
+    """GT4Py's kinds of dimensions.  Horizontal and vertical dimensions are
+    the same thing here (``Dimension("K", kind=DimensionKind.VERTICAL)`` is
+    ``K``); a local (neighbour) dimension needs its source and neighbour
+    count: :func:`neighbor_dim`."""
 
     HORIZONTAL = "horizontal"
     VERTICAL = "vertical"
@@ -108,21 +109,22 @@ class DimensionKind(str, enum.Enum):
 
 
 class Dimension:
-    """A named dimension of tensors (``I``, ``Vertex``)."""
+    """A named dimension of tensors (``I``, ``Vertex``); GT4Py's ``kind=``
+    (:class:`DimensionKind`) is accepted."""
 
-    def __init__(self, name: str, kind: DimensionKind | str = DimensionKind.HORIZONTAL):
+    def __init__(self, name: str, kind: DimensionKind = DimensionKind.HORIZONTAL):
         if not isinstance(name, str) or not name.isidentifier():
             raise DefinitionError(f"a dimension name must be an identifier, got {name!r}")
-        if kind not in tuple(DimensionKind):
-            raise DefinitionError(f"Dimension({name!r}, kind): kind must be a DimensionKind "
-                                  f"(HORIZONTAL, VERTICAL or LOCAL), got {kind!r}")
-        if DimensionKind(kind) is DimensionKind.LOCAL:
-            raise DefinitionError(f"Dimension({name!r}, DimensionKind.LOCAL): a neighbour "
-                                  "dimension needs the dimension its table points into and the "
-                                  "number of neighbours; write it "
-                                  f"{name} = neighbor_dim(<source dimension>, <neighbours>), "
-                                  "e.g. C2EDim = neighbor_dim(Edge, 3)")
-        self.kind = DimensionKind(kind)
+        if kind is DimensionKind.LOCAL or str(getattr(kind, "value", kind)).lower() == "local":
+            raise DefinitionError(
+                f"Dimension({name!r}, kind=LOCAL): a neighbour dimension needs the dimension "
+                f"its table points into and the neighbour count: write neighbor_dim(source, "
+                f"count), e.g. {name} = neighbor_dim(Edge, 3) for a table into Edge with 3 "
+                f"neighbours per point")
+        if not isinstance(kind, DimensionKind) and \
+                str(getattr(kind, "value", kind)).lower() not in ("horizontal", "vertical"):
+            raise DefinitionError(f"Dimension({name!r}, kind=...): the kind must be a "
+                                  f"DimensionKind, got {kind!r}")
         if name.startswith(ir.NB_PREFIX):
             raise DefinitionError(f"'{name}': names starting with {ir.NB_PREFIX} are reserved for "
                              "neighbour dimensions; use neighbor_dim()")

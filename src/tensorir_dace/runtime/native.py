@@ -694,7 +694,13 @@ class NativeCallable:
             v = values[ref] if kind == "scalar" else env[str(ref)]   # leaf index / symbol
             if bounds is not None and not bounds[0] <= int(v) <= bounds[1]:
                 return None
-            callargs.append(ctype(v))   # type: ignore[misc]  # scalars have a ctype
+            try:
+                c: Any = ctype(v)       # type: ignore[misc]  # scalars have a ctype
+            except (OverflowError, TypeError):
+                return None             # the full path says why (10**400 for a float)
+            if isinstance(v, (int, np.integer)) and c.value != v:
+                return None             # an integer a float parameter cannot hold exactly
+            callargs.append(c)
         return callargs
 
     def _overlap(self, arrays: tuple, pointers: list[int]) -> bool:

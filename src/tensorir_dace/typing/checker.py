@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import TypeCheckError, did_you_mean
+from ..errors import CoverageError, TypeCheckError, did_you_mean
 from ..lazy import lazy_module
 from .domains import DomainRules
 from .elementwise import ElementwiseRules
@@ -237,9 +237,9 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                                                    vd.stop)):
                 self.runtime_covers(s.value, vd, d, ttype, name)
             elif vd is not None and not self.covers(s, vd, d, isinstance(target, ir.Call)):
-                raise self.error(s.value, f"the expression is defined on {d.name}"
-                                          f"[{vd.start}:{vd.stop}] but the target '{name}' "
-                                          f"needs {d.name}[{d.start}:{d.stop}]")
+                raise CoverageError(f"the expression is defined on {d.name}[{vd.start}:"
+                                    f"{vd.stop}] but the target '{name}' needs {d.name}"
+                                    f"[{d.start}:{d.stop}]", s.value.loc)
         # The neighbour masks of the value survive in the temporary it is stored in.
         stored = scope.lookup(name)
         if stored is not None and stored.kind == "temp" and isinstance(target, ir.Sym):
