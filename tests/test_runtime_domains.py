@@ -420,3 +420,29 @@ def test_frontend_concat_where_branches_at_the_ends_and_a_literal_fill_the_targe
             full[:, nlev + 1:] = 0.0
             ref[:, vs:ve] = full[:, vs:ve]
             np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {vs} {ve}")
+
+
+@function
+def one_sided_at_elev(p: Tensor[float, Cell, KL], elev: int):
+    # ICON's PPM slope: centred differences, one-sided at level elev (the last one)
+    return concat_where(KL == elev, p - p(KL - 1), p(KL + 1) - p(KL - 1))
+
+
+@program
+def slope_py(p: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], elev: int, vs: int,
+             ve: int):
+    one_sided_at_elev(p, elev, out=out, domain={KL: (vs, ve)})
+
+
+def test_frontend_concat_where_branch_at_the_last_level_extends_the_other_branch():
+    p = RNG.random((N, L))
+    for backend in ("interpreter", "compiled"):
+        for vs, ve in [(1, L), (2, L), (1, 3), (L - 1, L)]:
+            out = np.full((N, L), 9.0)
+            slope_py(p=p, out=out, elev=ve - 1, vs=vs, ve=ve, backend=backend)
+            ref = np.full((N, L), 9.0)
+            ref[:, vs:ve - 1] = p[:, vs + 1:ve] - p[:, vs - 1:ve - 2]
+            ref[:, ve - 1] = p[:, ve - 1] - p[:, ve - 2]
+            np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {vs} {ve}")
+        with pytest.raises(tir.ArgumentError, match="vs"):   # level 0 reads below the array
+            slope_py(p=p, out=np.zeros((N, L)), elev=L - 1, vs=0, ve=L, backend=backend)

@@ -78,7 +78,11 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     D = mask.dim.name
     xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
     doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
-    known = [d for d in doms.values() if d is not None] or tr.ctx.dim_intervals(D)
+    known = [d for d in doms.values() if d is not None]
+    if None in doms.values():
+        # a branch defined everywhere along D (a broadcast literal) fills the
+        # program's intervals of D, as a static condition's does
+        known += tr.ctx.dim_intervals(D)
     if not known:
         raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
 
@@ -88,32 +92,11 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             # a branch may itself come from a runtime concat_where
             lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
         if target is not None and None in doms.values():
-            lo, hi = target     # a branch defined everywhere fills the whole target
+            lo, hi = target     # ... and within a statement, its whole target
         elif target is not None:
             lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
-        # The branch chosen at an open end of the condition bounds the result there
-        # (as static conditions do: the result is defined where its pieces are),
-        # unless it ends before the condition does: then the other branch starts it.
-        segs = mask.segments
-        first, second = ("a", "b") if segs and segs[0][0] == -sympy.oo else ("b", "a")
-        last, before = ("a", "b") if segs and segs[-1][1] == sympy.oo else ("b", "a")
-        edge_lo = (segs[0][1] if first == "a" else segs[0][0]) if segs else sympy.oo
-        edge_hi = (segs[-1][0] if last == "a" else segs[-1][1]) if segs else -sympy.oo
-        if doms[first] is not None:
-            start = doms[first].start
-            if doms[second] is None or iv.maybe_le(start, doms[second].start) is not True:
-                other = edge_lo if doms[second] is None else _order(
-                    iv.runtime_max, edge_lo, doms[second].start)
-                start = _order(iv.runtime_min, start, other)
-            lo = _within(start, lo, iv.runtime_max)
-        if doms[last] is not None:
-            stop = doms[last].stop
-            if doms[before] is None or iv.maybe_le(doms[before].stop, stop) is not True:
-                other = edge_hi if doms[before] is None else _order(
-                    iv.runtime_min, edge_hi, doms[before].stop)
-                stop = _order(iv.runtime_max, stop, other)
-            hi = _within(stop, hi, iv.runtime_min)
-        return lo, hi
+        at_call = target is not None and any(ir.has_runtime(b) for b in target)
+        return _open_ends(mask.segments, doms, lo, hi, at_call)
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
     # a branch defined everywhere along D gets D over a static interval (add_dim's
@@ -132,6 +115,38 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         exprs.append(ir.Call(ir.Sym("subset", loc=loc), (x, interval(D, p_lo, p_hi, loc)),
                              loc=loc))
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+
+def _open_ends(segs, doms: dict, lo: sympy.Expr, hi: sympy.Expr, at_call: bool
+               ) -> tuple[sympy.Expr, sympy.Expr]:
+    """``[lo, hi)`` cut to where a runtime ``concat_where`` is defined at its ends.
+
+    The branch chosen at an open end of the condition bounds the result there (as
+    static conditions do: the result is defined where its pieces are), unless it
+    has no point there: then the condition's edge and the other branch bound it (a
+    top level chosen by ``K == 0`` beside a branch from level 1; a last level
+    chosen by ``K == elev`` beside a branch ending one above).  That is decided
+    when SymPy can; otherwise at call time under a target with runtime bounds
+    (``at_call``), and conservatively, before anything runs, under a static one."""
+    first, second = ("a", "b") if segs and segs[0][0] == -sympy.oo else ("b", "a")
+    last, before = ("a", "b") if segs and segs[-1][1] == sympy.oo else ("b", "a")
+    edge_lo = (segs[0][1] if first == "a" else segs[0][0]) if segs else sympy.oo
+    edge_hi = (segs[-1][0] if last == "a" else segs[-1][1]) if segs else -sympy.oo
+    if doms[first] is not None:
+        start = doms[first].start
+        if at_call or iv.maybe_le(edge_lo, start) is True:
+            other = edge_lo if doms[second] is None else _order(
+                iv.runtime_max, edge_lo, doms[second].start)
+            start = _order(iv.runtime_min, start, other)
+        lo = _within(start, lo, iv.runtime_max)
+    if doms[last] is not None:
+        stop = doms[last].stop
+        if at_call or iv.maybe_le(stop, edge_hi) is True:
+            other = edge_hi if doms[before] is None else _order(
+                iv.runtime_min, edge_hi, doms[before].stop)
+            stop = _order(iv.runtime_max, stop, other)
+        hi = _within(stop, hi, iv.runtime_min)
+    return lo, hi
 
 
 def _order(pick, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
