@@ -402,12 +402,13 @@ class Program(Node):
 # --------------------------------------------------------------------------- builtins
 
 ARITHMETIC = ("plus", "minus", "multiplies", "divides", "mod", "power", "minimum",
-              "maximum", "arctan2")
+              "maximum", "arctan2", "fmod")
 COMPARISONS = ("eq", "neq", "less", "less_equal", "greater", "greater_equal")
 LOGICAL = ("and", "or", "not")
 MATH_FUNCTIONS = ("neg", "abs", "sqrt", "exp", "log", "log10", "log2", "sin", "cos",
                   "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-                  "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc")
+                  "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "cbrt",
+                  "gamma")
 PREDICATES = ("isfinite", "isnan", "isinf")
 STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift",
               "shift_init", "shift_apply", "unstructured_shift", "offset_shift", "can_deref",
