@@ -35,8 +35,8 @@ Numerical conventions (DESIGN.md §2, and the decisions below):
 from __future__ import annotations
 
 import functools
-import math
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
