@@ -311,6 +311,24 @@ def test_python_front_end_ill_typed():
     assert "test_math_builtins_more.py" in str(info.value)
 
 
+@field_operator
+def shadowing(gamma: Field[[Cell], float], fmod: float) -> Field[[Cell], float]:
+    cbrt = gamma * fmod
+    return np.cbrt(cbrt)
+
+
+def test_python_names_like_the_new_builtins():
+    """Parameters and locals may be named ``gamma``, ``fmod``, ``cbrt`` in Python
+    (the front end renames them); in the text they are reserved, with a located error."""
+    x = np.arange(5.0)
+    for backend in ("interpreter", "compiled"):
+        out = np.zeros(5)
+        shadowing(x, 2.0, out=out, backend=backend)
+        np.testing.assert_allclose(out, np.cbrt(2.0 * x), rtol=1e-15, err_msg=backend)
+    with pytest.raises(tir.TypeCheckError, match=r"^1:3: 'gamma' is a builtin"):
+        tir.check(tir.parse("p(gamma: tensor<float64, I[0:3]>) {\n}"))
+
+
 def test_exports():
     for name in ("cbrt", "gamma", "fmod"):
         assert getattr(tir, name) is getattr(tir.frontend, name)
