@@ -159,7 +159,11 @@ def test_interpreter_gamma_is_c_tgamma(program):
     assert np.signbit(out["gamma64"][8]) and out["gamma64"][8] == -INF     # gamma(-0) = -inf
     assert out["gamma64"][-1] == -INF and out["gamma64"][-2] == INF        # ±tiny overflow
     assert out["gamma64"][13] == INF and out["gamma64"][6] < 0              # 172!, Γ(-6.25) < 0
-    assert math.isclose(out["gamma64"][0], math.sqrt(math.pi), rel_tol=1e-15)
+    # independent values: Γ(1/2) = √π, Γ(n) = (n-1)!, Γ(x) = Γ(x + 1) / x
+    sqrt_pi = math.sqrt(math.pi)
+    for i, value in ((0, sqrt_pi), (1, 1.0), (2, 24.0), (4, -2 * sqrt_pi),
+                     (5, sqrt_pi / (-0.5 * -1.5 * -2.5))):
+        assert math.isclose(out["gamma64"][i], value, rel_tol=1e-14), (i, value)
     # float32: computed in double, rounded once; Γ(36) overflows float32
     want32 = np.array([c_tgamma(float(np.float32(v))) for v in GAMMA_X]).astype(np.float32)
     np.testing.assert_array_equal(out["gamma32"], want32)
