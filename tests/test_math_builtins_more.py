@@ -323,14 +323,28 @@ def shadowing(gamma: Field[[Cell], float], fmod: float) -> Field[[Cell], float]:
 
 def test_python_names_like_the_new_builtins():
     """Parameters and locals may be named ``gamma``, ``fmod``, ``cbrt`` in Python
-    (the front end renames them); in the text they are reserved, with a located error."""
+    (the front end renames them); in the text a parameter or temporary of that
+    name means the tensor in its program (these names were free before the
+    builtins came), while an older builtin's name stays a located error."""
     x = np.arange(5.0)
     for backend in ("interpreter", "compiled"):
         out = np.zeros(5)
         shadowing(x, 2.0, out=out, backend=backend)
         np.testing.assert_allclose(out, np.cbrt(2.0 * x), rtol=1e-15, err_msg=backend)
-    with pytest.raises(tir.TypeCheckError, match=r"^1:3: 'gamma' is a builtin"):
-        tir.check(tir.parse("p(gamma: tensor<float64, I[0:3]>) {\n}"))
+    text = tir.parse("""
+scale(out: tensor<float, I[0:N]>, x: tensor<float, I[0:N]>, gamma: tensor<float>) {
+  fmod: tensor<float, I[0:N]>;
+  fmod ← gamma × x;
+  out ← fmod + cbrt(x)
+}""")
+    args = {"out": np.zeros(6), "x": np.linspace(-2.0, 3.0, 6), "gamma": 1.5}
+    ref = {**args, "out": np.zeros(6)}
+    tir.interpret(text, **ref)
+    np.testing.assert_allclose(ref["out"], 1.5 * args["x"] + np.cbrt(args["x"]), rtol=1e-15)
+    tir.compile(text)(**args)
+    np.testing.assert_array_equal(args["out"], ref["out"])
+    with pytest.raises(tir.TypeCheckError, match=r"^1:3: 'sqrt' is a builtin"):
+        tir.check(tir.parse("p(sqrt: tensor<float64, I[0:3]>) {\n}"))
 
 
 def test_exports():

@@ -415,6 +415,10 @@ STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift
               "reduce", "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
 BUILTINS = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
                      + STRUCTURAL)
+# Builtins whose names programs may still give a parameter or temporary (the
+# name then means the tensor in that program, not the builtin): GT4Py's
+# later additions, names a weather code may already use (a ``gamma``).
+NAMEABLE_BUILTINS = frozenset(("cbrt", "gamma", "fmod"))
 # Other spellings accepted for builtins; the parser maps them to the canonical name.
 BUILTIN_ALIASES = {"index": "pos", "tuple": "make_tuple"}
 
