@@ -251,7 +251,7 @@ def test_the_generator_covers_every_kind_of_program():
     text = fuzz.program_text(fuzz.batch(0, PROGRAMS))
     for construct in ("scan(", "reduce(", "shift_apply(", "can_deref(", "concat(",
                       "subset(", "make_tuple(", "cast(", "if (", "for (", " % ", "float32",
-                      "int32", "bool", "⟪I, -2⟫", ", False, ",
+                      "int32", "bool", "⟪I, -2⟫", ", False, ", "cbrt(", "gamma(", "fmod(",
                       # runtime domains
                       "subset(o_", "I[h0", "Max(0, h0", "Min(N, Max(0, h0))", "concat(I, ",
                       # data-dependent offsets, int32 and int64, guarded and not

@@ -29,7 +29,8 @@ def test_the_python_generator_covers_every_kind_and_spelling():
                       "min_over(", "can_deref(", "(V2E[", "(E2V)(V2E)", "@function",
                       "@scan_operator", "forward=False", "out=(", "domain={", "[h0:h1, :]",
                       "for it_", "if s", " if ", "np.sin(", "** 2", "(I + 1)", "(J - 2)",
-                      "broadcast(c, (I, J))", 'float64("0.75")', "float32(0.5)"):
+                      "broadcast(c, (I, J))", 'float64("0.75")', "float32(0.5)", "cbrt(",
+                      "gamma(", "fmod("):
         assert construct in py, construct
     for construct in ("⟪I, 1⟫(", "cast(", "reduce(", "scan(", "subset(o", "K[h0:h1]",
                       "make_tuple(", "for (", "if ("):

@@ -402,18 +402,23 @@ class Program(Node):
 # --------------------------------------------------------------------------- builtins
 
 ARITHMETIC = ("plus", "minus", "multiplies", "divides", "mod", "power", "minimum",
-              "maximum", "arctan2")
+              "maximum", "arctan2", "fmod")
 COMPARISONS = ("eq", "neq", "less", "less_equal", "greater", "greater_equal")
 LOGICAL = ("and", "or", "not")
 MATH_FUNCTIONS = ("neg", "abs", "sqrt", "exp", "log", "log10", "log2", "sin", "cos",
                   "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
-                  "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc")
+                  "arcsinh", "arccosh", "arctanh", "floor", "ceil", "trunc", "cbrt",
+                  "gamma")
 PREDICATES = ("isfinite", "isnan", "isinf")
 STRUCTURAL = ("cast", "if", "make_tuple", "tuple_get", "shift", "cartesian_shift",
               "shift_init", "shift_apply", "unstructured_shift", "offset_shift", "can_deref",
               "reduce", "scan", "subset", "concat", "pos", "add_dim", "lift", "deref")
 BUILTINS = frozenset(ARITHMETIC + COMPARISONS + LOGICAL + MATH_FUNCTIONS + PREDICATES
                      + STRUCTURAL)
+# Builtins whose names programs may still give a parameter or temporary (the
+# name then means the tensor in that program, not the builtin): GT4Py's
+# later additions, names a weather code may already use (a ``gamma``).
+NAMEABLE_BUILTINS = frozenset(("cbrt", "gamma", "fmod"))
 # Other spellings accepted for builtins; the parser maps them to the canonical name.
 BUILTIN_ALIASES = {"index": "pos", "tuple": "make_tuple"}
 

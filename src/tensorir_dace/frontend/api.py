@@ -4,7 +4,8 @@ They are markers: the translator recognises them and emits Tensor IR; calling
 one outside a decorated body raises :class:`~tensorir_dace.FrontendError`.
 
 * element-wise math: ``sqrt``, ``exp``, ``log``, ``sin``, … (the IR's math
-  builtins), ``minimum``, ``maximum``, ``arctan2``, ``power``, ``isnan``, …;
+  builtins, also ``cbrt`` and ``gamma``), ``minimum``, ``maximum``, ``arctan2``,
+  ``fmod``, ``power``, ``isnan``, …;
   ``math.*`` and ``numpy.*`` functions of the same names and the Python
   builtins ``abs``, ``min``, ``max``, ``pow`` mean the same;
 * ``where(c, a, b)``: the eager element-wise select (IR ``if``);
@@ -77,12 +78,15 @@ arctanh = _elementwise("arctanh")
 floor = _elementwise("floor")
 ceil = _elementwise("ceil")
 trunc = _elementwise("trunc")
+cbrt = _elementwise("cbrt")
+gamma = _elementwise("gamma")
 isfinite = _elementwise("isfinite")
 isnan = _elementwise("isnan")
 isinf = _elementwise("isinf")
 minimum = _elementwise("minimum", 2)
 maximum = _elementwise("maximum", 2)
 arctan2 = _elementwise("arctan2", 2)
+fmod = _elementwise("fmod", 2)
 power = _elementwise("power", 2)
 abs = _elementwise("abs")   # the Tensor IR builtin (shadows Python's here)
 absolute = abs

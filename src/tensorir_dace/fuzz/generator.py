@@ -100,7 +100,7 @@ class _Gen:
             lambda: f"({x()} × {x()})", lambda: f"({x()} / {x()})",
             lambda: f"if({x()} < {x()}, {x()}, {x()})", lambda: f"-{x()}",
             lambda: f"minimum({x()}, {x()})", lambda: f"maximum({x()}, {x()})",
-            lambda: f"{self.pick('sin', 'cos', 'tanh', 'exp', 'floor')}({x()})",
+            lambda: f"{self.pick('sin', 'cos', 'tanh', 'exp', 'floor', 'cbrt', 'gamma')}({x()})",
             lambda: f"sqrt(abs({x()}))", lambda: f"power({x()}, 2)",
             lambda: f"⟪{r.choice('IJ')}, {r.choice([-1, 1])}⟫({shifted()})" if halo > 0
                     else x(),
@@ -124,7 +124,8 @@ class _Gen:
             lambda: f"({x()} + {x()})", lambda: f"({x()} - {x()})",
             lambda: f"({x()} × {r.choice(['2', '-3'])})", lambda: f"({x()} / {nz()})",
             lambda: f"({x()} / -{nz()})", lambda: f"({x()} % {nz()})",
-            lambda: f"({x()} % -{nz()})", lambda: f"minimum({x()}, {x()})",
+            lambda: f"({x()} % -{nz()})", lambda: f"fmod({x()}, -{nz()})",
+            lambda: f"minimum({x()}, {x()})",
             lambda: f"maximum({x()}, {x()})", lambda: f"abs({x()})", lambda: f"-{x()}",
             lambda: f"if({x()} < {x()}, {x()}, {x()})",
             lambda: f"cast(cast({x()}, float) × 0.5, {dt})",

@@ -17,7 +17,10 @@ Numerical conventions (DESIGN.md §2, and the decisions below):
   sign of the dividend (C semantics).  Integer division or modulo by zero is
   defined here as ``0`` (in C it is undefined; compiled code may differ).
   Float ``mod`` is ``fmod`` (sign of the dividend, as C's ``fmod``), float
-  ``divides`` follows IEEE.
+  ``divides`` follows IEEE.  The builtin ``fmod`` is ``mod`` under GT4Py's
+  name (NumPy's ``np.fmod``: for ints the same truncating remainder).
+* ``gamma`` is C's ``tgamma``: ±inf at ±0, NaN at negative integers and
+  -inf, ±inf on overflow; computed in double precision for float32 too.
 * Integer ``power`` is exact integer power (wrapping on overflow); a negative
   exponent gives the truncated value of ``1 / a**|b|``: ``1`` for ``a == 1``,
   ``±1`` for ``a == -1``, else ``0`` (also for ``a == 0``).
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -94,15 +98,36 @@ def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(neg, negres, p).astype(p.dtype, copy=False)
 
 
+def _gamma_scalar(x: float) -> float:
+    """C's ``tgamma``: ``math.gamma`` where it is defined; ±inf at ±0, NaN at the
+    negative integers and at -inf, and ±inf where the result overflows."""
+    try:
+        return math.gamma(x)
+    except OverflowError:     # x > ~171.6, or a tiny negative x near a pole
+        return math.inf if x > 0 or math.floor(x) % 2 == 0 else -math.inf
+    except ValueError:        # a pole (0, a negative integer) or -inf
+        return math.copysign(math.inf, x) if x == 0 else math.nan
+
+
+_gamma_ufunc = np.frompyfunc(_gamma_scalar, 1, 1)
+
+
+def _gamma(a: np.ndarray) -> np.ndarray:
+    """The gamma function element-wise (NumPy has none): computed in double
+    precision, rounded once to the operand's type."""
+    return np.asarray(_gamma_ufunc(a.astype(np.float64, copy=False)), dtype=np.float64) \
+        .astype(a.dtype, copy=False)
+
+
 _FLOAT_BINARY: dict[str, Callable] = {
     "plus": np.add, "minus": np.subtract, "multiplies": np.multiply,
     "divides": np.true_divide, "mod": np.fmod, "power": np.power,
-    "minimum": np.minimum, "maximum": np.maximum, "arctan2": np.arctan2,
+    "minimum": np.minimum, "maximum": np.maximum, "arctan2": np.arctan2, "fmod": np.fmod,
 }
 _INT_BINARY: dict[str, Callable] = {
     "plus": np.add, "minus": np.subtract, "multiplies": np.multiply,
     "divides": _int_divides, "mod": _int_mod, "power": _int_power,
-    "minimum": np.minimum, "maximum": np.maximum,
+    "minimum": np.minimum, "maximum": np.maximum, "fmod": _int_mod,
 }
 _OTHER: dict[str, Callable] = {
     "eq": np.equal, "neq": np.not_equal, "less": np.less, "less_equal": np.less_equal,
@@ -113,6 +138,7 @@ _OTHER: dict[str, Callable] = {
     "arcsin": np.arcsin, "arccos": np.arccos, "arctan": np.arctan, "sinh": np.sinh,
     "cosh": np.cosh, "tanh": np.tanh, "arcsinh": np.arcsinh, "arccosh": np.arccosh,
     "arctanh": np.arctanh, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+    "cbrt": np.cbrt, "gamma": _gamma,
     "isfinite": np.isfinite, "isnan": np.isnan, "isinf": np.isinf,
 }
 

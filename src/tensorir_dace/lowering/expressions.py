@@ -61,7 +61,7 @@ UNARY_CPP = {"sqrt": "sqrt", "exp": "exp", "log": "log", "log10": "log10", "log2
              "sin": "sin", "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos",
              "arctan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh",
              "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "floor": "floor",
-             "ceil": "ceil", "trunc": "trunc"}
+             "ceil": "ceil", "trunc": "trunc", "cbrt": "cbrt", "gamma": "tgamma"}
 ELEMENTWISE = frozenset(ir.ARITHMETIC + ir.COMPARISONS + ir.LOGICAL + ir.MATH_FUNCTIONS
                         + ir.PREDICATES + ("cast", "if", "can_deref", "concat"))
 # Builtins whose value is absent where an operand is (as in the interpreter).
@@ -225,7 +225,7 @@ class ExprGen:
         dtype = t.dtype
         in_cond = cond and (name in ir.COMPARISONS or name in ir.LOGICAL)
         if name in BINARY_CPP or name in ("divides", "mod", "power", "minimum", "maximum",
-                                          "arctan2"):
+                                          "arctan2", "fmod"):
             a, b = (self.value(x, env, scope, cond=in_cond) for x in args)
             return self.tb.var(ir.scalar_dtype(t).name,
                                self.binary(name, args[0].type.dtype, a, b))
@@ -271,7 +271,7 @@ class ExprGen:
             return f"({a} / {b})" if dtype.is_float else (
                 f"(({b}) == 0 ? 0LL : ({b}) == -1 ? (long long)(0ULL - (unsigned long long)"
                 f"(long long)({a})) : (long long)(({a}) / ({b})))")
-        if name == "mod":
+        if name in ("mod", "fmod"):     # fmod is GT4Py's name of the same operation
             return f"fmod({a}, {b})" if dtype.is_float else \
                 f"((({b}) == 0 || ({b}) == -1) ? 0 : ({a}) % ({b}))"
         if name == "power":

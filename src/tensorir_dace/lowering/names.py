@@ -20,7 +20,7 @@ return short signed sizeof static static_assert static_cast struct switch templa
 thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
 wchar_t while xor xor_eq restrict main NULL NAN INFINITY std dace int8_t int16_t int32_t
 int64_t uint8_t uint16_t uint32_t uint64_t size_t abs min max sqrt exp log sin cos tan pow
-floor ceil trunc fmod isnan isinf isfinite
+floor ceil trunc fmod isnan isinf isfinite cbrt tgamma atan2
 """.split())
 
 # Macros of the C and C++ standard headers the generated code includes: a

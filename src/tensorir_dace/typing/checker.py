@@ -92,7 +92,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         for param in p.params + p.temporaries:
             if param.name in seen:
                 raise self.error(param, f"'{param.name}' is declared twice")
-            if ir.canonical_builtin(param.name) is not None:
+            if ir.canonical_builtin(param.name) is not None and \
+                    param.name not in ir.NAMEABLE_BUILTINS:
                 raise self.error(param, f"'{param.name}' is a builtin and cannot name a "
                                         "parameter; rename it")
             seen.add(param.name)
