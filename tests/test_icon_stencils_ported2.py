@@ -12,9 +12,13 @@ the strided ``C2CE``/``C2CEC`` offsets with ``as_offset`` of an ``int32``
 field plus one, ``V2C`` and ``V2E`` sums, field operators composed of field
 operators with different vertical extents, a running-sum ``scan_operator``,
 ``KDim + 1`` shifts written with the dimension, ``concat_where`` chains
-assembling half-level fields, tuple outputs with one domain per output and
-``if``-expressions on scalars.  Each group is one program, interpreted and
-compiled once, compared with hand-written NumPy.
+assembling half-level fields, a one-sided ``concat_where(K == elev, …)`` at
+the last level, tuple outputs with one domain per output, ``if``-expressions
+on scalars, ``int32`` outputs from ``where(…, 1, 0)``, the saturation
+adjustment (``where`` on tuples, ``True``/``False`` branches, constants read
+from an object and a module) and the horizontal advection of rho and theta
+(cell gradients over ``C2E2CO`` gathered through ``E2C``).  Each group is one
+program, interpreted and compiled once, compared with hand-written NumPy.
 """
 
 from __future__ import annotations
