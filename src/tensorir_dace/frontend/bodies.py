@@ -17,6 +17,7 @@ from typing import Any
 from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding
+from .meshes import is_namedtuple_class, named_value
 from .nodes import FUNCTION_STATEMENTS, UNSUPPORTED_STATEMENTS, handler
 from .reductions import ReductionTranslator
 from .values import (
@@ -139,10 +140,12 @@ class BodyTranslator(ReductionTranslator):
     def scalar_if(self, s: ast.If, c: Any, rest: list) -> Any:
         """``if flag: … else: …`` on a scalar (GT4Py's if statement): each branch
         followed by the rest of the body is the function's value on that side,
-        and the value is ``if(flag, then, else)``."""
+        and the value is ``if(flag, then, else)``.  In a scan or reduction body
+        (GT4Py's per-column scalars) the flag may vary along the other dimensions:
+        ``if`` then chooses element-wise, as ``where`` does."""
         cond = self.to_ir(c, s.test)
         t = self.type_of(cond, s.test)
-        if not t.is_scalar or t.dtype != ir.BOOL:
+        if t.dtype != ir.BOOL or not (t.is_scalar or self.ctx.pointwise > 0):
             raise self.error(s.test, f"an if statement inside a function needs a scalar bool "
                                      f"condition, got {t}; use where(c, a, b) for an "
                                      "element-wise choice or concat_where for a boundary")
@@ -153,7 +156,10 @@ class BodyTranslator(ReductionTranslator):
             orelse = self.block(list(s.orelse) + list(rest), s)
         finally:
             self.env = saved
-        return self.call_ir("if", (cond, self.to_ir(then, s), self.to_ir(orelse, s)), s)
+        value = self.call_ir("if", (cond, self.to_ir(then, s), self.to_ir(orelse, s)), s)
+        if type(then) is type(orelse) and is_namedtuple_class(type(then)):
+            return named_value(type(then), value, self.loc(s))   # result.x still works
+        return value
 
     def f_For(self, s: ast.For, rest: list) -> Any:
         return self.unroll(s) + list(rest)
@@ -220,8 +226,9 @@ class BodyTranslator(ReductionTranslator):
         return vals
 
     def bind_local(self, name: str, value: Any, rest: list, node: ast.AST | None,
-                   force: bool = False) -> Any:
-        """Bind a local; a compound value used more than once becomes a let (lambda)."""
+                   force: bool = False, named: type | None = None) -> Any:
+        """Bind a local; a compound value used more than once becomes a let (lambda)
+        (still seen as the NamedTuple class ``named`` it was built as)."""
         if is_ir(value) and not is_trivial(value) and (force or uses_of(name, rest) > 1):
             t = strip_masks(self.type_of(value, node))
             fresh = name if force else self.ctx.fresh(name)
@@ -229,12 +236,17 @@ class BodyTranslator(ReductionTranslator):
             sub = self.new_translator(self.source, dict(self.env),
                                       self.scope.child({fresh: Binding(fresh, "lambda", t)}),
                                       self.owner)
-            sub.env[name] = ir.Sym(fresh, loc=loc)
-            body = sub.to_ir(sub.block(list(rest), self.source.node), node)
-            return ir.Call(ir.Lambda((ir.Param(fresh, t, loc=loc),), body, loc=loc),
-                           (value,), loc=loc)
+            sub.env[name] = ir.Sym(fresh, loc=loc) if named is None else \
+                named_value(named, ir.Sym(fresh, loc=loc), loc)
+            result = sub.block(list(rest), self.source.node)
+            call = ir.Call(ir.Lambda((ir.Param(fresh, t, loc=loc),), sub.to_ir(result, node),
+                                     loc=loc), (value,), loc=loc)
+            if is_namedtuple_class(type(result)):    # the body's value.x still works
+                return named_value(type(result), call, loc)
+            return call
         if isinstance(value, tuple) and contains_ir(value) and uses_of(name, rest) > 1:
-            return self.bind_local(name, self.to_ir(value, node), rest, node)
+            named = type(value) if is_namedtuple_class(type(value)) else None
+            return self.bind_local(name, self.to_ir(value, node), rest, node, named=named)
         self.env[name] = value
         return None
 

@@ -32,7 +32,7 @@ from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
-from .meshes import is_namedtuple_class, typed_literal
+from .meshes import is_namedtuple_class, named_value, typed_literal
 from .runtime_bounds import runtime_value
 from .source import SourceInfo, source_info
 from .values import (
@@ -195,6 +195,8 @@ class FunctionTranslator(BodyTranslator):
                 sub.env[p] = ir.Sym(fresh, loc=loc)
             else:
                 sub.env[p] = v
+            if is_ir(sub.env[p]) and is_namedtuple_class(anns.get(p)):   # p.x then works
+                sub.env[p] = named_value(anns[p], sub.env[p], sub.loc(fdef))
         if bindings:
             sub.scope = self.scope.child(bindings)
         if body_stmts is not None:
@@ -205,8 +207,10 @@ class FunctionTranslator(BodyTranslator):
             return result
         body = sub.to_ir(result, fdef)
         loc = self.loc(node)
-        return ir.Call(ir.Lambda(tuple(lam_params), body, loc=sub.loc(fdef)), tuple(lam_args),
+        call = ir.Call(ir.Lambda(tuple(lam_params), body, loc=sub.loc(fdef)), tuple(lam_args),
                        loc=loc)
+        named = type(result) if is_namedtuple_class(type(result)) else anns.get("return")
+        return named_value(named, call, loc) if is_namedtuple_class(named) else call
 
     def check_annotation(self, v: ir.Expr, ann: Any, pname: str, fname: str,
                          node: ast.AST) -> None:

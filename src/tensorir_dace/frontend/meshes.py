@@ -183,8 +183,26 @@ def is_namedtuple_class(f: Any) -> bool:
 
 def named_value(cls: Any, e: ir.Expr, loc) -> Any:
     """A tuple-typed IR value seen as an instance of the NamedTuple ``cls``
-    (attribute access ``state.z_q`` then works)."""
-    return cls(*(project(e, i, loc) for i in range(len(cls._fields))))
+    (attribute access ``state.z_q`` then works); a field annotated with a
+    NamedTuple class (a nested state such as ``state.r.activated``) is seen as one
+    in turn.  The elements are plain ``tuple_get``s (not pushed into a let's body,
+    which would copy the let per element), so the whole is found again."""
+    nested = field_classes(cls)
+
+    def get(i: int) -> ir.Expr:
+        return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(i, loc=loc)), loc=loc)
+    return cls(*(named_value(nested[f], get(i), loc) if f in nested else get(i)
+                 for i, f in enumerate(cls._fields)))
+
+
+def field_classes(cls: Any) -> dict[str, type]:
+    """The fields of the NamedTuple ``cls`` annotated with NamedTuple classes."""
+    import typing
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - an annotation naming something unknown: no nesting
+        return {}
+    return {f: h for f, h in hints.items() if is_namedtuple_class(h)}
 
 
 def whole_of_projections(v: tuple) -> ir.Expr | None:
@@ -220,6 +238,27 @@ def cast_tuple(tr, x: Any, dtype: Any, node: ast.AST, dnode: ast.AST) -> Any:
             return tuple(tr.cast(project(x, i, loc), dtype, node, dnode)
                          for i in range(len(t.dtype.elements)))
     return None
+
+
+def namedtuple_params(fn: Any) -> dict[str, type]:
+    """The parameters of ``fn`` annotated with a NamedTuple class (``q: Q_scalar``),
+    string annotations resolved in the function's module."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    found = {}
+    for p in params:
+        ann = p.annotation
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, getattr(fn, "__globals__", {}))
+            except Exception:  # noqa: BLE001 - an unreadable annotation is none
+                continue
+        if is_namedtuple_class(ann):
+            found[p.name] = ann
+    return found
 
 
 def namedtuple_of(fn: Any, init: Any) -> type | None:
@@ -273,5 +312,6 @@ def reduction_axis_by_table(types: list[ir.TensorType], axis: NeighborDimension,
 
 __all__ = ["TensorOffset", "as_offset", "cast_tuple", "check_dimension_condition",
            "is_namedtuple_class", "literal_value", "mask_table", "named_value",
-           "namedtuple_of", "offset_shift", "rebuild", "reduce_axis_arg", "reduction_axis_by_table",
+           "namedtuple_of", "namedtuple_params", "offset_shift", "rebuild", "reduce_axis_arg",
+           "reduction_axis_by_table",
            "select_slot", "tensor_offset", "typed_literal", "whole_of_projections"]

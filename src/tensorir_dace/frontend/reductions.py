@@ -29,6 +29,7 @@ from .meshes import (
     mask_table,
     named_value,
     namedtuple_of,
+    namedtuple_params,
     reduce_axis_arg,
     reduction_axis_by_table,
 )
@@ -279,6 +280,9 @@ class ReductionTranslator(BuiltinTranslator):
             env[n] = ir.Sym(fresh, loc=loc)
         if state_class is not None:
             env[names[0]] = named_value(state_class, env[names[0]], loc)
+        for n, cls in namedtuple_params(fn).items():
+            if n in env and n != names[0]:
+                env[n] = named_value(cls, env[n], loc)
         sub = self.new_translator(src, env, self.scope.child(bindings), owner)
         if fn in self.ctx.stack:
             raise self.error(node, "recursive call inside a reduction or scan")
