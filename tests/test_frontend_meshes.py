@@ -268,6 +268,58 @@ def test_namedtuple_scan_state_and_astype_on_tuples():
         assert_same_results(out, expected, rtol=1e-6)
 
 
+class Pair(NamedTuple):
+    lo: float
+    hi: float
+
+
+class Nested(NamedTuple):
+    inner: Pair
+    on: bool
+
+
+@scan_operator(axis=K, forward=True, init=Nested(Pair(0.0, 0.0), False))
+def switched_sums(state: Nested, ab: Pair, flag: bool) -> Nested:
+    on = state.on | flag            # per column: the if below differs between cells
+    if on:
+        inner = Pair(state.inner.lo + ab.lo, state.inner.hi + ab.hi)
+    else:
+        inner = Pair(ab.lo, state.inner.hi if state.on else ab.hi)
+    return Nested(inner, on)
+
+
+@program
+def nested_state_columns(a: Tensor[float, Cell, K], b: Tensor[float, Cell, K],
+                         f: Tensor[bool, Cell, K], lo: Tensor[float, Cell, K],
+                         hi: Tensor[float, Cell, K]):
+    result = switched_sums(Pair(a, b), f)
+    lo[...] = result.inner.lo
+    hi[...] = result.inner.hi
+
+
+def test_nested_namedtuple_state_and_per_column_if_in_a_scan():
+    """GT4Py scan bodies are per-column scalars: ``state.inner.lo`` reads a nested
+    NamedTuple state, ``ab.lo`` a NamedTuple operand, and ``if on:`` chooses per cell."""
+    a, b = RNG.random((NC, NK)), RNG.random((NC, NK))
+    f = RNG.random((NC, NK)) < 0.3
+    lo, hi = np.zeros((NC, NK)), np.zeros((NC, NK))
+    for c in range(NC):
+        slo = shi = 0.0
+        son = False
+        for k in range(NK):
+            on = son or f[c, k]
+            if on:
+                slo, shi = slo + a[c, k], shi + b[c, k]
+            else:
+                slo, shi = a[c, k], (shi if son else b[c, k])
+            son = on
+            lo[c, k], hi[c, k] = slo, shi
+    out = {"a": a, "b": b, "f": f, "lo": np.zeros((NC, NK)), "hi": np.zeros((NC, NK))}
+    nested_state_columns(**out, backend="interpreter")
+    np.testing.assert_allclose(out["lo"], lo, rtol=1e-12)
+    np.testing.assert_allclose(out["hi"], hi, rtol=1e-12)
+
+
 # =========================================================================== errors
 
 
