@@ -206,12 +206,15 @@ def field_classes(cls: Any) -> dict[str, type]:
 
 
 def whole_of_projections(v: tuple) -> ir.Expr | None:
-    """``e`` when ``v`` is ``(e[0], e[1], …)`` (a NamedTuple view of ``e``), so
+    """``e`` when ``v`` is ``(e[0], e[1], …)`` (a NamedTuple view of ``e``, its
+    elements possibly views of ``e[i]`` in turn), so
     that the tuple is not rebuilt element by element (nor ``e`` computed twice)."""
     if not v:
         return None
     whole = None
     for i, x in enumerate(v):
+        if isinstance(x, tuple):        # a nested NamedTuple view: (e[i][0], e[i][1], …)
+            x = whole_of_projections(x)
         match x:
             case ir.Call(func=ir.Sym(name="tuple_get"), args=(e, ir.Literal(value=k))) \
                     if k == i and (whole is None or e == whole):
