@@ -450,3 +450,61 @@ def test_graupel_precipitation_and_temperature(backend, cells):
     want = precip_and_t_numpy(o, dt, qmin, *cells)
     for name, w in want.items():
         np.testing.assert_allclose(a[name], w, rtol=1e-10, atol=1e-14, err_msg=name)
+
+
+# ---------------------------------------------------------------- metrics
+
+
+@field_operator
+def _compute_wgtfac_c_nlev(z_ifc: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    z_wgtfac_c = (z_ifc(Koff[-1]) - z_ifc) / (z_ifc(Koff[-2]) - z_ifc)
+    return z_wgtfac_c
+
+
+@field_operator
+def _compute_wgtfac_c_0(z_ifc: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    z_wgtfac_c = (z_ifc(Koff[+1]) - z_ifc) / (z_ifc(Koff[+2]) - z_ifc)
+    return z_wgtfac_c
+
+
+@field_operator
+def _compute_wgtfac_c_inner(z_ifc: Field[[Cell, K], wpfloat]) -> Field[[Cell, K], wpfloat]:
+    z_wgtfac_c = (z_ifc(Koff[-1]) - z_ifc) / (z_ifc(Koff[-1]) - z_ifc(Koff[+1]))
+    return z_wgtfac_c
+
+
+@field_operator
+def _compute_wgtfac_c(z_ifc: Field[[Cell, K], wpfloat], nlev: int32
+                      ) -> Field[[Cell, K], wpfloat]:
+    wgt_fac_c = concat_where((0 < K) & (K < nlev), _compute_wgtfac_c_inner(z_ifc), z_ifc)
+    wgt_fac_c = concat_where(K == 0, _compute_wgtfac_c_0(z_ifc=z_ifc), wgt_fac_c)
+    wgt_fac_c = concat_where(K == nlev, _compute_wgtfac_c_nlev(z_ifc=z_ifc), wgt_fac_c)
+    return wgt_fac_c
+
+
+@program
+def compute_wgtfac_c(wgtfac_c: Field[[Cell, K], wpfloat], z_ifc: Field[[Cell, K], wpfloat],
+                     nlev: int32, horizontal_start: int32, horizontal_end: int32,
+                     vertical_start: int32, vertical_end: int32):
+    _compute_wgtfac_c(z_ifc=z_ifc, nlev=nlev, out=wgtfac_c,
+                      domain={Cell: (horizontal_start, horizontal_end),
+                              K: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NLEV + 1), (1, 5, 1, NLEV), (2, 4, 0, 1),
+                                    (0, NC, NLEV, NLEV + 1), (3, 3, 0, NLEV + 1)])
+def test_compute_wgtfac_c(backend, bounds):
+    hs, he, vs, ve = bounds
+    z = np.cumsum(RNG.random((NC, NLEV + 1)) + 0.5, axis=1)[:, ::-1].copy()
+    out = np.full((NC, NLEV + 1), -7.0)
+    compute_wgtfac_c(wgtfac_c=out, z_ifc=z, nlev=NLEV, horizontal_start=hs,
+                     horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                     offset_provider={"Koff": K}, backend=backend)
+    want = np.empty_like(z)
+    want[:, 0] = (z[:, 1] - z[:, 0]) / (z[:, 2] - z[:, 0])
+    want[:, 1:-1] = (z[:, :-2] - z[:, 1:-1]) / (z[:, :-2] - z[:, 2:])
+    want[:, -1] = (z[:, -2] - z[:, -1]) / (z[:, -3] - z[:, -1])
+    expected = np.full((NC, NLEV + 1), -7.0)
+    expected[hs:he, vs:ve] = want[hs:he, vs:ve]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
