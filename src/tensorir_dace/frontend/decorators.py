@@ -1055,7 +1055,6 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         return view(self, path, open=open)
 
     @api_boundary
-    @api_boundary
     def compile(self, offset_provider: dict[str, Any] | None = None,
                 enable_jit: bool | None = None, **static_args: Any):
         """The compiled program (a callable taking keyword arguments, and
@@ -1213,16 +1212,17 @@ class _CompiledAtFirstCall:
     def __init__(self, program: ProgramObject, offset_provider: dict[str, Any] | None):
         self._program = program
         self._offset_provider = offset_provider
+        # a parameter named backend takes backend= itself
+        self._backend: dict[str, Any] = {} if any(
+            p.name == "backend" for p in program._param_infos()) \
+            else {"backend": "compiled"}
 
     def __call__(self, /, *args: Any, offset_provider: dict[str, Any] | None = None,
                  **kwargs: Any) -> None:
         provider = self._offset_provider if offset_provider is None else offset_provider
         if provider is not None:
             kwargs["offset_provider"] = provider
-        if any(p.name == "backend" for p in self._program._param_infos()):
-            self._program(*args, **kwargs)      # backend= is the parameter's
-        else:
-            self._program(*args, backend="compiled", **kwargs)
+        self._program(*args, **self._backend, **kwargs)
 
     @property
     def name(self) -> str:

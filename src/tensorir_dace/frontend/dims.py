@@ -115,14 +115,14 @@ class Dimension:
     def __init__(self, name: str, kind: DimensionKind = DimensionKind.HORIZONTAL):
         if not isinstance(name, str) or not name.isidentifier():
             raise DefinitionError(f"a dimension name must be an identifier, got {name!r}")
-        if kind is DimensionKind.LOCAL or str(getattr(kind, "value", kind)).lower() == "local":
+        kind_name = str(getattr(kind, "value", kind)).lower()
+        if kind_name == "local":
             raise DefinitionError(
                 f"Dimension({name!r}, kind=LOCAL): a neighbour dimension needs the dimension "
                 f"its table points into and the neighbour count: write neighbor_dim(source, "
                 f"count), e.g. {name} = neighbor_dim(Edge, 3) for a table into Edge with 3 "
                 f"neighbours per point")
-        if not isinstance(kind, DimensionKind) and \
-                str(getattr(kind, "value", kind)).lower() not in ("horizontal", "vertical"):
+        if kind_name not in ("horizontal", "vertical"):
             raise DefinitionError(f"Dimension({name!r}, kind=...): the kind must be a "
                                   f"DimensionKind, got {kind!r}")
         if name.startswith(ir.NB_PREFIX):

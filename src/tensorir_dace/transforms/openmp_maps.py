@@ -20,7 +20,7 @@ from .. import openmp
 __all__ = ["map_points", "parallel_maps", "parallel_maps_with_states", "small_maps_one_thread"]
 
 
-def _top_level_maps(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntry]]:
+def parallel_maps_with_states(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntry]]:
     """The top-level CPU maps of ``sdfg`` with their states."""
     return [(state, node) for state in sdfg.states() for node in state.nodes()
             if isinstance(node, nodes.MapEntry) and state.entry_node(node) is None
@@ -30,12 +30,7 @@ def _top_level_maps(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntr
 
 def parallel_maps(sdfg: dace.SDFG) -> list[nodes.MapEntry]:
     """The top-level CPU maps of ``sdfg`` (each an OpenMP parallel loop)."""
-    return [node for _, node in _top_level_maps(sdfg)]
-
-
-def parallel_maps_with_states(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntry]]:
-    """The top-level CPU maps of ``sdfg`` with the states holding them."""
-    return _top_level_maps(sdfg)
+    return [node for _, node in parallel_maps_with_states(sdfg)]
 
 
 #: Elements a point reads through a neighbour table or another gather count
@@ -99,7 +94,7 @@ def map_points(state: dace.SDFGState, entry: nodes.MapEntry):
 def small_maps_one_thread(sdfg: dace.SDFG) -> None:
     """Run every parallel map as a sequential loop when all have constant
     sizes and the largest has fewer than ``SEQUENTIAL_BELOW`` points."""
-    maps = _top_level_maps(sdfg)
+    maps = parallel_maps_with_states(sdfg)
     volumes = [map_points(state, m) for state, m in maps]
     if not maps or any(not v.is_Number for v in volumes) \
             or max(volumes) >= openmp.SEQUENTIAL_BELOW:
