@@ -481,8 +481,22 @@ def absent_beyond_masks(x: Expr, absent: frozenset[str] = frozenset()) -> bool:
             return bool(x.args) and absent_beyond_masks(x.args[0], absent)
         return False
     if isinstance(f, Sym) and canonical_builtin(f.name) in _PRESENCE_THROUGH:
-        return any(absent_beyond_masks(a, absent) for a in x.args
-                   if isinstance(a.type, TensorType))
+        tensors = [a for a in x.args if isinstance(a.type, TensorType)]
+        return any(absent_beyond_masks(a, absent) for a in tensors) or _masks_differ(tensors)
+    return False
+
+
+def _masks_differ(operands: Sequence[Expr]) -> bool:
+    """Whether two operands mask one neighbour dimension by different tables
+    (``⟪S⟫(g) × ⟪C2E⟫(x)``): the result's type keeps one mask, so the other
+    operand's absent neighbours are absent beyond it."""
+    seen: dict[str, Expr] = {}
+    for a in operands:
+        for d in a.type.dims:
+            if d.mask is None:
+                continue
+            if seen.setdefault(d.name, d.mask) != d.mask:
+                return True
     return False
 
 

@@ -105,7 +105,7 @@ from .api import (
     trunc,
     where,
 )
-from .connectivities import CartesianOffset, Connectivity, FieldOffset, connectivity
+from .connectivities import CartesianOffset, Connectivity, FieldOffset, LocalOffset, connectivity
 from .decorators import (
     FunctionObject,
     GridType,
@@ -120,6 +120,7 @@ from .dims import (
     Dimension,
     DimensionKind,
     DimMask,
+    LocalDimension,
     NeighborDimension,
     NeighborSlot,
     Offset,
@@ -149,6 +150,8 @@ __all__ = [
     "FunctionObject",
     "GenericSpec",
     "GridType",
+    "LocalDimension",
+    "LocalOffset",
     "NeighborDimension",
     "NeighborSlot",
     "Offset",

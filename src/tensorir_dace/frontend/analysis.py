@@ -614,7 +614,7 @@ def _dname(d: Any) -> str:
 
 def _dim_token(d: Any) -> Any:
     if isinstance(d, NeighborDimension):
-        return ("NB", d.source.name, d.size)
+        return d.token()
     return d.name
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import ir
 from ..lazy import lazy_module
-from .dims import DefinitionError, Dimension, DimSpec, NeighborDimension
+from .dims import DefinitionError, Dimension, DimSpec, LocalDimension, NeighborDimension
 
 if TYPE_CHECKING:
     import sympy
@@ -99,6 +99,7 @@ class TensorSpec:
         et = self.element()
         return (not self.sparse and isinstance(et, ir.ScalarType) and et.is_int
                 and len(self.dims) == 2 and isinstance(self.dims[1], NeighborDimension)
+                and not isinstance(self.dims[1], LocalDimension)
                 and not isinstance(self.dims[0], NeighborDimension))
 
     def neighbor_dims(self) -> list[NeighborDimension]:

@@ -55,7 +55,7 @@ import numpy as np
 from .. import ir
 from .annotations import GenericSpec, TensorArg, TensorSpec, annotation_spec, generic_spec
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
-from .connectivities import Connectivity
+from .connectivities import Connectivity, LocalOffset
 from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Offset
 from .size_exprs import SizeExpr
 from .specialize import get_default_dims
@@ -165,10 +165,12 @@ class _Fingerprint:
         if isinstance(v, Dimension):
             return ["dim", v.name]
         if isinstance(v, NeighborDimension):
-            return ["nbdim", v.source.name, v.size, v.name]
+            return list(v.token())
         if isinstance(v, Connectivity):
             return ["connectivity", v.name, v.target.name, self.value(v.neighbors, names),
                     str(v.dtype)]
+        if isinstance(v, LocalOffset) and v.resolved is not None:
+            return ["local offset", self.value(v.resolved, names)]
         if isinstance(v, SizeExpr):
             return ["size", v.text]
         if isinstance(v, DimSpec):
@@ -224,7 +226,7 @@ def _dim_token(d: Any) -> tuple:
     if isinstance(d, Dimension):
         return ("dim", d.name)
     if isinstance(d, NeighborDimension):
-        return ("nbdim", d.source.name, d.size, d.name)
+        return d.token()
     raise _Unknown
 
 

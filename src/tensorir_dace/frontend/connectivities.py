@@ -22,7 +22,7 @@ import numpy as np
 from .. import ir
 from ..errors import ArgumentError, SourceLoc
 from .annotations import TensorSpec, element_type
-from .dims import DefinitionError, Dimension, NeighborDimension, Offset
+from .dims import DefinitionError, Dimension, LocalDimension, NeighborDimension, Offset
 
 
 class Connectivity:
@@ -106,6 +106,69 @@ class CartesianOffset:
         return f"FieldOffset({self.name!r}, source={self.dim.name}, target=({self.dim.name},))"
 
 
+class LocalOffset:
+    """GT4Py's ``FieldOffset("C2E", source=Edge, target=(Cell, C2EDim))`` with a
+    :class:`~.dims.LocalDimension`: a neighbour table or a strided offset, as
+    the offset provider says when a program using it is first called or
+    compiled (:func:`bind_local_offsets`); then it is that offset for good.
+    A table gives the local dimension its count."""
+
+    def __init__(self, name: str, rows: Dimension, local: LocalDimension, source: Dimension):
+        self.name = name
+        self.rows = rows
+        self.local = local
+        self.source = source
+        self.resolved: Connectivity | StridedOffset | None = None
+
+    def resolve(self, value: Any, where: str, loc: SourceLoc | None = None) -> None:
+        """Become a table or a strided offset by the provider's ``value`` (an
+        array or connectivity object: a table; ``None`` or a strided provider:
+        strided), and bind the local dimension's count where the value has one."""
+        if value is None or (not hasattr(value, "shape") and
+                             getattr(value, "table", None) is None and
+                             getattr(value, "ndarray", None) is None):
+            count = getattr(value, "max_neighbors", None)
+            if count is not None:
+                self.local.bind(count, f"{where}: offset_provider['{self.name}']")
+            if self.resolved is None:
+                self.resolved = StridedOffset(self.name, self.rows, self.local, self.source)
+            return
+        arr = _table_array(value)
+        shape = getattr(arr, "shape", None)
+        if shape is None or len(shape) != 2:
+            raise ArgumentError(f"{where}: the table '{self.name}' must be a 2-dimensional "
+                                f"integer array (N_{self.rows.name}, neighbours), got "
+                                f"{shape if shape is not None else type(value).__name__}", loc)
+        self.local.bind(int(shape[1]), f"{where}: the table '{self.name}'")
+        if self.resolved is None:
+            nb = NeighborDimension(self.source, self.local.size)
+            nb.local = self.local
+            self.resolved = Connectivity(self.name, self.rows, nb)
+
+    def __repr__(self) -> str:
+        return (f"FieldOffset({self.name!r}, source={self.source.name}, "
+                f"target=({self.rows.name}, {self.local.name}))")
+
+
+def bind_local_offsets(fn: Callable, tables: Mapping[str, Any],
+                       provider: Mapping[str, Any] | None, where: str,
+                       loc: SourceLoc | None = None) -> bool:
+    """Resolve the :class:`LocalOffset` objects ``fn`` uses from the call's
+    tables (keyword arguments) and ``offset_provider``; whether any is left
+    unresolved (not given)."""
+    left = False
+    for off in used_connectivities(fn, LocalOffset):
+        if off.resolved is not None and off.local.bound:
+            continue
+        if provider is not None and isinstance(provider, Mapping) and off.name in provider:
+            off.resolve(provider[off.name], where, loc)
+        elif off.name in tables:
+            off.resolve(tables[off.name], where, loc)
+        else:
+            left = True
+    return left
+
+
 def FieldOffset(name: str, source: Any, target: Any) -> Any:
     """GT4Py's spelling of an offset: ``FieldOffset("Koff", source=K, target=(K,))`` is the
     Cartesian offset ``Koff[-1]`` (``K - 1``); ``FieldOffset("E2V", source=Vertex,
@@ -113,6 +176,12 @@ def FieldOffset(name: str, source: Any, target: Any) -> Any:
     than the neighbour dimension's (``FieldOffset("C2CE", source=CE, target=(Cell,
     C2EDim))``) is a :class:`StridedOffset` into a flattened sparse field."""
     target = tuple(target) if isinstance(target, (tuple, list)) else (target,)
+    if len(target) == 2 and isinstance(target[1], LocalDimension):
+        if not isinstance(source, Dimension) or not isinstance(target[0], Dimension):
+            raise DefinitionError(f"FieldOffset({name!r}, source, target=(rows, "
+                                  f"{target[1].name})): source and rows must be Dimensions, "
+                                  f"got {source!r} and {target[0]!r}")
+        return LocalOffset(name, target[0], target[1], source)
     if len(target) == 1 and isinstance(source, Dimension) and target[0] is not None \
             and isinstance(target[0], Dimension) and target[0].same(source):
         return CartesianOffset(name, source)
@@ -162,6 +231,8 @@ def used_connectivities(fn: Callable, kind: type = Connectivity) -> list[Any]:
                 visit_code(c, globs, cells)
 
     def visit_value(v: Any) -> None:
+        if isinstance(v, LocalOffset) and kind is not LocalOffset and v.resolved is not None:
+            v = v.resolved
         if isinstance(v, kind):
             named: Any = v      # every offset kind has a name
             found.setdefault(named.name, v)
@@ -310,6 +381,6 @@ def as_table_dtype(value: Any, dtype: ir.ScalarType) -> Any:
     return value
 
 
-__all__ = ["Connectivity", "StridedOffset", "TablesCall", "as_table_dtype", "check_strided",
-           "connectivity", "declared_tables", "used_strided",
-           "merge_offset_provider", "table_arguments", "used_connectivities"]
+__all__ = ["Connectivity", "LocalOffset", "StridedOffset", "TablesCall", "as_table_dtype",
+           "bind_local_offsets", "check_strided", "connectivity", "declared_tables",
+           "merge_offset_provider", "table_arguments", "used_connectivities", "used_strided"]

@@ -22,7 +22,7 @@ import dataclasses
 import enum
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,8 +50,16 @@ from .annotations import (
     generic_spec,
 )
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
-from .connectivities import TablesCall, declared_tables, table_arguments, used_strided
-from .dims import DefinitionError, Dimension
+from .connectivities import (
+    LocalOffset,
+    TablesCall,
+    bind_local_offsets,
+    declared_tables,
+    table_arguments,
+    used_connectivities,
+    used_strided,
+)
+from .dims import DefinitionError, Dimension, LocalDimension
 from .names import PythonNamedCall, ir_names, python_message
 from .source import source_info, user_frame
 from .specialize import (
@@ -87,6 +95,8 @@ class _Specialized:
     _spz: Specializer | None
     _tables: dict[str, Any] = {}     # declared connectivities used: trailing table parameters
     _strided: dict[str, Any] = {}    # strided offsets used: offset_provider entries checked
+    # GT4Py local dimensions or offsets into them left to bind (None: not looked at yet)
+    _locals_pending: bool | None = None
 
     def _setup(self, fn: Callable, decorator: str, backend: str,
                compile_options: dict[str, Any]) -> None:
@@ -241,6 +251,33 @@ class _Specialized:
                                    strided=self._strided)
         except ArgumentError:
             return None
+
+    def _bind_locals(self, args: tuple, kwargs: Mapping[str, Any], provider: Any) -> None:
+        """GT4Py's local dimensions: resolve the offsets into them (table or
+        strided) and their neighbour counts from this call's tables and
+        arguments (see :class:`.LocalDimension`); nothing once all are bound."""
+        if self._locals_pending is False:
+            return
+        if not LocalDimension.made:
+            self._locals_pending = None     # none exist yet: look again at the next call
+            return
+        before = [(o, o.resolved) for o in used_connectivities(self.fn, LocalOffset)]
+        left = bind_local_offsets(self.fn, kwargs, provider, self.fn.__name__, self._def_loc())
+        if any(o.resolved is not was for o, was in before):
+            self._infos = None          # the tables it takes changed
+            self._spz = None
+        for k, p in enumerate(self._param_infos()):
+            dims = getattr(p.spec, "dims", None) or ()
+            for axis, d in enumerate(dims):
+                if not isinstance(d, LocalDimension) or d.bound:
+                    continue
+                value = kwargs.get(p.name, args[k] if k < len(args) else None)
+                shape = getattr(getattr(value, "value", value), "shape", None)
+                if shape is not None and len(shape) == len(dims):
+                    d.bind(int(shape[axis]), f"{self.fn.__name__}(): the argument '{p.name}'")
+                else:
+                    left = True
+        self._locals_pending = left
 
     # ------------------------------------------------------------------ helpers
 
@@ -573,11 +610,12 @@ class FunctionObject(_Specialized, InlinedFunction):
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self._sig is None:
             self._sig = inspect.signature(self.fn)
-        self._param_infos()
         kwargs = dict(kwargs)
         # GT4Py passes offset_provider= to every call (Cartesian offsets too)
         provider = kwargs.pop("offset_provider", None) \
             if "offset_provider" not in self._sig.parameters else None
+        self._bind_locals(args, kwargs, provider)
+        self._param_infos()
         tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
         try:
             bound = self._sig.bind(*args, **kwargs)
@@ -675,6 +713,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         if "domain" in into and "out" not in into:
             raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
                                 "write", self._def_loc())
+        if self._locals_pending is not False:
+            self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
         # as for programs: looked up by the source until one is translated here
         if plain_call and (self._serving or not len(self._cache)):
             result = self._call_by_source(args, kwargs, into)
@@ -1070,6 +1110,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
         has no binary for equal lengths: it is compiled at its first call, for
         the length differences of that call's arrays.
         """
+        if self._locals_pending is not False:
+            self._bind_locals((), static_args, offset_provider)
         names = {p.name for p in self._param_infos()}
         unknown = sorted(set(static_args) - names)
         if unknown:
@@ -1100,6 +1142,12 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
         """The specialisation for these arguments (translated and checked, not run):
         ``.ir``, ``.key``, ``.to_sdfg()``."""
+        provider = kwargs.pop("offset_provider", None) \
+            if all(p.name != "offset_provider" for p in self._param_infos()) else None
+        self._bind_locals(args, kwargs, provider)
+        if provider is not None:
+            kwargs = table_arguments(kwargs, provider, self._tables, self.__name__,
+                                     self._def_loc(), strided=self._strided)
         return self._lookup(self._bind(args, kwargs), "translating")[0]
 
     @api_boundary
@@ -1160,6 +1208,8 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
     def __call__(self, /, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         plain_call = backend is None and self.backend == "compiled"
+        if self._locals_pending is not False:
+            self._bind_locals(args, kwargs, offset_provider)
         # looked up by the source while nothing was translated in this process, or
         # while some call was served that way (translating records the call's
         # description in memory): else the specialisations serve it

@@ -100,28 +100,33 @@ def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
 class DimensionKind(enum.Enum):
     """GT4Py's kinds of dimensions.  Horizontal and vertical dimensions are
     the same thing here (``Dimension("K", kind=DimensionKind.VERTICAL)`` is
-    ``K``); a local (neighbour) dimension needs its source and neighbour
-    count: :func:`neighbor_dim`."""
+    ``K``); a local (neighbour) dimension is a :class:`LocalDimension`, whose
+    offsets and count come from the offset provider (:func:`neighbor_dim`
+    declares one up front)."""
 
     HORIZONTAL = "horizontal"
     VERTICAL = "vertical"
     LOCAL = "local"
 
 
+def _kind_name(kind: Any) -> str:
+    return str(getattr(kind, "value", kind)).lower()
+
+
 class Dimension:
     """A named dimension of tensors (``I``, ``Vertex``); GT4Py's ``kind=``
-    (:class:`DimensionKind`) is accepted."""
+    (:class:`DimensionKind`) is accepted, and ``kind=DimensionKind.LOCAL``
+    makes a :class:`LocalDimension`."""
+
+    def __new__(cls, name: str, kind: DimensionKind = DimensionKind.HORIZONTAL) -> Any:
+        if cls is Dimension and _kind_name(kind) == "local":
+            return LocalDimension(name)
+        return super().__new__(cls)
 
     def __init__(self, name: str, kind: DimensionKind = DimensionKind.HORIZONTAL):
         if not isinstance(name, str) or not name.isidentifier():
             raise DefinitionError(f"a dimension name must be an identifier, got {name!r}")
-        kind_name = str(getattr(kind, "value", kind)).lower()
-        if kind_name == "local":
-            raise DefinitionError(
-                f"Dimension({name!r}, kind=LOCAL): a neighbour dimension needs the dimension "
-                f"its table points into and the neighbour count: write neighbor_dim(source, "
-                f"count), e.g. {name} = neighbor_dim(Edge, 3) for a table into Edge with 3 "
-                f"neighbours per point")
+        kind_name = _kind_name(kind)
         if kind_name not in ("horizontal", "vertical"):
             raise DefinitionError(f"Dimension({name!r}, kind=...): the kind must be a "
                                   f"DimensionKind, got {kind!r}")
@@ -255,6 +260,9 @@ class NeighborDimension:
     a sparse field with a ``_NB_<n>`` dimension.
     """
 
+    #: The local dimension this one is a table's view of (see :class:`LocalDimension`).
+    local: LocalDimension | None = None
+
     def __init__(self, source: Dimension, size: int, name: str | None = None):
         if not isinstance(source, Dimension):
             raise DefinitionError("neighbor_dim(source, size): source must be a Dimension")
@@ -273,8 +281,14 @@ class NeighborDimension:
         return f"neighbor_dim({self.source.name}, {self.size})"
 
     def matches(self, other: Any) -> bool:
+        if isinstance(other, LocalDimension):
+            return other.matches(self)
         return isinstance(other, NeighborDimension) and other.source.same(self.source) and \
             other.size == self.size
+
+    def token(self) -> tuple:
+        """The dimension as keys see it."""
+        return ("nbdim", self.source.name, self.size, self.name)
 
 
     def __call__(self, index: int) -> NeighborSlot:
@@ -294,6 +308,81 @@ class NeighborSlot:
 
     def __repr__(self) -> str:
         return f"{self.dim!r}({self.index})"
+
+
+class LocalDimension(NeighborDimension):
+    """GT4Py's ``Dimension("C2E", kind=DimensionKind.LOCAL)``: a neighbour
+    dimension declared without its source or count.
+
+    The offsets into it (``FieldOffset("C2E", source=Edge, target=(Cell,
+    C2EDim))``) say where each table points; the count is the number of
+    columns of the first table given for such an offset (``offset_provider=``
+    or the table argument), a strided offset provider's ``max_neighbors``, or
+    the length of an argument annotated with the dimension, and stays that for
+    the process (one mesh, as in a model run).  Until then, what needs the
+    count (translating a program that uses the dimension without a table)
+    reports how to give it.
+    """
+
+    #: How many were made: calls look for them only when some exist.
+    made = 0
+
+    def __init__(self, name: str):
+        if not isinstance(name, str) or not name.isidentifier():
+            raise DefinitionError(f"a dimension name must be an identifier, got {name!r}")
+        self.name = name
+        self._size: int | None = None
+        LocalDimension.made += 1
+
+    @property
+    def source(self) -> Any:    # type: ignore[override]  # each table says where it points
+        return None
+
+    @property
+    def size(self) -> int:      # type: ignore[override]
+        if self._size is None:
+            raise DefinitionError(
+                f"the neighbour count of the local dimension {self.name} is not known yet: "
+                f"it is the number of columns of a table for an offset into it, given with "
+                f"offset_provider={{...}} (or as the table argument) when the program is "
+                f"called or compiled, or the length of an argument over {self.name}; "
+                f"neighbor_dim(source, count) declares it up front")
+        return self._size
+
+    @property
+    def bound(self) -> bool:
+        return self._size is not None
+
+    def bind(self, count: int, what: str) -> None:
+        """Fix the neighbour count (``what``: where it was read, for the message
+        when a later table disagrees)."""
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+            from ..errors import ArgumentError
+            raise ArgumentError(f"{what} gives the local dimension {self.name} "
+                                f"{count!r} neighbours; it needs a positive count")
+        if self._size is None:
+            self._size = int(count)
+            self._bound_by = what
+        elif self._size != count:
+            from ..errors import ArgumentError
+            raise ArgumentError(f"{what} gives the local dimension {self.name} {count} "
+                                f"neighbours, but {self._bound_by} gave it {self._size}; "
+                                "one local dimension has one neighbour count")
+
+    @property
+    def table_dim_name(self) -> str:
+        raise DefinitionError(f"the local dimension {self.name} is the neighbour dimension "
+                              "of a table only through a FieldOffset into it")
+
+    def __repr__(self) -> str:
+        return f"Dimension({self.name!r}, kind=LOCAL)"
+
+    def token(self) -> tuple:
+        """The dimension as keys see it: its name and, once known, its count."""
+        return ("local", self.name, self._size)
+
+    def matches(self, other: Any) -> bool:
+        return other is self or getattr(other, "local", None) is self
 
 
 def neighbor_dim(source: Dimension, size: int) -> NeighborDimension:

@@ -25,7 +25,7 @@ from .. import ir
 from ..errors import FrontendError, SourceLoc, TensorIRError, did_you_mean
 from ..lazy import lazy_module
 from ..typing.scope import Scope
-from .connectivities import Connectivity, StridedOffset
+from .connectivities import Connectivity, LocalOffset, StridedOffset
 from .context import ProgramContext
 from .dims import DefinitionError, Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
@@ -197,6 +197,15 @@ class ExpressionTranslator:
 
     def e_Name(self, node: ast.Name) -> Any:
         v = self.lookup(node.id, node)
+        if isinstance(v, LocalOffset):
+            if v.resolved is None:
+                raise self.error(node, f"{v!r} points into the local dimension "
+                                       f"{v.local.name}: whether it is a table or strided, and "
+                                       f"its neighbour count, come from the offset provider; "
+                                       f"pass offset_provider={{'{v.name}': table}} (or "
+                                       f"{v.name}=table) when calling or compiling "
+                                       f"'{self.ctx.name}'")
+            v = v.resolved
         if isinstance(v, Connectivity):
             v = self.connectivity_table(v, node)
         elif isinstance(v, StridedOffset):
