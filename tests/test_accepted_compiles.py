@@ -198,3 +198,26 @@ def test_division_by_zero_keeps_ieee_signs():
         numbers = ~np.isnan(ref[name])
         np.testing.assert_array_equal(np.signbit(out[name])[numbers],
                                       np.signbit(ref[name])[numbers])
+
+
+# A parameter named ``t`` beside the transient ``_t`` that holds ``a × b`` for
+# the gather (without optimisation): both were read through one connector name.
+NAMED_LIKE_A_TRANSIENT = """
+named(a: tensor<float, Edge[0:NE]>, b: tensor<float, Edge[0:NE]>,
+      t: tensor<float, Vertex[0:NV], _NB_0[0:3]>,
+      V2E: tensor<int, Vertex[0:NV], _NB_Edge[0:3]>, out: tensor<float, Vertex[0:NV]>) {
+  out ← reduce(λ(acc: tensor<float, Vertex[0:NV]>, p: tensor<float, Vertex[0:NV]>,
+                 q: tensor<float, Vertex[0:NV]>) → acc + p × q, 0.0)(⟪V2E⟫(a × b), t)
+}
+"""
+
+
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_a_parameter_named_like_a_transient_compiles(optimize):
+    rng = np.random.default_rng(5)
+    v2e = rng.integers(-1, 6, (4, 3))
+    args = {"a": rng.random(6), "b": rng.random(6), "t": rng.random((4, 3)), "V2E": v2e,
+            "out": np.zeros(4)}
+    out, _ = check_against_interpreter(NAMED_LIKE_A_TRANSIENT, optimize, args=args)
+    expected = np.where(v2e >= 0, (args["a"] * args["b"])[v2e] * args["t"], 0.0).sum(1)
+    np.testing.assert_allclose(out["out"], expected, rtol=1e-14)

@@ -3,7 +3,8 @@
 ``⟪S⟫(g) × ⟪C2E⟫(x)`` is absent where either table has no neighbour (an
 element-wise operation propagates absence); the type of the product keeps
 only one table as its mask, so the other's absent entries must still be
-skipped by the reduction, whichever operand comes first.  Interpreter and
+skipped by the reduction, whichever operand comes first, and survive in a
+temporary the product is stored in.  Interpreter and
 compiled code (both optimisation levels) are compared with hand-written
 NumPy.
 """
@@ -26,6 +27,9 @@ two_tables(vn: tensor<float, Edge[0:NE], K[0:NK]>, g: tensor<float, Edge[0:NE]>,
 PROGRAMS = {
     "first masked by S": HEAD + f"  out ← reduce({LAMBDA}, 0.0)(⟪S⟫(g) × ⟪C2E⟫(vn))\n}}",
     "first masked by C2E": HEAD + f"  out ← reduce({LAMBDA}, 0.0)(⟪C2E⟫(vn) × ⟪S⟫(g))\n}}",
+    "stored in a temporary": HEAD.replace(") {\n", ") {\n  t: tensor<float, Cell[0:NC], K[0:NK], "
+                                          "_NB_0[0:3]>;\n")
+    + f"  t ← ⟪S⟫(g) × ⟪C2E⟫(vn);\n  out ← reduce({LAMBDA}, 0.0)(t)\n}}",
     "in a lambda": HEAD + f"  out ← reduce({LAMBDA}, 0.0)((λ(p: tensor<float, Cell[0:NC], "
                           "_NB_0[0:3]>, q: tensor<float, Cell[0:NC], K[0:NK], _NB_0[0:3]>) → "
                           "p + 2.0 × q)(⟪S⟫(g), ⟪C2E⟫(vn)))\n}",
@@ -48,7 +52,7 @@ def expected(name: str, a: dict) -> np.ndarray:
     present = ((a["C2E"] >= 0) & (a["S"] >= 0))[:, :, None]
     gs = a["g"][np.where(a["S"] >= 0, a["S"], 0)][:, :, None]
     xs = a["vn"][np.where(a["C2E"] >= 0, a["C2E"], 0)]
-    value = gs + 2.0 * xs if name == "in a lambda" else gs * xs
+    value = gs + 2.0 * xs if name == "in a lambda" else gs * xs     # (rows, nb, K)
     return np.where(present, value, 0.0).sum(1)
 
 

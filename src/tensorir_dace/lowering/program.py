@@ -79,7 +79,9 @@ class ProgramLowering:
         self.state: dace.SDFGState = None   # the current state, made by new_state
         self.region: ControlFlowRegion = self.sdfg
         self.last_block = None
-        self._materialized: dict[tuple[int, int], Stored] = {}
+        # by the ids of the expression and scope, each kept alive with its
+        # arrays so that no later object reuses the ids
+        self._materialized: dict[tuple[int, int], tuple[ir.Expr, CScope, Stored]] = {}
         self._last_write: dict[str, object] = {}
         self._reads: dict[str, object] = {}
         self._keep: list = []
@@ -442,7 +444,7 @@ class ProgramLowering:
         """Compute ``e`` over its whole typed domain into new transient arrays."""
         key = (id(e), id(scope))
         if key in self._materialized and not force:
-            return self._materialized[key]
+            return self._materialized[key][2]
         t = ir.TensorType(e.type.dtype, self.sdfg_dims(e.type))
         stored = self.add_transient(t)
         root, root_scope = self.peel(e, scope)
@@ -453,7 +455,7 @@ class ProgramLowering:
             self.reduce_map(root, root_scope, stored, t.dims)
         else:
             self.tasklet_map(e, scope, stored, t.dims, label="op")
-        self._materialized[key] = stored
+        self._materialized[key] = (e, scope, stored)
         return stored
 
     def point_env(self, dims) -> dict[str, Idx]:

@@ -91,7 +91,8 @@ class TaskletBuilder:
             subset = ", ".join(str(c.affine) for c in coords)
             key = (arr.data, subset)
             if key not in self._scalar_conns:
-                conn = f"_in_{arr.data.lstrip('_')}_{len(self._scalar_conns)}"
+                conn = self._fresh_connector(
+                    f"_in_{arr.data.lstrip('_')}_{len(self._scalar_conns)}")
                 self._scalar_conns[key] = conn
                 self.inputs[conn] = Connector(arr.data, subset, False)
             return self._scalar_conns[key]
@@ -100,7 +101,7 @@ class TaskletBuilder:
 
     def pointer(self, arr: ArrayInfo) -> str:
         if arr.data not in self._pointer_conns:
-            conn = f"_p_{arr.data.lstrip('_')}"
+            conn = self._fresh_connector(f"_p_{arr.data.lstrip('_')}")
             self._pointer_conns[arr.data] = conn
             self.inputs[conn] = Connector(arr.data, arr.full_subset(), True)
         return self._pointer_conns[arr.data]
@@ -108,10 +109,18 @@ class TaskletBuilder:
     def scalar(self, data: str) -> str:
         key = (data, "0")
         if key not in self._scalar_conns:
-            conn = f"_in_{data.lstrip('_')}"
+            conn = self._fresh_connector(f"_in_{data.lstrip('_')}")
             self._scalar_conns[key] = conn
             self.inputs[conn] = Connector(data, "0", False)
         return self._scalar_conns[key]
+
+    def _fresh_connector(self, name: str) -> str:
+        """``name``, or with a suffix where another array took it (``t`` and a
+        transient ``_t`` both strip to ``t``)."""
+        conn, k = name, 1
+        while conn in self.inputs:
+            conn, k = f"{name}_{k}", k + 1
+        return conn
 
     @staticmethod
     def flat_index(arr: ArrayInfo, coords: list[Idx], base: list | None = None) -> str:

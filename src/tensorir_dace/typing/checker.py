@@ -51,6 +51,19 @@ CONTROL_OPERATIONS = frozenset({
     "eq", "neq", "less", "less_equal", "greater", "greater_equal", "and", "or", "not", "if",
     "cast"})
 
+
+def both_masks(a: ir.Dim, b: ir.Dim) -> ir.Expr | None:
+    """One mask for a neighbour dimension that two operands mask by different
+    tables of one type (``⟪S⟫(g) × ⟪C2E⟫(x)``): their minimum, negative where
+    either table has no neighbour, so that the presence of both survives in
+    the result's type and in a temporary it is stored in.  None where the
+    masks are the same or of different types (then the result keeps the first,
+    and :func:`~tensorir_dace.ir.absent_beyond_masks` tells readers to test
+    the operands)."""
+    if a.mask is None or b.mask is None or a.mask == b.mask or a.mask.type != b.mask.type:
+        return None
+    return ir.Call(ir.Sym("minimum", type=a.mask.type), (a.mask, b.mask), type=a.mask.type)
+
 class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBounds):
     """Checks one program: statements, names, calls and lambdas here; the rules
     of each family of builtins in the mixins (``b_<name>`` for a builtin called
@@ -400,6 +413,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                     merged = self.decide(node, lambda: iv.intersect(prev, d))
                     if merged.mask is None and d.mask is not None:
                         merged = replace(merged, mask=d.mask)
+                    elif both_masks(prev, d) is not None:
+                        merged = replace(merged, mask=both_masks(prev, d))
                     if self.decide(node, lambda: iv.is_empty(merged)):
                         raise self.error(node, f"the operands do not overlap along {d.name}: "
                                                f"[{prev.start}:{prev.stop}] and "
