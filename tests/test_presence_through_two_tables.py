@@ -66,3 +66,29 @@ def test_absent_through_either_table_is_skipped(name, run):
         compiled(PROGRAMS[name], run)(**a)
     np.testing.assert_allclose(a["out"], expected(name, a), rtol=1e-14)
     assert not a["out"][:2].any()
+
+
+SELECT = """
+select(x: tensor<float, Edge[0:NE]>, c: tensor<bool, Cell[0:NC], _NB_0[0:3]>,
+       C2E: tensor<int, Cell[0:NC], _NB_Edge[0:3]>, S: tensor<int, Cell[0:NC], _NB_Edge[0:3]>,
+       out: tensor<float, Cell[0:NC]>) {
+  out ← reduce(λ(acc: tensor<float, Cell[0:NC]>, a: tensor<float, Cell[0:NC]>) → acc + a,
+               0.0)(if(c, ⟪S⟫(x), ⟪C2E⟫(x)))
+}
+"""
+
+
+@pytest.mark.parametrize("run", ["interpreter", "none", "default"])
+def test_a_selection_between_two_tables_is_present_where_the_chosen_one_is(run):
+    rng = np.random.default_rng(8)
+    nc, ne = 9, 12
+    a = {"x": rng.random(ne), "c": rng.random((nc, 3)) < 0.5,
+         "C2E": rng.integers(-1, ne, (nc, 3)), "S": rng.integers(-1, ne, (nc, 3)),
+         "out": np.zeros(nc)}
+    chosen = np.where(a["c"], a["S"], a["C2E"])
+    expected = np.where(chosen >= 0, a["x"][np.where(chosen >= 0, chosen, 0)], 0.0).sum(1)
+    if run == "interpreter":
+        tir.interpret(parsed(SELECT), **a)
+    else:
+        compiled(SELECT, run)(**a)
+    np.testing.assert_allclose(a["out"], expected, rtol=1e-14)

@@ -482,8 +482,29 @@ def absent_beyond_masks(x: Expr, absent: frozenset[str] = frozenset()) -> bool:
         return False
     if isinstance(f, Sym) and canonical_builtin(f.name) in _PRESENCE_THROUGH:
         tensors = [a for a in x.args if isinstance(a.type, TensorType)]
-        return any(absent_beyond_masks(a, absent) for a in tensors) or _masks_differ(tensors)
+        if any(absent_beyond_masks(a, absent) for a in tensors) or _masks_differ(tensors):
+            return True
+        if canonical_builtin(f.name) == "if":
+            types = [a.type for a in x.args]
+            return any(not select_mask(types, d.name)[1]
+                       for a in x.args for d in a.type.dims if d.mask is not None)
+        return False
     return False
+
+
+def select_mask(types: Sequence[TensorType], dim: str) -> tuple[Expr | None, bool]:
+    """The mask of ``if(c, a, b)`` (operand types ``types``) along ``dim``, and
+    whether it is exactly its presence.  The value is absent where ``c`` is or
+    the selected branch is: so the condition's mask, which no branch masked by
+    another table makes inexact; with an unmasked condition, a mask both
+    branches share.  Otherwise none, and the presence is computed from the
+    operands (:func:`absent_beyond_masks`)."""
+    mc, ma, mb = (d.mask if (d := t.dim(dim)) is not None else None for t in types)
+    if mc is not None:
+        return mc, ma in (None, mc) and mb in (None, mc)
+    if ma is not None and ma == mb:
+        return ma, True
+    return None, ma is None and mb is None
 
 
 def _masks_differ(operands: Sequence[Expr]) -> bool:

@@ -31,6 +31,7 @@ INPUTS = (
     f"p: tensor<bool, {HALO}>", "col: tensor<float, I[0:N], K[-1:L+1]>",
     "v: tensor<float, V[0:NV]>", "e: tensor<float, E[0:NE]>",
     "E2V: tensor<int, E[0:NE], _NB_V[0:2]>", "V2E: tensor<int, V[0:NV], _NB_E[0:3]>",
+    "V2F: tensor<int, V[0:NV], _NB_E[0:3]>",
     "s: tensor<int>", "alpha: tensor<float>",
     "h0: tensor<int>", "h1: tensor<int>",
     "ko: tensor<int32, I[0:N], K[0:L]>", "kl: tensor<int, I[0:N], K[0:L]>",
@@ -44,7 +45,7 @@ SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
 BOUNDS = (({"h0": 1, "h1": 3}, {"h0": 3, "h1": 1}, {"h0": 1, "h1": 11}),
           ({"h0": 0, "h1": 8}, {"h0": 2, "h1": 2}))
 KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
-         "temporary", "control", "runtime", "offset", "nested", "chain", "looptemp")
+         "temporary", "control", "runtime", "offset", "nested", "chain", "looptemp", "twotables")
 # Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
 # entry (the checker cannot know that, the argument check at call time does).
 I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
@@ -194,9 +195,35 @@ class _Gen:
             lambda: f"reduce(λ(acc: {VT}, x: {ET}) → acc + x, 0.0)(⟪V2E⟫(e))"
                     if False else f"({vv()} + 1.0)",
             lambda: self.applied(d, "V"),
+            lambda: self.two_tables(d),
             lambda: f"cast(can_deref({self.applied(d, 'V')}), float)",
             lambda: f"cast(can_deref(⟪V2E, {r.randrange(3)}⟫({self.applied(d, 'E')})), float)",
         ])()
+
+    def sparse(self, d: int) -> str:
+        """A value over ``V, _NB_0[0:3]`` gathered through ``V2E`` and ``V2F``, two
+        tables of one type with their own absent entries, combined element-wise or
+        selected between."""
+        r = self.r
+        ee = lambda: self.eexpr(d - 1)  # noqa: E731
+        a, b = f"⟪V2E⟫({ee()})", f"⟪V2F⟫({ee()})"
+        if r.random() < 0.5:
+            a, b = b, a
+        return r.choice([
+            lambda: f"({a} {r.choice(['+', '-', '×'])} {b})",
+            lambda: f"if({a} > {b}, {a}, {b})",
+            lambda: f"if(⟪V2F⟫(e) > 0.5, {a}, {r.choice(['1.0', b])})",
+            lambda: f"maximum({a}, {b} × 0.5)",
+        ])()
+
+    def two_tables(self, d: int) -> str:
+        """A reduction of :meth:`sparse`: absent through either table is skipped."""
+        VT = "tensor<float, V[0:NV]>"
+        return self.pick(
+            f"reduce(λ(acc: {VT}, x: {VT}) → acc + x, 0.0)({self.sparse(d)})",
+            f"reduce(λ(acc: {VT}, x: {VT}) → maximum(acc, x), -50.0)({self.sparse(d)})",
+            f"cast(reduce(λ(k: tensor<int, V[0:NV]>, x: {VT}) → k + 1, 0)({self.sparse(d)}), "
+            "float)")
 
     def eexpr(self, d: int) -> str:
         ET = "tensor<float, E[0:NE]>"
@@ -345,6 +372,11 @@ def generate_case(seed: int, index: int | None = None) -> Case:
         outs, stmts = [decl(o, "float", "I[0:N], K[0:L]")], [f"{o} ← {g.kexpr(d)}"]
     elif kind == "nested":
         outs, stmts = [decl(o, "float", "V[0:NV]")], [f"{o} ← {g.nested(d)}"]
+    elif kind == "twotables":    # a sparse temporary through two tables, then reduced
+        VT, ST = "tensor<float, V[0:NV]>", "float, V[0:NV], _NB_0[0:3]"
+        outs, temps = [decl(o, "float", "V[0:NV]")], [f"{t}: tensor<{ST}>"]
+        stmts = [f"{t} ← {g.sparse(d)}",
+                 f"{o} ← reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)({t})"]
     elif kind == "looptemp":
         outs, temps, stmts = [decl(o, "float")], *_loop_temporaries(g, k, o, d)
     else:   # control

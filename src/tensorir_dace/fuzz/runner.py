@@ -92,15 +92,26 @@ def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | N
     return None
 
 
+def batch_options(first: int, count: int) -> dict:
+    """The compile options of the batch from seed ``first``: every third batch
+    compiles without optimisation, so that the unoptimised lowering (what the
+    passes start from) is compared with the interpreter too."""
+    return {"optimize": "none"} if (first // max(count, 1)) % 3 == 2 else {}
+
+
 def case_fails(case: Case, seed: int = 0) -> str | None:
-    """Why ``case`` alone fails (None: it passes)."""
-    try:
-        out = run_text(program_text([case]), seed)
-    except TensorIRError as err:
-        return f"refused: {err}"
-    if out.crash:
-        return out.crash
-    return next(iter(out.failed.values()), None)
+    """Why ``case`` alone fails, optimised or not (None: it passes)."""
+    for options in ({}, {"optimize": "none"}):
+        try:
+            out = run_text(program_text([case]), seed, options)
+        except TensorIRError as err:
+            return f"refused: {err}"
+        if out.crash:
+            return out.crash
+        why = next(iter(out.failed.values()), None)
+        if why is not None:
+            return why + (" (optimize='none')" if options else "")
+    return None
 
 
 def run_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], str | None]:
@@ -108,7 +119,7 @@ def run_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], st
     [(seed, why)] of failed cases, crash)."""
     first, count = job
     cases = batch(first, count)
-    out = run_text(program_text(cases), seed=first)
+    out = run_text(program_text(cases), seed=first, compile_kw=batch_options(first, count))
     bad = []
     for c in cases:
         names = {o.split(":")[0] for o in c.outputs}
@@ -156,7 +167,8 @@ def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
         out.mkdir(parents=True, exist_ok=True)
         (out / f"parser_{k}.tir").write_text(f"# {why}\n{text}")
     summary = (f"text front: programs {programs}, statements {statements}, "
-               f"compiles {len(work)}, mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"compiles {len(work)} ({sum(bool(batch_options(*w)) for w in work)} "
+               f"unoptimised), mismatches {len(failures)}, crashes {len(crashes)}, "
                f"parser texts {parser} ({len(bad_texts)} escaped), "
                f"{time.time() - start:.0f} s")
     return summary, bool(failures or crashes or bad_texts)

@@ -402,9 +402,12 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             out.append(t)
         return out
 
-    def broadcast(self, node: ir.Node | None,
-                  types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
-        """Union of dimensions (first appearance order), intersection of intervals."""
+    def broadcast(self, node: ir.Node | None, types: Sequence[ir.TensorType],
+                  combine_masks: bool = False) -> tuple[ir.Dim, ...]:
+        """Union of dimensions (first appearance order), intersection of intervals.
+        ``combine_masks``: the result is absent where any operand is (element-wise
+        operations), so two tables masking one dimension become one mask
+        (:func:`both_masks`); else (``if``, pieces of ``concat``) the first mask."""
         dims: dict[str, ir.Dim] = {}
         for t in types:
             for d in t.dims:
@@ -413,8 +416,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                     merged = self.decide(node, lambda: iv.intersect(prev, d))
                     if merged.mask is None and d.mask is not None:
                         merged = replace(merged, mask=d.mask)
-                    elif both_masks(prev, d) is not None:
-                        merged = replace(merged, mask=both_masks(prev, d))
+                    elif combine_masks and (both := both_masks(prev, d)) is not None:
+                        merged = replace(merged, mask=both)
                     if self.decide(node, lambda: iv.is_empty(merged)):
                         raise self.error(node, f"the operands do not overlap along {d.name}: "
                                                f"[{prev.start}:{prev.stop}] and "

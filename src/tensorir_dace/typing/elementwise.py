@@ -22,7 +22,7 @@ class ElementwiseRules(Rules):
             raise self.error(e, f"{name} is not defined on {dtype} operands")
         if name == "arctan2" and not dtype.is_float:
             raise self.error(e, f"arctan2 needs float operands, got {dtype}")
-        dims = self.broadcast(e, [self.tensor(a) for a in args])
+        dims = self.broadcast(e, [self.tensor(a) for a in args], combine_masks=True)
         return replace(e, args=tuple(args), type=ir.TensorType(dtype, dims))
 
     def comparison(self, e: ir.Call, name: str, scope: Scope) -> ir.Expr:
@@ -32,7 +32,7 @@ class ElementwiseRules(Rules):
             raise self.error(e, f"{name} is not defined on tuple operands ({dtype})")
         if dtype.is_bool and name not in ("eq", "neq"):
             raise self.error(e, f"{name} is not defined on bool operands")
-        dims = self.broadcast(e, [self.tensor(a) for a in args])
+        dims = self.broadcast(e, [self.tensor(a) for a in args], combine_masks=True)
         return replace(e, args=tuple(args), type=ir.TensorType(ir.BOOL, dims))
 
     def math(self, e: ir.Call, name: str, scope: Scope, expected) -> ir.Expr:
@@ -64,7 +64,7 @@ class ElementwiseRules(Rules):
         for a in args:
             if self.tensor(a).dtype != ir.BOOL:
                 raise self.error(a, f"{name} needs bool operands, got {self.tensor(a).dtype}")
-        dims = self.broadcast(e, [self.tensor(a) for a in args])
+        dims = self.broadcast(e, [self.tensor(a) for a in args], combine_masks=True)
         return replace(e, args=tuple(args), type=ir.TensorType(ir.BOOL, dims))
 
     def b_cast(self, e, scope, expected):
@@ -98,7 +98,9 @@ class ElementwiseRules(Rules):
         a, b = self.unify_literals([self.expr(x, scope, expected) for x in e.args[1:]],
                                    e.args[1:], scope)
         dtype = self.same_dtype(e, "if", [a, b])
-        dims = self.broadcast(e, [self.tensor(x) for x in (cond, a, b)])
+        types = [self.tensor(x) for x in (cond, a, b)]
+        dims = tuple(replace(d, mask=ir.select_mask(types, d.name)[0])
+                     for d in self.broadcast(e, types))
         return replace(e, args=(cond, a, b), type=ir.TensorType(dtype, dims))
 
     def b_make_tuple(self, e, scope, expected):
@@ -107,7 +109,7 @@ class ElementwiseRules(Rules):
         exp = expected.elements if isinstance(expected, ir.TupleType) and \
             len(expected.elements) == len(e.args) else (None,) * len(e.args)
         args = [self.expr(a, scope, x) for a, x in zip(e.args, exp)]
-        dims = self.broadcast(e, [self.tensor(a) for a in args])
+        dims = self.broadcast(e, [self.tensor(a) for a in args], combine_masks=True)
         dtype = ir.TupleType(tuple(self.tensor(a).dtype for a in args))
         return replace(e, args=tuple(args), type=ir.TensorType(dtype, dims))
 

@@ -46,8 +46,8 @@ class Rules:
                        scope: Scope) -> list[ir.Expr]:
         raise NotImplementedError
 
-    def broadcast(self, node: ir.Node | None,
-                  types: Sequence[ir.TensorType]) -> tuple[ir.Dim, ...]:
+    def broadcast(self, node: ir.Node | None, types: Sequence[ir.TensorType],
+                  combine_masks: bool = False) -> tuple[ir.Dim, ...]:
         raise NotImplementedError
 
     def same_dtype(self, node: ir.Node, name: str, typed: Sequence[ir.Expr]) -> ir.ElementType:
