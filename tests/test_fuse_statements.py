@@ -137,6 +137,40 @@ def test_the_tile_width_is_sized_from_the_levels():
             f"({fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))) / 8 * 8))") in code
 
 
+LAP3 = f"""
+lap3(out: {F3}, inp: tensor<float, I[-3:N+3], J[-3:M+3], K[0:L]>) {{
+  t1: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>;
+  t2: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>;
+  t1 ← {lap('inp')};
+  t2 ← {lap('t1')};
+  out ← {lap('t2')}
+}}
+"""
+
+
+@pytest.mark.parametrize("src,lags", [(DIFFUSION, [0, 1]), (LAP3, [0, 1, 2])])
+def test_each_thread_rolls_its_run_of_chunks_in_one_loop_over_j(src, lags):
+    """The statements of a row step share one loop over J, each a column
+    behind the columns it reads further along J (its lag); each thread's
+    consecutive chunks are one run, its halo rows computed once.  Results
+    hold for every thread count and split of the chunks into runs (100
+    rows: 4 chunks, runs of 4, 2 + 2, 2 + 1 + 1, 1 each)."""
+    from tensorir_dace import openmp
+    prog = tir.parse(src)
+    fn = tir.compile(prog)
+    (code,) = tiled_code(fn.sdfg)
+    assert code.count("for (long long _j1 = ") == 1
+    assert [f"const long long _i_J = _j1 - {lag};" in code for lag in lags] == [True] * len(lags)
+    assert "const bool _run = _rb == _ci;" in code and "if (_run) {" in code
+    threads = openmp.get_num_threads()
+    try:
+        for seed, n in enumerate([1, 2, 3, 5]):
+            openmp.set_num_threads(n)
+            matches_interpreter(prog, fn, sizes={"N": 100, "M": 37, "L": 80}, seed=seed)
+    finally:
+        openmp.set_num_threads(threads)
+
+
 TWO_D = """
 chain2(out: tensor<float, I[0:N], K[0:L]>, a: tensor<float, I[-2:N+2], K[0:L]>) {
   t: tensor<float, I[-1:N+1], K[0:L]>;
