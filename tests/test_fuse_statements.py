@@ -275,11 +275,14 @@ def test_random_chains_match_the_interpreter():
 def test_loops_over_j_prefetch_the_leading_input_row():
     """The flux row reads u through kh and lap, computed on the fly: its
     leading read is u at I + 1 (index I + 4 with u's halo of 3), prefetched in
-    the loop over J, outside the vectorised loop over K.  A two-dimensional
-    chain has no loop over J and no prefetch."""
+    the loop over J, outside the vectorised loop over K.  The output's read
+    of u, two rows behind, is not prefetched (the flux read that row two row
+    steps earlier).  A two-dimensional chain has no loop over J and no
+    prefetch."""
     prog = tir.parse(DIFFUSION)
     (code,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
     assert_address(code, "_fp_u", "L*(M + 6)*(_i_I + 4) + L*(_pf_row + 3) + _pf_lo")
+    assert code.count("__builtin_prefetch") == 1
     assert "std::min<long long>(_i_J + _pf_ahead, (_hi1 + (1)) - 1)" in code
     for loop in code.split("#pragma omp simd")[1:]:
         assert "__builtin_prefetch" not in loop.split("}")[0]

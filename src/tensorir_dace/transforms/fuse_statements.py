@@ -476,10 +476,35 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                 out.append((data, sdfg.arrays[data], coords))
         return out
 
+    def row_of(m: _Map) -> int:
+        """The row ``m`` computes at a row step, relative to the sink's."""
+        return 0 if m is sink else halos[m.written][0][1]
+
+    def newest_rows() -> dict[str, int]:
+        """Per array read from memory: the newest row (relative to the
+        sink's) any statement reads of it at a row step; ``None`` where a
+        read is not at a constant offset."""
+        out: dict[str, Any] = {}
+        for m in order:
+            if modes.get(m.written) == "fly":
+                continue
+            for data, _, coords in memory_reads(m):
+                off = _offsets(coords, params)
+                row = None if off is None or out.get(data, 0) is None \
+                    else max(out.get(data, off[0] + row_of(m)), off[0] + row_of(m))
+                out[data] = row
+        return out
+
     def prefetches(m: _Map, span) -> list[str]:
-        """Prefetch lines for the loop over dimension ``nd - 2`` (see :mod:`.prefetch`)."""
+        """Prefetch lines for the loop over dimension ``nd - 2`` (see
+        :mod:`.prefetch`).  With ``rolled``, only for rows no statement read
+        at an earlier row step (those are in the cache)."""
         out = []
         for data, coords in prefetch.leading_reads(memory_reads(m), params).items():
+            off = _offsets(coords, params)
+            if rolled and off is not None and newest.get(data) is not None \
+                    and off[0] + row_of(m) < newest[data]:
+                continue
             pointer = pointers.setdefault(data, f"_fp_{_ident(data)}")
             out += prefetch.row_prefetch(pointer, sdfg.arrays[data], coords, params,
                                          span[nd - 2][1], *span[nd - 1])
@@ -498,6 +523,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         n = len(dims) if dims is not None else nd - first
         return ["{"] + out + body(m) + store + ["}"] * n + ["}"]
 
+    newest = newest_rows() if rolled else {}
     skewed = rolled and nd > 2      # one loop over dimension 1 for all statements of a row
     inner_dims = list(range(2, nd)) if skewed else None
 
