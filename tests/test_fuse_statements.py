@@ -113,14 +113,46 @@ def test_output_rows_are_streamed(src, monkeypatch):
     prog = tir.parse(src)
     fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
-    assert "_tir_store_row_double(" in code and "_tir_sfence();" in code
+    assert "_tir_stage_end_double(" in code and "_tir_sfence();" in code
     assert f"{fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))" in code
     for seed, sizes in enumerate([{"N": 37, "M": 70, "L": 21}, {"N": 5, "M": 70, "L": 300},
                                   {"N": 33, "M": 3, "L": 1}]):
         matches_interpreter(prog, fn, sizes=sizes, seed=seed)
     monkeypatch.setenv("TENSORIR_DACE_STREAMING_STORES", "0")
     (off,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
-    assert "_tir_store_row" not in off and "_tir_sfence" not in off
+    assert "_tir_stage_" not in off and "_tir_sfence" not in off
+
+
+@pytest.mark.parametrize("ctype", ["float", "float32"])
+def test_streamed_rows_share_their_partial_lines(ctype, monkeypatch):
+    """Output rows start at every offset in a cache line (the output a view
+    0–15 values past a line, rows of 5, 13 and 80 values): a row's first,
+    partial line is streamed with the previous row's last values, and the
+    values of the last row are written at the end."""
+    import numpy as np
+
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(LAP_OF_LAP.replace("float", ctype))
+    fn = tir.compile(prog)
+    (code,) = tiled_code(fn.sdfg)
+    assert "_tir_stage_begin_" in code and "_tir_flush_carry_" in code
+    dtype = np.float64 if ctype == "float" else np.float32
+    for seed, (sizes, shift) in enumerate([({"N": 37, "M": 70, "L": 5}, 3),
+                                           ({"N": 40, "M": 9, "L": 13}, 7),
+                                           ({"N": 9, "M": 20, "L": 80}, 2),
+                                           ({"N": 9, "M": 20, "L": 80}, 15)]):
+        args = random_arguments(prog, sizes=sizes, seed=seed)
+        ref = clone(args)
+        tir.interpret(prog, **ref)
+        shape = args["out"].shape
+        size = int(np.prod(shape))
+        block = np.full(size + 64, 7.0, dtype=dtype)
+        start = (-block.ctypes.data // block.itemsize) % (64 // block.itemsize) + shift
+        args["out"] = block[start:start + size].reshape(shape)
+        fn(**args)
+        assert_same_results(args, ref, 1e-5 if ctype == "float32" else 1e-10)
+        assert (block[:start] == 7.0).all() and (block[start + size:] == 7.0).all()
 
 
 def test_the_tile_width_is_sized_from_the_levels():

@@ -427,7 +427,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         ctype = odesc.dtype.ctype
         row = f"({ends[-1]} - ({cpp(sink.ranges[-1][0])}))"
         size = " * ".join(f"({cpp(e - b + 1)})" for b, e in sink.ranges)
-        lines += _scratch("_frow", ctype, row) + [
+        lines += _scratch("_frow", ctype, f"{row} + 128 / sizeof({ctype})") + [
+                  f"_tir_carry_{ctype} _fcarry;", "_fcarry.n = 0;",
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
                   f">= {streaming_stores.MIN_BYTES}LL;"]
 
@@ -588,14 +589,16 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     row_dims = range(2 if skewed else 1, nd - 1)     # loops around the streamed rows
     if stream:
         start = point[:-1] + [symbolic.pystr_to_symbolic(f"_lo{nd - 1}")]
-        inner = loops(sink, own, [f"_frow[{params[-1]} - _lo{nd - 1}] = {sink.out.src_conn};"],
-                      dims=[nd - 1])
+        inner = loops(sink, own, [f"_frow[_fo + {params[-1]} - _lo{nd - 1}] = "
+                                  f"{sink.out.src_conn};"], dims=[nd - 1])
         rows = ["if (_fstream) {"] + [
             f"for (long long {params[d]} = _lo{d}; {params[d]} < _hi{d}; ++{params[d]}) {{"
             for d in row_dims] + (prefetches(sink, own) if nd > 2 and not skewed or nd > 3
-                                  else []) + inner + [
-            f"_tir_store_row_{odesc.dtype.ctype}(&_fo_out[{flat_cpp(odesc, start)}], _frow, "
-            f"_hi{nd - 1} - _lo{nd - 1}, true);"] + ["}"] * len(row_dims) + \
+                                  else []) + [
+            f"const long long _fo = _tir_stage_begin_{odesc.dtype.ctype}("
+            f"&_fo_out[{flat_cpp(odesc, start)}], _frow, _fcarry);"] + inner + [
+            f"_tir_stage_end_{odesc.dtype.ctype}(&_fo_out[{flat_cpp(odesc, start)}], _frow, _fo, "
+            f"_hi{nd - 1} - _lo{nd - 1}, _fcarry);"] + ["}"] * len(row_dims) + \
             ["} else"] + loops(sink, own, store, inner_dims)
     else:
         rows = loops(sink, own, store, inner_dims)
@@ -620,12 +623,13 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     else:
         lines += flies + steps + rows
     if stream:
-        lines += ["#if defined(__AVX512F__) || defined(__AVX__)",
+        lines += [f"if (_fstream) _tir_flush_carry_{odesc.dtype.ctype}(_fcarry);",
+                  "#if defined(__AVX512F__) || defined(__AVX__)",
                   "if (_fstream) _tir_sfence();", "#endif"]
     code = "\n".join(lines)
     ctype_out = odesc.dtype.ctype
     code_global = "#include <memory>\n#include <cstdint>\n" + prefetch.HEADERS + _RING + _OMP + \
-        (streaming_stores.row_store_function(ctype_out) if stream else "")
+        (streaming_stores.staged_rows_functions(ctype_out) if stream else "")
 
     # The new map over row chunks (or tiles of one dimension), one tasklet inside.
     b0, e0 = sink.ranges[0]
