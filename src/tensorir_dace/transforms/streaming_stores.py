@@ -169,34 +169,6 @@ def streamable(desc) -> bool:
         and desc.strides[-1] == 1
 
 
-def row_store_function(ctype: str) -> str:
-    """C++ global code of ``_tir_store_row_<ctype>(dst, src, n, stream)``:
-    copy a row computed into ``src`` to ``dst``, with regular stores until
-    ``dst`` is aligned to a cache line, streaming stores for whole lines,
-    and regular stores for the rest (all regular unless ``stream``)."""
-    name = f"_tir_store_row_{ctype.replace(' ', '_')}"
-    return NONTEMPORAL + f"""\
-#ifndef {name.upper()}
-#define {name.upper()}
-static inline void {name}({ctype}* __restrict__ dst,
-        const {ctype}* __restrict__ src, long long n, bool stream) {{
-    long long k = 0;
-#if defined(__AVX512F__) || defined(__AVX__)
-    if (stream) {{
-{_stream_macro(ctype)}
-        for (; k < n && ((uintptr_t)(dst + k) % 64); ++k) dst[k] = src[k];
-        constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
-        for (; k + _B <= n; k += _B)
-            for (int t = 0; t < _B; t += _W) _TIR_STREAM(dst + k + t, src + k + t);
-#undef _TIR_STREAM
-    }}
-#endif
-    for (; k < n; ++k) dst[k] = src[k];
-}}
-#endif
-"""
-
-
 def staged_rows_functions(ctype: str) -> str:
     """C++ global code streaming rows written one after another (rows of a
     contiguous block) through a staging buffer, whole cache lines only:
