@@ -113,14 +113,46 @@ def test_output_rows_are_streamed(src, monkeypatch):
     prog = tir.parse(src)
     fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
-    assert "_tir_store_row_double(" in code and "_tir_sfence();" in code
+    assert "_tir_stage_end_double(" in code and "_tir_sfence();" in code
     assert f"{fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))" in code
     for seed, sizes in enumerate([{"N": 37, "M": 70, "L": 21}, {"N": 5, "M": 70, "L": 300},
                                   {"N": 33, "M": 3, "L": 1}]):
         matches_interpreter(prog, fn, sizes=sizes, seed=seed)
     monkeypatch.setenv("TENSORIR_DACE_STREAMING_STORES", "0")
     (off,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
-    assert "_tir_store_row" not in off and "_tir_sfence" not in off
+    assert "_tir_stage_" not in off and "_tir_sfence" not in off
+
+
+@pytest.mark.parametrize("ctype", ["float", "float32"])
+def test_streamed_rows_share_their_partial_lines(ctype, monkeypatch):
+    """Output rows start at every offset in a cache line (the output a view
+    0–15 values past a line, rows of 5, 13 and 80 values): a row's first,
+    partial line is streamed with the previous row's last values, and the
+    values of the last row are written at the end."""
+    import numpy as np
+
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(LAP_OF_LAP.replace("float", ctype))
+    fn = tir.compile(prog)
+    (code,) = tiled_code(fn.sdfg)
+    assert "_tir_stage_begin_" in code and "_tir_flush_carry_" in code
+    dtype = np.float64 if ctype == "float" else np.float32
+    for seed, (sizes, shift) in enumerate([({"N": 37, "M": 70, "L": 5}, 3),
+                                           ({"N": 40, "M": 9, "L": 13}, 7),
+                                           ({"N": 9, "M": 20, "L": 80}, 2),
+                                           ({"N": 9, "M": 20, "L": 80}, 15)]):
+        args = random_arguments(prog, sizes=sizes, seed=seed)
+        ref = clone(args)
+        tir.interpret(prog, **ref)
+        shape = args["out"].shape
+        size = int(np.prod(shape))
+        block = np.full(size + 64, 7.0, dtype=dtype)
+        start = (-block.ctypes.data // block.itemsize) % (64 // block.itemsize) + shift
+        args["out"] = block[start:start + size].reshape(shape)
+        fn(**args)
+        assert_same_results(args, ref, 1e-5 if ctype == "float32" else 1e-10)
+        assert (block[:start] == 7.0).all() and (block[start + size:] == 7.0).all()
 
 
 def test_the_tile_width_is_sized_from_the_levels():
@@ -135,6 +167,40 @@ def test_the_tile_width_is_sized_from_the_levels():
     (code,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
     assert (f"std::max<long long>({fs.MIN_WIDTH}, std::min<long long>(M - (0), "
             f"({fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))) / 8 * 8))") in code
+
+
+LAP3 = f"""
+lap3(out: {F3}, inp: tensor<float, I[-3:N+3], J[-3:M+3], K[0:L]>) {{
+  t1: tensor<float, I[-2:N+2], J[-2:M+2], K[0:L]>;
+  t2: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>;
+  t1 ← {lap('inp')};
+  t2 ← {lap('t1')};
+  out ← {lap('t2')}
+}}
+"""
+
+
+@pytest.mark.parametrize("src,lags", [(DIFFUSION, [0, 1]), (LAP3, [0, 1, 2])])
+def test_each_thread_rolls_its_run_of_chunks_in_one_loop_over_j(src, lags):
+    """The statements of a row step share one loop over J, each a column
+    behind the columns it reads further along J (its lag); each thread's
+    consecutive chunks are one run, its halo rows computed once.  Results
+    hold for every thread count and split of the chunks into runs (100
+    rows: 4 chunks, runs of 4, 2 + 2, 2 + 1 + 1, 1 each)."""
+    from tensorir_dace import openmp
+    prog = tir.parse(src)
+    fn = tir.compile(prog)
+    (code,) = tiled_code(fn.sdfg)
+    assert code.count("for (long long _j1 = ") == 1
+    assert [f"const long long _i_J = _j1 - {lag};" in code for lag in lags] == [True] * len(lags)
+    assert "const bool _run = _rb == _ci;" in code and "if (_run) {" in code
+    threads = openmp.get_num_threads()
+    try:
+        for seed, n in enumerate([1, 2, 3, 5]):
+            openmp.set_num_threads(n)
+            matches_interpreter(prog, fn, sizes={"N": 100, "M": 37, "L": 80}, seed=seed)
+    finally:
+        openmp.set_num_threads(threads)
 
 
 TWO_D = """
@@ -241,11 +307,14 @@ def test_random_chains_match_the_interpreter():
 def test_loops_over_j_prefetch_the_leading_input_row():
     """The flux row reads u through kh and lap, computed on the fly: its
     leading read is u at I + 1 (index I + 4 with u's halo of 3), prefetched in
-    the loop over J, outside the vectorised loop over K.  A two-dimensional
-    chain has no loop over J and no prefetch."""
+    the loop over J, outside the vectorised loop over K.  The output's read
+    of u, two rows behind, is not prefetched (the flux read that row two row
+    steps earlier).  A two-dimensional chain has no loop over J and no
+    prefetch."""
     prog = tir.parse(DIFFUSION)
     (code,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
     assert_address(code, "_fp_u", "L*(M + 6)*(_i_I + 4) + L*(_pf_row + 3) + _pf_lo")
+    assert code.count("__builtin_prefetch") == 1
     assert "std::min<long long>(_i_J + _pf_ahead, (_hi1 + (1)) - 1)" in code
     for loop in code.split("#pragma omp simd")[1:]:
         assert "__builtin_prefetch" not in loop.split("}")[0]

@@ -6,10 +6,12 @@ transfers per point for a temporary that the second statement needs only
 near the point it computes.  The maps cannot be fused point by point (the
 consumer reads ``tmp`` at shifted points), so the pass fuses the group of
 maps of such a chain of statements into one map over chunks of :data:`ROWS`
-rows of the sink's first dimension.  In one chunk, one thread walks the
-rows in order; the innermost dimension (contiguous in memory) stays whole,
-so the loops over it vectorise, and the dimension in between is cut into
-tiles whose width is sized at run time so that the buffers fill
+rows of the sink's first dimension.  The chunks form one run of
+consecutive chunks per OpenMP thread, computed by the task of its first
+chunk (see :func:`_run_bounds`).  In one run, one thread walks the rows in
+order; the innermost dimension (contiguous in memory) stays whole, so the
+loops over it vectorise, and the dimension in between is cut into tiles
+whose width is sized at run time so that the buffers fill
 :data:`BUFFER_BYTES` (a share of a core's L2 cache).  At each row step,
 
 1. each temporary computes the newest row its readers need into a *ring*
@@ -17,13 +19,17 @@ tiles whose width is sized at run time so that the buffers fill
    (a buffer of the thread that keeps its size between calls), in
    the statements' order, over the tile plus the halo its readers need;
    halos of neighbouring tiles overlap and are computed twice, and each
-   chunk first computes the rows of halo above its first row;
+   run first computes the rows of halo above its first row;
 2. or, for a temporary that is cheap to recompute, its statement is
    inlined as a function evaluated at each shifted point it is read at
    (on the fly);
 3. then the sink statement computes its row into its output, with
    streaming stores (:mod:`.streaming_stores`, the same switch and size
    threshold) where the output is large.
+
+With three or more dimensions the statements of a row step share one loop
+over dimension 1, each a few columns (its lag) behind the columns it reads,
+so that the core overlaps one statement's work with the next one's.
 
 A one-dimensional chain is cut into tiles of :data:`TILE` points instead,
 each with its whole halo in the buffer.
@@ -69,9 +75,10 @@ NAME = "fuse_across_statements"
 #: the cost rule counts the halo's share of recomputation with.
 TILE = 32
 
-#: Rows of dimension 0 per task of the fused map (2 or more dimensions).
-#: Each task first computes the rows of halo above its first row: with
-#: the diffusion chain's halo of 2 on each side, 4 rows per 32.
+#: Rows of dimension 0 per task of the fused map (2 or more dimensions);
+#: the tasks are grouped into one run per thread, each of which first
+#: computes the rows of halo above its first row (the diffusion chain's
+#: halo of 2 on each side: 4 rows per run).
 ROWS = 32
 
 #: Bytes of ring buffers per thread, the tile width along dimension 1 is
@@ -96,6 +103,12 @@ TILE_MAX_OPS = 16
 
 #: Operations counted for one call of a math function (sqrt, exp, …).
 MATH_OPS = 8
+
+#: Bytes the ring buffers are aligned to (a cache line).  The heap returns
+#: 16-byte aligned blocks (a large one, mapped, 16 bytes past a page): the
+#: diffusion chain's 64-byte vector accesses to rings 16 or 48 bytes past a
+#: line measured 15% slower than to rings on a line (2-core AMD EPYC, AVX-512).
+ALIGN = 64
 
 _ASSIGN = re.compile(r"=(?!=)")
 _CALL = re.compile(r"\b[A-Za-z_][A-Za-z0-9_:]*\s*\(")
@@ -375,8 +388,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     lines = []
     buffered = [m.written for m in order if modes.get(m.written) == "tile"]
     if rolled:
-        lines.append(f"const long long _c0 = _tile0, _e0 = std::min<long long>(_c0 + {ROWS}, "
-                     f"{ends[0]});")
+        lines += _run_bounds(cpp(sink.ranges[0][0]), ends[0])
     else:
         lines.append(f"const long long _lo0 = _tile0, _hi0 = std::min<long long>(_lo0 + {TILE}, "
                      f"{ends[0]});")
@@ -415,7 +427,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         ctype = odesc.dtype.ctype
         row = f"({ends[-1]} - ({cpp(sink.ranges[-1][0])}))"
         size = " * ".join(f"({cpp(e - b + 1)})" for b, e in sink.ranges)
-        lines += _scratch("_frow", ctype, row) + [
+        lines += _scratch("_frow", ctype, f"{row} + 128 / sizeof({ctype})") + [
+                  f"_tir_carry_{ctype} _fcarry;", "_fcarry.n = 0;",
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
                   f">= {streaming_stores.MIN_BYTES}LL;"]
 
@@ -464,10 +477,35 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                 out.append((data, sdfg.arrays[data], coords))
         return out
 
+    def row_of(m: _Map) -> int:
+        """The row ``m`` computes at a row step, relative to the sink's."""
+        return 0 if m is sink else halos[m.written][0][1]
+
+    def newest_rows() -> dict[str, int]:
+        """Per array read from memory: the newest row (relative to the
+        sink's) any statement reads of it at a row step; ``None`` where a
+        read is not at a constant offset."""
+        out: dict[str, Any] = {}
+        for m in order:
+            if modes.get(m.written) == "fly":
+                continue
+            for data, _, coords in memory_reads(m):
+                off = _offsets(coords, params)
+                row = None if off is None or out.get(data, 0) is None \
+                    else max(out.get(data, off[0] + row_of(m)), off[0] + row_of(m))
+                out[data] = row
+        return out
+
     def prefetches(m: _Map, span) -> list[str]:
-        """Prefetch lines for the loop over dimension ``nd - 2`` (see :mod:`.prefetch`)."""
+        """Prefetch lines for the loop over dimension ``nd - 2`` (see
+        :mod:`.prefetch`).  With ``rolled``, only for rows no statement read
+        at an earlier row step (those are in the cache)."""
         out = []
         for data, coords in prefetch.leading_reads(memory_reads(m), params).items():
+            off = _offsets(coords, params)
+            if rolled and off is not None and newest.get(data) is not None \
+                    and off[0] + row_of(m) < newest[data]:
+                continue
             pointer = pointers.setdefault(data, f"_fp_{_ident(data)}")
             out += prefetch.row_prefetch(pointer, sdfg.arrays[data], coords, params,
                                          span[nd - 2][1], *span[nd - 1])
@@ -486,7 +524,37 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         n = len(dims) if dims is not None else nd - first
         return ["{"] + out + body(m) + store + ["}"] * n + ["}"]
 
+    newest = newest_rows() if rolled else {}
+    skewed = rolled and nd > 2      # one loop over dimension 1 for all statements of a row
+    inner_dims = list(range(2, nd)) if skewed else None
+
+    def columns(m: _Map, span) -> list[str]:
+        """With ``skewed``: the column of ``m`` the shared loop over
+        dimension 1 reaches, its prefetch when dimension 1 is the row loop."""
+        return [f"const long long {params[1]} = _j1 - {lags[m.written]};"] + \
+            (prefetches(m, span) if nd == 3 else [])
+
+    def tile_reads(m: _Map) -> list[tuple[str, list[int]]]:
+        """The buffered temporaries ``m`` reads and their offsets, with
+        those of the temporaries it computes on the fly."""
+        out = []
+        for _, data, coords in m.reads:
+            off = _offsets(coords, m.params) or [0] * nd
+            if modes.get(data) == "tile":
+                out.append((data, off))
+            elif modes.get(data) == "fly":
+                out += [(d, [a + b for a, b in zip(off, o)]) for d, o in tile_reads(temps[data])]
+        return out
+
+    # With ``skewed``, statement ``m`` computes column ``_j1 - lags[m]`` at step
+    # ``_j1``: after the columns of the same row it reads further along.
+    lags: dict[str, int] = {}
+    for m in order if skewed else ():
+        if modes.get(m.written) != "fly":
+            lags[m.written] = max([lags[d] + max(0, off[1]) for d, off in tile_reads(m)] or [0])
+
     flies, steps = [], []
+    bounds = []                       # per statement: its dimension-1 range's offsets, lag
     for m in order:
         data = m.written
         ctype = sdfg.arrays[data].dtype.ctype
@@ -500,7 +568,15 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         span = [(f"_lo{d} + ({lo})", f"_hi{d} + ({hi})") for d, (lo, hi)
                 in enumerate(halos[data])]
         store = [f"_fb_{_ident(data)}[{buffer_index(data, params)}] = {m.out.src_conn};"]
-        if rolled:                        # the newest row its readers need at this step
+        if skewed:
+            lo, hi = halos[data][0]
+            (a, b), lag = halos[data][1], lags[data]
+            bounds.append((a + lag, b + lag))
+            steps += [f"if (_s + ({hi}) >= _c0 + ({lo}) && _j1 >= _lo1 + ({a + lag}) "
+                      f"&& _j1 < _hi1 + ({b + lag})) {{",
+                      f"const long long {params[0]} = _s + ({hi});"] + \
+                columns(m, span) + loops(m, span, store, inner_dims) + ["}"]
+        elif rolled:                      # the newest row its readers need at this step
             lo, hi = halos[data][0]
             steps += [f"if (_s + ({hi}) >= _c0 + ({lo})) {{",
                       f"const long long {params[0]} = _s + ({hi});"] + \
@@ -510,35 +586,50 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     own = [(f"_lo{d}", f"_hi{d}") for d in range(nd)]
     point = [symbolic.pystr_to_symbolic(p) for p in params]
     store = [f"_fo_out[{flat_cpp(odesc, point)}] = {sink.out.src_conn};"]
+    row_dims = range(2 if skewed else 1, nd - 1)     # loops around the streamed rows
     if stream:
         start = point[:-1] + [symbolic.pystr_to_symbolic(f"_lo{nd - 1}")]
-        inner = loops(sink, own, [f"_frow[{params[-1]} - _lo{nd - 1}] = {sink.out.src_conn};"],
-                      dims=[nd - 1])
+        inner = loops(sink, own, [f"_frow[_fo + {params[-1]} - _lo{nd - 1}] = "
+                                  f"{sink.out.src_conn};"], dims=[nd - 1])
         rows = ["if (_fstream) {"] + [
             f"for (long long {params[d]} = _lo{d}; {params[d]} < _hi{d}; ++{params[d]}) {{"
-            for d in range(1, nd - 1)] + (prefetches(sink, own) if nd > 2 else []) + inner + [
-            f"_tir_store_row_{odesc.dtype.ctype}(&_fo_out[{flat_cpp(odesc, start)}], _frow, "
-            f"_hi{nd - 1} - _lo{nd - 1}, true);"] + ["}"] * (nd - 2) + \
-            ["} else"] + loops(sink, own, store)
+            for d in row_dims] + (prefetches(sink, own) if nd > 2 and not skewed or nd > 3
+                                  else []) + [
+            f"const long long _fo = _tir_stage_begin_{odesc.dtype.ctype}("
+            f"&_fo_out[{flat_cpp(odesc, start)}], _frow, _fcarry);"] + inner + [
+            f"_tir_stage_end_{odesc.dtype.ctype}(&_fo_out[{flat_cpp(odesc, start)}], _frow, _fo, "
+            f"_hi{nd - 1} - _lo{nd - 1}, _fcarry);"] + ["}"] * len(row_dims) + \
+            ["} else"] + loops(sink, own, store, inner_dims)
     else:
-        rows = loops(sink, own, store)
+        rows = loops(sink, own, store, inner_dims)
+    if skewed:
+        lag = lags[sink.written]
+        bounds.append((lag, lag))
+        rows = [f"if (_s >= _c0 && _j1 >= _lo1 + ({lag}) && _j1 < _hi1 + ({lag})) {{",
+                f"const long long {params[0]} = _s;"] + columns(sink, own) + rows + ["}"]
+        steps = [f"for (long long _j1 = _lo1 + ({min(a for a, _ in bounds)}); "
+                 f"_j1 < _hi1 + ({max(b for _, b in bounds)}); ++_j1) {{"] + steps + rows + ["}"]
+        rows = []
+    elif rolled:
+        rows = ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows + ["}"]
     if rolled:
         reach = max([halos[t][0][1] - halos[t][0][0] for t in buffered] or [0])
         tiles = ["{"] if nd == 2 else [
             f"for (long long _t1 = {cpp(sink.ranges[1][0])}; _t1 < {ends[1]}; _t1 += _tw) {{",
             f"const long long _lo1 = _t1, _hi1 = std::min<long long>(_t1 + _tw, {ends[1]});"]
-        lines += tiles + flies + [f"for (long long _s = _c0 - ({reach}); _s < _e0; ++_s) {{"] \
-            + steps + ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows \
-            + ["}", "}", "}"]
+        lines += ["if (_run) {"] + tiles + flies \
+            + [f"for (long long _s = _c0 - ({reach}); _s < _e0; ++_s) {{"] \
+            + steps + rows + ["}", "}", "}"]
     else:
         lines += flies + steps + rows
     if stream:
-        lines += ["#if defined(__AVX512F__) || defined(__AVX__)",
+        lines += [f"if (_fstream) _tir_flush_carry_{odesc.dtype.ctype}(_fcarry);",
+                  "#if defined(__AVX512F__) || defined(__AVX__)",
                   "if (_fstream) _tir_sfence();", "#endif"]
     code = "\n".join(lines)
     ctype_out = odesc.dtype.ctype
-    code_global = "#include <memory>\n" + prefetch.HEADERS + _RING + \
-        (streaming_stores.row_store_function(ctype_out) if stream else "")
+    code_global = "#include <memory>\n#include <cstdint>\n" + prefetch.HEADERS + _RING + _OMP + \
+        (streaming_stores.staged_rows_functions(ctype_out) if stream else "")
 
     # The new map over row chunks (or tiles of one dimension), one tasklet inside.
     b0, e0 = sink.ranges[0]
@@ -576,12 +667,54 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
 def _scratch(name: str, ctype: str, size: str) -> list[str]:
     """C++ lines declaring ``name``, a buffer of at least ``size`` values of the
     thread, kept between calls (so it stays in the cache) and grown when
-    needed (a ``unique_ptr`` array: ``std::vector<bool>`` has no ``data()``)."""
+    needed (a ``unique_ptr`` array: ``std::vector<bool>`` has no ``data()``).
+    It starts on a cache line (:data:`ALIGN`): vector loads and stores of
+    rows whose length is a multiple of the line then never straddle two."""
+    pad = f"({ALIGN} / sizeof({ctype}))"
     return [f"static thread_local std::unique_ptr<{ctype}[]> {name}_v;",
             f"static thread_local long long {name}_n = 0;",
             f"if ({name}_n < (long long)({size})) {{ {name}_n = (long long)({size}); "
-            f"{name}_v.reset(new {ctype}[{name}_n]); }}",
-            f"{ctype}* const __restrict__ {name} = {name}_v.get();"]
+            f"{name}_v.reset(new {ctype}[{name}_n + {pad}]); }}",
+            f"{ctype}* const __restrict__ {name} = reinterpret_cast<{ctype}*>("
+            f"(reinterpret_cast<uintptr_t>({name}_v.get()) + {ALIGN - 1}) & "
+            f"~(uintptr_t){ALIGN - 1});"]
+
+
+def _run_bounds(begin: str, end: str) -> list[str]:
+    """C++ lines setting ``_c0``, ``_e0`` (the rows the task of chunk
+    ``_tile0`` computes) and ``_run`` (whether it computes any).  The chunks
+    are grouped into one run of consecutive chunks per thread, split as
+    OpenMP's static schedule splits the chunks: a run's first chunk computes
+    the whole run, so the halo rows above a chunk are computed once per run,
+    not once per chunk.  Which thread takes which chunk only balances the
+    work: every run is computed once whatever the schedule."""
+    return [
+        f"const long long _nch = (({end}) - ({begin}) + {ROWS - 1}) / {ROWS};",
+        f"const long long _ci = (_tile0 - ({begin})) / {ROWS};",
+        "const long long _nth = std::max<long long>(1, std::min<long long>("
+        "_tir_team_size(), _nch));",
+        "const long long _q = _nch / _nth, _r = _nch % _nth;",
+        "const long long _rn = _ci < _r * (_q + 1) ? _ci / (_q + 1) "
+        ": _r + (_ci - _r * (_q + 1)) / _q;",
+        "const long long _rb = _rn * _q + std::min<long long>(_rn, _r), "
+        "_rb1 = (_rn + 1) * _q + std::min<long long>(_rn + 1, _r);",
+        "const bool _run = _rb == _ci;",
+        f"const long long _c0 = _tile0, _e0 = std::min<long long>(({begin}) + _rb1 * {ROWS}, "
+        f"{end});",
+    ]
+
+
+_OMP = """\
+#ifndef _TIR_TEAM_SIZE
+#define _TIR_TEAM_SIZE
+#ifdef _OPENMP
+#include <omp.h>
+static inline long long _tir_team_size() { return omp_get_num_threads(); }
+#else
+static inline long long _tir_team_size() { return 1; }
+#endif
+#endif
+"""
 
 
 _RING = """\

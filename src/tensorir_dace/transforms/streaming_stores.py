@@ -169,29 +169,73 @@ def streamable(desc) -> bool:
         and desc.strides[-1] == 1
 
 
-def row_store_function(ctype: str) -> str:
-    """C++ global code of ``_tir_store_row_<ctype>(dst, src, n, stream)``:
-    copy a row computed into ``src`` to ``dst``, with regular stores until
-    ``dst`` is aligned to a cache line, streaming stores for whole lines,
-    and regular stores for the rest (all regular unless ``stream``)."""
-    name = f"_tir_store_row_{ctype.replace(' ', '_')}"
+def staged_rows_functions(ctype: str) -> str:
+    """C++ global code streaming rows written one after another (rows of a
+    contiguous block) through a staging buffer, whole cache lines only:
+
+    ``o = _tir_stage_begin_<ctype>(dst, buf, carry)`` before a row is
+    computed: ``o`` is the row's offset in its first cache line (in
+    values); when the row continues where the values still waiting in
+    ``carry`` (a ``_tir_carry_<ctype>``, ``n = 0`` to start) end, they are
+    copied to ``buf[0:o]``, else written out.  The row is then computed into
+    ``buf[o:o + n]`` (``buf`` aligned to a line, ``n + 2 × 64`` bytes long),
+    and ``_tir_stage_end_<ctype>(dst, buf, o, n, carry)`` streams its whole
+    lines, aligned in ``buf`` as in memory, and keeps the last, partial
+    line's values in ``carry`` for the next row.  So a row whose start is not
+    on a line (80 float64 levels of an array 16 bytes past a line) shares
+    its first line with the previous row's last one, streamed whole instead
+    of both parts written with regular stores (which read the line from
+    memory first).  ``_tir_flush_carry_<ctype>(carry)`` writes the values
+    still waiting with regular stores: after the last row, before the store
+    fence.  An array not aligned to its values is written with regular
+    stores only."""
+    t = ctype.replace(" ", "_")
+    begin, end = f"_tir_stage_begin_{t}", f"_tir_stage_end_{t}"
+    carry, flush = f"_tir_carry_{t}", f"_tir_flush_carry_{t}"
     return NONTEMPORAL + f"""\
-#ifndef {name.upper()}
-#define {name.upper()}
-static inline void {name}({ctype}* __restrict__ dst,
-        const {ctype}* __restrict__ src, long long n, bool stream) {{
+#ifndef {begin.upper()}
+#define {begin.upper()}
+struct {carry} {{ {ctype} v[64 / sizeof({ctype})]; {ctype}* dst; int n; }};
+static inline void {flush}({carry}& c) {{
+    for (int t = 0; t < c.n; ++t) c.dst[t] = c.v[t];
+    c.n = 0;
+}}
+static inline long long {begin}({ctype}* dst, {ctype}* __restrict__ buf, {carry}& c) {{
+    const long long o = (long long)(((uintptr_t)dst % 64) / sizeof({ctype}));
+    if (c.n) {{
+        if (c.dst + c.n == dst) __builtin_memcpy(buf, c.v, 64);
+        else {flush}(c);
+    }}
+    return o;
+}}
+static inline void {end}({ctype}* dst, const {ctype}* __restrict__ buf, long long o,
+        long long n, {carry}& c) {{
+    constexpr int _B = 64 / (int)sizeof({ctype});
+    {ctype}* const line = dst - o;
+    const long long e = o + n;
     long long k = 0;
 #if defined(__AVX512F__) || defined(__AVX__)
-    if (stream) {{
 {_stream_macro(ctype)}
-        for (; k < n && ((uintptr_t)(dst + k) % 64); ++k) dst[k] = src[k];
-        constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
-        for (; k + _B <= n; k += _B)
-            for (int t = 0; t < _B; t += _W) _TIR_STREAM(dst + k + t, src + k + t);
-#undef _TIR_STREAM
+    if ((uintptr_t)dst % sizeof({ctype}) == 0) {{
+        if (c.n == 0 && o) {{             /* the first line's start is not this thread's */
+            const long long h = e < _B ? e : _B;
+            for (long long t = o; t < h; ++t) line[t] = buf[t];
+            k = _B;
+        }}
+        c.n = 0;
+        for (; k + _B <= e; k += _B)
+            for (int t = 0; t < _B; t += _W) _TIR_STREAM(line + k + t, buf + k + t);
+        if (k < e) {{
+            __builtin_memcpy(c.v, buf + k, 64);
+            c.dst = line + k;
+            c.n = (int)(e - k);
+        }}
+        return;
     }}
+#undef _TIR_STREAM
 #endif
-    for (; k < n; ++k) dst[k] = src[k];
+    if (c.n) {flush}(c);
+    for (k = o; k < e; ++k) line[k] = buf[k];
 }}
 #endif
 """
