@@ -25,6 +25,9 @@ from tensorir_dace.frontend import (
     Field,
     FieldOffset,
     LocalDimension,
+    NeighborTableOffsetProvider,
+    StridedNeighborOffsetProvider,
+    as_connectivity,
     field_operator,
     max_over,
     neighbor_sum,
@@ -239,3 +242,20 @@ def test_a_new_process_with_the_binary_cached(tmp_path):
                              env=env, timeout=300)
         assert run.returncode == 0, run.stderr
         assert run.stdout.strip() == "[3.0, 5.0]"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gt4py_offset_provider_objects(backend):
+    """GT4Py's provider objects in place of the arrays and ``None``."""
+    vn, geofac = RNG.random((NE, NK)), RNG.random((NC, 3))
+    provider = {"C2E": NeighborTableOffsetProvider(C2E_T, CellDim, EdgeDim, 3),
+                "C2CE": StridedNeighborOffsetProvider(CellDim, CEDim, 3)}
+    fn = _divergence_strided if backend == "compiled" else _divergence_strided.with_backend(None)
+    expected = (geofac[:, :, None] * vn[C2E_T]).sum(1)
+    np.testing.assert_allclose(fn(vn, geofac.ravel(), offset_provider=provider), expected,
+                               rtol=1e-14)
+    provider["C2E"] = as_connectivity([CellDim, C2EDim], EdgeDim, C2E_T, skip_value=-1)
+    np.testing.assert_allclose(fn(vn, geofac.ravel(), offset_provider=provider), expected,
+                               rtol=1e-14)
+    with pytest.raises(FrontendError, match="shape"):
+        NeighborTableOffsetProvider(C2E_T, CellDim, EdgeDim, 4)

@@ -105,7 +105,16 @@ from .api import (
     trunc,
     where,
 )
-from .connectivities import CartesianOffset, Connectivity, FieldOffset, LocalOffset, connectivity
+from .connectivities import (
+    CartesianOffset,
+    Connectivity,
+    FieldOffset,
+    LocalOffset,
+    NeighborTableOffsetProvider,
+    StridedNeighborOffsetProvider,
+    as_connectivity,
+    connectivity,
+)
 from .decorators import (
     FunctionObject,
     GridType,
@@ -153,6 +162,7 @@ __all__ = [
     "LocalDimension",
     "LocalOffset",
     "NeighborDimension",
+    "NeighborTableOffsetProvider",
     "NeighborSlot",
     "Offset",
     "ParamSig",
@@ -161,6 +171,7 @@ __all__ = [
     "ScanOperator",
     "SparseTensor",
     "Specialization",
+    "StridedNeighborOffsetProvider",
     "Tensor",
     "TensorArg",
     "TensorSpec",
@@ -172,6 +183,7 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
+    "as_connectivity",
     "as_offset",
     "broadcast",
     "astype",

@@ -150,6 +150,59 @@ class LocalOffset:
                 f"target=({self.rows.name}, {self.local.name}))")
 
 
+class NeighborTableOffsetProvider:
+    """GT4Py's offset provider for a neighbour table: ``NeighborTableOffsetProvider(
+    table, Cell, Edge, 3)`` gives ``table`` (rows along ``origin_axis``,
+    ``max_neighbors`` entries into ``neighbor_axis``, -1 for none) to the offset
+    it is passed for in ``offset_provider={...}``; the array itself does the same."""
+
+    def __init__(self, table: Any, origin_axis: Dimension, neighbor_axis: Dimension,
+                 max_neighbors: int, has_skip_values: bool = True):
+        self.table = table
+        self.origin_axis = origin_axis
+        self.neighbor_axis = neighbor_axis
+        self.max_neighbors = max_neighbors
+        self.has_skip_values = has_skip_values
+        shape = getattr(table, "shape", None)
+        if shape is None or len(shape) != 2 or shape[1] != max_neighbors:
+            raise DefinitionError(f"NeighborTableOffsetProvider(table, …, max_neighbors="
+                                  f"{max_neighbors}): the table must have shape (rows, "
+                                  f"{max_neighbors}), got {shape}")
+
+    @property
+    def ndarray(self) -> Any:
+        return self.table
+
+
+class StridedNeighborOffsetProvider:
+    """GT4Py's offset provider for a strided offset into a flattened field:
+    neighbour ``k`` of row ``c`` is element ``c * max_neighbors + k`` (see
+    :class:`StridedOffset`); no table is read."""
+
+    def __init__(self, origin_axis: Dimension, neighbor_axis: Dimension, max_neighbors: int,
+                 has_skip_values: bool = False):
+        self.origin_axis = origin_axis
+        self.neighbor_axis = neighbor_axis
+        self.max_neighbors = max_neighbors
+        self.has_skip_values = has_skip_values
+
+
+def as_connectivity(domain: Any, codomain: Dimension, data: Any,
+                    skip_value: int | None = None) -> NeighborTableOffsetProvider:
+    """GT4Py's ``as_connectivity([Cell, C2EDim], codomain=Edge, data=table,
+    skip_value=-1)``: a neighbour table for ``offset_provider``."""
+    dims = tuple(domain) if isinstance(domain, (tuple, list)) else (domain,)
+    shape = getattr(data, "shape", None)
+    if len(dims) != 2 or shape is None or len(shape) != 2:
+        raise DefinitionError("as_connectivity(domain, codomain, data): domain is (rows, "
+                              "neighbour dimension) and data a 2-dimensional table")
+    if skip_value not in (None, -1):
+        raise DefinitionError(f"as_connectivity(…, skip_value={skip_value}): absent "
+                              "neighbours are -1 (any negative entry)")
+    return NeighborTableOffsetProvider(data, dims[0], codomain, int(shape[1]),
+                                       has_skip_values=skip_value is not None)
+
+
 def bind_local_offsets(fn: Callable, tables: Mapping[str, Any],
                        provider: Mapping[str, Any] | None, where: str,
                        loc: SourceLoc | None = None) -> bool:
@@ -381,6 +434,8 @@ def as_table_dtype(value: Any, dtype: ir.ScalarType) -> Any:
     return value
 
 
-__all__ = ["Connectivity", "LocalOffset", "StridedOffset", "TablesCall", "as_table_dtype",
+__all__ = ["Connectivity", "LocalOffset", "NeighborTableOffsetProvider",
+           "StridedNeighborOffsetProvider", "StridedOffset", "TablesCall", "as_connectivity",
+           "as_table_dtype",
            "bind_local_offsets", "check_strided", "connectivity", "declared_tables",
            "merge_offset_provider", "table_arguments", "used_connectivities", "used_strided"]
