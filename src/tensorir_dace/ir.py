@@ -477,6 +477,9 @@ def absent_beyond_masks(x: Expr, absent: frozenset[str] = frozenset()) -> bool:
         name = canonical_builtin(name) if name else None
         if name in ("unstructured_shift", "offset_shift"):
             return True
+        if name == "shift_apply" and x.args and isinstance(x.args[0].type, TensorType) and \
+                (nb := x.args[0].type.highest_neighbor) is not None and nb.mask is not None:
+            return True     # the slot is absent where its table entry is: the type drops it
         if name in ("cartesian_shift", "shift_init", "shift_apply"):
             return bool(x.args) and absent_beyond_masks(x.args[0], absent)
         return False
