@@ -13,7 +13,9 @@ expression point by point with DESIGN.md's rules written out directly
 * ``reduce`` skips absent elements (a partial shift's entry < 0, or an absent
   operand value there) and is always present;
 * ``shift_apply(k)`` of a partial shift is its slot ``k``, absent as that is;
-* an applied lambda's parameter carries its argument's presence.
+* an applied lambda's parameter carries its argument's presence;
+* nested partial shifts ``⟪V2E⟫(⟪E2V⟫(x))`` are absent per element (j, i),
+  reduced in either order.
 
 The expressions gather through three tables, two of them of one type
 (``V2E`` and ``V2F``), so that one neighbour dimension can be masked by
@@ -57,6 +59,7 @@ def gen_v(r: random.Random, d: int):
         lambda: ("slot", r.randrange(3), gen_s(r, d - 1)),
         lambda: ("deref", gen_v(r, d - 1)),
         lambda: ("apply", r.choice(["guarded", "plain"]), gen_v(r, d - 1)),
+        lambda: ("nested", r.choice(["outer first", "inner first"]), gen_v(r, d - 1)),
     ])()
 
 
@@ -103,6 +106,15 @@ def text(t) -> str:
         return f"reduce({lam}, {init})({text(t[2])})"
     if kind == "slot":
         return f"shift_apply({t[1]})({text(t[2])})"
+    if kind == "nested":
+        x = f"⟪V2E⟫(⟪E2V⟫({text(t[2])}))"
+        if t[1] == "outer first":       # over V2E's neighbours (the highest counter) first
+            nb0 = "tensor<float, V[0:NV], _NB_0[0:2]>"
+            inner = f"reduce(λ(acc: {nb0}, y: {nb0}) → acc + y × 0.5, 0.0)({x})"
+            return f"reduce(λ(acc: {VT}, y: {VT}) → acc + y, 0.0)({inner})"
+        nb1 = "tensor<float, V[0:NV], _NB_1[0:3]>"
+        inner = f"reduce(λ(acc: {nb1}, y: {nb1}) → acc + y, 0.0, _NB_0)({x})"
+        return f"reduce(λ(acc: {VT}, y: {VT}) → maximum(acc, y), -5.0)({inner})"
     if kind == "deref":
         return f"cast(can_deref({text(t[1])}), float)"
     if kind == "apply":
@@ -136,6 +148,8 @@ class Model:
             return acc
         if kind == "slot":
             return self.s(t[2], p, t[1])
+        if kind == "nested":
+            return self.nested(t, p)
         if kind == "deref":
             return float(self.v(t[1], p) is not None)
         if kind == "apply":
@@ -168,6 +182,30 @@ class Model:
                     acc += x
             return acc
         return self.common(t, p, self.e)
+
+    def nested(self, t, p: int) -> float:
+        """``⟪V2E⟫(⟪E2V⟫(x))``: element (j, i) is absent where V2E[p, j] < 0,
+        E2V[V2E[p, j], i] < 0 or x there is; after one reduction the other
+        dimension keeps only a mask that did not depend on the reduced one."""
+        def element(j: int, i: int):
+            e = int(self.a["V2E"][p, j])
+            n = -1 if e < 0 else int(self.a["E2V"][e, i])
+            return None if n < 0 else self.v(t[2], n)
+        if t[1] == "outer first":
+            inner = []
+            for i in range(2):
+                acc = 0.0
+                for j in range(3):
+                    if (y := element(j, i)) is not None:
+                        acc += 0.5 * y
+                inner.append(acc)              # E2V's mask depended on j: unmasked now
+            return sum(inner)
+        acc = -5.0
+        for j in range(3):
+            if int(self.a["V2E"][p, j]) < 0:   # V2E's mask stays
+                continue
+            acc = max(acc, sum(y for i in range(2) if (y := element(j, i)) is not None))
+        return acc
 
     @staticmethod
     def common(t, p, ev):
