@@ -302,3 +302,108 @@ def test_compiled_code_follows_the_presence_rules(seed, optimize):
     a = arguments(seed, len(trees))
     compiled(program(trees), optimize)(**a)
     check(trees, a)
+
+
+# ------------------------------------------------------------------ columns
+# Data-dependent offsets along K: ``⟪K, off⟫(x)`` is defined on ``off``'s
+# domain and absent where ``k + off`` leaves ``x``'s interval (or ``x`` is
+# absent there); a Cartesian shift moves the interval.
+
+N, L = 4, 6
+CT = "tensor<float, I[0:N], K[0:L]>"
+
+
+def gen_k(r: random.Random, d: int):
+    if d == 0 or r.random() < 0.2:
+        return r.choice([("leaf", "col"), ("cart", r.choice([-1, 1]))])
+    return r.choice([
+        lambda: ("dd", r.choice(["ko", "kl"]), gen_k(r, d - 1)),
+        lambda: ("op", r.choice(list(OPS)), gen_k(r, d - 1), gen_k(r, d - 1)),
+        lambda: ("guard", gen_k(r, d - 1), -1.0),
+        lambda: ("select", gen_k(r, d - 1), gen_k(r, d - 1)),
+    ])()
+
+
+def k_text(t) -> str:
+    kind = t[0]
+    if kind == "leaf":
+        return "col"
+    if kind == "cart":
+        return f"⟪K, {t[1]}⟫(col)"
+    if kind == "dd":
+        return f"⟪K, {t[1]}⟫({k_text(t[2])})"
+    if kind == "op":
+        return f"({k_text(t[2])} {t[1]} {k_text(t[3])})"
+    if kind == "guard":
+        return f"if(can_deref({k_text(t[1])}), {k_text(t[1])}, {t[2]})"
+    return f"if({k_text(t[1])} > {k_text(t[2])}, {k_text(t[1])}, {k_text(t[2])})"
+
+
+def k_interval(t) -> tuple[int, int]:
+    """Where ``t`` is defined along K."""
+    kind = t[0]
+    if kind == "leaf":
+        return -1, L + 1
+    if kind == "cart":
+        return -1 - t[1], L + 1 - t[1]
+    if kind == "dd":
+        return 0, L                                   # the offsets' domain
+    parts = [k_interval(c) for c in t[1:] if isinstance(c, tuple)]
+    return max(p[0] for p in parts), min(p[1] for p in parts)
+
+
+def k_model(a: dict, t, i: int, k: int):
+    kind = t[0]
+    if kind == "leaf":
+        return float(a["col"][i, k + 1])
+    if kind == "cart":
+        return float(a["col"][i, k + t[1] + 1])
+    if kind == "dd":
+        target = k + int(a[t[1]][i, k])
+        lo, hi = k_interval(t[2])
+        return k_model(a, t[2], i, target) if lo <= target < hi else None
+    return Model.common(t, k, lambda x, q: k_model(a, x, i, q))
+
+
+def k_program(trees) -> str:
+    outs = ", ".join(f"o{i}: {CT}, c{i}: tensor<bool, I[0:N], K[0:L]>" for i in range(len(trees)))
+    body = ";\n".join(f"  o{i} ← {k_text(t)};\n  c{i} ← can_deref({k_text(t)})"
+                      for i, t in enumerate(trees))
+    return (f"columns(col: tensor<float, I[0:N], K[-1:L+1]>, ko: tensor<int32, I[0:N], K[0:L]>,"
+            f"\n        kl: {CT.replace('float', 'int')}, {outs}) {{\n{body}\n}}")
+
+
+def k_case(seed: int, count: int = 20):
+    r = random.Random(seed)
+    trees = [gen_k(r, r.randint(1, 4)) for _ in range(count)]
+    rng = np.random.default_rng(seed)
+    a = {"col": rng.random((N, L + 2)) + 0.5,
+         "ko": rng.integers(-3, 4, (N, L)).astype(np.int32), "kl": rng.integers(-7, 8, (N, L))}
+    a |= {f"o{i}": np.zeros((N, L)) for i in range(count)}
+    a |= {f"c{i}": np.zeros((N, L), dtype=bool) for i in range(count)}
+    return trees, a
+
+
+def k_check(trees, a) -> None:
+    for n, t in enumerate(trees):
+        got, present = a[f"o{n}"], a[f"c{n}"]
+        for i in range(N):
+            for k in range(L):
+                w = k_model(a, t, i, k)
+                assert present[i, k] == (w is not None), (k_text(t), i, k, w)
+                if w is not None:
+                    assert got[i, k] == pytest.approx(w, rel=1e-12), (k_text(t), i, k, w)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_data_dependent_offsets_follow_the_presence_rules(seed):
+    trees, a = k_case(seed)
+    tir.interpret(parsed(k_program(trees)), **a)
+    k_check(trees, a)
+
+
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_compiled_data_dependent_offsets_follow_the_presence_rules(optimize):
+    trees, a = k_case(100)
+    compiled(k_program(trees), optimize)(**a)
+    k_check(trees, a)
