@@ -220,17 +220,19 @@ def test_interpreter_literals_and_mixed(program):
 
 @pytest.mark.parametrize("fmod_operands", [False, True])
 def test_compiled_matches_interpreter(program, compiled, fmod_operands):
-    """fmod (exact) and float64 cbrt (the same libm) bitwise; float32 cbrt within
-    1 ulp (NumPy's cbrtf against cbrt in double, rounded once); gamma within 16
-    ulps in float64 (measured: at most 8 on 20,000 values) and 1 in float32
-    (measured: 0)."""
+    """fmod (exact) bitwise; cbrt within 2 ulps (glibc's cbrt, in double for
+    float32, against NumPy's, which on AVX-512 machines is its own vectorised
+    one: measured 1 or 2 ulps apart on 44% of these values there, at most 1
+    on AVX2 machines); gamma within 16 ulps in float64 (measured: at most 8
+    on 20,000 values) and 1 in float32 (measured: 0)."""
     args = arguments(cases(400), fmod_operands)
     ref = interpreted(program, args)
     out = {k: v.copy() for k, v in args.items()}
     compiled(**out)
-    for key in ("fmod64", "fmod32", "fmodi32", "fmodi64", "cbrt64", "lit"):
+    for key in ("fmod64", "fmod32", "fmodi32", "fmodi64", "lit"):
         np.testing.assert_array_equal(out[key], ref[key], err_msg=key)
-    assert ulps(out["cbrt32"], ref["cbrt32"]) <= 1         # cbrt in double, rounded once
+    assert ulps(out["cbrt64"], ref["cbrt64"]) <= 2
+    assert ulps(out["cbrt32"], ref["cbrt32"]) <= 2
     assert ulps(out["gamma64"], ref["gamma64"]) <= 16
     assert ulps(out["gamma32"], ref["gamma32"]) <= 1
     # gamma's last bits, magnified where the difference cancels
