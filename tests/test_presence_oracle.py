@@ -9,7 +9,8 @@ expression point by point with DESIGN.md's rules written out directly
 * a full shift through a table entry < 0 is absent, else the operand there;
 * an element-wise operation is absent where any operand is;
 * ``if(c, a, b)`` is absent where ``c`` is, else where the branch it selects is;
-* ``can_deref(x)`` is whether ``x`` is present (itself always present);
+* ``can_deref(x)`` is whether ``x`` is present (itself always present, so
+  ``if(can_deref(⟪V2E⟫(e)), ⟪V2E⟫(e), 7.0)`` is present at every neighbour);
 * ``reduce`` skips absent elements (a partial shift's entry < 0, or an absent
   operand value there) and is always present;
 * ``shift_apply(k)`` of a partial shift is its slot ``k``, absent as that is;
@@ -71,6 +72,7 @@ def gen_s(r: random.Random, d: int):
         lambda: ("op", "×", gen_s(r, d - 1), gen_v(r, d - 1)),
         lambda: ("select", gen_s(r, d - 1), gen_s(r, d - 1)),
         lambda: ("threshold", gen_s(r, d - 1), gen_s(r, d - 1)),
+        lambda: ("guard", gen_s(r, d - 1), 7.0),
     ])()
 
 
@@ -228,14 +230,14 @@ class Model:
         return ev(t[2], p) if c > 1.0 else 0.5
 
 
-S_KINDS = ("partial", "op", "select", "threshold")
+S_KINDS = ("partial", "op", "select", "threshold", "guard")
 
 
 def _sparse(t) -> bool:
     """Whether ``t`` has the neighbour dimension (a partial shift inside)."""
     if t[0] == "partial":
         return True
-    if t[0] in ("op", "select", "threshold"):
+    if t[0] in ("op", "select", "threshold", "guard"):
         return any(_sparse(c) for c in t[1:] if isinstance(c, tuple))
     return False
 

@@ -155,13 +155,17 @@ class Dim:
     ``mask`` is only set on a neighbour dimension (``_NB_<n>``) made by a
     partial shift: it is the neighbour table, as an expression seen from
     this tensor's coordinates, whose negative entries mark absent neighbours.
-    It is inferred, never written, and ignored by equality.
+    It is inferred, never written, and ignored by equality.  ``origin`` names
+    the table that made the dimension where a value present at every element
+    (``can_deref``'s) dropped the mask: front ends still tell neighbour
+    dimensions apart by it.
     """
 
     name: str
     start: sympy.Expr
     stop: sympy.Expr
     mask: Expr | None = field(default=None, compare=False, repr=False)
+    origin: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "start", as_bound(self.start))
@@ -493,6 +497,22 @@ def absent_beyond_masks(x: Expr, absent: frozenset[str] = frozenset()) -> bool:
                        for a in x.args for d in a.type.dims if d.mask is not None)
         return False
     return False
+
+
+def table_of_mask(mask: Expr | None) -> str | None:
+    """The name of the table a mask expression reads: its innermost operand
+    (a Cartesian or nested shift wraps the table)."""
+    e = mask
+    while isinstance(e, Call) and e.args:
+        e = e.args[0]
+    return e.name if isinstance(e, Sym) else None
+
+
+def unmasked(d: Dim) -> Dim:
+    """``d`` present at every element, remembering the table that made it."""
+    if d.mask is None:
+        return d
+    return replace(d, mask=None, origin=d.origin or table_of_mask(d.mask))
 
 
 def select_mask(types: Sequence[TensorType], dim: str) -> tuple[Expr | None, bool]:

@@ -284,10 +284,7 @@ def namedtuple_of(fn: Any, init: Any) -> type | None:
 def mask_table(nb: ir.Dim) -> str | None:
     """The name of the table a neighbour dimension's mask comes from: the
     innermost operand of its (possibly shifted) mask expression."""
-    e = nb.mask
-    while isinstance(e, ir.Call) and e.args:
-        e = e.args[0]
-    return e.name if isinstance(e, ir.Sym) else None
+    return ir.table_of_mask(nb.mask) if nb.mask is not None else nb.origin
 
 
 def reduce_axis_arg(nb: ir.Dim, types: list[ir.TensorType], loc) -> tuple[ir.Expr, ...]:
@@ -305,7 +302,7 @@ def reduction_axis_by_table(types: list[ir.TensorType], axis: NeighborDimension,
     hits: dict[str, ir.Dim] = {}
     for t in types:
         for d in t.dims:
-            if d.neighbor_counter is None or d.mask is None:
+            if d.neighbor_counter is None or (d.mask is None and d.origin is None):
                 continue
             src = table_dims.get(mask_table(d) or "")
             if src is not None and axis.matches(src):

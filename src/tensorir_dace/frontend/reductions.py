@@ -112,8 +112,6 @@ class ReductionTranslator(BuiltinTranslator):
         return nb
 
     def mask_table_name(self, nb: ir.Dim) -> str | None:
-        if nb.mask is None:
-            return None
         name = mask_table(nb)
         return name if name in self.ctx.table_dims else None
 

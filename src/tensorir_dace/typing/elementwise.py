@@ -99,8 +99,8 @@ class ElementwiseRules(Rules):
                                    e.args[1:], scope)
         dtype = self.same_dtype(e, "if", [a, b])
         types = [self.tensor(x) for x in (cond, a, b)]
-        dims = tuple(replace(d, mask=ir.select_mask(types, d.name)[0])
-                     for d in self.broadcast(e, types))
+        dims = tuple(replace(d, mask=mask) if (mask := ir.select_mask(types, d.name)[0])
+                     is not None else ir.unmasked(d) for d in self.broadcast(e, types))
         return replace(e, args=(cond, a, b), type=ir.TensorType(dtype, dims))
 
     def b_make_tuple(self, e, scope, expected):
@@ -128,7 +128,9 @@ class ElementwiseRules(Rules):
 
     def b_can_deref(self, e, scope, expected):
         (x,) = self.operands(e, scope, 1, "can_deref")
-        return replace(e, args=(x,), type=ir.TensorType(ir.BOOL, self.tensor(x).dims))
+        # present everywhere: false where x is absent
+        dims = tuple(ir.unmasked(d) for d in self.tensor(x).dims)
+        return replace(e, args=(x,), type=ir.TensorType(ir.BOOL, dims))
 
     def b_lift(self, e, scope, expected):
         raise self.error(e, "lift(f) must be applied: lift(f)(args)")
