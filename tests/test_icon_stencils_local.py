@@ -18,9 +18,13 @@ interpreted and compiled once, compared with hand-written NumPy.
 
 from __future__ import annotations
 
+import types
+from typing import TypeVar
+
 import numpy as np
 import pytest
 
+from tensorir_dace import frontend as gtx
 from tensorir_dace.frontend import (
     Dimension,
     DimensionKind,
@@ -37,10 +41,8 @@ from tensorir_dace.frontend import (
     float64,
     int32,
     max_over,
-    maximum,
     neighbor_sum,
     program,
-    scan_operator,
     sqrt,
 )
 
@@ -191,12 +193,14 @@ def _add_temporal_tendencies_to_vn_by_interpolating_between_time_levels(
 
 @program
 def edge_stencils(
-        z_kin_hor_e: Field[Dims[EdgeDim, KDim], vpfloat], coeff_gradekin: Field[Dims[ECDim], vpfloat],
+        z_kin_hor_e: Field[Dims[EdgeDim, KDim], vpfloat],
+        coeff_gradekin: Field[Dims[ECDim], vpfloat],
         z_ekinh: Field[Dims[CellDim, KDim], vpfloat], zeta: Field[Dims[VertexDim, KDim], vpfloat],
         vt: Field[Dims[EdgeDim, KDim], vpfloat], f_e: Field[Dims[EdgeDim], wpfloat],
         c_lin_e: Field[Dims[EdgeDim, E2CDim], wpfloat],
         z_w_con_c_full: Field[Dims[CellDim, KDim], vpfloat],
-        vn_ie: Field[Dims[EdgeDim, KDim], vpfloat], ddqz_z_full_e: Field[Dims[EdgeDim, KDim], vpfloat],
+        vn_ie: Field[Dims[EdgeDim, KDim], vpfloat],
+        ddqz_z_full_e: Field[Dims[EdgeDim, KDim], vpfloat],
         ddt_vn_apc: Field[Dims[EdgeDim, KDim], vpfloat],
         theta_v: Field[Dims[CellDim, KDim], wpfloat],
         ikoffset: Field[Dims[EdgeDim, E2CDim, KDim], int32],
@@ -208,7 +212,8 @@ def edge_stencils(
         cell_field: Field[Dims[CellDim, KDim], wpfloat],
         c_lin_e_2: Field[Dims[EdgeDim, E2CDim], wpfloat],
         edge_field: Field[Dims[EdgeDim, KDim], wpfloat],
-        scal_divdamp: Field[Dims[KDim], wpfloat], z_graddiv2_vn: Field[Dims[EdgeDim, KDim], vpfloat],
+        scal_divdamp: Field[Dims[KDim], wpfloat],
+        z_graddiv2_vn: Field[Dims[EdgeDim, KDim], vpfloat],
         vn: Field[Dims[EdgeDim, KDim], wpfloat],
         ddt_vn_apc_ntl1: Field[Dims[EdgeDim, KDim], vpfloat],
         ddt_vn_apc_ntl2: Field[Dims[EdgeDim, KDim], vpfloat],
@@ -309,3 +314,339 @@ def test_edge_stencils(backend):
                   vertical_end=ve, offset_provider=TABLES, backend=backend)
     check(a, {k: v for k, v in expected.items() if a[k].dtype == f64}, rtol=1e-12)
     check(a, {k: v for k, v in expected.items() if a[k].dtype == f32}, rtol=2e-5)
+
+
+# ---------------------------------------------------------------- cells
+
+
+@field_operator
+def _calculate_nabla2_of_theta(
+        z_nabla2_e: Field[Dims[EdgeDim, KDim], wpfloat],
+        geofac_div: Field[Dims[CEDim], wpfloat]) -> Field[Dims[CellDim, KDim], vpfloat]:
+    z_temp = neighbor_sum(z_nabla2_e(C2E) * geofac_div(C2CE), axis=C2EDim)
+    return astype(z_temp, vpfloat)
+
+
+@field_operator
+def _compute_contravariant_correction_of_w(
+        e_bln_c_s: Field[Dims[CEDim], wpfloat],
+        z_w_concorr_me: Field[Dims[EdgeDim, KDim], wpfloat],
+        wgtfac_c: Field[Dims[CellDim, KDim], wpfloat]) -> Field[Dims[CellDim, KDim], wpfloat]:
+    z_w_concorr_me_offset_1 = z_w_concorr_me(Koff[-1])
+    z_w_concorr_mc_m1 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me_offset_1(C2E), axis=C2EDim)
+    z_w_concorr_mc_m0 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(C2E), axis=C2EDim)
+    return wgtfac_c * z_w_concorr_mc_m0 + (wpfloat("1.0") - wgtfac_c) * z_w_concorr_mc_m1
+
+
+@field_operator
+def _compute_contravariant_correction_of_w_for_lower_boundary(
+        e_bln_c_s: Field[Dims[CEDim], wpfloat],
+        z_w_concorr_me: Field[Dims[EdgeDim, KDim], wpfloat],
+        wgtfacq_c: Field[Dims[CellDim, KDim], wpfloat]) -> Field[Dims[CellDim, KDim], wpfloat]:
+    m1 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(Koff[-1])(C2E), axis=C2EDim)
+    m2 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(Koff[-2])(C2E), axis=C2EDim)
+    m3 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(Koff[-3])(C2E), axis=C2EDim)
+    return wgtfacq_c(Koff[-1]) * m1 + wgtfacq_c(Koff[-2]) * m2 + wgtfacq_c(Koff[-3]) * m3
+
+
+@field_operator
+def _interpolate_contravariant_correction_from_edges_on_model_levels_to_cells_on_half_levels(
+        e_bln_c_s: Field[Dims[CEDim], wpfloat],
+        contravariant_correction_at_edges_on_model_levels: Field[Dims[EdgeDim, KDim], wpfloat],
+        wgtfac_c: Field[Dims[CellDim, KDim], wpfloat],
+        wgtfacq_c: Field[Dims[CellDim, KDim], wpfloat],
+        nlev: int32, nflatlev: int32) -> Field[Dims[CellDim, KDim], wpfloat]:
+    return concat_where(
+        (nflatlev + 1 <= KDim) & (KDim < nlev),
+        _compute_contravariant_correction_of_w(
+            e_bln_c_s, contravariant_correction_at_edges_on_model_levels, wgtfac_c),
+        _compute_contravariant_correction_of_w_for_lower_boundary(
+            e_bln_c_s, contravariant_correction_at_edges_on_model_levels, wgtfacq_c))
+
+
+@field_operator
+def _calculate_diagnostics_for_turbulence(
+        div: Field[Dims[CellDim, KDim], vpfloat], kh_c: Field[Dims[CellDim, KDim], vpfloat],
+        wgtfac_c: Field[Dims[CellDim, KDim], vpfloat]
+) -> tuple[Field[Dims[CellDim, KDim], vpfloat], Field[Dims[CellDim, KDim], vpfloat]]:
+    div_ic = wgtfac_c * div + (vpfloat("1.0") - wgtfac_c) * div(Koff[-1])
+    kh_ic = wgtfac_c * kh_c + (vpfloat("1.0") - wgtfac_c) * kh_c(Koff[-1])
+    return div_ic, kh_ic * kh_ic
+
+
+@field_operator
+def _compute_perturbation_of_rho_and_theta_and_rho_interface_cell_centers(
+        wgtfac_c: Field[Dims[CellDim, KDim], vpfloat], rho: Field[Dims[CellDim, KDim], wpfloat],
+        rho_ref_mc: Field[Dims[CellDim, KDim], vpfloat],
+        theta_v: Field[Dims[CellDim, KDim], wpfloat],
+        theta_ref_mc: Field[Dims[CellDim, KDim], vpfloat]
+) -> tuple[Field[Dims[CellDim, KDim], wpfloat], Field[Dims[CellDim, KDim], vpfloat],
+           Field[Dims[CellDim, KDim], vpfloat]]:
+    wgtfac_c_wp = astype(wgtfac_c, wpfloat)
+    rho_ic = wgtfac_c_wp * rho + (wpfloat("1.0") - wgtfac_c_wp) * rho(Koff[-1])
+    z_rth_pr_1 = astype(rho - astype(rho_ref_mc, wpfloat), vpfloat)
+    z_rth_pr_2 = astype(theta_v - astype(theta_ref_mc, wpfloat), vpfloat)
+    return rho_ic, z_rth_pr_1, z_rth_pr_2
+
+
+@field_operator
+def _interpolate_contravariant_vertical_velocity_to_full_levels(
+        z_w_con_c: Field[Dims[CellDim, KDim], vpfloat]) -> Field[Dims[CellDim, KDim], vpfloat]:
+    return vpfloat("0.5") * (z_w_con_c + z_w_con_c(Koff[1]))
+
+
+@program
+def cell_stencils(
+        z_nabla2_e: Field[Dims[EdgeDim, KDim], wpfloat], geofac_div: Field[Dims[CEDim], wpfloat],
+        z_temp: Field[Dims[CellDim, KDim], vpfloat],
+        e_bln_c_s: Field[Dims[CEDim], wpfloat],
+        z_w_concorr_me: Field[Dims[EdgeDim, KDim], wpfloat],
+        wgtfac_c: Field[Dims[CellDim, KDim], wpfloat],
+        wgtfacq_c: Field[Dims[CellDim, KDim], wpfloat],
+        w_concorr_c: Field[Dims[CellDim, KDim], wpfloat], nlev: int32, nflatlev: int32,
+        div: Field[Dims[CellDim, KDim], vpfloat], kh_c: Field[Dims[CellDim, KDim], vpfloat],
+        wgtfac_c_vp: Field[Dims[CellDim, KDim], vpfloat],
+        div_ic: Field[Dims[CellDim, KDim], vpfloat], hdef_ic: Field[Dims[CellDim, KDim], vpfloat],
+        rho: Field[Dims[CellDim, KDim], wpfloat], rho_ref_mc: Field[Dims[CellDim, KDim], vpfloat],
+        theta_v: Field[Dims[CellDim, KDim], wpfloat],
+        theta_ref_mc: Field[Dims[CellDim, KDim], vpfloat],
+        rho_ic: Field[Dims[CellDim, KDim], wpfloat],
+        z_rth_pr_1: Field[Dims[CellDim, KDim], vpfloat],
+        z_rth_pr_2: Field[Dims[CellDim, KDim], vpfloat],
+        z_w_con_c: Field[Dims[CellDim, KDim], vpfloat],
+        z_w_con_c_full: Field[Dims[CellDim, KDim], vpfloat],
+        horizontal_start: int32, horizontal_end: int32, vertical_start: int32,
+        vertical_end: int32):
+    _calculate_nabla2_of_theta(
+        z_nabla2_e, geofac_div, out=z_temp,
+        domain={CellDim: (horizontal_start, horizontal_end), KDim: (vertical_start, vertical_end)})
+    _interpolate_contravariant_correction_from_edges_on_model_levels_to_cells_on_half_levels(
+        e_bln_c_s, z_w_concorr_me, wgtfac_c, wgtfacq_c, nlev, nflatlev, out=w_concorr_c,
+        domain={CellDim: (horizontal_start, horizontal_end), KDim: (nflatlev + 1, nlev + 1)})
+    _calculate_diagnostics_for_turbulence(
+        div, kh_c, wgtfac_c_vp, out=(div_ic, hdef_ic),
+        domain={CellDim: (horizontal_start, horizontal_end), KDim: (1, nlev)})
+    _compute_perturbation_of_rho_and_theta_and_rho_interface_cell_centers(
+        wgtfac_c_vp, rho, rho_ref_mc, theta_v, theta_ref_mc, out=(rho_ic, z_rth_pr_1, z_rth_pr_2),
+        domain={CellDim: (horizontal_start, horizontal_end), KDim: (vertical_start, vertical_end)})
+    _interpolate_contravariant_vertical_velocity_to_full_levels(
+        z_w_con_c, out=z_w_con_c_full,
+        domain={CellDim: (horizontal_start, horizontal_end), KDim: (0, nlev)})
+
+
+def cell_inputs():
+    return dict(
+        z_nabla2_e=wp(NE, NLEV), geofac_div=wp(NC * 3) - 0.5, z_temp=np.full((NC, NLEV), 2.0, f32),
+        e_bln_c_s=wp(NC * 3), z_w_concorr_me=wp(NE, NLEV), wgtfac_c=wp(NC, NLEV + 1),
+        wgtfacq_c=wp(NC, NLEV + 1), w_concorr_c=np.full((NC, NLEV + 1), 4.0),
+        div=vp(NC, NLEV), kh_c=vp(NC, NLEV), wgtfac_c_vp=vp(NC, NLEV + 1),
+        div_ic=np.full((NC, NLEV + 1), 6.0, f32), hdef_ic=np.full((NC, NLEV + 1), 8.0, f32),
+        rho=wp(NC, NLEV), rho_ref_mc=vp(NC, NLEV), theta_v=wp(NC, NLEV),
+        theta_ref_mc=vp(NC, NLEV), rho_ic=np.full((NC, NLEV + 1), 1.5),
+        z_rth_pr_1=np.full((NC, NLEV), 2.5, f32), z_rth_pr_2=np.full((NC, NLEV), 3.5, f32),
+        z_w_con_c=vp(NC, NLEV + 1), z_w_con_c_full=np.full((NC, NLEV), 4.5, f32))
+
+
+def cell_numpy(a, nflatlev, bounds):
+    c2e = TABLES["C2E"]
+    hs, he, vs, ve = bounds
+    d = lambda x: x.astype(f64)  # noqa: E731
+    geofac = a["geofac_div"].reshape(NC, 3)
+    nabla2 = (a["z_nabla2_e"][c2e] * geofac[:, :, None]).sum(1)
+
+    bln = a["e_bln_c_s"].reshape(NC, 3)
+    me = (a["z_w_concorr_me"][c2e] * bln[:, :, None]).sum(1)          # (NC, NLEV) at full levels
+    half = np.full((NC, NLEV + 1), np.nan)
+    for k in range(nflatlev + 1, NLEV):
+        half[:, k] = a["wgtfac_c"][:, k] * me[:, k] + (1.0 - a["wgtfac_c"][:, k]) * me[:, k - 1]
+    q = a["wgtfacq_c"]
+    half[:, NLEV] = (q[:, NLEV - 1] * me[:, NLEV - 1] + q[:, NLEV - 2] * me[:, NLEV - 2]
+                     + q[:, NLEV - 3] * me[:, NLEV - 3])
+
+    w = d(a["wgtfac_c_vp"])
+    div_ic = np.full((NC, NLEV + 1), np.nan)
+    kh_ic = np.full((NC, NLEV + 1), np.nan)
+    div_ic[:, 1:NLEV] = w[:, 1:NLEV] * a["div"][:, 1:] + (1.0 - w[:, 1:NLEV]) * a["div"][:, :-1]
+    kh_ic[:, 1:NLEV] = w[:, 1:NLEV] * a["kh_c"][:, 1:] + (1.0 - w[:, 1:NLEV]) * a["kh_c"][:, :-1]
+    rho_ic = np.full((NC, NLEV + 1), np.nan)
+    rho_ic[:, 1:NLEV] = w[:, 1:NLEV] * a["rho"][:, 1:] + (1.0 - w[:, 1:NLEV]) * a["rho"][:, :-1]
+    full = 0.5 * (d(a["z_w_con_c"][:, :NLEV]) + a["z_w_con_c"][:, 1:])
+    return dict(
+        z_temp=inside(nabla2, a["z_temp"], *bounds),
+        w_concorr_c=inside(half, a["w_concorr_c"], hs, he, nflatlev + 1, NLEV + 1),
+        div_ic=inside(div_ic, a["div_ic"], hs, he, 1, NLEV),
+        hdef_ic=inside(kh_ic ** 2, a["hdef_ic"], hs, he, 1, NLEV),
+        rho_ic=inside(rho_ic, a["rho_ic"], *bounds),
+        z_rth_pr_1=inside(a["rho"] - a["rho_ref_mc"], a["z_rth_pr_1"], *bounds),
+        z_rth_pr_2=inside(a["theta_v"] - a["theta_ref_mc"], a["z_rth_pr_2"], *bounds),
+        z_w_con_c_full=inside(full, a["z_w_con_c_full"], hs, he, 0, NLEV))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cell_stencils(backend):
+    a = cell_inputs()
+    nflatlev = 2
+    bounds = (1, NC - 2, 1, NLEV)
+    expected = cell_numpy({k: v.copy() for k, v in a.items()}, nflatlev, bounds)
+    hs, he, vs, ve = bounds
+    cell_stencils(**a, nlev=NLEV, nflatlev=nflatlev, horizontal_start=hs, horizontal_end=he,
+                  vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, {k: v for k, v in expected.items() if a[k].dtype == f64}, rtol=1e-12)
+    check(a, {k: v for k, v in expected.items() if a[k].dtype == f32}, rtol=2e-5)
+
+
+# ------------------------------------------------- metrics, in icon4py's module spelling
+#
+# icon4py reaches its dimensions, offsets and field aliases through modules
+# (``dims.CellDim``, ``dims.C2E2CO``, ``fa.CellKField[wpfloat]``) and GT4Py through
+# ``gtx`` (``gtx.Field``, ``gtx.Dims``, ``gtx.int32``, ``gtx.program(grid_type=...)``).
+
+T = TypeVar("T")
+dims = types.ModuleType("icon_local_dims")
+dims.CellDim, dims.EdgeDim, dims.KDim = CellDim, EdgeDim, KDim
+dims.C2EDim, dims.C2E2CODim, dims.C2E, dims.C2E2CO, dims.Koff = (C2EDim, C2E2CODim, C2E,
+                                                                C2E2CO, Koff)
+fa = types.ModuleType("icon_local_field_aliases")
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+
+
+@gtx.field_operator
+def _compute_z_mc(z_ifc: fa.CellKField[wpfloat]) -> fa.CellKField[wpfloat]:
+    return wpfloat("0.5") * (z_ifc + z_ifc(dims.Koff[1]))
+
+
+@gtx.field_operator
+def _compute_ddqz_z_full_and_inverse(
+        z_ifc: fa.CellKField[wpfloat]) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    ddqz_z_full = z_ifc - z_ifc(dims.Koff[1])
+    return ddqz_z_full, wpfloat("1.0") / ddqz_z_full
+
+
+@gtx.field_operator
+def _compute_maxslp_maxhgtd(
+        ddxn_z_full: fa.EdgeKField[wpfloat], dual_edge_length: fa.EdgeField[wpfloat]
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_maxslp = max_over(abs(ddxn_z_full(dims.C2E)), axis=dims.C2EDim)
+    z_maxhgtd = max_over(abs(ddxn_z_full(dims.C2E) * dual_edge_length(dims.C2E)), axis=dims.C2EDim)
+    return z_maxslp, z_maxhgtd
+
+
+@gtx.field_operator
+def _compute_z_maxslp_avg_z_maxhgtd_avg(
+        maxslp: fa.CellKField[wpfloat], maxhgtd: fa.CellKField[wpfloat],
+        c_bln_avg: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat]
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_maxslp_avg = neighbor_sum(maxslp(dims.C2E2CO) * c_bln_avg, axis=dims.C2E2CODim)
+    z_maxhgtd_avg = neighbor_sum(maxhgtd(dims.C2E2CO) * c_bln_avg, axis=dims.C2E2CODim)
+    return z_maxslp_avg, z_maxhgtd_avg
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=(0.0, 0.0, True))
+def _scan_pressure(state: tuple[wpfloat, wpfloat, bool], ddqz_z_full: wpfloat,
+                   virtual_temperature: wpfloat, surface_pressure: wpfloat,
+                   grav_o_rd: wpfloat) -> tuple[wpfloat, wpfloat, bool]:
+    below = surface_pressure if state[2] else state[1]
+    pressure_interface = below * exp(-grav_o_rd * ddqz_z_full / virtual_temperature)
+    return sqrt(below * pressure_interface), pressure_interface, False
+
+
+@gtx.field_operator
+def _diagnose_pressure(
+        ddqz_z_full: fa.CellKField[wpfloat], virtual_temperature: fa.CellKField[wpfloat],
+        surface_pressure: fa.CellField[wpfloat], grav_o_rd: wpfloat
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    pressure, pressure_ifc, _ = _scan_pressure(ddqz_z_full, virtual_temperature,
+                                               surface_pressure, grav_o_rd)
+    return pressure, pressure_ifc
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def metric_stencils(
+        z_ifc: fa.CellKField[wpfloat], z_mc: fa.CellKField[wpfloat],
+        ddqz_z_full: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[wpfloat],
+        ddxn_z_full: fa.EdgeKField[wpfloat], dual_edge_length: fa.EdgeField[wpfloat],
+        maxslp: fa.CellKField[wpfloat], maxhgtd: fa.CellKField[wpfloat],
+        c_bln_avg: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+        maxslp_avg: fa.CellKField[wpfloat], maxhgtd_avg: fa.CellKField[wpfloat],
+        virtual_temperature: fa.CellKField[wpfloat], surface_pressure: fa.CellField[wpfloat],
+        pressure: fa.CellKField[wpfloat], pressure_ifc: fa.CellKField[wpfloat],
+        grav_o_rd: wpfloat, horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+        vertical_start: gtx.int32, vertical_end: gtx.int32):
+    _compute_z_mc(z_ifc, out=z_mc, domain={dims.CellDim: (horizontal_start, horizontal_end),
+                                           dims.KDim: (vertical_start, vertical_end)})
+    _compute_ddqz_z_full_and_inverse(
+        z_ifc, out=(ddqz_z_full, inv_ddqz_z_full),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_maxslp_maxhgtd(
+        ddxn_z_full, dual_edge_length, out=(maxslp, maxhgtd),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_z_maxslp_avg_z_maxhgtd_avg(
+        maxslp, maxhgtd, c_bln_avg, out=(maxslp_avg, maxhgtd_avg),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _diagnose_pressure(
+        ddqz_z_full, virtual_temperature, surface_pressure, grav_o_rd,
+        out=(pressure, pressure_ifc),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+def metric_inputs():
+    z_ifc = np.cumsum(wp(NC, NLEV + 1) + 0.5, axis=1)[:, ::-1].copy()
+    return dict(
+        z_ifc=z_ifc, z_mc=np.full((NC, NLEV), 1.0), ddqz_z_full=np.full((NC, NLEV), 2.0),
+        inv_ddqz_z_full=np.full((NC, NLEV), 3.0), ddxn_z_full=wp(NE, NLEV) - 0.5,
+        dual_edge_length=wp(NE) + 0.5, maxslp=np.full((NC, NLEV), 4.0),
+        maxhgtd=np.full((NC, NLEV), 5.0), c_bln_avg=wp(NC, 4),
+        maxslp_avg=np.full((NC, NLEV), 6.0), maxhgtd_avg=np.full((NC, NLEV), 7.0),
+        virtual_temperature=wp(NC, NLEV) * 30 + 250, surface_pressure=wp(NC) * 1e3 + 1e5,
+        pressure=np.full((NC, NLEV), 8.0), pressure_ifc=np.full((NC, NLEV), 9.0))
+
+
+def metric_numpy(a, grav_o_rd, bounds):
+    hs, he, vs, ve = bounds
+    c2e, c2e2co = TABLES["C2E"], TABLES["C2E2CO"]
+    z = a["z_ifc"]
+    ddqz = z[:, :NLEV] - z[:, 1:]
+    ddqz_out = inside(ddqz, a["ddqz_z_full"], *bounds)
+    slope = np.abs(a["ddxn_z_full"][c2e])
+    maxslp = inside(slope.max(1), a["maxslp"], *bounds)
+    height = np.abs(a["ddxn_z_full"][c2e] * a["dual_edge_length"][c2e][:, :, None])
+    maxhgtd = inside(height.max(1), a["maxhgtd"], *bounds)
+    present = (c2e2co >= 0)[:, :, None]
+    weights = a["c_bln_avg"][:, :, None]
+    avg = {name: np.where(present, field[np.where(c2e2co >= 0, c2e2co, 0)] * weights, 0.0).sum(1)
+           for name, field in (("maxslp", maxslp), ("maxhgtd", maxhgtd))}
+    pressure = np.array(a["pressure"])
+    pressure_ifc = np.array(a["pressure_ifc"])
+    for c in range(hs, he):
+        below = a["surface_pressure"][c]
+        for k in range(NLEV - 1, -1, -1):
+            pi = below * np.exp(-grav_o_rd * ddqz_out[c, k] / a["virtual_temperature"][c, k])
+            if vs <= k < ve:
+                pressure[c, k], pressure_ifc[c, k] = np.sqrt(below * pi), pi
+            below = pi
+    return dict(
+        z_mc=inside(0.5 * (z[:, :NLEV] + z[:, 1:]), a["z_mc"], *bounds),
+        ddqz_z_full=ddqz_out, inv_ddqz_z_full=inside(1.0 / ddqz, a["inv_ddqz_z_full"], *bounds),
+        maxslp=maxslp, maxhgtd=maxhgtd,
+        maxslp_avg=inside(avg["maxslp"], a["maxslp_avg"], *bounds),
+        maxhgtd_avg=inside(avg["maxhgtd"], a["maxhgtd_avg"], *bounds),
+        pressure=pressure, pressure_ifc=pressure_ifc)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_metric_stencils(backend):
+    a = metric_inputs()
+    grav_o_rd = 9.80665 / 287.04
+    bounds = (0, NC, 0, NLEV)
+    expected = metric_numpy({k: v.copy() for k, v in a.items()}, grav_o_rd, bounds)
+    hs, he, vs, ve = bounds
+    metric_stencils(**a, grav_o_rd=grav_o_rd, horizontal_start=hs, horizontal_end=he,
+                    vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, expected, rtol=1e-12)

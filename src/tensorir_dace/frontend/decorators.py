@@ -46,6 +46,7 @@ from .annotations import (
     GenericSpec,
     TensorArg,
     TensorSpec,
+    annotation_scope,
     annotation_spec,
     generic_spec,
 )
@@ -512,7 +513,7 @@ def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[
     ann = anns[name]
     if isinstance(ann, str):
         try:
-            ann = eval(ann, dict(fn.__globals__))
+            ann = eval(ann, annotation_scope(fn))
         except Exception as e:  # noqa: BLE001 - reported with the parameter's place
             if not strict:
                 return False, None

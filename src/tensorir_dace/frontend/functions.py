@@ -26,7 +26,7 @@ from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding, Scope
 from . import api
-from .annotations import annotation_spec, generic_spec
+from .annotations import annotation_scope, annotation_spec, generic_spec
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
@@ -142,7 +142,7 @@ class FunctionTranslator(BodyTranslator):
         for k, v in anns.items():
             if isinstance(v, str):
                 try:
-                    v = eval(v, dict(getattr(fn, "__globals__", {})))
+                    v = eval(v, annotation_scope(fn))
                 except Exception:  # noqa: BLE001 - an unreadable annotation is none
                     continue
             out[k] = v
