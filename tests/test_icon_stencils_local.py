@@ -34,6 +34,7 @@ from tensorir_dace.frontend import (
     abs,
     as_offset,
     astype,
+    broadcast,
     concat_where,
     exp,
     field_operator,
@@ -44,6 +45,7 @@ from tensorir_dace.frontend import (
     neighbor_sum,
     program,
     sqrt,
+    where,
 )
 
 CellDim = Dimension("Cell")
@@ -56,12 +58,16 @@ C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
+E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
+V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 E2EC = FieldOffset("E2EC", source=ECDim, target=(EdgeDim, E2CDim))
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
+E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
+V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 wpfloat, vpfloat = float64, float32
 BACKENDS = ["interpreter", "compiled"]
@@ -78,7 +84,9 @@ def table(rows, cols, targets, absent=0.0):
 
 TABLES = {"C2E": table(NC, 3, NE), "C2E2CO": table(NC, 4, NC, absent=0.25),
           "E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV), "C2CE": None, "E2EC": None,
+          "E2C2E": table(NE, 4, NE, absent=0.2), "V2C": table(NV, 6, NC, absent=0.2),
           "Koff": KDim}
+TABLES["V2C"][0, :] = -1            # a vertex without any cell
 TABLES["C2E2CO"][0, :] = -1         # a cell without any neighbour, itself included
 TABLES["C2E2CO"][1, 0] = 1          # and one whose first neighbour is itself
 
@@ -649,4 +657,254 @@ def test_metric_stencils(backend):
     hs, he, vs, ve = bounds
     metric_stencils(**a, grav_o_rd=grav_o_rd, horizontal_start=hs, horizontal_end=he,
                     vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, expected, rtol=1e-12)
+
+
+# ------------------------------------------------- velocity advection on edges (combined stencil)
+#
+# icon4py's combined edge stencil: chained comparisons of ``int32`` index fields
+# (``nflatlev <= k < nlev``) and of ``dims.KDim``, ``concat_where`` selecting between
+# a tuple-valued field operator reading a level up and a tuple of fields, an
+# ``if``-expression on a ``bool`` scalar choosing between fields, ``broadcast`` of
+# a ``KField``, ``V2C`` sums with absent cells feeding an ``E2V`` difference, ``E2C2E`` with absent edges, and a domain ending at
+# ``vertical_end - 1`` followed by a one-level extrapolation at ``vertical_end - 1``.
+
+dims.EdgeDim, dims.VertexDim, dims.E2C2EDim, dims.V2CDim = EdgeDim, VertexDim, E2C2EDim, V2CDim
+dims.E2C, dims.E2V, dims.E2C2E, dims.V2C = E2C, E2V, E2C2E, V2C
+fa.KField = Field[Dims[KDim], T]
+fa.VertexField = Field[Dims[VertexDim], T]
+
+
+@gtx.field_operator
+def _compute_tangential_wind(
+        vn: fa.EdgeKField[wpfloat],
+        rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat]
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(rbf_vec_coeff_e * vn(dims.E2C2E), axis=dims.E2C2EDim)
+
+
+@gtx.field_operator
+def _interpolate_vn_to_ie_and_compute_ekin_on_edges(
+        wgtfac_e: fa.EdgeKField[wpfloat], vn: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[wpfloat]
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    vn_ie = wgtfac_e * vn + (wpfloat("1.0") - wgtfac_e) * vn(dims.Koff[-1])
+    z_kin_hor_e = wpfloat("0.5") * (vn * vn + vt * vt)
+    return vn_ie, z_kin_hor_e
+
+
+@gtx.field_operator
+def _interpolate_vt_to_interface_edges(
+        wgtfac_e: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return wgtfac_e * vt + (wpfloat("1.0") - wgtfac_e) * vt(dims.Koff[-1])
+
+
+@gtx.field_operator
+def _compute_horizontal_kinetic_energy(
+        vn: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[wpfloat]
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    return vn, vt, wpfloat("0.5") * (vn * vn + vt * vt)
+
+
+@gtx.field_operator
+def _compute_contravariant_correction(
+        vn: fa.EdgeKField[wpfloat], ddxn_z_full: fa.EdgeKField[wpfloat],
+        ddxt_z_full: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return vn * ddxn_z_full + vt * ddxt_z_full
+
+
+@gtx.field_operator
+def _cells2verts_scalar(
+        p_cell_in: fa.CellKField[wpfloat],
+        c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat]
+) -> Field[Dims[VertexDim, KDim], wpfloat]:
+    return neighbor_sum(c_intp * p_cell_in(dims.V2C), axis=dims.V2CDim)
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_term_for_vertical_velocity(
+        vn_ie: fa.EdgeKField[wpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+        w: fa.CellKField[wpfloat], z_vt_ie: fa.EdgeKField[wpfloat],
+        inv_primal_edge_length: fa.EdgeField[wpfloat], tangent_orientation: fa.EdgeField[wpfloat],
+        z_w_v: Field[Dims[VertexDim, KDim], wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return (vn_ie * inv_dual_edge_length * (w(dims.E2C[0]) - w(dims.E2C[1]))
+            + z_vt_ie * inv_primal_edge_length * tangent_orientation
+            * (z_w_v(dims.E2V[0]) - z_w_v(dims.E2V[1])))
+
+
+@gtx.field_operator
+def _extrapolate_at_top(wgtfacq_e: fa.EdgeKField[wpfloat],
+                        vn: fa.EdgeKField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return (wgtfacq_e(dims.Koff[-1]) * vn(dims.Koff[-1])
+            + wgtfacq_e(dims.Koff[-2]) * vn(dims.Koff[-2])
+            + wgtfacq_e(dims.Koff[-3]) * vn(dims.Koff[-3]))
+
+
+@gtx.field_operator
+def _interface_winds_and_kinetic_energy(
+        vn: fa.EdgeKField[wpfloat], wgtfac_e: fa.EdgeKField[wpfloat],
+        khalf_tangential_wind: fa.EdgeKField[wpfloat], tangential_wind: fa.EdgeKField[wpfloat],
+        khalf_vn: fa.EdgeKField[wpfloat], horizontal_kinetic_energy_at_edge: fa.EdgeKField[wpfloat],
+        nlev: gtx.int32, skip_compute_predictor_vertical_advection: bool
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    khalf_vn, horizontal_kinetic_energy_at_edge = concat_where(
+        1 <= dims.KDim < nlev,
+        _interpolate_vn_to_ie_and_compute_ekin_on_edges(wgtfac_e, vn, tangential_wind),
+        (khalf_vn, horizontal_kinetic_energy_at_edge))
+    khalf_tangential_wind = (
+        concat_where(1 <= dims.KDim < nlev,
+                     _interpolate_vt_to_interface_edges(wgtfac_e, tangential_wind),
+                     khalf_tangential_wind)
+        if not skip_compute_predictor_vertical_advection
+        else khalf_tangential_wind)
+    (khalf_vn, khalf_tangential_wind, horizontal_kinetic_energy_at_edge) = concat_where(
+        dims.KDim == 0, _compute_horizontal_kinetic_energy(vn, tangential_wind),
+        (khalf_vn, khalf_tangential_wind, horizontal_kinetic_energy_at_edge))
+    return khalf_vn, khalf_tangential_wind, horizontal_kinetic_energy_at_edge
+
+
+@gtx.field_operator
+def _compute_vt_and_khalf_winds_and_horizontal_advection_of_w_and_contravariant_correction(
+        tangential_wind: fa.EdgeKField[wpfloat], khalf_tangential_wind: fa.EdgeKField[wpfloat],
+        khalf_vn: fa.EdgeKField[wpfloat], horizontal_kinetic_energy_at_edge: fa.EdgeKField[wpfloat],
+        contravariant_correction_at_edge: fa.EdgeKField[wpfloat],
+        khalf_horizontal_advection_of_w_at_edge: fa.EdgeKField[wpfloat],
+        vn: fa.EdgeKField[wpfloat], w: fa.CellKField[wpfloat],
+        rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+        wgtfac_e: fa.EdgeKField[wpfloat], ddxn_z_full: fa.EdgeKField[wpfloat],
+        ddxt_z_full: fa.EdgeKField[wpfloat],
+        c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+        inv_dual_edge_length: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+        tangent_orientation: fa.EdgeField[wpfloat],
+        skip_compute_predictor_vertical_advection: bool, k: fa.KField[gtx.int32],
+        edge: fa.EdgeField[gtx.int32], nflatlev: gtx.int32, nlev: gtx.int32,
+        lateral_boundary_7: gtx.int32, halo_1: gtx.int32
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat],
+           fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    tangential_wind = where(k < nlev, _compute_tangential_wind(vn, rbf_vec_coeff_e),
+                            tangential_wind)
+    (khalf_vn, khalf_tangential_wind,
+     horizontal_kinetic_energy_at_edge) = _interface_winds_and_kinetic_energy(
+        vn, wgtfac_e, khalf_tangential_wind, tangential_wind, khalf_vn,
+        horizontal_kinetic_energy_at_edge, nlev, skip_compute_predictor_vertical_advection)
+    contravariant_correction_at_edge = where(
+        nflatlev <= k < nlev,
+        _compute_contravariant_correction(vn, ddxn_z_full, ddxt_z_full, tangential_wind),
+        contravariant_correction_at_edge)
+    k = broadcast(k, (dims.EdgeDim, dims.KDim))
+    khalf_w_at_vertex = _cells2verts_scalar(w, c_intp)
+    khalf_horizontal_advection_of_w_at_edge = (
+        where((lateral_boundary_7 <= edge) & (edge < halo_1) & (k < nlev),
+              _compute_horizontal_advection_term_for_vertical_velocity(
+                  khalf_vn, inv_dual_edge_length, w, khalf_tangential_wind,
+                  inv_primal_edge_length, tangent_orientation, khalf_w_at_vertex),
+              khalf_horizontal_advection_of_w_at_edge)
+        if not skip_compute_predictor_vertical_advection
+        else khalf_horizontal_advection_of_w_at_edge)
+    return (tangential_wind, khalf_tangential_wind, khalf_vn, horizontal_kinetic_energy_at_edge,
+            contravariant_correction_at_edge, khalf_horizontal_advection_of_w_at_edge)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_vt_and_khalf_winds_and_horizontal_advection_of_w_and_contravariant_correction(
+        tangential_wind: fa.EdgeKField[wpfloat], khalf_tangential_wind: fa.EdgeKField[wpfloat],
+        khalf_vn: fa.EdgeKField[wpfloat], horizontal_kinetic_energy_at_edge: fa.EdgeKField[wpfloat],
+        contravariant_correction_at_edge: fa.EdgeKField[wpfloat],
+        khalf_horizontal_advection_of_w_at_edge: fa.EdgeKField[wpfloat],
+        vn: fa.EdgeKField[wpfloat], w: fa.CellKField[wpfloat],
+        rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+        wgtfac_e: fa.EdgeKField[wpfloat], ddxn_z_full: fa.EdgeKField[wpfloat],
+        ddxt_z_full: fa.EdgeKField[wpfloat], wgtfacq_e: fa.EdgeKField[wpfloat],
+        c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+        inv_dual_edge_length: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+        tangent_orientation: fa.EdgeField[wpfloat],
+        skip_compute_predictor_vertical_advection: bool, k: fa.KField[gtx.int32],
+        edge: fa.EdgeField[gtx.int32], nflatlev: gtx.int32, nlev: gtx.int32,
+        lateral_boundary_7: gtx.int32, halo_1: gtx.int32, horizontal_start: gtx.int32,
+        horizontal_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32):
+    _compute_vt_and_khalf_winds_and_horizontal_advection_of_w_and_contravariant_correction(
+        tangential_wind, khalf_tangential_wind, khalf_vn, horizontal_kinetic_energy_at_edge,
+        contravariant_correction_at_edge, khalf_horizontal_advection_of_w_at_edge, vn, w,
+        rbf_vec_coeff_e, wgtfac_e, ddxn_z_full, ddxt_z_full, c_intp, inv_dual_edge_length,
+        inv_primal_edge_length, tangent_orientation, skip_compute_predictor_vertical_advection,
+        k, edge, nflatlev, nlev, lateral_boundary_7, halo_1,
+        out=(tangential_wind, khalf_tangential_wind, khalf_vn, horizontal_kinetic_energy_at_edge,
+             contravariant_correction_at_edge, khalf_horizontal_advection_of_w_at_edge),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _extrapolate_at_top(wgtfacq_e, vn, out=khalf_vn,
+                        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                                dims.KDim: (vertical_end - 1, vertical_end)})
+
+
+def velocity_inputs():
+    return dict(
+        tangential_wind=np.full((NE, NLEV), 1.0),
+        khalf_tangential_wind=np.full((NE, NLEV + 1), 2.0), khalf_vn=np.full((NE, NLEV + 1), 3.0),
+        horizontal_kinetic_energy_at_edge=np.full((NE, NLEV), 4.0),
+        contravariant_correction_at_edge=np.full((NE, NLEV), 5.0),
+        khalf_horizontal_advection_of_w_at_edge=np.full((NE, NLEV), 6.0),
+        vn=wp(NE, NLEV), w=wp(NC, NLEV + 1), rbf_vec_coeff_e=wp(NE, 4) - 0.5,
+        wgtfac_e=wp(NE, NLEV + 1), ddxn_z_full=wp(NE, NLEV), ddxt_z_full=wp(NE, NLEV),
+        wgtfacq_e=wp(NE, NLEV), c_intp=wp(NV, 6), inv_dual_edge_length=wp(NE),
+        inv_primal_edge_length=wp(NE), tangent_orientation=np.where(wp(NE) < 0.5, -1.0, 1.0),
+        k=np.arange(NLEV + 1, dtype=np.int32), edge=np.arange(NE, dtype=np.int32))
+
+
+def nb_sum(weights, field, tab):
+    """sum over j of weights[:, j] * field[tab[:, j]], absent (-1) neighbours skipped."""
+    present = (tab >= 0)[:, :, None]
+    return np.where(present, weights[:, :, None] * field[np.where(tab >= 0, tab, 0)], 0.0).sum(1)
+
+
+def velocity_numpy(a, skip, nflatlev, lb7, halo_1, bounds):
+    hs, he, vs, ve = bounds
+    e2c, e2v = TABLES["E2C"], TABLES["E2V"]
+    vn, wf = a["vn"], a["wgtfac_e"]
+    vt = nb_sum(a["rbf_vec_coeff_e"], vn, TABLES["E2C2E"])
+    ekin = 0.5 * (vn * vn + vt * vt)
+    khalf_vn = a["khalf_vn"].copy()
+    khalf_vt = a["khalf_tangential_wind"].copy()
+    khalf_vn[:, 0], khalf_vt[:, 0] = vn[:, 0], vt[:, 0]
+    khalf_vn[:, 1:NLEV] = wf[:, 1:NLEV] * vn[:, 1:] + (1.0 - wf[:, 1:NLEV]) * vn[:, :-1]
+    if not skip:
+        khalf_vt[:, 1:NLEV] = wf[:, 1:NLEV] * vt[:, 1:] + (1.0 - wf[:, 1:NLEV]) * vt[:, :-1]
+    concorr = a["contravariant_correction_at_edge"].copy()
+    concorr[:, nflatlev:] = (vn * a["ddxn_z_full"] + vt * a["ddxt_z_full"])[:, nflatlev:]
+    w_at_vertex = nb_sum(a["c_intp"], a["w"], TABLES["V2C"])
+    hadv = a["khalf_horizontal_advection_of_w_at_edge"].copy()
+    if not skip:
+        term = (khalf_vn[:, :NLEV] * a["inv_dual_edge_length"][:, None]
+                * (a["w"][e2c[:, 0], :NLEV] - a["w"][e2c[:, 1], :NLEV])
+                + khalf_vt[:, :NLEV]
+                * (a["inv_primal_edge_length"] * a["tangent_orientation"])[:, None]
+                * (w_at_vertex[e2v[:, 0], :NLEV] - w_at_vertex[e2v[:, 1], :NLEV]))
+        hadv[lb7:halo_1] = term[lb7:halo_1]
+    top = khalf_vn.copy()
+    top[:, NLEV] = sum(a["wgtfacq_e"][:, NLEV - j] * vn[:, NLEV - j] for j in (1, 2, 3))
+    rows = slice(hs, he)
+    expected = {}
+    for name, new in (("tangential_wind", vt), ("khalf_tangential_wind", khalf_vt),
+                      ("khalf_vn", top), ("horizontal_kinetic_energy_at_edge", ekin),
+                      ("contravariant_correction_at_edge", concorr),
+                      ("khalf_horizontal_advection_of_w_at_edge", hadv)):
+        out = a[name].copy()
+        levels = slice(vs, ve if name == "khalf_vn" else ve - 1)
+        out[rows, levels] = new[rows, levels]
+        expected[name] = out
+    return expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("skip", [False, True])
+def test_velocity_advection_on_edges(backend, skip):
+    a = velocity_inputs()
+    nflatlev, lb7, halo_1 = 2, 3, NE - 2
+    bounds = (1, NE - 1, 0, NLEV + 1)
+    expected = velocity_numpy({k: v.copy() for k, v in a.items()}, skip, nflatlev, lb7, halo_1,
+                              bounds)
+    hs, he, vs, ve = bounds
+    compute_vt_and_khalf_winds_and_horizontal_advection_of_w_and_contravariant_correction(
+        **a, skip_compute_predictor_vertical_advection=skip, nflatlev=nflatlev, nlev=NLEV,
+        lateral_boundary_7=lb7, halo_1=halo_1, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
     check(a, expected, rtol=1e-12)
