@@ -42,6 +42,7 @@ from tensorir_dace.frontend import (
     float64,
     int32,
     max_over,
+    maximum,
     neighbor_sum,
     program,
     sqrt,
@@ -60,6 +61,7 @@ E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
+E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
@@ -68,6 +70,7 @@ E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
+E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 wpfloat, vpfloat = float64, float32
 BACKENDS = ["interpreter", "compiled"]
@@ -85,7 +88,7 @@ def table(rows, cols, targets, absent=0.0):
 TABLES = {"C2E": table(NC, 3, NE), "C2E2CO": table(NC, 4, NC, absent=0.25),
           "E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV), "C2CE": None, "E2EC": None,
           "E2C2E": table(NE, 4, NE, absent=0.2), "V2C": table(NV, 6, NC, absent=0.2),
-          "Koff": KDim}
+          "E2C2V": table(NE, 4, NV), "Koff": KDim}
 TABLES["V2C"][0, :] = -1            # a vertex without any cell
 TABLES["C2E2CO"][0, :] = -1         # a cell without any neighbour, itself included
 TABLES["C2E2CO"][1, 0] = 1          # and one whose first neighbour is itself
@@ -665,8 +668,8 @@ def test_metric_stencils(backend):
 # icon4py's combined edge stencil: chained comparisons of ``int32`` index fields
 # (``nflatlev <= k < nlev``) and of ``dims.KDim``, ``concat_where`` selecting between
 # a tuple-valued field operator reading a level up and a tuple of fields, an
-# ``if``-expression on a ``bool`` scalar choosing between fields, ``broadcast`` of
-# a ``KField``, ``V2C`` sums with absent cells feeding an ``E2V`` difference, ``E2C2E`` with absent edges, and a domain ending at
+# ``if``-expression on a ``bool`` scalar choosing between fields, ``broadcast``
+# of a ``KField``, ``V2C`` sums with absent cells feeding an ``E2V`` difference, ``E2C2E`` with absent edges, and a domain ending at
 # ``vertical_end - 1`` followed by a one-level extrapolation at ``vertical_end - 1``.
 
 dims.EdgeDim, dims.VertexDim, dims.E2C2EDim, dims.V2CDim = EdgeDim, VertexDim, E2C2EDim, V2CDim
@@ -908,3 +911,191 @@ def test_velocity_advection_on_edges(backend, skip):
         lateral_boundary_7=lb7, halo_1=halo_1, horizontal_start=hs, horizontal_end=he,
         vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
     check(a, expected, rtol=1e-12)
+
+
+# ------------------------------------------------- diffusion
+#
+# The diffusion of vn picks, by a ``bool`` scalar, between two ``concat_where``s
+# on the edge dimension at a runtime nudging line; the fourth-order Laplacian
+# reads vertex fields through ``E2C2V`` slots times a sparse field's slots
+# ``primal_normal_vert_v1[E2C2VDim(0)]``; ``astype`` casts a scalar; the
+# Laplacian of theta nests an ``E2C`` difference inside a ``C2E`` sum with
+# strided ``C2CE`` coefficients.
+
+dims.E2C2VDim, dims.E2C2V, dims.CEDim, dims.C2CE = E2C2VDim, E2C2V, CEDim, C2CE
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+
+
+@gtx.field_operator
+def _calculate_nabla4(
+        u_vert: fa.VertexKField[vpfloat], v_vert: fa.VertexKField[vpfloat],
+        primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], inv_vert_vert_length: fa.EdgeField[wpfloat],
+        inv_primal_edge_length: fa.EdgeField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    u, v = astype((u_vert, v_vert), wpfloat)
+    nabv_tang = (u(dims.E2C2V[0]) * primal_normal_vert_v1[dims.E2C2VDim(0)]
+                 + v(dims.E2C2V[0]) * primal_normal_vert_v2[dims.E2C2VDim(0)]
+                 + u(dims.E2C2V[1]) * primal_normal_vert_v1[dims.E2C2VDim(1)]
+                 + v(dims.E2C2V[1]) * primal_normal_vert_v2[dims.E2C2VDim(1)])
+    nabv_norm = (u(dims.E2C2V[2]) * primal_normal_vert_v1[dims.E2C2VDim(2)]
+                 + v(dims.E2C2V[2]) * primal_normal_vert_v2[dims.E2C2VDim(2)]
+                 + u(dims.E2C2V[3]) * primal_normal_vert_v1[dims.E2C2VDim(3)]
+                 + v(dims.E2C2V[3]) * primal_normal_vert_v2[dims.E2C2VDim(3)])
+    return wpfloat("4.0") * (
+        (nabv_norm - wpfloat("2.0") * z_nabla2_e) * (inv_vert_vert_length * inv_vert_vert_length)
+        + (nabv_tang - wpfloat("2.0") * z_nabla2_e)
+        * (inv_primal_edge_length * inv_primal_edge_length))
+
+
+@gtx.field_operator
+def _apply_nabla2_and_nabla4_to_vn(
+        area_edge: fa.EdgeField[wpfloat], kh_smag_e: fa.EdgeKField[vpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], z_nabla4_e2: fa.EdgeKField[wpfloat],
+        diff_multfac_vn: fa.KField[wpfloat], nudgecoeff_e: fa.EdgeField[wpfloat],
+        vn: fa.EdgeKField[wpfloat], nudgezone_diff: vpfloat) -> fa.EdgeKField[wpfloat]:
+    kh = maximum(astype(nudgezone_diff, wpfloat) * nudgecoeff_e, astype(kh_smag_e, wpfloat))
+    return vn + area_edge * (kh * z_nabla2_e - diff_multfac_vn * z_nabla4_e2 * area_edge)
+
+
+@gtx.field_operator
+def _apply_nabla2_to_vn_in_lateral_boundary(
+        z_nabla2_e: fa.EdgeKField[wpfloat], area_edge: fa.EdgeField[wpfloat],
+        vn: fa.EdgeKField[wpfloat], fac_bdydiff_v: wpfloat) -> fa.EdgeKField[wpfloat]:
+    return vn + z_nabla2_e * area_edge * fac_bdydiff_v
+
+
+@gtx.field_operator
+def _apply_nabla2_and_nabla4_global_to_vn(
+        area_edge: fa.EdgeField[wpfloat], kh_smag_e: fa.EdgeKField[vpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], z_nabla4_e2: fa.EdgeKField[wpfloat],
+        diff_multfac_vn: fa.KField[wpfloat], vn: fa.EdgeKField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return vn + area_edge * (astype(kh_smag_e, wpfloat) * z_nabla2_e
+                             - diff_multfac_vn * z_nabla4_e2 * area_edge)
+
+
+@gtx.field_operator
+def _apply_diffusion_to_vn(
+        u_vert: fa.VertexKField[vpfloat], v_vert: fa.VertexKField[vpfloat],
+        primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], inv_vert_vert_length: fa.EdgeField[wpfloat],
+        inv_primal_edge_length: fa.EdgeField[wpfloat], area_edge: fa.EdgeField[wpfloat],
+        kh_smag_e: fa.EdgeKField[vpfloat], diff_multfac_vn: fa.KField[wpfloat],
+        nudgecoeff_e: fa.EdgeField[wpfloat], vn: fa.EdgeKField[wpfloat], nudgezone_diff: vpfloat,
+        fac_bdydiff_v: wpfloat, start_2nd_nudge_line_idx_e: gtx.int32,
+        limited_area: bool) -> fa.EdgeKField[wpfloat]:
+    z_nabla4_e2 = _calculate_nabla4(u_vert, v_vert, primal_normal_vert_v1, primal_normal_vert_v2,
+                                    z_nabla2_e, inv_vert_vert_length, inv_primal_edge_length)
+    return (
+        concat_where(
+            dims.EdgeDim >= start_2nd_nudge_line_idx_e,
+            _apply_nabla2_and_nabla4_to_vn(area_edge, kh_smag_e, z_nabla2_e, z_nabla4_e2,
+                                           diff_multfac_vn, nudgecoeff_e, vn, nudgezone_diff),
+            _apply_nabla2_to_vn_in_lateral_boundary(z_nabla2_e, area_edge, vn, fac_bdydiff_v))
+        if limited_area
+        else concat_where(
+            dims.EdgeDim >= start_2nd_nudge_line_idx_e,
+            _apply_nabla2_and_nabla4_global_to_vn(area_edge, kh_smag_e, z_nabla2_e, z_nabla4_e2,
+                                                  diff_multfac_vn, vn),
+            vn))
+
+
+@gtx.field_operator
+def _calculate_nabla2_for_z(kh_smag_e: fa.EdgeKField[vpfloat],
+                            inv_dual_edge_length: fa.EdgeField[wpfloat],
+                            theta_v: fa.CellKField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return (astype(kh_smag_e, wpfloat) * inv_dual_edge_length
+            * (theta_v(dims.E2C[1]) - theta_v(dims.E2C[0])))
+
+
+@gtx.field_operator
+def _calculate_nabla2_for_theta(
+        kh_smag_e: fa.EdgeKField[vpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+        theta_v: fa.CellKField[wpfloat],
+        geofac_div: gtx.Field[gtx.Dims[dims.CEDim], wpfloat]) -> fa.CellKField[vpfloat]:
+    z_nabla2_e = _calculate_nabla2_for_z(kh_smag_e, inv_dual_edge_length, theta_v)
+    return _calculate_nabla2_of_theta(z_nabla2_e, geofac_div)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def diffusion_stencils(
+        u_vert: fa.VertexKField[vpfloat], v_vert: fa.VertexKField[vpfloat],
+        primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], inv_vert_vert_length: fa.EdgeField[wpfloat],
+        inv_primal_edge_length: fa.EdgeField[wpfloat], area_edge: fa.EdgeField[wpfloat],
+        kh_smag_e: fa.EdgeKField[vpfloat], diff_multfac_vn: fa.KField[wpfloat],
+        nudgecoeff_e: fa.EdgeField[wpfloat], vn: fa.EdgeKField[wpfloat], nudgezone_diff: vpfloat,
+        fac_bdydiff_v: wpfloat, start_2nd_nudge_line_idx_e: gtx.int32, limited_area: bool,
+        inv_dual_edge_length: fa.EdgeField[wpfloat], theta_v: fa.CellKField[wpfloat],
+        geofac_div: gtx.Field[gtx.Dims[dims.CEDim], wpfloat], z_temp: fa.CellKField[vpfloat],
+        horizontal_start: gtx.int32, horizontal_end: gtx.int32, cell_start: gtx.int32,
+        cell_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32):
+    _apply_diffusion_to_vn(
+        u_vert, v_vert, primal_normal_vert_v1, primal_normal_vert_v2, z_nabla2_e,
+        inv_vert_vert_length, inv_primal_edge_length, area_edge, kh_smag_e, diff_multfac_vn,
+        nudgecoeff_e, vn, nudgezone_diff, fac_bdydiff_v, start_2nd_nudge_line_idx_e, limited_area,
+        out=vn, domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                        dims.KDim: (vertical_start, vertical_end)})
+    _calculate_nabla2_for_theta(
+        kh_smag_e, inv_dual_edge_length, theta_v, geofac_div, out=z_temp,
+        domain={dims.CellDim: (cell_start, cell_end), dims.KDim: (vertical_start, vertical_end)})
+
+
+def diffusion_inputs():
+    return dict(
+        u_vert=vp(NV, NLEV), v_vert=vp(NV, NLEV), primal_normal_vert_v1=wp(NE, 4) - 0.5,
+        primal_normal_vert_v2=wp(NE, 4) - 0.5, z_nabla2_e=wp(NE, NLEV),
+        inv_vert_vert_length=wp(NE), inv_primal_edge_length=wp(NE), area_edge=wp(NE),
+        kh_smag_e=vp(NE, NLEV), diff_multfac_vn=wp(NLEV), nudgecoeff_e=wp(NE), vn=wp(NE, NLEV),
+        inv_dual_edge_length=wp(NE), theta_v=wp(NC, NLEV), geofac_div=wp(NC * 3) - 0.5,
+        z_temp=np.full((NC, NLEV), 3.0, f32))
+
+
+def diffusion_numpy(a, s, bounds, cells):
+    hs, he, vs, ve = bounds
+    e2c2v, e2c, c2e = TABLES["E2C2V"], TABLES["E2C"], TABLES["C2E"]
+    u, v = a["u_vert"].astype(f64), a["v_vert"].astype(f64)
+    p1, p2 = a["primal_normal_vert_v1"], a["primal_normal_vert_v2"]
+
+    def slot(j):
+        return u[e2c2v[:, j]] * p1[:, j:j + 1] + v[e2c2v[:, j]] * p2[:, j:j + 1]
+
+    nabla2 = a["z_nabla2_e"]
+    nabla4 = 4.0 * ((slot(2) + slot(3) - 2.0 * nabla2) * (a["inv_vert_vert_length"] ** 2)[:, None]
+                    + (slot(0) + slot(1) - 2.0 * nabla2)
+                    * (a["inv_primal_edge_length"] ** 2)[:, None])
+    area = a["area_edge"][:, None]
+    kh = a["kh_smag_e"].astype(f64)
+    vn = a["vn"]
+    line = s["start_2nd_nudge_line_idx_e"]
+    inner = np.arange(NE)[:, None] >= line
+    if s["limited_area"]:
+        nudge = f64(f32(s["nudgezone_diff"]))
+        kh_nudge = np.maximum(nudge * a["nudgecoeff_e"][:, None], kh)
+        new = np.where(inner, vn + area * (kh_nudge * nabla2 - a["diff_multfac_vn"] * nabla4 * area),
+                       vn + nabla2 * area * s["fac_bdydiff_v"])
+    else:
+        new = np.where(inner, vn + area * (kh * nabla2 - a["diff_multfac_vn"] * nabla4 * area), vn)
+    nabla2_e = kh * a["inv_dual_edge_length"][:, None] * (a["theta_v"][e2c[:, 1]]
+                                                         - a["theta_v"][e2c[:, 0]])
+    theta = (nabla2_e[c2e] * a["geofac_div"].reshape(NC, 3)[:, :, None]).sum(1)
+    return dict(vn=inside(new, vn, *bounds),
+                z_temp=inside(theta, a["z_temp"], cells[0], cells[1], vs, ve))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("limited_area", [True, False])
+def test_diffusion_stencils(backend, limited_area):
+    a = diffusion_inputs()
+    s = dict(nudgezone_diff=f32(0.04), fac_bdydiff_v=0.3, start_2nd_nudge_line_idx_e=5,
+             limited_area=limited_area)
+    bounds, cells = (2, NE - 1, 1, NLEV), (1, NC - 1)
+    expected = diffusion_numpy({k: v.copy() for k, v in a.items()}, s, bounds, cells)
+    hs, he, vs, ve = bounds
+    diffusion_stencils(**a, **s, horizontal_start=hs, horizontal_end=he, cell_start=cells[0],
+                       cell_end=cells[1], vertical_start=vs, vertical_end=ve,
+                       offset_provider=TABLES, backend=backend)
+    check(a, {"vn": expected["vn"]}, rtol=1e-12)
+    check(a, {"z_temp": expected["z_temp"]}, rtol=2e-5)
