@@ -669,8 +669,9 @@ def test_metric_stencils(backend):
 # (``nflatlev <= k < nlev``) and of ``dims.KDim``, ``concat_where`` selecting between
 # a tuple-valued field operator reading a level up and a tuple of fields, an
 # ``if``-expression on a ``bool`` scalar choosing between fields, ``broadcast``
-# of a ``KField``, ``V2C`` sums with absent cells feeding an ``E2V`` difference, ``E2C2E`` with absent edges, and a domain ending at
-# ``vertical_end - 1`` followed by a one-level extrapolation at ``vertical_end - 1``.
+# of a ``KField``, ``V2C`` sums with absent cells feeding an ``E2V`` difference,
+# ``E2C2E`` with absent edges, and a domain ending at ``vertical_end - 1``
+# followed by a one-level extrapolation at ``vertical_end - 1``.
 
 dims.EdgeDim, dims.VertexDim, dims.E2C2EDim, dims.V2CDim = EdgeDim, VertexDim, E2C2EDim, V2CDim
 dims.E2C, dims.E2V, dims.E2C2E, dims.V2C = E2C, E2V, E2C2E, V2C
@@ -1074,8 +1075,8 @@ def diffusion_numpy(a, s, bounds, cells):
     if s["limited_area"]:
         nudge = f64(f32(s["nudgezone_diff"]))
         kh_nudge = np.maximum(nudge * a["nudgecoeff_e"][:, None], kh)
-        new = np.where(inner, vn + area * (kh_nudge * nabla2 - a["diff_multfac_vn"] * nabla4 * area),
-                       vn + nabla2 * area * s["fac_bdydiff_v"])
+        inside_line = vn + area * (kh_nudge * nabla2 - a["diff_multfac_vn"] * nabla4 * area)
+        new = np.where(inner, inside_line, vn + nabla2 * area * s["fac_bdydiff_v"])
     else:
         new = np.where(inner, vn + area * (kh * nabla2 - a["diff_multfac_vn"] * nabla4 * area), vn)
     nabla2_e = kh * a["inv_dual_edge_length"][:, None] * (a["theta_v"][e2c[:, 1]]
