@@ -62,6 +62,7 @@ E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+V2EDim = Dimension("V2E", DimensionKind.LOCAL)
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
@@ -71,6 +72,7 @@ E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+V2E = FieldOffset("V2E", source=EdgeDim, target=(VertexDim, V2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 wpfloat, vpfloat = float64, float32
 BACKENDS = ["interpreter", "compiled"]
@@ -88,7 +90,7 @@ def table(rows, cols, targets, absent=0.0):
 TABLES = {"C2E": table(NC, 3, NE), "C2E2CO": table(NC, 4, NC, absent=0.25),
           "E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV), "C2CE": None, "E2EC": None,
           "E2C2E": table(NE, 4, NE, absent=0.2), "V2C": table(NV, 6, NC, absent=0.2),
-          "E2C2V": table(NE, 4, NV), "Koff": KDim}
+          "E2C2V": table(NE, 4, NV), "V2E": table(NV, 6, NE, absent=0.25), "Koff": KDim}
 TABLES["V2C"][0, :] = -1            # a vertex without any cell
 TABLES["C2E2CO"][0, :] = -1         # a cell without any neighbour, itself included
 TABLES["C2E2CO"][1, 0] = 1          # and one whose first neighbour is itself
@@ -1100,3 +1102,68 @@ def test_diffusion_stencils(backend, limited_area):
                        offset_provider=TABLES, backend=backend)
     check(a, {"vn": expected["vn"]}, rtol=1e-12)
     check(a, {"z_temp": expected["z_temp"]}, rtol=2e-5)
+
+
+# ------------------------------------------------- interpolation coefficients
+#
+# Sparse results: the divergence and rotation coefficients are fields over
+# ``(Cell, C2EDim)`` and ``(Vertex, V2EDim)``, the latter a ``where`` on a
+# vertex mask over a ``V2E`` shift with absent edges (an absent slot holds an
+# undefined value), written under a runtime vertex range.
+
+
+@gtx.field_operator
+def _compute_geofac_div(
+        primal_edge_length: fa.EdgeField[wpfloat],
+        edge_orientation: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+        area: fa.CellField[wpfloat]) -> gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat]:
+    return primal_edge_length(dims.C2E) * edge_orientation / area
+
+
+@gtx.field_operator
+def _compute_geofac_rot(
+        dual_edge_length: fa.EdgeField[wpfloat],
+        edge_orientation: gtx.Field[gtx.Dims[VertexDim, V2EDim], wpfloat],
+        dual_area: fa.VertexField[wpfloat], owner_mask: fa.VertexField[bool]
+) -> gtx.Field[gtx.Dims[VertexDim, V2EDim], wpfloat]:
+    return where(owner_mask, dual_edge_length(V2E) * edge_orientation / dual_area, 0.0)
+
+
+@gtx.program
+def interpolation_coefficients(
+        primal_edge_length: fa.EdgeField[wpfloat],
+        cell_edge_orientation: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+        area: fa.CellField[wpfloat],
+        geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+        dual_edge_length: fa.EdgeField[wpfloat],
+        vertex_edge_orientation: gtx.Field[gtx.Dims[VertexDim, V2EDim], wpfloat],
+        dual_area: fa.VertexField[wpfloat], owner_mask: fa.VertexField[bool],
+        geofac_rot: gtx.Field[gtx.Dims[VertexDim, V2EDim], wpfloat],
+        vertex_start: gtx.int32, vertex_end: gtx.int32):
+    _compute_geofac_div(primal_edge_length, cell_edge_orientation, area, out=geofac_div)
+    _compute_geofac_rot(dual_edge_length, vertex_edge_orientation, dual_area, owner_mask,
+                        out=geofac_rot, domain={VertexDim: (vertex_start, vertex_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interpolation_coefficients(backend):
+    c2e, v2e = TABLES["C2E"], TABLES["V2E"]
+    a = dict(primal_edge_length=wp(NE), cell_edge_orientation=np.where(wp(NC, 3) < 0.5, -1.0, 1.0),
+             area=wp(NC) + 0.5, geofac_div=np.full((NC, 3), 3.0), dual_edge_length=wp(NE),
+             vertex_edge_orientation=np.where(wp(NV, 6) < 0.5, -1.0, 1.0),
+             dual_area=wp(NV) + 0.5, owner_mask=wp(NV) < 0.7, geofac_rot=np.full((NV, 6), 4.0))
+    vs, ve = 1, NV - 1
+    interpolation_coefficients(**a, vertex_start=vs, vertex_end=ve, offset_provider=TABLES,
+                               backend=backend)
+    np.testing.assert_allclose(
+        a["geofac_div"], a["primal_edge_length"][c2e] * a["cell_edge_orientation"]
+        / a["area"][:, None], rtol=1e-14)
+    rot = np.where(a["owner_mask"][:, None],
+                   a["dual_edge_length"][v2e] * a["vertex_edge_orientation"]
+                   / a["dual_area"][:, None], 0.0)
+    present = v2e >= 0
+    present[:vs] = present[ve:] = False
+    np.testing.assert_allclose(a["geofac_rot"][present], rot[present], rtol=1e-14)
+    untouched = np.ones((NV, 6), bool)
+    untouched[vs:ve] = False
+    assert (a["geofac_rot"][untouched] == 4.0).all()
