@@ -8,12 +8,26 @@ local dimension, ``E2V`` sums in single precision, a half-level field read one
 level down), the hydrostatic correction term (``as_offset`` of a sparse
 ``int32`` field's neighbour slot ``ikoffset[E2CDim(0)]`` after an ``E2C``
 shift), sparse coefficient fields over local dimensions, ``max_over`` of a
-product of a shifted edge field and a shifted ``(Edge, K)`` field, a Laplacian
+product of a shifted edge field and a shifted ``(Edge, K)`` field, an average
 over ``C2E2CO`` with absent neighbours, ``concat_where`` joining two
 interpolations to half levels, tuple outputs with one half-level and two
-full-level fields under one runtime ``domain=``, and a backward
-``scan_operator`` carrying a tuple state.  Each group is one program,
-interpreted and compiled once, compared with hand-written NumPy.
+full-level fields under one runtime ``domain=``, a backward ``scan_operator``
+carrying a tuple state, icon4py's module spellings (``dims.C2E``,
+``fa.CellKField[wpfloat]``, ``gtx.Field[gtx.Dims[...], ...]``), the combined
+velocity-advection stencils on edges and cells (``E2C2E``, ``V2C`` and ``E2V``
+with absent neighbours, ``where`` on ``int32`` level-index fields, tuple
+selections), the diffusion of vn (``E2C2V`` slots, ``concat_where`` on the edge
+dimension under a ``bool`` choice) and sparse results over ``C2E`` and ``V2E``.
+Each group is one program, interpreted and compiled once, compared with
+hand-written NumPy.
+
+Not covered: icon4py's ``where(1 <= k < nlev, f(x(Koff[-1])), y)`` with ``k`` a
+level-index *field* evaluated from level 0.  GT4Py's compiled backends evaluate
+the branch ``where`` does not select lazily; here the value of a ``where`` is
+defined where both branches are, so a range starting at level 0 is an
+``ArgumentError`` (the branch reading ``Koff[-1]`` is defined from level 1).
+``concat_where(1 <= dims.KDim < nlev, ...)`` (icon4py's newer spelling) is lazy
+and is what the edge stencil below uses; the cell stencil starts at level 1.
 """
 
 from __future__ import annotations
@@ -1167,3 +1181,128 @@ def test_interpolation_coefficients(backend):
     untouched = np.ones((NV, 6), bool)
     untouched[vs:ve] = False
     assert (a["geofac_rot"][untouched] == 4.0).all()
+
+
+# ------------------------------------------------- velocity advection on cells
+#
+# ``where`` on a ``KField[int32]`` of level indices (``k >= nflatlev``,
+# ``nflatlev + 1 <= k < nlev``, ``k == nlev``) with ``broadcast(vpfloat("0.0"),
+# (dims.CellDim, dims.KDim))`` and literal branches, single precision, the
+# half-level result of the first call read by the second call of the program.
+# The first call reads a level up in its ``where``'s first branch, so its range
+# starts at level 1 here (see the module's docstring).
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center(
+        interpolant: fa.EdgeKField[vpfloat],
+        e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat]) -> fa.CellKField[vpfloat]:
+    interpolation_wp = neighbor_sum(e_bln_c_s(dims.C2CE) * astype(interpolant(dims.C2E), wpfloat),
+                                    axis=dims.C2EDim)
+    return astype(interpolation_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_to_half_levels_vp(wgtfac_c: fa.CellKField[vpfloat],
+                                   interpolant: fa.CellKField[vpfloat]) -> fa.CellKField[vpfloat]:
+    return wgtfac_c * interpolant + (vpfloat("1.0") - wgtfac_c) * interpolant(dims.Koff[-1])
+
+
+@gtx.field_operator
+def _correct_contravariant_vertical_velocity(
+        z_w_con_c: fa.CellKField[vpfloat], w_concorr_c: fa.CellKField[vpfloat]
+) -> fa.CellKField[vpfloat]:
+    return z_w_con_c - w_concorr_c
+
+
+@gtx.field_operator
+def _compute_horizontal_kinetic_energy_and_khalf_contravariant_correction(
+        horizontal_kinetic_energy_at_edge: fa.EdgeKField[vpfloat],
+        e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+        contravariant_correction_at_edge: fa.EdgeKField[vpfloat],
+        wgtfac_c: fa.CellKField[vpfloat],
+        khalf_contravariant_correction_at_cell: fa.CellKField[vpfloat],
+        horizontal_kinetic_energy_at_cell: fa.CellKField[vpfloat], k: fa.KField[gtx.int32],
+        nflatlev: gtx.int32) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    horizontal_kinetic_energy_at_cell = _interpolate_to_cell_center(
+        horizontal_kinetic_energy_at_edge, e_bln_c_s)
+    contravariant_correction_at_cell = where(
+        k >= nflatlev, _interpolate_to_cell_center(contravariant_correction_at_edge, e_bln_c_s),
+        broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)))
+    khalf_contravariant_correction_at_cell = where(
+        nflatlev + 1 <= k,
+        _interpolate_to_half_levels_vp(wgtfac_c=wgtfac_c,
+                                       interpolant=contravariant_correction_at_cell),
+        khalf_contravariant_correction_at_cell)
+    return horizontal_kinetic_energy_at_cell, khalf_contravariant_correction_at_cell
+
+
+@gtx.field_operator
+def _compute_khalf_contravariant_corrected_w(
+        w: fa.CellKField[wpfloat], khalf_contravariant_correction_at_cell: fa.CellKField[vpfloat],
+        k: fa.KField[gtx.int32], nflatlev: gtx.int32, nlev: gtx.int32) -> fa.CellKField[vpfloat]:
+    corrected = where(k < nlev, astype(w, vpfloat),
+                      broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)))
+    corrected = where(nflatlev + 1 <= k < nlev,
+                      _correct_contravariant_vertical_velocity(
+                          corrected, khalf_contravariant_correction_at_cell),
+                      corrected)
+    return where(k == nlev, 0.0, corrected)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_horizontal_kinetic_energy_and_khalf_contravariant_terms(
+        horizontal_kinetic_energy_at_cell: fa.CellKField[vpfloat],
+        khalf_contravariant_correction_at_cell: fa.CellKField[vpfloat],
+        khalf_contravariant_corrected_w_at_cell: fa.CellKField[vpfloat],
+        w: fa.CellKField[wpfloat], horizontal_kinetic_energy_at_edge: fa.EdgeKField[vpfloat],
+        contravariant_correction_at_edge: fa.EdgeKField[vpfloat],
+        e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat], wgtfac_c: fa.CellKField[vpfloat],
+        k: fa.KField[gtx.int32], nflatlev: gtx.int32, nlev: gtx.int32,
+        horizontal_start: gtx.int32, horizontal_end: gtx.int32, vertical_start: gtx.int32,
+        vertical_end: gtx.int32):
+    _compute_horizontal_kinetic_energy_and_khalf_contravariant_correction(
+        horizontal_kinetic_energy_at_edge, e_bln_c_s, contravariant_correction_at_edge, wgtfac_c,
+        khalf_contravariant_correction_at_cell, horizontal_kinetic_energy_at_cell, k, nflatlev,
+        out=(horizontal_kinetic_energy_at_cell, khalf_contravariant_correction_at_cell),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _compute_khalf_contravariant_corrected_w(
+        w, khalf_contravariant_correction_at_cell, k, nflatlev, nlev,
+        out=khalf_contravariant_corrected_w_at_cell,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_velocity_advection_on_cells(backend):
+    a = dict(horizontal_kinetic_energy_at_cell=np.full((NC, NLEV), 1.0, f32),
+             khalf_contravariant_correction_at_cell=np.full((NC, NLEV + 1), 2.0, f32),
+             khalf_contravariant_corrected_w_at_cell=np.full((NC, NLEV + 1), 3.0, f32),
+             w=wp(NC, NLEV + 1), horizontal_kinetic_energy_at_edge=vp(NE, NLEV),
+             contravariant_correction_at_edge=vp(NE, NLEV), e_bln_c_s=wp(NC * 3),
+             wgtfac_c=vp(NC, NLEV + 1), k=np.arange(NLEV + 1, dtype=np.int32))
+    nflatlev = 2
+    hs, he, vs, ve = 1, NC - 1, 1, NLEV + 1
+    c2e, bln = TABLES["C2E"], a["e_bln_c_s"].reshape(NC, 3)[:, :, None]
+    ekin = (bln * a["horizontal_kinetic_energy_at_edge"][c2e].astype(f64)).sum(1)
+    cc = (bln * a["contravariant_correction_at_edge"][c2e].astype(f64)).sum(1).astype(f32)
+    cc[:, :nflatlev] = 0.0
+    wg = a["wgtfac_c"]
+    khalf_cc = a["khalf_contravariant_correction_at_cell"].copy()
+    khalf_cc[:, nflatlev + 1:NLEV] = (wg[:, nflatlev + 1:NLEV] * cc[:, nflatlev + 1:]
+                                      + (1 - wg[:, nflatlev + 1:NLEV]) * cc[:, nflatlev:-1])
+    corrected = a["w"].astype(f32)
+    corrected[:, nflatlev + 1:NLEV] -= khalf_cc[:, nflatlev + 1:NLEV]
+    corrected[:, NLEV] = 0.0
+    expected = dict(
+        horizontal_kinetic_energy_at_cell=inside(ekin, a["horizontal_kinetic_energy_at_cell"], hs,
+                                                 he, vs, ve - 1),
+        khalf_contravariant_correction_at_cell=inside(
+            khalf_cc, a["khalf_contravariant_correction_at_cell"], hs, he, vs, ve - 1),
+        khalf_contravariant_corrected_w_at_cell=inside(
+            corrected, a["khalf_contravariant_corrected_w_at_cell"], hs, he, vs, ve))
+    compute_horizontal_kinetic_energy_and_khalf_contravariant_terms(
+        **a, nflatlev=nflatlev, nlev=NLEV, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, expected, rtol=2e-5)
