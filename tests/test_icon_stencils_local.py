@@ -33,7 +33,7 @@ and is what the edge stencil below uses; the cell stencil starts at level 1.
 from __future__ import annotations
 
 import types
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import numpy as np
 import pytest
@@ -1306,3 +1306,261 @@ def test_velocity_advection_on_cells(backend):
         **a, nflatlev=nflatlev, nlev=NLEV, horizontal_start=hs, horizontal_end=he,
         vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
     check(a, expected, rtol=2e-5)
+
+
+# ------------------------------------------------- dycore cell diagnostics
+#
+# From icon4py's cell diagnostics of the dynamical core: a field operator without
+# arguments (two zero fields) as a ``concat_where`` branch, conditions combining
+# cell ranges with a level bound ``maximum(1, nflatlev) <= dims.KDim``, choices
+# on ``igradp_method == horzpres_discr_type.TAYLOR_HYDRO`` (an ``int32``
+# parameter against a ``Final`` constant of a module-level object) and on a
+# ``bool``, ``concat_where(dims.KDim == 0, broadcast(0.0, ...), ...)``, the surface
+# level set from the three levels above it, and vertical derivatives of
+# half-level fields from runtime levels on.  Double precision throughout
+# (icon4py's default build).
+
+
+class HorizontalPressureDiscretizationType:
+    CONVENTIONAL: Final = 0
+    TAYLOR: Final = 1
+    TAYLOR_HYDRO: Final = 3
+
+
+horzpres_discr_type: Final = HorizontalPressureDiscretizationType()
+
+
+@gtx.field_operator
+def _init_two_cell_kdim_fields_with_zero_wp() -> tuple[fa.CellKField[wpfloat],
+                                                       fa.CellKField[wpfloat]]:
+    return (broadcast(wpfloat("0.0"), (dims.CellDim, dims.KDim)),
+            broadcast(wpfloat("0.0"), (dims.CellDim, dims.KDim)))
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_wp(
+        wgtfac_c: fa.CellKField[wpfloat], interpolant: fa.CellKField[wpfloat]
+) -> fa.CellKField[wpfloat]:
+    return wgtfac_c * interpolant + (wpfloat("1.0") - wgtfac_c) * interpolant(dims.Koff[-1])
+
+
+@gtx.field_operator
+def _interpolate_to_surface(wgtfacq_c: fa.CellKField[wpfloat],
+                            interpolant: fa.CellKField[wpfloat]) -> fa.CellKField[wpfloat]:
+    return (wgtfacq_c(dims.Koff[-1]) * interpolant(dims.Koff[-1])
+            + wgtfacq_c(dims.Koff[-2]) * interpolant(dims.Koff[-2])
+            + wgtfacq_c(dims.Koff[-3]) * interpolant(dims.Koff[-3]))
+
+
+@gtx.field_operator
+def _compute_perturbation_of_rho_and_theta(
+        rho: fa.CellKField[wpfloat], rho_ref_mc: fa.CellKField[wpfloat],
+        theta_v: fa.CellKField[wpfloat], theta_ref_mc: fa.CellKField[wpfloat]
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    return rho - rho_ref_mc, theta_v - theta_ref_mc
+
+
+@gtx.field_operator
+def _compute_first_vertical_derivative_at_cells(
+        cell_kdim_field: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[wpfloat]
+) -> fa.CellKField[wpfloat]:
+    return (cell_kdim_field - cell_kdim_field(dims.Koff[1])) * inv_ddqz_z_full
+
+
+@gtx.field_operator
+def _perturbed_quantities_and_exner_interpolation(
+        current_rho: fa.CellKField[wpfloat], reference_rho: fa.CellKField[wpfloat],
+        current_theta_v: fa.CellKField[wpfloat], reference_theta: fa.CellKField[wpfloat],
+        perturbed_rho: fa.CellKField[wpfloat], perturbed_theta_v: fa.CellKField[wpfloat],
+        perturbed_theta_v_on_half_levels: fa.CellKField[wpfloat],
+        wgtfac_c: fa.CellKField[wpfloat], exner_on_half_levels: fa.CellKField[wpfloat],
+        temporal_extrapolation_of_perturbed_exner: fa.CellKField[wpfloat],
+        limited_area: bool, igradp_method: gtx.int32, nflatlev: gtx.int32,
+        start_cell_lateral_boundary: gtx.int32, start_cell_lateral_boundary_level_3: gtx.int32,
+        start_cell_halo_level_2: gtx.int32, end_cell_end: gtx.int32, end_cell_halo: gtx.int32,
+        end_cell_halo_level_2: gtx.int32
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat], fa.CellKField[wpfloat],
+           fa.CellKField[wpfloat]]:
+    (perturbed_rho, perturbed_theta_v) = (
+        concat_where(
+            (start_cell_lateral_boundary <= dims.CellDim) & (dims.CellDim < end_cell_end),
+            _init_two_cell_kdim_fields_with_zero_wp(), (perturbed_rho, perturbed_theta_v))
+        if limited_area
+        else (perturbed_rho, perturbed_theta_v))
+    exner_on_half_levels = (
+        concat_where(
+            (start_cell_lateral_boundary_level_3 <= dims.CellDim)
+            & (dims.CellDim < end_cell_halo) & (maximum(1, nflatlev) <= dims.KDim),
+            _interpolate_cell_field_to_half_levels_wp(
+                wgtfac_c=wgtfac_c, interpolant=temporal_extrapolation_of_perturbed_exner),
+            exner_on_half_levels)
+        if igradp_method == horzpres_discr_type.TAYLOR_HYDRO
+        else exner_on_half_levels)
+    perturbed_theta_v_on_half_levels = concat_where(
+        dims.KDim == 0, broadcast(0.0, (dims.CellDim, dims.KDim)),
+        perturbed_theta_v_on_half_levels)
+    (perturbed_rho, perturbed_theta_v) = concat_where(
+        (start_cell_halo_level_2 <= dims.CellDim) & (dims.CellDim < end_cell_halo_level_2),
+        _compute_perturbation_of_rho_and_theta(rho=current_rho, rho_ref_mc=reference_rho,
+                                               theta_v=current_theta_v,
+                                               theta_ref_mc=reference_theta),
+        (perturbed_rho, perturbed_theta_v))
+    return perturbed_rho, perturbed_theta_v, exner_on_half_levels, perturbed_theta_v_on_half_levels
+
+
+@gtx.field_operator
+def _set_theta_v_and_exner_on_surface_level(
+        temporal_extrapolation_of_perturbed_exner: fa.CellKField[wpfloat],
+        wgtfacq_c: fa.CellKField[wpfloat], perturbed_theta_v: fa.CellKField[wpfloat],
+        reference_theta_on_half_levels: fa.CellKField[wpfloat]
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    perturbed_theta_v_on_half_levels = _interpolate_to_surface(
+        wgtfacq_c=wgtfacq_c, interpolant=perturbed_theta_v)
+    theta_v_on_half_levels = reference_theta_on_half_levels + perturbed_theta_v_on_half_levels
+    exner_on_half_levels = _interpolate_to_surface(
+        wgtfacq_c=wgtfacq_c, interpolant=temporal_extrapolation_of_perturbed_exner)
+    return (perturbed_theta_v_on_half_levels, astype(theta_v_on_half_levels, wpfloat),
+            exner_on_half_levels)
+
+
+@gtx.field_operator
+def _compute_first_and_second_vertical_derivative_of_exner(
+        exner_on_half_levels: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[wpfloat],
+        ddz_of_exner: fa.CellKField[wpfloat], d2dz2_of_exner: fa.CellKField[wpfloat],
+        perturbed_theta_v_on_half_levels: fa.CellKField[wpfloat],
+        d2dexdz2_fac1_mc: fa.CellKField[wpfloat], d2dexdz2_fac2_mc: fa.CellKField[wpfloat],
+        perturbed_theta_v: fa.CellKField[wpfloat], igradp_method: gtx.int32,
+        nflatlev: gtx.int32, nflat_gradp: gtx.int32
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    ddz_of_exner = (
+        concat_where(nflatlev <= dims.KDim,
+                     _compute_first_vertical_derivative_at_cells(exner_on_half_levels,
+                                                                 inv_ddqz_z_full),
+                     ddz_of_exner)
+        if igradp_method == horzpres_discr_type.TAYLOR_HYDRO
+        else ddz_of_exner)
+    d2dz2_of_exner = (
+        concat_where(
+            nflat_gradp <= dims.KDim,
+            -wpfloat("0.5") * ((perturbed_theta_v_on_half_levels
+                                - perturbed_theta_v_on_half_levels(dims.Koff[1]))
+                               * d2dexdz2_fac1_mc + perturbed_theta_v * d2dexdz2_fac2_mc),
+            d2dz2_of_exner)
+        if igradp_method == horzpres_discr_type.TAYLOR_HYDRO
+        else d2dz2_of_exner)
+    return ddz_of_exner, d2dz2_of_exner
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def dycore_cell_diagnostics(
+        current_rho: fa.CellKField[wpfloat], reference_rho: fa.CellKField[wpfloat],
+        current_theta_v: fa.CellKField[wpfloat], reference_theta: fa.CellKField[wpfloat],
+        perturbed_rho: fa.CellKField[wpfloat], perturbed_theta_v: fa.CellKField[wpfloat],
+        perturbed_theta_v_on_half_levels: fa.CellKField[wpfloat],
+        wgtfac_c: fa.CellKField[wpfloat], wgtfacq_c: fa.CellKField[wpfloat],
+        exner_on_half_levels: fa.CellKField[wpfloat],
+        temporal_extrapolation_of_perturbed_exner: fa.CellKField[wpfloat],
+        reference_theta_on_half_levels: fa.CellKField[wpfloat],
+        theta_v_on_half_levels: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[wpfloat],
+        ddz_of_exner: fa.CellKField[wpfloat], d2dz2_of_exner: fa.CellKField[wpfloat],
+        d2dexdz2_fac1_mc: fa.CellKField[wpfloat], d2dexdz2_fac2_mc: fa.CellKField[wpfloat],
+        limited_area: bool, igradp_method: gtx.int32, nflatlev: gtx.int32,
+        nflat_gradp: gtx.int32, start_cell_lateral_boundary: gtx.int32,
+        start_cell_lateral_boundary_level_3: gtx.int32, start_cell_halo_level_2: gtx.int32,
+        end_cell_end: gtx.int32, end_cell_halo: gtx.int32, end_cell_halo_level_2: gtx.int32,
+        horizontal_start: gtx.int32, horizontal_end: gtx.int32, vertical_start: gtx.int32,
+        vertical_end: gtx.int32):
+    _perturbed_quantities_and_exner_interpolation(
+        current_rho, reference_rho, current_theta_v, reference_theta, perturbed_rho,
+        perturbed_theta_v, perturbed_theta_v_on_half_levels, wgtfac_c, exner_on_half_levels,
+        temporal_extrapolation_of_perturbed_exner, limited_area, igradp_method, nflatlev,
+        start_cell_lateral_boundary, start_cell_lateral_boundary_level_3,
+        start_cell_halo_level_2, end_cell_end, end_cell_halo, end_cell_halo_level_2,
+        out=(perturbed_rho, perturbed_theta_v, exner_on_half_levels,
+             perturbed_theta_v_on_half_levels),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _set_theta_v_and_exner_on_surface_level(
+        temporal_extrapolation_of_perturbed_exner, wgtfacq_c, perturbed_theta_v,
+        reference_theta_on_half_levels,
+        out=(perturbed_theta_v_on_half_levels, theta_v_on_half_levels, exner_on_half_levels),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_end - 1, vertical_end)})
+    _compute_first_and_second_vertical_derivative_of_exner(
+        exner_on_half_levels, inv_ddqz_z_full, ddz_of_exner, d2dz2_of_exner,
+        perturbed_theta_v_on_half_levels, d2dexdz2_fac1_mc, d2dexdz2_fac2_mc, perturbed_theta_v,
+        igradp_method, nflatlev, nflat_gradp, out=(ddz_of_exner, d2dz2_of_exner),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+
+
+def dycore_cell_numpy(a, s, bounds):
+    hs, he, vs, ve = bounds
+    rows = slice(hs, he)
+    L = NLEV
+    rho_pr, th_pr = a["perturbed_rho"].copy(), a["perturbed_theta_v"].copy()
+    exner_ic = a["exner_on_half_levels"].copy()
+    th_pr_ic = a["perturbed_theta_v_on_half_levels"].copy()
+    new_rho, new_th = rho_pr.copy(), th_pr.copy()
+    if s["limited_area"]:
+        new_rho[s["start_cell_lateral_boundary"]:s["end_cell_end"]] = 0.0
+        new_th[s["start_cell_lateral_boundary"]:s["end_cell_end"]] = 0.0
+    new_exner = exner_ic.copy()
+    taylor = s["igradp_method"] == 3
+    if taylor:
+        lo = max(1, s["nflatlev"])
+        cells = slice(s["start_cell_lateral_boundary_level_3"], s["end_cell_halo"])
+        wg, ex = a["wgtfac_c"], a["temporal_extrapolation_of_perturbed_exner"]
+        half = wg[:, 1:L] * ex[:, 1:] + (1.0 - wg[:, 1:L]) * ex[:, :-1]    # levels 1..L-1
+        new_exner[cells, lo:L] = half[cells, lo - 1:]
+    new_th_ic = th_pr_ic.copy()
+    new_th_ic[:, 0] = 0.0
+    halo = slice(s["start_cell_halo_level_2"], s["end_cell_halo_level_2"])
+    new_rho[halo] = (a["current_rho"] - a["reference_rho"])[halo]
+    new_th[halo] = (a["current_theta_v"] - a["reference_theta"])[halo]
+    for arr, new in ((rho_pr, new_rho), (th_pr, new_th), (exner_ic, new_exner),
+                     (th_pr_ic, new_th_ic)):
+        arr[rows, vs:ve - 1] = new[rows, vs:ve - 1]
+    wq = a["wgtfacq_c"]
+    surface_th = sum(wq[:, L - j] * th_pr[:, L - j] for j in (1, 2, 3))
+    surface_ex = sum(wq[:, L - j] * a["temporal_extrapolation_of_perturbed_exner"][:, L - j]
+                     for j in (1, 2, 3))
+    theta_v_ic = a["theta_v_on_half_levels"].copy()
+    th_pr_ic[rows, L] = surface_th[rows]
+    theta_v_ic[rows, L] = (a["reference_theta_on_half_levels"][:, L] + surface_th)[rows]
+    exner_ic[rows, L] = surface_ex[rows]
+    ddz, d2 = a["ddz_of_exner"].copy(), a["d2dz2_of_exner"].copy()
+    if taylor:
+        new_ddz = (exner_ic[:, :L] - exner_ic[:, 1:]) * a["inv_ddqz_z_full"]
+        new_d2 = -0.5 * ((th_pr_ic[:, :L] - th_pr_ic[:, 1:]) * a["d2dexdz2_fac1_mc"]
+                         + th_pr * a["d2dexdz2_fac2_mc"])
+        lo1, lo2 = max(vs, s["nflatlev"]), max(vs, s["nflat_gradp"])
+        ddz[rows, lo1:ve - 1] = new_ddz[rows, lo1:ve - 1]
+        d2[rows, lo2:ve - 1] = new_d2[rows, lo2:ve - 1]
+    return dict(perturbed_rho=rho_pr, perturbed_theta_v=th_pr, exner_on_half_levels=exner_ic,
+                perturbed_theta_v_on_half_levels=th_pr_ic, theta_v_on_half_levels=theta_v_ic,
+                ddz_of_exner=ddz, d2dz2_of_exner=d2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("limited_area,igradp_method,nflatlev",
+                         [(True, 3, 0), (False, 3, 3), (True, 1, 2)])
+def test_dycore_cell_diagnostics(backend, limited_area, igradp_method, nflatlev):
+    half, full = (NC, NLEV + 1), (NC, NLEV)
+    a = dict(current_rho=wp(*full), reference_rho=wp(*full), current_theta_v=wp(*full),
+             reference_theta=wp(*full), perturbed_rho=wp(*full), perturbed_theta_v=wp(*full),
+             perturbed_theta_v_on_half_levels=wp(*half), wgtfac_c=wp(*half), wgtfacq_c=wp(*full),
+             exner_on_half_levels=wp(*half), temporal_extrapolation_of_perturbed_exner=wp(*full),
+             reference_theta_on_half_levels=wp(*half), theta_v_on_half_levels=wp(*half),
+             inv_ddqz_z_full=wp(*full), ddz_of_exner=wp(*full), d2dz2_of_exner=wp(*full),
+             d2dexdz2_fac1_mc=wp(*full), d2dexdz2_fac2_mc=wp(*full))
+    s = dict(limited_area=limited_area, igradp_method=igradp_method, nflatlev=nflatlev,
+             nflat_gradp=nflatlev + 1, start_cell_lateral_boundary=0,
+             start_cell_lateral_boundary_level_3=2, start_cell_halo_level_2=6, end_cell_end=4,
+             end_cell_halo=NC - 1, end_cell_halo_level_2=NC)
+    bounds = (1, NC, 0, NLEV + 1)
+    expected = dycore_cell_numpy({k: v.copy() for k, v in a.items()}, s, bounds)
+    hs, he, vs, ve = bounds
+    dycore_cell_diagnostics(**a, **s, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                            vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, expected, rtol=1e-12)
