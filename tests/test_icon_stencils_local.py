@@ -77,6 +77,7 @@ E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 V2EDim = Dimension("V2E", DimensionKind.LOCAL)
+E2C2EODim = Dimension("E2C2EO", DimensionKind.LOCAL)
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
@@ -87,6 +88,7 @@ E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
 V2E = FieldOffset("V2E", source=EdgeDim, target=(VertexDim, V2EDim))
+E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 wpfloat, vpfloat = float64, float32
 BACKENDS = ["interpreter", "compiled"]
@@ -104,7 +106,8 @@ def table(rows, cols, targets, absent=0.0):
 TABLES = {"C2E": table(NC, 3, NE), "C2E2CO": table(NC, 4, NC, absent=0.25),
           "E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV), "C2CE": None, "E2EC": None,
           "E2C2E": table(NE, 4, NE, absent=0.2), "V2C": table(NV, 6, NC, absent=0.2),
-          "E2C2V": table(NE, 4, NV), "V2E": table(NV, 6, NE, absent=0.25), "Koff": KDim}
+          "E2C2V": table(NE, 4, NV), "V2E": table(NV, 6, NE, absent=0.25),
+          "E2C2EO": table(NE, 5, NE, absent=0.2), "Koff": KDim}
 TABLES["V2C"][0, :] = -1            # a vertex without any cell
 TABLES["C2E2CO"][0, :] = -1         # a cell without any neighbour, itself included
 TABLES["C2E2CO"][1, 0] = 1          # and one whose first neighbour is itself
@@ -1564,3 +1567,219 @@ def test_dycore_cell_diagnostics(backend, limited_area, igradp_method, nflatlev)
     dycore_cell_diagnostics(**a, **s, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
                             vertical_end=ve, offset_provider=TABLES, backend=backend)
     check(a, expected, rtol=1e-12)
+
+
+# ------------------------------------------------- divergence damping and the update of vn
+#
+# icon4py's corrector update of vn: Python ``if`` statements (nested) on ``bool``
+# parameters reassigning a field, a physical constant read from a module-level
+# namespace object (``dycore_consts.cpd``), keyword arguments throughout, and
+# the gradient of a computed edge field gathered over ``E2C2EO`` with absent
+# edges.
+
+
+class _PhysicsConstants:
+    cpd: Final = 1004.64
+    rd: Final = 287.04
+
+
+dycore_consts = _PhysicsConstants()
+dims.E2C2EODim, dims.E2C2EO = E2C2EODim, E2C2EO
+
+
+@gtx.field_operator
+def _add_vertical_wind_derivative_to_divergence_damping(
+        hmask_dd3d: fa.EdgeField[wpfloat], scalfac_dd3d: fa.KField[wpfloat],
+        inv_dual_edge_length: fa.EdgeField[wpfloat], z_dwdz_dd: fa.CellKField[vpfloat],
+        z_graddiv_vn: fa.EdgeKField[vpfloat]) -> fa.EdgeKField[vpfloat]:
+    dwdz = astype(z_dwdz_dd(dims.E2C[1]) - z_dwdz_dd(dims.E2C[0]), wpfloat)
+    return astype(astype(z_graddiv_vn, wpfloat)
+                  + hmask_dd3d * scalfac_dd3d * inv_dual_edge_length * dwdz, vpfloat)
+
+
+@gtx.field_operator
+def _apply_2nd_order_divergence_damping(z_graddiv_vn: fa.EdgeKField[vpfloat],
+                                        vn: fa.EdgeKField[wpfloat],
+                                        scal_divdamp_o2: wpfloat) -> fa.EdgeKField[wpfloat]:
+    return vn + scal_divdamp_o2 * astype(z_graddiv_vn, wpfloat)
+
+
+@gtx.field_operator
+def _compute_graddiv2_of_vn(
+        geofac_grdiv: gtx.Field[[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+        z_graddiv_vn: fa.EdgeKField[vpfloat]) -> fa.EdgeKField[vpfloat]:
+    return astype(neighbor_sum(astype(z_graddiv_vn(dims.E2C2EO), wpfloat) * geofac_grdiv,
+                               axis=dims.E2C2EODim), vpfloat)
+
+
+@gtx.field_operator
+def _apply_weighted_2nd_and_4th_order_divergence_damping(
+        scal_divdamp: fa.KField[wpfloat], bdy_divdamp: fa.KField[wpfloat],
+        nudgecoeff_e: fa.EdgeField[wpfloat], z_graddiv2_vn: fa.EdgeKField[vpfloat],
+        vn: fa.EdgeKField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    return vn + (scal_divdamp + bdy_divdamp * nudgecoeff_e) * astype(z_graddiv2_vn, wpfloat)
+
+
+@gtx.field_operator
+def _add_analysis_increments_to_vn(vn_incr: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+                                   iau_wgt_dyn: wpfloat) -> fa.EdgeKField[wpfloat]:
+    return vn + iau_wgt_dyn * astype(vn_incr, wpfloat)
+
+
+@gtx.field_operator
+def _apply_divergence_damping_and_update_vn(
+        horizontal_gradient_of_normal_wind_divergence: fa.EdgeKField[vpfloat],
+        next_vn: fa.EdgeKField[wpfloat], current_vn: fa.EdgeKField[wpfloat],
+        dwdz_at_cells_on_model_levels: fa.CellKField[vpfloat],
+        predictor_normal_wind_advective_tendency: fa.EdgeKField[vpfloat],
+        corrector_normal_wind_advective_tendency: fa.EdgeKField[vpfloat],
+        normal_wind_tendency_due_to_slow_physics_process: fa.EdgeKField[vpfloat],
+        normal_wind_iau_increment: fa.EdgeKField[vpfloat],
+        reduced_fourth_order_divdamp_coeff_at_nest_boundary: fa.KField[wpfloat],
+        fourth_order_divdamp_scaling_coeff: fa.KField[wpfloat],
+        second_order_divdamp_scaling_coeff: wpfloat,
+        theta_v_at_edges_on_model_levels: fa.EdgeKField[wpfloat],
+        horizontal_pressure_gradient: fa.EdgeKField[vpfloat],
+        horizontal_mask_for_3d_divdamp: fa.EdgeField[wpfloat],
+        scaling_factor_for_3d_divdamp: fa.KField[wpfloat],
+        inv_dual_edge_length: fa.EdgeField[wpfloat], nudgecoeff_e: fa.EdgeField[wpfloat],
+        geofac_grdiv: gtx.Field[[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+        advection_explicit_weight_parameter: wpfloat,
+        advection_implicit_weight_parameter: wpfloat, dtime: wpfloat, iau_wgt_dyn: wpfloat,
+        is_iau_active: bool, limited_area: bool, apply_2nd_order_divergence_damping: bool,
+        apply_4th_order_divergence_damping: bool) -> fa.EdgeKField[wpfloat]:
+    horizontal_gradient_of_total_divergence = _add_vertical_wind_derivative_to_divergence_damping(
+        hmask_dd3d=horizontal_mask_for_3d_divdamp, scalfac_dd3d=scaling_factor_for_3d_divdamp,
+        inv_dual_edge_length=inv_dual_edge_length, z_dwdz_dd=dwdz_at_cells_on_model_levels,
+        z_graddiv_vn=horizontal_gradient_of_normal_wind_divergence)
+    next_vn = _add_temporal_tendencies_to_vn_by_interpolating_between_time_levels(
+        vn_nnow=current_vn, ddt_vn_apc_ntl1=predictor_normal_wind_advective_tendency,
+        ddt_vn_apc_ntl2=corrector_normal_wind_advective_tendency,
+        ddt_vn_phy=normal_wind_tendency_due_to_slow_physics_process,
+        z_theta_v_e=theta_v_at_edges_on_model_levels, z_gradh_exner=horizontal_pressure_gradient,
+        dtime=dtime, wgt_nnow_vel=advection_explicit_weight_parameter,
+        wgt_nnew_vel=advection_implicit_weight_parameter, cpd=dycore_consts.cpd)
+    if apply_2nd_order_divergence_damping:
+        next_vn = _apply_2nd_order_divergence_damping(
+            z_graddiv_vn=horizontal_gradient_of_total_divergence, vn=next_vn,
+            scal_divdamp_o2=second_order_divdamp_scaling_coeff)
+    if apply_4th_order_divergence_damping:
+        squared_horizontal_gradient_of_total_divergence = _compute_graddiv2_of_vn(
+            geofac_grdiv=geofac_grdiv, z_graddiv_vn=horizontal_gradient_of_total_divergence)
+        if limited_area:
+            next_vn = _apply_weighted_2nd_and_4th_order_divergence_damping(
+                scal_divdamp=fourth_order_divdamp_scaling_coeff,
+                bdy_divdamp=reduced_fourth_order_divdamp_coeff_at_nest_boundary,
+                nudgecoeff_e=nudgecoeff_e,
+                z_graddiv2_vn=squared_horizontal_gradient_of_total_divergence, vn=next_vn)
+        else:
+            next_vn = _apply_4th_order_divergence_damping(
+                scal_divdamp=fourth_order_divdamp_scaling_coeff,
+                z_graddiv2_vn=squared_horizontal_gradient_of_total_divergence, vn=next_vn)
+    if is_iau_active:
+        next_vn = _add_analysis_increments_to_vn(vn_incr=normal_wind_iau_increment, vn=next_vn,
+                                                 iau_wgt_dyn=iau_wgt_dyn)
+    return next_vn
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def apply_divergence_damping_and_update_vn(
+        horizontal_gradient_of_normal_wind_divergence: fa.EdgeKField[vpfloat],
+        next_vn: fa.EdgeKField[wpfloat], current_vn: fa.EdgeKField[wpfloat],
+        dwdz_at_cells_on_model_levels: fa.CellKField[vpfloat],
+        predictor_normal_wind_advective_tendency: fa.EdgeKField[vpfloat],
+        corrector_normal_wind_advective_tendency: fa.EdgeKField[vpfloat],
+        normal_wind_tendency_due_to_slow_physics_process: fa.EdgeKField[vpfloat],
+        normal_wind_iau_increment: fa.EdgeKField[vpfloat],
+        reduced_fourth_order_divdamp_coeff_at_nest_boundary: fa.KField[wpfloat],
+        fourth_order_divdamp_scaling_coeff: fa.KField[wpfloat],
+        second_order_divdamp_scaling_coeff: wpfloat,
+        theta_v_at_edges_on_model_levels: fa.EdgeKField[wpfloat],
+        horizontal_pressure_gradient: fa.EdgeKField[vpfloat],
+        horizontal_mask_for_3d_divdamp: fa.EdgeField[wpfloat],
+        scaling_factor_for_3d_divdamp: fa.KField[wpfloat],
+        inv_dual_edge_length: fa.EdgeField[wpfloat], nudgecoeff_e: fa.EdgeField[wpfloat],
+        geofac_grdiv: gtx.Field[[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+        advection_explicit_weight_parameter: wpfloat,
+        advection_implicit_weight_parameter: wpfloat, dtime: wpfloat, iau_wgt_dyn: wpfloat,
+        is_iau_active: bool, limited_area: bool, apply_2nd_order_divergence_damping: bool,
+        apply_4th_order_divergence_damping: bool, horizontal_start: gtx.int32,
+        horizontal_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32):
+    _apply_divergence_damping_and_update_vn(
+        horizontal_gradient_of_normal_wind_divergence=horizontal_gradient_of_normal_wind_divergence,
+        next_vn=next_vn, current_vn=current_vn,
+        dwdz_at_cells_on_model_levels=dwdz_at_cells_on_model_levels,
+        predictor_normal_wind_advective_tendency=predictor_normal_wind_advective_tendency,
+        corrector_normal_wind_advective_tendency=corrector_normal_wind_advective_tendency,
+        normal_wind_tendency_due_to_slow_physics_process=(
+            normal_wind_tendency_due_to_slow_physics_process),
+        normal_wind_iau_increment=normal_wind_iau_increment,
+        reduced_fourth_order_divdamp_coeff_at_nest_boundary=(
+            reduced_fourth_order_divdamp_coeff_at_nest_boundary),
+        fourth_order_divdamp_scaling_coeff=fourth_order_divdamp_scaling_coeff,
+        second_order_divdamp_scaling_coeff=second_order_divdamp_scaling_coeff,
+        theta_v_at_edges_on_model_levels=theta_v_at_edges_on_model_levels,
+        horizontal_pressure_gradient=horizontal_pressure_gradient,
+        horizontal_mask_for_3d_divdamp=horizontal_mask_for_3d_divdamp,
+        scaling_factor_for_3d_divdamp=scaling_factor_for_3d_divdamp,
+        inv_dual_edge_length=inv_dual_edge_length, nudgecoeff_e=nudgecoeff_e,
+        geofac_grdiv=geofac_grdiv,
+        advection_explicit_weight_parameter=advection_explicit_weight_parameter,
+        advection_implicit_weight_parameter=advection_implicit_weight_parameter, dtime=dtime,
+        iau_wgt_dyn=iau_wgt_dyn, is_iau_active=is_iau_active, limited_area=limited_area,
+        apply_2nd_order_divergence_damping=apply_2nd_order_divergence_damping,
+        apply_4th_order_divergence_damping=apply_4th_order_divergence_damping,
+        out=next_vn,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("iau,limited_area,second,fourth",
+                         [(True, True, True, True), (False, False, False, True),
+                          (True, False, True, False)])
+def test_divergence_damping_and_update_of_vn(backend, iau, limited_area, second, fourth):
+    e, c = (NE, NLEV), (NC, NLEV)
+    a = dict(horizontal_gradient_of_normal_wind_divergence=vp(*e), next_vn=np.full(e, 9.0),
+             current_vn=wp(*e), dwdz_at_cells_on_model_levels=vp(*c),
+             predictor_normal_wind_advective_tendency=vp(*e),
+             corrector_normal_wind_advective_tendency=vp(*e),
+             normal_wind_tendency_due_to_slow_physics_process=vp(*e),
+             normal_wind_iau_increment=vp(*e),
+             reduced_fourth_order_divdamp_coeff_at_nest_boundary=wp(NLEV),
+             fourth_order_divdamp_scaling_coeff=wp(NLEV),
+             theta_v_at_edges_on_model_levels=wp(*e), horizontal_pressure_gradient=vp(*e) * 1e-3,
+             horizontal_mask_for_3d_divdamp=wp(NE), scaling_factor_for_3d_divdamp=wp(NLEV),
+             inv_dual_edge_length=wp(NE), nudgecoeff_e=wp(NE), geofac_grdiv=wp(NE, 5) - 0.5)
+    s = dict(second_order_divdamp_scaling_coeff=0.3, advection_explicit_weight_parameter=0.25,
+             advection_implicit_weight_parameter=0.75, dtime=2.0, iau_wgt_dyn=0.5,
+             is_iau_active=iau, limited_area=limited_area,
+             apply_2nd_order_divergence_damping=second, apply_4th_order_divergence_damping=fourth)
+    hs, he, vs, ve = 1, NE - 2, 0, NLEV
+    e2c, d = TABLES["E2C"], (lambda x: x.astype(f64))
+    dwdz = a["dwdz_at_cells_on_model_levels"]
+    g = (d(a["horizontal_gradient_of_normal_wind_divergence"])
+         + (a["horizontal_mask_for_3d_divdamp"] * a["inv_dual_edge_length"])[:, None]
+         * a["scaling_factor_for_3d_divdamp"] * d(dwdz[e2c[:, 1]] - dwdz[e2c[:, 0]])).astype(f32)
+    vn = a["current_vn"] + s["dtime"] * (
+        0.25 * d(a["predictor_normal_wind_advective_tendency"])
+        + 0.75 * d(a["corrector_normal_wind_advective_tendency"])
+        + d(a["normal_wind_tendency_due_to_slow_physics_process"])
+        - dycore_consts.cpd * a["theta_v_at_edges_on_model_levels"]
+        * d(a["horizontal_pressure_gradient"]))
+    if second:
+        vn = vn + 0.3 * d(g)
+    if fourth:
+        g2 = nb_sum(a["geofac_grdiv"], d(g), TABLES["E2C2EO"]).astype(f32)
+        scal = a["fourth_order_divdamp_scaling_coeff"][None, :]
+        if limited_area:
+            scal = scal + a["reduced_fourth_order_divdamp_coeff_at_nest_boundary"][None, :] \
+                * a["nudgecoeff_e"][:, None]
+        vn = vn + scal * d(g2)
+    if iau:
+        vn = vn + 0.5 * d(a["normal_wind_iau_increment"])
+    expected = inside(vn, a["next_vn"], hs, he, vs, ve)
+    apply_divergence_damping_and_update_vn(
+        **a, **s, horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+        offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(a["next_vn"], expected, rtol=1e-6, atol=1e-6)
