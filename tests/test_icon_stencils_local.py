@@ -1783,3 +1783,78 @@ def test_divergence_damping_and_update_of_vn(backend, iau, limited_area, second,
         **a, **s, horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
         offset_provider=TABLES, backend=backend)
     np.testing.assert_allclose(a["next_vn"], expected, rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------------- nested reductions: vertex winds into nabla4
+#
+# The vertex wind components of the diffusion (a ``V2E`` sum with absent edges)
+# computed in the same field operator that reads them through ``E2C2V`` slots:
+# a reduction over one local dimension gathered over another.
+
+dims.V2EDim, dims.V2E = V2EDim, V2E
+
+
+@gtx.field_operator
+def _mo_intp_rbf_rbf_vec_interpol_vertex(
+        p_e_in: fa.EdgeKField[wpfloat],
+        ptr_coeff_1: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+        ptr_coeff_2: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat]
+) -> tuple[fa.VertexKField[wpfloat], fa.VertexKField[wpfloat]]:
+    p_u_out = neighbor_sum(ptr_coeff_1 * p_e_in(dims.V2E), axis=dims.V2EDim)
+    p_v_out = neighbor_sum(ptr_coeff_2 * p_e_in(dims.V2E), axis=dims.V2EDim)
+    return p_u_out, p_v_out
+
+
+@gtx.field_operator
+def _nabla4_from_vn(
+        vn: fa.EdgeKField[wpfloat],
+        ptr_coeff_1: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+        ptr_coeff_2: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+        primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], inv_vert_vert_length: fa.EdgeField[wpfloat],
+        inv_primal_edge_length: fa.EdgeField[wpfloat]) -> fa.EdgeKField[wpfloat]:
+    u_vert, v_vert = _mo_intp_rbf_rbf_vec_interpol_vertex(vn, ptr_coeff_1, ptr_coeff_2)
+    return _calculate_nabla4(astype(u_vert, vpfloat), astype(v_vert, vpfloat),
+                             primal_normal_vert_v1, primal_normal_vert_v2, z_nabla2_e,
+                             inv_vert_vert_length, inv_primal_edge_length)
+
+
+@gtx.program
+def nabla4_from_vn(
+        vn: fa.EdgeKField[wpfloat],
+        ptr_coeff_1: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+        ptr_coeff_2: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+        primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+        z_nabla2_e: fa.EdgeKField[wpfloat], inv_vert_vert_length: fa.EdgeField[wpfloat],
+        inv_primal_edge_length: fa.EdgeField[wpfloat], z_nabla4_e2: fa.EdgeKField[wpfloat],
+        horizontal_start: gtx.int32, horizontal_end: gtx.int32):
+    _nabla4_from_vn(vn, ptr_coeff_1, ptr_coeff_2, primal_normal_vert_v1, primal_normal_vert_v2,
+                    z_nabla2_e, inv_vert_vert_length, inv_primal_edge_length, out=z_nabla4_e2,
+                    domain={dims.EdgeDim: (horizontal_start, horizontal_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nabla4_from_vertex_winds(backend):
+    a = dict(vn=wp(NE, NLEV), ptr_coeff_1=wp(NV, 6) - 0.5, ptr_coeff_2=wp(NV, 6) - 0.5,
+             primal_normal_vert_v1=wp(NE, 4) - 0.5, primal_normal_vert_v2=wp(NE, 4) - 0.5,
+             z_nabla2_e=wp(NE, NLEV), inv_vert_vert_length=wp(NE),
+             inv_primal_edge_length=wp(NE), z_nabla4_e2=np.full((NE, NLEV), 5.0))
+    hs, he = 2, NE
+    v2e, e2c2v = TABLES["V2E"], TABLES["E2C2V"]
+    u = nb_sum(a["ptr_coeff_1"], a["vn"], v2e).astype(f32).astype(f64)
+    v = nb_sum(a["ptr_coeff_2"], a["vn"], v2e).astype(f32).astype(f64)
+    p1, p2 = a["primal_normal_vert_v1"], a["primal_normal_vert_v2"]
+
+    def slot(j):
+        return u[e2c2v[:, j]] * p1[:, j:j + 1] + v[e2c2v[:, j]] * p2[:, j:j + 1]
+
+    nabla2 = a["z_nabla2_e"]
+    nabla4 = 4.0 * ((slot(2) + slot(3) - 2.0 * nabla2) * (a["inv_vert_vert_length"] ** 2)[:, None]
+                    + (slot(0) + slot(1) - 2.0 * nabla2)
+                    * (a["inv_primal_edge_length"] ** 2)[:, None])
+    expected = inside(nabla4, a["z_nabla4_e2"], hs, he, 0, NLEV)
+    nabla4_from_vn(**a, horizontal_start=hs, horizontal_end=he, offset_provider=TABLES,
+                   backend=backend)
+    np.testing.assert_allclose(a["z_nabla4_e2"], expected, rtol=1e-5, atol=1e-5)
