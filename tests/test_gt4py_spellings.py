@@ -287,3 +287,30 @@ def test_direct_call_result_has_the_declared_dimension_order(backend):
     assert scaled.shape == plus.shape == (5, 3)
     np.testing.assert_allclose(scaled, expected, rtol=1e-15)
     np.testing.assert_allclose(plus, expected + x[:, None], rtol=1e-15)
+
+
+def test_decorator_backend_as_gt4py_passes_it():
+    """icon4py's ``@program(grid_type=..., backend=backend)``: ``None`` (GT4Py's
+    embedded execution) interprets, a backend object compiles, as ``with_backend``."""
+    @field_operator(backend=None)
+    def _tripled(w: Field[[CellDim, KDim], float]) -> Field[[CellDim, KDim], float]:
+        return 3.0 * w
+
+    @program(grid_type=GridType.UNSTRUCTURED, backend=None)
+    def embedded(w: Field[[CellDim, KDim], float], o: Field[[CellDim, KDim], float]):
+        _tripled(w, out=o)
+
+    @program(grid_type=GridType.UNSTRUCTURED, backend=object())
+    def gtfn_like(w: Field[[CellDim, KDim], float], o: Field[[CellDim, KDim], float]):
+        _tripled(w, out=o)
+
+    assert (_tripled.backend, embedded.backend, gtfn_like.backend) == \
+        ("interpreter", "interpreter", "compiled")
+    w = RNG.random((3, 4))
+    for prog in (embedded, gtfn_like):
+        o = np.zeros((3, 4))
+        prog(w, o, offset_provider={})
+        np.testing.assert_allclose(o, 3.0 * w, rtol=1e-15)
+    assert embedded.cache_info().compiles + embedded.cache_info().loads == 0
+    with pytest.raises(FrontendError, match="backend must be one of"):
+        program(backend="gtfn")(lambda: None)

@@ -99,10 +99,16 @@ class _Specialized:
     # GT4Py local dimensions or offsets into them left to bind (None: not looked at yet)
     _locals_pending: bool | None = None
 
-    def _setup(self, fn: Callable, decorator: str, backend: str,
+    def _setup(self, fn: Callable, decorator: str, backend: Any,
                compile_options: dict[str, Any]) -> None:
         if not inspect.isfunction(fn):
             raise DefinitionError(f"@{decorator} decorates a Python function")
+        # GT4Py's backend=: None (embedded execution) is the interpreter, a
+        # backend object the compiled code (as in with_backend)
+        if backend is None:
+            backend = "interpreter"
+        elif not isinstance(backend, str):
+            backend = "compiled"
         if backend not in BACKENDS:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         compile_options = _check_compile_options(decorator, compile_options)
