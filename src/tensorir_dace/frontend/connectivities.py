@@ -230,7 +230,10 @@ def used_connectivities(fn: Callable, kind: type = Connectivity) -> list[Any]:
                 # offsets and functions reached through a module (``dims.C2E``):
                 # the module's attributes the code names
                 for a in code.co_names:
-                    visit_value(getattr(v, a, None))
+                    attr = getattr(v, a, None)
+                    if not (inspect.isfunction(attr)
+                            and attr.__module__.startswith("tensorir_dace")):
+                        visit_value(attr)     # not the library's own functions (gtx.where)
             elif v is not _ABSENT:
                 visit_value(v)
         for c in code.co_consts:
