@@ -21,6 +21,7 @@ from tensorir_dace.frontend import (
     FieldOffset,
     GridType,
     Tensor,
+    astype,
     broadcast,
     connectivity,
     dims,
@@ -266,3 +267,50 @@ def test_dimension_kinds_and_grid_types_as_gt4py_writes_them():
     assert repr(Dimension("C2E", DimensionKind.LOCAL)) == "Dimension('C2E', kind=LOCAL)"
     with pytest.raises(FrontendError, match="kind must be a DimensionKind"):
         Dimension("K", kind="sideways")
+
+
+@field_operator
+def _scaled_by_level(x: Field[[Cell], float], k: Field[[K], int32]
+                     ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    scaled = where(k > 0, x * astype(k, float), 2.0)   # the condition's K comes first
+    return scaled, scaled + x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_result_has_the_declared_dimension_order(backend):
+    """A field operator called directly returns arrays over its return
+    annotation's dimensions in that order, whichever order its value has."""
+    x, k = RNG.random(5), np.arange(3, dtype=np.int32)
+    fn = _scaled_by_level.with_backend(None if backend == "interpreter" else "compiled")
+    scaled, plus = fn(x, k)
+    expected = np.where(k[None, :] > 0, x[:, None] * k[None, :], 2.0)
+    assert scaled.shape == plus.shape == (5, 3)
+    np.testing.assert_allclose(scaled, expected, rtol=1e-15)
+    np.testing.assert_allclose(plus, expected + x[:, None], rtol=1e-15)
+
+
+def test_decorator_backend_as_gt4py_passes_it():
+    """icon4py's ``@program(grid_type=..., backend=backend)``: ``None`` (GT4Py's
+    embedded execution) interprets, a backend object compiles, as ``with_backend``."""
+    @field_operator(backend=None)
+    def _tripled(w: Field[[CellDim, KDim], float]) -> Field[[CellDim, KDim], float]:
+        return 3.0 * w
+
+    @program(grid_type=GridType.UNSTRUCTURED, backend=None)
+    def embedded(w: Field[[CellDim, KDim], float], o: Field[[CellDim, KDim], float]):
+        _tripled(w, out=o)
+
+    @program(grid_type=GridType.UNSTRUCTURED, backend=object())
+    def gtfn_like(w: Field[[CellDim, KDim], float], o: Field[[CellDim, KDim], float]):
+        _tripled(w, out=o)
+
+    assert (_tripled.backend, embedded.backend, gtfn_like.backend) == \
+        ("interpreter", "interpreter", "compiled")
+    w = RNG.random((3, 4))
+    for prog in (embedded, gtfn_like):
+        o = np.zeros((3, 4))
+        prog(w, o, offset_provider={})
+        np.testing.assert_allclose(o, 3.0 * w, rtol=1e-15)
+    assert embedded.cache_info().compiles + embedded.cache_info().loads == 0
+    with pytest.raises(FrontendError, match="backend must be one of"):
+        program(backend="gtfn")(lambda: None)

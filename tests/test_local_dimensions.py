@@ -14,6 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import types
 
 import numpy as np
 import pytest
@@ -259,3 +260,31 @@ def test_gt4py_offset_provider_objects(backend):
                                rtol=1e-14)
     with pytest.raises(FrontendError, match="shape"):
         NeighborTableOffsetProvider(C2E_T, CellDim, EdgeDim, 4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_offsets_and_dimensions_reached_through_a_module(backend):
+    """icon4py names its offsets and dimensions through a module (``dims.E2C``,
+    ``dims.E2CDim``), none of them a global of the stencil's module."""
+    dims = types.ModuleType("mesh_dims")
+    dims.E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+    dims.E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, dims.E2CDim))
+    dims.EdgeDim, dims.KDim = EdgeDim, KDim
+
+    @field_operator
+    def _edge_max(x: Field[[CellDim, KDim], float], w: Field[[dims.EdgeDim, dims.E2CDim], float]
+                  ) -> Field[[EdgeDim, KDim], float]:
+        return max_over(x(dims.E2C) * w, axis=dims.E2CDim) + x(dims.E2C[1])
+
+    @program
+    def edge_max(x: Field[[CellDim, KDim], float], w: Field[[EdgeDim, dims.E2CDim], float],
+                 out: Field[[EdgeDim, KDim], float], start: int):
+        _edge_max(x, w, out=out, domain={dims.EdgeDim: (start, NE), dims.KDim: (0, NK)})
+
+    e2c = RNG.integers(0, NC, (NE, 2))
+    x, w = RNG.random((NC, NK)), RNG.random((NE, 2))
+    out = np.zeros((NE, NK))
+    edge_max(x, w, out, 2, offset_provider={"E2C": e2c}, backend=backend)
+    expected = (x[e2c] * w[:, :, None]).max(1) + x[e2c[:, 1]]
+    np.testing.assert_allclose(out[2:], expected[2:], rtol=1e-15)
+    assert not out[:2].any()

@@ -22,6 +22,8 @@ from tensorir_dace.frontend import (
     concat_where,
     dims,
     function,
+    maximum,
+    minimum,
     neighbor_dim,
     neighbor_sum,
     program,
@@ -343,6 +345,46 @@ def test_frontend_concat_where_with_runtime_conditions_is_lazy_and_clamped():
     with pytest.raises(tir.ArgumentError, match="nlev"):   # the centred piece reads K = L
         vertical_py(w=w, out=out, nlev=L)
     assert not out.any()
+
+
+@program
+def clamped_window_py(w: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], nflatlev: int,
+                      nlev: int):
+    # icon4py's ``maximum(1, nflatlev) <= dims.KDim``: a bound clamped by maximum/minimum
+    out[...] = concat_where((maximum(1, nflatlev) <= KL) & (KL < minimum(nlev, L - 1)),
+                            w - w(KL - 1), 3.0 * w)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_frontend_concat_where_bounds_clamped_by_maximum_and_minimum(backend):
+    w = RNG.random((N, L))
+    for nflatlev, nlev in [(0, L), (3, L), (-2, 2), (4, 3), (L + 2, L)]:
+        lo, hi = max(1, nflatlev), min(nlev, L - 1)
+        ref = 3.0 * w
+        if lo < hi:
+            ref[:, lo:hi] = (w[:, 1:] - w[:, :-1])[:, lo - 1:hi - 1]
+        out = np.zeros((N, L))
+        clamped_window_py(w=w, out=out, nflatlev=nflatlev, nlev=nlev, backend=backend)
+        np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{nflatlev} {nlev}")
+
+
+@program
+def loop_from_clamped_start(x: Tensor[float, Cell, KL], out: Tensor[float, Cell, KL], k0: int,
+                            n: int):
+    for t in range(max(1, k0), min(n, L)):
+        out[:, t:t + 1] = out(KL - 1) + x
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_frontend_loop_bounds_clamped_by_max_and_min(backend):
+    x = RNG.random((N, L))
+    for k0, n in [(0, L), (3, L + 4), (-1, 2)]:
+        ref = np.ones((N, L))
+        for t in range(max(1, k0), min(n, L)):
+            ref[:, t] = ref[:, t - 1] + x[:, t]
+        out = np.ones((N, L))
+        loop_from_clamped_start(x, out, k0, n, backend=backend)
+        np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{k0} {n}")
 
 
 @program

@@ -355,3 +355,18 @@ def with_dims(value: Any, *dims: Any) -> TensorArg:
         merged.update(intervals)
         return TensorArg(value.value, merged, tuple(out))
     return TensorArg(value, intervals, tuple(out))
+
+
+def annotation_scope(fn: Any) -> dict[str, Any]:
+    """The names a string annotation of ``fn`` is evaluated with (under
+    ``from __future__ import annotations``): its module's globals, and the
+    enclosing function's variables its code uses (``dims`` of ``dims.EdgeDim``
+    in a field operator defined inside a function)."""
+    scope = dict(getattr(fn, "__globals__", {}) or {})
+    code = getattr(fn, "__code__", None)
+    for name, cell in zip(getattr(code, "co_freevars", ()), getattr(fn, "__closure__", None) or ()):
+        try:
+            scope[name] = cell.cell_contents
+        except ValueError:          # a variable not yet assigned
+            pass
+    return scope

@@ -255,6 +255,9 @@ def FieldOffset(name: str, source: Any, target: Any) -> Any:
 # --------------------------------------------------------------------------- discovery
 
 
+_ABSENT = object()
+
+
 def used_connectivities(fn: Callable, kind: type = Connectivity) -> list[Any]:
     """The connectivities (or other offsets of type ``kind``) a function's code
     names, directly or through the functions, scan operators and reductions it
@@ -275,10 +278,17 @@ def used_connectivities(fn: Callable, kind: type = Connectivity) -> list[Any]:
     def visit_code(code: types.CodeType, globs: Mapping[str, Any],
                    cells: Mapping[str, Any]) -> None:
         for n in code.co_names + code.co_freevars:
-            if n in cells:
-                visit_value(cells[n])
-            elif n in globs:
-                visit_value(globs[n])
+            v = cells[n] if n in cells else globs.get(n, _ABSENT)
+            if isinstance(v, types.ModuleType):
+                # offsets and functions reached through a module (``dims.C2E``):
+                # the module's attributes the code names
+                for a in code.co_names:
+                    attr = getattr(v, a, None)
+                    if not (inspect.isfunction(attr)
+                            and attr.__module__.startswith("tensorir_dace")):
+                        visit_value(attr)     # not the library's own functions (gtx.where)
+            elif v is not _ABSENT:
+                visit_value(v)
         for c in code.co_consts:
             if isinstance(c, types.CodeType):
                 visit_code(c, globs, cells)

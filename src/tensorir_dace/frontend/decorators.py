@@ -46,6 +46,7 @@ from .annotations import (
     GenericSpec,
     TensorArg,
     TensorSpec,
+    annotation_scope,
     annotation_spec,
     generic_spec,
 )
@@ -98,10 +99,16 @@ class _Specialized:
     # GT4Py local dimensions or offsets into them left to bind (None: not looked at yet)
     _locals_pending: bool | None = None
 
-    def _setup(self, fn: Callable, decorator: str, backend: str,
+    def _setup(self, fn: Callable, decorator: str, backend: Any,
                compile_options: dict[str, Any]) -> None:
         if not inspect.isfunction(fn):
             raise DefinitionError(f"@{decorator} decorates a Python function")
+        # GT4Py's backend=: None (embedded execution) is the interpreter, a
+        # backend object the compiled code (as in with_backend)
+        if backend is None:
+            backend = "interpreter"
+        elif not isinstance(backend, str):
+            backend = "compiled"
         if backend not in BACKENDS:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         compile_options = _check_compile_options(decorator, compile_options)
@@ -512,7 +519,7 @@ def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[
     ann = anns[name]
     if isinstance(ann, str):
         try:
-            ann = eval(ann, dict(fn.__globals__))
+            ann = eval(ann, annotation_scope(fn))
         except Exception as e:  # noqa: BLE001 - reported with the parameter's place
             if not strict:
                 return False, None

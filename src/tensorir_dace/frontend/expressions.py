@@ -196,7 +196,16 @@ class ExpressionTranslator:
         return node.value
 
     def e_Name(self, node: ast.Name) -> Any:
-        v = self.lookup(node.id, node)
+        v = self.offset_value(self.lookup(node.id, node), node)
+        if isinstance(v, ir.Sym):
+            v = replace(v, loc=self.loc(node))
+        return v
+
+    def offset_value(self, v: Any, node: ast.AST) -> Any:
+        """An offset named in the code (``C2E``, ``dims.C2E``) as the translator
+        uses it: a local offset as what the provider made it, a table as its
+        table argument, a strided offset as its index table; any other value
+        unchanged."""
         if isinstance(v, LocalOffset):
             if v.resolved is None:
                 raise self.error(node, f"{v!r} points into the local dimension "
@@ -210,8 +219,6 @@ class ExpressionTranslator:
             v = self.connectivity_table(v, node)
         elif isinstance(v, StridedOffset):
             v = strided_table(self, v, node)
-        if isinstance(v, ir.Sym):
-            v = replace(v, loc=self.loc(node))
         return v
 
     def connectivity_table(self, c: Connectivity, node: ast.AST) -> ir.Sym:
@@ -274,7 +281,9 @@ class ExpressionTranslator:
                 return getattr(base, node.attr)
             raise self.error(node, f"a tuple has no attribute '{node.attr}'")
         try:
-            return as_sympy(getattr(base, node.attr))
+            # an offset reached through a module or namespace (``dims.C2E``) is
+            # the offset named directly
+            return as_sympy(self.offset_value(getattr(base, node.attr), node))
         except AttributeError:
             raise self.error(node, f"{describe(base)} has no attribute '{node.attr}'"
                              + did_you_mean(node.attr, dir(base))) from None

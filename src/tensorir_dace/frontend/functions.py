@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import typing
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,7 +27,7 @@ from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding, Scope
 from . import api
-from .annotations import annotation_spec, generic_spec
+from .annotations import annotation_scope, annotation_spec, generic_spec
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
@@ -142,7 +143,7 @@ class FunctionTranslator(BodyTranslator):
         for k, v in anns.items():
             if isinstance(v, str):
                 try:
-                    v = eval(v, dict(getattr(fn, "__globals__", {})))
+                    v = eval(v, annotation_scope(fn))
                 except Exception:  # noqa: BLE001 - an unreadable annotation is none
                     continue
             out[k] = v
@@ -251,6 +252,26 @@ class FunctionTranslator(BodyTranslator):
     # -- function bodies
 
 
+def _declared_result_order(fn: Any) -> tuple[str, ...] | None:
+    """The dimension names of ``fn``'s return annotation in order (of each
+    element of a ``tuple[…]`` annotation, where all have the same), or None."""
+    ann = (getattr(fn, "__annotations__", None) or {}).get("return")
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, annotation_scope(fn))
+        except Exception:  # noqa: BLE001 - an unreadable annotation is none
+            return None
+    parts = typing.get_args(ann) if typing.get_origin(ann) is tuple else (ann,)
+    orders = set()
+    for part in parts:
+        spec = annotation_spec(part)
+        if spec is None or not spec.dims or \
+                not all(isinstance(getattr(d, "name", None), str) for d in spec.dims):
+            return None
+        orders.add(tuple(d.name for d in spec.dims))
+    return orders.pop() if len(orders) == 1 else None
+
+
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
                    result_name: str, *, static: dict[str, Any] | None = None,
                    rank_generic: bool = True, report: dict[str, Any] | None = None,
@@ -288,6 +309,11 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                             "array)", loc)
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
+    order = _declared_result_order(fn)
+    if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
+        # the array returned has the declared return type's dimension order
+        # (``Field[[Cell, K], float]``), whichever order the value's type has
+        t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
     out = ir.Param(result_name, t, loc=loc)
     body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
     return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..lazy import lazy_module
+from .annotations import annotation_scope
 from .connectivities import CartesianOffset
 from .dims import Dimension, NeighborDimension, NeighborSlot
 from .values import contains_ir, is_ir, project
@@ -256,7 +257,7 @@ def namedtuple_params(fn: Any) -> dict[str, type]:
         ann = p.annotation
         if isinstance(ann, str):
             try:
-                ann = eval(ann, getattr(fn, "__globals__", {}))
+                ann = eval(ann, annotation_scope(fn))
             except Exception:  # noqa: BLE001 - an unreadable annotation is none
                 continue
         if is_namedtuple_class(ann):

@@ -87,7 +87,8 @@ def loop_hull(lo: sympy.Expr, hi: sympy.Expr, loops: Sequence[tuple[str, sympy.E
 
 def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
     """An integer scalar expression (literals, size symbols, int parameters, loop
-    variables, + - ×) as a SymPy bound, or None when it is not one."""
+    variables, + - ×, maximum and minimum) as a SymPy bound, or None when it is
+    not one."""
     match e:
         case ir.Literal(kind="int", value=v):
             return sympy.Integer(v)
@@ -106,6 +107,12 @@ def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
             if lhs is None or rhs is None:
                 return None
             return {"plus": lhs + rhs, "minus": lhs - rhs, "multiplies": lhs * rhs}[op]
+        case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in ("maximum", "minimum"):
+            # maximum(1, nflatlev) <= K: a clamped bound
+            lhs, rhs = bound_of(x, scope), bound_of(y, scope)
+            if lhs is None or rhs is None:
+                return None
+            return sympy.Max(lhs, rhs) if op == "maximum" else sympy.Min(lhs, rhs)
         case ir.Call(func=ir.Sym(name="neg"), args=(x,)):
             inner = bound_of(x, scope)
             return None if inner is None else -inner
@@ -156,7 +163,8 @@ class RuntimeBounds(Rules):
         if self.loops is not None and self.loop_range(var) is None:
             raise self.error(node, f"loop variable '{var}' is used in a bound, so its "
                                    "loop's bounds must be integer expressions of int "
-                                   "parameters, sizes, outer loop variables and literals")
+                                   "parameters, sizes, outer loop variables and literals "
+                                   "(with + - *, maximum and minimum)")
 
     def require_loops(self, node: ir.Node, name: str, scope: Scope) -> None:
         """A temporary sized by loop variables exists only inside loops over them."""
