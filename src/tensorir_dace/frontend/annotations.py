@@ -357,6 +357,13 @@ def with_dims(value: Any, *dims: Any) -> TensorArg:
     return TensorArg(value, intervals, tuple(out))
 
 
+def evaluated_annotation(fn: Any, ann: Any) -> Any:
+    """``ann``, an annotation of ``fn``, as a value: a string (under ``from
+    __future__ import annotations``) evaluated in :func:`annotation_scope`;
+    raises what evaluating it raises."""
+    return eval(ann, annotation_scope(fn)) if isinstance(ann, str) else ann
+
+
 def annotation_scope(fn: Any) -> dict[str, Any]:
     """The names a string annotation of ``fn`` is evaluated with (under
     ``from __future__ import annotations``): its module's globals, and the

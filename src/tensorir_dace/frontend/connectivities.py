@@ -203,14 +203,14 @@ def as_connectivity(domain: Any, codomain: Dimension, data: Any,
                                        has_skip_values=skip_value is not None)
 
 
-def bind_local_offsets(fn: Callable, tables: Mapping[str, Any],
+def bind_local_offsets(offsets: Iterable[LocalOffset], tables: Mapping[str, Any],
                        provider: Mapping[str, Any] | None, where: str,
                        loc: SourceLoc | None = None) -> bool:
-    """Resolve the :class:`LocalOffset` objects ``fn`` uses from the call's
-    tables (keyword arguments) and ``offset_provider``; whether any is left
-    unresolved (not given)."""
+    """Resolve ``offsets`` (a function's :class:`LocalOffset` objects) from the
+    call's tables (keyword arguments) and ``offset_provider``; whether any is
+    left unresolved (not given)."""
     left = False
-    for off in used_connectivities(fn, LocalOffset):
+    for off in offsets:
         if off.resolved is not None and off.local.bound:
             continue
         if provider is not None and isinstance(provider, Mapping) and off.name in provider:

@@ -46,8 +46,8 @@ from .annotations import (
     GenericSpec,
     TensorArg,
     TensorSpec,
-    annotation_scope,
     annotation_spec,
+    evaluated_annotation,
     generic_spec,
 )
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
@@ -103,12 +103,7 @@ class _Specialized:
                compile_options: dict[str, Any]) -> None:
         if not inspect.isfunction(fn):
             raise DefinitionError(f"@{decorator} decorates a Python function")
-        # GT4Py's backend=: None (embedded execution) is the interpreter, a
-        # backend object the compiled code (as in with_backend)
-        if backend is None:
-            backend = "interpreter"
-        elif not isinstance(backend, str):
-            backend = "compiled"
+        backend = _gt4py_backend(backend)
         if backend not in BACKENDS:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         compile_options = _check_compile_options(decorator, compile_options)
@@ -266,11 +261,13 @@ class _Specialized:
         if self._locals_pending is False:
             return
         if not LocalDimension.made:
-            self._locals_pending = None     # none exist yet: look again at the next call
+            # a local dimension the function uses exists before its first call
+            self._locals_pending = False
             return
-        before = [(o, o.resolved) for o in used_connectivities(self.fn, LocalOffset)]
-        left = bind_local_offsets(self.fn, kwargs, provider, self.fn.__name__, self._def_loc())
-        if any(o.resolved is not was for o, was in before):
+        offsets = used_connectivities(self.fn, LocalOffset)
+        before = [o.resolved for o in offsets]
+        left = bind_local_offsets(offsets, kwargs, provider, self.fn.__name__, self._def_loc())
+        if any(o.resolved is not was for o, was in zip(offsets, before)):
             self._infos = None          # the tables it takes changed
             self._spz = None
         for k, p in enumerate(self._param_infos()):
@@ -350,14 +347,8 @@ class _Specialized:
         by default: ``"compiled"`` or ``"interpreter"``; ``None`` (GT4Py's
         embedded execution) is the interpreter, a GT4Py backend object the
         compiled code.  The copy shares the specialisations and binaries."""
-        if backend is None:
-            choice = "interpreter"
-        elif isinstance(backend, str):
-            choice = self._backend(backend)
-        else:
-            choice = "compiled"
         new = copy.copy(self)
-        new.backend = choice
+        new.backend = self._backend(_gt4py_backend(backend))
         return new
 
     def with_grid_type(self, grid_type: Any) -> Any:
@@ -512,20 +503,24 @@ def _checked(prog: ir.Program) -> ir.Program:
     return prog
 
 
+def _gt4py_backend(backend: Any) -> Any:
+    """GT4Py's ``backend=``: None (embedded execution) is the interpreter, a
+    backend object the compiled code; a name stays as given."""
+    if backend is None:
+        return "interpreter"
+    return backend if isinstance(backend, str) else "compiled"
+
+
 def _annotation(fn: Callable, name: str, loc: SourceLoc, strict: bool) -> tuple[bool, Any]:
     anns = getattr(fn, "__annotations__", {}) or {}
     if name not in anns:
         return False, None
-    ann = anns[name]
-    if isinstance(ann, str):
-        try:
-            ann = eval(ann, annotation_scope(fn))
-        except Exception as e:  # noqa: BLE001 - reported with the parameter's place
-            if not strict:
-                return False, None
-            raise FrontendError(f"cannot evaluate the annotation of '{name}': {e}",
-                                loc) from None
-    return True, ann
+    try:
+        return True, evaluated_annotation(fn, anns[name])
+    except Exception as e:  # noqa: BLE001 - reported with the parameter's place
+        if not strict:
+            return False, None
+        raise FrontendError(f"cannot evaluate the annotation of '{name}': {e}", loc) from None
 
 
 class FunctionObject(_Specialized, InlinedFunction):

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import FrontendError, SourceLoc
+from ..errors import ArgumentError, FrontendError, SourceLoc
 from ..lazy import lazy_module
 from .size_exprs import SizeExpr, as_sympy, bound_text, is_sympy
 from .source import user_frame
@@ -357,14 +357,12 @@ class LocalDimension(NeighborDimension):
         """Fix the neighbour count (``what``: where it was read, for the message
         when a later table disagrees)."""
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-            from ..errors import ArgumentError
             raise ArgumentError(f"{what} gives the local dimension {self.name} "
                                 f"{count!r} neighbours; it needs a positive count")
         if self._size is None:
             self._size = int(count)
             self._bound_by = what
         elif self._size != count:
-            from ..errors import ArgumentError
             raise ArgumentError(f"{what} gives the local dimension {self.name} {count} "
                                 f"neighbours, but {self._bound_by} gave it {self._size}; "
                                 "one local dimension has one neighbour count")

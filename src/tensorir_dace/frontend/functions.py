@@ -27,7 +27,7 @@ from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding, Scope
 from . import api
-from .annotations import annotation_scope, annotation_spec, generic_spec
+from .annotations import annotation_spec, evaluated_annotation, generic_spec
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
@@ -141,12 +141,10 @@ class FunctionTranslator(BodyTranslator):
         anns = dict(getattr(fn, "__annotations__", {}) or {})
         out = {}
         for k, v in anns.items():
-            if isinstance(v, str):
-                try:
-                    v = eval(v, annotation_scope(fn))
-                except Exception:  # noqa: BLE001 - an unreadable annotation is none
-                    continue
-            out[k] = v
+            try:
+                out[k] = evaluated_annotation(fn, v)
+            except Exception:  # noqa: BLE001 - an unreadable annotation is none
+                continue
         return out
 
     def inline(self, fn: Any, args: list, kwargs: dict, node: ast.AST, name: str) -> Any:
@@ -255,12 +253,10 @@ class FunctionTranslator(BodyTranslator):
 def _declared_result_order(fn: Any) -> tuple[str, ...] | None:
     """The dimension names of ``fn``'s return annotation in order (of each
     element of a ``tuple[…]`` annotation, where all have the same), or None."""
-    ann = (getattr(fn, "__annotations__", None) or {}).get("return")
-    if isinstance(ann, str):
-        try:
-            ann = eval(ann, annotation_scope(fn))
-        except Exception:  # noqa: BLE001 - an unreadable annotation is none
-            return None
+    try:
+        ann = evaluated_annotation(fn, (getattr(fn, "__annotations__", None) or {}).get("return"))
+    except Exception:  # noqa: BLE001 - an unreadable annotation is none
+        return None
     parts = typing.get_args(ann) if typing.get_origin(ann) is tuple else (ann,)
     orders = set()
     for part in parts:

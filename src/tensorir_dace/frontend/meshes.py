@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import ir
 from ..lazy import lazy_module
-from .annotations import annotation_scope
+from .annotations import evaluated_annotation
 from .connectivities import CartesianOffset
 from .dims import Dimension, NeighborDimension, NeighborSlot
 from .values import contains_ir, is_ir, project
@@ -254,12 +254,10 @@ def namedtuple_params(fn: Any) -> dict[str, type]:
         return {}
     found = {}
     for p in params:
-        ann = p.annotation
-        if isinstance(ann, str):
-            try:
-                ann = eval(ann, annotation_scope(fn))
-            except Exception:  # noqa: BLE001 - an unreadable annotation is none
-                continue
+        try:
+            ann = evaluated_annotation(fn, p.annotation)
+        except Exception:  # noqa: BLE001 - an unreadable annotation is none
+            continue
         if is_namedtuple_class(ann):
             found[p.name] = ann
     return found
