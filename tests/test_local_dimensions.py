@@ -288,3 +288,20 @@ def test_offsets_and_dimensions_reached_through_a_module(backend):
     expected = (x[e2c] * w[:, :, None]).max(1) + x[e2c[:, 1]]
     np.testing.assert_allclose(out[2:], expected[2:], rtol=1e-15)
     assert not out[:2].any()
+
+
+@pytest.mark.parametrize("value", ["C2E", 3.5, object(), np.zeros((NE, 2, 2), dtype=int),
+                                   np.zeros((NE, 0), dtype=int)],
+                         ids=["str", "float", "object", "3-d", "no columns"])
+def test_a_provider_entry_that_is_no_table_is_an_argument_error(value):
+    """Anything but a table, None or a strided provider, given for an offset into
+    a local dimension, is reported as such (not taken for a strided offset)."""
+    local = Dimension("E2X", DimensionKind.LOCAL)
+    offset = FieldOffset("E2X", source=VertexDim, target=(EdgeDim, local))
+
+    @field_operator
+    def edge_sum(x: Field[[VertexDim], float]) -> Field[[EdgeDim], float]:
+        return neighbor_sum(x(offset), axis=local)
+
+    with pytest.raises(ArgumentError, match="E2X"):
+        edge_sum.with_backend(None)(RNG.random(NV), offset_provider={"E2X": value})

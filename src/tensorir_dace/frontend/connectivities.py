@@ -124,16 +124,17 @@ class LocalOffset:
         """Become a table or a strided offset by the provider's ``value`` (an
         array or connectivity object: a table; ``None`` or a strided provider:
         strided), and bind the local dimension's count where the value has one."""
-        if value is None or (not hasattr(value, "shape") and
-                             getattr(value, "table", None) is None and
-                             getattr(value, "ndarray", None) is None):
+        arr = _table_array(value)
+        if value is None or (arr is value and not hasattr(value, "shape") and
+                             hasattr(value, "max_neighbors")):
             count = getattr(value, "max_neighbors", None)
             if count is not None:
                 self.local.bind(count, f"{where}: offset_provider['{self.name}']")
             if self.resolved is None:
                 self.resolved = StridedOffset(self.name, self.rows, self.local, self.source)
             return
-        arr = _table_array(value)
+        if not hasattr(arr, "shape") and isinstance(arr, (list, tuple)):
+            arr = np.asarray(arr)           # a table written as nested lists
         shape = getattr(arr, "shape", None)
         if shape is None or len(shape) != 2:
             raise ArgumentError(f"{where}: the table '{self.name}' must be a 2-dimensional "
