@@ -43,7 +43,8 @@ from tensorir_dace.transforms.sdfg_passes import PIPELINES
 
 #: The passes the "previous" pipeline leaves out.
 NEW = ("fuse_column_scans", "interleave_columns", "fuse_maps_horizontally", "streaming_stores",
-       "fuse_across_statements", "compute_gathered_on_the_fly", "fuse_neighbor_reductions")
+       "fuse_across_statements", "compute_gathered_on_the_fly", "fuse_neighbor_reductions",
+       "interchange_neighbor_loops")
 
 LAPLACIAN = """
 laplacian(out: tensor<float, I[0:N], J[0:M], K[0:L]>,

@@ -17,11 +17,10 @@ from tensorir_dace.lowering import lower
 from tensorir_dace.runtime.program import CompiledProgram
 from tensorir_dace.testing import clone, random_arguments
 from tensorir_dace.transforms import gathers_on_the_fly
+from tensorir_dace.transforms.cpp_text import split_loop, statements
 from tensorir_dace.transforms.fuse_reductions import (
     fuse_neighbor_reductions,
     share_statements,
-    split_loop,
-    statements,
 )
 from tensorir_dace.transforms.gathers_on_the_fly import compute_gathered_on_the_fly, ops
 from tensorir_dace.transforms.sdfg_passes import fuse_maps_vertically, simplify

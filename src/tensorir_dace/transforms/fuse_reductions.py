@@ -43,12 +43,10 @@ import dace
 from dace.sdfg import nodes
 
 from ..library.nodes import NeighborReduce
+from .cpp_text import JUMPS, LOCAL, assigned, if_block, locals_of, split_loop, statements
 
 NAME = "fuse_neighbor_reductions"
 
-_LOOP = re.compile(r"for \(long long (\w+) = ([^;]+); \1 < ([^;]+); \+\+\1\) \{")
-_LOCAL = re.compile(r"\b_(?!_)\w*")
-_JUMPS = re.compile(r"\b(break|continue|goto)\b")
 
 
 def fuse_neighbor_reductions(sdfg: dace.SDFG) -> None:
@@ -72,34 +70,10 @@ def _key(state, entry, node) -> tuple | None:
     if any(e.src is not entry for e in state.in_edges(node)):
         return None
     parts = split_loop(node.code)
-    if parts is None or _JUMPS.search(node.code):
+    if parts is None or JUMPS.search(node.code):
         return None
     _, loop, _, _ = parts
     return node.axis, loop.group(2), loop.group(3)
-
-
-def split_loop(code: str):
-    """``(before, loop match, body, after)`` of ``code`` with exactly one loop
-    at the top level, else None."""
-    loops, depth, i = [], 0, 0
-    while i < len(code):
-        c = code[i]
-        if depth == 0 and (m := _LOOP.match(code, i)) is not None \
-                and (i == 0 or not (code[i - 1].isalnum() or code[i - 1] == "_")):
-            loops.append(m)
-            i = m.end()
-            depth = 1
-            continue
-        depth += {"{": 1, "}": -1}.get(c, 0)
-        i += 1
-    if len(loops) != 1:
-        return None
-    m = loops[0]
-    depth, i = 1, m.end()
-    while depth:
-        depth += {"{": 1, "}": -1}.get(code[i], 0)
-        i += 1
-    return code[:m.start()], m, code[m.end():i - 1], code[i:]
 
 
 def _merge(sdfg, state, entry, group) -> None:
@@ -117,7 +91,7 @@ def _merge(sdfg, state, entry, group) -> None:
     drop = []
     parts_before, parts_after = [before], [after]
     stmts = statements(body)
-    forbidden = _locals(before) - keep
+    forbidden = locals_of(before) - keep
     for k, node in enumerate(group):
         rename: dict[str, str] = {}
         for e in state.in_edges(node):
@@ -142,13 +116,13 @@ def _merge(sdfg, state, entry, group) -> None:
             common: set[str] = set()
             raw = split_loop(_renamed(node.code, keep | shared, rename, ""))
             mine = statements(re.sub(rf"\b{re.escape(raw[1].group(1))}\b", var, raw[2]))
-            forbidden |= _locals(raw[0]) - keep
+            forbidden |= locals_of(raw[0]) - keep
             if stmts is not None and mine is not None:     # which locals are kept once
                 share_statements(stmts, mine, forbidden, common)
             code = _renamed(node.code, keep | shared | common, rename, f"_r{k}")
             b, lp, bd, a = split_loop(code)
             bd = re.sub(rf"\b{re.escape(lp.group(1))}\b", var, bd)
-            forbidden |= _locals(b) - keep
+            forbidden |= locals_of(b) - keep
             mine = statements(bd)
             if stmts is not None and mine is not None:
                 stmts, mine = share_statements(stmts, mine, forbidden, set())
@@ -183,56 +157,7 @@ def _renamed(code: str, keep: set[str], rename: dict[str, str], suffix: str) -> 
     def one(m: re.Match) -> str:
         name = m.group(0)
         return name if name in keep else rename.get(name, name + suffix)
-    return _LOCAL.sub(one, code)
-
-
-_BLOCK_START = re.compile(r"(if|else|for|while|do)\b|\{")
-
-
-def statements(code: str) -> list[str] | None:
-    """The top-level statements of C++ ``code`` (a ``;``-terminated statement,
-    or a block statement with its ``else``), stripped; None if unbalanced."""
-    out: list[str] = []
-    depth, start, i = 0, 0, 0
-    while i < len(code):
-        c = code[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        i += 1
-        text = code[start:i].strip()
-        if depth or not text:
-            continue
-        if c == ";" or c == "}" and _BLOCK_START.match(text) \
-                and not code[i:].lstrip().startswith("else"):
-            out.append(text)
-            start = i
-    if depth or code[start:].strip():
-        return None
-    return out
-
-
-def _locals(code: str) -> set[str]:
-    return set(_LOCAL.findall(code))
-
-
-def _if_block(stmt: str) -> tuple[str, str] | None:
-    """``(condition, inner code)`` of ``if (condition) { inner }`` with no else."""
-    if not stmt.startswith("if (") or not stmt.endswith("}"):
-        return None
-    depth, i = 0, 3
-    while True:
-        depth += {"(": 1, ")": -1}.get(stmt[i], 0)
-        i += 1
-        if depth == 0:
-            break
-    rest = stmt[i:].lstrip()
-    if not rest.startswith("{") or statements(rest) != [rest]:
-        return None
-    return stmt[4:i - 1], rest[1:-1]
+    return LOCAL.sub(one, code)
 
 
 def share_statements(first: list[str], later: list[str], forbidden: set[str],
@@ -245,34 +170,24 @@ def share_statements(first: list[str], later: list[str], forbidden: set[str],
     with the block that sets it)."""
     n = 0
     while n < min(len(first), len(later)) and first[n] == later[n] \
-            and not _locals(first[n]) & forbidden:
+            and not locals_of(first[n]) & forbidden:
         n += 1
-    while n and any(_locals(s) & _assigned(first[n:] + later[n:]) for s in first[:n]):
+    while n and any(locals_of(s) & assigned(first[n:] + later[n:]) for s in first[:n]):
         n -= 1
     for stmt in first[:n]:
-        common |= _locals(stmt)
+        common |= locals_of(stmt)
     if n == len(later):
         return first, []
-    a, b = _if_block(first[n]) if n < len(first) else None, _if_block(later[n])
+    a, b = if_block(first[n]) if n < len(first) else None, if_block(later[n])
     if a is None or b is None or a[0] != b[0] \
-            or _locals(a[0]) & (forbidden | _assigned(first[n:] + later[n:])):
+            or locals_of(a[0]) & (forbidden | assigned(first[n:] + later[n:])):
         return first, later[n:]
     inner_a, inner_b = statements(a[1]), statements(b[1])
     if inner_a is None or inner_b is None:
         return first, later[n:]
-    common |= _locals(a[0])
+    common |= locals_of(a[0])
     merged, left = share_statements(inner_a, inner_b, forbidden, common)
     if left:
         merged = [*merged, "{\n" + "\n".join(left) + "\n}"]
     block = f"if ({a[0]}) {{\n" + "\n".join(merged) + "\n}"
     return [*first[:n], block, *first[n + 1:]], later[n + 1:]
-
-
-_ASSIGNED = re.compile(r"(?:^|[;{}])\s*(_\w+)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)|"
-                       r"(?:\+\+|--)\s*(_\w+)|(_\w+)\s*(?:\+\+|--)")
-
-
-def _assigned(stmts: list[str]) -> set[str]:
-    """The locals that ``stmts`` assign after their declaration."""
-    return {m.group(1) or m.group(2) or m.group(3)
-            for s in stmts for m in _ASSIGNED.finditer(s)}

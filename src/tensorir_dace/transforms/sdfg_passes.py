@@ -14,6 +14,7 @@ from .fuse_scans import fuse_column_scans
 from .fuse_statements import fuse_across_statements
 from .gathers_on_the_fly import compute_gathered_on_the_fly
 from .gpu import block_size, cap_grid, keep_on_device, synchronize_calls
+from .interchange_neighbor_loops import interchange_neighbor_loops
 from .interleave_columns import interleave_columns
 from .openmp_maps import small_maps_one_thread
 from .streaming_stores import streaming_stores
@@ -112,13 +113,14 @@ def validate(sdfg: dace.SDFG) -> None:
 PIPELINES: dict[str, list[SDFGPass]] = {
     "none": [validate],
     "default": [simplify, fuse_maps_vertically, compute_gathered_on_the_fly,
-                fuse_neighbor_reductions, fuse_across_statements, fuse_column_scans,
-                interleave_columns, streaming_stores, fuse_maps_horizontally,
+                fuse_neighbor_reductions, interchange_neighbor_loops, fuse_across_statements,
+                fuse_column_scans, interleave_columns, streaming_stores, fuse_maps_horizontally,
                 persistent_transients, small_maps_one_thread, validate],
 }
 
 #: Passes whose generated code runs on the CPU only (left out for ``device="gpu"``).
 CPU_ONLY: tuple[SDFGPass, ...] = (compute_gathered_on_the_fly, fuse_neighbor_reductions,
+                                  interchange_neighbor_loops,
                                   fuse_across_statements, fuse_column_scans,
                                   interleave_columns, streaming_stores, small_maps_one_thread)
 
