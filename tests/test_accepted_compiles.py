@@ -221,3 +221,37 @@ def test_a_parameter_named_like_a_transient_compiles(optimize):
     out, _ = check_against_interpreter(NAMED_LIKE_A_TRANSIENT, optimize, args=args)
     expected = np.where(v2e >= 0, (args["a"] * args["b"])[v2e] * args["t"], 0.0).sum(1)
     np.testing.assert_allclose(out["out"], expected, rtol=1e-14)
+
+
+# Two materialised temporaries: the lowering's second transient must not be
+# named like the tasklet locals (``_t1``) of the code that writes it.
+SECOND_TRANSIENT = """
+second(col: tensor<float, I[0:N], K[-1:L+1]>, ko: tensor<int32, I[0:N], K[0:L]>,
+       out: tensor<float, I[0:N], K[0:L]>) {
+  out ← offset_shift(K, ko)(
+    if(can_deref(offset_shift(K, ko)(col)), offset_shift(K, ko)(col), 0.5))
+}
+"""
+
+
+@pytest.mark.parametrize("optimize", ["none", "default"])
+def test_a_second_transient_is_not_named_like_a_tasklet_local(optimize):
+    rng = np.random.default_rng(7)
+    n, levels = 3, 6
+    args = {"col": rng.random((n, levels + 2)),
+            "ko": rng.integers(-3, 4, (n, levels)).astype(np.int32),
+            "out": np.zeros((n, levels))}
+    out, _ = check_against_interpreter(SECOND_TRANSIENT, optimize, args=args)
+    k = np.arange(levels)
+    inner = np.full((n, levels), np.nan)          # the temporary: col at k + ko, or 0.5
+    for i in range(n):
+        t = k + args["ko"][i]
+        inner[i] = np.where((t >= -1) & (t < levels + 1),
+                            args["col"][i, np.clip(t + 1, 0, levels + 1)], 0.5)
+    expected = np.full((n, levels), np.nan)
+    for i in range(n):
+        t = k + args["ko"][i]
+        ok = (t >= 0) & (t < levels)
+        expected[i, ok] = inner[i, t[ok]]
+    np.testing.assert_array_equal(np.isnan(out["out"]), np.isnan(expected))
+    np.testing.assert_allclose(np.nan_to_num(out["out"]), np.nan_to_num(expected), rtol=1e-15)

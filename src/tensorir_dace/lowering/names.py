@@ -67,14 +67,17 @@ class Mangler:
         return self.mapping[key]
 
     def fresh(self, base: str) -> str:
-        """A new internal name (starts with an underscore)."""
-        return self._unique("_" + base.lstrip("_"))
+        """A new internal name (starts with an underscore).  Its counter
+        follows an underscore (``_t_1``): tasklet code declares locals named
+        ``_t1``, and DaCe writes a tasklet's outputs to arrays by name in the
+        same C++ block, so an array must never be named like a local."""
+        return self._unique("_" + base.lstrip("_"), "_")
 
-    def _unique(self, name: str) -> str:
+    def _unique(self, name: str, separator: str = "") -> str:
         candidate, n = name, 0
         while candidate in self.used:
             n += 1
-            candidate = f"{name}{n}"
+            candidate = f"{name}{separator}{n}"
         self.used.add(candidate)
         return candidate
 

@@ -36,8 +36,11 @@ the level is what neighbouring threads should differ in.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import dace
+import networkx as nx
 from dace.codegen.targets.cpp import sym2cpp
 from dace.sdfg import nodes
 from dace.subsets import Range
@@ -67,37 +70,32 @@ def interchange_neighbor_loops(sdfg: dace.SDFG) -> None:
 
 
 def _interchange(sdfg, state, entry: nodes.MapEntry) -> bool:
-    body = [n for n in state.scope_children()[entry] if n is not state.exit_node(entry)]
-    if len(body) != 1 or len(entry.map.params) < 2:
-        return False
-    node = body[0]
-    if not isinstance(node, (NeighborReduce, nodes.Tasklet)) or \
-            isinstance(node, nodes.Tasklet) and node.language != dace.Language.CPP:
+    exit_ = state.exit_node(entry)
+    body = [n for n in state.scope_children()[entry] if n is not exit_]
+    if len(entry.map.params) < 2:
         return False
     param = entry.map.params[-1]
     start, stop, step = entry.map.range[-1]
-    if step != 1:
+    loops = [n for n in body if _neighbor_loop(n)]
+    if step != 1 or len(loops) != 1:
         return False
-    ins = state.in_edges(node)
-    if any(e.src is not entry or (not e.data.is_empty() and param in
-                                  {str(s) for s in e.data.subset.free_symbols})
-           for e in ins):
+    node = loops[0]
+    after = [n for n in body if n is not node]
+    if not all(_pointwise(n) or _local_scalar(sdfg, state, n) for n in after):
         return False
-    outs = {}
-    for e in state.out_edges(node):
-        axis = _contiguous_axis(sdfg, e.data, param)
-        if axis is None:
-            return False
-        outs[e.src_conn] = (e, axis)
+    if any(e.data.wcr is not None for n in body for e in state.all_edges(n)):
+        return False
+    if any(e.src is not entry or (not e.data.is_empty() and param in _names(e.data.subset))
+           for e in state.in_edges(node)):
+        return False
+    epilogue = _Epilogue(sdfg, state, entry, node, param, (start, stop))
+    if not epilogue.plan([n for n in nx.topological_sort(state.nx) if n in after]):
+        return False
     code = node.code if isinstance(node, NeighborReduce) else node.code.as_string
-    rows = _row_code(code, param, set(outs), start, stop + 1)
+    rows = _row_code(code, param, set(epilogue.results), start, stop + 1, epilogue.lines)
     if rows is None:
         return False
-    for conn, (e, axis) in outs.items():
-        subset = Range(list(e.data.subset.ranges))
-        subset.ranges[axis] = (start, stop, 1)
-        e.data = dace.Memlet(data=e.data.data, subset=subset)
-        node.out_connectors[conn] = dace.pointer(sdfg.arrays[e.data.data].dtype)
+    epilogue.rewire()
     entry.map.params = entry.map.params[:-1]
     entry.map.range = Range(entry.map.range.ranges[:-1])
     if isinstance(node, NeighborReduce):
@@ -107,29 +105,183 @@ def _interchange(sdfg, state, entry: nodes.MapEntry) -> bool:
     return True
 
 
-def _contiguous_axis(sdfg, memlet, param: str) -> int | None:
-    """The dimension a point output ``memlet`` indexes by ``param`` alone, if
-    the array is contiguous along it and no other dimension mentions it."""
-    if memlet.is_empty() or memlet.data not in sdfg.arrays:
+def _neighbor_loop(node) -> bool:
+    if isinstance(node, NeighborReduce):
+        return split_loop(node.code) is not None
+    return isinstance(node, nodes.Tasklet) and node.language == dace.Language.CPP \
+        and "for (long long _nb" in node.code.as_string \
+        and split_loop(node.code.as_string) is not None
+
+
+def _pointwise(node) -> bool:
+    return isinstance(node, nodes.Tasklet) and node.language == dace.Language.CPP \
+        and not node.code_global.as_string.strip() and not node.state_fields
+
+
+def _local_scalar(sdfg, state, node) -> bool:
+    """A one-element transient written and read only in this scope (map fusion's)."""
+    if not isinstance(node, nodes.AccessNode):
+        return False
+    desc = sdfg.arrays[node.data]
+    return desc.transient and desc.total_size == 1 and state.in_degree(node) == 1 \
+        and sum(n.data == node.data for st in sdfg.states() for n in st.data_nodes()) == 1
+
+
+def _names(subset) -> set[str]:
+    return {str(s) for s in subset.free_symbols}
+
+
+class _Epilogue:
+    """What runs per level after the accumulators are complete: the loop
+    node's results stored, and the point-wise tasklets of the map (a division
+    by a volume, a tuple stored) run on them, in order, each in its own block
+    with its connectors as locals, reading the arrays of the map through row
+    pointers."""
+
+    def __init__(self, sdfg, state, entry, node, param: str, levels) -> None:
+        self.sdfg, self.state, self.entry, self.node = sdfg, state, entry, node
+        self.exit = state.exit_node(entry)
+        self.param, (self.start, self.last) = param, levels
+        self.results: dict[str, str] = {}          # loop node's output -> destination
+        self.values: dict[str, tuple[str, str]] = {}   # local scalar data -> (C name, type)
+        self.blocks: list[list[str]] = []
+        self.new_ins: dict[tuple[str, str], tuple[str, dace.Memlet, str | None, Any]] = {}
+        self.new_outs: list[tuple[str, dace.Memlet, Any]] = []
+        self.tasklets: list = []
+
+    def plan(self, order) -> bool:
+        for n in order:
+            if isinstance(n, nodes.AccessNode):
+                desc = self.sdfg.arrays[n.data]
+                self.values[n.data] = (f"_rowv{len(self.values)}", desc.dtype.ctype)
+        for e in self.state.out_edges(self.node):
+            target = self._target(e)
+            if target is None:
+                return False
+            self.results[e.src_conn] = target
+        for t in order:
+            if isinstance(t, nodes.Tasklet):
+                block = self._block(t)
+                if block is None:
+                    return False
+                self.blocks.append(block)
+                self.tasklets.append(t)
+        return True
+
+    def _target(self, e) -> str | None:
+        """C++ lvalue (with ``{}`` for the level's row index) an output edge stores to."""
+        if e.dst is self.exit:
+            row = self._row(e.data, out=True)
+            if row is None:
+                return None
+            name = f"_rowp{len(self.new_outs)}"
+            self.new_outs.append((name, row[0], e))
+            return f"{name}[{row[1]}]"
+        if isinstance(e.dst, nodes.AccessNode) and e.dst.data in self.values:
+            return self.values[e.dst.data][0]
         return None
-    desc = sdfg.arrays[memlet.data]
-    found = None
-    for i, (b, e, _step) in enumerate(memlet.subset.ranges):
-        names = {str(x) for x in dace.symbolic.pystr_to_symbolic(b).free_symbols} | \
-            {str(x) for x in dace.symbolic.pystr_to_symbolic(e).free_symbols}
-        if str(b) == param and str(e) == param:
-            found = i
-        elif param in names:
+
+    def _block(self, t) -> list[str] | None:
+        lines = []
+        for e in self.state.in_edges(t):
+            if e.data.is_empty():
+                continue
+            ctype = self.sdfg.arrays[e.data.data].dtype.ctype
+            source: str | None = None
+            if isinstance(e.src, nodes.AccessNode) and e.src.data in self.values:
+                source = self.values[e.src.data][0]
+            elif e.src is self.entry:
+                source = self._input(e)
+                if source is None:
+                    return None
+            else:
+                return None
+            lines.append(f"const {ctype} {e.dst_conn} = {source};")
+        stores = []
+        for e in self.state.out_edges(t):
+            target = self._target(e)
+            if target is None:
+                return None
+            lines.append(f"{self.sdfg.arrays[e.data.data].dtype.ctype} {e.src_conn};")
+            stores.append(f"{target} = {e.src_conn};")
+        return ["{", *lines, t.code.as_string, *stores, "}"]
+
+    def _input(self, e) -> str | None:
+        """The C++ expression of a point input of a tasklet, read through a new
+        connector of the loop node (a row pointer if it moves with the level)."""
+        key = (e.data.data, str(e.data.subset))
+        if key not in self.new_ins:
+            row = self._row(e.data, out=False)
+            if row is None:
+                return None
+            name = f"_rowi{len(self.new_ins)}"
+            self.new_ins[key] = (name, row[0], row[1], e)
+        name, _, index, _ = self.new_ins[key]
+        return f"{name}[{index}]" if index is not None else name
+
+    def _row(self, memlet, out: bool):
+        """``(memlet, index)``: the memlet widened to the map's levels and the
+        C++ index of the current level in it; for a memlet that does not move
+        with the level, itself and None (None if it is an output)."""
+        if memlet.data not in self.sdfg.arrays or memlet.subset is None:
             return None
-    if found is None or str(desc.strides[found]) != "1":
-        return None
-    return found
+        desc = self.sdfg.arrays[memlet.data]
+        moving = [i for i, r in enumerate(memlet.subset.ranges)
+                  if self.param in {str(s) for r_ in r for s in
+                                    dace.symbolic.pystr_to_symbolic(r_).free_symbols}]
+        if not moving:
+            return None if out else (dace.Memlet.from_memlet(memlet), None)
+        if len(moving) != 1:
+            return None
+        axis = moving[0]
+        b, e, _ = memlet.subset.ranges[axis]
+        level = dace.symbolic.pystr_to_symbolic(self.param)
+        shift = dace.symbolic.pystr_to_symbolic(b) - level
+        if b != e or level in shift.free_symbols:
+            return None
+        subset = Range(list(memlet.subset.ranges))
+        subset.ranges[axis] = (self.start + shift, self.last + shift, 1)
+        index = f"({self.param} - ({sym2cpp(self.start)})) * ({sym2cpp(desc.strides[axis])})"
+        return dace.Memlet(data=memlet.data, subset=subset), index
+
+    def lines(self, results: dict[str, str]) -> list[str]:
+        """The statements per level, given each output's value expression."""
+        out = [f"{ctype} {name};" for name, ctype in self.values.values()]
+        out += [f"{self.results[c]} = {v};" for c, v in results.items()]
+        for block in self.blocks:
+            out += block
+        return out
+
+    def rewire(self) -> None:
+        """Connect the loop node to the map's arrays through row memlets and
+        remove the point-wise tasklets and local scalars."""
+        state, node, sdfg = self.state, self.node, self.sdfg
+        for name, row, e in self.new_outs:
+            node.add_out_connector(name, dace.pointer(sdfg.arrays[row.data].dtype), force=True)
+            state.add_edge(node, name, self.exit, e.dst_conn, row)
+        for name, row, index, e in self.new_ins.values():
+            dtype = sdfg.arrays[row.data].dtype
+            node.add_in_connector(name, dtype if index is None else dace.pointer(dtype),
+                                  force=True)
+            state.add_edge(self.entry, e.src_conn, node, name, row)
+        for e in list(state.out_edges(node)):
+            if e.src_conn in self.results and not e.src_conn.startswith("_rowp"):
+                state.remove_edge(e)
+                node.remove_out_connector(e.src_conn)
+        for n in self.tasklets:
+            state.remove_node(n)
+        for data in self.values:
+            for n in [n for n in state.data_nodes() if n.data == data]:
+                state.remove_node(n)
+            del sdfg.arrays[data]
 
 
-def _row_code(code: str, param: str, outputs: set[str], start, stop) -> str | None:
+def _row_code(code: str, param: str, outputs: set[str], start, stop,
+              epilogue: Callable[[dict[str, str]], list[str]] | None = None) -> str | None:
     """``code`` (one neighbour loop per point) rewritten for a row of points
     along ``param`` from ``start`` to ``stop``, or None if it is not in the form
-    the pass understands."""
+    the pass understands.  ``epilogue`` gives the statements per level from
+    each output's value (by default, each output a row pointer)."""
     parts = split_loop(code)
     if parts is None:
         return None
@@ -179,6 +331,7 @@ def _row_code(code: str, param: str, outputs: set[str], start, stop) -> str | No
                 raise _NotRows
             inner = if_block(stmt)
             if dependent and inner is not None and not _mentions(inner[0], tainted) \
+                    and not _mentions(stmt, _written(run)) \
                     and (inner_stmts := statements(inner[1])) is not None:
                 out += flush(run)
                 run = []
@@ -201,8 +354,11 @@ def _row_code(code: str, param: str, outputs: set[str], start, stop) -> str | No
     lines += [f"{ctype} {a}[{TILE}];" for a, (ctype, _) in accs.items()]
     lines += [f"{every} {{"] + [f"{a}[_rowk] = {init};" for a, (_, init) in accs.items()] + ["}"]
     lines += [loop.group(0)] + rewritten + ["}"]
-    lines += [f"{every} {{"] + [f"{o}[_row0 - ({lo}) + _rowk] = {a}[_rowk];"
-                                for o, a in stores] + ["}", "}"]
+    values = {o: f"{a}[_rowk]" for o, a in stores}
+    lines += [f"{every} {{", level]
+    lines += epilogue(values) if epilogue else [f"{o}[{param} - ({lo})] = {v};"
+                                                for o, v in values.items()]
+    lines += ["}", "}"]
     return "\n".join(line for line in lines if line)
 
 
