@@ -13,7 +13,9 @@ before writing, writes in part or only on some steps,
 program-level ``if``/``for``, runtime domains (``subset`` targets and
 ``concat`` pieces bounded by the scalar parameters ``h0`` and ``h1``, run
 with several values through one binary, empty and inverted ranges included),
-data-dependent offsets ``⟪K, off⟫`` with int32 and int64 offsets that may
+mesh values with levels reduced over neighbours at every level (weights,
+tuples, level-dependent presence, point-wise operations after the
+reduction), data-dependent offsets ``⟪K, off⟫`` with int32 and int64 offsets that may
 land outside the column, nested partial shifts ``⟪V2E⟫(⟪E2V⟫(…))``
 reduced over either neighbour axis, and applied lambdas whose parameters
 carry the absence of shifted arguments into ``can_deref`` and ``reduce``)."""
@@ -36,6 +38,8 @@ INPUTS = (
     "h0: tensor<int>", "h1: tensor<int>",
     "ko: tensor<int32, I[0:N], K[0:L]>", "kl: tensor<int, I[0:N], K[0:L]>",
     "zd: tensor<int32, I[0:N], _NB_0[0:3], K[0:L]>", "I2I: tensor<int, I[0:N], _NB_I[0:3]>",
+    "vk: tensor<float, V[0:NV], K[0:L]>", "ek: tensor<float, E[0:NE], K[0:L]>",
+    "ke: tensor<int32, E[0:NE], K[0:L]>",
 )
 SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
          {"N": 8, "M": 3, "L": 5, "NV": 9, "NE": 13})
@@ -45,7 +49,8 @@ SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
 BOUNDS = (({"h0": 1, "h1": 3}, {"h0": 3, "h1": 1}, {"h0": 1, "h1": 11}),
           ({"h0": 0, "h1": 8}, {"h0": 2, "h1": 2}))
 KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
-         "temporary", "control", "runtime", "offset", "nested", "chain", "looptemp", "twotables")
+         "temporary", "control", "runtime", "offset", "nested", "chain", "looptemp", "twotables",
+         "levels")
 # Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
 # entry (the checker cannot know that, the argument check at call time does).
 I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
@@ -267,6 +272,50 @@ class _Gen:
             lambda: self.nested_reduce(f"⟪I2I⟫(⟪I2I⟫({x()}))", "I[0:N], K[0:L]", 3, 3),
         ])()
 
+    # ------------------------------------------------------------ mesh with levels
+    def ekexpr(self, d: int) -> str:
+        """A float over E[0:NE], K[0:L]; data-dependent level offsets make
+        presence differ from level to level."""
+        r = self.r
+        if d == 0 or r.random() < 0.25:
+            k = self.pick("ke", "(ke % 2)", "-ke")
+            return r.choice(["ek", "(ek + e)", f"⟪E2V, {r.randrange(2)}⟫(vk)",
+                             f"if(can_deref(⟪K, {k}⟫(ek)), ⟪K, {k}⟫(ek), 0.25)"])
+        x = lambda: self.ekexpr(d - 1)  # noqa: E731
+        return r.choice([
+            lambda: f"({x()} {r.choice(['+', '-', '×'])} {x()})",
+            lambda: f"maximum({x()}, {x()})",
+            lambda: f"⟪E2V, {r.randrange(2)}⟫({self.vkexpr(d - 1)})",
+            lambda: f"⟪K, {self.pick('ke', '(ke % 2)')}⟫({x()})",
+        ])()
+
+    def vkexpr(self, d: int) -> str:
+        """A float over V[0:NV], K[0:L]: neighbour reductions at every level,
+        often followed by point-wise work (what the interchanged neighbour
+        loops run per level after the accumulators)."""
+        r = self.r
+        VK = "tensor<float, V[0:NV], K[0:L]>"
+        if d == 0 or r.random() < 0.2:
+            return r.choice(["vk", "(vk × 2.0)"])
+        x = lambda: self.vkexpr(d - 1)  # noqa: E731
+        ee = lambda: self.ekexpr(d - 1)  # noqa: E731
+        two = "tensor<(float, float), V[0:NV], K[0:L]>"
+        reduced = r.choice([
+            lambda: f"reduce(λ(acc: {VK}, y: {VK}) → acc + y × 0.5, 0.0)(⟪V2E⟫({ee()}))",
+            lambda: f"reduce(λ(acc: {VK}, y: {VK}, w: tensor<float, V[0:NV]>) → acc + y × w, "
+                    f"0.0)(⟪V2E⟫({ee()}), ⟪V2E⟫(e))",
+            lambda: f"reduce(λ(acc: {VK}, y: {VK}) → maximum(acc, y), -9.0)(⟪V2F⟫({ee()}))",
+            lambda: f"(λ(q: {two}) → q[0] - q[1])(reduce(λ(acc: {two}, y: {VK}) → "
+                    f"make_tuple(acc[0] + y, maximum(acc[1], y)), make_tuple(0.0, -9.0))"
+                    f"(⟪V2E⟫({ee()})))",
+        ])()
+        return r.choice([
+            lambda: reduced,
+            lambda: f"{reduced} / (abs({x()}) + 1.0)",
+            lambda: f"({x()} {r.choice(['+', '-', '×'])} {reduced})",
+            lambda: f"if({reduced} > 0.0, {x()}, -{x()})",
+        ])()
+
     def nested_reduce(self, x: str, dims: str, n1: int, n0: int) -> str:
         """``x`` with dims (dims, _NB_1[0:n1], _NB_0[0:n0]) reduced to ``dims``:
         over _NB_1 then _NB_0, or over the named axis _NB_0 first."""
@@ -377,6 +426,8 @@ def generate_case(seed: int, index: int | None = None) -> Case:
         outs, temps = [decl(o, "float", "V[0:NV]")], [f"{t}: tensor<{ST}>"]
         stmts = [f"{t} ← {g.sparse(d)}",
                  f"{o} ← reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)({t})"]
+    elif kind == "levels":
+        outs, stmts = [decl(o, "float", "V[0:NV], K[0:L]")], [f"{o} ← {g.vkexpr(d)}"]
     elif kind == "looptemp":
         outs, temps, stmts = [decl(o, "float")], *_loop_temporaries(g, k, o, d)
     else:   # control
