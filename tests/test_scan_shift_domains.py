@@ -246,3 +246,29 @@ def test_reading_beyond_the_operands_static():
     with pytest.raises(TensorIRError, match=r"K\[0:7\]"):
         beyond(A, o, backend="interpreter")
     assert not o.any()
+
+
+@field_operator
+def both(a: Field[[Cell, K], float]):
+    w = fwd(a)
+    return w, w(Koff[1])
+
+
+@program
+def run_both(a: Field[[Cell, K], float], o1: Field[[Cell, K], float],
+             o2: Field[[Cell, K], float], vs: int, ve: int):
+    both(a, out=(o1, o2), domain={Cell: (0, N), K: (vs, ve)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_parts_share_the_scan(backend):
+    """The parts of a tuple value read one scan: it runs over the union of what
+    they need (from vs, for the unshifted part)."""
+    vs, ve = 2, 5
+    o1, o2 = np.zeros((N, L)), np.zeros((N, L))
+    run_both(A, o1, o2, vs=vs, ve=ve, backend=backend)
+    w = scan_ref(A, vs, ve + 1, True)
+    e1, e2 = np.zeros((N, L)), np.zeros((N, L))
+    e1[:, vs:ve], e2[:, vs:ve] = w[:, vs:ve], w[:, vs + 1:ve + 1]
+    np.testing.assert_allclose(o1, e1, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(o2, e2, rtol=1e-13, atol=1e-13)

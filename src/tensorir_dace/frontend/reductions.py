@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -303,11 +304,24 @@ class ReductionTranslator(BuiltinTranslator):
         """``value`` of a ``domain=`` call (an IR value or a tuple of them) with its
         scans along the domain's dimensions run over the levels its readers need
         (see :mod:`.scan_ranges`)."""
-        if isinstance(value, tuple):
-            from .meshes import rebuild
-            return rebuild(value, [self.fit_domain_scans(v, node) for v in value])
-        if not is_ir(value) or not self.ctx.domain_scans:
+        if not self.ctx.domain_scans:
             return value
+        leaves: list[ir.Expr] = []
+
+        def collect(v: Any) -> None:
+            if isinstance(v, tuple):
+                for x in v:
+                    collect(x)
+            elif is_ir(v):
+                leaves.append(v)
+
+        def rebuilt(v: Any, fitted: Iterator[ir.Expr]) -> Any:
+            if isinstance(v, tuple):
+                from .meshes import rebuild
+                return rebuild(v, [rebuilt(x, fitted) for x in v])
+            return next(fitted) if is_ir(v) else v
+
+        collect(value)      # the parts of a tuple value share their scans' ranges
         runtime = {p.name for p in self.ctx.params if p.type.is_scalar} | \
             {v for v, _, _ in self.ctx.loops}
 
@@ -317,8 +331,9 @@ class ReductionTranslator(BuiltinTranslator):
             except TensorIRError:
                 return None
 
-        return fit_scans(value, self.ctx.domain, self.ctx.domain_scans, runtime, self.scope,
-                         type_of)
+        fitted = fit_scans(leaves, self.ctx.domain, self.ctx.domain_scans, runtime,
+                           self.scope, type_of)
+        return rebuilt(value, iter(fitted))
 
     def scan(self, op: ScanOperator, args: list, kwargs: dict, node: ast.Call) -> ir.Expr:
         loc = self.loc(node)

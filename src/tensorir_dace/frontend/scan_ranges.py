@@ -104,36 +104,37 @@ def _shift_head(head: ir.Call, needs: Needs) -> Needs:
     return out
 
 
-def fit_scans(value: ir.Expr, domain: dict[str, ir.DimInterval],
+def fit_scans(values: list[ir.Expr], domain: dict[str, ir.DimInterval],
               scans: dict[ir.Call, DomainScan], runtime: set[str], scope: Scope,
-              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None]) -> ir.Expr:
-    """``value`` (written on ``domain``) with each scan of ``scans`` restricted to
+              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None]) -> list[ir.Expr]:
+    """``values`` (all written on ``domain``), each scan of ``scans`` restricted to
     the range its readers need, clipped to its operands' interval.  ``runtime``:
     the names of runtime bounds; ``type_of``: the type of an expression in a
     scope (None when it has none).  A let (an applied lambda) asks its
     arguments for what its body asks of its parameters; its parameters then take
     the types of the restricted arguments."""
     if not scans or not any(isinstance(n, ir.Call) and ir.builtin_name(n) == "scan" and
-                            n in scans for n in ir.walk(value)):
-        return value
+                            n in scans for v in values for n in ir.walk(v)):
+        return values
     root: Needs = {a: (_runtime(d.start, runtime), _runtime(d.stop, runtime))
                    for a, d in domain.items()}
     ranges: dict[ir.Call, Range] = {}
     for _ in range(len(scans) + 2):   # a scan's range depends on the scans around it
-        asked, cuts = _analyse(value, root, scans, ranges, runtime, scope, type_of)
+        asked, cuts = _analyse(values, root, scans, ranges, runtime, scope, type_of)
         fitted = {s: _fit(r, scans[s], root.get(scans[s].axis), runtime)
                   for s, r in asked.items()}
         if fitted == ranges:
             break
         ranges = fitted
-    return _rewrite(value, scans, ranges, cuts, scope, type_of, {})
+    memo: dict[int, ir.Expr] = {}
+    return [_rewrite(v, scans, ranges, cuts, scope, type_of, memo) for v in values]
 
 
-def _analyse(value: ir.Expr, root: Needs, scans: dict[ir.Call, DomainScan],
+def _analyse(values: list[ir.Expr], root: Needs, scans: dict[ir.Call, DomainScan],
              ranges: dict[ir.Call, Range], runtime: set[str], scope: Scope,
              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None]
              ) -> tuple[dict[ir.Call, Range], dict[int, tuple[str, Range, list[Range]]]]:
-    """What each scan of ``scans`` is asked for when ``value`` is asked for
+    """What each scan of ``scans`` is asked for when ``values`` are asked for
     ``root`` and the scans run over ``ranges``; and per ``concat``/``subset``
     along a domain dimension, what it is asked for and its pieces' intervals."""
     asked: dict[ir.Call, Range] = {}
@@ -229,7 +230,8 @@ def _analyse(value: ir.Expr, root: Needs, scans: dict[ir.Call, DomainScan],
         for x in node.args:
             visit(x, needs, scope)
 
-    visit(value, root, scope)
+    for v in values:
+        visit(v, root, scope)
     return asked, cuts
 
 
