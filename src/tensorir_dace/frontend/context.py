@@ -18,6 +18,7 @@ from ..typing.scope import Binding, Scope
 from .dims import (
     NeighborDimension,
 )
+from .scan_ranges import DomainScan
 from .values import strip_masks
 
 
@@ -42,6 +43,9 @@ class ProgramContext:
         # the ``domain=`` of the call being translated: scans along one of its
         # dimensions run over its range only (GT4Py's column range)
         self.domain: dict[str, ir.DimInterval] = {}
+        # the scans along those dimensions, translated over their operands' whole
+        # interval until fit_scans gives each the levels its readers need
+        self.domain_scans: dict[ir.Call, DomainScan] = {}
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

@@ -297,7 +297,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     if not contains_ir(value):
         raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
                             "not a tensor", loc)
-    expr = tr.to_ir(value, node)
+    expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
     t = strip_masks(tr.type_of(expr, node))
     if t.is_scalar:
         raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "

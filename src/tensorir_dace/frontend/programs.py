@@ -92,7 +92,7 @@ class ProgramTranslator(AssignmentTranslator):
             if domain is not None:      # GT4Py's spelling: write only that sub-domain
                 target = self.domain_target(out_node, domain)
                 with self.target_intervals(target), self.scans_in(target):
-                    value = self.to_ir(self.expr(inner), inner)
+                    value = self.fit_domain_scans(self.to_ir(self.expr(inner), inner), inner)
                 return [self.emit(target, value, s)]
             with self.target_intervals(out_node):
                 return self.assign(out_node, self.expr(inner), s)
@@ -112,17 +112,17 @@ class ProgramTranslator(AssignmentTranslator):
             targets = [self.domain_target(t, domain) for t in _leaves(out_node)]
             first = targets[0] if targets else None
             with self.target_intervals(first), self.scans_in(first):
-                value = self.expr(call)
+                value = self.fit_domain_scans(self.expr(call), call)
         else:
             targets, chosen = [], {}
             for path, node, dnode, dvalue in groups:
                 mine = [self.domain_target(t, dnode, dvalue) for t in _leaves_of(node)]
                 with self.target_intervals(mine[0]), self.scans_in(mine[0]):
                     whole = self.expr(call)
-                for k in path:     # the part of the value this domain's outputs take
-                    whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                        else project(self.to_ir(whole, call), k, self.loc(call))
-                chosen[path] = whole
+                    for k in path:     # the part of the value this domain's outputs take
+                        whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                            else project(self.to_ir(whole, call), k, self.loc(call))
+                    chosen[path] = self.fit_domain_scans(whole, call)
                 targets += mine
             value = _assemble(out_node, (), chosen)
         names = {b.name for t in targets
@@ -180,17 +180,19 @@ class ProgramTranslator(AssignmentTranslator):
 
     @contextlib.contextmanager
     def scans_in(self, target: ir.Expr | None):
-        """While a ``domain=`` call is translated, its scans run over the domain's
-        range along their dimension (GT4Py: ``init`` before the domain's first
-        level), not over their operands' whole interval."""
-        saved = self.ctx.domain
+        """While a ``domain=`` call is translated, its scans along the domain's
+        dimensions run over the levels their readers need (GT4Py: ``init`` before
+        the domain's first level when the value is read there unshifted), not over
+        their operands' whole interval (see :meth:`fit_domain_scans`)."""
+        saved, scans = self.ctx.domain, self.ctx.domain_scans
         if isinstance(target, ir.Call):
             self.ctx.domain = {a.name: a for a in target.args[1:]
                                if isinstance(a, ir.DimInterval)}
+            self.ctx.domain_scans = {}
         try:
             yield
         finally:
-            self.ctx.domain = saved
+            self.ctx.domain, self.ctx.domain_scans = saved, scans
 
     def p_Pass(self, s: ast.Pass) -> list[ir.Stmt]:
         return []

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import ir
-from ..errors import FrontendError, did_you_mean
+from ..errors import FrontendError, TensorIRError, did_you_mean
 from ..lazy import lazy_module
-from ..typing.scope import Binding
+from ..typing.scope import Binding, Scope
 from . import api
 from .annotations import annotation_spec, element_type, generic_spec
 from .builtin_calls import BuiltinTranslator
@@ -33,6 +34,7 @@ from .meshes import (
     reduce_axis_arg,
     reduction_axis_by_table,
 )
+from .scan_ranges import DomainScan, fit_scans
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe, is_ir, is_number, strip_masks
 
@@ -298,6 +300,41 @@ class ReductionTranslator(BuiltinTranslator):
 
     # ------------------------------------------------------------------ scans
 
+    def fit_domain_scans(self, value: Any, node: ast.AST) -> Any:
+        """``value`` of a ``domain=`` call (an IR value or a tuple of them) with its
+        scans along the domain's dimensions run over the levels its readers need
+        (see :mod:`.scan_ranges`)."""
+        if not self.ctx.domain_scans:
+            return value
+        leaves: list[ir.Expr] = []
+
+        def collect(v: Any) -> None:
+            if isinstance(v, tuple):
+                for x in v:
+                    collect(x)
+            elif is_ir(v):
+                leaves.append(v)
+
+        def rebuilt(v: Any, fitted: Iterator[ir.Expr]) -> Any:
+            if isinstance(v, tuple):
+                from .meshes import rebuild
+                return rebuild(v, [rebuilt(x, fitted) for x in v])
+            return next(fitted) if is_ir(v) else v
+
+        collect(value)      # the parts of a tuple value share their scans' ranges
+        runtime = {p.name for p in self.ctx.params if p.type.is_scalar} | \
+            {v for v, _, _ in self.ctx.loops}
+
+        def type_of(e: ir.Expr, scope: Scope) -> ir.TensorType | None:
+            try:
+                return self.ctx.type_of(e, scope, self.loc(node))
+            except TensorIRError:
+                return None
+
+        fitted = fit_scans(leaves, self.ctx.domain, self.ctx.domain_scans, runtime,
+                           self.scope, type_of)
+        return rebuilt(value, iter(fitted))
+
     def scan(self, op: ScanOperator, args: list, kwargs: dict, node: ast.Call) -> ir.Expr:
         loc = self.loc(node)
         src = source_info(op.fn)
@@ -308,10 +345,6 @@ class ReductionTranslator(BuiltinTranslator):
         xs = [self.to_ir(bound[n], node) for n in names[1:]]
         types = [self.type_of(x, node) for x in xs]
         axis = op.axis.name
-        if axis in self.ctx.domain:     # under domain=: the scan runs over its range only
-            xs = [ir.Call(ir.Sym("subset", loc=loc), (x, self.ctx.domain[axis]), loc=loc)
-                  if t.dim(axis) is not None else x for x, t in zip(xs, types)]
-            types = [self.type_of(x, node) for x in xs]
         whole = self.ctx.broadcast(types, loc, "scan")
         if axis not in {d.name for d in whole}:
             raise self.error(node, f"scan operator '{op.__name__}' scans along {axis}, but its "
@@ -334,4 +367,9 @@ class ReductionTranslator(BuiltinTranslator):
                        (lam, ir.Literal(bool(op.forward), loc=loc), init, ir.Sym(axis, loc=loc)),
                        loc=loc)
         result = ir.Call(head, tuple(xs), loc=loc)
+        if axis in self.ctx.domain:
+            # under domain=: the scan runs over the levels its readers need (fit_scans)
+            over = next(d for d in whole if d.name == axis)
+            self.ctx.domain_scans[result] = DomainScan(
+                axis, over.start, over.stop, tuple(t.dim(axis) is not None for t in types))
         return named_value(named, result, loc) if named else result

@@ -250,7 +250,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             if vd is not None and any(ir.has_runtime(b) for b in (d.start, d.stop, vd.start,
                                                                    vd.stop)):
                 self.runtime_covers(s.value, vd, d, ttype, name)
-            elif vd is not None and not self.covers(s, vd, d, isinstance(target, ir.Call)):
+            elif vd is not None and not self.covers(s, vd, d, isinstance(target, ir.Call),
+                                                    name):
                 raise CoverageError(f"the expression is defined on {d.name}[{vd.start}:"
                                     f"{vd.stop}] but the target '{name}' needs {d.name}"
                                     f"[{d.start}:{d.stop}]", s.value.loc)
@@ -263,7 +264,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             scope.rebind(replace(stored, type=replace(stored.type, dims=masked)))
         return replace(s, target=typed_target, value=value)
 
-    def covers(self, s: ir.Assign, vd: ir.Dim, d: ir.Dim, subset: bool) -> bool:
+    def covers(self, s: ir.Assign, vd: ir.Dim, d: ir.Dim, subset: bool, name: str) -> bool:
         """Whether the value's interval ``vd`` covers the target's ``d``.  For a
         subset target (``domain={K: (0, 1)}``, ``out[1:3]``) an order that depends
         on the sizes is the user's assertion, checked at call time, as the
@@ -274,7 +275,10 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         orders = [iv.maybe_le(lo, hi) for lo, hi in pairs]
         if False in orders:
             return False
-        where = f"the value of {d.name}[{d.start}:{d.stop}]" + (f" at {s.loc}" if s.loc else "")
+        where = (f"target range {d.name}[{d.start}:{d.stop}] of '{name}', which reads an "
+                 f"expression defined on {d.name}[{vd.start}:{vd.stop}]"
+                 + (f" at {s.value.loc}" if s.value.loc else "")
+                 + "; shrink the range or guard the levels it cannot read with concat_where")
         self.constraints += [ir.SizeConstraint(lo, hi, where)
                              for (lo, hi), ok in zip(pairs, orders) if ok is None]
         return True
