@@ -243,3 +243,44 @@ def test_point_wise_tasklets_after_the_reduction_run_per_level_in_the_epilogue()
     assert code.count("for (long long _nb") == 1 and "_rowi0[" in code
     matches_interpreter(prog, fn, seeds=(0, 1, 2))
     matches_interpreter(prog, fn, sizes={**SIZES, "L": TILE + 2}, seeds=(3,), absent=0.0)
+
+
+def test_epilogue_tasklets_gathering_through_tables_keep_their_array_pointers():
+    # After the reduction, the point-wise rest gathers ⟪V2E, 0⟫(e): a whole-array
+    # input (a pointer), beside the level-moving point input w.
+    prog = tir.parse(f"""
+gathers(out: {VK}, e: {EK}, w: {VK}, {TABLES}) {{
+  out ← reduce(λ(acc: {VK}, a: {VK}) → acc + a, 0.0)(⟪V2E⟫(e)) × w + ⟪V2E, 0⟫(e)
+}}
+""")
+    fn = tir.compile(prog)
+    ((node, state),) = loop_nodes(fn.sdfg)
+    assert state.entry_node(node).map.params == ["_i_Vertex"]
+    pointers = [c for c, t in node.in_connectors.items() if c.startswith("_rowi")
+                and isinstance(t, dace.dtypes.pointer)]
+    assert len(pointers) == 2               # e's whole array, and w's rows
+    matches_interpreter(prog, fn, seeds=(0, 1, 2))
+
+
+def test_a_reduction_kept_for_a_later_gather_is_stored_from_the_epilogue_too():
+    # t is read point-wise by o1 (fused into the reduction's map) and gathered by
+    # o2 (so it stays an array): the epilogue stores it beside o1.
+    prog = tir.parse(f"""
+kept(o1: {VK}, o2: {EK}, e: {EK}, w: {VK}, {TABLES}) {{
+  t: {VK};
+  t ← reduce(λ(acc: {VK}, a: {VK}) → acc + a, 0.0)(⟪V2E⟫(e));
+  o1 ← t × w;
+  o2 ← ⟪E2V, 0⟫(t) - ⟪E2V, 1⟫(t)
+}}
+""")
+    sdfg = lowered(prog)
+    interchange_neighbor_loops(sdfg)
+    sdfg.validate()
+    ((node, state),) = loop_nodes(sdfg)
+    exit_ = state.exit_node(state.entry_node(node))
+    assert state.entry_node(node).map.params == ["_i_Vertex"]
+    written = {state.memlet_path(e)[-1].dst.data for e in state.out_edges(node)}
+    assert len(written) == 2 and "o1" in written
+    assert all(e.src is node for e in state.in_edges(exit_))
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg))
+    matches_interpreter(prog, tir.compile(prog))

@@ -296,7 +296,7 @@ class _Gen:
         r = self.r
         VK = "tensor<float, V[0:NV], K[0:L]>"
         if d == 0 or r.random() < 0.2:
-            return r.choice(["vk", "(vk × 2.0)"])
+            return r.choice(["vk", "(vk × 2.0)", f"⟪V2E, {r.randrange(3)}⟫(ek)"])
         x = lambda: self.vkexpr(d - 1)  # noqa: E731
         ee = lambda: self.ekexpr(d - 1)  # noqa: E731
         two = "tensor<(float, float), V[0:NV], K[0:L]>"

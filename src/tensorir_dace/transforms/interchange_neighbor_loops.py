@@ -127,6 +127,12 @@ def _local_scalar(sdfg, state, node) -> bool:
         and sum(n.data == node.data for st in sdfg.states() for n in st.data_nodes()) == 1
 
 
+def _is_pointer(tasklet, e) -> bool:
+    """Whether a tasklet reads input edge ``e`` through a pointer (a whole array)."""
+    return isinstance(tasklet.in_connectors.get(e.dst_conn), dace.dtypes.pointer) \
+        or e.data.subset.num_elements() != 1
+
+
 def _names(subset) -> set[str]:
     return {str(s) for s in subset.free_symbols}
 
@@ -145,9 +151,10 @@ class _Epilogue:
         self.results: dict[str, str] = {}          # loop node's output -> destination
         self.values: dict[str, tuple[str, str]] = {}   # local scalar data -> (C name, type)
         self.blocks: list[list[str]] = []
-        self.new_ins: dict[tuple[str, str], tuple[str, dace.Memlet, str | None, Any]] = {}
+        self.new_ins: dict[tuple, tuple[str, dace.Memlet, str | None, Any, bool]] = {}
         self.new_outs: list[tuple[str, dace.Memlet, Any]] = []
         self.tasklets: list = []
+        self.stores: list[str] = []
 
     def plan(self, order) -> bool:
         for n in order:
@@ -166,12 +173,22 @@ class _Epilogue:
                     return False
                 self.blocks.append(block)
                 self.tasklets.append(t)
+        for n in order:                  # a scalar also stored to an array of the map
+            if isinstance(n, nodes.AccessNode):
+                for e in self.state.out_edges(n):
+                    if e.dst is self.exit:
+                        target = self._target(e)
+                        if target is None:
+                            return False
+                        self.stores.append(f"{target} = {self.values[n.data][0]};")
+                    elif e.dst not in self.tasklets:
+                        return False
         return True
 
     def _target(self, e) -> str | None:
         """C++ lvalue (with ``{}`` for the level's row index) an output edge stores to."""
         if e.dst is self.exit:
-            row = self._row(e.data, out=True)
+            row = self._row(self._stored(e), out=True)
             if row is None:
                 return None
             name = f"_rowp{len(self.new_outs)}"
@@ -180,6 +197,14 @@ class _Epilogue:
         if isinstance(e.dst, nodes.AccessNode) and e.dst.data in self.values:
             return self.values[e.dst.data][0]
         return None
+
+    def _stored(self, e) -> dace.Memlet | None:
+        """The memlet of the array an edge into the map's exit writes."""
+        data = self.state.memlet_path(e)[-1].dst.data
+        if e.data.data == data:
+            return e.data
+        subset = e.data.other_subset
+        return None if subset is None else dace.Memlet(data=data, subset=subset)
 
     def _block(self, t) -> list[str] | None:
         lines = []
@@ -191,9 +216,12 @@ class _Epilogue:
             if isinstance(e.src, nodes.AccessNode) and e.src.data in self.values:
                 source = self.values[e.src.data][0]
             elif e.src is self.entry:
-                source = self._input(e)
+                source = self._input(e, _is_pointer(t, e))
                 if source is None:
                     return None
+                if _is_pointer(t, e):
+                    lines.append(f"auto const {e.dst_conn} = {source};")
+                    continue
             else:
                 return None
             lines.append(f"const {ctype} {e.dst_conn} = {source};")
@@ -206,24 +234,25 @@ class _Epilogue:
             stores.append(f"{target} = {e.src_conn};")
         return ["{", *lines, t.code.as_string, *stores, "}"]
 
-    def _input(self, e) -> str | None:
-        """The C++ expression of a point input of a tasklet, read through a new
-        connector of the loop node (a row pointer if it moves with the level)."""
-        key = (e.data.data, str(e.data.subset))
+    def _input(self, e, pointer: bool) -> str | None:
+        """The C++ expression of an input of a tasklet, read through a new
+        connector of the loop node: a row pointer indexed by the level if it
+        moves with the level (a point), else the value or pointer it was."""
+        key = (e.data.data, str(e.data.subset), pointer)
         if key not in self.new_ins:
             row = self._row(e.data, out=False)
-            if row is None:
+            if row is None or pointer and row[1] is not None:
                 return None
             name = f"_rowi{len(self.new_ins)}"
-            self.new_ins[key] = (name, row[0], row[1], e)
-        name, _, index, _ = self.new_ins[key]
+            self.new_ins[key] = (name, row[0], row[1], e, pointer)
+        name, _, index, _, _ = self.new_ins[key]
         return f"{name}[{index}]" if index is not None else name
 
     def _row(self, memlet, out: bool):
         """``(memlet, index)``: the memlet widened to the map's levels and the
         C++ index of the current level in it; for a memlet that does not move
         with the level, itself and None (None if it is an output)."""
-        if memlet.data not in self.sdfg.arrays or memlet.subset is None:
+        if memlet is None or memlet.data not in self.sdfg.arrays or memlet.subset is None:
             return None
         desc = self.sdfg.arrays[memlet.data]
         moving = [i for i, r in enumerate(memlet.subset.ranges)
@@ -250,7 +279,7 @@ class _Epilogue:
         out += [f"{self.results[c]} = {v};" for c, v in results.items()]
         for block in self.blocks:
             out += block
-        return out
+        return out + self.stores
 
     def rewire(self) -> None:
         """Connect the loop node to the map's arrays through row memlets and
@@ -259,10 +288,10 @@ class _Epilogue:
         for name, row, e in self.new_outs:
             node.add_out_connector(name, dace.pointer(sdfg.arrays[row.data].dtype), force=True)
             state.add_edge(node, name, self.exit, e.dst_conn, row)
-        for name, row, index, e in self.new_ins.values():
+        for name, row, index, e, pointer in self.new_ins.values():
             dtype = sdfg.arrays[row.data].dtype
-            node.add_in_connector(name, dtype if index is None else dace.pointer(dtype),
-                                  force=True)
+            node.add_in_connector(name, dace.pointer(dtype) if pointer or index is not None
+                                  else dtype, force=True)
             state.add_edge(self.entry, e.src_conn, node, name, row)
         for e in list(state.out_edges(node)):
             if e.src_conn in self.results and not e.src_conn.startswith("_rowp"):
