@@ -191,21 +191,27 @@ def test_a_level_dependent_local_needed_beyond_its_level_loop_leaves_the_code_al
             "if (_n4 >= 0) {\n_acc1 = _acc1 + _v3;\n}\n"
             "}\n_out0 = _acc1;")
     assert _row_code(code, "_i_K", {"_out0"}, 0, "L") is None
-    # Without the independent statement between them, one level loop holds both.
-    ok = code.replace("long long _n4 = _p_T[_nb2];\n", "").replace("_n4", "_nb2")
+    # With the independent statement first, one level loop holds the rest.
+    ok = code.replace("double _v3 = _p_x[_i_K];\nlong long _n4 = _p_T[_nb2];\n",
+                      "long long _n4 = _p_T[_nb2];\ndouble _v3 = _p_x[_i_K];\n")
     rows = _row_code(ok, "_i_K", {"_out0"}, 0, "L")
     assert rows is not None and rows.count("for (long long _rowk") == 3
+    # Nothing done once per neighbour: no gain, left alone.
+    alone = code.replace("long long _n4 = _p_T[_nb2];\n", "").replace("_n4", "_v3")
+    assert _row_code(alone, "_i_K", {"_out0"}, 0, "L") is None
 
 
 def test_a_guard_on_the_level_stays_inside_and_other_forms_are_left_alone():
     code = ("double _acc1 = 0.0;\n"
             "for (long long _nb2 = 0; _nb2 < 3; ++_nb2) {\n"
-            "if (_i_K > _nb2) {\n_acc1 = _acc1 + 1.0;\n}\n"
+            "long long _n3 = _p_T[_nb2];\n"
+            "if (_i_K > _n3) {\n_acc1 = _acc1 + 1.0;\n}\n"
             "}\n_out0 = _acc1;")
     rows = _row_code(code, "_i_K", {"_out0"}, 0, "L")
     assert rows is not None
     body = rows[rows.index("for (long long _nb2"):]
-    assert body.index("for (long long _rowk") < body.index("if (_i_K > _nb2)")
+    assert body.index("_p_T[_nb2]") < body.index("for (long long _rowk") \
+        < body.index("if (_i_K > _n3)")
     # An output not assigned from an accumulator, a store in the loop, a break:
     assert _row_code(code.replace("_out0 = _acc1;", "_out0 = _acc1 + 1.0;"),
                      "_i_K", {"_out0"}, 0, "L") is None

@@ -377,6 +377,8 @@ def _row_code(code: str, param: str, outputs: set[str], start, stop,
         rewritten = split(stmts)
     except _NotRows:
         return None
+    if len(rewritten) == 1 and rewritten[0].startswith(every):
+        return None          # nothing is done once per neighbour: no gain
     lines = [lambdas.strip(),
              f"for (long long _row0 = {lo}; _row0 < {hi}; _row0 += {TILE}) {{",
              f"const long long _rown = ({hi}) - _row0 < {TILE} ? ({hi}) - _row0 : {TILE};"]
