@@ -31,8 +31,12 @@ to turn the pass off (it is read when a program is optimised).
 Only maps that qualify are changed: a top-level map with a static range whose body is one C++
 tasklet with one output, written at the map's own coordinates, to an array
 the map does not read, with the innermost map parameter indexing a
-unit-stride dimension; inputs read at single, affine points or through
-whole-array pointers; element type float64 or float32.
+unit-stride dimension; inputs read at single, affine points; element type
+float64 or float32.  A map that reads through whole-array pointers
+(gathers through neighbour tables, data-dependent offsets) keeps regular
+stores: ICON's edge gradient over levels (60k edges, 80 levels,
+mesh-ordered tables) took 5.2-6.3 ms of CPU time per call with streamed
+rows against 2.4-2.9 ms without, in one process, interleaved.
 """
 
 from __future__ import annotations
@@ -141,10 +145,8 @@ def _plan(sdfg, state, entry):
             continue
         if m.data == out.data.data or m.wcr is not None or m.dynamic:
             return None
-        if tasklet.in_connectors[e_in.dst_conn] is not None and \
-                isinstance(tasklet.in_connectors[e_in.dst_conn], dace.pointer):
-            continue
-        if m.subset.num_elements() != 1:
+        if isinstance(tasklet.in_connectors[e_in.dst_conn], dace.pointer) \
+                or m.subset.num_elements() != 1:
             return None
     return tasklet, out
 
@@ -250,17 +252,13 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
     ctype = odesc.dtype.ctype
     out_node = state.memlet_path(out)[-1].dst
 
-    # Inputs: pointers stay; each array read at points gets one whole-array pointer.
+    # Inputs (all read at points): one whole-array pointer per array.
     inputs, prelude, pointers, reads = [], [], {}, []
     for e_in in state.in_edges(tasklet):
         m = e_in.data
         if m.is_empty():
             continue
         src = state.memlet_path(e_in)[0]
-        conn_t = tasklet.in_connectors[e_in.dst_conn]
-        if isinstance(conn_t, dace.pointer):
-            inputs.append((e_in.dst_conn, conn_t, src, dace.Memlet.from_memlet(m)))
-            continue
         desc = sdfg.arrays[m.data]
         if m.data not in pointers:
             pointers[m.data] = f"_sp_{m.data.lstrip('_')}"
