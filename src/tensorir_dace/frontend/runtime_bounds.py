@@ -93,6 +93,8 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
         if target is not None and None in doms.values():
             lo, hi = target     # ... and within a statement, its whole target
+        elif target is not None and not ir.has_runtime(lo) and not ir.has_runtime(hi):
+            pass
         elif target is not None:
             lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
         at_call = target is not None and any(ir.has_runtime(b) for b in target)
