@@ -51,12 +51,17 @@ E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
+E2C2EODim = Dimension("E2C2EO", DimensionKind.LOCAL)
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 V2EDim = Dimension("V2E", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.C2EDim, dims.C2E2CDim, dims.E2CDim, dims.E2VDim = C2EDim, C2E2CDim, E2CDim, E2VDim
 dims.E2C2VDim, dims.E2C2EDim, dims.V2EDim = E2C2VDim, E2C2EDim, V2EDim
+dims.E2C2EODim, dims.C2E2CODim = E2C2EODim, C2E2CODim
+dims.E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
+dims.C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 dims.C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 dims.C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
 dims.E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
@@ -110,7 +115,9 @@ def table(rows, cols, targets, absent=0.0):
 TABLES = {"C2E": table(NC, 3, NE), "C2E2C": table(NC, 3, NC, absent=0.2),
           "E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV), "E2C2V": table(NE, 4, NV),
           "E2C2E": table(NE, 4, NE, absent=0.2), "V2E": table(NV, 6, NE, absent=0.2),
+          "E2C2EO": table(NE, 5, NE, absent=0.15), "C2E2CO": table(NC, 4, NC, absent=0.2),
           "Koff": KDim}
+TABLES["C2E2CO"][0, :] = -1         # a cell without any neighbour, itself included
 
 
 @pytest.fixture(autouse=True)
@@ -1105,3 +1112,508 @@ def test_vertically_implicit_solver_at_corrector_step(backend, case):
         vertical_start_index_model_top=0, vertical_end_index_model_surface=NLEV + 1,
         offset_provider=TABLES, backend=backend)
     check(a, expected, rtol=2e-4)
+
+
+# ------------------------------------------------------------- edges: fluxes and tendencies
+#
+# Chained statements of one program: the flux average over E2C2EO (absent
+# neighbours) feeds the mass flux, which feeds the accumulation written in place
+# (out= two of its own inputs); an E2C2E interpolation written without domain=.
+
+
+@gtx.field_operator
+def _spatially_average_flux_or_velocity(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(e_flx_avg * vn(dims.E2C2EO), axis=dims.E2C2EODim)
+
+
+@gtx.field_operator
+def _compute_mass_and_temperature_flux(
+    z_rho_e: fa.EdgeKField[wpfloat], z_vn_avg: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat], theta_v_at_edges_on_model_levels: fa.EdgeKField[wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    mass_fl_e_wp = z_rho_e * z_vn_avg * astype(ddqz_z_full_e, wpfloat)
+    return mass_fl_e_wp, mass_fl_e_wp * theta_v_at_edges_on_model_levels
+
+
+@gtx.field_operator
+def _accumulate_prep_adv_fields(
+    z_vn_avg: fa.EdgeKField[wpfloat], mass_fl_e: fa.EdgeKField[wpfloat],
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat], r_nsubsteps: wpfloat,
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    return vn_traj + r_nsubsteps * z_vn_avg, mass_flx_me + r_nsubsteps * mass_fl_e
+
+
+@gtx.field_operator
+def _add_temporal_tendencies_to_vn(
+    vn_nnow: fa.EdgeKField[wpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat], dtime: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    z_gradh_exner_wp = astype(z_gradh_exner, wpfloat)
+    return vn_nnow + dtime * (astype(ddt_vn_apc_ntl1, wpfloat)
+                              - dycore_consts.cpd * z_theta_v_e * z_gradh_exner_wp
+                              + astype(ddt_vn_phy, wpfloat))
+
+
+@gtx.field_operator
+def _rbf_intp_edge_stencil_01(
+    p_vn_in: fa.EdgeKField[float], ptr_coeff: Field[[dims.EdgeDim, dims.E2C2EDim], float],
+) -> fa.EdgeKField[float]:
+    return neighbor_sum(p_vn_in(dims.E2C2E) * ptr_coeff, axis=dims.E2C2EDim)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def edge_stencils(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat], z_vn_avg: fa.EdgeKField[wpfloat], z_rho_e: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat], theta_v_e: fa.EdgeKField[wpfloat],
+    mass_fl_e: fa.EdgeKField[wpfloat], z_theta_v_fl_e: fa.EdgeKField[wpfloat],
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat],
+    vn_nnow: fa.EdgeKField[wpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], z_gradh_exner: fa.EdgeKField[vpfloat],
+    vn_nnew: fa.EdgeKField[wpfloat], ptr_coeff: Field[[dims.EdgeDim, dims.E2C2EDim], float],
+    p_vt_out: fa.EdgeKField[float], r_nsubsteps: wpfloat, dtime: wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32, vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    domain = {dims.EdgeDim: (horizontal_start, horizontal_end),
+              dims.KDim: (vertical_start, vertical_end)}
+    _spatially_average_flux_or_velocity(e_flx_avg, vn, out=z_vn_avg, domain=domain)
+    _compute_mass_and_temperature_flux(z_rho_e, z_vn_avg, ddqz_z_full_e, theta_v_e,
+                                       out=(mass_fl_e, z_theta_v_fl_e), domain=domain)
+    _accumulate_prep_adv_fields(z_vn_avg, mass_fl_e, vn_traj, mass_flx_me, r_nsubsteps,
+                                out=(vn_traj, mass_flx_me), domain=domain)
+    _add_temporal_tendencies_to_vn(vn_nnow, ddt_vn_apc_ntl1, ddt_vn_phy, theta_v_e,
+                                   z_gradh_exner, dtime, out=vn_nnew, domain=domain)
+    _rbf_intp_edge_stencil_01(vn, ptr_coeff, out=p_vt_out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_edge_stencils(backend):
+    n = NLEV
+    a = dict(e_flx_avg=wp(NE, 5), vn=wp(NE, n) - 0.5, z_vn_avg=wp(NE, n), z_rho_e=wp(NE, n) + 0.5,
+             ddqz_z_full_e=vp(NE, n) * 100.0, theta_v_e=wp(NE, n) * 30 + 280,
+             mass_fl_e=wp(NE, n), z_theta_v_fl_e=wp(NE, n), vn_traj=wp(NE, n),
+             mass_flx_me=wp(NE, n), vn_nnow=wp(NE, n), ddt_vn_apc_ntl1=vp(NE, n) * 1e-3,
+             ddt_vn_phy=vp(NE, n) * 1e-3, z_gradh_exner=(vp(NE, n) - 0.5) * 1e-5,
+             vn_nnew=wp(NE, n), ptr_coeff=wp(NE, 4), p_vt_out=wp(NE, n))
+    r_nsubsteps, dtime = 0.2, 2.0
+    bounds = (2, NE - 3, 1, n - 1)
+    e = {k: v.astype(f64) for k, v in a.items()}
+    avg = inside(nbsum(e["e_flx_avg"], e["vn"], TABLES["E2C2EO"]), e["z_vn_avg"], *bounds)
+    mass = inside(e["z_rho_e"] * avg * e["ddqz_z_full_e"], e["mass_fl_e"], *bounds)
+    expected = dict(
+        z_vn_avg=avg, mass_fl_e=mass,
+        z_theta_v_fl_e=inside(mass * e["theta_v_e"], e["z_theta_v_fl_e"], *bounds),
+        vn_traj=inside(e["vn_traj"] + r_nsubsteps * avg, e["vn_traj"], *bounds),
+        mass_flx_me=inside(e["mass_flx_me"] + r_nsubsteps * mass, e["mass_flx_me"], *bounds),
+        vn_nnew=inside(e["vn_nnow"] + dtime * (
+            e["ddt_vn_apc_ntl1"] - dycore_consts.cpd * e["theta_v_e"] * e["z_gradh_exner"]
+            + e["ddt_vn_phy"]), e["vn_nnew"], *bounds),
+        p_vt_out=nbsum(e["ptr_coeff"], e["vn"], TABLES["E2C2E"]))
+    hs, he, vs, ve = bounds
+    edge_stencils(**a, r_nsubsteps=r_nsubsteps, dtime=dtime, horizontal_start=hs,
+                  horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                  offset_provider=TABLES, backend=backend)
+    check(a, expected, rtol=1e-9)
+
+
+# ----------------------------------------------------- cells: exner, half levels, Laplacians
+#
+# The temporal extrapolation of exner writes one of its inputs in place and the
+# next statement reads it one level up; half levels come from a ``concat_where``
+# on ``1 <= dims.KDim`` around a ``concat_where`` on a runtime cell range
+# ``(start <= dims.CellDim) & (dims.CellDim < end)``, each keeping the outputs'
+# own values (a tuple of the output fields) elsewhere; Laplacians over C2E2CO
+# (a cell without any neighbour) on a CellField under a Cell-only domain and on
+# a CellKField.
+
+
+@gtx.field_operator
+def _extrapolate_temporally_exner_pressure(
+    time_extrapolation_parameter_for_exner: fa.CellKField[vpfloat],
+    exner: fa.CellKField[wpfloat],
+    reference_exner_at_cells_on_model_levels: fa.CellKField[vpfloat],
+    perturbed_exner_at_cells_on_model_levels: fa.CellKField[wpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[wpfloat]]:
+    exfac_wp, exner_ref_wp = astype(
+        (time_extrapolation_parameter_for_exner, reference_exner_at_cells_on_model_levels),
+        wpfloat)
+    z_exner_ex_pr_wp = ((wpfloat("1.0") + exfac_wp) * (exner - exner_ref_wp)
+                        - exfac_wp * perturbed_exner_at_cells_on_model_levels)
+    return astype(z_exner_ex_pr_wp, vpfloat), exner - exner_ref_wp
+
+
+@gtx.field_operator
+def _compute_rho_virtual_potential_temperatures_and_pressure_gradient(
+    w: fa.CellKField[wpfloat], w_concorr_c: fa.CellKField[vpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat], rho_now: fa.CellKField[wpfloat],
+    rho_var: fa.CellKField[wpfloat], theta_now: fa.CellKField[wpfloat],
+    theta_var: fa.CellKField[wpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    theta_ref_mc: fa.CellKField[vpfloat], vwind_expl_wgt: fa.CellField[wpfloat],
+    exner_pr: fa.CellKField[wpfloat], d_exner_dz_ref_ic: fa.CellKField[vpfloat],
+    dtime: wpfloat, wgt_nnow_rth: wpfloat, wgt_nnew_rth: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[vpfloat], fa.CellKField[wpfloat],
+           fa.CellKField[vpfloat]]:
+    w_concorr_c_wp, wgtfac_c_wp, theta_ref_mc_wp, ddqz_z_half_wp = astype(
+        (w_concorr_c, wgtfac_c, theta_ref_mc, ddqz_z_half), wpfloat)
+    z_w_backtraj_wp = -(w - w_concorr_c_wp) * dtime * wpfloat("0.5") / ddqz_z_half_wp
+    rho_tavg_m1 = wgt_nnow_rth * rho_now(Koff[-1]) + wgt_nnew_rth * rho_var(Koff[-1])
+    theta_tavg_m1 = wgt_nnow_rth * theta_now(Koff[-1]) + wgt_nnew_rth * theta_var(Koff[-1])
+    rho_tavg = wgt_nnow_rth * rho_now + wgt_nnew_rth * rho_var
+    theta_tavg = wgt_nnow_rth * theta_now + wgt_nnew_rth * theta_var
+    rho_ic_wp = (wgtfac_c_wp * rho_tavg + (wpfloat("1.0") - wgtfac_c_wp) * rho_tavg_m1
+                 + z_w_backtraj_wp * (rho_tavg_m1 - rho_tavg))
+    pr_mc_m1_wp = theta_tavg_m1 - theta_ref_mc_wp(Koff[-1])
+    pr_mc_wp = theta_tavg - theta_ref_mc_wp
+    pr_mc_vp, pr_mc_m1_vp = astype((pr_mc_wp, pr_mc_m1_wp), vpfloat)
+    z_theta_v_pr_ic_vp = wgtfac_c * pr_mc_vp + (vpfloat("1.0") - wgtfac_c) * pr_mc_m1_vp
+    theta_v_ic_wp = (wgtfac_c_wp * theta_tavg + (wpfloat("1.0") - wgtfac_c_wp) * theta_tavg_m1
+                     + z_w_backtraj_wp * (theta_tavg_m1 - theta_tavg))
+    z_th_ddz_exner_c_wp = (vwind_expl_wgt * theta_v_ic_wp * (exner_pr(Koff[-1]) - exner_pr)
+                           / astype(ddqz_z_half, wpfloat)
+                           + astype(z_theta_v_pr_ic_vp * d_exner_dz_ref_ic, wpfloat))
+    return rho_ic_wp, z_theta_v_pr_ic_vp, theta_v_ic_wp, astype(z_th_ddz_exner_c_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_rho_theta_v_to_half_levels_and_compute_temperature_vertical_gradient(
+    w: fa.CellKField[wpfloat], w_concorr_c: fa.CellKField[vpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat], rho_nnow: fa.CellKField[wpfloat],
+    rho_nvar: fa.CellKField[wpfloat], theta_v_nnow: fa.CellKField[wpfloat],
+    theta_v_nvar: fa.CellKField[wpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    theta_ref_mc: fa.CellKField[vpfloat], vwind_expl_wgt: fa.CellField[wpfloat],
+    exner_pr: fa.CellKField[wpfloat], d_exner_dz_ref_ic: fa.CellKField[vpfloat],
+    rho_ic: fa.CellKField[wpfloat], z_theta_v_pr_ic: fa.CellKField[vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat], z_th_ddz_exner_c: fa.CellKField[vpfloat],
+    dtime: wpfloat, wgt_nnow_rth: wpfloat, wgt_nnew_rth: wpfloat,
+    start_cell_lateral_boundary_level_3: gtx.int32, end_cell_local: gtx.int32,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[vpfloat], fa.CellKField[wpfloat],
+           fa.CellKField[vpfloat]]:
+    (rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c) = concat_where(
+        1 <= dims.KDim,
+        concat_where(
+            (start_cell_lateral_boundary_level_3 <= dims.CellDim)
+            & (dims.CellDim < end_cell_local),
+            _compute_rho_virtual_potential_temperatures_and_pressure_gradient(
+                w=w, w_concorr_c=w_concorr_c, ddqz_z_half=ddqz_z_half, rho_now=rho_nnow,
+                rho_var=rho_nvar, theta_now=theta_v_nnow, theta_var=theta_v_nvar,
+                wgtfac_c=wgtfac_c, theta_ref_mc=theta_ref_mc, vwind_expl_wgt=vwind_expl_wgt,
+                exner_pr=exner_pr, d_exner_dz_ref_ic=d_exner_dz_ref_ic, dtime=dtime,
+                wgt_nnow_rth=wgt_nnow_rth, wgt_nnew_rth=wgt_nnew_rth),
+            (rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c)),
+        (rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c))
+    return (rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c)
+
+
+@gtx.field_operator
+def _nabla2_scalar_2D(
+    psi_c: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+) -> fa.CellField[ta.wpfloat]:
+    return neighbor_sum(psi_c(dims.C2E2CO) * geofac_n2s, axis=dims.C2E2CODim)
+
+
+@gtx.field_operator
+def _nabla2_scalar(
+    psi_c: fa.CellKField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    return neighbor_sum(psi_c(dims.C2E2CO) * geofac_n2s, axis=dims.C2E2CODim)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def cell_stencils(
+    time_extrapolation_parameter_for_exner: fa.CellKField[vpfloat],
+    exner: fa.CellKField[wpfloat], reference_exner_at_cells_on_model_levels: fa.CellKField[vpfloat],
+    perturbed_exner_at_cells_on_model_levels: fa.CellKField[wpfloat],
+    temporal_extrapolation_of_perturbed_exner: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat], w_concorr_c: fa.CellKField[vpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat], rho_nnow: fa.CellKField[wpfloat],
+    rho_nvar: fa.CellKField[wpfloat], theta_v_nnow: fa.CellKField[wpfloat],
+    theta_v_nvar: fa.CellKField[wpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    theta_ref_mc: fa.CellKField[vpfloat], vwind_expl_wgt: fa.CellField[wpfloat],
+    d_exner_dz_ref_ic: fa.CellKField[vpfloat], rho_ic: fa.CellKField[wpfloat],
+    z_theta_v_pr_ic: fa.CellKField[vpfloat], theta_v_ic: fa.CellKField[wpfloat],
+    z_th_ddz_exner_c: fa.CellKField[vpfloat], psi_c_2d: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    nabla2_2d: fa.CellField[wpfloat], psi_c: fa.CellKField[wpfloat],
+    nabla2_psi_c: fa.CellKField[wpfloat], dtime: wpfloat, wgt_nnow_rth: wpfloat,
+    wgt_nnew_rth: wpfloat, start_cell_lateral_boundary_level_3: gtx.int32,
+    end_cell_local: gtx.int32, horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _extrapolate_temporally_exner_pressure(
+        time_extrapolation_parameter_for_exner, exner, reference_exner_at_cells_on_model_levels,
+        perturbed_exner_at_cells_on_model_levels,
+        out=(temporal_extrapolation_of_perturbed_exner, perturbed_exner_at_cells_on_model_levels),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (0, vertical_end)})
+    _interpolate_rho_theta_v_to_half_levels_and_compute_temperature_vertical_gradient(
+        w, w_concorr_c, ddqz_z_half, rho_nnow, rho_nvar, theta_v_nnow, theta_v_nvar, wgtfac_c,
+        theta_ref_mc, vwind_expl_wgt, perturbed_exner_at_cells_on_model_levels,
+        d_exner_dz_ref_ic, rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c, dtime,
+        wgt_nnow_rth, wgt_nnew_rth, start_cell_lateral_boundary_level_3, end_cell_local,
+        out=(rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _nabla2_scalar_2D(psi_c_2d, geofac_n2s, out=nabla2_2d,
+                      domain={dims.CellDim: (horizontal_start, horizontal_end)})
+    _nabla2_scalar(psi_c, geofac_n2s, out=nabla2_psi_c,
+                   domain={dims.CellDim: (horizontal_start, horizontal_end),
+                           dims.KDim: (vertical_start, vertical_end)})
+
+
+def cells_numpy(a, s, hs, he, vs, ve, lb3, end):
+    e = {k: v.astype(f64) for k, v in a.items()}
+    n = NLEV
+    out = {k: v.copy() for k, v in e.items()}
+    exfac = e["time_extrapolation_parameter_for_exner"]
+    ref = e["reference_exner_at_cells_on_model_levels"]
+    ex = (1.0 + exfac) * (e["exner"] - ref) - exfac * e["perturbed_exner_at_cells_on_model_levels"]
+    out["temporal_extrapolation_of_perturbed_exner"] = inside(
+        ex, e["temporal_extrapolation_of_perturbed_exner"], hs, he, 0, ve)
+    exner_pr = out["perturbed_exner_at_cells_on_model_levels"] = inside(
+        e["exner"] - ref, e["perturbed_exner_at_cells_on_model_levels"], hs, he, 0, ve)
+    k = slice(1, n)
+    km1 = slice(0, n - 1)
+    nnow, nnew = s["wgt_nnow_rth"], s["wgt_nnew_rth"]
+    wgt = e["wgtfac_c"][:, k]
+    backtraj = -(e["w"][:, k] - e["w_concorr_c"][:, k]) * s["dtime"] * 0.5 / e["ddqz_z_half"][:, k]
+    rho_m1 = nnow * e["rho_nnow"][:, km1] + nnew * e["rho_nvar"][:, km1]
+    th_m1 = nnow * e["theta_v_nnow"][:, km1] + nnew * e["theta_v_nvar"][:, km1]
+    rho_t = nnow * e["rho_nnow"][:, k] + nnew * e["rho_nvar"][:, k]
+    th_t = nnow * e["theta_v_nnow"][:, k] + nnew * e["theta_v_nvar"][:, k]
+    pr_ic = wgt * (th_t - e["theta_ref_mc"][:, k]) + (1 - wgt) * (th_m1 - e["theta_ref_mc"][:, km1])
+    th_ic = wgt * th_t + (1 - wgt) * th_m1 + backtraj * (th_m1 - th_t)
+    new = dict(
+        rho_ic=wgt * rho_t + (1 - wgt) * rho_m1 + backtraj * (rho_m1 - rho_t),
+        z_theta_v_pr_ic=pr_ic, theta_v_ic=th_ic,
+        z_th_ddz_exner_c=e["vwind_expl_wgt"][:, None] * th_ic
+        * (exner_pr[:, km1] - exner_pr[:, k]) / e["ddqz_z_half"][:, k]
+        + pr_ic * e["d_exner_dz_ref_ic"][:, k])
+    for name, value in new.items():
+        full = out[name].copy()
+        full[:, k] = value
+        rows = np.zeros(NC, bool)
+        rows[max(hs, lb3):min(he, end)] = True
+        full[~rows] = out[name][~rows]
+        out[name] = inside(full, out[name], hs, he, max(vs, 1), ve)
+    out["nabla2_2d"] = e["nabla2_2d"].copy()
+    out["nabla2_2d"][hs:he] = nbsum(e["geofac_n2s"], e["psi_c_2d"], TABLES["C2E2CO"])[hs:he]
+    out["nabla2_psi_c"] = inside(nbsum(e["geofac_n2s"], e["psi_c"], TABLES["C2E2CO"]),
+                                 e["nabla2_psi_c"], hs, he, vs, ve)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(0, NC, 1, NLEV, 2, NC - 1), (1, NC - 1, 0, NLEV - 1, 0, 5)])
+def test_cell_stencils(backend, bounds):
+    n, h = NLEV, NLEV + 1
+    a = dict(
+        time_extrapolation_parameter_for_exner=vp(NC, n), exner=wp(NC, n) + 0.5,
+        reference_exner_at_cells_on_model_levels=vp(NC, n) + 0.5,
+        perturbed_exner_at_cells_on_model_levels=wp(NC, n),
+        temporal_extrapolation_of_perturbed_exner=vp(NC, n), w=wp(NC, h) - 0.5,
+        w_concorr_c=vp(NC, h) - 0.5, ddqz_z_half=vp(NC, h) * 100 + 50, rho_nnow=wp(NC, n) + 0.5,
+        rho_nvar=wp(NC, n) + 0.5, theta_v_nnow=wp(NC, n) * 30 + 280,
+        theta_v_nvar=wp(NC, n) * 30 + 280, wgtfac_c=vp(NC, h), theta_ref_mc=vp(NC, n) * 30 + 280,
+        vwind_expl_wgt=wp(NC), d_exner_dz_ref_ic=vp(NC, h) * 1e-3, rho_ic=wp(NC, h),
+        z_theta_v_pr_ic=vp(NC, h), theta_v_ic=wp(NC, h), z_th_ddz_exner_c=vp(NC, h),
+        psi_c_2d=wp(NC), geofac_n2s=wp(NC, 4), nabla2_2d=wp(NC), psi_c=wp(NC, n),
+        nabla2_psi_c=wp(NC, n))
+    s = dict(dtime=2.0, wgt_nnow_rth=0.25, wgt_nnew_rth=0.75)
+    hs, he, vs, ve, lb3, end = bounds
+    expected = cells_numpy(a, s, hs, he, vs, ve, lb3, end)
+    cell_stencils(**a, **s, start_cell_lateral_boundary_level_3=lb3, end_cell_local=end,
+                  horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                  offset_provider=TABLES, backend=backend)
+    check({k: v for k, v in a.items() if v.dtype == f64},
+          {k: v for k, v in expected.items() if a[k].dtype == f64}, rtol=1e-9)
+    check({k: v for k, v in a.items() if v.dtype == f32},
+          {k: v for k, v in expected.items() if a[k].dtype == f32}, rtol=2e-4)
+
+
+# ------------------------------------------------------------ common math: Thomas, level means
+#
+# The generic tridiagonal solver of icon4py's common math (a forward scan
+# unpacking its tuple state, a backward scan) composed in one field operator
+# under a domain starting below the top; the averages and differences of two
+# adjacent half levels (``wpfloat(0.5)`` with a float literal) as programs.
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+def _solve_tridiagonal_matrix_forward_sweep(
+    state_kminus1: tuple[wpfloat, wpfloat], a: wpfloat, b: wpfloat, c: wpfloat, d: wpfloat,
+) -> tuple[wpfloat, wpfloat]:
+    q_kminus1, d_prime_kminus1 = state_kminus1
+    normalization = wpfloat("1.0") / (b + a * q_kminus1)
+    return (wpfloat("0.0") - c) * normalization, (d - a * d_prime_kminus1) * normalization
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=wpfloat("0.0"))
+def _solve_tridiagonal_matrix_back_substitution(
+        x_kplus1: wpfloat, q: wpfloat, d_prime: wpfloat) -> wpfloat:
+    return d_prime + x_kplus1 * q
+
+
+@gtx.field_operator
+def _solve_tridiagonal_system(a: fa.CellKField[wpfloat], b: fa.CellKField[wpfloat],
+                              c: fa.CellKField[wpfloat], d: fa.CellKField[wpfloat]
+                              ) -> fa.CellKField[wpfloat]:
+    q, d_prime = _solve_tridiagonal_matrix_forward_sweep(a, b, c, d)
+    return _solve_tridiagonal_matrix_back_substitution(q, d_prime)
+
+
+@gtx.field_operator
+def average_level_plus1_on_cells(half_level_field: fa.CellKField[wpfloat]
+                                 ) -> fa.CellKField[wpfloat]:
+    return wpfloat(0.5) * (half_level_field + half_level_field(Koff[1]))
+
+
+@gtx.field_operator
+def average_level_plus1_on_edges(half_level_field: fa.EdgeKField[wpfloat]
+                                 ) -> fa.EdgeKField[wpfloat]:
+    return wpfloat(0.5) * (half_level_field + half_level_field(Koff[1]))
+
+
+@gtx.field_operator
+def difference_level_plus1_on_cells(half_level_field: fa.CellKField[wpfloat]
+                                    ) -> fa.CellKField[wpfloat]:
+    return half_level_field - half_level_field(Koff[1])
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def math_stencils(a: fa.CellKField[wpfloat], b: fa.CellKField[wpfloat],
+                  c: fa.CellKField[wpfloat], d: fa.CellKField[wpfloat],
+                  x: fa.CellKField[wpfloat], half_c: fa.CellKField[wpfloat],
+                  avg_c: fa.CellKField[wpfloat], diff_c: fa.CellKField[wpfloat],
+                  half_e: fa.EdgeKField[wpfloat], avg_e: fa.EdgeKField[wpfloat],
+                  horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+                  vertical_start: gtx.int32, vertical_end: gtx.int32):
+    cells = {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_start, vertical_end)}
+    _solve_tridiagonal_system(a, b, c, d, out=x, domain=cells)
+    average_level_plus1_on_cells(half_c, out=avg_c, domain=cells)
+    difference_level_plus1_on_cells(half_c, out=diff_c, domain=cells)
+    average_level_plus1_on_edges(half_e, out=avg_e,
+                                 domain={dims.EdgeDim: (0, NE),
+                                         dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_math_stencils(backend):
+    n = NLEV
+    a = dict(a=wp(NC, n) - 0.5, b=wp(NC, n) + 3.0, c=wp(NC, n) - 0.5, d=wp(NC, n), x=wp(NC, n),
+             half_c=wp(NC, n + 1), avg_c=wp(NC, n), diff_c=wp(NC, n), half_e=wp(NE, n + 1),
+             avg_e=wp(NE, n))
+    hs, he, vs, ve = 1, NC - 2, 1, n - 1
+    want = {k: v.copy() for k, v in a.items()}
+    for i in range(hs, he):
+        q, dp = np.zeros(n), np.zeros(n)
+        q_prev = dp_prev = 0.0
+        for k in range(vs, ve):         # the scans start at the domain's first level
+            g = 1.0 / (a["b"][i, k] + a["a"][i, k] * q_prev)
+            q_prev, dp_prev = -a["c"][i, k] * g, (a["d"][i, k] - a["a"][i, k] * dp_prev) * g
+            q[k], dp[k] = q_prev, dp_prev
+        x_next = 0.0
+        for k in range(ve - 1, vs - 1, -1):
+            x_next = want["x"][i, k] = dp[k] + x_next * q[k]
+    h = a["half_c"]
+    want["avg_c"] = inside(0.5 * (h[:, :n] + h[:, 1:]), a["avg_c"], hs, he, vs, ve)
+    want["diff_c"] = inside(h[:, :n] - h[:, 1:], a["diff_c"], hs, he, vs, ve)
+    he_ = a["half_e"]
+    want["avg_e"] = inside(0.5 * (he_[:, :n] + he_[:, 1:]), a["avg_e"], 0, NE, vs, ve)
+    math_stencils(**a, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                  vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, want, rtol=1e-10)
+
+
+# ------------------------------------------------------------------------ focused regressions
+
+
+@gtx.field_operator
+def _twice_bounded(a: fa.CellKField[wpfloat], n_lev: gtx.int32) -> fa.CellKField[wpfloat]:
+    # n_lev is used twice (as a bound and in ``n_lev - 1``); the value read one
+    # level down past the call's last level is the runtime concat_where's
+    b = concat_where(dims.KDim == n_lev - 1, a + 2.0, a)
+    c = concat_where((dims.KDim >= 1) & (dims.KDim < n_lev), b + 1.0, b)
+    return c - c(Koff[1])
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=0.0)
+def _running_sum(state: float, x: float) -> float:
+    return state + x
+
+
+@gtx.field_operator
+def _sum_below_the_top(a: fa.CellKField[wpfloat], w: fa.CellField[wpfloat]
+                       ) -> fa.CellKField[wpfloat]:
+    # the scan in the K > 0 branch starts at level 1 with its init, reading a(K - 1)
+    zero = broadcast(wpfloat("0.0"), (dims.CellDim,))
+    return concat_where(dims.KDim > 0, _running_sum(a(Koff[-1])), _scaled(zero, w))
+
+
+@gtx.field_operator
+def _scaled(x: fa.CellField[wpfloat], w: fa.CellField[wpfloat]) -> fa.CellField[wpfloat]:
+    return x * w
+
+
+@gtx.program
+def column_regressions(a: fa.CellKField[wpfloat], w: fa.CellField[wpfloat],
+                       b: fa.CellKField[wpfloat], c: fa.CellKField[wpfloat],
+                       hs: gtx.int32, he: gtx.int32, ve: gtx.int32):
+    cells = (hs, he)
+    _twice_bounded(a, ve - 1, out=b, domain={dims.CellDim: cells, dims.KDim: (0, ve - 1)})
+    _sum_below_the_top(a, w, out=c, domain={dims.CellDim: cells, dims.KDim: (0, ve - 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runtime_bounds_scans_in_branches_and_broadcasts_to_a_cell_field(backend):
+    n = NLEV
+    a, w = wp(NC, n + 1), wp(NC)
+    b, c = wp(NC, n), wp(NC, n)
+    hs, he, ve = 1, NC - 1, n + 1
+    bb = a.copy()
+    bb[:, n - 1] += 2.0
+    cc = bb.copy()
+    cc[:, 1:n] += 1.0
+    want_b, want_c = b.copy(), c.copy()
+    want_b[hs:he] = (cc[:, :n] - cc[:, 1:])[hs:he]
+    want_c[hs:he, 0] = 0.0
+    want_c[hs:he, 1:] = np.cumsum(a[:, :n - 1], axis=1)[hs:he]
+    column_regressions(a, w, b, c, hs, he, ve, offset_provider=TABLES, backend=backend)
+    check(dict(b=b, c=c), dict(b=want_b, c=want_c), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_neighbour_sum_stored_and_read_by_the_next_statement(backend):
+    # compiled, the next statement's map is fused into the sum's: the sum's value
+    # is stored to its output and copied to a local the next statement reads
+    # twice; the neighbour-loop interchange leaves such a map alone
+    vn, avg_w, rho, dz, theta = wp(NE, NLEV), wp(NE, 5), wp(NE, NLEV), vp(NE, NLEV), wp(NE, NLEV)
+    avg, mass, flux = wp(NE, NLEV), wp(NE, NLEV), wp(NE, NLEV)
+
+    @gtx.program
+    def p(vn: fa.EdgeKField[wpfloat],
+          e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+          rho: fa.EdgeKField[wpfloat], dz: fa.EdgeKField[vpfloat], theta: fa.EdgeKField[wpfloat],
+          avg: fa.EdgeKField[wpfloat], mass: fa.EdgeKField[wpfloat],
+          flux: fa.EdgeKField[wpfloat], hs: gtx.int32, he: gtx.int32):
+        domain = {dims.EdgeDim: (hs, he), dims.KDim: (0, NLEV)}
+        _spatially_average_flux_or_velocity(e_flx_avg, vn, out=avg, domain=domain)
+        _compute_mass_and_temperature_flux(rho, avg, dz, theta, out=(mass, flux),
+                                           domain=domain)
+
+    want_avg = nbsum(avg_w, vn, TABLES["E2C2EO"])
+    want_mass = rho * want_avg * dz
+    want = dict(avg=avg.copy(), mass=mass.copy(), flux=flux.copy())
+    rows = slice(2, NE - 1)
+    want["avg"][rows], want["mass"][rows] = want_avg[rows], want_mass[rows]
+    want["flux"][rows] = (want_mass * theta)[rows]
+    p(vn, avg_w, rho, dz, theta, avg, mass, flux, 2, NE - 1, offset_provider=TABLES,
+      backend=backend)
+    check(dict(avg=avg, mass=mass, flux=flux), want, rtol=1e-12)

@@ -147,11 +147,14 @@ class _Epilogue:
         self.blocks: list[list[str]] = []
         self.new_ins: dict[tuple[str, str], tuple[str, dace.Memlet, str | None, Any]] = {}
         self.new_outs: list[tuple[str, dace.Memlet, Any]] = []
+        self.pointer_ins: set[str] = set()         # inputs passed as whole-array pointers
         self.tasklets: list = []
 
     def plan(self, order) -> bool:
         for n in order:
             if isinstance(n, nodes.AccessNode):
+                if any(not isinstance(e.dst, nodes.Tasklet) for e in self.state.out_edges(n)):
+                    return False    # a copy (to another local, or to the output) is no block
                 desc = self.sdfg.arrays[n.data]
                 self.values[n.data] = (f"_rowv{len(self.values)}", desc.dtype.ctype)
         for e in self.state.out_edges(self.node):
@@ -196,6 +199,14 @@ class _Epilogue:
                     return None
             else:
                 return None
+            if isinstance(t.in_connectors[e.dst_conn], dace.pointer):
+                # a whole array the tasklet indexes itself (a gather through a table)
+                if source not in self.pointer_ins:
+                    return None
+                lines.append(f"const {ctype}* {e.dst_conn} = {source};")
+                continue
+            if source in self.pointer_ins:
+                return None
             lines.append(f"const {ctype} {e.dst_conn} = {source};")
         stores = []
         for e in self.state.out_edges(t):
@@ -216,6 +227,8 @@ class _Epilogue:
                 return None
             name = f"_rowi{len(self.new_ins)}"
             self.new_ins[key] = (name, row[0], row[1], e)
+            if isinstance(e.dst.in_connectors.get(e.dst_conn), dace.pointer):
+                self.pointer_ins.add(name)
         name, _, index, _ = self.new_ins[key]
         return f"{name}[{index}]" if index is not None else name
 
@@ -261,8 +274,8 @@ class _Epilogue:
             state.add_edge(node, name, self.exit, e.dst_conn, row)
         for name, row, index, e in self.new_ins.values():
             dtype = sdfg.arrays[row.data].dtype
-            node.add_in_connector(name, dtype if index is None else dace.pointer(dtype),
-                                  force=True)
+            node.add_in_connector(name, dtype if index is None and name not in self.pointer_ins
+                                  else dace.pointer(dtype), force=True)
             state.add_edge(self.entry, e.src_conn, node, name, row)
         for e in list(state.out_edges(node)):
             if e.src_conn in self.results and not e.src_conn.startswith("_rowp"):
