@@ -34,10 +34,13 @@ from tensorir_dace.frontend import (
     FieldOffset,
     astype,
     broadcast,
+    abs,
     concat_where,
     float32,
     float64,
+    floor,
     neighbor_sum,
+    where,
 )
 
 T = TypeVar("T")
@@ -1530,6 +1533,182 @@ def test_math_stencils(backend):
     math_stencils(**a, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
                   vertical_end=ve, offset_provider=TABLES, backend=backend)
     check(a, want, rtol=1e-10)
+
+
+# ------------------------------------------------------------------- advection: fluxes, PPM
+#
+# Upwind choices through ``E2C[0]``/``E2C[1]`` under a ``where`` on a mask built
+# from ``bool`` literals, ``out=(p_out_e)`` in parentheses, and the PPM
+# fractional flux: keyword-only parameters (``*``) in the field operator and the
+# program, ``floor(abs(…))``, an ``int32`` level field cast to ``wpfloat``,
+# ``where`` on ``bool`` masks combined with ``&`` choosing reads up to five
+# levels up and down.
+
+
+@gtx.field_operator
+def _compute_horizontal_tracer_flux_from_linear_coefficients_alt(
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat], z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat], distv_bary_1: fa.EdgeKField[ta.vpfloat],
+    distv_bary_2: fa.EdgeKField[ta.vpfloat], p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    p_vn: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKField[ta.wpfloat]:
+    lvn_pos_inv = where(p_vn > 0.0, False, True)
+    upwind = (where(lvn_pos_inv, z_lsq_coeff_1(dims.E2C[1]), z_lsq_coeff_1(dims.E2C[0]))
+              + astype(distv_bary_1, wpfloat)
+              * where(lvn_pos_inv, z_lsq_coeff_2(dims.E2C[1]), z_lsq_coeff_2(dims.E2C[0]))
+              + astype(distv_bary_2, wpfloat)
+              * where(lvn_pos_inv, z_lsq_coeff_3(dims.E2C[1]), z_lsq_coeff_3(dims.E2C[0])))
+    return upwind * p_mass_flx_e
+
+
+@gtx.field_operator
+def _compute_upwind_and_antidiffusive_flux(
+    p_mflx_tracer_h: fa.EdgeKField[ta.wpfloat], p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    p_cc: fa.CellKField[ta.wpfloat],
+) -> tuple[fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.wpfloat]]:
+    z_mflx_low = 0.5 * (p_mass_flx_e * (p_cc(dims.E2C[0]) + p_cc(dims.E2C[1]))
+                        - abs(p_mass_flx_e) * (p_cc(dims.E2C[1]) - p_cc(dims.E2C[0])))
+    return z_mflx_low, p_mflx_tracer_h - z_mflx_low
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def advection_edge_stencils(
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat], z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat], distv_bary_1: fa.EdgeKField[ta.vpfloat],
+    distv_bary_2: fa.EdgeKField[ta.vpfloat], p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    p_vn: fa.EdgeKField[ta.wpfloat], p_out_e: fa.EdgeKField[ta.wpfloat],
+    p_cc: fa.CellKField[ta.wpfloat], z_mflx_low: fa.EdgeKField[ta.wpfloat],
+    z_anti: fa.EdgeKField[ta.wpfloat], horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_horizontal_tracer_flux_from_linear_coefficients_alt(
+        z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, distv_bary_1, distv_bary_2, p_mass_flx_e,
+        p_vn, out=(p_out_e),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_upwind_and_antidiffusive_flux(
+        p_out_e, p_mass_flx_e, p_cc, out=(z_mflx_low, z_anti),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_advection_edge_stencils(backend):
+    n = NLEV
+    a = dict(z_lsq_coeff_1=wp(NC, n), z_lsq_coeff_2=wp(NC, n), z_lsq_coeff_3=wp(NC, n),
+             distv_bary_1=vp(NE, n) - 0.5, distv_bary_2=vp(NE, n) - 0.5,
+             p_mass_flx_e=wp(NE, n) - 0.5, p_vn=wp(NE, n) - 0.5, p_out_e=wp(NE, n),
+             p_cc=wp(NC, n), z_mflx_low=wp(NE, n), z_anti=wp(NE, n))
+    bounds = (1, NE - 2, 0, n - 1)
+    e2c = TABLES["E2C"]
+    e = {k: v.astype(f64) for k, v in a.items()}
+    side = np.where(e["p_vn"] > 0.0, 0, 1)
+    pick = {k: np.take_along_axis(e[k][e2c], side[:, None, :], 1)[:, 0]
+            for k in ("z_lsq_coeff_1", "z_lsq_coeff_2", "z_lsq_coeff_3")}
+    flux = inside((pick["z_lsq_coeff_1"] + e["distv_bary_1"] * pick["z_lsq_coeff_2"]
+                   + e["distv_bary_2"] * pick["z_lsq_coeff_3"]) * e["p_mass_flx_e"],
+                  e["p_out_e"], *bounds)
+    c0, c1 = e["p_cc"][e2c[:, 0]], e["p_cc"][e2c[:, 1]]
+    low = 0.5 * (e["p_mass_flx_e"] * (c0 + c1) - np.abs(e["p_mass_flx_e"]) * (c1 - c0))
+    want = dict(p_out_e=flux, z_mflx_low=inside(low, e["z_mflx_low"], *bounds),
+                z_anti=inside(flux - low, e["z_anti"], *bounds))
+    hs, he, vs, ve = bounds
+    advection_edge_stencils(**a, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                            vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, want, rtol=1e-10)
+
+
+@gtx.field_operator
+def _sum_neighbor_contributions(
+    mask1: fa.CellKField[bool], mask2: fa.CellKField[bool], js: fa.CellKField[ta.wpfloat],
+    p_cc: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    js_eq0, js_eq1, js_eq2 = js == 0.0, js == 1.0, js == 2.0
+    js_eq3, js_eq4 = js == 3.0, js == 4.0
+    up = (where(mask1 & js_eq0, p_cc, 0.0) + where(mask1 & js_eq1, p_cc(Koff[1]), 0.0)
+          + where(mask1 & js_eq2, p_cc(Koff[2]), 0.0)
+          + where(mask1 & js_eq3, p_cc(Koff[3]), 0.0)
+          + where(mask1 & js_eq4, p_cc(Koff[4]), 0.0))
+    down = (where(mask2 & js_eq0, p_cc(Koff[-1]), 0.0)
+            + where(mask2 & js_eq1, p_cc(Koff[-2]), 0.0)
+            + where(mask2 & js_eq2, p_cc(Koff[-3]), 0.0)
+            + where(mask2 & js_eq3, p_cc(Koff[-4]), 0.0)
+            + where(mask2 & js_eq4, p_cc(Koff[-5]), 0.0))
+    return up + down
+
+
+@gtx.field_operator
+def _compute_ppm4gpu_fractional_flux(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellmass_now: fa.CellKField[ta.wpfloat],
+    z_cfl: fa.CellKField[ta.wpfloat], z_delta_q: fa.CellKField[ta.wpfloat],
+    z_a1: fa.CellKField[ta.wpfloat], *, k: fa.KField[gtx.int32], slev: gtx.int32,
+    p_dtime: ta.wpfloat,
+) -> fa.CellKField[ta.wpfloat]:
+    js = floor(abs(z_cfl))
+    z_cflfrac = abs(z_cfl) - js
+    z_cflfrac_nonzero = z_cflfrac != 0.0
+    z_cfl_pos = z_cfl > 0.0
+    z_cfl_neg = z_cfl < 0.0
+    wsign = where(z_cfl_pos, 1.0, -1.0)
+    mask1 = z_cfl_pos & z_cflfrac_nonzero
+    mask2 = z_cfl_neg & z_cflfrac_nonzero
+    in_slev_bounds = astype(k, wpfloat) - js >= astype(slev, wpfloat)
+    p_cc_jks = _sum_neighbor_contributions(mask1, mask2, js, p_cc)
+    p_cellmass_now_jks = _sum_neighbor_contributions(mask1, mask2, js, p_cellmass_now)
+    z_delta_q_jks = _sum_neighbor_contributions(mask1, mask2, js, z_delta_q)
+    z_a1_jks = _sum_neighbor_contributions(mask1, mask2, js, z_a1)
+    z_q_int = (p_cc_jks + wsign * (z_delta_q_jks * (1.0 - z_cflfrac))
+               - z_a1_jks * (1.0 - 3.0 * z_cflfrac + 2.0 * z_cflfrac * z_cflfrac))
+    return where(in_slev_bounds, wsign * p_cellmass_now_jks * z_cflfrac * z_q_int / p_dtime,
+                 0.0)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_ppm4gpu_fractional_flux(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellmass_now: fa.CellKField[ta.wpfloat],
+    z_cfl: fa.CellKField[ta.wpfloat], z_delta_q: fa.CellKField[ta.wpfloat],
+    z_a1: fa.CellKField[ta.wpfloat], *, p_upflux: fa.CellKField[ta.wpfloat],
+    k: fa.KField[gtx.int32], slev: gtx.int32, p_dtime: ta.wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32, vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_ppm4gpu_fractional_flux(
+        p_cc, p_cellmass_now, z_cfl, z_delta_q, z_a1, k, slev, p_dtime,   # as icon4py calls it
+        out=p_upflux,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ppm4gpu_fractional_flux(backend):
+    nk = 14
+    fields = {k: wp(NC, nk) for k in ("p_cc", "p_cellmass_now", "z_delta_q", "z_a1")}
+    z_cfl = (wp(NC, nk) - 0.5) * 9.0           # |cfl| < 4.5: whole levels 0 to 4
+    z_cfl[0, :3] = [2.0, -1.0, 0.0]           # whole numbers: no fractional flux
+    p_upflux = wp(NC, nk)
+    k = np.arange(nk, dtype=np.int32)
+    slev, p_dtime, (hs, he, vs, ve) = 6, 2.0, (1, NC, 5, nk - 4)
+    want = p_upflux.copy()
+    for i in range(hs, he):
+        for lev in range(vs, ve):
+            c = z_cfl[i, lev]
+            js = np.floor(np.abs(c))
+            frac = np.abs(c) - js
+            if frac == 0.0:
+                got = {name: 0.0 for name in fields}
+            else:
+                src = lev + int(js) if c > 0 else lev - int(js) - 1
+                got = {name: f[i, src] for name, f in fields.items()}
+            wsign = 1.0 if c > 0 else -1.0
+            q_int = (got["p_cc"] + wsign * got["z_delta_q"] * (1.0 - frac)
+                     - got["z_a1"] * (1.0 - 3.0 * frac + 2.0 * frac * frac))
+            want[i, lev] = (wsign * got["p_cellmass_now"] * frac * q_int / p_dtime
+                            if k[lev] - js >= slev else 0.0)
+    compute_ppm4gpu_fractional_flux(
+        **fields, z_cfl=z_cfl, p_upflux=p_upflux, k=k, slev=slev, p_dtime=p_dtime,
+        horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+        offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(p_upflux, want, rtol=1e-12, atol=1e-12)
 
 
 # ------------------------------------------------------------------------ focused regressions
