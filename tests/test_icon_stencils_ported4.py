@@ -1,20 +1,27 @@
 """A fourth round of ICON stencils (icon4py's field operators) in icon4py's own
-spelling (``dims.CellDim``, ``fa.CellKField[vpfloat]``, ``gtx.int32``), beside
-``test_icon_stencils_ported*.py``.
+spelling (``dims.CellDim``, ``fa.CellKField[vpfloat]``, ``ta.wpfloat``,
+``gtx.int32``), beside ``test_icon_stencils_ported*.py``.
 
 They add: the vertically implicit solver for w at the predictor and the
 corrector step (a program of three field operators with different vertical
 domains, writing half-level fields at the surface first and reading them one
 level down after; a forward tridiagonal sweep and a backward substitution,
-both ``scan_operator``s, called inside ``concat_where(dims.KDim > 0, …)``;
-``concat_where`` on ``(dims.KDim >= 1) & (dims.KDim < n_lev)``, on
-``dims.KDim == n_lev - 1`` and on tuples of ``broadcast(…, (dims.CellDim,))``;
-GT4Py ``if`` statements on ``bool`` scalars and on an ``int32`` scalar compared
-with a constant read from an object, nested ``if``s reassigning a tuple;
-``if``-expressions choosing a ``concat_where``), and further dycore,
-advection and interpolation stencils on ``E2C2V``, ``E2C2E``, ``C2E2C``,
-``V2E`` and ``C2E`` with absent neighbours.  Each group is one program,
+both ``scan_operator``s, called inside ``concat_where(dims.KDim > 0, …)`` so
+they start at level 1; ``concat_where`` on ``(dims.KDim >= 1) & (dims.KDim <
+n_lev)`` with ``n_lev`` computed by the caller, on ``dims.KDim == n_lev - 1``
+and on tuples of ``broadcast(…, (dims.CellDim,))``; GT4Py ``if`` statements on
+``bool`` scalars and on an ``int32`` scalar compared with a constant read from
+an object, nested ``if``s reassigning a tuple; ``if``-expressions choosing a
+``concat_where``), fluxes and tendencies on edges (``E2C2EO``, ``E2C2E``
+without ``domain=``, outputs written in place), half levels behind a
+``concat_where`` on a runtime cell range, Laplacians over ``C2E2CO`` on a
+``CellField`` under a Cell-only domain, icon4py's common-math Thomas solver
+and level means, and advection fluxes (``E2C`` slots chosen by ``where``, the
+PPM fractional flux with keyword-only parameters).  Each group is one program,
 interpreted and compiled once, compared with hand-written NumPy.
+
+Not covered (``xfail``): a scan under ``domain=`` runs over the domain's range
+only, where GT4Py extends it by the shifts its result is read with.
 """
 
 from __future__ import annotations
@@ -1796,3 +1803,25 @@ def test_a_neighbour_sum_stored_and_read_by_the_next_statement(backend):
     p(vn, avg_w, rho, dz, theta, avg, mass, flux, 2, NE - 1, offset_provider=TABLES,
       backend=backend)
     check(dict(avg=avg, mass=mass, flux=flux), want, rtol=1e-12)
+
+
+@gtx.field_operator
+def _sum_and_next_sum(x: fa.CellKField[wpfloat]) -> fa.CellKField[wpfloat]:
+    s = _running_sum(x)
+    return s + s(Koff[1])
+
+
+@gtx.program
+def sums_read_one_level_down(x: fa.CellKField[wpfloat], out: fa.CellKField[wpfloat],
+                             nlev: gtx.int32):
+    _sum_and_next_sum(x, out=out, domain={dims.CellDim: (0, NC), dims.KDim: (0, nlev - 1)})
+
+
+@pytest.mark.xfail(strict=True, reason="a scan under domain= runs over the domain's range "
+                   "only; GT4Py extends it by the shifts its result is read with "
+                   "(s(Koff[1]) at the domain's last level needs the scan one level further)")
+def test_a_scan_result_read_one_level_past_the_domain():
+    x, out = wp(NC, NLEV), np.zeros((NC, NLEV - 1))
+    sums_read_one_level_down(x, out, NLEV, backend="interpreter")
+    s = np.cumsum(x, axis=1)
+    np.testing.assert_allclose(out, s[:, :-1] + s[:, 1:], rtol=1e-12)
