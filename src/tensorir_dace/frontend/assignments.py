@@ -277,6 +277,9 @@ class AssignmentTranslator(FunctionTranslator):
                 raise self.error(knode, f"domain= keys are dimensions of '{out_node.id}' "
                                         f"({t}), got {describe(dim)}")
             name = dim.name
+            if isinstance(bounds, ir.Call) and isinstance(bounds.func, ir.Sym) and \
+                    bounds.func.name == "make_tuple":
+                bounds = bounds.args    # a pair held in a name (cells = (hs, he))
             if not isinstance(bounds, (tuple, list)) or len(bounds) != 2:
                 raise self.error(vnode, f"domain={{{name}: (start, stop)}} takes a pair of "
                                         f"coordinates, got {describe(bounds)}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import intervals as iv
 from .. import ir
@@ -36,6 +36,12 @@ from .expressions import ExpressionTranslator
 from .meshes import TensorOffset, as_offset, cast_tuple, offset_shift
 from .runtime_bounds import runtime_concat_where
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
+
+if TYPE_CHECKING:
+    import sympy
+else:
+    from ..lazy import lazy_module
+    sympy = lazy_module("sympy")
 
 
 class BuiltinTranslator(ExpressionTranslator):
@@ -216,6 +222,22 @@ class BuiltinTranslator(ExpressionTranslator):
 
     # ------------------------------------------------------------------ concat_where
 
+    def branch_of(self, mask: Any, node: ast.expr, which: str) -> Any:
+        """A branch of ``concat_where(mask, a, b)`` translated while the ``domain=``
+        range along the condition's dimension is narrowed to where the branch is
+        chosen (``which``: ``"a"`` or ``"b"``), as GT4Py infers it: a scan in
+        ``concat_where(K > 0, scan(…), x)`` starts at level 1 with its ``init``."""
+        narrowed = narrowed_domain(self.ctx.domain, mask, which) if isinstance(mask, Mask) \
+            else None
+        if narrowed is None:
+            return self.expr(node)
+        saved = self.ctx.domain
+        self.ctx.domain = narrowed
+        try:
+            return self.expr(node)
+        finally:
+            self.ctx.domain = saved
+
     def concat_where(self, mask: Mask, a: Any, b: Any, node: ast.AST) -> Any:
         if isinstance(mask, CompoundMask):
             if mask.op == "or":
@@ -241,7 +263,12 @@ class BuiltinTranslator(ExpressionTranslator):
         def go():
             # a branch without dimension D is defined everywhere along D: its pieces are
             # clipped to the hull of D's intervals in this program and in the branches
-            bounded = [d for d in (da, db) if d is not None] + self.ctx.dim_intervals(D)
+            bounded = [d for d in (da, db) if d is not None]
+            if None in (da, db):
+                # (the static ones: a value written on a runtime range leaves the
+                # hull undecidable)
+                bounded += [d for d in self.ctx.dim_intervals(D)
+                            if not ir.has_runtime(d.start) and not ir.has_runtime(d.stop)]
             lo = bounded[0].start
             hi = bounded[0].stop
             for d in bounded[1:]:
@@ -291,3 +318,27 @@ def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:
     def compare(p: tuple[Any, ...], q: tuple[Any, ...]) -> int:
         return 0 if iv.equal(p[0], q[0]) else (-1 if _le(p[0], q[0]) else 1)
     pieces.sort(key=functools.cmp_to_key(compare))
+
+
+def narrowed_domain(domain: dict[str, ir.DimInterval], mask: Mask,
+                    which: str) -> dict[str, ir.DimInterval] | None:
+    """``domain`` with its interval along the condition's dimension cut to the one
+    segment where branch ``which`` of ``concat_where(mask, a, b)`` is chosen; None
+    where nothing changes (no ``domain=``, or the branch's part is not one segment).
+    ``a & b`` on one dimension (runtime bounds) cuts with both conditions."""
+    if isinstance(mask, CompoundMask):
+        if which != "a" or mask.op != "and":
+            return None
+        left = narrowed_domain(domain, mask.left, "a")
+        return narrowed_domain(left if left is not None else domain, mask.right, "a") or left
+    if not isinstance(mask, DimMask) or mask.dim.name not in domain:
+        return None
+    segments = mask.segments if which == "a" else _complement(mask.segments)
+    if len(segments) != 1:
+        return None
+    (lo, hi), dom = segments[0], domain[mask.dim.name]
+    start = dom.start if lo == -sympy.oo else sympy.Max(dom.start, lo)
+    stop = dom.stop if hi == sympy.oo else sympy.Max(start, sympy.Min(dom.stop, hi))
+    if start == dom.start and stop == dom.stop:
+        return None
+    return {**domain, mask.dim.name: ir.DimInterval(dom.name, start, stop, loc=dom.loc)}

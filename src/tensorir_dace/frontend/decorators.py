@@ -1004,11 +1004,11 @@ class ProgramObject(_Specialized, ProgramDefinition, SDFGConvertible):
             return self._infos
         src = source_info(self.fn)
         a = src.node.args
-        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+        if a.vararg or a.kwarg or a.posonlyargs:
             raise FrontendError("program parameters must be plain positional-or-keyword "
-                                "parameters", src.loc(src.node))
+                                "or keyword-only parameters", src.loc(src.node))
         out = []
-        for arg in a.args:
+        for arg in a.args + a.kwonlyargs:      # (GT4Py's programs take keyword-only ones)
             loc = src.loc(arg)
             has, ann = _annotation(self.fn, arg.arg, loc, strict=True)
             spec: TensorSpec | GenericSpec | None

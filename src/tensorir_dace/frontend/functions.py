@@ -77,6 +77,11 @@ class FunctionTranslator(BodyTranslator):
         # reduce(lambda …, init)(…) written inline
         if func is api.reduce:
             return self.make_reduce(node)
+        if func is api.concat_where and len(node.args) == 3 and not node.keywords:
+            # each branch's scans run over the domain's part the branch is chosen on
+            c = self.expr(node.args[0])
+            a, b = (self.branch_of(c, n, which) for n, which in zip(node.args[1:], "ab"))
+            return self.apply(func, [c, a, b], {}, node)
         args = [self.expr(a) for a in node.args]
         kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
         return self.apply(func, args, kwargs, node)
@@ -184,7 +189,10 @@ class FunctionTranslator(BodyTranslator):
             n_uses = uses_of(p, body_stmts if body_stmts is not None else [fdef.body])
             if isinstance(v, tuple) and contains_ir(v) and n_uses > 1:
                 v = self.to_ir(v, node)
-            if is_ir(v) and not is_trivial(v) and n_uses > 1:
+            # an int expression of runtime values (``n_lev=ve - 1``) stays inline: it is
+            # cheap, and an index condition (``K < n_lev``) needs it as a bound
+            if is_ir(v) and not is_trivial(v) and n_uses > 1 and \
+                    runtime_value(v, self.scope) is None:
                 t = strip_masks(self.type_of(v, node))
                 fresh = self.ctx.fresh(p)
                 loc = sub.loc(fdef)
@@ -242,6 +250,8 @@ class FunctionTranslator(BodyTranslator):
             else:
                 names.add(d.dim.name if isinstance(d, DimSpec) else d.name)
         got = {d.name for d in t.dims if not d.is_neighbor}
+        if not t.dims and t.dtype == want_dtype:
+            return      # the same at every point: broadcast(wpfloat("0.0"), (Cell,)) fits
         got_nb = sum(d.is_neighbor for d in t.dims)
         if t.dtype != want_dtype or got != names or got_nb != n_nb:
             raise self.error(node, f"argument '{pname}' of {fname}() is annotated {spec!r} "

@@ -73,7 +73,8 @@ def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
 def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
                          target: tuple[sympy.Expr, sympy.Expr] | None) -> ir.Expr:
     """``concat_where`` on a runtime condition, as a ``concat`` over the hull of the
-    branches' intervals, within the statement target's interval ``target``."""
+    branches' intervals; within the statement target's interval ``target`` where a
+    branch lacks the dimension or the hull has runtime bounds."""
     loc = tr.loc(node)
     D = mask.dim.name
     xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
@@ -93,6 +94,9 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
         if target is not None and None in doms.values():
             lo, hi = target     # ... and within a statement, its whole target
+        elif target is not None and not ir.has_runtime(lo) and not ir.has_runtime(hi):
+            pass    # static branches keep their hull: the value may be read shifted past
+            #         the target (a temporary's ``t(Koff[1])`` at the target's last level)
         elif target is not None:
             lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
         at_call = target is not None and any(ir.has_runtime(b) for b in target)
