@@ -184,20 +184,27 @@ offsets(out: {VK}, e: {EK}, ko: tensor<int, Edge[0:E], K[0:L]>, {TABLES}) {{
 
 
 def test_a_level_dependent_local_needed_beyond_its_level_loop_leaves_the_code_alone():
+    # _n4 is assigned after _v3 read it: the assignment cannot move before
+    # the level loop computing _v3, and the guard after it needs _v3.
     code = ("double _acc1 = 0.0;\n"
             "for (long long _nb2 = 0; _nb2 < 3; ++_nb2) {\n"
-            "double _v3 = _p_x[_i_K];\n"
-            "long long _n4 = _p_T[_nb2];\n"
+            "long long _n4 = 0;\n"
+            "double _v3 = _p_x[_i_K] + _n4;\n"
+            "_n4 = _p_T[_nb2];\n"
             "if (_n4 >= 0) {\n_acc1 = _acc1 + _v3;\n}\n"
             "}\n_out0 = _acc1;")
     assert _row_code(code, "_i_K", {"_out0"}, 0, "L") is None
-    # With the independent statement first, one level loop holds the rest.
-    ok = code.replace("double _v3 = _p_x[_i_K];\nlong long _n4 = _p_T[_nb2];\n",
-                      "long long _n4 = _p_T[_nb2];\ndouble _v3 = _p_x[_i_K];\n")
+    # A fresh local instead: it moves before the level loop, which holds the rest.
+    ok = code.replace("_n4 = _p_T[_nb2];\n", "long long _n5 = _p_T[_nb2];\n") \
+        .replace("if (_n4 >= 0)", "if (_n5 >= 0)")
     rows = _row_code(ok, "_i_K", {"_out0"}, 0, "L")
     assert rows is not None and rows.count("for (long long _rowk") == 3
+    body = rows[rows.index("for (long long _nb2"):]
+    assert body.index("_p_T[_nb2]") < body.index("for (long long _rowk")
     # Nothing done once per neighbour: no gain, left alone.
-    alone = code.replace("long long _n4 = _p_T[_nb2];\n", "").replace("_n4", "_v3")
+    alone = ("double _acc1 = 0.0;\nfor (long long _nb2 = 0; _nb2 < 3; ++_nb2) {\n"
+             "double _v3 = _p_x[_i_K];\nif (_v3 >= 0) {\n_acc1 = _acc1 + _v3;\n}\n"
+             "}\n_out0 = _acc1;")
     assert _row_code(alone, "_i_K", {"_out0"}, 0, "L") is None
 
 
@@ -290,3 +297,20 @@ kept(o1: {VK}, o2: {EK}, e: {EK}, w: {VK}, {TABLES}) {{
     assert all(e.src is node for e in state.in_edges(exit_))
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg))
     matches_interpreter(prog, tir.compile(prog))
+
+
+def test_an_independent_statement_between_dependent_ones_runs_before_their_level_loop():
+    # A level-dependent gather, then a level-independent one (an edge's length),
+    # then their product: the length is read once per neighbour, before the
+    # level loop, which holds the rest.
+    prog = tir.parse(f"""
+maxgrad(out: {VK}, ddx: {EK}, length: tensor<float, Edge[0:E]>, {TABLES}) {{
+  out ← reduce(λ(acc: {VK}, a: {VK}, l: tensor<float, Vertex[0:V]>) → maximum(acc, abs(a × l)),
+               -1.0e300)(⟪V2E⟫(ddx), ⟪V2E⟫(length))
+}}
+""")
+    sdfg, (code,) = interchanged(prog)
+    neighbours = code[code.index("for (long long _nb"):]
+    outside = neighbours.split("for (long long _rowk")[0]
+    assert "_p_length[" in outside and "_p_ddx[" not in outside
+    matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg))

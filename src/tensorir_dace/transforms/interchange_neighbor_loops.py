@@ -21,7 +21,9 @@ change.
 A statement depends on the level when it mentions the level, an
 accumulator, or a local that a dependent statement declares or assigns
 (repeated until nothing changes, since the neighbour loop carries values
-from one iteration to the next).  An ``if`` whose condition does not depend
+from one iteration to the next).  The others run once per neighbour; one
+that follows dependent statements runs before their level loop when they
+do not read what it writes.  An ``if`` whose condition does not depend
 on the level stays outside the level loop, and its block is split the same
 way.
 
@@ -367,6 +369,8 @@ def _row_code(code: str, param: str, outputs: set[str], start, stop,
                 out.append(f"if ({inner[0]}) {{\n" + "\n".join(split(inner_stmts)) + "\n}")
             elif dependent:
                 run.append(in_row(stmt))
+            elif not _mentions("\n".join(run), _written([stmt])):
+                out.append(stmt)     # independent: runs before the level loop still open
             else:
                 out += flush(run)
                 run = []
