@@ -314,3 +314,23 @@ maxgrad(out: {VK}, ddx: {EK}, length: tensor<float, Edge[0:E]>, {TABLES}) {{
     outside = neighbours.split("for (long long _rowk")[0]
     assert "_p_length[" in outside and "_p_ddx[" not in outside
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg))
+
+
+def test_a_reduction_read_by_two_statements_is_copied_per_level():
+    # Map fusion gives each reader of t its own one-element copy of the
+    # reduction's value: the epilogue copies it per level.
+    prog = tir.parse(f"""
+copies(o1: {VK}, o2: {VK}, e: {EK}, a: {VK}, b: {VK}, {TABLES}) {{
+  t: {VK};
+  t ← reduce(λ(acc: {VK}, x: {VK}) → acc + x, 0.0)(⟪V2E⟫(e));
+  o1 ← t × a;
+  o2 ← t × a × b
+}}
+""")
+    fn = tir.compile(prog)
+    ((node, state),) = loop_nodes(fn.sdfg)
+    entry = state.entry_node(node)
+    assert entry.map.params == ["_i_Vertex"]
+    assert [n for n in state.scope_children()[entry] if n is not state.exit_node(entry)] \
+        == [node]
+    matches_interpreter(prog, fn, seeds=(0, 1, 2))

@@ -150,7 +150,7 @@ class _Epilogue:
         self.sdfg, self.state, self.entry, self.node = sdfg, state, entry, node
         self.exit = state.exit_node(entry)
         self.param, (self.start, self.last) = param, levels
-        self.results: dict[str, str] = {}          # loop node's output -> destination
+        self.results: dict[str, list[str]] = {}    # loop node's output -> destinations
         self.values: dict[str, tuple[str, str]] = {}   # local scalar data -> (C name, type)
         self.blocks: list[list[str]] = []
         self.new_ins: dict[tuple, tuple[str, dace.Memlet, str | None, Any, bool]] = {}
@@ -167,14 +167,19 @@ class _Epilogue:
             target = self._target(e)
             if target is None:
                 return False
-            self.results[e.src_conn] = target
-        for t in order:
-            if isinstance(t, nodes.Tasklet):
-                block = self._block(t)
+            self.results.setdefault(e.src_conn, []).append(target)
+        for n in order:                  # in order: tasklets, and copies between scalars
+            if isinstance(n, nodes.Tasklet):
+                block = self._block(n)
                 if block is None:
                     return False
                 self.blocks.append(block)
-                self.tasklets.append(t)
+                self.tasklets.append(n)
+            else:
+                for e in self.state.in_edges(n):
+                    if isinstance(e.src, nodes.AccessNode):
+                        self.blocks.append([f"{self.values[n.data][0]} = "
+                                            f"{self.values[e.src.data][0]};"])
         for n in order:                  # a scalar also stored to an array of the map
             if isinstance(n, nodes.AccessNode):
                 for e in self.state.out_edges(n):
@@ -183,7 +188,8 @@ class _Epilogue:
                         if target is None:
                             return False
                         self.stores.append(f"{target} = {self.values[n.data][0]};")
-                    elif e.dst not in self.tasklets:
+                    elif e.dst not in self.tasklets and not (
+                            isinstance(e.dst, nodes.AccessNode) and e.dst.data in self.values):
                         return False
         return True
 
@@ -278,7 +284,7 @@ class _Epilogue:
     def lines(self, results: dict[str, str]) -> list[str]:
         """The statements per level, given each output's value expression."""
         out = [f"{ctype} {name};" for name, ctype in self.values.values()]
-        out += [f"{self.results[c]} = {v};" for c, v in results.items()]
+        out += [f"{t} = {v};" for c, v in results.items() for t in self.results[c]]
         for block in self.blocks:
             out += block
         return out + self.stores
