@@ -194,7 +194,8 @@ class _Epilogue:
         return True
 
     def _target(self, e) -> str | None:
-        """C++ lvalue (with ``{}`` for the level's row index) an output edge stores to."""
+        """The C++ lvalue, at the current level, that an output edge stores to
+        (a row pointer into an array of the map, or a local scalar's name)."""
         if e.dst is self.exit:
             row = self._row(self._stored(e), out=True)
             if row is None:
@@ -215,6 +216,8 @@ class _Epilogue:
         return None if subset is None else dace.Memlet(data=data, subset=subset)
 
     def _block(self, t) -> list[str] | None:
+        """Tasklet ``t`` as a C++ block for one level: its connectors declared
+        as locals from their sources, its code, and its outputs stored."""
         lines = []
         for e in self.state.in_edges(t):
             if e.data.is_empty():
@@ -224,10 +227,11 @@ class _Epilogue:
             if isinstance(e.src, nodes.AccessNode) and e.src.data in self.values:
                 source = self.values[e.src.data][0]
             elif e.src is self.entry:
-                source = self._input(e, _is_pointer(t, e))
+                pointer = _is_pointer(t, e)
+                source = self._input(e, pointer)
                 if source is None:
                     return None
-                if _is_pointer(t, e):
+                if pointer:
                     lines.append(f"auto const {e.dst_conn} = {source};")
                     continue
             else:
@@ -264,8 +268,7 @@ class _Epilogue:
             return None
         desc = self.sdfg.arrays[memlet.data]
         moving = [i for i, r in enumerate(memlet.subset.ranges)
-                  if self.param in {str(s) for r_ in r for s in
-                                    dace.symbolic.pystr_to_symbolic(r_).free_symbols}]
+                  if self.param in _names(Range([r]))]
         if not moving:
             return None if out else (dace.Memlet.from_memlet(memlet), None)
         if len(moving) != 1:
