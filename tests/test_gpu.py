@@ -321,3 +321,72 @@ def test_cuda_errors_of_a_call_are_tensorir_errors():
     with pytest.raises(GPUError, match="program 'wide' failed on the GPU.*65535") as info:
         call(1, 2)
     assert isinstance(info.value, tir.TensorIRError)
+
+
+# --------------------------------------------------------------------------- found by the source
+
+FRESH_GPU_CALL = """
+    import json, sys
+    import numpy as np
+    import tensorir_dace as tir
+    from tensorir_dace.runtime import GPUUnavailableError
+    from tensorir_dace.runtime.cachedir import compile_count
+    prog = tir.compile(sys.argv[1], device="gpu")
+    inp = np.arange(8 * 7, dtype=float).reshape(8, 7) ** 2
+    out = np.zeros((6, 5))
+    outcomes = []
+    for _ in range(2):
+        try:
+            prog(out=out, inp=inp, w=0.5)
+            outcomes.append(out.tolist())
+        except GPUUnavailableError as ex:
+            outcomes.append(str(ex))
+    heavy = sorted({m.split(".")[0] for m in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"outcomes": outcomes, "heavy": heavy, "compiled": compile_count(),
+                      "host": type(prog._callable.host).__name__}))
+"""
+
+
+def test_a_cached_gpu_program_is_called_without_dace(tmp_path):
+    """A new process finds the GPU build by its source and calls it through
+    ctypes: without a GPU it raises GPUUnavailableError (twice: the failed
+    first call leaves nothing half-prepared), with one it computes, and
+    neither imports DaCe or SymPy."""
+    from test_startup import LAP, run_fresh
+    env = {} if HAVE_GPU else {"DACE_compiler_cuda_cuda_arch": "80"}
+    first = run_fresh(FRESH_GPU_CALL, tmp_path, LAP, **env)
+    assert first["compiled"] > 0 and "dace" in first["heavy"]
+    again = run_fresh(FRESH_GPU_CALL, tmp_path, LAP, **env)
+    assert again["heavy"] == [] and again["compiled"] == 0
+    assert again["host"] == first["host"] == "NativeCallable"
+    inp = np.arange(8 * 7, dtype=float).reshape(8, 7) ** 2
+    want = 0.5 * (-4.0 * inp[1:-1, 1:-1] + inp[:-2, 1:-1] + inp[2:, 1:-1]
+                  + inp[1:-1, :-2] + inp[1:-1, 2:])
+    for got in (first, again):
+        for outcome in got["outcomes"]:
+            if HAVE_GPU:
+                np.testing.assert_allclose(outcome, want, rtol=1e-14)
+            else:
+                assert "program 'lap' was compiled for a GPU, but no usable GPU" in outcome
+
+
+def test_kernel_errors_of_a_cached_gpu_program_are_gpu_errors():
+    """The ctypes path reads the error the kernels recorded after each call."""
+    from tensorir_dace.runtime.native import _reporting_gpu_errors
+
+    class Recorded:
+        def __init__(self, error):
+            self.error, self.calls = error, []
+
+        program = property(lambda self: lambda *args: self.calls.append(args))
+
+        def gpu_error(self):
+            return self.error
+
+    fine = Recorded(None)
+    _reporting_gpu_errors(fine, "wide")(1, 2)
+    assert fine.calls == [(1, 2)]
+    with pytest.raises(GPUError, match="program 'wide' failed on the GPU: invalid argument"
+                       ".*65535") as info:
+        _reporting_gpu_errors(Recorded("invalid argument (error 1)"), "wide")(1, 2)
+    assert isinstance(info.value, tir.TensorIRError)

@@ -25,10 +25,10 @@ _NAMES = {
     "set_cache_dir": "cache",
     "ArgBinding": "compiled",
     "CallSignature": "compiled",
-    "GPUError": "compiled",
-    "GPUUnavailableError": "compiled",
+    "GPUError": "gpu",
+    "GPUUnavailableError": "gpu",
     "SDFGCallable": "compiled",
-    "gpu_available": "compiled",
+    "gpu_available": "gpu",
 }
 
 

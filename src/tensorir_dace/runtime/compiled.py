@@ -57,10 +57,11 @@ from ..arguments import (
 )
 from ..callchecks import CallChecks, data_pointer
 from ..device_arrays import interface_key
-from ..errors import ArgumentError, TensorIRError
+from ..errors import ArgumentError
 from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
 from ..transforms.openmp_maps import map_points, parallel_maps_with_states
+from .gpu import GPUError, GPUUnavailableError, gpu_available, gpu_failure, gpu_unavailable
 
 __all__ = [
     "ArgBinding",
@@ -75,65 +76,14 @@ __all__ = [
 # --------------------------------------------------------------------------- interface
 
 
-class GPUUnavailableError(TensorIRError, RuntimeError):
-    """A program compiled for a GPU was called on a machine without a usable GPU."""
-
-
-class GPUError(TensorIRError, RuntimeError):
-    """A GPU program's kernel failed to launch or run (the CUDA error is in the message)."""
-
-
 def _reporting_gpu_errors(fast_call: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``fast_call`` of a GPU program, its CUDA errors raised as :class:`GPUError`."""
     def call(*args: Any) -> Any:
         try:
             return fast_call(*args)
         except RuntimeError as ex:
-            raise GPUError(f"program '{name}' failed on the GPU: {ex}. A launch error "
-                           "('invalid argument' or 'invalid configuration') means a grid "
-                           "beyond CUDA's limits of 65535 blocks along y or z: a "
-                           "three-dimensional domain longer than 131070 along its first or "
-                           "262140 along its second dimension") from ex
+            raise gpu_failure(name, str(ex)) from ex
     return call
-
-
-# --------------------------------------------------------------------------- GPU probe
-
-_GPU_AVAILABLE: bool | None = None
-
-
-def gpu_available() -> bool:
-    """Whether a CUDA (or HIP) device can be used by this process.
-
-    Asks the driver library (``libcuda.so.1``: ``cuInit`` and
-    ``cuDeviceGetCount``; or ``libamdhip64.so``), which is safe without a
-    GPU -- unlike calling a CUDA-compiled program, which crashes the process.
-    The answer is cached.
-    """
-    global _GPU_AVAILABLE
-    if _GPU_AVAILABLE is None:
-        _GPU_AVAILABLE = _probe_cuda() or _probe_hip()
-    return _GPU_AVAILABLE
-
-
-def _probe_cuda() -> bool:
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        if lib.cuInit(0) != 0:
-            return False
-        n = ctypes.c_int(0)
-        return lib.cuDeviceGetCount(ctypes.byref(n)) == 0 and n.value > 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _probe_hip() -> bool:
-    try:
-        lib = ctypes.CDLL("libamdhip64.so")
-        n = ctypes.c_int(0)
-        return lib.hipGetDeviceCount(ctypes.byref(n)) == 0 and n.value > 0
-    except (OSError, AttributeError):
-        return False
 
 
 # --------------------------------------------------------------------------- helpers
@@ -513,9 +463,7 @@ class SDFGCallable:
         callargs, initargs, keepalive, sequential = self._construct(bound)
         if self._has_gpu_code and not self._gpu_checked:
             if not gpu_available():
-                raise GPUUnavailableError(
-                    f"{self.where} was compiled for a GPU, but no usable GPU was found "
-                    "(calling it would crash the process); compile it for the CPU instead")
+                raise gpu_unavailable(self.where)
             self._gpu_checked = True
         if self._reinit:
             _ensure_initialized_for(self.compiled, _init_key(initargs))

@@ -65,13 +65,15 @@ def residence(kwargs: dict[str, Any], where: str) -> str:
 class GPUCallable:
     """Dispatches the calls of a GPU program to its host-array or device-array build.
 
-    :param host: the build for NumPy arrays.
+    :param host: calls the build for NumPy arrays (an ``SDFGCallable``, or
+        a ``NativeCallable`` of a cached library).
     :param build_resident: compiles the build for device-resident arrays.
+    :param where: the program, for messages.
     """
 
-    def __init__(self, host: SDFGCallable, build_resident: Callable[[], SDFGCallable]):
+    def __init__(self, host: Any, build_resident: Callable[[], SDFGCallable], where: str):
         self.host = host
-        self.where = host.where
+        self.where = where
         self._build_resident = build_resident
         self._resident: SDFGCallable | None = None
 
@@ -87,8 +89,10 @@ class GPUCallable:
         else:
             self.host(**kwargs)
 
-    def bind(self, **kwargs: Any) -> Any:
-        return self.host.bind(**kwargs)
+    def set_fallback(self, full: Callable[..., None]) -> None:
+        """Give a cached host build its full path (see ``NativeCallable``)."""
+        if hasattr(self.host, "set_fallback"):
+            self.host.set_fallback(full)
 
     def __repr__(self) -> str:
-        return f"<GPUCallable {self.host.name} (host and device-resident builds)>"
+        return f"<GPUCallable {self.where} (host and device-resident builds)>"

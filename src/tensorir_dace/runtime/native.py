@@ -44,6 +44,7 @@ import numpy as np
 from .. import openmp
 from ..pointers import ARRAY_DATA, ARRAY_DATA_WORD, data_pointer
 from ..tablescan import first_bad_entry
+from .gpu import gpu_available, gpu_failure, gpu_unavailable
 from .library import Library
 from .staged import StagedCalls
 
@@ -317,6 +318,19 @@ _SIZE_TYPES = (int, np.int64, np.int32)
 _SHAPE = attrgetter("shape")
 
 
+def _reporting_gpu_errors(library: Library, name: str) -> Callable[..., None]:
+    """The program function of a GPU library, raising the error its kernels
+    recorded as :class:`~.gpu.GPUError` (a copy or a launch failed)."""
+    program = library.program
+
+    def run(*args: Any) -> None:
+        program(*args)
+        detail = library.gpu_error()
+        if detail is not None:
+            raise gpu_failure(name, detail)
+    return run
+
+
 class NativeCallable:
     """Calls ``library`` with keyword arguments as the plan describes (see above).
 
@@ -376,7 +390,9 @@ class NativeCallable:
         self._orders: dict[tuple, _Order] = {}
         self._init = tuple(plan["init"])
         self._reinit = bool(plan["reinit"])
-        self._program = library.program
+        self._gpu = bool(plan.get("gpu"))
+        self._program = _reporting_gpu_errors(library, plan["program"]) if self._gpu \
+            else library.program
         self._switch: Any = None     # the openmp.ThreadSwitch, got for the first small call
         # The entries of the last two calls with watched argument objects, ready
         # to run while those objects live (see _same_call): calling again with
@@ -464,7 +480,14 @@ class NativeCallable:
             if entry is None:
                 return None
         if entry.handle is not self.library.handle:
-            self._ready(entry)
+            try:
+                self._ready(entry)
+            except BaseException:       # (no GPU, a failed init): not the last call's entry
+                if self._last is entry:
+                    self._last = None
+                if self._prev is entry:
+                    self._prev = None
+                raise
         return entry
 
     def _find(self, kwargs: dict[str, Any], bkey: tuple | None) -> _Entry | None:
@@ -528,6 +551,8 @@ class NativeCallable:
         the other entries of the last calls stale: they are forgotten."""
         lib = self.library
         if lib.handle is None or (self._reinit and lib.init_key != entry.init_key):
+            if self._gpu and not gpu_available():     # (initialising would crash)
+                raise gpu_unavailable(f"program '{self.plan['program']}'")
             lib.ensure_init(entry.initargs, entry.init_key)
             if self._last is not entry:
                 self._last = None

@@ -16,7 +16,11 @@ Tuple-typed parameters are described leaf by leaf (with each parameter's
 tuple structure), and neighbour tables by the operand intervals each shift
 through them reads, as expressions over the size symbols.
 
-A program the plan cannot describe (GPU code, arguments beyond plain arrays,
+A ``device="gpu"`` program's plan describes its build for NumPy arrays (the
+library copies them to the device and back) and says ``gpu``: the native
+call asks for a GPU first and reads the kernels' error after each call.
+
+A program the plan cannot describe (arguments beyond plain arrays,
 tuples of them, scalars and symbols, table intervals over sizes the library
 does not take) gets no plan: its cached calls take the full path.
 """
@@ -31,7 +35,7 @@ from typing import Any
 import sympy
 
 from ..ir import TupleType
-from .compiled import SDFGCallable, parallel_volume
+from .compiled import _DEVICE, SDFGCallable, parallel_volume
 from .library import file_digest
 from .native import PLAN_FORMAT, evaluator
 
@@ -75,8 +79,10 @@ def call_plan(callable: SDFGCallable, library: str) -> dict[str, Any] | None:
 
 
 def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
-    if c._marshal_plan is None or c._has_gpu_code:
-        raise _NoPlan("needs DaCe's marshalling or a GPU")
+    if c._marshal_plan is None:
+        raise _NoPlan("needs DaCe's marshalling")
+    if any(conv is _DEVICE for _, conv in c._marshal_plan):
+        raise _NoPlan("takes device-resident arrays")
     sdfg = c.compiled.sdfg
     params = {p.name: p for p in c.signature.params}
     leaves: list[dict[str, Any]] = []
@@ -159,7 +165,8 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
             args.append(["symbol", name, _CTYPES[conv]])
         else:
             raise _NoPlan(f"argument {name} is neither a leaf nor a symbol")
-    volume = parallel_volume(sdfg)
+    gpu = bool(c._has_gpu_code)
+    volume = None if gpu else parallel_volume(sdfg)
     return {
         "format": PLAN_FORMAT,
         "name": sdfg.name,
@@ -182,6 +189,7 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
         "init": list(c._init_positions),
         "reinit": c._reinit,
         "volume": None if volume is None else _py(volume, names),
+        "gpu": gpu,
     }
 
 

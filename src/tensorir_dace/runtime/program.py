@@ -45,10 +45,7 @@ class CompiledProgram(SDFGConvertible):
         self._signature: CallSignature | None = signature
         self._params: tuple[str, ...] = tuple(p.name for p in program.params)
         full = self._full_callable()
-        self._callable: Any = full
-        if resident_sdfg is not None:   # a GPU program: GPU arrays go to a second build
-            self._callable = GPUCallable(full, lambda: self._callable_for(resident_sdfg()))
-            return
+        host: Any = full
         plan = _store_plan(full, source_key, cache_dir) if source_key is not None else None
         if plan is not None:
             # Calls go through ctypes as in a later process; DaCe's loader stays the fallback.
@@ -56,9 +53,13 @@ class CompiledProgram(SDFGConvertible):
             from .native import NativeCallable
             try:
                 library = Library(full.compiled._tir_library, plan["name"], plan)
+                host = NativeCallable(plan, library, fallback=lambda: full)
             except LibraryError:
-                return          # changed on disk since DaCe loaded it: keep DaCe's handle
-            self._callable = NativeCallable(plan, library, fallback=lambda: full)
+                pass            # changed on disk since DaCe loaded it: keep DaCe's handle
+        self._callable: Any = host
+        if resident_sdfg is not None:   # a GPU program: GPU arrays go to a second build
+            self._callable = GPUCallable(host, lambda: self._callable_for(resident_sdfg()),
+                                         full.where)
 
     @classmethod
     def _from_cache(cls, source: str, plan: dict[str, Any], library: Any,
@@ -69,8 +70,19 @@ class CompiledProgram(SDFGConvertible):
         self._source = source
         self._options = options
         self._params = tuple(plan["params"])
-        self._callable = NativeCallable(plan, library, fallback=self._full_callable)
+        native = NativeCallable(plan, library, fallback=self._full_callable)
+        self._callable = native
+        if options.get("device") == "gpu":     # GPU arrays go to a second build
+            self._callable = GPUCallable(native, self._resident_callable,
+                                         f"program '{plan['program']}'")
         return self
+
+    def _resident_callable(self) -> Any:
+        """The build of a GPU program for device-resident arrays (lowered now)."""
+        from ..lowering import lower_program
+        return self._callable_for(lower_program(
+            self.program, optimize=self._options.get("optimize", "default"),
+            device="gpu", resident=True).sdfg)
 
     def _full_callable(self) -> Any:
         """The DaCe-loaded callable with every check (lowers the program if needed)."""
