@@ -19,9 +19,6 @@ without ``domain=``, outputs written in place), half levels behind a
 and level means, and advection fluxes (``E2C`` slots chosen by ``where``, the
 PPM fractional flux with keyword-only parameters).  Each group is one program,
 interpreted and compiled once, compared with hand-written NumPy.
-
-Not covered (``xfail``): a scan under ``domain=`` runs over the domain's range
-only, where GT4Py extends it by the shifts its result is read with.
 """
 
 from __future__ import annotations
