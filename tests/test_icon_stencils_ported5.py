@@ -931,3 +931,583 @@ def test_muphys_transitions_and_properties(backend):
         **args, nc=nc, dt=dt, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
         vertical_end=ve, offset_provider={}, backend=backend)
     check(args, expected, rtol=1e-10)
+
+
+# ------------------------------------------------------------------ the whole graupel scheme
+
+
+@gtx.field_operator
+def symmetric(
+    transition: fa.CellKField[ta.wpfloat],
+) -> tuple[fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat]]:
+    return maximum(transition, wpfloat(0.0)), -minimum(transition, wpfloat(0.0))
+
+
+@gtx.field_operator
+def cond_symmetric(
+    condition: fa.CellKField[bool], transition: fa.CellKField[ta.wpfloat],
+) -> tuple[fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat]]:
+    return where(condition, symmetric(transition), (wpfloat(0.0), wpfloat(0.0)))
+
+
+@gtx.field_operator
+def sink_saturation(
+    t: tuple[fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+             fa.CellKField[ta.wpfloat]],
+    x: fa.CellKField[ta.wpfloat],
+    dt: ta.wpfloat,
+    where_: fa.CellKField[bool],
+):
+    sink = where(where_, t[0] + t[1] + t[2] + t[3], wpfloat(0.0))
+    stot = x / dt
+    sink_saturated = (sink > stot) & (x > GraupelConsts.qmin)
+    t0 = where(sink_saturated, t[0] * stot / sink, t[0])
+    t1 = where(sink_saturated, t[1] * stot / sink, t[1])
+    t2 = where(sink_saturated, t[2] * stot / sink, t[2])
+    t3 = where(sink_saturated, t[3] * stot / sink, t[3])
+    sink = where(sink_saturated, t0 + t1 + t2 + t3, sink)
+    return sink, t0, t1, t2, t3
+
+
+@gtx.field_operator
+def _q_t_update(
+    t: fa.CellKField[ta.wpfloat],
+    p: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat],
+    q: Q,
+    dt: ta.wpfloat,
+    qnc: ta.wpfloat,
+    enable_masking: bool,
+) -> tuple[Q, fa.CellKField[ta.wpfloat]]:
+    if enable_masking:
+        is_sig_present = maximum(q.g, maximum(q.i, q.s)) > GraupelConsts.qmin
+    else:
+        is_sig_present = broadcast(True, (dims.CellDim, dims.KDim))
+
+    dvsw = q.v - _qsat_rho(t, rho)
+    qvsi = _qsat_ice_rho(t, rho)
+    dvsi = q.v - qvsi
+    n_snow = _snow_number(t, rho, q.s)
+    l_snow = _snow_lambda(rho, q.s, n_snow)
+
+    t_below_tmelt = t < ThermodynamicConsts.tmelt
+    t_at_least_tmelt = ~t_below_tmelt
+
+    c2r = _cloud_to_rain(t, q.c, q.r, qnc)
+    r2v = _rain_to_vapor(t, rho, q.c, q.r, dvsw, dt)
+    c2i, i2c = symmetric(_cloud_x_ice(t, q.c, q.i, dt))
+    c2s = _cloud_to_snow(t, q.c, q.s, n_snow, l_snow)
+    c2g = _cloud_to_graupel(t, rho, q.c, q.g)
+
+    c2r = where(t_at_least_tmelt, c2r + c2s + c2g, c2r)
+    c2s = where(t_at_least_tmelt, wpfloat(0.0), c2s)
+    c2g = where(t_at_least_tmelt, wpfloat(0.0), c2g)
+
+    n_ice = _ice_number(t, rho)
+    m_ice = _ice_mass(q.i, n_ice)
+    x_ice = _ice_sticking(t)
+
+    eta = where(t_below_tmelt, _deposition_factor(t, qvsi), wpfloat(0.0))
+    v2i, i2v = cond_symmetric(
+        t_below_tmelt & is_sig_present, _vapor_x_ice(q.i, m_ice, eta, dvsi, rho, dt))
+    v2i = where(
+        t_below_tmelt, v2i + _ice_deposition_nucleation(t, q.c, q.i, n_ice, dvsi, dt),
+        wpfloat(0.0))
+
+    ice_dep = where(t_below_tmelt, minimum(v2i, dvsi / dt), wpfloat(0.0))
+    i2s = where(
+        t_below_tmelt & is_sig_present,
+        _deposition_auto_conversion(q.i, m_ice, ice_dep) + _ice_to_snow(q.i, n_snow, l_snow, x_ice),
+        wpfloat(0.0))
+    i2g = where(t_below_tmelt & is_sig_present, _ice_to_graupel(rho, q.r, q.g, q.i, x_ice),
+                wpfloat(0.0))
+    s2g = where(t_below_tmelt & is_sig_present, _snow_to_graupel(t, rho, q.c, q.s), wpfloat(0.0))
+    r2g = where(t_below_tmelt & is_sig_present,
+                _rain_to_graupel(t, rho, q.c, q.r, q.i, q.s, m_ice, dvsw, dt), wpfloat(0.0))
+
+    dvsw0 = q.v - _qsat_rho_tmelt(rho)
+    v2s, s2v = cond_symmetric(
+        is_sig_present,
+        _vapor_x_snow(t, p, rho, q.s, n_snow, l_snow, eta, ice_dep, dvsw, dvsi, dvsw0, dt))
+    v2g, g2v = cond_symmetric(
+        is_sig_present, _vapor_x_graupel(t, p, rho, q.g, dvsw, dvsi, dvsw0, dt))
+
+    s2r = where(is_sig_present, _snow_to_rain(t, p, rho, dvsw0, q.s), wpfloat(0.0))
+    g2r = where(is_sig_present, _graupel_to_rain(t, p, rho, dvsw0, q.g), wpfloat(0.0))
+
+    UNUSED = broadcast(wpfloat(0.0), (dims.CellDim, dims.KDim))
+    EVERYWHERE = broadcast(True, (dims.CellDim, dims.KDim))
+    sink_v, v2s, v2i, v2g, _ = sink_saturation((v2s, v2i, v2g, UNUSED), q.v, dt,
+                                               where_=EVERYWHERE)
+    sink_c, c2r, c2s, c2i, c2g = sink_saturation((c2r, c2s, c2i, c2g), q.c, dt,
+                                                 where_=EVERYWHERE)
+    sink_r, r2v, r2g, _, __ = sink_saturation(
+        (r2v, r2g, UNUSED, UNUSED), q.r, dt, where_=EVERYWHERE)
+    sink_s, s2v, s2r, s2g, _ = sink_saturation(
+        (s2v, s2r, s2g, UNUSED), q.s, dt, where_=is_sig_present)
+    sink_i, i2v, i2c, i2s, i2g = sink_saturation(
+        (i2v, i2c, i2s, i2g), q.i, dt, where_=is_sig_present)
+    sink_g, g2v, g2r, _, __ = sink_saturation(
+        (g2v, g2r, UNUSED, UNUSED), q.g, dt, where_=is_sig_present)
+
+    dqdt_v = r2v + s2v + i2v + g2v - sink_v
+    qv = maximum(wpfloat(0.0), q.v + dqdt_v * dt)
+    dqdt_c = i2c - sink_c
+    qc = maximum(wpfloat(0.0), q.c + dqdt_c * dt)
+    dqdt_r = c2r + s2r + g2r - sink_r
+    qr = maximum(wpfloat(0.0), q.r + dqdt_r * dt)
+    dqdt_s = v2s + c2s + i2s - sink_s
+    qs = maximum(wpfloat(0.0), q.s + dqdt_s * dt)
+    dqdt_i = v2i + c2i - sink_i
+    qi = maximum(wpfloat(0.0), q.i + dqdt_i * dt)
+    dqdt_g = v2g + c2g + r2g + s2g + i2g - sink_g
+    qg = maximum(wpfloat(0.0), q.g + dqdt_g * dt)
+
+    qice = qs + qi + qg
+    qliq = qc + qr
+    qtot = qv + qice + qliq
+
+    cv = (
+        ThermodynamicConsts.cvd
+        + (ThermodynamicConsts.cvv - ThermodynamicConsts.cvd) * qtot
+        + (ThermodynamicConsts.clw - ThermodynamicConsts.cvv) * qliq
+        + (GraupelConsts.ci - ThermodynamicConsts.cvv) * qice
+    )
+    t = (
+        t
+        + dt
+        * (
+            (dqdt_c + dqdt_r)
+            * (GraupelConsts.lvc - (ThermodynamicConsts.clw - ThermodynamicConsts.cvv) * t)
+            + (dqdt_i + dqdt_s + dqdt_g)
+            * (GraupelConsts.lsc - (GraupelConsts.ci - ThermodynamicConsts.cvv) * t)
+        )
+        / cv
+    )
+    return Q(v=qv, c=qc, r=qr, s=qs, i=qi, g=qg), t
+
+
+@gtx.scan_operator(
+    axis=dims.KDim,
+    forward=True,
+    init=IntegrationState(
+        r=PrecipStateQx(x=0.0, p=0.0, vc=0.0, activated=False),
+        s=PrecipStateQx(x=0.0, p=0.0, vc=0.0, activated=False),
+        i=PrecipStateQx(x=0.0, p=0.0, vc=0.0, activated=False),
+        g=PrecipStateQx(x=0.0, p=0.0, vc=0.0, activated=False),
+        t_state=TempState(t=0.0, eflx=0.0, activated=False),
+        rho=0.0,
+        pflx_tot=0.0,
+    ),
+)
+def _precip_and_t(
+    previous_level: IntegrationState,
+    t: ta.wpfloat,
+    t_kp1: ta.wpfloat,
+    rho: ta.wpfloat,
+    q: Q_scalar,
+    mask_r: bool,
+    mask_s: bool,
+    mask_i: bool,
+    mask_g: bool,
+    dt: ta.wpfloat,
+    dz: ta.wpfloat,
+) -> IntegrationState:
+    zeta = dt / (wpfloat(2.0) * dz)
+    xrho = astype(sqrt(GraupelConsts.rho_00 / rho), wpfloat)
+
+    vc_r = _vel_scale_factor_default_scalar(xrho)
+    vc_s = _vel_scale_factor_snow_scalar(xrho, rho, t, q.s)
+    vc_i = _vel_scale_factor_ice_scalar(xrho)
+    vc_g = _vel_scale_factor_default_scalar(xrho)
+    any_mask = mask_r | mask_s | mask_i | mask_g
+    previous_level_activated = (
+        previous_level.r.activated
+        | previous_level.s.activated
+        | previous_level.i.activated
+        | previous_level.g.activated
+        | previous_level.t_state.activated
+    )
+    current_level_activated = any_mask | previous_level_activated
+    if current_level_activated:
+        r_update = precip_qx_level_update(
+            previous_level.r, previous_level.rho, IndexConsts.prefactor_r,
+            IndexConsts.exponent_r, IndexConsts.offset_r, zeta, vc_r, q.r, rho, mask_r)
+        s_update = precip_qx_level_update(
+            previous_level.s, previous_level.rho, IndexConsts.prefactor_s,
+            IndexConsts.exponent_s, IndexConsts.offset_s, zeta, vc_s, q.s, rho, mask_s)
+        i_update = precip_qx_level_update(
+            previous_level.i, previous_level.rho, IndexConsts.prefactor_i,
+            IndexConsts.exponent_i, IndexConsts.offset_i, zeta, vc_i, q.i, rho, mask_i)
+        g_update = precip_qx_level_update(
+            previous_level.g, previous_level.rho, IndexConsts.prefactor_g,
+            IndexConsts.exponent_g, IndexConsts.offset_g, zeta, vc_g, q.g, rho, mask_g)
+
+        qliq = q.c + r_update.x
+        qice = s_update.x + i_update.x + g_update.x
+        t_update = _temperature_update(
+            previous_level.t_state, t=t, t_kp1=t_kp1, pr=r_update.p,
+            pflx_tot=s_update.p + i_update.p + g_update.p, q=q, qliq=qliq, qice=qice,
+            rho=rho, dz=dz, dt=dt, mask=any_mask)
+    else:
+        r_update = PrecipStateQx(x=q.r, p=wpfloat(0.0), vc=vc_r, activated=False)
+        s_update = PrecipStateQx(x=q.s, p=wpfloat(0.0), vc=vc_s, activated=False)
+        i_update = PrecipStateQx(x=q.i, p=wpfloat(0.0), vc=vc_i, activated=False)
+        g_update = PrecipStateQx(x=q.g, p=wpfloat(0.0), vc=vc_g, activated=False)
+        t_update = TempState(t=t, eflx=previous_level.t_state.eflx, activated=False)
+
+    return IntegrationState(
+        r=r_update, s=s_update, i=i_update, g=g_update, t_state=t_update, rho=rho,
+        pflx_tot=s_update.p + i_update.p + g_update.p + r_update.p)
+
+
+@gtx.field_operator
+def _precipitation_effects(
+    last_lev: gtx.int32,
+    kmin_r: fa.CellKField[bool],
+    kmin_i: fa.CellKField[bool],
+    kmin_s: fa.CellKField[bool],
+    kmin_g: fa.CellKField[bool],
+    q_in: Q,
+    t: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat],
+    dz: fa.CellKField[ta.wpfloat],
+    dt: ta.wpfloat,
+) -> tuple[
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+]:
+    t_kp1 = concat_where(dims.KDim < last_lev, t(KDim + 1), t)
+
+    precip_state = _precip_and_t(t, t_kp1, rho, q_in, kmin_r, kmin_s, kmin_i, kmin_g, dt, dz)
+    qr = precip_state.r.x
+    pr = precip_state.r.p
+    qs = precip_state.s.x
+    ps = precip_state.s.p
+    qi = precip_state.i.x
+    pi = precip_state.i.p
+    qg = precip_state.g.x
+    pg = precip_state.g.p
+
+    t = precip_state.t_state.t
+    eflx = precip_state.t_state.eflx
+
+    pflx_tot = precip_state.pflx_tot
+
+    return qr, qs, qi, qg, t, pflx_tot, pr, ps, pi, pg, eflx
+
+
+@gtx.field_operator
+def graupel(
+    last_level: gtx.int32,
+    dz: fa.CellKField[ta.wpfloat],
+    te: fa.CellKField[ta.wpfloat],
+    p: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat],
+    q: Q,
+    dt: ta.wpfloat,
+    qnc: ta.wpfloat,
+    enable_masking: bool,
+) -> tuple[
+    fa.CellKField[ta.wpfloat], Q, fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    kmin_r = q.r > GraupelConsts.qmin
+    kmin_i = q.i > GraupelConsts.qmin
+    kmin_s = q.s > GraupelConsts.qmin
+    kmin_g = q.g > GraupelConsts.qmin
+    mask = (
+        (maximum(q.c, maximum(q.g, maximum(q.i, maximum(q.r, q.s)))) > GraupelConsts.qmin)
+        | ((te < GraupelConsts.tfrz_het2) & (q.v > _qsat_ice_rho(te, rho)))
+        | ~enable_masking
+    )
+    q, t = where(mask, _q_t_update(te, p, rho, q, dt, qnc, enable_masking=enable_masking),
+                 (q, te))
+    qr, qs, qi, qg, t, pflx, pr, ps, pi, pg, pre = _precipitation_effects(
+        last_level, kmin_r, kmin_i, kmin_s, kmin_g, q, t, rho, dz, dt)
+
+    return t, Q(v=q.v, c=q.c, r=qr, s=qs, i=qi, g=qg), pflx, pr, ps, pi, pg, pre
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def graupel_run(
+    dz: fa.CellKField[ta.wpfloat],
+    te: fa.CellKField[ta.wpfloat],
+    p: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat],
+    q_in: Q,
+    dt: ta.wpfloat,
+    qnc: ta.wpfloat,
+    q_out: Q,
+    t_out: fa.CellKField[ta.wpfloat],
+    pflx: fa.CellKField[ta.wpfloat],
+    pr: fa.CellKField[ta.wpfloat],
+    ps: fa.CellKField[ta.wpfloat],
+    pi: fa.CellKField[ta.wpfloat],
+    pg: fa.CellKField[ta.wpfloat],
+    pre: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+    enable_masking: bool,
+) -> None:
+    graupel(
+        last_level=vertical_end - 1,
+        dz=dz,
+        te=te,
+        p=p,
+        rho=rho,
+        q=q_in,
+        dt=dt,
+        qnc=qnc,
+        enable_masking=enable_masking,
+        out=(t_out, q_out, pflx, pr, ps, pi, pg, pre),
+        domain=(
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_start, vertical_end)},
+            (
+                {dims.CellDim: (horizontal_start, horizontal_end),
+                 dims.KDim: (vertical_start, vertical_end)},
+                {dims.CellDim: (horizontal_start, horizontal_end),
+                 dims.KDim: (vertical_start, vertical_end)},
+                {dims.CellDim: (horizontal_start, horizontal_end),
+                 dims.KDim: (vertical_start, vertical_end)},
+                {dims.CellDim: (horizontal_start, horizontal_end),
+                 dims.KDim: (vertical_start, vertical_end)},
+                {dims.CellDim: (horizontal_start, horizontal_end),
+                 dims.KDim: (vertical_start, vertical_end)},
+                {dims.CellDim: (horizontal_start, horizontal_end),
+                 dims.KDim: (vertical_start, vertical_end)},
+            ),
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_start, vertical_end)},
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_end - 1, vertical_end)},
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_end - 1, vertical_end)},
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_end - 1, vertical_end)},
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_end - 1, vertical_end)},
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_end - 1, vertical_end)},
+        ),
+    )
+
+
+# ------------------------------------------------------------------ NumPy: the graupel scheme
+
+
+def np_sink_saturation(ts, x, dt, where_):
+    sink = np.where(where_, ts[0] + ts[1] + ts[2] + ts[3], 0.0)
+    stot = x / dt
+    sat = (sink > stot) & (x > G.qmin)
+    ts = [np.where(sat, ti * stot / sink, ti) for ti in ts]
+    return np.where(sat, ts[0] + ts[1] + ts[2] + ts[3], sink), ts
+
+
+def np_q_t_update(t, p, rho, q, dt, qnc, enable_masking):
+    v, c, r, s, i, g = q
+    sig = (np.maximum(g, np.maximum(i, s)) > G.qmin) if enable_masking else np.ones(t.shape, bool)
+    dvsw = v - np_qsat_rho(t, rho)
+    qvsi = np_qsat_ice_rho(t, rho)
+    dvsi = v - qvsi
+    ns = np_snow_number(t, rho, s)
+    lam = np_snow_lambda(rho, s, ns)
+    cold = t < TD.tmelt
+    c2r = np_cloud_to_rain(t, c, r, qnc)
+    r2v = np_rain_to_vapor(t, rho, c, r, dvsw, dt)
+    cxi = np_cloud_x_ice(t, c, i, dt)
+    c2i, i2c = np.maximum(cxi, 0.0), -np.minimum(cxi, 0.0)
+    c2s = np_cloud_to_snow(t, c, s, ns, lam)
+    c2g = np_cloud_to_graupel(t, rho, c, g)
+    c2r = np.where(~cold, c2r + c2s + c2g, c2r)
+    c2s = np.where(~cold, 0.0, c2s)
+    c2g = np.where(~cold, 0.0, c2g)
+    ni = np_ice_number(t, rho)
+    mi = np_ice_mass(i, ni)
+    xi = np_ice_sticking(t)
+    eta = np.where(cold, np_deposition_factor(t, qvsi), 0.0)
+    vxi = np_vapor_x_ice(i, mi, eta, dvsi, rho, dt)
+    on = cold & sig
+    v2i, i2v = np.where(on, np.maximum(vxi, 0.0), 0.0), np.where(on, -np.minimum(vxi, 0.0), 0.0)
+    v2i = np.where(cold, v2i + np_ice_deposition_nucleation(t, c, i, ni, dvsi, dt), 0.0)
+    ice_dep = np.where(cold, np.minimum(v2i, dvsi / dt), 0.0)
+    i2s = np.where(on, np_deposition_auto_conversion(i, mi, ice_dep)
+                   + np_ice_to_snow(i, ns, lam, xi), 0.0)
+    i2g = np.where(on, np_ice_to_graupel(rho, r, g, i, xi), 0.0)
+    s2g = np.where(on, np_snow_to_graupel(t, rho, c, s), 0.0)
+    r2g = np.where(on, np_rain_to_graupel(t, rho, c, r, i, s, mi, dvsw, dt), 0.0)
+    dvsw0 = v - np_qsat_rho_tmelt(rho)
+    vxs = np_vapor_x_snow(t, p, rho, s, ns, lam, eta, ice_dep, dvsw, dvsi, dvsw0, dt)
+    v2s, s2v = np.where(sig, np.maximum(vxs, 0.0), 0.0), np.where(sig, -np.minimum(vxs, 0.0), 0.0)
+    vxg = np_vapor_x_graupel(t, p, rho, g, dvsw, dvsi, dvsw0, dt)
+    v2g, g2v = np.where(sig, np.maximum(vxg, 0.0), 0.0), np.where(sig, -np.minimum(vxg, 0.0), 0.0)
+    s2r = np.where(sig, np_snow_to_rain(t, p, rho, dvsw0, s), 0.0)
+    g2r = np.where(sig, np_graupel_to_rain(t, p, rho, dvsw0, g), 0.0)
+    zero, every = np.zeros(t.shape), np.ones(t.shape, bool)
+    sink_v, (v2s, v2i, v2g, _) = np_sink_saturation((v2s, v2i, v2g, zero), v, dt, every)
+    sink_c, (c2r, c2s, c2i, c2g) = np_sink_saturation((c2r, c2s, c2i, c2g), c, dt, every)
+    sink_r, (r2v, r2g, _, _) = np_sink_saturation((r2v, r2g, zero, zero), r, dt, every)
+    sink_s, (s2v, s2r, s2g, _) = np_sink_saturation((s2v, s2r, s2g, zero), s, dt, sig)
+    sink_i, (i2v, i2c, i2s, i2g) = np_sink_saturation((i2v, i2c, i2s, i2g), i, dt, sig)
+    sink_g, (g2v, g2r, _, _) = np_sink_saturation((g2v, g2r, zero, zero), g, dt, sig)
+    d_v = r2v + s2v + i2v + g2v - sink_v
+    d_c = i2c - sink_c
+    d_r = c2r + s2r + g2r - sink_r
+    d_s = v2s + c2s + i2s - sink_s
+    d_i = v2i + c2i - sink_i
+    d_g = v2g + c2g + r2g + s2g + i2g - sink_g
+    new = [np.maximum(0.0, x + d * dt) for x, d in zip(q, (d_v, d_c, d_r, d_s, d_i, d_g))]
+    qv, qc, qr, qs, qi, qg = new
+    qice, qliq = qs + qi + qg, qc + qr
+    cv = TD.cvd + (TD.cvv - TD.cvd) * (qv + qice + qliq) + (TD.clw - TD.cvv) * qliq \
+        + (G.ci - TD.cvv) * qice
+    t = t + dt * ((d_c + d_r) * (G.lvc - (TD.clw - TD.cvv) * t)
+                  + (d_i + d_s + d_g) * (G.lsc - (G.ci - TD.cvv) * t)) / cv
+    return new, t
+
+
+PRECIP = {"r": (IndexConsts.prefactor_r, IndexConsts.exponent_r, IndexConsts.offset_r),
+          "s": (IndexConsts.prefactor_s, IndexConsts.exponent_s, IndexConsts.offset_s),
+          "i": (IndexConsts.prefactor_i, IndexConsts.exponent_i, IndexConsts.offset_i),
+          "g": (IndexConsts.prefactor_g, IndexConsts.exponent_g, IndexConsts.offset_g)}
+
+
+def np_precip_column(t, t_kp1, rho, q, masks, dt, dz):
+    """muphys' sedimentation and temperature update, one column, top to bottom."""
+    n = len(t)
+    prev = {x: (0.0, 0.0, 0.0, False) for x in "rsig"}
+    t_prev, prev_rho = (0.0, 0.0, False), 0.0
+    out = {k: np.zeros(n) for k in ("qr", "qs", "qi", "qg", "t", "pflx", "pr", "ps", "pi",
+                                    "pg", "eflx")}
+    for k in range(n):
+        zeta = dt / (2.0 * dz[k])
+        xrho = np.sqrt(G.rho_00 / rho[k])
+        vc = {"r": xrho, "g": xrho, "i": xrho ** 0.66666666666666667,
+              "s": xrho * float(np_snow_number(t[k], rho[k], q["s"][k])) ** -0.16666666666666667}
+        any_mask = any(masks[x][k] for x in "rsig")
+        active = any_mask or any(prev[x][3] for x in "rsig") or t_prev[2]
+        upd = {}
+        if active:
+            for x in "rsig":
+                px, pp, pvc, pact = prev[x]
+                pref, expo, off = PRECIP[x]
+                act = pact or masks[x][k]
+                qx = q[x][k]
+                rho_x = qx * rho[k]
+                flx_eff = rho_x / zeta + 2.0 * pp
+                flx_partial = min(rho_x * vc[x] * pref * (rho_x + off) ** expo, flx_eff)
+                if act:
+                    rhox_prev = (px + qx) * 0.5 * prev_rho
+                    vt = pvc * pref * (rhox_prev + off) ** expo if pact else 0.0
+                    xn = zeta * (flx_eff - flx_partial) / ((1.0 + zeta * vt) * rho[k])
+                    pn = (xn * rho[k] * vt + flx_partial) * 0.5
+                else:
+                    xn, pn = qx, 0.0
+                upd[x] = (xn, pn, vc[x], act)
+            qliq = q["c"][k] + upd["r"][0]
+            qice = upd["s"][0] + upd["i"][0] + upd["g"][0]
+            t_act = t_prev[2] or any_mask
+            tk = t[k]
+            if t_act:
+                pr, pflx = upd["r"][1], upd["s"][1] + upd["i"][1] + upd["g"][1]
+                eflx = pr * (TD.clw * tk - TD.cvd * t_kp1[k] - G.lvc) \
+                    + pflx * (G.ci * tk - TD.cvd * t_kp1[k] - G.lsc)
+                ql, qi_ = q["c"][k] + q["r"][k], q["s"][k] + q["i"][k] + q["g"][k]
+                qv = q["v"][k]
+                cv0 = TD.cvd * (1.0 - (ql + qi_ + qv)) + TD.cvv * qv + TD.clw * ql + G.ci * qi_
+                e_int = rho[k] * dz[k] * (cv0 * tk - ql * G.lvc - qi_ * G.lsc) \
+                    + dt * t_prev[1] - dt * eflx
+                cv = (TD.cvd * (1.0 - (qliq + qice + qv)) + TD.cvv * qv + TD.clw * qliq
+                      + G.ci * qice) * rho[k] * dz[k]
+                tk = (e_int + rho[k] * dz[k] * (qliq * G.lvc + qice * G.lsc)) / cv
+            else:
+                eflx = t_prev[1]
+            t_prev = (tk, eflx, t_act)
+        else:
+            upd = {x: (q[x][k], 0.0, vc[x], False) for x in "rsig"}
+            t_prev = (t[k], t_prev[1], False)
+        prev, prev_rho = upd, rho[k]
+        for x in "rsig":
+            out["q" + x][k], out["p" + x][k] = upd[x][0], upd[x][1]
+        out["t"][k], out["eflx"][k] = t_prev[0], t_prev[1]
+        out["pflx"][k] = sum(upd[x][1] for x in "rsig")
+    return out
+
+
+def graupel_numpy(a, dt, qnc, enable_masking, hs, he, vs, ve):
+    q = [a["q_in"][x] for x in range(6)]
+    te, rho, p = a["te"], a["rho"], a["p"]
+    kmin = {x: q[j] > G.qmin for x, j in (("r", 2), ("i", 4), ("s", 3), ("g", 5))}
+    with np.errstate(all="ignore"):
+        mask = ((np.maximum(q[1], np.maximum(q[5], np.maximum(q[4], np.maximum(q[2], q[3]))))
+                 > G.qmin) | ((te < G.tfrz_het2) & (q[0] > np_qsat_ice_rho(te, rho)))
+                | (not enable_masking))
+        new_q, new_t = np_q_t_update(te, p, rho, q, dt, qnc, enable_masking)
+    q = [np.where(mask, nq, oq) for nq, oq in zip(new_q, q)]
+    t = np.where(mask, new_t, te)
+    last = ve - 1
+    t_kp1 = t.copy()
+    t_kp1[:, :last] = t[:, 1:last + 1]
+    res = {k: np.zeros(te.shape) for k in ("qr", "qs", "qi", "qg", "t", "pflx", "pr", "ps", "pi",
+                                          "pg", "eflx")}
+    qd = dict(zip("vcrsig", q))
+    for c in range(hs, he):
+        col = np_precip_column(
+            t[c, vs:ve], t_kp1[c, vs:ve], rho[c, vs:ve], {x: qd[x][c, vs:ve] for x in "vcrsig"},
+            {x: kmin[x][c, vs:ve] for x in "rsig"}, dt, a["dz"][c, vs:ve])
+        for k, v in col.items():
+            res[k][c, vs:ve] = v
+    exp_ = {k: np.array(a[k], copy=True) for k in ("t_out", "pflx", "pr", "ps", "pi", "pg",
+                                                   "pre")}
+    q_out = [np.array(x, copy=True) for x in a["q_out"]]
+    inner = (slice(hs, he), slice(vs, ve))
+    surface = (slice(hs, he), slice(ve - 1, ve))
+    exp_["t_out"][inner] = res["t"][inner]
+    exp_["pflx"][inner] = res["pflx"][inner]
+    for name, key in (("pr", "pr"), ("ps", "ps"), ("pi", "pi"), ("pg", "pg"), ("pre", "eflx")):
+        exp_[name][surface] = res[key][surface]
+    for j, x in enumerate(["v", "c"]):
+        q_out[j][inner] = q[j][inner]
+    for j, x in zip((2, 3, 4, 5), "rsig"):
+        q_out[j][inner] = res["q" + x][inner]
+    return exp_, q_out
+
+
+def graupel_inputs():
+    a = muphys_inputs()
+    s = (NC, NLEV)
+    args = dict(dz=100.0 + RNG.random(s) * 300.0, te=a["t"], p=a["p"], rho=a["rho"],
+                q_in=Q(*(a[k] for k in ("qv", "qc", "qr", "qs", "qi", "qg"))),
+                q_out=Q(*(RNG.random(s) for _ in range(6))),
+                **{k: RNG.random(s) for k in ("t_out", "pflx", "pr", "ps", "pi", "pg", "pre")})
+    # a column without any condensate at the top: the precipitation starts further down
+    for x in range(1, 6):
+        args["q_in"][x][2, :3] = 0.0
+    args["te"][2, :3] = 280.0
+    return args
+
+
+GRAUPEL_CASES = [dict(enable_masking=True, bounds=(0, NC, 0, NLEV)),
+                 dict(enable_masking=False, bounds=(1, NC - 2, 0, NLEV - 1))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", range(len(GRAUPEL_CASES)))
+def test_graupel(backend, case):
+    a = graupel_inputs()
+    s = GRAUPEL_CASES[case]
+    hs, he, vs, ve = s["bounds"]
+    dt, qnc = 30.0, 1.0e8
+    expected, q_out = graupel_numpy(a, dt, qnc, s["enable_masking"], hs, he, vs, ve)
+    graupel_run(**a, dt=dt, qnc=qnc, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                vertical_end=ve, enable_masking=s["enable_masking"], offset_provider={},
+                backend=backend)
+    check(a, expected, rtol=1e-9, atol=1e-14)
+    for j in range(6):
+        np.testing.assert_allclose(a["q_out"][j], q_out[j], rtol=1e-9, err_msg=f"q_out[{j}]")
