@@ -272,7 +272,49 @@ def annotation_spec(ann: Any) -> TensorSpec | None:
         return None
     if is_element_type(ann):
         return TensorSpec(ann, ())
-    return None
+    parts = _tuple_parts(ann)
+    if parts is None:
+        return None
+    # GT4Py's tuple of fields (a NamedTuple of fields such as muphys' ``Q``, or
+    # ``tuple[Field[…], Field[…]]``): one tensor of tuples over their dimensions
+    specs = [annotation_spec(p) for p in parts]
+    if not specs or any(s is None for s in specs):
+        return None
+    dims = {tuple(_dim_key(d) for d in s.dims) for s in specs if s is not None}
+    if len(dims) != 1:
+        return None
+    first = specs[0]
+    assert first is not None
+    return TensorSpec(tuple(s.dtype for s in specs if s is not None), first.dims)
+
+
+def _tuple_parts(ann: Any) -> tuple | None:
+    """The element annotations of ``tuple[A, B, …]`` or of a NamedTuple class
+    (its fields' annotations, strings evaluated in its module), or None."""
+    import sys
+    import typing
+    if typing.get_origin(ann) is tuple:
+        args = typing.get_args(ann)
+        return None if Ellipsis in args else args
+    if not (isinstance(ann, type) and issubclass(ann, tuple) and hasattr(ann, "_fields")):
+        return None
+    anns = getattr(ann, "__annotations__", {}) or {}
+    scope = dict(getattr(sys.modules.get(ann.__module__), "__dict__", {}))
+    out = []
+    for f in ann._fields:
+        a = anns.get(f)
+        if isinstance(a, typing.ForwardRef):       # NamedTuple keeps string ones as these
+            a = a.__forward_arg__
+        try:
+            out.append(eval(a, scope) if isinstance(a, str) else a)
+        except Exception:  # noqa: BLE001 - an annotation naming something unknown
+            return None
+    return tuple(out)
+
+
+def _dim_key(d: Any) -> Any:
+    return _dim_name(d.dim) if isinstance(d, DimSpec) else \
+        d.name if isinstance(d, Dimension) else repr(d)
 
 
 # --------------------------------------------------------------------------- call-time intervals

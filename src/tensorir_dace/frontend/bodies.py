@@ -236,8 +236,11 @@ class BodyTranslator(ReductionTranslator):
             sub = self.new_translator(self.source, dict(self.env),
                                       self.scope.child({fresh: Binding(fresh, "lambda", t)}),
                                       self.owner)
-            sub.env[name] = ir.Sym(fresh, loc=loc) if named is None else \
-                named_value(named, ir.Sym(fresh, loc=loc), loc)
+            if not force:
+                # (a forced binding is the hidden value of ``a, b = …``: its IR name is
+                # no Python name, and must not hide one, such as a parameter ``t``)
+                sub.env[name] = ir.Sym(fresh, loc=loc) if named is None else \
+                    named_value(named, ir.Sym(fresh, loc=loc), loc)
             result = sub.block(list(rest), self.source.node)
             call = ir.Call(ir.Lambda((ir.Param(fresh, t, loc=loc),), sub.to_ir(result, node),
                                      loc=loc), (value,), loc=loc)

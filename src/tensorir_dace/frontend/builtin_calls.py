@@ -33,7 +33,7 @@ from .dims import (
     has_runtime_bounds,
 )
 from .expressions import ExpressionTranslator
-from .meshes import TensorOffset, as_offset, cast_tuple, offset_shift
+from .meshes import TensorOffset, as_offset, cast_tuple, is_namedtuple_class, offset_shift, rebuild
 from .runtime_bounds import runtime_concat_where
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
@@ -89,7 +89,11 @@ class BuiltinTranslator(ExpressionTranslator):
                                        "index condition such as 'K < 1' use concat_where")
             if not contains_ir(c):
                 return a if self.static_truth(c, node) else b
-            return self.call_ir("if", [self.to_ir(x, node) for x in (c, a, b)], node)
+            value = self.call_ir("if", [self.to_ir(x, node) for x in (c, a, b)], node)
+            # GT4Py keeps the branches' NamedTuples: ``q, t = where(m, (q, te), …)``
+            # then reads ``q.v``
+            like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
+            return value if like is None else _viewed_as(like, value, self.loc(node))
         if kind == "concat_where":
             c, a, b = self.positional(f, args, kwargs, ("condition", "a", "b"), node)
             if contains_ir(c):
@@ -342,3 +346,16 @@ def narrowed_domain(domain: dict[str, ir.DimInterval], mask: Mask,
     if start == dom.start and stop == dom.stop:
         return None
     return {**domain, mask.dim.name: ir.DimInterval(dom.name, start, stop, loc=dom.loc)}
+
+
+def _holds_namedtuple(v: Any) -> bool:
+    return isinstance(v, tuple) and (is_namedtuple_class(type(v))
+                                     or any(_holds_namedtuple(x) for x in v))
+
+
+def _viewed_as(like: tuple, e: ir.Expr, loc: Any) -> Any:
+    """The tuple-typed ``e`` seen with the (named) tuple structure of ``like``."""
+    def get(i: int) -> ir.Expr:
+        return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(i, loc=loc)), loc=loc)
+    return rebuild(like, [_viewed_as(x, get(i), loc) if isinstance(x, tuple) else get(i)
+                          for i, x in enumerate(like)])

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import intervals as iv
 from .. import ir
 from ..errors import FrontendError
 from ..lazy import lazy_module
@@ -115,14 +116,28 @@ class ProgramTranslator(AssignmentTranslator):
                 value = self.fit_domain_scans(self.expr(call), call)
         else:
             targets, chosen = [], {}
-            for path, node, dnode, dvalue in groups:
-                mine = [self.domain_target(t, dnode, dvalue) for t in _leaves_of(node)]
-                with self.target_intervals(mine[0]), self.scans_in(mine[0]):
-                    whole = self.expr(call)
-                    for k in path:     # the part of the value this domain's outputs take
-                        whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                            else project(self.to_ir(whole, call), k, self.loc(call))
-                    chosen[path] = self.fit_domain_scans(whole, call)
+            mines = [[self.domain_target(t, dnode, dvalue) for t in _leaves_of(node)]
+                     for _, node, dnode, dvalue in groups]
+            # GT4Py computes the call once, over the union of the domains, and each
+            # output takes its part: a scan starts at the union's first level (a
+            # surface flux written on the last level only is the whole column's)
+            union = _union_target([t for mine in mines for t in mine])
+            done: list[int] = []
+            for i, (_, _, _, dvalue) in enumerate(groups):
+                if i in done:
+                    continue
+                same = [j for j in range(i, len(groups))
+                        if j not in done and groups[j][3] == dvalue]
+                done += same
+                with self.target_intervals(mines[i][0]), self.scans_in(union):
+                    value = self.expr(call)     # once per distinct domain
+                    for j in same:
+                        whole = value
+                        for k in groups[j][0]:  # the part of the value these outputs take
+                            whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                                else project(self.to_ir(whole, call), k, self.loc(call))
+                        chosen[groups[j][0]] = self.fit_domain_scans(whole, call)
+            for mine in mines:
                 targets += mine
             value = _assemble(out_node, (), chosen)
         names = {b.name for t in targets
@@ -162,6 +177,18 @@ class ProgramTranslator(AssignmentTranslator):
             if isinstance(dvalue, dict):
                 groups.append((path, node, dnode, dvalue))
                 return
+            if isinstance(dvalue, (tuple, list)) and not isinstance(node, (ast.Tuple, ast.List)):
+                # one output holding a tuple of fields (a NamedTuple of fields such as
+                # muphys' ``Q``): GT4Py nests a domain per field; a tensor of tuples
+                # has one domain, so they must all be the same
+                leaves = list(_domain_leaves(dvalue))
+                if leaves and all(isinstance(d, dict) for d in leaves):
+                    if any(d != leaves[0] for d in leaves[1:]):
+                        raise self.error(dnode, f"the fields of '{ast.unparse(node)}' are "
+                                                "written as one tuple of fields: give them the "
+                                                "same domain")
+                    groups.append((path, node, dnode, leaves[0]))
+                    return
             if not isinstance(dvalue, (tuple, list)) or \
                     not isinstance(node, (ast.Tuple, ast.List)):
                 raise self.error(dnode, "a tuple of domains holds dicts {Dim: (start, stop), "
@@ -358,6 +385,45 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
                       loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))
+
+
+def _union_target(targets: list[ir.Expr]) -> ir.Expr | None:
+    """A target whose intervals are the union of those of ``targets`` (the
+    dimensions all of them restrict), for the ranges of scans."""
+    subsets = [t for t in targets if isinstance(t, ir.Call)]
+    if not subsets or len(subsets) != len(targets):
+        return None
+    first = subsets[0]
+    ivs = []
+    for a in first.args[1:]:
+        if not isinstance(a, ir.DimInterval):
+            continue
+        same = [b for t in subsets for b in t.args[1:]
+                if isinstance(b, ir.DimInterval) and b.name == a.name]
+        if len(same) != len(subsets):
+            continue
+        lo, hi = a.start, a.stop
+        for b in same[1:]:
+            lo, hi = _either(iv.smin, sympy.Min, lo, b.start), \
+                _either(iv.smax, sympy.Max, hi, b.stop)
+        ivs.append(ir.DimInterval(a.name, lo, hi, loc=a.loc))
+    return ir.Call(first.func, (first.args[0], *ivs), loc=first.loc)
+
+
+def _either(decided: Any, symbolic: Any, a: Any, b: Any) -> Any:
+    try:
+        return decided(a, b)
+    except iv.Undecidable:      # runtime bounds: left to the run
+        return symbolic(a, b)
+
+
+def _domain_leaves(value: Any):
+    """The dicts (and anything else) at the leaves of a nested tuple of domains."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _domain_leaves(v)
+    else:
+        yield value
 
 
 def _leaves(node: ast.Tuple | ast.List) -> list[ast.AST]:
