@@ -23,6 +23,7 @@ from tensorir_dace.frontend import (
     Tensor,
     astype,
     broadcast,
+    concat_where,
     connectivity,
     dims,
     field_operator,
@@ -30,6 +31,7 @@ from tensorir_dace.frontend import (
     int32,
     maximum,
     neighbor_dim,
+    neighbor_sum,
     program,
     scan_operator,
     where,
@@ -186,6 +188,32 @@ def test_broadcast(backend):
     m = RNG.random((6, 4)) > 0.5
     out = masked_sum(x, y, m, backend=backend)
     np.testing.assert_allclose(out, np.where(m, x[:, None], 0.0) + y, rtol=1e-15)
+
+
+@function
+def counted_neighbours(a: Tensor[float, Edge, K]):
+    one = broadcast(1.0, (Cell, K))
+    two = broadcast(2.0, (K,))
+    return a + neighbor_sum(one(E2C), axis=E2CDim) + concat_where(K > 0, two, 3.0 * two)
+
+
+@program
+def count_neighbours(a: Tensor[float, Edge, K], c: Tensor[float, Cell, K],
+                     out: Tensor[float, Edge, K]):
+    counted_neighbours(a, out=out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_scalar_shifted_and_chosen_by_level(backend):
+    """A scalar broadcast to (Cell, K) has Cell: read through a table it is the
+    same at every present neighbour (and absent ones are skipped); a scalar
+    broadcast to (K,) has K where concat_where on K chooses between two.  The
+    intervals of Cell and K are the program parameters'."""
+    table = np.array([[0, 1], [2, -1], [-1, -1], [1, 1]])
+    a, out = RNG.random((4, 3)), np.zeros((4, 3))
+    count_neighbours(a, np.zeros((3, 3)), out, offset_provider={"E2C": table}, backend=backend)
+    levels = np.where(np.arange(3) > 0, 2.0, 6.0)
+    np.testing.assert_allclose(out, a + (table >= 0).sum(1)[:, None] + levels, rtol=1e-15)
 
 
 def test_broadcast_cannot_drop_a_dimension():
