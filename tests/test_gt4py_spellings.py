@@ -243,6 +243,29 @@ def test_scan_operator_called_directly(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+@function
+def sums_of_broadcasts(w: Tensor[float, K]):
+    ones = running_sum(broadcast(1.0, (K,)), broadcast(0.5, (Cell, K)))
+    return ones + running_sum(w, broadcast(2.0, (K,)))
+
+
+@program
+def column_sums(w: Tensor[float, K], c: Tensor[float, Cell, K], out: Tensor[float, K],
+                k0: int32):
+    sums_of_broadcasts(w, out=out, domain={K: (k0, 5)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_of_a_level_field_and_of_broadcast_scalars(backend):
+    """A scan whose operands are broadcast scalars scans the program's levels; a
+    scan of a K field has one column (compiled: a map over nothing)."""
+    w, out = RNG.random(6), np.zeros(6)
+    column_sums(w, np.zeros((3, 6)), out, 1, backend=backend)
+    expected = np.zeros(6)
+    expected[1:5] = np.cumsum(np.full(4, 0.5)) + np.cumsum(2.0 * w[1:5])
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies
