@@ -232,6 +232,9 @@ def _reduce(x: V, fn: Callable, neutral: float) -> V:
     shape = np.broadcast_shapes(x.a.shape, x.d.shape, () if x.p is None else x.p.shape)
     a, d = np.broadcast_to(x.a, shape), np.broadcast_to(x.d, shape)
     p = np.ones(shape, bool) if x.p is None else np.broadcast_to(x.p, shape)
+    if a.dtype.kind in "iu" and np.isinf(neutral):
+        info = np.iinfo(a.dtype)
+        neutral = info.min if neutral < 0 else info.max
     with np.errstate(all="ignore"):
         r = fn(np.where(p, a, np.asarray(neutral, a.dtype)), axis=-1)
     assert local not in HORIZONTAL and local != "K"
