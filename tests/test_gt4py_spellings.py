@@ -266,6 +266,28 @@ def test_scans_of_a_level_field_and_of_broadcast_scalars(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+@function
+def shifted_choice(a: Tensor[float, Cell, K], n: int32):
+    t = concat_where(K == n - 1, broadcast(1.0, (Cell, K)), broadcast(2.0, (Cell, K)))
+    return a + t(K - 1)
+
+
+@program
+def shifted_choices(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32):
+    shifted_choice(a, n, out=out, domain={K: (1, n + 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_choice_of_broadcasts_read_one_level_down(backend):
+    """A runtime concat_where of two broadcast values is defined on the program's
+    levels, not only on the statement's: it is read one level below them."""
+    a, out = RNG.random((3, 6)), np.zeros((3, 6))
+    shifted_choices(a, out, 3, backend=backend)
+    expected = np.zeros((3, 6))
+    expected[:, 1:4] = a[:, 1:4] + np.where(np.arange(0, 3) == 2, 1.0, 2.0)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies
