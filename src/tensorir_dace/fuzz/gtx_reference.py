@@ -122,6 +122,17 @@ def where(c: Any, x: Any, y: Any) -> Any:
     return apply(np.where, c, x, y)
 
 
+def select(c: V, x: Any, y: Any) -> Any:
+    """``concat_where``'s choice: defined where the chosen branch is."""
+    if isinstance(x, tuple):
+        return tuple(select(c, a, b) for a, b in zip(x, y))
+    r = apply(np.where, c, x, y)
+    dims = r.dims
+    cd, xd, yd = (_v(v).expand(dims)[1] for v in (c, x, y))
+    ca = c.expand(dims)[0]
+    return V(r.a, np.where(ca, xd, yd) & cd, dims, r.p)
+
+
 def astype(x: Any, dtype: str) -> Any:
     if isinstance(x, tuple):
         return tuple(astype(e, dtype) for e in x)
@@ -277,7 +288,7 @@ def cw_k(dom: Dom, lo: int | None, hi: int | None, x: Callable, y: Callable) -> 
             yd = (max(d0, hi), d1)
         else:
             yd = (d0, d0)
-    return where(_levels_mask(lo, hi), x(xd), y(yd))
+    return select(_levels_mask(lo, hi), x(xd), y(yd))
 
 
 def cw_h(dim: str, lo: int | None, hi: int | None, x: Any, y: Any) -> Any:
@@ -289,7 +300,7 @@ def cw_h(dim: str, lo: int | None, hi: int | None, x: Any, y: Any) -> Any:
         m &= i >= lo
     if hi is not None:
         m &= i < hi
-    return where(V(m, True, (dim,)), x, y)
+    return select(V(m, True, (dim,)), x, y)
 
 
 def scan(dom: Dom, fn: Callable, forward: bool, init: Any, *args: Any) -> Any:
