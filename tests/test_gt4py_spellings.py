@@ -288,6 +288,28 @@ def test_a_runtime_choice_of_broadcasts_read_one_level_down(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+@function
+def first_columns_or_two(a: Tensor[float, Cell, K], n: int32):
+    return concat_where(Cell < n, a, broadcast(2.0, (Cell,))) * a
+
+
+@program
+def literal_domain(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32):
+    first_columns_or_two(a, n, out=out, domain={Cell: (1, 4), K: (0, 3)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_choice_with_a_broadcast_under_a_literal_domain(backend):
+    """Under a domain of literal bounds, a runtime concat_where with a broadcast
+    branch is defined on the parameters' cells (not on the domain's, whose
+    order with the sizes is not known), so it meets a field of those cells."""
+    a, out = RNG.random((6, 5)), np.zeros((6, 5))
+    literal_domain(a, out, 3, backend=backend)
+    expected = np.zeros((6, 5))
+    expected[1:4, :3] = (np.where(np.arange(6)[:, None] < 3, a, 2.0) * a)[1:4, :3]
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies

@@ -96,8 +96,9 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         for d in known[1:]:
             # a branch may itself come from a runtime concat_where
             lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
-        if target is not None and None in doms.values() and known != wide:
-            lo, hi = target     # ... and within a statement, its whole target
+        if target is not None and None in doms.values() and known != wide and \
+                any(ir.has_runtime(b) for b in target):
+            lo, hi = target     # ... and within a statement, its whole runtime target
         elif target is not None and not ir.has_runtime(lo) and not ir.has_runtime(hi):
             pass    # static branches keep their hull: the value may be read shifted past
             #         the target (a temporary's ``t(Koff[1])`` at the target's last level)
