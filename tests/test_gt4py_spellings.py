@@ -23,6 +23,7 @@ from tensorir_dace.frontend import (
     Tensor,
     astype,
     broadcast,
+    concat_where,
     connectivity,
     dims,
     field_operator,
@@ -30,6 +31,7 @@ from tensorir_dace.frontend import (
     int32,
     maximum,
     neighbor_dim,
+    neighbor_sum,
     program,
     scan_operator,
     where,
@@ -188,6 +190,32 @@ def test_broadcast(backend):
     np.testing.assert_allclose(out, np.where(m, x[:, None], 0.0) + y, rtol=1e-15)
 
 
+@function
+def counted_neighbours(a: Tensor[float, Edge, K]):
+    one = broadcast(1.0, (Cell, K))
+    two = broadcast(2.0, (K,))
+    return a + neighbor_sum(one(E2C), axis=E2CDim) + concat_where(K > 0, two, 3.0 * two)
+
+
+@program
+def count_neighbours(a: Tensor[float, Edge, K], c: Tensor[float, Cell, K],
+                     out: Tensor[float, Edge, K]):
+    counted_neighbours(a, out=out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_scalar_shifted_and_chosen_by_level(backend):
+    """A scalar broadcast to (Cell, K) has Cell: read through a table it is the
+    same at every present neighbour (and absent ones are skipped); a scalar
+    broadcast to (K,) has K where concat_where on K chooses between two.  The
+    intervals of Cell and K are the program parameters'."""
+    table = np.array([[0, 1], [2, -1], [-1, -1], [1, 1]])
+    a, out = RNG.random((4, 3)), np.zeros((4, 3))
+    count_neighbours(a, np.zeros((3, 3)), out, offset_provider={"E2C": table}, backend=backend)
+    levels = np.where(np.arange(3) > 0, 2.0, 6.0)
+    np.testing.assert_allclose(out, a + (table >= 0).sum(1)[:, None] + levels, rtol=1e-15)
+
+
 def test_broadcast_cannot_drop_a_dimension():
     @function
     def drop(y: Tensor[float, Cell, K]):
@@ -212,6 +240,73 @@ def test_scan_operator_called_directly(backend):
                 domain={K: (2, 6)}, backend=backend)
     expected = np.zeros((4, 7))
     expected[:, 2:6] = np.cumsum(x[:, 2:6] * dz[:, 2:6], axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+@function
+def sums_of_broadcasts(w: Tensor[float, K]):
+    ones = running_sum(broadcast(1.0, (K,)), broadcast(0.5, (Cell, K)))
+    return ones + running_sum(w, broadcast(2.0, (K,)))
+
+
+@program
+def column_sums(w: Tensor[float, K], c: Tensor[float, Cell, K], out: Tensor[float, K],
+                k0: int32):
+    sums_of_broadcasts(w, out=out, domain={K: (k0, 5)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_of_a_level_field_and_of_broadcast_scalars(backend):
+    """A scan whose operands are broadcast scalars scans the program's levels; a
+    scan of a K field has one column (compiled: a map over nothing)."""
+    w, out = RNG.random(6), np.zeros(6)
+    column_sums(w, np.zeros((3, 6)), out, 1, backend=backend)
+    expected = np.zeros(6)
+    expected[1:5] = np.cumsum(np.full(4, 0.5)) + np.cumsum(2.0 * w[1:5])
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+@function
+def shifted_choice(a: Tensor[float, Cell, K], n: int32):
+    t = concat_where(K == n - 1, broadcast(1.0, (Cell, K)), broadcast(2.0, (Cell, K)))
+    return a + t(K - 1)
+
+
+@program
+def shifted_choices(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32):
+    shifted_choice(a, n, out=out, domain={K: (1, n + 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_choice_of_broadcasts_read_one_level_down(backend):
+    """A runtime concat_where of two broadcast values is defined on the program's
+    levels, not only on the statement's: it is read one level below them."""
+    a, out = RNG.random((3, 6)), np.zeros((3, 6))
+    shifted_choices(a, out, 3, backend=backend)
+    expected = np.zeros((3, 6))
+    expected[:, 1:4] = a[:, 1:4] + np.where(np.arange(0, 3) == 2, 1.0, 2.0)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+@function
+def first_columns_or_two(a: Tensor[float, Cell, K], n: int32):
+    return concat_where(Cell < n, a, broadcast(2.0, (Cell,))) * a
+
+
+@program
+def literal_domain(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32):
+    first_columns_or_two(a, n, out=out, domain={Cell: (1, 4), K: (0, 3)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_choice_with_a_broadcast_under_a_literal_domain(backend):
+    """Under a domain of literal bounds, a runtime concat_where with a broadcast
+    branch is defined on the parameters' cells (not on the domain's, whose
+    order with the sizes is not known), so it meets a field of those cells."""
+    a, out = RNG.random((6, 5)), np.zeros((6, 5))
+    literal_domain(a, out, 3, backend=backend)
+    expected = np.zeros((6, 5))
+    expected[1:4, :3] = (np.where(np.arange(6)[:, None] < 3, a, 2.0) * a)[1:4, :3]
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 

@@ -214,6 +214,10 @@ class BuiltinTranslator(ExpressionTranslator):
 
     def table_shift(self, x: ir.Expr, table: ir.Expr, k: int | None, node, aloc) -> ir.Expr:
         loc = self.loc(node)
+        src = next((d.neighbor_source for d in self.type_of(table, node).dims
+                    if d.neighbor_source is not None), None)
+        if src is not None:    # a broadcast value is read at any neighbour
+            x = self.with_dim(x, src, node)
         if isinstance(table, ir.Sym):
             static = (table,) if k is None else (table, ir.Literal(k, loc=aloc))
             head = ir.Call(ir.Sym("shift", loc=loc), static, loc=loc)
@@ -223,6 +227,23 @@ class BuiltinTranslator(ExpressionTranslator):
             head = ir.Call(ir.Sym("unstructured_shift", loc=loc),
                            (table, ir.Literal(k, loc=aloc)), loc=loc)
         return ir.Call(head, (x,), loc=loc)
+
+    def with_dim(self, x: ir.Expr, D: str, node: ast.AST) -> ir.Expr:
+        """``x``, given dimension ``D`` where it has not got it (a value
+        broadcast along ``D``, GT4Py's ``broadcast(s, (Cell,))``): over the hull
+        of the parameters' static intervals of ``D``; unchanged if they have none."""
+        if D in self.type_of(x, node).dim_names:
+            return x
+        wide = [d for d in self.ctx.dim_intervals(D)
+                if not any(ir.has_runtime(b) for b in (d.start, d.stop))]
+        if not wide:
+            return x
+        loc = self.loc(node)
+        lo, hi = self.ctx.decide(
+            lambda: functools.reduce(lambda p, d: (iv.smin(p[0], d.start), iv.smax(p[1], d.stop)),
+                                     wide[1:], (wide[0].start, wide[0].stop)), loc, "broadcast")
+        return ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), self.bound_ir(lo, node),
+                                                    self.bound_ir(hi, node), x), loc=loc)
 
     # ------------------------------------------------------------------ concat_where
 
@@ -260,6 +281,10 @@ class BuiltinTranslator(ExpressionTranslator):
             # a runtime condition, or a branch from one (a compound condition)
             target = self.ctx.target.get(D) if self.ctx.target else None
             return runtime_concat_where(self, mask, xa, xb, node, target)
+        if da is None and db is None:     # two broadcast values: the parameters' D
+            xa = self.with_dim(xa, D, node)
+            ta = self.type_of(xa, node)
+            da = ta.dim(D)
         if da is None and db is None:
             raise self.error(node, f"concat_where on {D}: neither branch has dimension {D}")
         what = "concat_where"

@@ -346,6 +346,10 @@ class ReductionTranslator(BuiltinTranslator):
         types = [self.type_of(x, node) for x in xs]
         axis = op.axis.name
         whole = self.ctx.broadcast(types, loc, "scan")
+        if xs and axis not in {d.name for d in whole}:     # operands broadcast along it
+            xs[0] = self.with_dim(xs[0], axis, node)
+            types[0] = self.type_of(xs[0], node)
+            whole = self.ctx.broadcast(types, loc, "scan")
         if axis not in {d.name for d in whole}:
             raise self.error(node, f"scan operator '{op.__name__}' scans along {axis}, but its "
                                    f"operands have no dimension {axis} ("

@@ -9,7 +9,9 @@ result agrees with ``interpret`` at two sets of sizes and several runtime
 bounds (``BOUNDS``) through one binary; only
 a ``TensorIRError`` may come out of any stage.  For the Python front end each
 program is written twice, as a decorated module and as Tensor IR text; the
-module interpreted and compiled must agree with the interpreted text."""
+module interpreted and compiled must agree with the interpreted text.  Programs
+in GT4Py's spelling (``--front gtx``) are compared with a NumPy reference
+written beside each field operator (:mod:`.gtx_programs`)."""
 
 from .generator import (
     BOUNDS,
@@ -25,6 +27,8 @@ from .generator import (
     generate_case,
     program_text,
 )
+from .gtx_programs import GtxCase, generate_gtx_case, gtx_batch, gtx_source
+from .gtx_runner import run_gtx, run_gtx_batch
 from .python_programs import KINDS as PYTHON_KINDS
 from .python_programs import (
     PyCase,
@@ -39,7 +43,8 @@ from .python_runner import case_fails as python_case_fails
 from .python_runner import reproducer as python_reproducer
 from .runner import Outcome, case_fails, fuzz_parser, mutate, run_text, shrink
 
-__all__ = ["BOUNDS", "CUTS", "I_RANGES", "INPUTS", "J_RANGES", "KINDS", "PYTHON_KINDS",
+__all__ = ["BOUNDS", "CUTS", "GtxCase", "generate_gtx_case", "gtx_batch", "gtx_source",
+           "run_gtx", "run_gtx_batch", "I_RANGES", "INPUTS", "J_RANGES", "KINDS", "PYTHON_KINDS",
            "SIZES", "Case", "Outcome", "PyCase", "PyOutcome", "batch", "builtin_like_names",
            "case_fails",
            "differential", "float_expression", "fuzz_parser", "generate_case",

@@ -2,7 +2,12 @@
 and write every failure to ``--out``.  ``--front text`` (the default) fuzzes the
 Tensor IR text front (failures shrunk to ``.tir`` files, plus mutated texts for
 the parser); ``--front python`` the Python front (failures as runnable ``.py``
-reproducers); ``--front both`` runs the two."""
+reproducers); ``--front gtx`` programs in GT4Py's spelling (icon4py style:
+``@gtx.field_operator``s calling each other, ``@gtx.program`` with ``out=`` and
+``domain=``, ``FieldOffset`` shifts over mesh tables with absent neighbours,
+``concat_where``, ``scan_operator``s), compared with a NumPy reference written
+beside each field operator (failures as runnable ``.py`` reproducers);
+``--front both`` runs the text and Python fronts, ``--front all`` the three."""
 
 from __future__ import annotations
 
@@ -12,10 +17,11 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .gtx_runner import run_gtx_front
     from .python_runner import run_python_front
     from .runner import run_text_front
     ap = argparse.ArgumentParser(prog="python -m tensorir_dace.fuzz", description=__doc__)
-    ap.add_argument("--front", choices=("text", "python", "both"), default="text",
+    ap.add_argument("--front", choices=("text", "python", "both", "gtx", "all"), default="text",
                     help="which front end's programs to generate")
     ap.add_argument("--programs", type=int, default=200, help="generated programs to run")
     ap.add_argument("--jobs", type=int, default=1, help="parallel processes")
@@ -30,14 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     out = pathlib.Path(args.out)
     failed = False
-    if args.front in ("text", "both"):
+    if args.front in ("text", "both", "all"):
         summary, bad = run_text_front(args.programs, args.jobs, args.seed, args.batch,
                                       args.parser, out)
         print(summary, flush=True)
         failed |= bad
-    if args.front in ("python", "both"):
+    if args.front in ("python", "both", "all"):
         summary, bad = run_python_front(args.programs, args.jobs, args.seed, args.batch, out,
                                         args.builtin_names)
+        print(summary, flush=True)
+        failed |= bad
+    if args.front in ("gtx", "all"):
+        summary, bad = run_gtx_front(args.programs, args.jobs, args.seed, args.batch, out)
         print(summary, flush=True)
         failed |= bad
     return 1 if failed else 0

@@ -506,7 +506,8 @@ class ProgramLowering:
     def library_map(self, label: str, domain, node, tb: TaskletBuilder, outputs: dict):
         """A map over ``domain`` whose body is one library node."""
         state = self.state
-        me, mx = state.add_map(label, self.map_ranges(domain))
+        # a scan of a value along its axis only (a K field) runs once
+        me, mx = state.add_map(label, self.map_ranges(domain) or {"_once": "0:1"})
         state.add_node(node)
         for c, conn in tb.inputs.items():
             node.add_in_connector(c)

@@ -1,0 +1,217 @@
+"""Differential runs of the GT4Py-spelled random programs (:mod:`.gtx_programs`):
+the ``@gtx.program`` interpreted and compiled, at both sizes and every runtime
+bound set, against the NumPy reference written beside it.
+
+A batch's module is written to a file and imported, as for the Python front."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from . import gtx_reference as R
+from .gtx_programs import (
+    BOUNDS,
+    INPUTS,
+    INTS,
+    SIZES,
+    TABLES,
+    GtxCase,
+    generate_gtx_case,
+    gtx_batch,
+    gtx_source,
+)
+from .python_runner import PyOutcome, _attempt, _same, load_module
+
+BACKENDS = ("interpreter", "compiled")
+
+
+def tables(sizes: dict[str, int], seed: int) -> dict[str, Any]:
+    """The offset provider of a run: random tables, ``-1`` for absent neighbours
+    in those that have some, and ``Koff``."""
+    rng = np.random.default_rng(seed)
+    names = {"C": "N_C", "E": "N_E", "V": "N_V"}
+    out: dict[str, Any] = {}
+    for name, (src, tgt, width, absent) in TABLES.items():
+        t = rng.integers(0, sizes[names[src]], (sizes[names[tgt]], width)).astype(np.int32)
+        if absent:
+            t[rng.random(t.shape) < 0.25] = -1
+        out[name] = t
+    return out
+
+
+def arguments(cases: list[GtxCase], sizes: dict[str, int], seed: int) -> dict[str, Any]:
+    """Random arguments (inputs and outputs) at ``sizes``, without the ints."""
+    rng = np.random.default_rng(seed)
+    length = {"C": sizes["N_C"], "E": sizes["N_E"], "V": sizes["N_V"], "K": sizes["N_K"]}
+    length |= {n: s[2] for n, s in TABLES.items()}
+
+    def value(t, half=False):
+        shape = tuple(length[d] + (1 if d == "K" and half else 0) for d in t.dims())
+        if t.dt == "int32":
+            return rng.integers(-3, 4, shape).astype(np.int32)
+        x = rng.normal(size=shape)
+        return np.float32(x) if t.dt == "float32" and not shape else \
+            x.astype(t.dt) if shape else float(x)
+    args = {i.name: value(i.t, i.half) for i in INPUTS}
+    for c in cases:
+        for o, t in c.outputs:
+            args[o] = value(t)
+    return args
+
+
+def differential(module: Any, outputs: list[str], seed: int = 0) -> PyOutcome:
+    """Run ``module.fuzz`` with each backend and ``module.reference`` on the same
+    arguments; compare ``outputs``."""
+    out = PyOutcome()
+    prog = module.fuzz
+    for n, sizes in enumerate(SIZES):
+        provider = tables(sizes, seed + n)
+        base = arguments([], sizes, seed + n)
+        for hs, he, k0 in BOUNDS[n]:
+            ints = {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
+            where = f"{sizes} hs={hs} he={he} k0={k0}"
+            args = dict(base)
+            rng = np.random.default_rng(seed + 7 * n + hs)
+            for o in outputs:
+                args[o] = module.OUTPUT_ARRAYS(sizes, rng)[o]
+            args |= ints
+            ref = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+            bad: list[str] = []
+            R.set_mesh(sizes, provider)
+            try:
+                module.reference(ref, bad)
+            except Exception as err:    # noqa: BLE001
+                out.failed.setdefault("*", f"reference failed (a generator bug) at {where}: "
+                                           f"{type(err).__name__}: {err}")
+                return out
+            if bad:
+                out.failed.setdefault("*", f"generator bug at {where}: {bad}")
+                return out
+            for backend in BACKENDS:
+                kw = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+                status, detail = _attempt(
+                    lambda p=provider, b=backend, **k: prog(**k, offset_provider=p, backend=b),
+                    kw)
+                out.runs += 1
+                if status == "crash":
+                    out.crash = f"{backend} at {where}: {detail}"
+                    return out
+                if status == "error":
+                    out.failed.setdefault("*", f"{backend} at {where}: {detail!r}")
+                    return out
+                for o in outputs:
+                    if not _same(kw[o], ref[o], loose=True):
+                        out.failed.setdefault(o, f"{backend} differs from the reference at "
+                                                 f"{where}")
+    return out
+
+
+def source(cases: list[GtxCase]) -> str:
+    """The module of ``cases`` with ``OUTPUT_ARRAYS(sizes, rng)``."""
+    shapes = []
+    for c in cases:
+        for o, t in c.outputs:
+            shapes.append(f"    {o!r}: ({', '.join(repr(d) for d in t.dims())}, {t.dt!r}),")
+    return (gtx_source(cases) + "\n\nOUTPUTS = {\n" + "\n".join(shapes) + "\n}\n\n\n"
+            "def OUTPUT_ARRAYS(sizes, rng):\n"
+            '    """Random initial values of the outputs."""\n'
+            "    from tensorir_dace.fuzz.gtx_runner import output_arrays\n"
+            "    return output_arrays(OUTPUTS, sizes, rng)\n")
+
+
+def output_arrays(outputs: dict[str, tuple], sizes: dict[str, int], rng: Any) -> dict:
+    length = {"C": sizes["N_C"], "E": sizes["N_E"], "V": sizes["N_V"], "K": sizes["N_K"]}
+    res = {}
+    for o, (*dims, dt) in outputs.items():
+        shape = tuple(length[d] for d in dims)
+        res[o] = rng.integers(-3, 4, shape).astype(np.int32) if dt == "int32" \
+            else rng.normal(size=shape).astype(dt)
+    return res
+
+
+def run_gtx(cases: list[GtxCase], seed: int = 0) -> PyOutcome:
+    """Import the cases' module, run it (see :func:`differential`)."""
+    outputs = [o for c in cases for o, _ in c.outputs]
+    with tempfile.TemporaryDirectory(prefix="tir_gtxfuzz_") as folder:
+        try:
+            module = load_module(source(cases), folder, "gtxfuzz")
+        except Exception as err:   # noqa: BLE001
+            return PyOutcome(crash=f"import: {type(err).__name__}: {err}")
+        try:
+            return differential(module, outputs, seed)
+        finally:
+            sys.modules.pop(module.__name__, None)
+
+
+def case_fails(case: GtxCase, seed: int = 0) -> str | None:
+    """Why ``case`` alone fails (None: it passes)."""
+    out = run_gtx([case], seed)
+    return out.crash or next(iter(out.failed.values()), None)
+
+
+def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None]:
+    """Run the ``count`` cases from seed ``first`` as one program: (first, runs,
+    [(seed, why)] of failed cases, crash)."""
+    first, count = job[:2]
+    cases = gtx_batch(first, count)
+    out = run_gtx(cases, seed=first)
+    bad = []
+    for c in cases:
+        outputs = {o for o, _ in c.outputs}
+        for name, why in out.failed.items():
+            if name in outputs:
+                bad.append((c.seed, why))
+                break
+    if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
+        for c in cases:
+            alone = case_fails(generate_gtx_case(c.seed), first)
+            if alone:
+                bad.append((c.seed, alone))
+    return first, out.runs, bad, out.crash
+
+
+def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
+    """A runnable module reproducing the case of ``seed``: run as a script, the
+    differential run on the arguments of ``arg_seed``."""
+    case = generate_gtx_case(seed)
+    why = "".join(f"\n# {line}" for line in reason.splitlines())
+    outputs = [o for o, _ in case.outputs]
+    return (f"# seed {seed}{why}\n" + source([case])
+            + '\n\nif __name__ == "__main__":\n'
+            + "    import sys\n"
+            + "    from tensorir_dace.fuzz.gtx_runner import differential\n"
+            + f"    out = differential(sys.modules[__name__], {outputs!r}, seed={arg_seed})\n"
+            + '    print(out.crash or out.failed or "passes")\n')
+
+
+def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.Path
+                  ) -> tuple[str, bool]:
+    """Fuzz the GT4Py spelling: generated programs ``size`` to a compile; each
+    case that fails alone is written to ``out`` as a runnable ``.py``
+    reproducer.  (A summary line, whether anything failed.)"""
+    from .runner import batches, run_parallel
+    start = time.time()
+    work = batches(seed, programs, size)
+    results = run_parallel(run_gtx_batch, work, jobs)
+    failures = {s: (first, why) for first, _, bad, _ in results for s, why in bad}
+    crashes = [first for first, _, _, crash in results if crash]
+    for s, (first, why) in sorted(failures.items()):
+        alone = case_fails(generate_gtx_case(s), first)
+        why += "\nalone: " + (alone or "passes (it failed in its batch only)")
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"gtx_case_{s}.py").write_text(reproducer(s, why, first))
+    runs = sum(r[1] for r in results)
+    summary = (f"GT4Py front: programs {programs}, compiles {len(work)}, runs {runs}, "
+               f"mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"{time.time() - start:.0f} s")
+    return summary, bool(failures or crashes)
+
+
+__all__ = ["INTS", "case_fails", "differential", "reproducer", "run_gtx", "run_gtx_batch",
+           "run_gtx_front"]
