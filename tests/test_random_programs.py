@@ -279,6 +279,57 @@ def test_generated_programs_compile_and_match_the_interpreter(first):
     assert outcome.failed == {}, outcome.failed
 
 
+@pytest.mark.parametrize("first", [0, 100, 200])
+def test_mutated_calls_raise_tensorir_errors_or_agree(first):
+    """Wrong dtypes, extents, ranks, layouts, scalars, tables and aliases: the
+    compiled program and the interpreter both refuse a call with a
+    TensorIRError, or both run it to the same result."""
+    from tensorir_dace.fuzz import runner
+    from tensorir_dace.fuzz.calls import call_contract
+    prog = tir.parse(fuzz.program_text(fuzz.batch(first, PER_COMPILE)))
+    binary = tir.compile(prog, **runner.batch_options(first, PER_COMPILE))
+    args = random_arguments(prog, sizes=fuzz.SIZES[0], seed=first, absent_fraction=0.25)
+    assert call_contract(prog, binary, args, random.Random(first), 15) == []
+
+
+def test_the_call_contract_catches_crashes_refusals_and_wrong_results():
+    import numpy as np
+
+    from tensorir_dace.fuzz.calls import MUTATIONS, call_contract, mutate_call
+    prog = tir.parse("""
+    scale(out: tensor<float, I[0:N]>, a: tensor<float, I[0:N]>, w: tensor<float>) {
+      out ← a × w
+    }""")
+    args = {"out": np.zeros(5), "a": np.arange(5.0), "w": 2.0}
+    r = random.Random(0)
+    seen = set()
+    for _ in range(200):
+        _, what = mutate_call(prog, args, r)
+        seen.update(w.split(" ")[-1] if "=" not in w else "=" for w in what)
+    assert {"read-only", "fortran", "reversed", "strided", "missing", "keyword", "="} <= seen
+    assert set(MUTATIONS) >= {"dtype", "extent", "rank", "layout", "alias", "table_entry"}
+
+    compiled = tir.compile(prog)
+
+    def crashing(**kw):
+        raise ValueError("boom")
+
+    def lenient(**kw):          # runs whatever it gets
+        kw["out"][...] = 0.0 if isinstance(kw.get("out"), np.ndarray) else None
+
+    def off_by_one(**kw):
+        compiled(**kw)
+        kw["out"][...] += 1.0
+    assert call_contract(prog, compiled, args, random.Random(1), 30) == []
+    assert any("ValueError: boom" in m for m in call_contract(prog, crashing, args,
+                                                             random.Random(1), 5))
+    assert any("the compiled program ran" in m for m in call_contract(
+        prog, lenient, args, random.Random(1), 30))
+    assert any("'out' differs" in m for m in call_contract(
+        prog, lambda **kw: off_by_one(**kw) if kw.keys() == args.keys() else compiled(**kw),
+        args, random.Random(1), 60))
+
+
 def test_mutated_texts_only_raise_tensorir_errors():
     assert fuzz.fuzz_parser(600, seed=3) == []
 

@@ -7,7 +7,9 @@ interpreter, and mutated program texts fed to the parser and checker.
 The contract it checks: what ``check`` accepts, ``compile`` compiles, and the
 result agrees with ``interpret`` at two sets of sizes and several runtime
 bounds (``BOUNDS``) through one binary; only
-a ``TensorIRError`` may come out of any stage.  For the Python front end each
+a ``TensorIRError`` may come out of any stage.  Mutated calls of each binary
+(wrong dtypes, shapes, layouts, scalars, tables, aliases: :mod:`.calls`) must
+be refused by both the binary and the interpreter, or agree.  For the Python front end each
 program is written twice, as a decorated module and as Tensor IR text; the
 module interpreted and compiled must agree with the interpreted text.  Programs
 in GT4Py's spelling (``--front gtx``) are compared with a NumPy reference

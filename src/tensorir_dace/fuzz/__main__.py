@@ -29,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=20, help="programs per compiled program")
     ap.add_argument("--parser", type=int, default=1000,
                     help="mutated texts for the parser (text front)")
+    ap.add_argument("--calls", type=int, default=10,
+                    help="text front: mutated calls per compiled program (wrong dtypes, "
+                         "shapes, layouts, scalars, tables, aliases), each through the "
+                         "compiled program and the interpreter")
     ap.add_argument("--out", default="fuzz-failures", help="folder for the failures")
     ap.add_argument("--builtin-names", action="store_true",
                     help="Python front: name the parameters like Tensor IR builtins and size "
@@ -38,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     if args.front in ("text", "both", "all"):
         summary, bad = run_text_front(args.programs, args.jobs, args.seed, args.batch,
-                                      args.parser, out)
+                                      args.parser, out, args.calls)
         print(summary, flush=True)
         failed |= bad
     if args.front in ("python", "both", "all"):

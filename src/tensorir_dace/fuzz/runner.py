@@ -3,6 +3,7 @@ delta debugging of a failing case down to a minimal program."""
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import pathlib
 import random
@@ -25,6 +26,7 @@ class Outcome:
     statements: int
     failed: dict[str, str]
     crash: str | None = None      # an exception other than TensorIRError
+    calls: tuple[str, ...] = ()   # mutated calls that broke the call contract (see .calls)
 
 
 def _close(x: np.ndarray, y: np.ndarray) -> bool:
@@ -36,8 +38,10 @@ def _close(x: np.ndarray, y: np.ndarray) -> bool:
     return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
 
 
-def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcome:
-    """Check, compile once, run at both sizes against the interpreter."""
+def run_text(text: str, seed: int = 0, compile_kw: dict | None = None,
+             calls: int = 0) -> Outcome:
+    """Check, compile once, run at both sizes against the interpreter; then
+    ``calls`` mutated calls (:func:`.calls.call_contract`)."""
     from ..runtime.program import compile
     from ..syntax import parse
     from ..typing import check
@@ -62,7 +66,12 @@ def run_text(text: str, seed: int = 0, compile_kw: dict | None = None) -> Outcom
             if why is not None:
                 return Outcome(statements, {}, crash=why) if why.startswith("crash") \
                     else Outcome(statements, {"*": why})
-    return Outcome(statements, failed)
+    broken: list[str] = []
+    if calls:
+        from .calls import call_contract
+        args = random_arguments(prog, sizes=SIZES[0], seed=seed, absent_fraction=0.25)
+        broken = call_contract(prog, binary, args, random.Random(seed), calls)
+    return Outcome(statements, failed, calls=tuple(broken))
 
 
 def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | None:
@@ -114,12 +123,15 @@ def case_fails(case: Case, seed: int = 0) -> str | None:
     return None
 
 
-def run_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], str | None]:
-    """Run the ``count`` cases from seed ``first`` as one program: (first, statements,
-    [(seed, why)] of failed cases, crash)."""
-    first, count = job
+def run_batch(job: tuple[int, int, int]
+              ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...]]:
+    """Run the ``count`` cases from seed ``first`` as one program, and ``calls``
+    mutated calls of it: (first, statements, [(seed, why)] of failed cases,
+    crash, broken calls)."""
+    first, count, calls = job
     cases = batch(first, count)
-    out = run_text(program_text(cases), seed=first, compile_kw=batch_options(first, count))
+    out = run_text(program_text(cases), seed=first, compile_kw=batch_options(first, count),
+                   calls=calls)
     bad = []
     for c in cases:
         names = {o.split(":")[0] for o in c.outputs}
@@ -127,7 +139,7 @@ def run_batch(job: tuple[int, int]) -> tuple[int, int, list[tuple[int, str]], st
             if name == "*" or name in names:
                 bad.append((c.seed, why))
                 break
-    return first, out.statements, bad, out.crash
+    return first, out.statements, bad, out.crash, out.calls
 
 
 def batches(seed: int, programs: int, size: int) -> list[tuple[int, int]]:
@@ -142,13 +154,14 @@ def run_parallel(fn: Callable, jobs: list, processes: int) -> list:
 
 
 def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
-                   out: pathlib.Path) -> tuple[str, bool]:
+                   out: pathlib.Path, calls: int = 0) -> tuple[str, bool]:
     """Fuzz the text front: generated programs ``size`` to a compile, each failure
-    shrunk and written to ``out`` as a ``.tir`` file; then ``parser`` mutated
-    texts.  (A summary line, whether anything failed.)"""
+    shrunk and written to ``out`` as a ``.tir`` file, and ``calls`` mutated calls
+    per compile (the broken ones written beside the program); then ``parser``
+    mutated texts.  (A summary line, whether anything failed.)"""
     start = time.time()
     work = batches(seed, programs, size)
-    results = run_parallel(run_batch, work, jobs)
+    results = run_parallel(run_batch, [(first, count, calls) for first, count in work], jobs)
     statements = sum(r[1] for r in results)
     failures = [(s, why) for r in results for s, why in r[2]]
     crashes = [(r[0], r[3]) for r in results if r[3]]
@@ -162,6 +175,13 @@ def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
         out.mkdir(parents=True, exist_ok=True)
         (out / f"case_{s}.tir").write_text(
             f"# seed {s}, {small.kind}: {reason}\n" + program_text([small]))
+    broken_calls = [(r[0], why) for r in results for why in r[4]]
+    for first, group in itertools.groupby(broken_calls, key=lambda x: x[0]):
+        out.mkdir(parents=True, exist_ok=True)
+        count = next(c for f, c in work if f == first)
+        (out / f"calls_{first}.tir").write_text(
+            "".join(f"# {why}\n" for _, why in group)
+            + program_text(batch(first, count)))
     bad_texts = fuzz_parser(parser, seed)
     for k, (text, why) in enumerate(bad_texts):
         out.mkdir(parents=True, exist_ok=True)
@@ -169,9 +189,10 @@ def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
     summary = (f"text front: programs {programs}, statements {statements}, "
                f"compiles {len(work)} ({sum(bool(batch_options(*w)) for w in work)} "
                f"unoptimised), mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"parser texts {parser} ({len(bad_texts)} escaped), "
                f"{time.time() - start:.0f} s")
-    return summary, bool(failures or crashes or bad_texts)
+    return summary, bool(failures or crashes or bad_texts or broken_calls)
 
 
 # --------------------------------------------------------------------------- shrinking
