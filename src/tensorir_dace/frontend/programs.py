@@ -130,13 +130,14 @@ class ProgramTranslator(AssignmentTranslator):
                         if j not in done and groups[j][3] == dvalue]
                 done += same
                 with self.target_intervals(mines[i][0]), self.scans_in(union):
-                    value = self.expr(call)     # once per distinct domain
-                    for j in same:
-                        whole = value
-                        for k in groups[j][0]:  # the part of the value these outputs take
-                            whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                                else project(self.to_ir(whole, call), k, self.loc(call))
-                        chosen[groups[j][0]] = self.fit_domain_scans(whole, call)
+                    # once per distinct domain (the parts share their scans' ranges)
+                    value = self.fit_domain_scans(self.expr(call), call)
+                for j in same:
+                    whole = value
+                    for k in groups[j][0]:      # the part of the value these outputs take
+                        whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                            else project(self.to_ir(whole, call), k, self.loc(call))
+                    chosen[groups[j][0]] = whole
             for mine in mines:
                 targets += mine
             value = _assemble(out_node, (), chosen)
