@@ -33,7 +33,14 @@ from .dims import (
     has_runtime_bounds,
 )
 from .expressions import ExpressionTranslator
-from .meshes import TensorOffset, as_offset, cast_tuple, is_namedtuple_class, offset_shift, viewed_as
+from .meshes import (
+    TensorOffset,
+    as_offset,
+    cast_tuple,
+    is_namedtuple_class,
+    offset_shift,
+    viewed_as,
+)
 from .runtime_bounds import runtime_concat_where
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
