@@ -1512,3 +1512,12 @@ def test_graupel(backend, case):
     for j in range(6):
         np.testing.assert_allclose(a["q_out"][j], q_out[j], rtol=1e-9, atol=1e-15,
                                    err_msg=f"q_out[{j}]")
+
+
+def test_graupel_is_translated_without_copies():
+    """The ``if enable_masking:`` of ``_q_t_update`` only assigns, and the tuples
+    unpacked from ``sink_saturation`` are bound once: the program stays small (a
+    copy of the rest of the body per branch, or of a function's body per
+    unpacked element, made it several times larger)."""
+    from tensorir_dace import ir
+    assert sum(1 for _ in ir.walk(graupel_run.ir)) < 60_000
