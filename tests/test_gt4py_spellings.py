@@ -10,6 +10,8 @@ hand-written NumPy, in a program body and in a direct call.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -409,3 +411,70 @@ def test_decorator_backend_as_gt4py_passes_it():
     assert embedded.cache_info().compiles + embedded.cache_info().loads == 0
     with pytest.raises(FrontendError, match="backend must be one of"):
         program(backend="gtfn")(lambda: None)
+
+
+# ------------------------------------------------------------------ tuples of fields (muphys' Q)
+
+
+class QPair(NamedTuple):
+    v: Field[[Cell, K], float]
+    c: Field[[Cell, K], float]
+
+
+@field_operator
+def _split(x: Field[[Cell, K], float]) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    return x + 1.0, x * 2.0
+
+
+@field_operator
+def _updated(t: Field[[Cell, K], float], q: QPair, on: bool
+             ) -> tuple[QPair, Field[[Cell, K], float]]:
+    a, b = _split(q.v)          # the hidden value of the unpacking is no name 't'
+    if on:                      # an if that only assigns: the rest is not copied
+        s = a + b
+    else:
+        s = a - b
+    return QPair(v=s + t, c=q.c * t), t + 1.0
+
+
+@field_operator
+def _masked(te: Field[[Cell, K], float], q: QPair, on: bool
+            ) -> tuple[QPair, Field[[Cell, K], float]]:
+    q, t = where(q.c > 0.5, _updated(te, q, on), (q, te))   # the NamedTuple stays one
+    return QPair(v=q.v + t, c=q.c), t
+
+
+@program
+def pair_run(te: Field[[Cell, K], float], q_in: QPair, q_out: QPair,
+             t_out: Field[[Cell, K], float], hs: int32, he: int32, on: bool):
+    _masked(te, q_in, on, out=(q_out, t_out),
+            domain=(({Cell: (hs, he)}, {Cell: (hs, he)}), {Cell: (hs, he)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("on", [True, False])
+def test_a_namedtuple_of_fields_as_parameter_output_and_where_branch(backend, on):
+    n, nk = 6, 4
+    te, v, c = (RNG.random((n, nk)) for _ in range(3))
+    q_out = QPair(np.zeros((n, nk)), np.zeros((n, nk)))
+    t_out = np.zeros((n, nk))
+    pair_run(te, QPair(v, c), q_out, t_out, 1, n - 1, on, backend=backend)
+    a, b = v + 1.0, v * 2.0
+    s = a + b if on else a - b
+    m = c > 0.5
+    qv, qc, t = np.where(m, s + te, v), np.where(m, c * te, c), np.where(m, te + 1.0, te)
+    want = (qv + t, qc, t)
+    for got, w in zip((q_out.v, q_out.c, t_out), want):
+        np.testing.assert_allclose(got[1:n - 1], w[1:n - 1], rtol=1e-12)
+        assert not got[0].any() and not got[n - 1].any()
+
+
+def test_a_tuple_of_domains_for_one_tuple_valued_output_must_agree():
+    @program
+    def disagreeing(te: Field[[Cell, K], float], q_in: QPair, q_out: QPair,
+                    t_out: Field[[Cell, K], float]):
+        _masked(te, q_in, True, out=(q_out, t_out),
+                domain=(({Cell: (0, 1)}, {Cell: (0, 2)}), {Cell: (0, 1)}))
+
+    with pytest.raises(FrontendError, match="give them the same domain"):
+        disagreeing.ir

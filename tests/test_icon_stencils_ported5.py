@@ -35,6 +35,7 @@ from tensorir_dace.frontend import (
     DimensionKind,
     Dims,
     Field,
+    FieldOffset,
     astype,
     broadcast,
     concat_where,
@@ -47,6 +48,10 @@ from tensorir_dace.frontend import (
     sqrt,
     where,
 )
+from test_icon_stencils_local import (
+    _cells2verts_scalar as _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl,
+)
+from test_icon_stencils_local import _compute_horizontal_advection_term_for_vertical_velocity
 from test_icon_stencils_ported3 import (
     IntegrationState,
     PrecipStateQx,
@@ -64,8 +69,18 @@ EdgeDim = Dimension("Edge")
 VertexDim = Dimension("Vertex")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+E2VDim = Dimension("E2V", DimensionKind.LOCAL)
+V2CDim = Dimension("V2C", DimensionKind.LOCAL)
+
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
+dims.E2CDim, dims.E2VDim, dims.V2CDim = E2CDim, E2VDim, V2CDim
+dims.E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+dims.E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
+dims.V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
+dims.Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+Koff = dims.Koff
 
 fa = types.ModuleType("icon_field_aliases")
 fa.CellKField = Field[Dims[CellDim, KDim], T]
@@ -74,6 +89,7 @@ fa.VertexKField = Field[Dims[VertexDim, KDim], T]
 fa.CellField = Field[Dims[CellDim], T]
 fa.EdgeField = Field[Dims[EdgeDim], T]
 fa.KField = Field[Dims[KDim], T]
+fa.VertexField = Field[Dims[VertexDim], T]
 
 ta = types.ModuleType("icon_type_alias")
 ta.wpfloat, ta.vpfloat = float64, float32
@@ -1510,5 +1526,209 @@ def test_graupel(backend, case):
                 backend=backend)
     check(a, expected, rtol=1e-9, atol=1e-14)
     for j in range(6):
-        np.testing.assert_allclose(a["q_out"][j], q_out[j], rtol=1e-9, atol=1e-14,
+        np.testing.assert_allclose(a["q_out"][j], q_out[j], rtol=1e-9, atol=1e-15,
                                    err_msg=f"q_out[{j}]")
+
+
+def test_graupel_is_translated_without_copies():
+    """The ``if enable_masking:`` of ``_q_t_update`` only assigns, and the tuples
+    unpacked from ``sink_saturation`` are bound once: the program stays small (a
+    copy of the rest of the body per branch, or of a function's body per
+    unpacked element, made it several times larger)."""
+    from tensorir_dace import ir
+    assert sum(1 for _ in ir.walk(graupel_run.ir)) < 60_000
+
+
+# ================================================================== diffusion and advection of w
+#
+# Vertical diffusion written in place (``out=vn`` of an operator reading
+# ``vn(Koff[-1])`` and ``vn(Koff[1])``: GT4Py computes the new field from the old
+# one), and the horizontal advection of w at half levels with index fields
+# (``edge: EdgeField[int32]``, ``vertex: VertexField[int32]``) compared in
+# chained comparisons with runtime bounds, a vertex value chosen by ``where``
+# before it is read through ``E2V``, and ``V2C`` with missing neighbours.  As
+# in icon4py's double-precision build, vpfloat is wpfloat here (these operators
+# divide wpfloat by vpfloat fields, which GT4Py refuses for two float types).
+
+NE, NV = 13, 8
+
+
+def table(rows, cols, targets, absent=0.0):
+    t = RNG.integers(0, targets, (rows, cols))
+    t[RNG.random((rows, cols)) < absent] = -1
+    return t
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_vn(
+    vn: fa.EdgeKField[wpfloat],
+    ddqz_z_half_e: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    coeff: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    d2vndz2 = (
+        (vn(Koff[-1]) - vn) / ddqz_z_half_e - (vn - vn(Koff[1])) / ddqz_z_half_e(Koff[1])
+    ) / ddqz_z_full_e
+    vn = vn + coeff * d2vndz2
+    return vn
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_w(
+    w: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[wpfloat],
+    ddqz_z_full: fa.CellKField[wpfloat],
+    coeff: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    d2wdz2 = (
+        (w(Koff[-1]) - w) / ddqz_z_full(Koff[-1]) - (w - w(Koff[1])) / ddqz_z_full
+    ) / ddqz_z_half
+    w = w + coeff * d2wdz2
+    return w
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_of_w(
+    khalf_horizontal_advection_of_w_at_edge: fa.EdgeKField[wpfloat],
+    w: fa.CellKField[wpfloat],
+    khalf_tangential_wind: fa.EdgeKField[wpfloat],
+    khalf_vn: fa.EdgeKField[wpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    edge: fa.EdgeField[gtx.int32],
+    vertex: fa.VertexField[gtx.int32],
+    start_edge_lateral_boundary_level_7: gtx.int32,
+    end_edge_halo: gtx.int32,
+    start_vertex_lateral_boundary_level_2: gtx.int32,
+    end_vertex_halo: gtx.int32,
+) -> fa.EdgeKField[wpfloat]:
+    khalf_w_at_vertex = where(
+        (start_vertex_lateral_boundary_level_2 <= vertex < end_vertex_halo),
+        _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(w, c_intp),
+        0.0,
+    )
+
+    khalf_horizontal_advection_of_w_at_edge = where(
+        (start_edge_lateral_boundary_level_7 <= edge < end_edge_halo),
+        _compute_horizontal_advection_term_for_vertical_velocity(
+            khalf_vn,
+            inv_dual_edge_length,
+            w,
+            khalf_tangential_wind,
+            inv_primal_edge_length,
+            tangent_orientation,
+            khalf_w_at_vertex,
+        ),
+        khalf_horizontal_advection_of_w_at_edge,
+    )
+
+    return khalf_horizontal_advection_of_w_at_edge
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def diffusion_and_advection_of_w(
+    vn: fa.EdgeKField[wpfloat],
+    ddqz_z_half_e: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    w: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[wpfloat],
+    ddqz_z_full: fa.CellKField[wpfloat],
+    coeff: wpfloat,
+    khalf_horizontal_advection_of_w_at_edge: fa.EdgeKField[wpfloat],
+    khalf_tangential_wind: fa.EdgeKField[wpfloat],
+    khalf_vn: fa.EdgeKField[wpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    edge: fa.EdgeField[gtx.int32],
+    vertex: fa.VertexField[gtx.int32],
+    lateral_boundary_7: gtx.int32,
+    halo_1: gtx.int32,
+    start_vertex_lateral_boundary_level_2: gtx.int32,
+    end_vertex_halo: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _apply_vertical_diffusion_to_vn(
+        vn, ddqz_z_half_e, ddqz_z_full_e, coeff, out=vn,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _apply_vertical_diffusion_to_w(
+        w, ddqz_z_half, ddqz_z_full, coeff, out=w,
+        domain={dims.CellDim: (0, 7), dims.KDim: (vertical_start, vertical_end)})
+    _compute_horizontal_advection_of_w(
+        khalf_horizontal_advection_of_w_at_edge, w, khalf_tangential_wind, khalf_vn, c_intp,
+        inv_dual_edge_length, inv_primal_edge_length, tangent_orientation, edge, vertex,
+        lateral_boundary_7, halo_1, start_vertex_lateral_boundary_level_2, end_vertex_halo,
+        out=khalf_horizontal_advection_of_w_at_edge,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+ADV_TABLES = {"E2C": table(NE, 2, NC), "E2V": table(NE, 2, NV),
+              "V2C": table(NV, 6, NC, absent=0.25), "Koff": KDim}
+ADV_TABLES["V2C"][1, :] = -1            # a vertex without any cell
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(1, NE - 2, 1, NLEV, 2, NE - 1, 1, NV - 2),
+                                    (0, NE, 2, NLEV - 1, 0, 5, 3, 4)])
+def test_diffusion_and_advection_of_w(backend, bounds):
+    hs, he, vs, ve, lb7, halo, vlb2, veh = bounds
+    n, h = NLEV, NLEV + 1
+    a = dict(vn=RNG.random((NE, n)) - 0.5, ddqz_z_half_e=RNG.random((NE, h)) + 1,
+             ddqz_z_full_e=RNG.random((NE, n)) + 1,
+             w=RNG.random((NC, h)) - 0.5, ddqz_z_half=RNG.random((NC, h)) + 1,
+             ddqz_z_full=RNG.random((NC, n)) + 1,
+             khalf_horizontal_advection_of_w_at_edge=RNG.random((NE, n)),
+             khalf_tangential_wind=RNG.random((NE, n)) - 0.5,
+             khalf_vn=(RNG.random((NE, n)) - 0.5), c_intp=RNG.random((NV, 6)),
+             inv_dual_edge_length=RNG.random(NE) + 1, inv_primal_edge_length=RNG.random(NE) + 1,
+             tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+             edge=np.arange(NE, dtype=np.int32), vertex=np.arange(NV, dtype=np.int32))
+    coeff = 0.3
+    e = {k: np.array(v, copy=True) for k, v in a.items()}
+    # vertical diffusion, from the old values
+    vn, dh, df = e["vn"], e["ddqz_z_half_e"].astype(f64), e["ddqz_z_full_e"].astype(f64)
+    new_vn = vn.copy()
+    for k in range(vs, ve - 1):
+        d2 = ((vn[:, k - 1] - vn[:, k]) / dh[:, k] - (vn[:, k] - vn[:, k + 1]) / dh[:, k + 1]) \
+            / df[:, k]
+        new_vn[hs:he, k] = (vn[:, k] + coeff * d2)[hs:he]
+    w, wh, wf = e["w"], e["ddqz_z_half"].astype(f64), e["ddqz_z_full"].astype(f64)
+    new_w = w.copy()
+    for k in range(vs, ve):
+        d2 = ((w[:, k - 1] - w[:, k]) / wf[:, k - 1] - (w[:, k] - w[:, k + 1]) / wf[:, k]) \
+            / wh[:, k]
+        new_w[:7, k] = (w[:, k] + coeff * d2)[:7]
+    # the advection of w reads the new w
+    v2c = ADV_TABLES["V2C"]
+    gathered = new_w[np.where(v2c >= 0, v2c, 0)]
+    w_v = np.where((v2c >= 0)[:, :, None], e["c_intp"][:, :, None] * gathered, 0.0).sum(1)
+    vidx = np.arange(NV)[:, None]
+    w_v = np.where((vlb2 <= vidx) & (vidx < veh), w_v, 0.0)
+    e2c, e2v = ADV_TABLES["E2C"], ADV_TABLES["E2V"]
+    term = (e["khalf_vn"].astype(f64) * e["inv_dual_edge_length"][:, None]
+            * (new_w[e2c[:, 0], :n] - new_w[e2c[:, 1], :n])
+            + e["khalf_tangential_wind"] * (e["inv_primal_edge_length"]
+                                            * e["tangent_orientation"])[:, None]
+            * (w_v[e2v[:, 0], :n] - w_v[e2v[:, 1], :n]))
+    eidx = np.arange(NE)[:, None]
+    old_adv = e["khalf_horizontal_advection_of_w_at_edge"]
+    adv = np.where((lb7 <= eidx) & (eidx < halo), term, old_adv)
+    want_adv = old_adv.copy()
+    want_adv[hs:he, vs:ve] = adv[hs:he, vs:ve]
+    diffusion_and_advection_of_w(
+        **a, coeff=coeff, lateral_boundary_7=lb7, halo_1=halo,
+        start_vertex_lateral_boundary_level_2=vlb2, end_vertex_halo=veh, horizontal_start=hs,
+        horizontal_end=he, vertical_start=vs, vertical_end=ve, offset_provider=ADV_TABLES,
+        backend=backend)
+    np.testing.assert_allclose(a["vn"], new_vn, rtol=1e-12, err_msg="vn")
+    np.testing.assert_allclose(a["w"], new_w, rtol=1e-12, err_msg="w")
+    np.testing.assert_allclose(a["khalf_horizontal_advection_of_w_at_edge"], want_adv,
+                               rtol=2e-6, atol=2e-6, err_msg="advection of w")

@@ -60,11 +60,14 @@ def inside(full, cells, levels):
     return out
 
 
-def running(a, cells, levels, factor=1.0):
-    """The column sums of ``a`` from level ``levels[0]`` (zero elsewhere)."""
+def running(a, cells, levels, factor=1.0, start=None):
+    """The column sums of ``a`` from level ``start`` (``levels[0]`` unless given) on
+    ``levels`` (zero elsewhere)."""
     out = np.zeros(a.shape)
     lo, hi = levels
-    out[cells[0]:cells[1], lo:hi] = factor * np.cumsum(a[cells[0]:cells[1], lo:hi], axis=1)
+    start = lo if start is None else start
+    sums = factor * np.cumsum(a[cells[0]:cells[1], start:hi], axis=1)
+    out[cells[0]:cells[1], lo:hi] = sums[:, lo - start:]
     return out
 
 
@@ -78,7 +81,9 @@ def test_a_domain_per_output_in_a_program(backend):
                 inside(a * a, (0, 2), (vs, ve)),
                 inside(2 * a, (hs, he), (vs, ve)), inside(a + 1, (hs, he), (vs, ve)),
                 inside(a * a, (0, NC), (1, ve)),
-                running(a, (0, NC), (vs, ve)), running(a, (hs, he), (1, ve), 2.0)]
+                # one scan feeds both: GT4Py runs it over the union of their domains
+                running(a, (0, NC), (vs, ve), start=min(vs, 1)),
+                running(a, (hs, he), (1, ve), 2.0, start=min(vs, 1))]
         for k, (got, w) in enumerate(zip(outs, want)):
             np.testing.assert_allclose(got, w, rtol=1e-12, err_msg=f"output {k}")
 

@@ -17,7 +17,7 @@ from typing import Any
 from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding
-from .meshes import is_namedtuple_class, named_value
+from .meshes import is_namedtuple_class, named_value, viewed_as, whole_of_projections
 from .nodes import FUNCTION_STATEMENTS, UNSUPPORTED_STATEMENTS, handler
 from .reductions import ReductionTranslator
 from .values import (
@@ -106,12 +106,22 @@ class BodyTranslator(ReductionTranslator):
                 raise self.error(e, "only names (and tuples of names) can be unpacked into")
         n = len(tgt.elts)
         binds: list[Bind] = []
-        if is_ir(value) and not is_trivial(value) and not pushable(value):
+        like = None
+        if isinstance(value, tuple) and (whole := whole_of_projections(value)) is not None \
+                and not is_trivial(whole):
+            # a view of one tuple value (``q, t = where(m, (q, te), …)``): bound once,
+            # not copied into each element
+            like, value = value, whole
+        if is_ir(value) and not is_trivial(value) and \
+                not (pushable(value) and _small_lets(value)):
             self.unpack_value(value, n, s)   # checks the arity
             hidden = self.ctx.fresh("t")
             binds.append(Bind(hidden, value, let=True, force=True))
             hsym = ir.Sym(hidden, loc=self.loc(s))
             parts = [project(hsym, k, self.loc(s)) for k in range(n)]
+            if like is not None:
+                parts = [viewed_as(x, p, self.loc(s)) if isinstance(x, tuple) else p
+                         for x, p in zip(like, parts)]
         else:
             parts = self.unpack_value(value, n, s)
         for e, part in zip(tgt.elts, parts):
@@ -133,14 +143,17 @@ class BodyTranslator(ReductionTranslator):
     def f_If(self, s: ast.If, rest: list) -> Any:
         c = self.expr(s.test)
         if contains_ir(c):
-            return _Value(self.scalar_if(s, c, rest))
+            v = self.scalar_if(s, c, rest)
+            return v if isinstance(v, list) else _Value(v)    # (a list: the rest, merged)
         chosen = s.body if self.static_truth(c, s.test) else s.orelse
         return list(chosen) + list(rest)
 
     def scalar_if(self, s: ast.If, c: Any, rest: list) -> Any:
         """``if flag: … else: …`` on a scalar (GT4Py's if statement): each branch
         followed by the rest of the body is the function's value on that side,
-        and the value is ``if(flag, then, else)``.  In a scan or reduction body
+        and the value is ``if(flag, then, else)``; where the branches only assign
+        (:meth:`merged_if`), the statements that bind the chosen values, then the
+        rest.  In a scan or reduction body
         (GT4Py's per-column scalars) the flag may vary along the other dimensions:
         ``if`` then chooses element-wise, as ``where`` does."""
         cond = self.to_ir(c, s.test)
@@ -149,6 +162,10 @@ class BodyTranslator(ReductionTranslator):
             raise self.error(s.test, f"an if statement inside a function needs a scalar bool "
                                      f"condition, got {t}; use where(c, a, b) for an "
                                      "element-wise choice or concat_where for a boundary")
+        if not self.ctx.pointwise:
+            merged = self.merged_if(s, cond, rest)
+            if merged is not None:
+                return merged
         saved = dict(self.env)
         try:
             then = self.block(list(s.body) + list(rest), s)
@@ -160,6 +177,50 @@ class BodyTranslator(ReductionTranslator):
         if type(then) is type(orelse) and is_namedtuple_class(type(then)):
             return named_value(type(then), value, self.loc(s))   # result.x still works
         return value
+
+    def merged_if(self, s: ast.If, cond: ir.Expr, rest: list) -> list | None:
+        """``if flag: …`` on a scalar whose branches only assign: each branch's
+        values of the names it assigns, chosen by ``if(flag, …)`` once, and the
+        rest of the body translated once (not once per branch).  None where a
+        branch returns, or assigns a name that is unbound on the other side."""
+        branches = (list(s.body), list(s.orelse))
+        if any(isinstance(n, ast.Return) for b in branches for st in b for n in ast.walk(st)):
+            return None
+        assigned = [{n.id for st in b for n in ast.walk(st)
+                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                    for b in branches]
+        names = sorted(assigned[0] | assigned[1])
+        if not names or any(n not in self.env and not all(n in a for a in assigned)
+                            for n in names):
+            return None
+        saved = dict(self.env)
+        values = []
+        try:
+            for b in branches:
+                self.env = dict(saved)
+                ret = ast.copy_location(ast.Return(ast.copy_location(ast.Tuple(
+                    [ast.copy_location(ast.Name(n, ast.Load()), s) for n in names],
+                    ast.Load()), s)), s)
+                values.append(self.block(b + [ret], s))
+        finally:
+            self.env = saved
+        if not all(isinstance(v, tuple) or is_ir(v) for v in values):
+            return None
+        try:
+            both = [self.to_ir(v, s) for v in values]
+        except FrontendError:
+            return None
+        hidden = self.ctx.fresh("if")
+        loc = self.loc(s)
+        hsym = ir.Sym(hidden, loc=loc)
+        binds: list = [Bind(hidden, self.call_ir("if", (cond, *both), s), let=True, force=True)]
+        for k, n in enumerate(names):
+            part = project(hsym, k, loc)
+            kinds = {type(v[k]) for v in values if isinstance(v, tuple)}
+            if len(kinds) == 1 and is_namedtuple_class(c := kinds.pop()):
+                part = named_value(c, part, loc)
+            binds.append(Bind(n, part, let=True))
+        return binds + list(rest)
 
     def f_For(self, s: ast.For, rest: list) -> Any:
         return self.unroll(s) + list(rest)
@@ -250,6 +311,8 @@ class BodyTranslator(ReductionTranslator):
         if isinstance(value, tuple) and contains_ir(value) and uses_of(name, rest) > 1:
             named = type(value) if is_namedtuple_class(type(value)) else None
             return self.bind_local(name, self.to_ir(value, node), rest, node, named=named)
+        if named is not None and is_ir(value):      # a view of a trivial value stays one
+            value = named_value(named, value, self.loc(node))
         self.env[name] = value
         return None
 
@@ -326,3 +389,17 @@ def _loads(name: str, node: ast.AST, weight: int) -> int:
                          ast.comprehension)):
         weight *= 2
     return sum(_loads(name, c, weight) for c in ast.iter_child_nodes(node))
+
+
+def _small_lets(e: ir.Expr, limit: int = 40) -> bool:
+    """Whether the values a let chain ``(λ x. … make_tuple(…))(v)`` binds are small:
+    unpacking it then copies the chain into each element (no tuple to bind); a
+    large chain (a function's body) is bound once instead, or each element
+    would copy it."""
+    size = 0
+    while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
+        size += sum(1 for a in e.args for _ in ir.walk(a))
+        if size > limit:
+            return False
+        e = e.func.body
+    return True

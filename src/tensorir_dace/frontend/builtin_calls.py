@@ -33,7 +33,14 @@ from .dims import (
     has_runtime_bounds,
 )
 from .expressions import ExpressionTranslator
-from .meshes import TensorOffset, as_offset, cast_tuple, is_namedtuple_class, offset_shift, rebuild
+from .meshes import (
+    TensorOffset,
+    as_offset,
+    cast_tuple,
+    is_namedtuple_class,
+    offset_shift,
+    viewed_as,
+)
 from .runtime_bounds import runtime_concat_where
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
@@ -93,7 +100,7 @@ class BuiltinTranslator(ExpressionTranslator):
             # GT4Py keeps the branches' NamedTuples: ``q, t = where(m, (q, te), …)``
             # then reads ``q.v``
             like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
-            return value if like is None else _viewed_as(like, value, self.loc(node))
+            return value if like is None else viewed_as(like, value, self.loc(node))
         if kind == "concat_where":
             c, a, b = self.positional(f, args, kwargs, ("condition", "a", "b"), node)
             if contains_ir(c):
@@ -377,10 +384,3 @@ def _holds_namedtuple(v: Any) -> bool:
     return isinstance(v, tuple) and (is_namedtuple_class(type(v))
                                      or any(_holds_namedtuple(x) for x in v))
 
-
-def _viewed_as(like: tuple, e: ir.Expr, loc: Any) -> Any:
-    """The tuple-typed ``e`` seen with the (named) tuple structure of ``like``."""
-    def get(i: int) -> ir.Expr:
-        return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(i, loc=loc)), loc=loc)
-    return rebuild(like, [_viewed_as(x, get(i), loc) if isinstance(x, tuple) else get(i)
-                          for i, x in enumerate(like)])

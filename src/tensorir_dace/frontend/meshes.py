@@ -225,6 +225,14 @@ def whole_of_projections(v: tuple) -> ir.Expr | None:
     return whole
 
 
+def viewed_as(like: tuple, e: ir.Expr, loc: Any) -> Any:
+    """The tuple-typed ``e`` seen with the (named) tuple structure of ``like``."""
+    def get(i: int) -> ir.Expr:
+        return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(i, loc=loc)), loc=loc)
+    return rebuild(like, [viewed_as(x, get(i), loc) if isinstance(x, tuple) else get(i)
+                          for i, x in enumerate(like)])
+
+
 def rebuild(like: tuple, items: list) -> tuple:
     """A tuple of ``items`` of the same (named) tuple class as ``like``."""
     return type(like)(*items) if is_namedtuple_class(type(like)) else tuple(items)

@@ -106,8 +106,9 @@ class ProgramTranslator(AssignmentTranslator):
         into the same sub-domain of its output; ``out=`` may be nested as the
         value is (``out=((a, b), c)``).  GT4Py's tuple of domains gives each
         output its own, following the nesting of ``out=`` (``domain=({…}, {…})``;
-        a dict for a nested output covers its leaves): the call is translated once
-        per domain, so that its scans and conditions follow that domain."""
+        a dict for a nested output covers its leaves): the call is translated once,
+        over the union of the domains, and each scan runs over the union of the
+        domains of the outputs that read it (GT4Py's domain inference)."""
         groups = self.domain_groups(out_node, domain)
         if groups is None:
             targets = [self.domain_target(t, domain) for t in _leaves(out_node)]
@@ -122,21 +123,21 @@ class ProgramTranslator(AssignmentTranslator):
             # output takes its part: a scan starts at the union's first level (a
             # surface flux written on the last level only is the whole column's)
             union = _union_target([t for mine in mines for t in mine])
-            done: list[int] = []
-            for i, (_, _, _, dvalue) in enumerate(groups):
-                if i in done:
-                    continue
-                same = [j for j in range(i, len(groups))
-                        if j not in done and groups[j][3] == dvalue]
-                done += same
-                with self.target_intervals(mines[i][0]), self.scans_in(union):
-                    value = self.expr(call)     # once per distinct domain
-                    for j in same:
-                        whole = value
-                        for k in groups[j][0]:  # the part of the value these outputs take
-                            whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                                else project(self.to_ir(whole, call), k, self.loc(call))
-                        chosen[groups[j][0]] = self.fit_domain_scans(whole, call)
+            with self.target_intervals(union), self.scans_in(union):
+                value = self.expr(call)         # once: GT4Py computes it once too
+                parts = []
+                for path, *_ in groups:
+                    whole = value
+                    for k in path:              # the part of the value these outputs take
+                        whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                            else project(self.to_ir(whole, call), k, self.loc(call))
+                    parts.append(whole)
+                # each scan runs over the union of the domains of the outputs reading it
+                doms = [{a.name: a for a in mine[0].args[1:] if isinstance(a, ir.DimInterval)}
+                        if isinstance(mine[0], ir.Call) else {} for mine in mines]
+                parts = self.fit_domain_scans(parts, call, doms)
+            for (path, *_), part in zip(groups, parts):
+                chosen[path] = part
             for mine in mines:
                 targets += mine
             value = _assemble(out_node, (), chosen)
@@ -177,7 +178,9 @@ class ProgramTranslator(AssignmentTranslator):
             if isinstance(dvalue, dict):
                 groups.append((path, node, dnode, dvalue))
                 return
-            if isinstance(dvalue, (tuple, list)) and not isinstance(node, (ast.Tuple, ast.List)):
+            if isinstance(dvalue, (tuple, list)) and isinstance(node, ast.Name) and \
+                    self.kinds.get(node.id) in ("param", "temp") and \
+                    isinstance(self.tensor_type(self.env[node.id].name).dtype, ir.TupleType):
                 # one output holding a tuple of fields (a NamedTuple of fields such as
                 # muphys' ``Q``): GT4Py nests a domain per field; a tensor of tuples
                 # has one domain, so they must all be the same

@@ -300,13 +300,18 @@ class ReductionTranslator(BuiltinTranslator):
 
     # ------------------------------------------------------------------ scans
 
-    def fit_domain_scans(self, value: Any, node: ast.AST) -> Any:
+    def fit_domain_scans(self, value: Any, node: ast.AST,
+                         domains: list[dict[str, ir.DimInterval]] | None = None) -> Any:
         """``value`` of a ``domain=`` call (an IR value or a tuple of them) with its
         scans along the domain's dimensions run over the levels its readers need
-        (see :mod:`.scan_ranges`)."""
+        (see :mod:`.scan_ranges`).  With ``domains``, ``value`` is a list of parts,
+        each written on its own domain: a scan read by several runs over the
+        union of what they ask."""
         if not self.ctx.domain_scans:
             return value
         leaves: list[ir.Expr] = []
+        leaf_domains: list[dict[str, ir.DimInterval]] = []
+        current: list[dict[str, ir.DimInterval]] = [self.ctx.domain]
 
         def collect(v: Any) -> None:
             if isinstance(v, tuple):
@@ -314,6 +319,7 @@ class ReductionTranslator(BuiltinTranslator):
                     collect(x)
             elif is_ir(v):
                 leaves.append(v)
+                leaf_domains.append(current[0])
 
         def rebuilt(v: Any, fitted: Iterator[ir.Expr]) -> Any:
             if isinstance(v, tuple):
@@ -321,7 +327,12 @@ class ReductionTranslator(BuiltinTranslator):
                 return rebuild(v, [rebuilt(x, fitted) for x in v])
             return next(fitted) if is_ir(v) else v
 
-        collect(value)      # the parts of a tuple value share their scans' ranges
+        if domains is None:
+            collect(value)      # the parts of a tuple value share their scans' ranges
+        else:
+            for part, d in zip(value, domains):
+                current[0] = d
+                collect(part)
         runtime = {p.name for p in self.ctx.params if p.type.is_scalar} | \
             {v for v, _, _ in self.ctx.loops}
 
@@ -332,8 +343,11 @@ class ReductionTranslator(BuiltinTranslator):
                 return None
 
         fitted = fit_scans(leaves, self.ctx.domain, self.ctx.domain_scans, runtime,
-                           self.scope, type_of)
-        return rebuilt(value, iter(fitted))
+                           self.scope, type_of, None if domains is None else leaf_domains)
+        if domains is None:
+            return rebuilt(value, iter(fitted))
+        it = iter(fitted)
+        return [rebuilt(part, it) for part in value]
 
     def scan(self, op: ScanOperator, args: list, kwargs: dict, node: ast.Call) -> ir.Expr:
         loc = self.loc(node)

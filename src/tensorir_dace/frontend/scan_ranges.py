@@ -106,21 +106,30 @@ def _shift_head(head: ir.Call, needs: Needs) -> Needs:
 
 def fit_scans(values: list[ir.Expr], domain: dict[str, ir.DimInterval],
               scans: dict[ir.Call, DomainScan], runtime: set[str], scope: Scope,
-              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None]) -> list[ir.Expr]:
-    """``values`` (all written on ``domain``), each scan of ``scans`` restricted to
-    the range its readers need, clipped to its operands' interval.  ``runtime``:
-    the names of runtime bounds; ``type_of``: the type of an expression in a
-    scope (None when it has none).  A let (an applied lambda) asks its
-    arguments for what its body asks of its parameters; its parameters then take
-    the types of the restricted arguments."""
+              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None],
+              domains: list[dict[str, ir.DimInterval]] | None = None) -> list[ir.Expr]:
+    """``values`` (all written on ``domain``, or each on its own of ``domains``),
+    each scan of ``scans`` restricted to the range its readers need (the union
+    of what each value asks, as GT4Py's domain inference does for a scan whose
+    tuple feeds outputs with different domains), clipped to its operands'
+    interval.  ``runtime``: the names of runtime bounds; ``type_of``: the type
+    of an expression in a scope (None when it has none).  A let (an applied
+    lambda) asks its arguments for what its body asks of its parameters; its
+    parameters then take the types of the restricted arguments."""
     if not scans or not any(isinstance(n, ir.Call) and ir.builtin_name(n) == "scan" and
                             n in scans for v in values for n in ir.walk(v)):
         return values
-    root: Needs = {a: (_runtime(d.start, runtime), _runtime(d.stop, runtime))
-                   for a, d in domain.items()}
+
+    def needs(d: dict[str, ir.DimInterval]) -> Needs:
+        return {a: (_runtime(x.start, runtime), _runtime(x.stop, runtime))
+                for a, x in d.items()}
+    roots = [needs(d) for d in domains] if domains is not None else [needs(domain)] * len(values)
+    root: Needs = dict(roots[0]) if roots else needs(domain)
+    for r in roots[1:]:
+        root = {a: _union(x, r[a]) for a, x in root.items() if a in r}
     ranges: dict[ir.Call, Range] = {}
     for _ in range(len(scans) + 2):   # a scan's range depends on the scans around it
-        asked, cuts = _analyse(values, root, scans, ranges, runtime, scope, type_of)
+        asked, cuts = _analyse(values, roots, root, scans, ranges, runtime, scope, type_of)
         fitted = {s: _fit(r, scans[s], root.get(scans[s].axis), runtime)
                   for s, r in asked.items()}
         if fitted == ranges:
@@ -130,7 +139,8 @@ def fit_scans(values: list[ir.Expr], domain: dict[str, ir.DimInterval],
     return [_rewrite(v, scans, ranges, cuts, scope, type_of, memo) for v in values]
 
 
-def _analyse(values: list[ir.Expr], root: Needs, scans: dict[ir.Call, DomainScan],
+def _analyse(values: list[ir.Expr], roots: list[Needs], root: Needs,
+             scans: dict[ir.Call, DomainScan],
              ranges: dict[ir.Call, Range], runtime: set[str], scope: Scope,
              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None]
              ) -> tuple[dict[ir.Call, Range], dict[int, tuple[str, Range, list[Range]]]]:
@@ -230,8 +240,8 @@ def _analyse(values: list[ir.Expr], root: Needs, scans: dict[ir.Call, DomainScan
         for x in node.args:
             visit(x, needs, scope)
 
-    for v in values:
-        visit(v, root, scope)
+    for v, r in zip(values, roots):
+        visit(v, r, scope)
     return asked, cuts
 
 
