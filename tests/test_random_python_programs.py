@@ -41,11 +41,15 @@ def test_the_python_generator_covers_every_kind_and_spelling():
 
 @pytest.mark.parametrize("first,count", BATCHES)
 def test_generated_python_programs_match_their_text(first, count):
+    """Then ten mutated calls (wrong dtypes, extents, ranks, layouts, scalars,
+    tables, aliases): compiled and interpreted, both refuse a call with a
+    TensorIRError or both run it to the same result."""
     cases = fuzz.python_batch(first, count)
-    outcome = fuzz.run_python(cases, seed=first)
+    outcome = fuzz.run_python(cases, seed=first, calls=10)
     assert outcome.crash is None, outcome.crash
     assert outcome.failed == {}, outcome.failed
     assert outcome.runs == 3 * sum(len(b) for b in fuzz.python_programs.BOUNDS)
+    assert outcome.calls == ()
 
 
 def test_parameters_named_like_builtins_and_size_symbols():

@@ -30,9 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parser", type=int, default=1000,
                     help="mutated texts for the parser (text front)")
     ap.add_argument("--calls", type=int, default=10,
-                    help="text front: mutated calls per compiled program (wrong dtypes, "
-                         "shapes, layouts, scalars, tables, aliases), each through the "
-                         "compiled program and the interpreter")
+                    help="text and Python fronts: mutated calls per compiled program "
+                         "(wrong dtypes, shapes, layouts, scalars, tables, aliases), each "
+                         "through the compiled program and the interpreter")
     ap.add_argument("--out", default="fuzz-failures", help="folder for the failures")
     ap.add_argument("--builtin-names", action="store_true",
                     help="Python front: name the parameters like Tensor IR builtins and size "
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         failed |= bad
     if args.front in ("python", "both", "all"):
         summary, bad = run_python_front(args.programs, args.jobs, args.seed, args.batch, out,
-                                        args.builtin_names)
+                                        args.builtin_names, args.calls)
         print(summary, flush=True)
         failed |= bad
     if args.front in ("gtx", "all"):

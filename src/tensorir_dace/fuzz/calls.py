@@ -196,17 +196,22 @@ def _same(x: Any, y: Any) -> bool:
 
 
 def call_contract(program: ir.Program, binary: Callable[..., None], args: dict[str, Any],
-                  r: random.Random, calls: int) -> list[str]:
+                  r: random.Random, calls: int,
+                  reference: Callable[..., None] | None = None) -> list[str]:
     """``calls`` mutated calls of ``binary`` (compiled from ``program``) against
-    the interpreter; a message per call that broke the contract."""
+    ``reference`` (default: the interpreter of ``program``); a message per call
+    that broke the contract."""
     from ..interpreter import interpret
+    if reference is None:
+        def reference(**kw: Any) -> None:
+            interpret(program, **kw)
     broken = []
     for _ in range(calls):
         seed = r.random()       # the same change made twice: copies keep no layout or flags
         ref, what = mutate_call(program, args, random.Random(seed))
         out, _ = mutate_call(program, args, random.Random(seed))
         outcome: list[BaseException | None] = []
-        for run, kw in ((lambda **k: interpret(program, **k), ref), (binary, out)):
+        for run, kw in ((reference, ref), (binary, out)):
             try:
                 run(**kw)
                 outcome.append(None)

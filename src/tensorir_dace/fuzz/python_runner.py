@@ -58,6 +58,7 @@ class PyOutcome:
     failed: dict[str, str] = field(default_factory=dict)
     crash: str | None = None
     runs: int = 0
+    calls: tuple[str, ...] = ()     # mutated calls that broke the call contract
 
 
 def _same(x: Any, y: Any, loose: bool = False) -> bool:
@@ -88,10 +89,11 @@ def loose(case: PyCase) -> bool:
     return re.search(r"\bf\b|float32", " ".join(case.tx_temps + case.tx_body)) is not None
 
 
-def run_python(cases: list[PyCase], seed: int = 0, names: dict[str, str] | None = None
-               ) -> PyOutcome:
+def run_python(cases: list[PyCase], seed: int = 0, names: dict[str, str] | None = None,
+               calls: int = 0) -> PyOutcome:
     """Translate, compile once and run the cases' program at both sizes and every
-    runtime bound set; compare with the interpreted text program.  ``names``: the
+    runtime bound set; compare with the interpreted text program; then ``calls``
+    mutated calls, compiled against interpreted (:mod:`.calls`).  ``names``: the
     Python program's parameters renamed (:func:`.builtin_like_names`)."""
     from ..syntax import parse
     from ..typing import check
@@ -109,13 +111,14 @@ def run_python(cases: list[PyCase], seed: int = 0, names: dict[str, str] | None 
         except Exception as err:   # noqa: BLE001
             return PyOutcome(crash=f"translate: {type(err).__name__}: {err}")
         try:
-            return differential(module.fuzz, text, outputs, seed, names)
+            return differential(module.fuzz, text, outputs, seed, names, calls)
         finally:
             sys.modules.pop(module.__name__, None)
 
 
 def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
-                 seed: int = 0, names: dict[str, str] | None = None) -> PyOutcome:
+                 seed: int = 0, names: dict[str, str] | None = None,
+                 calls: int = 0) -> PyOutcome:
     """Run the decorated ``prog`` interpreted and compiled and the Tensor IR
     ``text`` interpreted, at both sizes and every runtime bound set, on the same
     random arguments; compare ``outputs`` (name, whether it went through float32).
@@ -135,7 +138,7 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
 
     def python(backend: str):
         def run(**k):   # tables as GT4Py's offset provider: unused ones are ignored
-            provider = {t: k.pop(t) for t in tables}
+            provider = {t: k.pop(t) for t in tables if t in k}
             prog(**{(names or {}).get(n, n): v for n, v in k.items()},
                  offset_provider=provider, backend=backend)
         return run
@@ -173,6 +176,13 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
                                                                       leaves(ref[name]))):
                         out.failed.setdefault(name, f"{label} differs from the text "
                                                     f"interpreter at {where}")
+    if calls and not out.failed:
+        import random
+
+        from .calls import call_contract
+        base = random_arguments(tprog, sizes=SIZES[0], seed=seed, absent_fraction=0.25)
+        out.calls = tuple(call_contract(tprog, python("compiled"), base, random.Random(seed),
+                                        calls, reference=python("interpreter")))
     return out
 
 
@@ -183,14 +193,18 @@ def case_fails(case: PyCase, seed: int = 0, builtin_names: bool = False) -> str 
     return out.crash or next(iter(out.failed.values()), None)
 
 
-def run_python_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None]:
+def run_python_batch(job: tuple
+                     ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
-    count and, optionally, whether its parameters get builtin-like names): (first,
-    runs, [(seed, why)] of failed cases, crash)."""
-    first, count, builtin_names = (tuple(job) + (False,))[:3]
+    count and, optionally, whether its parameters get builtin-like names and how
+    many mutated calls to make): (first, runs, [(seed, why)] of failed cases,
+    crash, broken calls)."""
+    first, count, *options = job
+    builtin_names = bool(options[0]) if options else False
+    calls = int(options[1]) if len(options) > 1 else 0
     cases = python_batch(first, count)
     names = builtin_like_names(first, cases) if builtin_names else None
-    out = run_python(cases, seed=first, names=names)
+    out = run_python(cases, seed=first, names=names, calls=calls)
     bad = []
     for c in cases:
         outputs = {o for o, _ in c.outputs}
@@ -203,7 +217,7 @@ def run_python_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str |
             alone = case_fails(generate_python_case(c.seed), first, builtin_names)
             if alone:
                 bad.append((c.seed, alone))
-    return first, out.runs, bad, out.crash
+    return first, out.runs, bad, out.crash, out.calls
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0,
@@ -226,7 +240,8 @@ def reproducer(seed: int, reason: str = "", arg_seed: int = 0,
 
 
 def run_python_front(programs: int, jobs: int, seed: int, size: int,
-                     out: pathlib.Path, builtin_names: bool = False) -> tuple[str, bool]:
+                     out: pathlib.Path, builtin_names: bool = False,
+                     calls: int = 0) -> tuple[str, bool]:
     """Fuzz the Python front: generated programs ``size`` to a compile; each case
     that fails alone is written to ``out`` as a runnable ``.py`` reproducer (not
     shrunk below the one case).  ``builtin_names``: the programs' parameters get
@@ -234,10 +249,16 @@ def run_python_front(programs: int, jobs: int, seed: int, size: int,
     anything failed.)"""
     from .runner import batches, run_parallel
     start = time.time()
-    work = [(first, count, builtin_names) for first, count in batches(seed, programs, size)]
+    work = [(first, count, builtin_names, calls)
+            for first, count in batches(seed, programs, size)]
     results = run_parallel(run_python_batch, work, jobs)
-    failures = {s: (first, why) for first, _, bad, _ in results for s, why in bad}
-    crashes = [first for first, _, _, crash in results if crash]
+    failures = {s: (first, why) for first, _, bad, _, _ in results for s, why in bad}
+    crashes = [first for first, _, _, crash, _ in results if crash]
+    broken_calls = [(first, why) for first, _, _, _, broken in results for why in broken]
+    for first, why in broken_calls:
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / f"python_calls_{first}.txt", "a") as fh:
+            fh.write(why + "\n")
     for s, (first, why) in sorted(failures.items()):
         alone = case_fails(generate_python_case(s), first, builtin_names)
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
@@ -246,5 +267,6 @@ def run_python_front(programs: int, jobs: int, seed: int, size: int,
     runs = sum(r[1] for r in results)
     summary = (f"Python front: programs {programs}, compiles {len(work)}, runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"{time.time() - start:.0f} s")
-    return summary, bool(failures or crashes)
+    return summary, bool(failures or crashes or broken_calls)
