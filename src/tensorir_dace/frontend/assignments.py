@@ -22,7 +22,7 @@ from ..lazy import lazy_module
 from .context import ProgramContext
 from .dims import Dimension
 from .functions import FunctionTranslator
-from .meshes import is_namedtuple_class, named_value
+from .meshes import is_namedtuple_class, named_value, whole_of_projections
 from .runtime_bounds import interval, runtime_value
 from .source import SourceInfo
 from .values import (
@@ -33,6 +33,7 @@ from .values import (
     is_trivial,
     project,
     pushable,
+    small_lets,
 )
 
 if TYPE_CHECKING:
@@ -346,6 +347,9 @@ class AssignmentTranslator(FunctionTranslator):
         a part that reads one of the targets is staged in a temporary, so that
         writing an earlier target cannot change what a later part reads."""
         vnode = getattr(s, "value", None) or s
+        if isinstance(value, tuple) and (whole := whole_of_projections(value)) is not None \
+                and not is_trivial(whole):
+            value = whole       # the elements of one value: computed once, not per target
         if isinstance(value, tuple):
             if len(value) != n:
                 raise self.error(s, f"cannot unpack {len(value)} values into {n} targets")
@@ -375,7 +379,8 @@ class AssignmentTranslator(FunctionTranslator):
             raise self.error(s, f"cannot unpack {vt} into {n} targets: it is not a tuple of "
                                 f"{n} elements")
         out = []
-        if not (is_trivial(value) or pushable(value)) or (free_syms(value) & target_names):
+        if not (is_trivial(value) or (pushable(value) and small_lets(value))) or \
+                (free_syms(value) & target_names):
             tmp = self.ctx.fresh("tmp")
             self.ctx.add_temporary(tmp, vt, self.loc(s))
             out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), value, loc=self.loc(s)))
