@@ -20,8 +20,11 @@ t)``; written by ``graupel_run`` with a nested tuple of domains, the surface
 fluxes on the last level only (GT4Py runs the scan over the union of the
 domains of the outputs reading it).  Then the vertical diffusion of vn and w
 written in place, and the horizontal advection of w at half levels with index
-fields in chained comparisons.  Each group is one program, interpreted and
-compiled once, compared with hand-written NumPy.
+fields in chained comparisons; advection's least-squares reconstructions over
+``C2E2C`` (coefficients read through a strided offset) and ``C2E2C2E2C``
+(nine sparse coefficient fields, missing neighbours, ten outputs).  Each group
+is one program, interpreted and compiled once, compared with hand-written
+NumPy.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from tensorir_dace.frontend import (
     float64,
     maximum,
     minimum,
+    neighbor_sum,
     power,
     sqrt,
     where,
@@ -72,6 +76,9 @@ EdgeDim = Dimension("Edge")
 VertexDim = Dimension("Vertex")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 
+CECDim = Dimension("CEC")
+C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
+C2E2C2E2CDim = Dimension("C2E2C2E2C", DimensionKind.LOCAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
@@ -79,6 +86,10 @@ V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.E2VDim, dims.V2CDim = E2CDim, E2VDim, V2CDim
+dims.CECDim, dims.C2E2CDim, dims.C2E2C2E2CDim = CECDim, C2E2CDim, C2E2C2E2CDim
+C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
+C2CEC = FieldOffset("C2CEC", source=CECDim, target=(CellDim, C2E2CDim))
+C2E2C2E2C = FieldOffset("C2E2C2E2C", source=CellDim, target=(CellDim, C2E2C2E2CDim))
 dims.E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 dims.E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 dims.V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
@@ -1736,3 +1747,152 @@ def test_diffusion_and_advection_of_w(backend, bounds):
     np.testing.assert_allclose(a["w"], new_w, rtol=1e-12, err_msg="w")
     np.testing.assert_allclose(a["khalf_horizontal_advection_of_w_at_edge"], want_adv,
                                rtol=2e-6, atol=2e-6, err_msg="advection of w")
+
+
+# ================================================================== least-squares reconstructions
+#
+# Advection's least-squares coefficients: ``C2E2C`` with coefficients in a
+# flattened ``CECDim`` field read through the strided ``C2CEC``, and
+# ``C2E2C2E2C`` (nine neighbours, some missing) with nine sparse coefficient
+# fields and ten outputs.
+
+CellSparse = gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat]
+
+
+@gtx.field_operator
+def _reconstruct_linear_coefficients_svd(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_1: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+    lsq_pseudoinv_2: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    p_coeff_1_dsl = p_cc
+    p_coeff_2_dsl = neighbor_sum(lsq_pseudoinv_1(C2CEC) * (p_cc(C2E2C) - p_cc), axis=C2E2CDim)
+    p_coeff_3_dsl = neighbor_sum(lsq_pseudoinv_2(C2CEC) * (p_cc(C2E2C) - p_cc), axis=C2E2CDim)
+    return p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl
+
+
+@gtx.field_operator
+def _reconstruct_cubic_coefficients_svd(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_1: CellSparse, lsq_pseudoinv_2: CellSparse, lsq_pseudoinv_3: CellSparse,
+    lsq_pseudoinv_4: CellSparse, lsq_pseudoinv_5: CellSparse, lsq_pseudoinv_6: CellSparse,
+    lsq_pseudoinv_7: CellSparse, lsq_pseudoinv_8: CellSparse, lsq_pseudoinv_9: CellSparse,
+    lsq_moments_1: fa.CellField[ta.wpfloat], lsq_moments_2: fa.CellField[ta.wpfloat],
+    lsq_moments_3: fa.CellField[ta.wpfloat], lsq_moments_4: fa.CellField[ta.wpfloat],
+    lsq_moments_5: fa.CellField[ta.wpfloat], lsq_moments_6: fa.CellField[ta.wpfloat],
+    lsq_moments_7: fa.CellField[ta.wpfloat], lsq_moments_8: fa.CellField[ta.wpfloat],
+    lsq_moments_9: fa.CellField[ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    p_coeff_10_dsl = neighbor_sum(lsq_pseudoinv_9 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_9_dsl = neighbor_sum(lsq_pseudoinv_8 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_8_dsl = neighbor_sum(lsq_pseudoinv_7 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_7_dsl = neighbor_sum(lsq_pseudoinv_6 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_6_dsl = neighbor_sum(lsq_pseudoinv_5 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_5_dsl = neighbor_sum(lsq_pseudoinv_4 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_4_dsl = neighbor_sum(lsq_pseudoinv_3 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_3_dsl = neighbor_sum(lsq_pseudoinv_2 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_2_dsl = neighbor_sum(lsq_pseudoinv_1 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+
+    p_coeff_1_dsl = p_cc - (
+        p_coeff_2_dsl * lsq_moments_1
+        + p_coeff_3_dsl * lsq_moments_2
+        + p_coeff_4_dsl * lsq_moments_3
+        + p_coeff_5_dsl * lsq_moments_4
+        + p_coeff_6_dsl * lsq_moments_5
+        + p_coeff_7_dsl * lsq_moments_6
+        + p_coeff_8_dsl * lsq_moments_7
+        + p_coeff_9_dsl * lsq_moments_8
+        + p_coeff_10_dsl * lsq_moments_9
+    )
+
+    return (
+        p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl, p_coeff_4_dsl, p_coeff_5_dsl,
+        p_coeff_6_dsl, p_coeff_7_dsl, p_coeff_8_dsl, p_coeff_9_dsl, p_coeff_10_dsl,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def lsq_reconstructions(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lin_pseudoinv_1: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+    lin_pseudoinv_2: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+    lin_1: fa.CellKField[ta.wpfloat], lin_2: fa.CellKField[ta.wpfloat],
+    lin_3: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_1: CellSparse, lsq_pseudoinv_2: CellSparse, lsq_pseudoinv_3: CellSparse,
+    lsq_pseudoinv_4: CellSparse, lsq_pseudoinv_5: CellSparse, lsq_pseudoinv_6: CellSparse,
+    lsq_pseudoinv_7: CellSparse, lsq_pseudoinv_8: CellSparse, lsq_pseudoinv_9: CellSparse,
+    lsq_moments_1: fa.CellField[ta.wpfloat], lsq_moments_2: fa.CellField[ta.wpfloat],
+    lsq_moments_3: fa.CellField[ta.wpfloat], lsq_moments_4: fa.CellField[ta.wpfloat],
+    lsq_moments_5: fa.CellField[ta.wpfloat], lsq_moments_6: fa.CellField[ta.wpfloat],
+    lsq_moments_7: fa.CellField[ta.wpfloat], lsq_moments_8: fa.CellField[ta.wpfloat],
+    lsq_moments_9: fa.CellField[ta.wpfloat],
+    p_coeff_1_dsl: fa.CellKField[ta.wpfloat], p_coeff_2_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_3_dsl: fa.CellKField[ta.wpfloat], p_coeff_4_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_5_dsl: fa.CellKField[ta.wpfloat], p_coeff_6_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_7_dsl: fa.CellKField[ta.wpfloat], p_coeff_8_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_9_dsl: fa.CellKField[ta.wpfloat], p_coeff_10_dsl: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _reconstruct_linear_coefficients_svd(
+        p_cc, lin_pseudoinv_1, lin_pseudoinv_2, out=(lin_1, lin_2, lin_3),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _reconstruct_cubic_coefficients_svd(
+        p_cc, lsq_pseudoinv_1, lsq_pseudoinv_2, lsq_pseudoinv_3, lsq_pseudoinv_4,
+        lsq_pseudoinv_5, lsq_pseudoinv_6, lsq_pseudoinv_7, lsq_pseudoinv_8, lsq_pseudoinv_9,
+        lsq_moments_1, lsq_moments_2, lsq_moments_3, lsq_moments_4, lsq_moments_5,
+        lsq_moments_6, lsq_moments_7, lsq_moments_8, lsq_moments_9,
+        out=(p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl, p_coeff_4_dsl, p_coeff_5_dsl,
+             p_coeff_6_dsl, p_coeff_7_dsl, p_coeff_8_dsl, p_coeff_9_dsl, p_coeff_10_dsl),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+LSQ_TABLES = {"C2E2C": table(NC, 3, NC, absent=0.2), "C2CEC": None,
+              "C2E2C2E2C": table(NC, 9, NC, absent=0.25)}
+LSQ_TABLES["C2E2C2E2C"][2, :] = -1      # a cell without any of the nine
+
+
+def lsq_sum(coeff, p, tab):
+    """sum over j of coeff[:, j] * (p[tab[:, j]] - p), absent (-1) neighbours skipped."""
+    g = p[np.where(tab >= 0, tab, 0)] - p[:, None, :]
+    return np.where((tab >= 0)[:, :, None], coeff[:, :, None] * g, 0.0).sum(1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lsq_reconstructions(backend):
+    n = NLEV
+    p_cc = RNG.random((NC, n))
+    a = dict(p_cc=p_cc, lin_pseudoinv_1=RNG.random(NC * 3), lin_pseudoinv_2=RNG.random(NC * 3),
+             **{f"lsq_pseudoinv_{i}": RNG.random((NC, 9)) for i in range(1, 10)},
+             **{f"lsq_moments_{i}": RNG.random(NC) for i in range(1, 10)})
+    outs = ["lin_1", "lin_2", "lin_3"] + [f"p_coeff_{i}_dsl" for i in range(1, 11)]
+    old = {k: RNG.random((NC, n)) for k in outs}
+    hs, he, vs, ve = 1, NC - 1, 1, n - 1
+    c2e2c = LSQ_TABLES["C2E2C"]
+    new = {"lin_1": p_cc,
+           "lin_2": lsq_sum(a["lin_pseudoinv_1"].reshape(NC, 3), p_cc, c2e2c),
+           "lin_3": lsq_sum(a["lin_pseudoinv_2"].reshape(NC, 3), p_cc, c2e2c)}
+    for i in range(2, 11):
+        new[f"p_coeff_{i}_dsl"] = lsq_sum(a[f"lsq_pseudoinv_{i - 1}"], p_cc,
+                                          LSQ_TABLES["C2E2C2E2C"])
+    new["p_coeff_1_dsl"] = p_cc - sum(new[f"p_coeff_{i + 1}_dsl"] * a[f"lsq_moments_{i}"][:, None]
+                                      for i in range(1, 10))
+    expected = {}
+    for k in outs:
+        expected[k] = old[k].copy()
+        expected[k][hs:he, vs:ve] = new[k][hs:he, vs:ve]
+    args = {**a, **{k: v.copy() for k, v in old.items()}}
+    lsq_reconstructions(**args, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                        vertical_end=ve, offset_provider=LSQ_TABLES, backend=backend)
+    check(args, expected, rtol=1e-12, atol=1e-12)
