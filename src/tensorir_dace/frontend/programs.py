@@ -152,7 +152,7 @@ class ProgramTranslator(AssignmentTranslator):
                      s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
         """The parts of ``value`` for the leaves of the (nested) tuple ``node``:
         ``out=((a, b), c)`` takes a value ``((x, y), z)``."""
-        out, parts = self.tuple_parts(value, len(node.elts), names, s)
+        out, parts = self.tuple_parts(value, len(node.elts), names, s, self.target_dtype(node))
         flat: list[Any] = []
         for e, p in zip(node.elts, parts):
             if isinstance(e, (ast.Tuple, ast.List)):
