@@ -22,9 +22,9 @@ domains of the outputs reading it).  Then the vertical diffusion of vn and w
 written in place, and the horizontal advection of w at half levels with index
 fields in chained comparisons; advection's least-squares reconstructions over
 ``C2E2C`` (coefficients read through a strided offset) and ``C2E2C2E2C``
-(nine sparse coefficient fields, missing neighbours, ten outputs).  Each group
-is one program, interpreted and compiled once, compared with hand-written
-NumPy.
+(nine sparse coefficient fields, missing neighbours, ten outputs); and PPM
+face values with ``concat_where`` on runtime single levels.  Each group is one
+program, interpreted and compiled once, compared with hand-written NumPy.
 """
 
 from __future__ import annotations
@@ -1896,3 +1896,139 @@ def test_lsq_reconstructions(backend):
     lsq_reconstructions(**args, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
                         vertical_end=ve, offset_provider=LSQ_TABLES, backend=backend)
     check(args, expected, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== PPM face values
+#
+# ``concat_where`` on runtime single levels (``(KDim == slevp1) | (KDim ==
+# elev)``, ``KDim == slev``, ``KDim == elevp1``) choosing between a face value
+# that reads ``KDim - 1`` and a half-level input, and the quartic face values
+# reading two levels up and one down.
+
+
+@gtx.field_operator
+def _compute_ppm_quadratic_face_values(
+    p_cc: fa.CellKField[wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    p_face = p_cc * (wpfloat(1.0) - (p_cellhgt_mc_now / p_cellhgt_mc_now(KDim - 1))) + (
+        p_cellhgt_mc_now / (p_cellhgt_mc_now(KDim - 1) + p_cellhgt_mc_now)
+    ) * ((p_cellhgt_mc_now / p_cellhgt_mc_now(KDim - 1)) * p_cc + p_cc(KDim - 1))
+
+    return p_face
+
+
+@gtx.field_operator
+def _compute_ppm_all_face_values(
+    p_cc: fa.CellKField[ta.wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    p_face_in: fa.CellKField[ta.wpfloat],
+    slev: gtx.int32,
+    elev: gtx.int32,
+    slevp1: gtx.int32,
+    elevp1: gtx.int32,
+) -> fa.CellKField[ta.wpfloat]:
+    p_face = concat_where(
+        (dims.KDim == slevp1) | (dims.KDim == elev),
+        _compute_ppm_quadratic_face_values(p_cc, p_cellhgt_mc_now),
+        p_face_in,
+    )
+
+    p_face = concat_where(dims.KDim == slev, p_cc, p_face)
+
+    p_face = concat_where(dims.KDim == elevp1, p_cc(Koff[-1]), p_face)
+
+    return p_face
+
+
+@gtx.field_operator
+def _compute_ppm_quartic_face_values(
+    p_cc: fa.CellKField[ta.wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    z_slope: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    zgeo1 = p_cellhgt_mc_now(Koff[-1]) / (p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now)
+    zgeo2 = 1.0 / (
+        p_cellhgt_mc_now(Koff[-2])
+        + p_cellhgt_mc_now(Koff[-1])
+        + p_cellhgt_mc_now
+        + p_cellhgt_mc_now(Koff[1])
+    )
+    zgeo3 = (p_cellhgt_mc_now(Koff[-2]) + p_cellhgt_mc_now(Koff[-1])) / (
+        2.0 * p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now
+    )
+    zgeo4 = (p_cellhgt_mc_now(Koff[1]) + p_cellhgt_mc_now) / (
+        2.0 * p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[-1])
+    )
+
+    p_face = (
+        p_cc(Koff[-1])
+        + zgeo1 * (p_cc - p_cc(Koff[-1]))
+        + zgeo2
+        * (
+            (2.0 * p_cellhgt_mc_now * zgeo1) * (zgeo3 - zgeo4) * (p_cc - p_cc(Koff[-1]))
+            - zgeo3 * p_cellhgt_mc_now(Koff[-1]) * z_slope
+            + zgeo4 * p_cellhgt_mc_now * z_slope(Koff[-1])
+        )
+    )
+
+    return p_face
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def ppm_face_values(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    z_slope: fa.CellKField[ta.wpfloat], p_face_in: fa.CellKField[ta.wpfloat],
+    p_face: fa.CellKField[ta.wpfloat], p_face_quartic: fa.CellKField[ta.wpfloat],
+    slev: gtx.int32, elev: gtx.int32, slevp1: gtx.int32, elevp1: gtx.int32,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_ppm_all_face_values(
+        p_cc, p_cellhgt_mc_now, p_face_in, slev, elev, slevp1, elevp1, out=p_face,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_ppm_quartic_face_values(
+        p_cc, p_cellhgt_mc_now, z_slope, out=p_face_quartic,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (slevp1 + 1, elev)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(0, NLEV - 1), (1, NLEV - 2)])
+def test_ppm_face_values(backend, levels):
+    slev, elev = levels
+    n, h = NLEV, NLEV + 1
+    hs, he = 1, NC - 1
+    a = dict(p_cc=RNG.random((NC, n)), p_cellhgt_mc_now=RNG.random((NC, n)) + 0.5,
+             z_slope=RNG.random((NC, n)) - 0.5, p_face_in=RNG.random((NC, h)),
+             p_face=RNG.random((NC, h)), p_face_quartic=RNG.random((NC, n)))
+    e = {k: v.copy() for k, v in a.items()}
+    cc, dz, sl = e["p_cc"], e["p_cellhgt_mc_now"], e["z_slope"]
+    face = e["p_face"]
+    for k in range(slev, elev + 2):
+        if k == elev + 1:
+            v = cc[:, k - 1]
+        elif k == slev:
+            v = cc[:, k]
+        elif k in (slev + 1, elev):
+            r = dz[:, k] / dz[:, k - 1]
+            v = cc[:, k] * (1.0 - r) + dz[:, k] / (dz[:, k - 1] + dz[:, k]) * (r * cc[:, k]
+                                                                               + cc[:, k - 1])
+        else:
+            v = e["p_face_in"][:, k]
+        face[hs:he, k] = v[hs:he]
+    quartic = e["p_face_quartic"]
+    for k in range(slev + 2, elev):
+        g1 = dz[:, k - 1] / (dz[:, k - 1] + dz[:, k])
+        g2 = 1.0 / (dz[:, k - 2] + dz[:, k - 1] + dz[:, k] + dz[:, k + 1])
+        g3 = (dz[:, k - 2] + dz[:, k - 1]) / (2.0 * dz[:, k - 1] + dz[:, k])
+        g4 = (dz[:, k + 1] + dz[:, k]) / (2.0 * dz[:, k] + dz[:, k - 1])
+        v = cc[:, k - 1] + g1 * (cc[:, k] - cc[:, k - 1]) + g2 * (
+            2.0 * dz[:, k] * g1 * (g3 - g4) * (cc[:, k] - cc[:, k - 1])
+            - g3 * dz[:, k - 1] * sl[:, k] + g4 * dz[:, k] * sl[:, k - 1])
+        quartic[hs:he, k] = v[hs:he]
+    ppm_face_values(**a, slev=slev, elev=elev, slevp1=slev + 1, elevp1=elev + 1,
+                    horizontal_start=hs, horizontal_end=he, vertical_start=slev,
+                    vertical_end=elev + 2, offset_provider={"Koff": KDim}, backend=backend)
+    check(a, {"p_face": face, "p_face_quartic": quartic}, rtol=1e-12, atol=1e-12)
