@@ -22,8 +22,10 @@ domains of the outputs reading it).  Then the vertical diffusion of vn and w
 written in place, and the horizontal advection of w at half levels with index
 fields in chained comparisons; advection's least-squares reconstructions over
 ``C2E2C`` (coefficients read through a strided offset) and ``C2E2C2E2C``
-(nine sparse coefficient fields, missing neighbours, ten outputs); and PPM
-face values with ``concat_where`` on runtime single levels.  Each group is one
+(nine sparse coefficient fields, missing neighbours, ten outputs); PPM face
+values with ``concat_where`` on runtime single levels; and tracer densities (an
+``if``-expression on an ``int32`` choosing a float32 ``C2E`` sum, ``KField``
+coefficients of a vertical increment).  Each group is one
 program, interpreted and compiled once, compared with hand-written NumPy.
 """
 
@@ -77,6 +79,7 @@ VertexDim = Dimension("Vertex")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 
 CECDim = Dimension("CEC")
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
 C2E2C2E2CDim = Dimension("C2E2C2E2C", DimensionKind.LOCAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
@@ -87,6 +90,8 @@ dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.E2VDim, dims.V2CDim = E2CDim, E2VDim, V2CDim
 dims.CECDim, dims.C2E2CDim, dims.C2E2C2E2CDim = CECDim, C2E2CDim, C2E2C2E2CDim
+dims.C2EDim = C2EDim
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
 C2CEC = FieldOffset("C2CEC", source=CECDim, target=(CellDim, C2E2CDim))
 C2E2C2E2C = FieldOffset("C2E2C2E2C", source=CellDim, target=(CellDim, C2E2C2E2CDim))
@@ -2032,3 +2037,141 @@ def test_ppm_face_values(backend, levels):
                     horizontal_start=hs, horizontal_end=he, vertical_start=slev,
                     vertical_end=elev + 2, offset_provider={"Koff": KDim}, backend=backend)
     check(a, {"p_face": face, "p_face_quartic": quartic}, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== tracer densities
+#
+# An ``if``-expression on an ``int32`` scalar choosing a float32 (vpfloat) sum
+# over ``C2E`` or a vpfloat input, float32 sums used in float64 updates
+# through ``astype``, and a vertical increment with ``KField`` coefficients.
+
+
+@gtx.field_operator
+def _integrate_tracer_density_horizontally(
+    p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    z_rhofluxdiv_c: fa.CellKField[ta.vpfloat],
+    z_tracer_mflx: fa.EdgeKField[ta.wpfloat],
+    z_rho_now: fa.CellKField[ta.wpfloat],
+    z_tracer_now: fa.CellKField[ta.wpfloat],
+    z_dtsub: ta.wpfloat,
+    nsub: gtx.int32,
+) -> tuple[
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    z_rhofluxdiv_c_out = (
+        astype(neighbor_sum(p_mass_flx_e(C2E) * geofac_div, axis=dims.C2EDim), vpfloat)
+        if nsub == 1
+        else z_rhofluxdiv_c
+    )
+
+    z_fluxdiv_c_dsl = astype(
+        neighbor_sum(z_tracer_mflx(C2E) * geofac_div, axis=dims.C2EDim), vpfloat
+    )
+
+    z_rho_new_dsl = z_rho_now - z_dtsub * astype(z_rhofluxdiv_c_out, wpfloat)
+
+    z_tracer_new_dsl = (
+        z_tracer_now * z_rho_now - z_dtsub * astype(z_fluxdiv_c_dsl, wpfloat)
+    ) / z_rho_new_dsl
+
+    return (
+        z_rhofluxdiv_c_out,
+        z_fluxdiv_c_dsl,
+        z_rho_new_dsl,
+        z_tracer_new_dsl,
+    )
+
+
+@gtx.field_operator
+def _apply_vertical_density_increment(
+    rhodz_ast: fa.CellKField[ta.wpfloat],
+    p_mflx_contra_v: fa.CellKField[ta.wpfloat],
+    deepatmo_divzl: fa.KField[ta.wpfloat],
+    deepatmo_divzu: fa.KField[ta.wpfloat],
+    p_dtime: ta.wpfloat,
+) -> fa.CellKField[ta.wpfloat]:
+    k_offset_up_low = p_dtime * (
+        p_mflx_contra_v(Koff[1]) * deepatmo_divzl - p_mflx_contra_v * deepatmo_divzu
+    )
+    return rhodz_ast + k_offset_up_low
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def tracer_density_increments(
+    p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    z_rhofluxdiv_c: fa.CellKField[ta.vpfloat],
+    z_tracer_mflx: fa.EdgeKField[ta.wpfloat],
+    z_rho_now: fa.CellKField[ta.wpfloat],
+    z_tracer_now: fa.CellKField[ta.wpfloat],
+    z_rhofluxdiv_c_out: fa.CellKField[ta.vpfloat],
+    z_fluxdiv_c_dsl: fa.CellKField[ta.vpfloat],
+    z_rho_new_dsl: fa.CellKField[ta.wpfloat],
+    z_tracer_new_dsl: fa.CellKField[ta.wpfloat],
+    rhodz_ast: fa.CellKField[ta.wpfloat],
+    p_mflx_contra_v: fa.CellKField[ta.wpfloat],
+    deepatmo_divzl: fa.KField[ta.wpfloat],
+    deepatmo_divzu: fa.KField[ta.wpfloat],
+    rhodz_ast2: fa.CellKField[ta.wpfloat],
+    z_dtsub: ta.wpfloat,
+    nsub: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _integrate_tracer_density_horizontally(
+        p_mass_flx_e, geofac_div, z_rhofluxdiv_c, z_tracer_mflx, z_rho_now, z_tracer_now,
+        z_dtsub, nsub,
+        out=(z_rhofluxdiv_c_out, z_fluxdiv_c_dsl, z_rho_new_dsl, z_tracer_new_dsl),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _apply_vertical_density_increment(
+        rhodz_ast, p_mflx_contra_v, deepatmo_divzl, deepatmo_divzu, z_dtsub, out=rhodz_ast2,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("nsub", [1, 2])
+def test_tracer_density_increments(backend, nsub):
+    n, h = NLEV, NLEV + 1
+    hs, he, vs, ve = 0, NC - 2, 1, n
+    c2e = table(NC, 3, NE)
+    f32 = np.float32
+    a = dict(p_mass_flx_e=RNG.random((NE, n)) - 0.5, geofac_div=RNG.random((NC, 3)),
+             z_rhofluxdiv_c=(RNG.random((NC, n)) - 0.5).astype(f32),
+             z_tracer_mflx=RNG.random((NE, n)) - 0.5, z_rho_now=RNG.random((NC, n)) + 1.0,
+             z_tracer_now=RNG.random((NC, n)), z_rhofluxdiv_c_out=RNG.random((NC, n)).astype(f32),
+             z_fluxdiv_c_dsl=RNG.random((NC, n)).astype(f32), z_rho_new_dsl=RNG.random((NC, n)),
+             z_tracer_new_dsl=RNG.random((NC, n)), rhodz_ast=RNG.random((NC, n)),
+             p_mflx_contra_v=RNG.random((NC, h)), deepatmo_divzl=RNG.random(n),
+             deepatmo_divzu=RNG.random(n), rhodz_ast2=RNG.random((NC, n)))
+    dt = 0.7
+    e = {k: v.copy() for k, v in a.items()}
+
+    def div(flux):
+        return (flux[c2e] * e["geofac_div"][:, :, None]).sum(1).astype(f32)
+
+    rhoflux = div(e["p_mass_flx_e"]) if nsub == 1 else e["z_rhofluxdiv_c"]
+    fluxdiv = div(e["z_tracer_mflx"])
+    rho_new = e["z_rho_now"] - dt * rhoflux.astype(f64)
+    tracer_new = (e["z_tracer_now"] * e["z_rho_now"] - dt * fluxdiv.astype(f64)) / rho_new
+    pm = e["p_mflx_contra_v"]
+    incr = e["rhodz_ast"] + dt * (pm[:, 1:] * e["deepatmo_divzl"] - pm[:, :n] * e["deepatmo_divzu"])
+    expected = {}
+    for k, v in (("z_rhofluxdiv_c_out", rhoflux), ("z_fluxdiv_c_dsl", fluxdiv),
+                 ("z_rho_new_dsl", rho_new), ("z_tracer_new_dsl", tracer_new),
+                 ("rhodz_ast2", incr)):
+        want = e[k].copy()
+        want[hs:he, vs:ve] = v[hs:he, vs:ve]
+        expected[k] = want
+    tracer_density_increments(**a, z_dtsub=dt, nsub=nsub, horizontal_start=hs,
+                              horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                              offset_provider={"C2E": c2e, "Koff": KDim}, backend=backend)
+    check(a, expected, rtol=2e-6, atol=2e-6)
+    assert a["z_rhofluxdiv_c_out"].dtype == f32
