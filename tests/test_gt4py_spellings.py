@@ -478,3 +478,30 @@ def test_a_tuple_of_domains_for_one_tuple_valued_output_must_agree():
 
     with pytest.raises(FrontendError, match="give them the same domain"):
         disagreeing.ir
+
+
+@field_operator
+def _chosen_then_used(a: Field[[Cell, K], float], on: bool) -> Field[[Cell, K], float]:
+    if on:
+        s = a + 1.0
+    else:
+        s = a * 2.0
+    return s * 12345.0 + s
+
+
+@program
+def chosen_then_used(a: Field[[Cell, K], float], out: Field[[Cell, K], float], on: bool):
+    _chosen_then_used(a, on, out=out)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_an_if_statement_that_only_assigns_translates_the_rest_once(on):
+    from tensorir_dace import ir
+    marks = [n for n in ir.walk(chosen_then_used.ir)
+             if isinstance(n, ir.Literal) and n.value == 12345.0]
+    assert len(marks) == 1              # not once per branch
+    a = RNG.random((4, 3))
+    out = np.zeros((4, 3))
+    chosen_then_used(a, out, on, backend="interpreter")
+    s = a + 1.0 if on else a * 2.0
+    np.testing.assert_allclose(out, s * 12345.0 + s, rtol=1e-12)

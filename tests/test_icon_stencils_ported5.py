@@ -17,8 +17,16 @@ precipitation scan (``_precip_and_t``: a NamedTuple of NamedTuples as the
 carried state, the snow fall-speed factor through ``_snow_number_scalar``'s
 ``if``-expression) behind ``concat_where(dims.KDim < last_lev, t(KDim + 1),
 t)``; written by ``graupel_run`` with a nested tuple of domains, the surface
-fluxes on the last level only.  Each group is one program, interpreted and
-compiled once, compared with hand-written NumPy.
+fluxes on the last level only (GT4Py runs the scan over the union of the
+domains of the outputs reading it).  Then the vertical diffusion of vn and w
+written in place, and the horizontal advection of w at half levels with index
+fields in chained comparisons; advection's least-squares reconstructions over
+``C2E2C`` (coefficients read through a strided offset) and ``C2E2C2E2C``
+(nine sparse coefficient fields, missing neighbours, ten outputs); PPM face
+values with ``concat_where`` on runtime single levels; and tracer densities (an
+``if``-expression on an ``int32`` choosing a float32 ``C2E`` sum, ``KField``
+coefficients of a vertical increment).  Each group is one
+program, interpreted and compiled once, compared with hand-written NumPy.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from tensorir_dace.frontend import (
     float64,
     maximum,
     minimum,
+    neighbor_sum,
     power,
     sqrt,
     where,
@@ -69,6 +78,10 @@ EdgeDim = Dimension("Edge")
 VertexDim = Dimension("Vertex")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 
+CECDim = Dimension("CEC")
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
+C2E2C2E2CDim = Dimension("C2E2C2E2C", DimensionKind.LOCAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
@@ -76,6 +89,12 @@ V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.E2VDim, dims.V2CDim = E2CDim, E2VDim, V2CDim
+dims.CECDim, dims.C2E2CDim, dims.C2E2C2E2CDim = CECDim, C2E2CDim, C2E2C2E2CDim
+dims.C2EDim = C2EDim
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
+C2CEC = FieldOffset("C2CEC", source=CECDim, target=(CellDim, C2E2CDim))
+C2E2C2E2C = FieldOffset("C2E2C2E2C", source=CellDim, target=(CellDim, C2E2C2E2CDim))
 dims.E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 dims.E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 dims.V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
@@ -1531,12 +1550,13 @@ def test_graupel(backend, case):
 
 
 def test_graupel_is_translated_without_copies():
-    """The ``if enable_masking:`` of ``_q_t_update`` only assigns, and the tuples
-    unpacked from ``sink_saturation`` are bound once: the program stays small (a
-    copy of the rest of the body per branch, or of a function's body per
-    unpacked element, made it several times larger)."""
+    """The ``if enable_masking:`` of ``_q_t_update`` only assigns, the tuples
+    unpacked from ``sink_saturation`` are bound once, and the eight outputs take
+    their parts of one temporary: the program stays small (a copy of the rest of
+    the body per branch, of a function's body per unpacked element, or of the
+    whole value per output made it up to forty times larger)."""
     from tensorir_dace import ir
-    assert sum(1 for _ in ir.walk(graupel_run.ir)) < 60_000
+    assert sum(1 for _ in ir.walk(graupel_run.ir)) < 12_000
 
 
 # ================================================================== diffusion and advection of w
@@ -1732,3 +1752,426 @@ def test_diffusion_and_advection_of_w(backend, bounds):
     np.testing.assert_allclose(a["w"], new_w, rtol=1e-12, err_msg="w")
     np.testing.assert_allclose(a["khalf_horizontal_advection_of_w_at_edge"], want_adv,
                                rtol=2e-6, atol=2e-6, err_msg="advection of w")
+
+
+# ================================================================== least-squares reconstructions
+#
+# Advection's least-squares coefficients: ``C2E2C`` with coefficients in a
+# flattened ``CECDim`` field read through the strided ``C2CEC``, and
+# ``C2E2C2E2C`` (nine neighbours, some missing) with nine sparse coefficient
+# fields and ten outputs.
+
+CellSparse = gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat]
+
+
+@gtx.field_operator
+def _reconstruct_linear_coefficients_svd(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_1: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+    lsq_pseudoinv_2: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    p_coeff_1_dsl = p_cc
+    p_coeff_2_dsl = neighbor_sum(lsq_pseudoinv_1(C2CEC) * (p_cc(C2E2C) - p_cc), axis=C2E2CDim)
+    p_coeff_3_dsl = neighbor_sum(lsq_pseudoinv_2(C2CEC) * (p_cc(C2E2C) - p_cc), axis=C2E2CDim)
+    return p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl
+
+
+@gtx.field_operator
+def _reconstruct_cubic_coefficients_svd(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_1: CellSparse, lsq_pseudoinv_2: CellSparse, lsq_pseudoinv_3: CellSparse,
+    lsq_pseudoinv_4: CellSparse, lsq_pseudoinv_5: CellSparse, lsq_pseudoinv_6: CellSparse,
+    lsq_pseudoinv_7: CellSparse, lsq_pseudoinv_8: CellSparse, lsq_pseudoinv_9: CellSparse,
+    lsq_moments_1: fa.CellField[ta.wpfloat], lsq_moments_2: fa.CellField[ta.wpfloat],
+    lsq_moments_3: fa.CellField[ta.wpfloat], lsq_moments_4: fa.CellField[ta.wpfloat],
+    lsq_moments_5: fa.CellField[ta.wpfloat], lsq_moments_6: fa.CellField[ta.wpfloat],
+    lsq_moments_7: fa.CellField[ta.wpfloat], lsq_moments_8: fa.CellField[ta.wpfloat],
+    lsq_moments_9: fa.CellField[ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    p_coeff_10_dsl = neighbor_sum(lsq_pseudoinv_9 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_9_dsl = neighbor_sum(lsq_pseudoinv_8 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_8_dsl = neighbor_sum(lsq_pseudoinv_7 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_7_dsl = neighbor_sum(lsq_pseudoinv_6 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_6_dsl = neighbor_sum(lsq_pseudoinv_5 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_5_dsl = neighbor_sum(lsq_pseudoinv_4 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_4_dsl = neighbor_sum(lsq_pseudoinv_3 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_3_dsl = neighbor_sum(lsq_pseudoinv_2 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+    p_coeff_2_dsl = neighbor_sum(lsq_pseudoinv_1 * (p_cc(C2E2C2E2C) - p_cc), axis=C2E2C2E2CDim)
+
+    p_coeff_1_dsl = p_cc - (
+        p_coeff_2_dsl * lsq_moments_1
+        + p_coeff_3_dsl * lsq_moments_2
+        + p_coeff_4_dsl * lsq_moments_3
+        + p_coeff_5_dsl * lsq_moments_4
+        + p_coeff_6_dsl * lsq_moments_5
+        + p_coeff_7_dsl * lsq_moments_6
+        + p_coeff_8_dsl * lsq_moments_7
+        + p_coeff_9_dsl * lsq_moments_8
+        + p_coeff_10_dsl * lsq_moments_9
+    )
+
+    return (
+        p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl, p_coeff_4_dsl, p_coeff_5_dsl,
+        p_coeff_6_dsl, p_coeff_7_dsl, p_coeff_8_dsl, p_coeff_9_dsl, p_coeff_10_dsl,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def lsq_reconstructions(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lin_pseudoinv_1: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+    lin_pseudoinv_2: gtx.Field[gtx.Dims[dims.CECDim], ta.wpfloat],
+    lin_1: fa.CellKField[ta.wpfloat], lin_2: fa.CellKField[ta.wpfloat],
+    lin_3: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_1: CellSparse, lsq_pseudoinv_2: CellSparse, lsq_pseudoinv_3: CellSparse,
+    lsq_pseudoinv_4: CellSparse, lsq_pseudoinv_5: CellSparse, lsq_pseudoinv_6: CellSparse,
+    lsq_pseudoinv_7: CellSparse, lsq_pseudoinv_8: CellSparse, lsq_pseudoinv_9: CellSparse,
+    lsq_moments_1: fa.CellField[ta.wpfloat], lsq_moments_2: fa.CellField[ta.wpfloat],
+    lsq_moments_3: fa.CellField[ta.wpfloat], lsq_moments_4: fa.CellField[ta.wpfloat],
+    lsq_moments_5: fa.CellField[ta.wpfloat], lsq_moments_6: fa.CellField[ta.wpfloat],
+    lsq_moments_7: fa.CellField[ta.wpfloat], lsq_moments_8: fa.CellField[ta.wpfloat],
+    lsq_moments_9: fa.CellField[ta.wpfloat],
+    p_coeff_1_dsl: fa.CellKField[ta.wpfloat], p_coeff_2_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_3_dsl: fa.CellKField[ta.wpfloat], p_coeff_4_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_5_dsl: fa.CellKField[ta.wpfloat], p_coeff_6_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_7_dsl: fa.CellKField[ta.wpfloat], p_coeff_8_dsl: fa.CellKField[ta.wpfloat],
+    p_coeff_9_dsl: fa.CellKField[ta.wpfloat], p_coeff_10_dsl: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _reconstruct_linear_coefficients_svd(
+        p_cc, lin_pseudoinv_1, lin_pseudoinv_2, out=(lin_1, lin_2, lin_3),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _reconstruct_cubic_coefficients_svd(
+        p_cc, lsq_pseudoinv_1, lsq_pseudoinv_2, lsq_pseudoinv_3, lsq_pseudoinv_4,
+        lsq_pseudoinv_5, lsq_pseudoinv_6, lsq_pseudoinv_7, lsq_pseudoinv_8, lsq_pseudoinv_9,
+        lsq_moments_1, lsq_moments_2, lsq_moments_3, lsq_moments_4, lsq_moments_5,
+        lsq_moments_6, lsq_moments_7, lsq_moments_8, lsq_moments_9,
+        out=(p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl, p_coeff_4_dsl, p_coeff_5_dsl,
+             p_coeff_6_dsl, p_coeff_7_dsl, p_coeff_8_dsl, p_coeff_9_dsl, p_coeff_10_dsl),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+LSQ_TABLES = {"C2E2C": table(NC, 3, NC, absent=0.2), "C2CEC": None,
+              "C2E2C2E2C": table(NC, 9, NC, absent=0.25)}
+LSQ_TABLES["C2E2C2E2C"][2, :] = -1      # a cell without any of the nine
+
+
+def lsq_sum(coeff, p, tab):
+    """sum over j of coeff[:, j] * (p[tab[:, j]] - p), absent (-1) neighbours skipped."""
+    g = p[np.where(tab >= 0, tab, 0)] - p[:, None, :]
+    return np.where((tab >= 0)[:, :, None], coeff[:, :, None] * g, 0.0).sum(1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lsq_reconstructions(backend):
+    n = NLEV
+    p_cc = RNG.random((NC, n))
+    a = dict(p_cc=p_cc, lin_pseudoinv_1=RNG.random(NC * 3), lin_pseudoinv_2=RNG.random(NC * 3),
+             **{f"lsq_pseudoinv_{i}": RNG.random((NC, 9)) for i in range(1, 10)},
+             **{f"lsq_moments_{i}": RNG.random(NC) for i in range(1, 10)})
+    outs = ["lin_1", "lin_2", "lin_3"] + [f"p_coeff_{i}_dsl" for i in range(1, 11)]
+    old = {k: RNG.random((NC, n)) for k in outs}
+    hs, he, vs, ve = 1, NC - 1, 1, n - 1
+    c2e2c = LSQ_TABLES["C2E2C"]
+    new = {"lin_1": p_cc,
+           "lin_2": lsq_sum(a["lin_pseudoinv_1"].reshape(NC, 3), p_cc, c2e2c),
+           "lin_3": lsq_sum(a["lin_pseudoinv_2"].reshape(NC, 3), p_cc, c2e2c)}
+    for i in range(2, 11):
+        new[f"p_coeff_{i}_dsl"] = lsq_sum(a[f"lsq_pseudoinv_{i - 1}"], p_cc,
+                                          LSQ_TABLES["C2E2C2E2C"])
+    new["p_coeff_1_dsl"] = p_cc - sum(new[f"p_coeff_{i + 1}_dsl"] * a[f"lsq_moments_{i}"][:, None]
+                                      for i in range(1, 10))
+    expected = {}
+    for k in outs:
+        expected[k] = old[k].copy()
+        expected[k][hs:he, vs:ve] = new[k][hs:he, vs:ve]
+    args = {**a, **{k: v.copy() for k, v in old.items()}}
+    lsq_reconstructions(**args, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                        vertical_end=ve, offset_provider=LSQ_TABLES, backend=backend)
+    check(args, expected, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== PPM face values
+#
+# ``concat_where`` on runtime single levels (``(KDim == slevp1) | (KDim ==
+# elev)``, ``KDim == slev``, ``KDim == elevp1``) choosing between a face value
+# that reads ``KDim - 1`` and a half-level input, and the quartic face values
+# reading two levels up and one down.
+
+
+@gtx.field_operator
+def _compute_ppm_quadratic_face_values(
+    p_cc: fa.CellKField[wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    p_face = p_cc * (wpfloat(1.0) - (p_cellhgt_mc_now / p_cellhgt_mc_now(KDim - 1))) + (
+        p_cellhgt_mc_now / (p_cellhgt_mc_now(KDim - 1) + p_cellhgt_mc_now)
+    ) * ((p_cellhgt_mc_now / p_cellhgt_mc_now(KDim - 1)) * p_cc + p_cc(KDim - 1))
+
+    return p_face
+
+
+@gtx.field_operator
+def _compute_ppm_all_face_values(
+    p_cc: fa.CellKField[ta.wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    p_face_in: fa.CellKField[ta.wpfloat],
+    slev: gtx.int32,
+    elev: gtx.int32,
+    slevp1: gtx.int32,
+    elevp1: gtx.int32,
+) -> fa.CellKField[ta.wpfloat]:
+    p_face = concat_where(
+        (dims.KDim == slevp1) | (dims.KDim == elev),
+        _compute_ppm_quadratic_face_values(p_cc, p_cellhgt_mc_now),
+        p_face_in,
+    )
+
+    p_face = concat_where(dims.KDim == slev, p_cc, p_face)
+
+    p_face = concat_where(dims.KDim == elevp1, p_cc(Koff[-1]), p_face)
+
+    return p_face
+
+
+@gtx.field_operator
+def _compute_ppm_quartic_face_values(
+    p_cc: fa.CellKField[ta.wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    z_slope: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    zgeo1 = p_cellhgt_mc_now(Koff[-1]) / (p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now)
+    zgeo2 = 1.0 / (
+        p_cellhgt_mc_now(Koff[-2])
+        + p_cellhgt_mc_now(Koff[-1])
+        + p_cellhgt_mc_now
+        + p_cellhgt_mc_now(Koff[1])
+    )
+    zgeo3 = (p_cellhgt_mc_now(Koff[-2]) + p_cellhgt_mc_now(Koff[-1])) / (
+        2.0 * p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now
+    )
+    zgeo4 = (p_cellhgt_mc_now(Koff[1]) + p_cellhgt_mc_now) / (
+        2.0 * p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[-1])
+    )
+
+    p_face = (
+        p_cc(Koff[-1])
+        + zgeo1 * (p_cc - p_cc(Koff[-1]))
+        + zgeo2
+        * (
+            (2.0 * p_cellhgt_mc_now * zgeo1) * (zgeo3 - zgeo4) * (p_cc - p_cc(Koff[-1]))
+            - zgeo3 * p_cellhgt_mc_now(Koff[-1]) * z_slope
+            + zgeo4 * p_cellhgt_mc_now * z_slope(Koff[-1])
+        )
+    )
+
+    return p_face
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def ppm_face_values(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    z_slope: fa.CellKField[ta.wpfloat], p_face_in: fa.CellKField[ta.wpfloat],
+    p_face: fa.CellKField[ta.wpfloat], p_face_quartic: fa.CellKField[ta.wpfloat],
+    slev: gtx.int32, elev: gtx.int32, slevp1: gtx.int32, elevp1: gtx.int32,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_ppm_all_face_values(
+        p_cc, p_cellhgt_mc_now, p_face_in, slev, elev, slevp1, elevp1, out=p_face,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_ppm_quartic_face_values(
+        p_cc, p_cellhgt_mc_now, z_slope, out=p_face_quartic,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (slevp1 + 1, elev)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(0, NLEV - 1), (1, NLEV - 2)])
+def test_ppm_face_values(backend, levels):
+    slev, elev = levels
+    n, h = NLEV, NLEV + 1
+    hs, he = 1, NC - 1
+    a = dict(p_cc=RNG.random((NC, n)), p_cellhgt_mc_now=RNG.random((NC, n)) + 0.5,
+             z_slope=RNG.random((NC, n)) - 0.5, p_face_in=RNG.random((NC, h)),
+             p_face=RNG.random((NC, h)), p_face_quartic=RNG.random((NC, n)))
+    e = {k: v.copy() for k, v in a.items()}
+    cc, dz, sl = e["p_cc"], e["p_cellhgt_mc_now"], e["z_slope"]
+    face = e["p_face"]
+    for k in range(slev, elev + 2):
+        if k == elev + 1:
+            v = cc[:, k - 1]
+        elif k == slev:
+            v = cc[:, k]
+        elif k in (slev + 1, elev):
+            r = dz[:, k] / dz[:, k - 1]
+            v = cc[:, k] * (1.0 - r) + dz[:, k] / (dz[:, k - 1] + dz[:, k]) * (r * cc[:, k]
+                                                                               + cc[:, k - 1])
+        else:
+            v = e["p_face_in"][:, k]
+        face[hs:he, k] = v[hs:he]
+    quartic = e["p_face_quartic"]
+    for k in range(slev + 2, elev):
+        g1 = dz[:, k - 1] / (dz[:, k - 1] + dz[:, k])
+        g2 = 1.0 / (dz[:, k - 2] + dz[:, k - 1] + dz[:, k] + dz[:, k + 1])
+        g3 = (dz[:, k - 2] + dz[:, k - 1]) / (2.0 * dz[:, k - 1] + dz[:, k])
+        g4 = (dz[:, k + 1] + dz[:, k]) / (2.0 * dz[:, k] + dz[:, k - 1])
+        v = cc[:, k - 1] + g1 * (cc[:, k] - cc[:, k - 1]) + g2 * (
+            2.0 * dz[:, k] * g1 * (g3 - g4) * (cc[:, k] - cc[:, k - 1])
+            - g3 * dz[:, k - 1] * sl[:, k] + g4 * dz[:, k] * sl[:, k - 1])
+        quartic[hs:he, k] = v[hs:he]
+    ppm_face_values(**a, slev=slev, elev=elev, slevp1=slev + 1, elevp1=elev + 1,
+                    horizontal_start=hs, horizontal_end=he, vertical_start=slev,
+                    vertical_end=elev + 2, offset_provider={"Koff": KDim}, backend=backend)
+    check(a, {"p_face": face, "p_face_quartic": quartic}, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== tracer densities
+#
+# An ``if``-expression on an ``int32`` scalar choosing a float32 (vpfloat) sum
+# over ``C2E`` or a vpfloat input, float32 sums used in float64 updates
+# through ``astype``, and a vertical increment with ``KField`` coefficients.
+
+
+@gtx.field_operator
+def _integrate_tracer_density_horizontally(
+    p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    z_rhofluxdiv_c: fa.CellKField[ta.vpfloat],
+    z_tracer_mflx: fa.EdgeKField[ta.wpfloat],
+    z_rho_now: fa.CellKField[ta.wpfloat],
+    z_tracer_now: fa.CellKField[ta.wpfloat],
+    z_dtsub: ta.wpfloat,
+    nsub: gtx.int32,
+) -> tuple[
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    z_rhofluxdiv_c_out = (
+        astype(neighbor_sum(p_mass_flx_e(C2E) * geofac_div, axis=dims.C2EDim), vpfloat)
+        if nsub == 1
+        else z_rhofluxdiv_c
+    )
+
+    z_fluxdiv_c_dsl = astype(
+        neighbor_sum(z_tracer_mflx(C2E) * geofac_div, axis=dims.C2EDim), vpfloat
+    )
+
+    z_rho_new_dsl = z_rho_now - z_dtsub * astype(z_rhofluxdiv_c_out, wpfloat)
+
+    z_tracer_new_dsl = (
+        z_tracer_now * z_rho_now - z_dtsub * astype(z_fluxdiv_c_dsl, wpfloat)
+    ) / z_rho_new_dsl
+
+    return (
+        z_rhofluxdiv_c_out,
+        z_fluxdiv_c_dsl,
+        z_rho_new_dsl,
+        z_tracer_new_dsl,
+    )
+
+
+@gtx.field_operator
+def _apply_vertical_density_increment(
+    rhodz_ast: fa.CellKField[ta.wpfloat],
+    p_mflx_contra_v: fa.CellKField[ta.wpfloat],
+    deepatmo_divzl: fa.KField[ta.wpfloat],
+    deepatmo_divzu: fa.KField[ta.wpfloat],
+    p_dtime: ta.wpfloat,
+) -> fa.CellKField[ta.wpfloat]:
+    k_offset_up_low = p_dtime * (
+        p_mflx_contra_v(Koff[1]) * deepatmo_divzl - p_mflx_contra_v * deepatmo_divzu
+    )
+    return rhodz_ast + k_offset_up_low
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def tracer_density_increments(
+    p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    z_rhofluxdiv_c: fa.CellKField[ta.vpfloat],
+    z_tracer_mflx: fa.EdgeKField[ta.wpfloat],
+    z_rho_now: fa.CellKField[ta.wpfloat],
+    z_tracer_now: fa.CellKField[ta.wpfloat],
+    z_rhofluxdiv_c_out: fa.CellKField[ta.vpfloat],
+    z_fluxdiv_c_dsl: fa.CellKField[ta.vpfloat],
+    z_rho_new_dsl: fa.CellKField[ta.wpfloat],
+    z_tracer_new_dsl: fa.CellKField[ta.wpfloat],
+    rhodz_ast: fa.CellKField[ta.wpfloat],
+    p_mflx_contra_v: fa.CellKField[ta.wpfloat],
+    deepatmo_divzl: fa.KField[ta.wpfloat],
+    deepatmo_divzu: fa.KField[ta.wpfloat],
+    rhodz_ast2: fa.CellKField[ta.wpfloat],
+    z_dtsub: ta.wpfloat,
+    nsub: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _integrate_tracer_density_horizontally(
+        p_mass_flx_e, geofac_div, z_rhofluxdiv_c, z_tracer_mflx, z_rho_now, z_tracer_now,
+        z_dtsub, nsub,
+        out=(z_rhofluxdiv_c_out, z_fluxdiv_c_dsl, z_rho_new_dsl, z_tracer_new_dsl),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _apply_vertical_density_increment(
+        rhodz_ast, p_mflx_contra_v, deepatmo_divzl, deepatmo_divzu, z_dtsub, out=rhodz_ast2,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("nsub", [1, 2])
+def test_tracer_density_increments(backend, nsub):
+    n, h = NLEV, NLEV + 1
+    hs, he, vs, ve = 0, NC - 2, 1, n
+    c2e = table(NC, 3, NE)
+    f32 = np.float32
+    a = dict(p_mass_flx_e=RNG.random((NE, n)) - 0.5, geofac_div=RNG.random((NC, 3)),
+             z_rhofluxdiv_c=(RNG.random((NC, n)) - 0.5).astype(f32),
+             z_tracer_mflx=RNG.random((NE, n)) - 0.5, z_rho_now=RNG.random((NC, n)) + 1.0,
+             z_tracer_now=RNG.random((NC, n)), z_rhofluxdiv_c_out=RNG.random((NC, n)).astype(f32),
+             z_fluxdiv_c_dsl=RNG.random((NC, n)).astype(f32), z_rho_new_dsl=RNG.random((NC, n)),
+             z_tracer_new_dsl=RNG.random((NC, n)), rhodz_ast=RNG.random((NC, n)),
+             p_mflx_contra_v=RNG.random((NC, h)), deepatmo_divzl=RNG.random(n),
+             deepatmo_divzu=RNG.random(n), rhodz_ast2=RNG.random((NC, n)))
+    dt = 0.7
+    e = {k: v.copy() for k, v in a.items()}
+
+    def div(flux):
+        return (flux[c2e] * e["geofac_div"][:, :, None]).sum(1).astype(f32)
+
+    rhoflux = div(e["p_mass_flx_e"]) if nsub == 1 else e["z_rhofluxdiv_c"]
+    fluxdiv = div(e["z_tracer_mflx"])
+    rho_new = e["z_rho_now"] - dt * rhoflux.astype(f64)
+    tracer_new = (e["z_tracer_now"] * e["z_rho_now"] - dt * fluxdiv.astype(f64)) / rho_new
+    pm = e["p_mflx_contra_v"]
+    incr = e["rhodz_ast"] + dt * (pm[:, 1:] * e["deepatmo_divzl"] - pm[:, :n] * e["deepatmo_divzu"])
+    expected = {}
+    for k, v in (("z_rhofluxdiv_c_out", rhoflux), ("z_fluxdiv_c_dsl", fluxdiv),
+                 ("z_rho_new_dsl", rho_new), ("z_tracer_new_dsl", tracer_new),
+                 ("rhodz_ast2", incr)):
+        want = e[k].copy()
+        want[hs:he, vs:ve] = v[hs:he, vs:ve]
+        expected[k] = want
+    tracer_density_increments(**a, z_dtsub=dt, nsub=nsub, horizontal_start=hs,
+                              horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                              offset_provider={"C2E": c2e, "Koff": KDim}, backend=backend)
+    check(a, expected, rtol=2e-6, atol=2e-6)
+    assert a["z_rhofluxdiv_c_out"].dtype == f32

@@ -2,8 +2,11 @@
 ``out=((a, b), c)`` with a nested tuple of domains (a dict for a nested
 output covers its leaves), in a ``@program`` body and in direct calls of a
 ``@field_operator`` and a scan operator.  Each output is written on its own
-domain only, a scan starts at its own domain's first level; interpreter and
-compiled code are compared with hand-written NumPy.
+domain only.  In a program body a scan runs over the union of the domains of
+the outputs reading it (GT4Py's domain inference): one scan whose state feeds
+two outputs starts at the earlier first level, two scans each at their own
+output's.  (Direct calls still start each output's scans at its own domain.)
+Interpreter and compiled code are compared with hand-written NumPy.
 """
 
 from __future__ import annotations
@@ -129,3 +132,28 @@ def test_mismatched_domains_are_refused():
 
     with pytest.raises(FrontendError, match=r"a tuple of domains holds dicts .*got tuple"):
         too_deep(a, *[np.zeros((NC, NK))] * 3, backend="interpreter")
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def running_sum(state: float, x: float) -> float:
+    return state + x
+
+
+@field_operator
+def two_sums(a: F):
+    return running_sum(a), running_sum(2.0 * a)
+
+
+@program
+def separate_scans(a: F, s1: F, s2: F, vs: int, ve: int):
+    two_sums(a, out=(s1, s2), domain=({K: (vs, ve)}, {K: (1, ve)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_scans_start_at_their_own_outputs_domains(backend):
+    a = RNG.random((NC, NK))
+    for vs, ve in [(0, NK), (2, NK), (3, 4)]:
+        s1, s2 = np.zeros((NC, NK)), np.zeros((NC, NK))
+        separate_scans(a, s1, s2, vs, ve, backend=backend)
+        np.testing.assert_allclose(s1, running(a, (0, NC), (vs, ve)), rtol=1e-12)
+        np.testing.assert_allclose(s2, running(a, (0, NC), (1, ve), 2.0), rtol=1e-12)

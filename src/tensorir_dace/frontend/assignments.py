@@ -22,7 +22,7 @@ from ..lazy import lazy_module
 from .context import ProgramContext
 from .dims import Dimension
 from .functions import FunctionTranslator
-from .meshes import is_namedtuple_class, named_value
+from .meshes import is_namedtuple_class, named_value, whole_of_projections
 from .runtime_bounds import interval, runtime_value
 from .source import SourceInfo
 from .values import (
@@ -33,6 +33,7 @@ from .values import (
     is_trivial,
     project,
     pushable,
+    small_lets,
 )
 
 if TYPE_CHECKING:
@@ -335,17 +336,38 @@ class AssignmentTranslator(FunctionTranslator):
             base = t.value if isinstance(t, ast.Subscript) else t
             if isinstance(base, ast.Name) and isinstance(self.env.get(base.id), ir.Sym):
                 target_names.add(self.env[base.id].name)
-        out, parts = self.tuple_parts(value, len(targets), target_names, s)
+        out, parts = self.tuple_parts(value, len(targets), target_names, s,
+                                      self.target_dtype(tgt))
         for t, p in zip(targets, parts):
             out += self.assign(t, p, s)
         return out
 
+    def target_dtype(self, node: ast.AST) -> ir.ElementType | None:
+        """The element type an output ``node`` of ``out=``/an assignment holds (a
+        tuple type for a tuple of outputs), or None where it is not a tensor name."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            parts = [self.target_dtype(e) for e in node.elts]
+            return None if any(p is None for p in parts) else \
+                ir.TupleType(tuple(p for p in parts if p is not None))
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        if isinstance(node, ast.Name) and self.kinds.get(node.id) in ("param", "temp"):
+            try:
+                return self.tensor_type(self.env[node.id].name).dtype
+            except (KeyError, AttributeError, TensorIRError):
+                return None
+        return None
+
     def tuple_parts(self, value: Any, n: int, target_names: set[str],
-                    s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
+                    s: ast.stmt, expected: ir.ElementType | None = None
+                    ) -> tuple[list[ir.Stmt], list[Any]]:
         """The ``n`` parts of a tuple value, and the statements that must run first:
         a part that reads one of the targets is staged in a temporary, so that
         writing an earlier target cannot change what a later part reads."""
         vnode = getattr(s, "value", None) or s
+        if isinstance(value, tuple) and (whole := whole_of_projections(value)) is not None \
+                and not is_trivial(whole):
+            value = whole       # the elements of one value: computed once, not per target
         if isinstance(value, tuple):
             if len(value) != n:
                 raise self.error(s, f"cannot unpack {len(value)} values into {n} targets")
@@ -370,12 +392,15 @@ class AssignmentTranslator(FunctionTranslator):
             return out, parts
         if not is_ir(value):
             raise self.error(s, f"cannot unpack {describe(value)}")
-        vt = self.type_of(value, vnode)
+        # (typed as its targets hold it: a literal element such as where(c, 0, 1)
+        # written to an int32 output is an int32 in the temporary too)
+        vt = self.type_of(value, vnode, expected)
         if not isinstance(vt.dtype, ir.TupleType) or len(vt.dtype.elements) != n:
             raise self.error(s, f"cannot unpack {vt} into {n} targets: it is not a tuple of "
                                 f"{n} elements")
         out = []
-        if not (is_trivial(value) or pushable(value)) or (free_syms(value) & target_names):
+        if not (is_trivial(value) or (pushable(value) and small_lets(value))) or \
+                (free_syms(value) & target_names):
             tmp = self.ctx.fresh("tmp")
             self.ctx.add_temporary(tmp, vt, self.loc(s))
             out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), value, loc=self.loc(s)))

@@ -29,6 +29,7 @@ from .values import (
     is_trivial,
     project,
     pushable,
+    small_lets,
     strip_masks,
 )
 
@@ -113,7 +114,7 @@ class BodyTranslator(ReductionTranslator):
             # not copied into each element
             like, value = value, whole
         if is_ir(value) and not is_trivial(value) and \
-                not (pushable(value) and _small_lets(value)):
+                not (pushable(value) and small_lets(value)):
             self.unpack_value(value, n, s)   # checks the arity
             hidden = self.ctx.fresh("t")
             binds.append(Bind(hidden, value, let=True, force=True))
@@ -390,16 +391,3 @@ def _loads(name: str, node: ast.AST, weight: int) -> int:
         weight *= 2
     return sum(_loads(name, c, weight) for c in ast.iter_child_nodes(node))
 
-
-def _small_lets(e: ir.Expr, limit: int = 40) -> bool:
-    """Whether the values a let chain ``(λ x. … make_tuple(…))(v)`` binds are small:
-    unpacking it then copies the chain into each element (no tuple to bind); a
-    large chain (a function's body) is bound once instead, or each element
-    would copy it."""
-    size = 0
-    while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
-        size += sum(1 for a in e.args for _ in ir.walk(a))
-        if size > limit:
-            return False
-        e = e.func.body
-    return True

@@ -26,7 +26,7 @@ from .context import ProgramContext
 from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .source import source_info
-from .values import LocalCallable, contains_ir, describe, project
+from .values import LocalCallable, contains_ir, describe
 
 if TYPE_CHECKING:
     import sympy
@@ -129,8 +129,10 @@ class ProgramTranslator(AssignmentTranslator):
                 for path, *_ in groups:
                     whole = value
                     for k in path:              # the part of the value these outputs take
+                        # (a plain tuple_get: the targets then share one temporary,
+                        # where a projection pushed into lets copies them per part)
                         whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                            else project(self.to_ir(whole, call), k, self.loc(call))
+                            else _element(self.to_ir(whole, call), k, self.loc(call))
                     parts.append(whole)
                 # each scan runs over the union of the domains of the outputs reading it
                 doms = [{a.name: a for a in mine[0].args[1:] if isinstance(a, ir.DimInterval)}
@@ -150,7 +152,7 @@ class ProgramTranslator(AssignmentTranslator):
                      s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
         """The parts of ``value`` for the leaves of the (nested) tuple ``node``:
         ``out=((a, b), c)`` takes a value ``((x, y), z)``."""
-        out, parts = self.tuple_parts(value, len(node.elts), names, s)
+        out, parts = self.tuple_parts(value, len(node.elts), names, s, self.target_dtype(node))
         flat: list[Any] = []
         for e, p in zip(node.elts, parts):
             if isinstance(e, (ast.Tuple, ast.List)):
@@ -418,6 +420,10 @@ def _either(decided: Any, symbolic: Any, a: Any, b: Any) -> Any:
         return decided(a, b)
     except iv.Undecidable:      # runtime bounds: left to the run
         return symbolic(a, b)
+
+
+def _element(e: ir.Expr, k: int, loc: Any) -> ir.Expr:
+    return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(k, loc=loc)), loc=loc)
 
 
 def _domain_leaves(value: Any):

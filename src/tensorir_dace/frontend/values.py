@@ -122,6 +122,20 @@ def pushable(e: Any) -> bool:
     return False
 
 
+def small_lets(e: ir.Expr, limit: int = 40) -> bool:
+    """Whether the values a let chain ``(λ x. … make_tuple(…))(v)`` binds are small:
+    selecting its elements one by one then copies the chain into each (no tuple
+    to bind); a large chain (a function's body) is bound once instead, or each
+    element would copy it."""
+    size = 0
+    while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
+        size += sum(1 for a in e.args for _ in ir.walk(a))
+        if size > limit:
+            return False
+        e = e.func.body
+    return True
+
+
 def describe(v: Any) -> str:
     """A value as error messages name it."""
     if isinstance(v, Dimension):
