@@ -310,3 +310,23 @@ def test_error_location_points_at_the_offending_expression():
 
 def test_there_are_at_least_thirty_bad_programs():
     assert len({fragment for _, _, fragment in BAD}) >= 30
+
+
+def test_bound_comparisons_are_decided_once_and_stay_decided():
+    """``intervals.le`` remembers its decisions (large programs compare the same
+    bounds again and again): the second answer is the first, an undecidable
+    comparison raises every time, and symbols of other assumptions differ."""
+    import sympy
+
+    from tensorir_dace import intervals
+    n = sympy.Symbol("N", integer=True, nonnegative=True)
+    h = sympy.Symbol("h", integer=True)
+    for _ in range(2):
+        assert intervals.le(n, n + 1) is True
+        assert intervals.le(n + 1, n) is False
+        assert intervals.le(n, sympy.Max(1, n)) is True
+        with pytest.raises(intervals.Undecidable):
+            intervals.le(h, n)
+    free = sympy.Symbol("N")             # no assumptions: another symbol
+    with pytest.raises(intervals.Undecidable):
+        intervals.le(free, n)

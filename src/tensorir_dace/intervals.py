@@ -26,17 +26,38 @@ class Undecidable(Exception):
         super().__init__(f"cannot decide whether {a} <= {b} for all sizes")
 
 
+#: Decided comparisons, by their bounds: a program's types compare the same
+#: bounds again and again (every broadcast and shift of a large program), and
+#: SymPy's sign rules take most of a large program's type check.
+_DECIDED: dict[tuple[sympy.Expr, sympy.Expr], bool | None] = {}
+_DECIDED_MAX = 1 << 16
+
+
 def le(a: sympy.Expr, b: sympy.Expr) -> bool:
     """``a <= b`` for all sizes; raises Undecidable when it depends on them."""
+    key = (a, b)
+    decided = _DECIDED.get(key, _UNKNOWN)
+    if decided is _UNKNOWN:
+        decided = _decide_le(a, b)
+        if len(_DECIDED) >= _DECIDED_MAX:
+            _DECIDED.clear()
+        _DECIDED[key] = decided
+    if decided is None:
+        raise Undecidable(a, b)
+    return bool(decided)
+
+
+_UNKNOWN = object()
+
+
+def _decide_le(a: sympy.Expr, b: sympy.Expr) -> bool | None:
+    """``a <= b`` for all sizes, None when it depends on them."""
     diff = sympy.expand(b - a)
     if diff.is_nonnegative:
         return True
     if diff.is_negative:
         return False
-    decided = _le_through_extrema(a, b)
-    if decided is None:
-        raise Undecidable(a, b)
-    return decided
+    return _le_through_extrema(a, b)
 
 
 def _le_through_extrema(a: sympy.Expr, b: sympy.Expr) -> bool | None:
