@@ -663,12 +663,13 @@ def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E]
         return None, {}
     bounds: dict[str, tuple[str, str]] = {}
     if t.h:
-        # static stops ((1, 4), KDim: (0, 3)) are left out: the front end cannot
-        # order them with the sizes (4 <= N_Cell) and refuses them
-        bounds[t.h] = r.choice([("hs", "he"), ("hs", "he"), ("1", "he"), ("0", "he"),
-                                ("2", "he")])
+        bounds[t.h] = r.choice([("hs", "he"), ("hs", "he"), ("1", "4"), ("0", "3"), ("2", "he")])
     if t.k:
         lows = [x for x, need in (("0", 0), ("1", 1), ("2", 2), ("k0", 1)) if lo <= need]
+        # Literal level stops (KDim: (0, 3)) are left out: a tuple of a field and a
+        # scan under such a domain, the scan reading a broadcast int32 that is also
+        # passed to a field operator, is refused ("cannot decide whether N_K <= 3"):
+        # the scan is fitted to the literal range, the field keeps [0, N_K).
         highs = [x for x, need in (("nlev", 0), ("nlev - 1", 1), ("nlev - 2", 2)) if hi <= need]
         bounds["K"] = (r.choice(lows), r.choice(highs))
     py = "{" + ", ".join(f"{DIM[dim]}: ({a}, {b})" for dim, (a, b) in bounds.items()) + "}"
