@@ -417,6 +417,11 @@ class GtxGen:
         name, (src, _, width, absent) = r.choice(routes)
         ctx = ctx | {"scan": False}
         a = self.ex(t.with_(h=src), d - 1, b, ctx)
+        if t.k and a.lo == NOC:
+            # Left out: a value read through a table from one broadcast along K but
+            # reading no K field lacks K in the front end (broadcast adds no
+            # dimension), so a K-annotated parameter refuses it.
+            return self.leaf(t, b)
         v = self.bind(a, b)
         kinds = ["sum"] + ([] if absent else ["slot", "max", "min"])
         if t.dt == "float64" and any(w.t == T(t.h, False, "float64", name) for w in b.vars):
