@@ -2,8 +2,9 @@
 icon4py-style field operators, scan operators and a program, each field
 operator written a second time as NumPy code over the whole mesh; the program
 interpreted, compiled and compiled without the optimising passes must agree
-with it at two sets of sizes and three runtime bound sets each.  A fixed seeded batch runs here, one compile; the
-command ``python -m tensorir_dace.fuzz --front gtx`` runs any number."""
+with it at two sets of sizes and three runtime bound sets each.  A fixed
+seeded batch runs here (two compiles); the command ``python -m
+tensorir_dace.fuzz --front gtx`` runs any number."""
 
 from __future__ import annotations
 
