@@ -360,7 +360,7 @@ class GtxGen:
         if d >= 2:
             choices += [lambda: self.call(t, d, b, ctx)]
         if t.k and t.h and t.dt == "float64" and ctx.get("scan", True):
-            choices += [lambda: self.scan(t, d, b)]
+            choices += [lambda: self.scan(t, d, b)] * 2
         if t.k and t.h:
             def bcast() -> E:
                 s = t.with_(k=False) if r.random() < 0.5 else t.with_(h=None)
@@ -423,7 +423,7 @@ class GtxGen:
             # dimension), so a K-annotated parameter refuses it.
             return self.leaf(t, b)
         v = self.bind(a, b)
-        kinds = ["sum"] + ([] if absent else ["slot", "max", "min"])
+        kinds = ["sum"] + ([] if absent else ["slot", "slot", "max", "min"])
         if t.dt == "float64" and any(w.t == T(t.h, False, "float64", name) for w in b.vars):
             kinds.append("weighted")
         kind = r.choice(kinds)
@@ -466,9 +466,15 @@ class GtxGen:
         cond, _, c0, c1, lo_np, hi_np = r.choice(forms)
         scan_ok = ctx.get("scan", True)
         y_split = c0 is not None and c1 is not None
-        x = self.ex(t, d - 1, b, ctx | {"scan": scan_ok})
+        if scan_ok and t.h and t.dt == "float64" and r.random() < 0.3:
+            x = self.scan(t, d - 1, b)      # icon4py's solvers: a scan from level 1
+        else:
+            x = self.ex(t, d - 1, b, ctx | {"scan": scan_ok})
         ys = [t, t] + ([t.with_(k=False)] if t.h else [])
-        y = self.ex(r.choice(ys), d - 1, b, ctx | {"scan": scan_ok and not y_split})
+        if scan_ok and not y_split and t.h and t.dt == "float64" and r.random() < 0.2:
+            y = self.scan(t, d - 1, b)
+        else:
+            y = self.ex(r.choice(ys), d - 1, b, ctx | {"scan": scan_ok and not y_split})
         lo = _m(NOC if _low_ok(c0, x.lo) else x.lo,
                 (y.lo if c0 is not None else NOC),
                 (NOC if _low_ok(c1, y.lo) else y.lo) if c1 is not None else NOC)
@@ -510,7 +516,7 @@ class GtxGen:
                                       {t.h for t in rets}}
         pool = [v for v in caller.vars if v.t.h in want or v.t.h is None]
         r.shuffle(pool)
-        chosen = pool[:r.randint(1, 5)]
+        chosen = pool[:r.randint(1, 5)] or [r.choice(caller.vars)]
         for t in rets:      # something of each result's type, where the caller has it
             if not any(v.t == t for v in chosen):
                 same = [v for v in caller.vars if v.t == t]
