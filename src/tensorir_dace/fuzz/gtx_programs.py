@@ -557,6 +557,8 @@ class GtxGen:
             results = [self.ex(t.with_(dt="float64"), d, body, {"scan": True}) for t in rets]
             ret_py = f"astype(({results[0].py}, {results[1].py}), {self.dt('float32')})"
             ret_np = f'R.astype(({results[0].np}, {results[1].np}), "float32")'
+        elif len(rets) == 2 and rets[0].dims() == rets[1].dims() and r.random() < 0.3:
+            results, ret_py, ret_np = self.tuple_choice(rets, d, body)
         else:
             results = [self.ex(t, d, body, {"scan": True}) for t in rets]
             ret_py = ", ".join(x.py for x in results)
@@ -573,6 +575,27 @@ class GtxGen:
         params_np = ", ".join(["dom"] + [v.name for v in params] + [n for n, _ in ints])
         self.defs.append(f"def ref{name}({params_np}):\n{lines_np}    return {ret_np}\n")
         return name, results, args_py, args_np
+
+    def tuple_choice(self, rets: list[T], d: int, b: Body) -> tuple[list[E], str, str]:
+        """``where(c, (x0, x1), (y0, y1))`` or ``concat_where(KDim > c, …)`` of
+        tuples: (the parts, the two spellings)."""
+        r = self.r
+        xs = [self.ex(t, d - 1, b, {"scan": False}) for t in rets]
+        ys = [self.ex(t, d - 1, b, {"scan": False}) for t in rets]
+        tx = f"({xs[0].py}, {xs[1].py})", f"({xs[0].np}, {xs[1].np})"
+        ty = f"({ys[0].py}, {ys[1].py})", f"({ys[0].np}, {ys[1].np})"
+        if rets[0].k and r.random() < 0.6:
+            c = r.choice([0, 1])
+            c0 = ("s", c + 1)
+            parts = [E("", "", t, max(_m(NOC if _low_ok(c0, x.lo) else x.lo, y.lo), 0),
+                       max(_m(x.hi, NOC if _high_ok(c0, y.hi) else y.hi), -1))
+                     for t, x, y in zip(rets, xs, ys)]
+            return (parts, f"concat_where(KDim > {c}, {tx[0]}, {ty[0]})",
+                    f"R.cw_k(dom, {c + 1}, None, lambda dom: {tx[1]}, lambda dom: {ty[1]})")
+        cond = self.bexpr(rets[0].with_(dt="bool"), d - 1, b, {"scan": False})
+        parts = [_join(t, "", "", cond, x, y) for t, x, y in zip(rets, xs, ys)]
+        return (parts, f"where({cond.py}, {tx[0]}, {ty[0]})",
+                f"R.where({cond.np}, {tx[1]}, {ty[1]})")
 
     def call(self, t: T, d: int, b: Body, ctx: dict) -> E:
         """A call of a new field operator: of one result, one of two taken by
