@@ -310,6 +310,23 @@ def test_a_runtime_choice_with_a_broadcast_under_a_literal_domain(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+@function
+def doubled(x: Tensor[float, Cell, K]):
+    return x + x
+
+
+@function
+def doubled_cells(c: Tensor[float, Cell], y: Tensor[float, Cell, K]):
+    return doubled(broadcast(c, (Cell, K))) + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_field_is_taken_by_a_parameter_of_its_dimensions(backend):
+    c, y = RNG.random(4), RNG.random((4, 3))
+    out = doubled_cells(c, y, backend=backend)
+    np.testing.assert_allclose(out, 2.0 * c[:, None] + y, rtol=1e-15)
+
+
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies
