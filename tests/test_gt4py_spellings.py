@@ -41,6 +41,8 @@ from tensorir_dace.frontend import (
 Cell, Edge, K = dims("Cell Edge K")
 E2CDim = neighbor_dim(Cell, 2)
 E2C = connectivity("E2C", Edge, E2CDim)
+C2CDim = neighbor_dim(Cell, 3)
+C2C = connectivity("C2C", Cell, C2CDim)
 BACKENDS = ["interpreter", "compiled"]
 RNG = np.random.default_rng(11)
 
@@ -325,6 +327,31 @@ def test_a_broadcast_field_is_taken_by_a_parameter_of_its_dimensions(backend):
     c, y = RNG.random(4), RNG.random((4, 3))
     out = doubled_cells(c, y, backend=backend)
     np.testing.assert_allclose(out, 2.0 * c[:, None] + y, rtol=1e-15)
+
+
+@function
+def neighbours_of_a_choice(c: Tensor[float, Cell, K], n: int32):
+    t = concat_where(Cell >= n, broadcast(1.0, (Cell, K)), 2.0 * c)
+    return neighbor_sum(t(C2C), axis=C2CDim)
+
+
+@program
+def sum_of_choices(c: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32,
+                   hs: int32, he: int32):
+    neighbours_of_a_choice(c, n, out=out, domain={Cell: (hs, he)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_choice_with_a_broadcast_read_at_neighbours_outside_the_domain(backend):
+    """A runtime concat_where along Cell with a broadcast branch is defined on
+    every cell, not only on the runtime domain's: its neighbours are read."""
+    table = np.array([[5, 1, -1], [0, 2, 4], [3, 3, 3], [1, -1, 5], [0, 0, 2], [4, 1, 0]])
+    c, out = RNG.random((6, 2)), np.zeros((6, 2))
+    sum_of_choices(c, out, 3, 2, 4, offset_provider={"C2C": table}, backend=backend)
+    t = np.where(np.arange(6)[:, None] >= 3, 1.0, 2.0 * c)
+    expected = np.zeros((6, 2))
+    expected[2:4] = np.where((table >= 0)[:, :, None], t[table], 0.0).sum(1)[2:4]
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
 def test_with_backend_and_with_grid_type():
