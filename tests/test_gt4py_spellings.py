@@ -354,6 +354,28 @@ def test_a_runtime_choice_with_a_broadcast_read_at_neighbours_outside_the_domain
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+@function
+def sum_from_level_one(a: Tensor[float, Cell, K]):
+    return concat_where(K > 0, running_sum(a, a), a)
+
+
+@program
+def sums_without_domain(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K]):
+    sum_from_level_one(a, out=out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scan_in_a_branch_starts_at_its_first_level_without_domain(backend):
+    """Without domain= the domain is the output's field: a scan in the K > 0
+    branch of a concat_where starts at level 1 with its init, as under an
+    explicit domain."""
+    a, out = RNG.random((3, 5)), np.zeros((3, 5))
+    sums_without_domain(a, out, backend=backend)
+    expected = a.copy()
+    expected[:, 1:] = np.cumsum(a[:, 1:] ** 2, axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies
