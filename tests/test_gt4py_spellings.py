@@ -376,27 +376,6 @@ def test_a_scan_in_a_branch_starts_at_its_first_level_without_domain(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
-@function
-def two_levels_down_from_level_one(a: Tensor[float, Cell, K]):
-    return concat_where(K > 0, a(K - 2), 2.0 * a)
-
-
-@program
-def from_level_two(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32):
-    two_levels_down_from_level_one(a, out=out, domain={K: (2, n - 1)})
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_gap_between_concat_where_pieces_below_the_domain(backend):
-    """a(K - 2) is defined from level 2, the K > 0 branch from level 1: the gap
-    at level 1 lies below domain={K: (2, …)}, where nothing is read."""
-    a, out = RNG.random((3, 6)), np.zeros((3, 6))
-    from_level_two(a, out, 6, backend=backend)
-    expected = np.zeros((3, 6))
-    expected[:, 2:5] = a[:, 0:3]
-    np.testing.assert_allclose(out, expected, rtol=1e-13)
-
-
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies

@@ -315,13 +315,6 @@ class BuiltinTranslator(ExpressionTranslator):
             return pieces
 
         pieces = self.ctx.decide(go, loc, what)
-        dom = self.ctx.domain.get(D) if self.ctx.domain else None
-        if dom is not None and len(pieces) > 1:
-            # pieces wholly outside the domain= range are never read (GT4Py infers
-            # the branches' domains from it): a gap there does not matter
-            kept = [p for p in pieces if iv.maybe_le(p[1], dom.start) is not True
-                    and iv.maybe_le(dom.stop, p[0]) is not True]
-            pieces = kept or pieces
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
