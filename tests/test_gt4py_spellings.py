@@ -376,6 +376,35 @@ def test_a_scan_in_a_branch_starts_at_its_first_level_without_domain(backend):
     np.testing.assert_allclose(out, expected, rtol=1e-13)
 
 
+@scan_operator(axis=K, forward=False, init=0.0)
+def sum_from_below(total, x):
+    return 0.5 * total + x
+
+
+@function
+def sums_from_below_and_copy(a: Tensor[float, Cell, K]):
+    return sum_from_below(broadcast(1.0, (Cell, K))), a
+
+
+@program
+def tuple_without_domain(a: Tensor[float, Cell, K], half: Tensor[float, Cell, K],
+                         out: Tensor[float, Cell, K], copy: Tensor[float, Cell, K]):
+    sums_from_below_and_copy(a, out=(out, copy))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backward_scan_into_a_tuple_without_domain_starts_at_the_last_level(backend):
+    """out=(a, b) without domain=: the scan runs over the outputs' levels, not over
+    the half levels of another parameter its broadcast operand takes."""
+    a, out, copy = RNG.random((3, 4)), np.zeros((3, 4)), np.zeros((3, 4))
+    tuple_without_domain(a, np.zeros((3, 5)), out, copy, backend=backend)
+    expected = np.zeros(4)
+    for k in range(3, -1, -1):
+        expected[k] = 0.5 * (expected[k + 1] if k < 3 else 0.0) + 1.0
+    np.testing.assert_allclose(out, np.broadcast_to(expected, (3, 4)), rtol=1e-13)
+    np.testing.assert_allclose(copy, a, rtol=1e-15)
+
+
 def test_with_backend_and_with_grid_type():
     """GT4Py's ``prog.with_backend(backend)(...)``: ``None`` (embedded
     execution) interprets, a backend name or object compiles; the copies

@@ -95,11 +95,12 @@ class ProgramTranslator(AssignmentTranslator):
                 with self.target_intervals(target), self.scans_in(target):
                     value = self.fit_domain_scans(self.to_ir(self.expr(inner), inner), inner)
                 return [self.emit(target, value, s)]
-            if isinstance(out_node, ast.Name) and \
-                    self.kinds.get(out_node.id) in ("param", "temp"):
+            first = next(iter(_leaves_of(out_node)), None)
+            if isinstance(first, ast.Name) and self.kinds.get(first.id) in ("param", "temp"):
                 # GT4Py: the domain is the output's whole field (scans run over it,
-                # and from a concat_where's first level where they are its branch)
-                whole = ir.Sym(self.env[out_node.id].name, loc=self.loc(out_node))
+                # and from a concat_where's first level where they are its branch);
+                # the parts of a tuple share the first one's
+                whole = ir.Sym(self.env[first.id].name, loc=self.loc(first))
                 with self.target_intervals(out_node), self.scans_in(whole):
                     value = self.fit_domain_scans(self.expr(inner), inner)
                 return self.assign(out_node, value, s)
