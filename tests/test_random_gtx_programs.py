@@ -13,7 +13,7 @@ import numpy as np
 from tensorir_dace import fuzz
 from tensorir_dace.fuzz import gtx_programs, gtx_reference, gtx_runner
 
-FIRST, COUNT = 0, 10
+FIRST, COUNT = 0, 5
 
 
 def test_the_gtx_generator_covers_its_constructs():
