@@ -43,6 +43,8 @@ from tensorir_dace.frontend import (
 Cell, Edge, K = dims("Cell Edge K")
 E2CDim = neighbor_dim(Cell, 2)
 E2C = connectivity("E2C", Edge, E2CDim)
+C2CDim = neighbor_dim(Cell, 3)
+C2C = connectivity("C2C", Cell, C2CDim)
 BACKENDS = ["interpreter", "compiled"]
 RNG = np.random.default_rng(11)
 
@@ -310,6 +312,99 @@ def test_a_runtime_choice_with_a_broadcast_under_a_literal_domain(backend):
     expected = np.zeros((6, 5))
     expected[1:4, :3] = (np.where(np.arange(6)[:, None] < 3, a, 2.0) * a)[1:4, :3]
     np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+@function
+def doubled(x: Tensor[float, Cell, K]):
+    return x + x
+
+
+@function
+def doubled_cells(c: Tensor[float, Cell], y: Tensor[float, Cell, K]):
+    return doubled(broadcast(c, (Cell, K))) + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_field_is_taken_by_a_parameter_of_its_dimensions(backend):
+    c, y = RNG.random(4), RNG.random((4, 3))
+    out = doubled_cells(c, y, backend=backend)
+    np.testing.assert_allclose(out, 2.0 * c[:, None] + y, rtol=1e-15)
+
+
+@function
+def neighbours_of_a_choice(c: Tensor[float, Cell, K], n: int32):
+    t = concat_where(Cell >= n, broadcast(1.0, (Cell, K)), 2.0 * c)
+    return neighbor_sum(t(C2C), axis=C2CDim)
+
+
+@program
+def sum_of_choices(c: Tensor[float, Cell, K], out: Tensor[float, Cell, K], n: int32,
+                   hs: int32, he: int32):
+    neighbours_of_a_choice(c, n, out=out, domain={Cell: (hs, he)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_choice_with_a_broadcast_read_at_neighbours_outside_the_domain(backend):
+    """A runtime concat_where along Cell with a broadcast branch is defined on
+    every cell, not only on the runtime domain's: its neighbours are read."""
+    table = np.array([[5, 1, -1], [0, 2, 4], [3, 3, 3], [1, -1, 5], [0, 0, 2], [4, 1, 0]])
+    c, out = RNG.random((6, 2)), np.zeros((6, 2))
+    sum_of_choices(c, out, 3, 2, 4, offset_provider={"C2C": table}, backend=backend)
+    t = np.where(np.arange(6)[:, None] >= 3, 1.0, 2.0 * c)
+    expected = np.zeros((6, 2))
+    expected[2:4] = np.where((table >= 0)[:, :, None], t[table], 0.0).sum(1)[2:4]
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+@function
+def sum_from_level_one(a: Tensor[float, Cell, K]):
+    return concat_where(K > 0, running_sum(a, a), a)
+
+
+@program
+def sums_without_domain(a: Tensor[float, Cell, K], out: Tensor[float, Cell, K]):
+    sum_from_level_one(a, out=out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scan_in_a_branch_starts_at_its_first_level_without_domain(backend):
+    """Without domain= the domain is the output's field: a scan in the K > 0
+    branch of a concat_where starts at level 1 with its init, as under an
+    explicit domain."""
+    a, out = RNG.random((3, 5)), np.zeros((3, 5))
+    sums_without_domain(a, out, backend=backend)
+    expected = a.copy()
+    expected[:, 1:] = np.cumsum(a[:, 1:] ** 2, axis=1)
+    np.testing.assert_allclose(out, expected, rtol=1e-13)
+
+
+@scan_operator(axis=K, forward=False, init=0.0)
+def sum_from_below(total, x):
+    return 0.5 * total + x
+
+
+@function
+def sums_from_below_and_copy(a: Tensor[float, Cell, K]):
+    return sum_from_below(broadcast(1.0, (Cell, K))), a
+
+
+@program
+def tuple_without_domain(a: Tensor[float, Cell, K], half: Tensor[float, Cell, K],
+                         out: Tensor[float, Cell, K], copy: Tensor[float, Cell, K]):
+    sums_from_below_and_copy(a, out=(out, copy))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_backward_scan_into_a_tuple_without_domain_starts_at_the_last_level(backend):
+    """out=(a, b) without domain=: the scan runs over the outputs' levels, not over
+    the half levels of another parameter its broadcast operand takes."""
+    a, out, copy = RNG.random((3, 4)), np.zeros((3, 4)), np.zeros((3, 4))
+    tuple_without_domain(a, np.zeros((3, 5)), out, copy, backend=backend)
+    expected = np.zeros(4)
+    for k in range(3, -1, -1):
+        expected[k] = 0.5 * (expected[k + 1] if k < 3 else 0.0) + 1.0
+    np.testing.assert_allclose(out, np.broadcast_to(expected, (3, 4)), rtol=1e-13)
+    np.testing.assert_allclose(copy, a, rtol=1e-15)
 
 
 def test_with_backend_and_with_grid_type():

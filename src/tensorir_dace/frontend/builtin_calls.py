@@ -9,6 +9,7 @@ parameters the same way.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import itertools
 from typing import TYPE_CHECKING, Any
@@ -146,6 +147,10 @@ class BuiltinTranslator(ExpressionTranslator):
             raise self.error(node, f"broadcast() cannot drop dimensions: the value ({t}) has "
                                    f"{', '.join(extra)}, which are not in "
                                    f"({', '.join(d.name for d in dims)})")
+        if not isinstance(x, ir.Expr) or not t.dims:
+            return x
+        x = dataclasses.replace(x)      # this value, not every use of x
+        self.ctx.broadcasts[id(x)] = (x, frozenset(wanted))
         return x
 
     def positional(self, f, args, kwargs, names, node, defaults=None) -> list:

@@ -40,6 +40,9 @@ class ProgramContext:
         self.constraints: list[ir.SizeConstraint] = []
         self.loops: list[tuple[str, Any, Any]] = []
         self.target: dict[str, tuple[Any, Any]] | None = None
+        # values of broadcast(x, dims) (by id, with the value): a parameter annotated
+        # with those dimensions takes them, though x has not got them all
+        self.broadcasts: dict[int, tuple[ir.Expr, frozenset[str]]] = {}
         # the ``domain=`` of the call being translated: scans along one of its
         # dimensions run over its range only (GT4Py's column range)
         self.domain: dict[str, ir.DimInterval] = {}

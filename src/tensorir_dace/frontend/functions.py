@@ -253,6 +253,9 @@ class FunctionTranslator(BodyTranslator):
         if not t.dims and t.dtype == want_dtype:
             return      # the same at every point: broadcast(wpfloat("0.0"), (Cell,)) fits
         got_nb = sum(d.is_neighbor for d in t.dims)
+        mark = self.ctx.broadcasts.get(id(v))
+        if mark is not None and mark[0] is v and got <= names and names - got <= mark[1]:
+            got = names     # broadcast(x, dims) has dims (Tensor IR broadcasts by name)
         if t.dtype != want_dtype or got != names or got_nb != n_nb:
             raise self.error(node, f"argument '{pname}' of {fname}() is annotated {spec!r} "
                                    f"but the value is {t}")

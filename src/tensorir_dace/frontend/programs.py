@@ -25,6 +25,7 @@ from .assignments import AssignmentTranslator
 from .context import ProgramContext
 from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
+from .runtime_bounds import interval
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe
 
@@ -95,6 +96,15 @@ class ProgramTranslator(AssignmentTranslator):
                 with self.target_intervals(target), self.scans_in(target):
                     value = self.fit_domain_scans(self.to_ir(self.expr(inner), inner), inner)
                 return [self.emit(target, value, s)]
+            first = next(iter(_leaves_of(out_node)), None)
+            if isinstance(first, ast.Name) and self.kinds.get(first.id) in ("param", "temp"):
+                # GT4Py: the domain is the output's whole field (scans run over it,
+                # and from a concat_where's first level where they are its branch);
+                # the parts of a tuple share the first one's
+                whole = ir.Sym(self.env[first.id].name, loc=self.loc(first))
+                with self.target_intervals(out_node), self.scans_in(whole):
+                    value = self.fit_domain_scans(self.expr(inner), inner)
+                return self.assign(out_node, value, s)
             with self.target_intervals(out_node):
                 return self.assign(out_node, self.expr(inner), s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
@@ -220,6 +230,11 @@ class ProgramTranslator(AssignmentTranslator):
         if isinstance(target, ir.Call):
             self.ctx.domain = {a.name: a for a in target.args[1:]
                                if isinstance(a, ir.DimInterval)}
+            self.ctx.domain_scans = {}
+        elif isinstance(target, ir.Sym):    # a whole output
+            t = self.tensor_type(target.name)
+            self.ctx.domain = {d.name: interval(d.name, d.start, d.stop, target.loc)
+                               for d in t.dims if not d.is_neighbor}
             self.ctx.domain_scans = {}
         try:
             yield

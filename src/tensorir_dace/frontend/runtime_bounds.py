@@ -87,16 +87,13 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     if not known:
         raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
 
-    # two branches defined everywhere along D keep the parameters' static hull, as
-    # static branches do: the value may be read shifted past the target
-    wide = tr.ctx.dim_intervals(D) if all(d is None for d in doms.values()) else None
-
     def hull():
         lo, hi = known[0].start, known[0].stop
         for d in known[1:]:
             # a branch may itself come from a runtime concat_where
             lo, hi = iv.runtime_min(lo, d.start), iv.runtime_max(hi, d.stop)
-        if target is not None and None in doms.values() and known != wide and \
+        if target is not None and None in doms.values() and \
+                any(ir.has_runtime(b) for b in (lo, hi)) and \
                 any(ir.has_runtime(b) for b in target):
             lo, hi = target     # ... and within a statement, its whole runtime target
         elif target is not None and not ir.has_runtime(lo) and not ir.has_runtime(hi):

@@ -267,6 +267,13 @@ class GtxGen:
             py = f"int32({py})"
         return E(self.broadcast_py(py, t), f"R.broadcast({np_}, {t.dims()!r})", t)
 
+    def literal(self, t: T) -> E:
+        """A literal broadcast to ``t``: defined everywhere."""
+        py, np_ = self.lit(t.dt)
+        if t.dt == "int32" and py.lstrip("-").isdigit():
+            py = f"int32({py})"
+        return E(self.broadcast_py(py, t), f"R.broadcast({np_}, {t.dims()!r})", t)
+
     def broadcast_py(self, x: str, t: T) -> str:
         return f"broadcast({x}, ({', '.join(DIM[d] for d in t.dims())},))"
 
@@ -351,16 +358,21 @@ class GtxGen:
                 return _join(t, f"astype({a.py}, {self.dt(t.dt)})",
                              f'R.astype({a.np}, "{t.dt}")', a)
             choices += [minmax, where_, cast]
+        # Left out of a scan's operands: a concat_where on a runtime bound there
+        # compiles to C++ that reads the bound where it is not declared ("'hs'
+        # was not declared in this scope").
         if t.k:
-            choices += [lambda: self.kshift(t, d, b, ctx), lambda: self.kcond(t, d, b, ctx)]
+            choices += [lambda: self.kshift(t, d, b, ctx)]
+            if not ctx.get("in_scan"):
+                choices.append(lambda: self.kcond(t, d, b, ctx))
         if t.h:
             choices += [lambda: self.hshift(t, d, b, ctx)]
-            if t.h == "C" and any(n[1][0] == "h" for n in b.ints):
+            if t.h == "C" and any(n[1][0] == "h" for n in b.ints) and not ctx.get("in_scan"):
                 choices.append(lambda: self.hcond(t, d, b, ctx))
         if d >= 2:
             choices += [lambda: self.call(t, d, b, ctx)]
         if t.k and t.h and t.dt == "float64" and ctx.get("scan", True):
-            choices += [lambda: self.scan(t, d, b)]
+            choices += [lambda: self.scan(t, d, b)] * 2
         if t.k and t.h:
             def bcast() -> E:
                 s = t.with_(k=False) if r.random() < 0.5 else t.with_(h=None)
@@ -403,8 +415,10 @@ class GtxGen:
         for _ in range(3):
             a = self.ex(t, d - 1, b, ctx | {"scan": False})
             o = r.choice([-1, 1, -1, 1, 2, -2])
-            lo = a.lo if a.lo == NOC else a.lo - o
-            hi = a.hi if a.hi == NOC else a.hi + o
+            # the reference holds values on the levels [0, N_K + 1) only (GT4Py's
+            # t1(Koff[1]) is defined at level -1 too)
+            lo = a.lo if a.lo == NOC else max(a.lo, 0) - o
+            hi = a.hi if a.hi == NOC else max(a.hi, -1) + o
             if not a.scan and lo <= MAX_REACH and hi <= MAX_REACH:
                 v = self.bind(a, b)
                 return E(f"{v.name}(Koff[{o}])", f"R.koff({v.name}, {o})", t, lo, hi)
@@ -417,8 +431,13 @@ class GtxGen:
         name, (src, _, width, absent) = r.choice(routes)
         ctx = ctx | {"scan": False}
         a = self.ex(t.with_(h=src), d - 1, b, ctx)
+        if t.k and a.lo == NOC:
+            # Left out: a value read through a table from one broadcast along K but
+            # reading no K field lacks K in the front end (broadcast adds no
+            # dimension), so a K-annotated parameter refuses it.
+            return self.leaf(t, b)
         v = self.bind(a, b)
-        kinds = ["sum"] + ([] if absent else ["slot", "max", "min"])
+        kinds = ["sum"] + ([] if absent else ["slot", "slot", "max", "min"])
         if t.dt == "float64" and any(w.t == T(t.h, False, "float64", name) for w in b.vars):
             kinds.append("weighted")
         kind = r.choice(kinds)
@@ -459,11 +478,31 @@ class GtxGen:
                 forms += [(f"KDim >= {n}", "", f, None, n, "None"),
                           (f"KDim < {n}", "", None, f, "None", n)]
         cond, _, c0, c1, lo_np, hi_np = r.choice(forms)
-        scan_ok = ctx.get("scan", True)
+        # Left out: a scan in a concat_where nested in another one's branch, where
+        # its own branch may be empty (concat_where(0 < KDim, a,
+        # concat_where(KDim > 1, scan(a), b))): the front end refuses the empty
+        # range ("subset K[1:Min(1, N_K)] is not within K[2:Min(1, N_K)]").
+        scan_ok = ctx.get("scan", True) and not ctx.get("kcond", False)
+        ctx = ctx | {"kcond": True}
         y_split = c0 is not None and c1 is not None
-        x = self.ex(t, d - 1, b, ctx | {"scan": scan_ok})
+        if scan_ok and t.h and t.dt == "float64" and r.random() < 0.3:
+            x = self.scan(t, d - 1, b)      # icon4py's solvers: a scan from level 1
+        else:
+            x = self.ex(t, d - 1, b, ctx | {"scan": scan_ok})
         ys = [t, t] + ([t.with_(k=False)] if t.h else [])
-        y = self.ex(r.choice(ys), d - 1, b, ctx | {"scan": scan_ok and not y_split})
+        if scan_ok and not y_split and t.h and t.dt == "float64" and r.random() < 0.2:
+            y = self.scan(t, d - 1, b)
+        else:
+            y = self.ex(r.choice(ys), d - 1, b, ctx | {"scan": scan_ok and not y_split})
+        # Left out: branches whose pieces leave a gap between them, even below or
+        # above the domain (concat_where(KDim > 0, a(Koff[-2]), b) from level 2):
+        # the front end refuses the gap, as the value may be read shifted there.
+        if (c0 is not None and not _low_ok(c0, x.lo)) or \
+                (c1 is not None and not _high_ok(c1, x.hi)):
+            x = self.literal(t)
+        if (c0 is not None and not _high_ok(c0, y.hi)) or \
+                (c1 is not None and not _low_ok(c1, y.lo)):
+            y = self.literal(t)
         lo = _m(NOC if _low_ok(c0, x.lo) else x.lo,
                 (y.lo if c0 is not None else NOC),
                 (NOC if _low_ok(c1, y.lo) else y.lo) if c1 is not None else NOC)
@@ -494,7 +533,7 @@ class GtxGen:
                  _m(x.lo, y.lo), _m(x.hi, y.hi), x.scan or y.scan)
 
     # ------------------------------------------------------------ calls
-    def function(self, caller: Body, rets: list[T], d: int
+    def function(self, caller: Body, rets: list[T], d: int, ctx: dict | None = None
                  ) -> tuple[str, list[E], list[str], list[str]]:
         """A new field operator returning ``rets`` and its arguments in
         ``caller``: (name, its results as seen by the caller, the arguments' two
@@ -505,7 +544,7 @@ class GtxGen:
                                       {t.h for t in rets}}
         pool = [v for v in caller.vars if v.t.h in want or v.t.h is None]
         r.shuffle(pool)
-        chosen = pool[:r.randint(1, 5)]
+        chosen = pool[:r.randint(1, 5)] or [r.choice(caller.vars)]
         for t in rets:      # something of each result's type, where the caller has it
             if not any(v.t == t for v in chosen):
                 same = [v for v in caller.vars if v.t == t]
@@ -546,8 +585,10 @@ class GtxGen:
             results = [self.ex(t.with_(dt="float64"), d, body, {"scan": True}) for t in rets]
             ret_py = f"astype(({results[0].py}, {results[1].py}), {self.dt('float32')})"
             ret_np = f'R.astype(({results[0].np}, {results[1].np}), "float32")'
+        elif len(rets) == 2 and rets[0].dims() == rets[1].dims() and r.random() < 0.3:
+            results, ret_py, ret_np = self.tuple_choice(rets, d, body)
         else:
-            results = [self.ex(t, d, body, {"scan": True}) for t in rets]
+            results = [self.ex(t, d, body, ctx or {"scan": True}) for t in rets]
             ret_py = ", ".join(x.py for x in results)
             ret_np = ", ".join(x.np for x in results)
             if len(rets) > 1 and r.random() < 0.5:
@@ -563,19 +604,44 @@ class GtxGen:
         self.defs.append(f"def ref{name}({params_np}):\n{lines_np}    return {ret_np}\n")
         return name, results, args_py, args_np
 
+    def tuple_choice(self, rets: list[T], d: int, b: Body) -> tuple[list[E], str, str]:
+        """``where(c, (x0, x1), (y0, y1))`` or ``concat_where(KDim > c, …)`` of
+        tuples: (the parts, the two spellings)."""
+        r = self.r
+        xs = [self.ex(t, d - 1, b, {"scan": False}) for t in rets]
+        ys = [self.ex(t, d - 1, b, {"scan": False}) for t in rets]
+        tx = f"({xs[0].py}, {xs[1].py})", f"({xs[0].np}, {xs[1].np})"
+        ty = f"({ys[0].py}, {ys[1].py})", f"({ys[0].np}, {ys[1].np})"
+        if rets[0].k and r.random() < 0.6:
+            c = r.choice([0, 1])
+            c0 = ("s", c + 1)
+            xs = [x if _low_ok(c0, x.lo) else self.literal(t) for t, x in zip(rets, xs)]
+            ys = [y if _high_ok(c0, y.hi) else self.literal(t) for t, y in zip(rets, ys)]
+            tx = f"({xs[0].py}, {xs[1].py})", f"({xs[0].np}, {xs[1].np})"
+            ty = f"({ys[0].py}, {ys[1].py})", f"({ys[0].np}, {ys[1].np})"
+            parts = [E("", "", t, max(_m(NOC if _low_ok(c0, x.lo) else x.lo, y.lo), 0),
+                       max(_m(x.hi, NOC if _high_ok(c0, y.hi) else y.hi), -1))
+                     for t, x, y in zip(rets, xs, ys)]
+            return (parts, f"concat_where(KDim > {c}, {tx[0]}, {ty[0]})",
+                    f"R.cw_k(dom, {c + 1}, None, lambda dom: {tx[1]}, lambda dom: {ty[1]})")
+        cond = self.bexpr(rets[0].with_(dt="bool"), d - 1, b, {"scan": False})
+        parts = [_join(t, "", "", cond, x, y) for t, x, y in zip(rets, xs, ys)]
+        return (parts, f"where({cond.py}, {tx[0]}, {ty[0]})",
+                f"R.where({cond.np}, {tx[1]}, {ty[1]})")
+
     def call(self, t: T, d: int, b: Body, ctx: dict) -> E:
         """A call of a new field operator: of one result, one of two taken by
         ``[i]``, or two unpacked into locals."""
         r = self.r
         c = r.random()
         if c < 0.6:
-            name, (one,), apy, anp = self.function(b, [t], d - 1)
+            name, (one,), apy, anp = self.function(b, [t], d - 1, ctx)
             return E(f"{name}({', '.join(apy)})", f"ref{name}(dom, {', '.join(anp)})", t,
                      one.lo, one.hi, one.scan)
         other = r.choice([t, t.with_(dt="float64"), t.with_(k=False) if t.h else t])
         rets = [t, other] if r.random() < 0.5 else [other, t]
         i = rets.index(t)
-        name, res, apy, anp = self.function(b, rets, d - 1)
+        name, res, apy, anp = self.function(b, rets, d - 1, ctx)
         call_py, call_np = f"{name}({', '.join(apy)})", f"ref{name}(dom, {', '.join(anp)})"
         if c < 0.8 or any(x.scan for x in res):
             return E(f"{call_py}[{i}]", f"{call_np}[{i}]", t, res[i].lo, res[i].hi,
@@ -595,7 +661,7 @@ class GtxGen:
         forward = r.choice([True, False])
         nargs = r.randint(1, 3)
         args = [self.ex(r.choice([t, t, t.with_(k=False)]) if i else t, d - 1, b,
-                        {"scan": False}) for i in range(nargs)]
+                        {"scan": False, "in_scan": True}) for i in range(nargs)]
         ps = [f"x{i}" for i in range(nargs)]
         width = 2 if r.random() < 0.4 else 1
         inits = [r.choice(["0.0", "1.0", "-0.5"]) for _ in range(width)]
@@ -663,12 +729,13 @@ def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E]
         return None, {}
     bounds: dict[str, tuple[str, str]] = {}
     if t.h:
-        # static stops ((1, 4), KDim: (0, 3)) are left out: the front end cannot
-        # order them with the sizes (4 <= N_Cell) and refuses them
-        bounds[t.h] = r.choice([("hs", "he"), ("hs", "he"), ("1", "he"), ("0", "he"),
-                                ("2", "he")])
+        bounds[t.h] = r.choice([("hs", "he"), ("hs", "he"), ("1", "4"), ("0", "3"), ("2", "he")])
     if t.k:
         lows = [x for x, need in (("0", 0), ("1", 1), ("2", 2), ("k0", 1)) if lo <= need]
+        # Literal level stops (KDim: (0, 3)) are left out: a tuple of a field and a
+        # scan under such a domain, the scan reading a broadcast int32 that is also
+        # passed to a field operator, is refused ("cannot decide whether N_K <= 3"):
+        # the scan is fitted to the literal range, the field keeps [0, N_K).
         highs = [x for x, need in (("nlev", 0), ("nlev - 1", 1), ("nlev - 2", 2)) if hi <= need]
         bounds["K"] = (r.choice(lows), r.choice(highs))
     py = "{" + ", ".join(f"{DIM[dim]}: ({a}, {b})" for dim, (a, b) in bounds.items()) + "}"

@@ -1,6 +1,7 @@
 """Differential runs of the GT4Py-spelled random programs (:mod:`.gtx_programs`):
-the ``@gtx.program`` interpreted and compiled, at both sizes and every runtime
-bound set, against the NumPy reference written beside it.
+the ``@gtx.program`` interpreted, compiled, and compiled without the optimising
+passes, at both sizes and every runtime bound set, against the NumPy reference
+written beside it.
 
 A batch's module is written to a file and imported, as for the Python front."""
 
@@ -28,7 +29,8 @@ from .gtx_programs import (
 )
 from .python_runner import PyOutcome, _attempt, _same, load_module
 
-BACKENDS = ("interpreter", "compiled")
+# the program interpreted, compiled, and compiled without the optimising passes
+BACKENDS = ("interpreter", "compiled", "unoptimised")
 
 
 def tables(sizes: dict[str, int], seed: int) -> dict[str, Any]:
@@ -68,8 +70,10 @@ def arguments(cases: list[GtxCase], sizes: dict[str, int], seed: int) -> dict[st
 def differential(module: Any, outputs: list[str], seed: int = 0) -> PyOutcome:
     """Run ``module.fuzz`` with each backend and ``module.reference`` on the same
     arguments; compare ``outputs``."""
+    from ..frontend import program
     out = PyOutcome()
-    prog = module.fuzz
+    progs = {"interpreter": module.fuzz, "compiled": module.fuzz,
+             "unoptimised": program(module.fuzz.fn, optimize="none")}
     for n, sizes in enumerate(SIZES):
         provider = tables(sizes, seed + n)
         base = arguments([], sizes, seed + n)
@@ -95,9 +99,11 @@ def differential(module: Any, outputs: list[str], seed: int = 0) -> PyOutcome:
                 return out
             for backend in BACKENDS:
                 kw = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+                prog = progs[backend]
                 status, detail = _attempt(
-                    lambda p=provider, b=backend, **k: prog(**k, offset_provider=p, backend=b),
-                    kw)
+                    lambda f=prog, p=provider, b=backend, **k: f(
+                        **k, offset_provider=p, backend="interpreter" if b == "interpreter"
+                        else "compiled"), kw)
                 out.runs += 1
                 if status == "crash":
                     out.crash = f"{backend} at {where}: {detail}"

@@ -1,0 +1,88 @@
+"""Random programs in GT4Py's spelling (``tensorir_dace.fuzz``, ``--front gtx``):
+icon4py-style field operators, scan operators and a program, each field
+operator written a second time as NumPy code over the whole mesh; the program
+interpreted, compiled and compiled without the optimising passes must agree
+with it at two sets of sizes and three runtime bound sets each.  A fixed
+seeded batch runs here (two compiles); the command ``python -m
+tensorir_dace.fuzz --front gtx`` runs any number."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tensorir_dace import fuzz
+from tensorir_dace.fuzz import gtx_programs, gtx_reference, gtx_runner
+
+FIRST, COUNT = 0, 5
+
+
+def test_the_gtx_generator_covers_its_constructs():
+    source = fuzz.gtx_source(fuzz.gtx_batch(0, 200))
+    for construct in ("@gtx.field_operator", "@gtx.scan_operator(axis=KDim, forward=False",
+                      "forward=True", "init=(", "state[1]", "tuple[", "out=(", "domain={",
+                      "KDim: (k0, ", "(hs, he)", "CellDim: (1, 4)", "nlev - 1", "Koff[-1]",
+                      "Koff[1]", "(E2C[", "(C2E2C)", "(V2E)", "neighbor_sum(", "max_over(",
+                      "min_over(", "concat_where(KDim ==", "concat_where(KDim <",
+                      "& (KDim <", "<= CellDim)", "where(", "astype((", "astype(",
+                      "broadcast(", "Field[[", "gtx.Field[gtx.Dims[", "Field[Dims[",
+                      "vpfloat(", "wpfloat(", "int32(", "gtx.int32", "float32", ")[0]",
+                      "t1, t2 = ", "* x", "sqrt(abs("):
+        assert construct in source, construct
+
+
+def test_generated_gtx_programs_match_their_reference():
+    outcome = fuzz.run_gtx(fuzz.gtx_batch(FIRST, COUNT), seed=FIRST)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    runs = len(gtx_runner.BACKENDS) * sum(len(b) for b in gtx_programs.BOUNDS)
+    assert outcome.runs == runs
+
+
+def first_float_case() -> gtx_programs.GtxCase:
+    """The first generated case of one float64 output, written on its whole
+    domain by its first statement."""
+    return next(c for c in map(fuzz.generate_gtx_case, range(100))
+                if len(c.outputs) == 1 and c.outputs[0][1].dt == "float64")
+
+
+def test_a_wrong_reference_is_reported_and_reproduced(tmp_path, monkeypatch):
+    """The runner must see a difference: the reference adds 1 to what it writes.
+    The command's front runner writes the case as a script that reports it."""
+    case = first_float_case()
+    (name, _), = case.outputs
+    real = gtx_reference.write
+
+    def wrong(args, out, value, dims, domain, bad):
+        real(args, out, value + 1.0, dims, domain, bad)
+    monkeypatch.setattr(gtx_reference, "write", wrong)
+    outcome = fuzz.run_gtx([case], seed=case.seed)
+    assert set(outcome.failed) == {name}, outcome.failed
+    assert "differs from the reference" in outcome.failed[name]
+    from tensorir_dace.fuzz import runner
+    monkeypatch.setattr(runner, "run_parallel", lambda fn, jobs, _: list(map(fn, jobs)))
+    summary, failed = gtx_runner.run_gtx_front(1, 1, case.seed, 1, tmp_path)
+    assert failed and "mismatches 1" in summary, summary
+    script = (tmp_path / f"gtx_case_{case.seed}.py").read_text()
+    assert "alone: interpreter differs" in script and "def reference(a, bad):" in script
+
+
+def test_the_command_runs_the_gtx_front(tmp_path, capsys):
+    from tensorir_dace.fuzz.__main__ import main
+    seed = str(first_float_case().seed)
+    assert main(["--front", "gtx", "--programs", "1", "--batch", "1", "--jobs", "1",
+                 "--seed", seed, "--out", str(tmp_path)]) == 0
+    assert "GT4Py front: programs 1, compiles 1, runs 18, mismatches 0, crashes 0" \
+        in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_reference_skips_absent_neighbours_and_marks_undefined_levels():
+    gtx_reference.set_mesh({"N_C": 2, "N_E": 3, "N_V": 1, "N_K": 2},
+                           {"C2E2C": np.array([[1, -1, 0], [-1, -1, -1]])})
+    x = gtx_reference.field(np.array([[1.0, 2.0], [10.0, 20.0]]), ("C", "K"))
+    total = gtx_reference.nsum(gtx_reference.nb(x, "C2E2C"))
+    np.testing.assert_array_equal(total.a[:, :2], [[11.0, 22.0], [0.0, 0.0]])
+    assert total.d[:, :2].all() and not total.d[0, 2]      # the half level is not x's
+    assert total.d[1, 2]                 # a cell without neighbours: the sum is 0
+    below = gtx_reference.koff(x, -1)
+    assert not below.d[:, 0].any() and below.d[:, 1].all()
