@@ -600,3 +600,49 @@ def test_an_if_statement_that_only_assigns_translates_the_rest_once(on):
     chosen_then_used(a, out, on, backend="interpreter")
     s = a + 1.0 if on else a * 2.0
     np.testing.assert_allclose(out, s * 12345.0 + s, rtol=1e-12)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def _running_sum(state: float, x: float) -> float:
+    return state + x
+
+
+@field_operator
+def _sum_inside_cells(a: Field[[Cell, K], float], hs: int32, he: int32
+                      ) -> Field[[Cell, K], float]:
+    return _running_sum(concat_where((hs <= Cell) & (Cell < he), a, 2.0 * a))
+
+
+@program
+def sum_inside_cells(a: Field[[Cell, K], float], out: Field[[Cell, K], float], hs: int32,
+                     he: int32):
+    _sum_inside_cells(a, hs, he, out=out)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_runtime_bounds_read_only_by_a_scans_operand(backend):
+    """The bounds reach the scan's code: DaCe does not look into a library
+    node's code, so the node declares them (before, the generated function did
+    not take them and the C++ compile failed)."""
+    a = RNG.random((6, 5))
+    for hs, he in [(1, 4), (0, 6), (5, 2)]:
+        out = np.zeros((6, 5))
+        sum_inside_cells(a, out, hs, he, backend=backend)
+        cells = np.arange(6)[:, None]
+        want = np.cumsum(np.where((hs <= cells) & (cells < he), a, 2.0 * a), axis=1)
+        np.testing.assert_allclose(out, want, rtol=1e-12)
+
+
+def test_a_library_nodes_symbols_survive_simplify():
+    """Handed to a DaCe workflow that simplifies again, the SDFG keeps them."""
+    import tensorir_dace as tir
+    from tensorir_dace.runtime.program import CompiledProgram
+    prog = sum_inside_cells.ir
+    sdfg = tir.to_sdfg(prog)
+    sdfg.simplify()
+    assert {"hs", "he"} <= set(sdfg.symbols)
+    a, out = RNG.random((6, 5)), np.zeros((6, 5))
+    CompiledProgram.from_sdfg(prog, sdfg)(a=a, out=out, hs=2, he=5)
+    cells = np.arange(6)[:, None]
+    np.testing.assert_allclose(out, np.cumsum(np.where((2 <= cells) & (cells < 5), a, 2 * a),
+                                              axis=1), rtol=1e-12)

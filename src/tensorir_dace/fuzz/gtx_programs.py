@@ -358,16 +358,11 @@ class GtxGen:
                 return _join(t, f"astype({a.py}, {self.dt(t.dt)})",
                              f'R.astype({a.np}, "{t.dt}")', a)
             choices += [minmax, where_, cast]
-        # Left out of a scan's operands: a concat_where on a runtime bound there
-        # compiles to C++ that reads the bound where it is not declared ("'hs'
-        # was not declared in this scope").
         if t.k:
-            choices += [lambda: self.kshift(t, d, b, ctx)]
-            if not ctx.get("in_scan"):
-                choices.append(lambda: self.kcond(t, d, b, ctx))
+            choices += [lambda: self.kshift(t, d, b, ctx), lambda: self.kcond(t, d, b, ctx)]
         if t.h:
             choices += [lambda: self.hshift(t, d, b, ctx)]
-            if t.h == "C" and any(n[1][0] == "h" for n in b.ints) and not ctx.get("in_scan"):
+            if t.h == "C" and any(n[1][0] == "h" for n in b.ints):
                 choices.append(lambda: self.hcond(t, d, b, ctx))
         if d >= 2:
             choices += [lambda: self.call(t, d, b, ctx)]

@@ -6,6 +6,6 @@ and init as properties, so the viewer shows what they compute.  Their
 ``pure`` expansion is a C++ tasklet with the neighbour or column loop.
 """
 
-from .nodes import ColumnScan, NeighborReduce
+from .nodes import ColumnScan, NeighborReduce, declare_symbols
 
-__all__ = ["NeighborReduce", "ColumnScan"]
+__all__ = ["NeighborReduce", "ColumnScan", "declare_symbols"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dace
 import dace.library
-from dace.properties import Property, make_properties
+from dace.properties import ListProperty, Property, make_properties
 from dace.sdfg import nodes
 from dace.transformation.transformation import ExpandTransformation
 
@@ -44,6 +44,8 @@ class TensorIRLoopNode(nodes.LibraryNode):
     lambda_text = Property(dtype=str, default="", desc="the Tensor IR lambda")
     init_text = Property(dtype=str, default="", desc="the initial value (Tensor IR)")
     code = Property(dtype=str, default="", desc="C++ code of the expansion for one point")
+    symbols = ListProperty(element_type=str, default=[],
+                           desc="the SDFG symbols the code reads (sizes, runtime bounds)")
 
     def __init__(self, name, *, lambda_text="", init_text="", code="", inputs=(), outputs=(),
                  **kwargs):
@@ -52,6 +54,13 @@ class TensorIRLoopNode(nodes.LibraryNode):
         self.lambda_text = lambda_text
         self.init_text = init_text
         self.code = code
+
+    @property
+    def free_symbols(self) -> set[str]:
+        """DaCe reads no symbols from a library node's code: they are declared,
+        so that passes keep them and the generated function takes them (a
+        runtime bound read only by a scan's operand)."""
+        return super().free_symbols | set(self.symbols)
 
 
 @dace.library.node
@@ -86,3 +95,12 @@ class ColumnScan(TensorIRLoopNode):
         super().__init__(name, **kwargs)
         self.axis = axis
         self.forward = forward
+
+
+def declare_symbols(node: TensorIRLoopNode, sdfg: dace.SDFG, *more: TensorIRLoopNode) -> None:
+    """Declare the symbols of ``sdfg`` that the node's code reads (and those
+    the nodes in ``more``, merged into it, declared): DaCe does not look into
+    a library node's code, so an undeclared symbol read only there would be
+    dropped from the SDFG and from the generated function's parameters."""
+    found = dace.symbolic.symbols_in_code(node.code, set(sdfg.symbols))
+    node.symbols = sorted(set(node.symbols).union(found, *(m.symbols for m in more)))

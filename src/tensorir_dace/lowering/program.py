@@ -19,7 +19,7 @@ from dace.sdfg.state import ConditionalBlock, ControlFlowRegion, LoopRegion
 
 from .. import ir
 from ..errors import LoweringError
-from ..library import ColumnScan, NeighborReduce
+from ..library import ColumnScan, NeighborReduce, declare_symbols
 from ..signature import ArgBinding, CallSignature
 from ..typing import scope as typing_scope
 from ..typing.runtime import bound_of, loop_hull, loop_sized
@@ -508,6 +508,7 @@ class ProgramLowering:
         state = self.state
         # a scan of a value along its axis only (a K field) runs once
         me, mx = state.add_map(label, self.map_ranges(domain) or {"_once": "0:1"})
+        declare_symbols(node, self.sdfg)
         state.add_node(node)
         for c, conn in tb.inputs.items():
             node.add_in_connector(c)

@@ -154,7 +154,8 @@ class CompiledProgram(SDFGConvertible):
         from ..lowering import lower
         from ..typing import check
         signature = lower(check(program)).signature
-        missing = [b.data for b in signature.bindings if b.data not in sdfg.arrays]
+        missing = [b.data for b in signature.bindings
+                   if b.data not in sdfg.arrays and b.data not in sdfg.symbols]
         if missing:
             raise TensorIRError("the SDFG lacks the containers "
                                 + ", ".join(missing) + f" of program '{program.name}'; "

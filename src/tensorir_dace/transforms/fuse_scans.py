@@ -34,6 +34,7 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
+from ..library import declare_symbols
 from . import index_algebra
 
 NAME = "fuse_column_scans"
@@ -255,6 +256,7 @@ def _apply(sd, state, producer, consumer, buffers, rewrites) -> None:
             state.remove_memlet_path(e)
             consumer.remove_in_connector(e.dst_conn)
     consumer.code = "\n".join(lines)
+    declare_symbols(consumer, sd, producer)
     consumer.lambda_text = f"{producer.lambda_text}  ⨟  {consumer.lambda_text}"
     consumer.label = f"{producer.label}_{consumer.label}"
     stale = [n for n in state.data_nodes() if n.data in buffers]

@@ -54,7 +54,7 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
-from ..library.nodes import TensorIRLoopNode
+from ..library.nodes import TensorIRLoopNode, declare_symbols
 from .index_algebra import cpp, flat_cpp, normalised
 
 NAME = "compute_gathered_on_the_fly"
@@ -192,9 +192,10 @@ def _code(node) -> str:
     return node.code if isinstance(node, TensorIRLoopNode) else node.code.as_string
 
 
-def _set_code(node, code: str) -> None:
+def _set_code(sdfg, node, code: str) -> None:
     if isinstance(node, TensorIRLoopNode):
         node.code = code
+        declare_symbols(node, sdfg)
     else:
         node.code = dace.properties.CodeBlock(code, dace.Language.CPP)
 
@@ -246,7 +247,7 @@ def _apply(sdfg, state, temp: nodes.AccessNode) -> None:
         entry = state.entry_node(reader)
         lam, pointers = _lambda(sdfg, state, producer, fn, desc.dtype.ctype)
         code = _replace_gathers(_code(reader), conn, fn, desc)
-        _set_code(reader, "\n".join(lam) + "\n" + code)
+        _set_code(sdfg, reader, "\n".join(lam) + "\n" + code)
         # The reader reads the producer's inputs instead of the temporary.
         for e in [e for e in state.in_edges(reader) if e.dst_conn == conn]:
             state.remove_memlet_path(e)

@@ -47,7 +47,7 @@ from dace.codegen.targets.cpp import sym2cpp
 from dace.sdfg import nodes
 from dace.subsets import Range
 
-from ..library.nodes import NeighborReduce
+from ..library.nodes import NeighborReduce, declare_symbols
 from .cpp_text import JUMPS, LOCAL, assigned, if_block, split_loop, statements
 
 NAME = "interchange_neighbor_loops"
@@ -102,6 +102,7 @@ def _interchange(sdfg, state, entry: nodes.MapEntry) -> bool:
     entry.map.range = Range(entry.map.range.ranges[:-1])
     if isinstance(node, NeighborReduce):
         node.code = rows
+        declare_symbols(node, sdfg)     # the level range's bounds, from the map
     else:
         node.code = dace.properties.CodeBlock(rows, dace.Language.CPP)
     return True
