@@ -9,6 +9,12 @@ branch shifted by up to two levels), the Smagorinsky viscosity's ``km_ic`` and
 ``kh_ic`` at half levels (a tuple of two outputs with a tuple of domains), and
 ``_init_constant_cell_khalf_field`` (``broadcast`` over ``CellDim, KHalfDim``),
 all in one program of several field operators over a domain on ``KHalfDim``.
+Then the tridiagonal solvers on half levels (scan operators along
+``KHalfDim``, forward with a tuple state and backward; the mixed-precision
+pair carrying ``q`` in vpfloat and ``d'`` in wpfloat against a return
+annotation of two wpfloats) behind the implicit vertical diffusion on cell half
+levels, the system spanning the call's vertical domain; and the forward sweep
+called directly with a tuple of domains (its scan over the union of both).
 Each group is one program, interpreted and compiled once, compared with
 hand-written NumPy.
 """
@@ -28,10 +34,12 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    astype,
     broadcast,
     concat_where,
     float32,
     float64,
+    with_dims,
 )
 
 T = TypeVar("T")
@@ -225,3 +233,196 @@ def test_half_level_metrics(backend, levels):
         km_ic=inside(km_ic, base["km_ic"], hs, he, vs, ve),
         kh_ic=inside(0.33 * km_ic, base["kh_ic"], hs, he, 0, ve),
         tke=inside(np.full((NC, nhalf), 1.0e-4), base["tke"], hs, he, vs, ve)), rtol=1e-12)
+
+
+# ================================================================== tridiagonal solvers
+#
+# icon4py's math.tridiagonal solvers on half levels and the implicit vertical
+# diffusion built on them.
+
+
+@gtx.scan_operator(axis=dims.KHalfDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+def _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
+    state_kminus1: tuple[wpfloat, wpfloat],
+    a: wpfloat,
+    b: wpfloat,
+    c: wpfloat,
+    d: wpfloat,
+) -> tuple[wpfloat, wpfloat]:
+    q_kminus1, d_prime_kminus1 = state_kminus1
+    normalization = wpfloat("1.0") / (b + a * q_kminus1)
+    return (wpfloat("0.0") - c) * normalization, (d - a * d_prime_kminus1) * normalization
+
+
+@gtx.scan_operator(axis=dims.KHalfDim, forward=False, init=wpfloat("0.0"))
+def _solve_tridiagonal_matrix_back_substitution_on_half_levels_wp(
+    x_kplus1: wpfloat,
+    q: wpfloat,
+    d_prime: wpfloat,
+) -> wpfloat:
+    return d_prime + x_kplus1 * q
+
+
+@gtx.scan_operator(
+    axis=dims.KHalfDim,
+    forward=True,
+    init=(
+        vpfloat("0.0"),
+        0.0,
+    ),
+)
+def _solve_tridiagonal_matrix_forward_sweep_on_half_levels_mixed_precision(
+    state_kminus1: tuple[vpfloat, float],
+    a: vpfloat,
+    b: vpfloat,
+    c: vpfloat,
+    d: wpfloat,
+) -> tuple[wpfloat, wpfloat]:
+    q_kminus1 = astype(state_kminus1[0], vpfloat)
+    d_prime_kminus1 = state_kminus1[1]
+    normalization = vpfloat("1.0") / (b + a * q_kminus1)
+    q = (vpfloat("0.0") - c) * normalization
+    d_prime = (d - astype(a, wpfloat) * d_prime_kminus1) * astype(normalization, wpfloat)
+    return q, d_prime
+
+
+@gtx.scan_operator(axis=dims.KHalfDim, forward=False, init=wpfloat("0.0"))
+def _solve_tridiagonal_matrix_back_substitution_on_half_levels_mixed_precision(
+    x_kplus1: wpfloat,
+    q: vpfloat,
+    d_prime: wpfloat,
+) -> wpfloat:
+    return d_prime + x_kplus1 * astype(q, wpfloat)
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _solve_implicit_vertical_diffusion_on_cell_half_levels(
+    var: fa.CellKHalfField[wpfloat],
+    a: fa.CellKHalfField[wpfloat],
+    b: fa.CellKHalfField[wpfloat],
+    c: fa.CellKHalfField[wpfloat],
+    rhs: fa.CellKHalfField[wpfloat],
+    tend: fa.CellKHalfField[wpfloat],
+    dtime: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    inv_dtime = wpfloat("1.0") / dtime
+    q, d_prime = _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
+        a, inv_dtime + b, c, var * inv_dtime + rhs
+    )
+    return (
+        tend
+        + (_solve_tridiagonal_matrix_back_substitution_on_half_levels_wp(q, d_prime) - var)
+        * inv_dtime
+    )
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _solve_on_half_levels_mixed_precision(
+    a: fa.CellKHalfField[vpfloat],
+    b: fa.CellKHalfField[vpfloat],
+    c: fa.CellKHalfField[vpfloat],
+    d: fa.CellKHalfField[wpfloat],
+) -> fa.CellKHalfField[wpfloat]:
+    q, d_prime = _solve_tridiagonal_matrix_forward_sweep_on_half_levels_mixed_precision(a, b, c, d)
+    return _solve_tridiagonal_matrix_back_substitution_on_half_levels_mixed_precision(q, d_prime)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def half_level_solvers(
+    var: fa.CellKHalfField[wpfloat],
+    a: fa.CellKHalfField[wpfloat],
+    b: fa.CellKHalfField[wpfloat],
+    c: fa.CellKHalfField[wpfloat],
+    rhs: fa.CellKHalfField[wpfloat],
+    tend: fa.CellKHalfField[wpfloat],
+    a_vp: fa.CellKHalfField[vpfloat],
+    b_vp: fa.CellKHalfField[vpfloat],
+    c_vp: fa.CellKHalfField[vpfloat],
+    x_mixed: fa.CellKHalfField[wpfloat],
+    dtime: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _solve_implicit_vertical_diffusion_on_cell_half_levels(
+        var, a, b, c, rhs, tend, dtime,
+        out=tend,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _solve_on_half_levels_mixed_precision(
+        a_vp, b_vp, c_vp, rhs,
+        out=x_mixed,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def solve_columns(a, b, c, d, vs, ve):
+    """Each column's system on levels ``[vs, ve)`` (a on its first row and c on
+    its last row take no part); zero elsewhere."""
+    x = np.zeros(d.shape)
+    n = ve - vs
+    for cell in range(d.shape[0]):
+        m = np.diag(b[cell, vs:ve]) + np.diag(a[cell, vs + 1:ve], -1) + \
+            np.diag(c[cell, vs:ve - 1], 1)
+        x[cell, vs:ve] = np.linalg.solve(m, d[cell, vs:ve]) if n else []
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(0, NLEV + 1), (2, NLEV)])
+def test_half_level_solvers(backend, levels):
+    vs, ve = levels
+    hs, he = 1, NC
+    shape = (NC, NLEV + 1)
+    var, rhs = RNG.random(shape), RNG.random(shape)
+    a, c = RNG.uniform(-0.5, 0.5, shape), RNG.uniform(-0.5, 0.5, shape)
+    b = RNG.uniform(2.0, 3.0, shape)
+    tend0, x0 = RNG.random(shape), RNG.random(shape)
+    a_vp, b_vp, c_vp = (x.astype(np.float32) for x in (a, b, c))
+    dtime = 0.7
+    tend, x_mixed = tend0.copy(), x0.copy()
+    half_level_solvers(var, a, b, c, rhs, tend, a_vp, b_vp, c_vp, x_mixed, dtime,
+                       hs, he, vs, ve, offset_provider={}, backend=backend)
+    x = solve_columns(a, 1 / dtime + b, c, var / dtime + rhs, vs, ve)
+    want_tend = inside(tend0 + (x - var) / dtime, tend0, hs, he, vs, ve)
+    want_x = inside(solve_columns(a_vp.astype(np.float64), b_vp.astype(np.float64),
+                                  c_vp.astype(np.float64), rhs, vs, ve), x0, hs, he, vs, ve)
+    check(dict(tend=tend), dict(tend=want_tend), rtol=1e-10)
+    check(dict(x_mixed=x_mixed), dict(x_mixed=want_x), rtol=1e-5, atol=1e-6)
+
+
+def forward_sweep(a, b, c, d, start, stop):
+    """The forward sweep's ``q`` and ``d'`` from level ``start`` on (zero before)."""
+    q, dp = np.zeros(d.shape), np.zeros(d.shape)
+    qk, dk = np.zeros(d.shape[0]), np.zeros(d.shape[0])
+    for k in range(start, stop):
+        norm = 1.0 / (b[:, k] + a[:, k] * qk)
+        qk, dk = -c[:, k] * norm, (d[:, k] - a[:, k] * dk) * norm
+        q[:, k], dp[:, k] = qk, dk
+    return q, dp
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forward_sweep_called_with_a_domain_per_output(backend):
+    shape = (NC, NLEV + 1)
+    a, c, d = RNG.uniform(-0.5, 0.5, shape), RNG.uniform(-0.5, 0.5, shape), RNG.random(shape)
+    b = RNG.uniform(2.0, 3.0, shape)
+    q, dp = np.zeros(shape), np.zeros(shape)
+    fields = (with_dims(x, CellDim, KHalfDim) for x in (a, b, c, d))
+    _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
+        *fields, out=(q, dp),
+        domain=({dims.CellDim: (0, NC), dims.KHalfDim: (3, NLEV)},
+                {dims.CellDim: (1, NC), dims.KHalfDim: (1, NLEV + 1)}),
+        backend=backend)
+    # one scan feeds both outputs: it starts at the union's first level, 1
+    wq, wdp = forward_sweep(a, b, c, d, 1, NLEV + 1)
+    np.testing.assert_allclose(q, inside(wq, np.zeros(shape), 0, NC, 3, NLEV), rtol=1e-12)
+    np.testing.assert_allclose(dp, inside(wdp, np.zeros(shape), 1, NC, 1, NLEV + 1),
+                               rtol=1e-12)
