@@ -15,6 +15,11 @@ pair carrying ``q`` in vpfloat and ``d'`` in wpfloat against a return
 annotation of two wpfloats) behind the implicit vertical diffusion on cell half
 levels, the system spanning the call's vertical domain; and the forward sweep
 called directly with a tuple of domains (its scan over the union of both).
+Then the vertical metrics on ``KField``s: the 3D divergence damping's scaling
+factor and the Rayleigh damping of w (GT4Py ``if``/``elif`` on an ``int32``
+parameter compared with class constants, ``sin``/``tanh``, ``** 2``,
+``maximum`` of a literal and a field, ``broadcast`` over ``KDim`` alone),
+and ``_compute_ddqz_z_half``'s three ``concat_where`` regions on ``nlev``.
 Each group is one program, interpreted and compiled once, compared with
 hand-written NumPy.
 """
@@ -39,6 +44,10 @@ from tensorir_dace.frontend import (
     concat_where,
     float32,
     float64,
+    maximum,
+    sin,
+    tanh,
+    where,
     with_dims,
 )
 
@@ -57,6 +66,7 @@ fa = types.ModuleType("icon_field_aliases")
 fa.CellKField = Field[Dims[CellDim, KDim], T]
 fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
 fa.CellField = Field[Dims[CellDim], T]
+fa.KField = Field[Dims[KDim], T]
 
 ta = types.ModuleType("icon_type_alias")
 ta.wpfloat, ta.vpfloat = float64, float32
@@ -426,3 +436,167 @@ def test_forward_sweep_called_with_a_domain_per_output(backend):
     np.testing.assert_allclose(q, inside(wq, np.zeros(shape), 0, NC, 3, NLEV), rtol=1e-12)
     np.testing.assert_allclose(dp, inside(wdp, np.zeros(shape), 1, NC, 1, NLEV + 1),
                                rtol=1e-12)
+
+
+# ================================================================== vertical metrics
+#
+# icon4py's metrics.metric_fields on KDim.
+
+
+class RayleighType:
+    CLASSIC = 1
+    KLEMP = 2
+
+
+rayleigh_damping_options = RayleighType()
+
+
+@gtx.field_operator
+def _compute_scaling_factor_for_3d_divdamp(
+    vct_a: fa.KField[wpfloat],
+    divdamp_trans_start: wpfloat,
+    divdamp_trans_end: wpfloat,
+    divdamp_type: gtx.int32,
+) -> fa.KField[wpfloat]:
+    scaling_factor_for_3d_divdamp = broadcast(1.0, (dims.KDim,))
+    if divdamp_type == 32:
+        zf = 0.5 * (vct_a + vct_a(dims.Koff[1]))
+        scaling_factor_for_3d_divdamp = where(
+            zf >= divdamp_trans_end, 0.0, scaling_factor_for_3d_divdamp
+        )
+        scaling_factor_for_3d_divdamp = where(
+            zf >= divdamp_trans_start,
+            (divdamp_trans_end - zf) / (divdamp_trans_end - divdamp_trans_start),
+            scaling_factor_for_3d_divdamp,
+        )
+    return scaling_factor_for_3d_divdamp
+
+
+@gtx.field_operator
+def _compute_rayleigh_w(
+    vct_a: fa.KField[wpfloat],
+    damping_height: wpfloat,
+    rayleigh_type: gtx.int32,
+    rayleigh_coeff: wpfloat,
+    vct_a_1: wpfloat,
+    pi_const: wpfloat,
+) -> fa.KField[wpfloat]:
+    rayleigh_w = broadcast(0.0, (dims.KDim,))
+    z_sin_diff = maximum(0.0, vct_a - damping_height)
+    z_tanh_diff = vct_a_1 - vct_a
+    if rayleigh_type == rayleigh_damping_options.CLASSIC:
+        rayleigh_w = (
+            rayleigh_coeff
+            * (sin(pi_const / 2.0 * z_sin_diff / maximum(0.001, vct_a_1 - damping_height))) ** 2
+        )
+
+    elif rayleigh_type == rayleigh_damping_options.KLEMP:
+        rayleigh_w = rayleigh_coeff * (
+            1.0 - tanh(3.8 * z_tanh_diff / maximum(0.000001, vct_a_1 - damping_height))
+        )
+    return rayleigh_w
+
+
+@gtx.field_operator
+def _compute_ddqz_z_half(
+    z_ifc: fa.CellKField[wpfloat],
+    z_mc: fa.CellKField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKField[wpfloat]:
+    ddqz_z_half = concat_where((dims.KDim > 0) & (dims.KDim < nlev), 0.0, 2.0 * (z_ifc - z_mc))
+    ddqz_z_half = concat_where(
+        (0 < dims.KDim) & (dims.KDim < nlev),
+        z_mc(dims.Koff[-1]) - z_mc,
+        ddqz_z_half,
+    )
+    ddqz_z_half = concat_where(dims.KDim == nlev, 2.0 * (z_mc(dims.Koff[-1]) - z_ifc),
+                               ddqz_z_half)
+    return ddqz_z_half
+
+
+@gtx.program
+def vertical_metrics(
+    vct_a: fa.KField[wpfloat],
+    z_ifc: fa.CellKField[wpfloat],
+    z_mc: fa.CellKField[wpfloat],
+    scaling_factor_for_3d_divdamp: fa.KField[wpfloat],
+    rayleigh_w: fa.KField[wpfloat],
+    ddqz_z_half: fa.CellKField[wpfloat],
+    divdamp_trans_start: wpfloat,
+    divdamp_trans_end: wpfloat,
+    divdamp_type: gtx.int32,
+    damping_height: wpfloat,
+    rayleigh_type: gtx.int32,
+    rayleigh_coeff: wpfloat,
+    vct_a_1: wpfloat,
+    pi_const: wpfloat,
+    nlev: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_scaling_factor_for_3d_divdamp(
+        vct_a,
+        divdamp_trans_start,
+        divdamp_trans_end,
+        divdamp_type,
+        out=scaling_factor_for_3d_divdamp,
+        domain={dims.KDim: (vertical_start, vertical_end)},
+    )
+    _compute_rayleigh_w(
+        vct_a,
+        damping_height,
+        rayleigh_type,
+        rayleigh_coeff,
+        vct_a_1,
+        pi_const,
+        out=rayleigh_w,
+        domain={dims.KDim: (vertical_start, vertical_end + 1)},
+    )
+    _compute_ddqz_z_half(
+        z_ifc,
+        z_mc,
+        nlev,
+        out=ddqz_z_half,
+        domain={dims.CellDim: (0, 5), dims.KDim: (vertical_start, vertical_end + 1)},
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("types_", [(32, 1), (2, 2), (32, 0)])
+def test_vertical_metrics(backend, types_):
+    divdamp_type, rayleigh_type = types_
+    nhalf = NLEV + 1
+    # vct_a: heights of the half levels, falling from the model top
+    vct_a = np.cumsum(RNG.uniform(500.0, 2000.0, nhalf)[::-1])[::-1].copy()
+    z_ifc = np.cumsum(RNG.uniform(100.0, 500.0, (NC, nhalf))[:, ::-1], axis=1)[:, ::-1].copy()
+    z_mc = z_ifc - RNG.uniform(10.0, 50.0, (NC, nhalf))
+    base_s, base_r, base_d = RNG.random(nhalf), RNG.random(nhalf), RNG.random((NC, nhalf))
+    s, r, d = base_s.copy(), base_r.copy(), base_d.copy()
+    start, end = float(vct_a[3]), float(vct_a[1])
+    damping_height = float(vct_a[3])
+    vs, ve = 0, NLEV
+    vertical_metrics(vct_a, z_ifc, z_mc, s, r, d, start, end, divdamp_type, damping_height,
+                     rayleigh_type, 0.05, float(vct_a[1]), np.pi, NLEV, vs, ve,
+                     offset_provider={"Koff": KDim}, backend=backend)
+    want_s = np.ones(nhalf)
+    if divdamp_type == 32:
+        zf = 0.5 * (vct_a[:-1] + vct_a[1:])
+        f = np.where(zf >= end, 0.0, 1.0)
+        f = np.where(zf >= start, (end - zf) / (end - start), f)
+        want_s[:-1] = f
+    z_sin = np.maximum(0.0, vct_a - damping_height)
+    if rayleigh_type == 1:
+        want_r = 0.05 * np.sin(np.pi / 2 * z_sin / max(0.001, vct_a[1] - damping_height)) ** 2
+    elif rayleigh_type == 2:
+        want_r = 0.05 * (1 - np.tanh(3.8 * (vct_a[1] - vct_a)
+                                     / max(1e-6, vct_a[1] - damping_height)))
+    else:
+        want_r = np.zeros(nhalf)
+    want_d = 2.0 * (z_ifc - z_mc)
+    want_d[:, 1:NLEV] = z_mc[:, :NLEV - 1] - z_mc[:, 1:NLEV]
+    want_d[:, NLEV] = 2.0 * (z_mc[:, NLEV - 1] - z_ifc[:, NLEV])
+    ws, wr, wd = base_s.copy(), base_r.copy(), base_d.copy()
+    ws[vs:ve] = want_s[vs:ve]
+    wr[vs:ve + 1] = want_r[vs:ve + 1]
+    wd[0:5, vs:ve + 1] = want_d[0:5, vs:ve + 1]
+    check(dict(s=s, r=r, d=d), dict(s=ws, r=wr, d=wd), rtol=1e-12, atol=1e-15)
