@@ -20,6 +20,14 @@ factor and the Rayleigh damping of w (GT4Py ``if``/``elif`` on an ``int32``
 parameter compared with class constants, ``sin``/``tanh``, ``** 2``,
 ``maximum`` of a literal and a field, ``broadcast`` over ``KDim`` alone),
 and ``_compute_ddqz_z_half``'s three ``concat_where`` regions on ``nlev``.
+Then the horizontal metrics: masks from ``int32`` refinement-control fields
+(one written in place from itself, ``astype`` of ``int32`` fields and
+scalars), the pressure gradient's downward extrapolation mask and distance
+(``int32`` index fields broadcast to ``EdgeDim, KDim``, ``where`` choosing a
+tuple of index fields or ``(0, 0)``, a ``bool`` output, ``concat_where`` on a
+runtime ``EdgeDim`` range written yoda-style), the Exner extrapolation factor
+(``concat_where(CellDim >= level)`` and ``maximum``/``minimum``/``abs`` over
+``C2E``) and the neighbours' maximum height over ``C2E2C``.
 Each group is one program, interpreted and compiled once, compared with
 hand-written NumPy.
 """
@@ -39,12 +47,16 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    abs,
     astype,
     broadcast,
     concat_where,
     float32,
     float64,
+    int32,
     maximum,
+    minimum,
+    neighbor_sum,
     sin,
     tanh,
     where,
@@ -53,11 +65,19 @@ from tensorir_dace.frontend import (
 
 T = TypeVar("T")
 CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.KDim, dims.KHalfDim = CellDim, KDim, KHalfDim
+dims.EdgeDim, dims.E2CDim, dims.C2EDim, dims.C2E2CDim = EdgeDim, E2CDim, C2EDim, C2E2CDim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
 dims.Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 dims.KHalfOff = FieldOffset("KHalfOff", source=KHalfDim, target=(KHalfDim,))
 KHalfOff = dims.KHalfOff
@@ -67,6 +87,8 @@ fa.CellKField = Field[Dims[CellDim, KDim], T]
 fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
 fa.CellField = Field[Dims[CellDim], T]
 fa.KField = Field[Dims[KDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
 
 ta = types.ModuleType("icon_type_alias")
 ta.wpfloat, ta.vpfloat = float64, float32
@@ -600,3 +622,414 @@ def test_vertical_metrics(backend, types_):
     wr[vs:ve + 1] = want_r[vs:ve + 1]
     wd[0:5, vs:ve + 1] = want_d[0:5, vs:ve + 1]
     check(dict(s=s, r=r, d=d), dict(s=ws, r=wr, d=wd), rtol=1e-12, atol=1e-15)
+
+
+# ================================================================== horizontal metrics
+#
+# icon4py's metrics.metric_fields on cells and edges.
+
+
+@gtx.field_operator
+def _compute_mask_prog_halo_c(
+    c_refin_ctrl: fa.CellField[gtx.int32], mask_prog_halo_c: fa.CellField[bool]
+) -> fa.CellField[bool]:
+    mask_prog_halo_c = where((c_refin_ctrl >= 1) & (c_refin_ctrl <= 4), mask_prog_halo_c, True)
+    return mask_prog_halo_c
+
+
+@gtx.field_operator
+def _compute_bdy_halo_c(
+    c_refin_ctrl: fa.CellField[int32],
+) -> fa.CellField[bool]:
+    bdy_halo_c = where((c_refin_ctrl >= 1) & (c_refin_ctrl <= 4), True, False)
+    return bdy_halo_c
+
+
+@gtx.field_operator
+def _compute_horizontal_mask_for_3d_divdamp(
+    e_refin_ctrl: fa.EdgeField[gtx.int32],
+    grf_nudge_start_e: gtx.int32,
+    grf_nudgezone_width: gtx.int32,
+) -> fa.EdgeField[wpfloat]:
+    e_refin_ctrl_wp = astype(e_refin_ctrl, wpfloat)
+    grf_nudge_start_e_wp = astype(grf_nudge_start_e, wpfloat)
+    grf_nudgezone_width_wp = astype(grf_nudgezone_width, wpfloat)
+    horizontal_mask_for_3d_divdamp = where(
+        (e_refin_ctrl > (grf_nudge_start_e + grf_nudgezone_width - 1)),
+        1.0
+        / (grf_nudgezone_width_wp - 1.0)
+        * (e_refin_ctrl_wp - (grf_nudge_start_e_wp + grf_nudgezone_width_wp - 1.0)),
+        0.0,
+    )
+    horizontal_mask_for_3d_divdamp = where(
+        (e_refin_ctrl <= 0)
+        | (e_refin_ctrl_wp >= (grf_nudge_start_e_wp + 2.0 * (grf_nudgezone_width_wp - 1.0))),
+        1.0,
+        horizontal_mask_for_3d_divdamp,
+    )
+    return horizontal_mask_for_3d_divdamp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_mask_bdy_halo_c_and_hmask_dd3d(
+    c_refin_ctrl: fa.CellField[int32],
+    e_refin_ctrl: fa.EdgeField[gtx.int32],
+    mask_prog_halo_c: fa.CellField[bool],
+    bdy_halo_c: fa.CellField[bool],
+    horizontal_mask_for_3d_divdamp: fa.EdgeField[wpfloat],
+    grf_nudge_start_e: gtx.int32,
+    grf_nudgezone_width: gtx.int32,
+    horizontal_start: int32,
+    horizontal_end: int32,
+):
+    _compute_mask_prog_halo_c(
+        c_refin_ctrl,
+        mask_prog_halo_c,
+        out=mask_prog_halo_c,
+        domain={dims.CellDim: (horizontal_start, horizontal_end)},
+    )
+
+    _compute_bdy_halo_c(
+        c_refin_ctrl,
+        out=bdy_halo_c,
+        domain={dims.CellDim: (horizontal_start, horizontal_end)},
+    )
+    _compute_horizontal_mask_for_3d_divdamp(
+        e_refin_ctrl=e_refin_ctrl,
+        grf_nudge_start_e=grf_nudge_start_e,
+        grf_nudgezone_width=grf_nudgezone_width,
+        out=horizontal_mask_for_3d_divdamp,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end + 2)},
+    )
+
+
+NE = 11
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_refinement_masks(backend):
+    c_refin = RNG.integers(-2, 8, NC).astype(np.int32)
+    e_refin = RNG.integers(-3, 16, NE).astype(np.int32)
+    mask0, bdy0, h0 = RNG.random(NC) < 0.5, RNG.random(NC) < 0.5, RNG.random(NE)
+    mask, bdy, h = mask0.copy(), bdy0.copy(), h0.copy()
+    hs, he = 1, NC - 1
+    compute_mask_bdy_halo_c_and_hmask_dd3d(c_refin, e_refin, mask, bdy, h, 5, 4, hs, he,
+                                           offset_provider={}, backend=backend)
+    inner = (c_refin >= 1) & (c_refin <= 4)
+    want_mask, want_bdy, want_h = mask0.copy(), bdy0.copy(), h0.copy()
+    want_mask[hs:he] = np.where(inner, mask0, True)[hs:he]
+    want_bdy[hs:he] = inner[hs:he]
+    e = e_refin.astype(np.float64)
+    hm = np.where(e_refin > 5 + 4 - 1, 1.0 / 3.0 * (e - 8.0), 0.0)
+    hm = np.where((e_refin <= 0) | (e >= 5 + 2.0 * 3.0), 1.0, hm)
+    want_h[hs:he + 2] = hm[hs:he + 2]
+    np.testing.assert_array_equal(mask, want_mask)
+    np.testing.assert_array_equal(bdy, want_bdy)
+    np.testing.assert_allclose(h, want_h, rtol=1e-12)
+
+
+@gtx.field_operator
+def _cell_2_edge_interpolation(
+    in_field: fa.CellKField[wpfloat],
+    coeff: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(in_field(E2C) * coeff, axis=dims.E2CDim)
+
+
+@gtx.field_operator
+def _compute_downward_extrapolation_distance(
+    z_ifc: fa.CellField[wpfloat],
+) -> fa.EdgeField[wpfloat]:
+    extrapol_dist = 5.0
+    x = maximum(z_ifc(E2C[0]), z_ifc(E2C[1]))
+    return x - extrapol_dist
+
+
+@gtx.field_operator
+def _compute_pressure_gradient_downward_extrapolation_mask_distance(
+    z_mc: fa.CellKField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    topography: fa.CellField[wpfloat],
+    e_owner_mask: fa.EdgeField[bool],
+    flat_idx_max: fa.EdgeField[gtx.int32],
+    e_lev: fa.EdgeField[gtx.int32],
+    k_lev: fa.KField[gtx.int32],
+    horizontal_start_distance: int32,
+    horizontal_end_distance: int32,
+) -> tuple[fa.EdgeKField[bool], fa.EdgeKField[wpfloat]]:
+    e_lev = broadcast(e_lev, (dims.EdgeDim, dims.KDim))
+    k_lev = broadcast(k_lev, (dims.EdgeDim, dims.KDim))
+    z_me = _cell_2_edge_interpolation(in_field=z_mc, coeff=c_lin_e)
+    downward_distance = _compute_downward_extrapolation_distance(topography)
+    extrapolation_distance = concat_where(
+        (horizontal_start_distance <= dims.EdgeDim) & (dims.EdgeDim < horizontal_end_distance),
+        downward_distance,
+        0.0,
+    )
+    flatness_condition = (k_lev >= (flat_idx_max + 1)) & (z_me < downward_distance) & e_owner_mask
+    pg_edgeidx, pg_vertidx = where(flatness_condition, (e_lev, k_lev), (0, 0))
+    pg_edge_mask = (pg_edgeidx > 0) & (pg_vertidx > 0)
+
+    pg_exdist_dsl = where(
+        (k_lev >= (flat_idx_max + 1)) & (z_me < extrapolation_distance) & e_owner_mask,
+        z_me - extrapolation_distance,
+        0.0,
+    )
+
+    return pg_edge_mask, pg_exdist_dsl
+
+
+@gtx.field_operator
+def _compute_maxslp_maxhgtd(
+    ddxn_z_full: fa.EdgeKField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_maxslp_0_1 = maximum(abs(ddxn_z_full(C2E[0])), abs(ddxn_z_full(C2E[1])))
+    maxslp = maximum(z_maxslp_0_1, abs(ddxn_z_full(C2E[2])))
+
+    z_maxhgtd_0_1 = maximum(
+        abs(ddxn_z_full(C2E[0]) * dual_edge_length(C2E[0])),
+        abs(ddxn_z_full(C2E[1]) * dual_edge_length(C2E[1])),
+    )
+
+    maxhgtd = maximum(z_maxhgtd_0_1, abs(ddxn_z_full(C2E[2]) * dual_edge_length(C2E[2])))
+    return maxslp, maxhgtd
+
+
+@gtx.field_operator
+def _compute_exner_exfac(
+    ddxn_z_full: fa.EdgeKField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+    exner_expol: wpfloat,
+    lateral_boundary_level_2: gtx.int32,
+) -> fa.CellKField[wpfloat]:
+    z_maxslp, z_maxhgtd = _compute_maxslp_maxhgtd(ddxn_z_full, dual_edge_length)
+
+    exner_exfac = concat_where(
+        dims.CellDim >= lateral_boundary_level_2,
+        exner_expol * minimum(1.0 - (4.0 * z_maxslp) ** 2, 1.0 - (0.002 * z_maxhgtd) ** 2),
+        exner_expol,
+    )
+    exner_exfac = maximum(0.0, exner_exfac)
+    exner_exfac = where(
+        z_maxslp > 1.5, maximum(-1.0 / 6.0, 1.0 / 9.0 * (1.5 - z_maxslp)), exner_exfac
+    )
+
+    return exner_exfac
+
+
+@gtx.field_operator
+def _compute_max_nbhgt(
+    z_mc_nlev: fa.CellField[wpfloat],
+) -> fa.CellField[wpfloat]:
+    max_nbhgt_0_1 = maximum(z_mc_nlev(C2E2C[0]), z_mc_nlev(C2E2C[1]))
+    max_nbhgt = maximum(max_nbhgt_0_1, z_mc_nlev(C2E2C[2]))
+    return max_nbhgt
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def horizontal_metrics(
+    z_mc: fa.CellKField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], float],
+    topography: fa.CellField[wpfloat],
+    e_owner_mask: fa.EdgeField[bool],
+    flat_idx_max: fa.EdgeField[gtx.int32],
+    e_lev: fa.EdgeField[gtx.int32],
+    k_lev: fa.KField[gtx.int32],
+    ddxn_z_full: fa.EdgeKField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+    z_mc_nlev: fa.CellField[wpfloat],
+    pg_edgeidx_dsl: fa.EdgeKField[bool],
+    pg_exdist_dsl: fa.EdgeKField[wpfloat],
+    exner_exfac: fa.CellKField[wpfloat],
+    max_nbhgt: fa.CellField[wpfloat],
+    exner_expol: wpfloat,
+    lateral_boundary_level_2: gtx.int32,
+    horizontal_start_distance: int32,
+    horizontal_end_distance: int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_pressure_gradient_downward_extrapolation_mask_distance(
+        z_mc=z_mc,
+        c_lin_e=c_lin_e,
+        topography=topography,
+        flat_idx_max=flat_idx_max,
+        e_owner_mask=e_owner_mask,
+        e_lev=e_lev,
+        k_lev=k_lev,
+        horizontal_start_distance=horizontal_start_distance,
+        horizontal_end_distance=horizontal_end_distance,
+        out=(pg_edgeidx_dsl, pg_exdist_dsl),
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_exner_exfac(
+        ddxn_z_full=ddxn_z_full,
+        dual_edge_length=dual_edge_length,
+        exner_expol=exner_expol,
+        lateral_boundary_level_2=lateral_boundary_level_2,
+        out=exner_exfac,
+        domain={
+            dims.CellDim: (0, 5),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_max_nbhgt(
+        z_mc_nlev=z_mc_nlev,
+        out=max_nbhgt,
+        domain={dims.CellDim: (1, 6)},
+    )
+
+
+_TABLE_RNG = np.random.default_rng(2703)
+METRIC_TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
+                 "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
+                 "C2E2C": _TABLE_RNG.integers(0, NC, (NC, 3))}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_horizontal_metrics(backend):
+    e2c, c2e, c2e2c = (METRIC_TABLES[k] for k in ("E2C", "C2E", "C2E2C"))
+    z_mc = np.cumsum(RNG.uniform(100.0, 500.0, (NC, NLEV))[:, ::-1], axis=1)[:, ::-1].copy()
+    c_lin_e = RNG.uniform(0.3, 0.7, (NE, 2))
+    topography = z_mc[:, NLEV - 3] + RNG.uniform(-200.0, 200.0, NC)
+    owner = RNG.random(NE) < 0.8
+    flat_idx_max = RNG.integers(0, NLEV, NE).astype(np.int32)
+    e_lev = np.arange(NE, dtype=np.int32)
+    k_lev = np.arange(NLEV, dtype=np.int32)
+    ddxn = RNG.uniform(-0.5, 0.5, (NE, NLEV)) * np.where(RNG.random((NE, NLEV)) < 0.2, 8.0, 1.0)
+    dual = RNG.uniform(100.0, 1000.0, NE)
+    z_nlev = RNG.random(NC)
+    mask0, exdist0 = RNG.random((NE, NLEV)) < 0.5, RNG.random((NE, NLEV))
+    exfac0, nbh0 = RNG.random((NC, NLEV)), RNG.random(NC)
+    mask, exdist, exfac, nbh = mask0.copy(), exdist0.copy(), exfac0.copy(), nbh0.copy()
+    hs, he, vs, ve = 1, NE - 1, 1, NLEV
+    horizontal_metrics(z_mc, c_lin_e, topography, owner, flat_idx_max, e_lev, k_lev, ddxn, dual,
+                       z_nlev, mask, exdist, exfac, nbh, 0.333, 2, 3, 8, hs, he, vs, ve,
+                       offset_provider=METRIC_TABLES, backend=backend)
+    z_me = (z_mc[e2c] * c_lin_e[:, :, None]).sum(1)
+    down = np.maximum(topography[e2c[:, 0]], topography[e2c[:, 1]])[:, None] - 5.0
+    in_range = ((3 <= np.arange(NE)) & (np.arange(NE) < 8))[:, None]
+    extrap = np.where(in_range, down, 0.0)
+    deep = (k_lev[None, :] >= flat_idx_max[:, None] + 1)
+    flat = deep & (z_me < down) & owner[:, None]
+    want_mask = flat & (e_lev[:, None] > 0) & (k_lev[None, :] > 0)
+    want_exdist = np.where(deep & (z_me < extrap) & owner[:, None], z_me - extrap, 0.0)
+    a = np.abs(ddxn[c2e])
+    slp = a.max(1)
+    hgt = np.abs(ddxn[c2e] * dual[c2e][:, :, None]).max(1)
+    ex = np.where((np.arange(NC) >= 2)[:, None],
+                  0.333 * np.minimum(1 - (4 * slp) ** 2, 1 - (0.002 * hgt) ** 2), 0.333)
+    ex = np.maximum(0.0, ex)
+    ex = np.where(slp > 1.5, np.maximum(-1 / 6, 1 / 9 * (1.5 - slp)), ex)
+    nb = z_nlev[c2e2c].max(1)
+    wm, wd, wx, wn = mask0.copy(), exdist0.copy(), exfac0.copy(), nbh0.copy()
+    wm[hs:he, vs:ve], wd[hs:he, vs:ve] = want_mask[hs:he, vs:ve], want_exdist[hs:he, vs:ve]
+    wx[0:5, vs:ve], wn[1:6] = ex[0:5, vs:ve], nb[1:6]
+    np.testing.assert_array_equal(mask, wm)
+    check(dict(exdist=exdist, exfac=exfac, nbh=nbh),
+          dict(exdist=wd, exfac=wx, nbh=wn), rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== the flat levels' scan
+#
+# icon4py's metrics: the scan that marks, per edge, from which level on the edge
+# height lies between the interface heights (``_compute_param``: an ``int32``
+# counter and a ``bool`` flag as state, a nested ``if`` on runtime scalars).
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(0, False))
+def _compute_param(
+    param: tuple[gtx.int32, bool],
+    z_me_jk: float,
+    z_ifc_off: float,
+    z_ifc_off_koff: float,
+    lower: gtx.int32,
+    nlev: gtx.int32,
+) -> tuple[gtx.int32, bool]:
+    param_0, param_1 = param
+    if param_0 >= lower:
+        if (param_0 == nlev) | (z_me_jk <= z_ifc_off) & (z_me_jk >= z_ifc_off_koff):
+            param_1 = True
+    return param_0 + 1, param_1
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _compute_z_ifc_off_koff(
+    z_ifc_off: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    n = z_ifc_off(dims.Koff[1])
+    return n
+
+
+@gtx.field_operator
+def _compute_param_fields(
+    z_me: fa.EdgeKField[wpfloat],
+    z_ifc_off: fa.EdgeKField[wpfloat],
+    z_ifc_off_koff: fa.EdgeKField[wpfloat],
+    lower: gtx.int32,
+    nlev: gtx.int32,
+) -> tuple[fa.EdgeKField[gtx.int32], fa.EdgeKField[bool]]:
+    return _compute_param(z_me, z_ifc_off, z_ifc_off_koff, lower, nlev)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_flat_levels(
+    z_me: fa.EdgeKField[wpfloat],
+    z_ifc_off: fa.EdgeKField[wpfloat],
+    z_ifc_off_koff: fa.EdgeKField[wpfloat],
+    counter: fa.EdgeKField[gtx.int32],
+    flag: fa.EdgeKField[bool],
+    lower: gtx.int32,
+    nlev: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_z_ifc_off_koff(
+        z_ifc_off,
+        out=z_ifc_off_koff,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (0, vertical_end - 1)},
+    )
+    _compute_param_fields(
+        z_me, z_ifc_off, z_ifc_off_koff, lower, nlev,
+        out=(counter, flag),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)},
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", [(0, NLEV, 1, 3), (1, NLEV, 0, 2)])
+def test_flat_levels(backend, case):
+    vs, ve, lower, nlev = case
+    hs, he = 1, NE
+    z_ifc_off = np.cumsum(RNG.uniform(100.0, 300.0, (NE, NLEV))[:, ::-1], axis=1)[:, ::-1].copy()
+    z_me = z_ifc_off - RNG.uniform(-100.0, 400.0, (NE, NLEV))
+    koff0 = RNG.random((NE, NLEV))
+    counter0 = RNG.integers(-5, 5, (NE, NLEV)).astype(np.int32)
+    flag0 = RNG.random((NE, NLEV)) < 0.5
+    koff, counter, flag = koff0.copy(), counter0.copy(), flag0.copy()
+    compute_flat_levels(z_me, z_ifc_off, koff, counter, flag, lower, nlev, hs, he, vs, ve,
+                        offset_provider={"Koff": KDim}, backend=backend)
+    want_koff = koff0.copy()
+    want_koff[hs:he, :ve - 1] = z_ifc_off[hs:he, 1:ve]
+    want_counter, want_flag = counter0.copy(), flag0.copy()
+    for e in range(hs, he):
+        on = False
+        for k in range(vs, ve):
+            p0 = k - vs
+            if p0 >= lower and ((p0 == nlev) or (z_me[e, k] <= z_ifc_off[e, k]
+                                                 and z_me[e, k] >= want_koff[e, k])):
+                on = True
+            want_counter[e, k], want_flag[e, k] = p0 + 1, on
+    np.testing.assert_array_equal(koff, want_koff)
+    np.testing.assert_array_equal(counter, want_counter)
+    np.testing.assert_array_equal(flag, want_flag)
