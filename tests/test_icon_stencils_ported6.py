@@ -27,7 +27,10 @@ scalars), the pressure gradient's downward extrapolation mask and distance
 tuple of index fields or ``(0, 0)``, a ``bool`` output, ``concat_where`` on a
 runtime ``EdgeDim`` range written yoda-style), the Exner extrapolation factor
 (``concat_where(CellDim >= level)`` and ``maximum``/``minimum``/``abs`` over
-``C2E``) and the neighbours' maximum height over ``C2E2C``.
+``C2E``) and the neighbours' maximum height over ``C2E2C``.  Last, the scan
+marking the flat levels (an ``int32`` counter and a ``bool`` flag as state
+from ``init=(0, False)``, nested ``if`` statements on runtime scalars) after
+a field operator filling its shifted input in the same program.
 Each group is one program, interpreted and compiled once, compared with
 hand-written NumPy.
 """
