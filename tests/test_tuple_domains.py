@@ -180,3 +180,17 @@ def test_direct_calls_run_scans_over_the_union_of_their_readers_domains(backend)
         np.testing.assert_allclose(u[0], running(a, (0, NC), first, start=start), rtol=1e-12)
         np.testing.assert_allclose(u[1], running(a, (0, NC), second, 2.0, start=start),
                                    rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_calls_with_an_output_over_its_whole_levels(backend):
+    # an output without K in its dict asks the scan for every level: it starts at 0
+    a = RNG.random((NC, NK))
+    s = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+    summed(a, out=s, domain=({Cell: (1, 3)}, {K: (2, NK)}), backend=backend)
+    np.testing.assert_allclose(s[0], running(a, (1, 3), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1], running(a, (0, NC), (2, NK), 2.0, start=0), rtol=1e-12)
+    s = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+    summed(a, out=s, domain=({}, {K: (2, NK)}), backend=backend)
+    np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1], running(a, (0, NC), (2, NK), 2.0, start=0), rtol=1e-12)
