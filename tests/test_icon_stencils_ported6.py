@@ -20,9 +20,9 @@ factor and the Rayleigh damping of w (GT4Py ``if``/``elif`` on an ``int32``
 parameter compared with class constants, ``sin``/``tanh``, ``** 2``,
 ``maximum`` of a literal and a field, ``broadcast`` over ``KDim`` alone),
 and ``_compute_ddqz_z_half``'s three ``concat_where`` regions on ``nlev``.
-Then the horizontal metrics: masks from ``int32`` refinement-control fields
-(one written in place from itself, ``astype`` of ``int32`` fields and
-scalars), the pressure gradient's downward extrapolation mask and distance
+Then the horizontal metrics: masks and nudging coefficients from ``int32``
+refinement-control fields (one written in place from itself, ``astype`` of
+``int32`` fields and scalars), the pressure gradient's downward extrapolation mask and distance
 (``int32`` index fields broadcast to ``EdgeDim, KDim``, ``where`` choosing a
 tuple of index fields or ``(0, 0)``, a ``bool`` output, ``concat_where`` on a
 runtime ``EdgeDim`` range written yoda-style), the Exner extrapolation factor
@@ -54,6 +54,7 @@ from tensorir_dace.frontend import (
     astype,
     broadcast,
     concat_where,
+    exp,
     float32,
     float64,
     int32,
@@ -673,6 +674,22 @@ def _compute_horizontal_mask_for_3d_divdamp(
     return horizontal_mask_for_3d_divdamp
 
 
+@gtx.field_operator
+def _compute_nudgecoeffs(
+    refin_ctrl: fa.EdgeField[gtx.int32],
+    grf_nudge_start_e: gtx.int32,
+    nudge_max_coeffs: wpfloat,
+    nudge_efold_width: wpfloat,
+    nudge_zone_width: gtx.int32,
+) -> fa.EdgeField[wpfloat]:
+    return where(
+        ((refin_ctrl > 0) & (refin_ctrl <= (2 * nudge_zone_width + (grf_nudge_start_e - 3)))),
+        nudge_max_coeffs
+        * exp((-(astype(refin_ctrl - grf_nudge_start_e, wpfloat))) / (2.0 * nudge_efold_width)),
+        0.0,
+    )
+
+
 @gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
 def compute_mask_bdy_halo_c_and_hmask_dd3d(
     c_refin_ctrl: fa.CellField[int32],
@@ -680,8 +697,11 @@ def compute_mask_bdy_halo_c_and_hmask_dd3d(
     mask_prog_halo_c: fa.CellField[bool],
     bdy_halo_c: fa.CellField[bool],
     horizontal_mask_for_3d_divdamp: fa.EdgeField[wpfloat],
+    nudging_coefficients_for_edges: fa.EdgeField[wpfloat],
     grf_nudge_start_e: gtx.int32,
     grf_nudgezone_width: gtx.int32,
+    nudge_max_coeffs: wpfloat,
+    nudge_efold_width: wpfloat,
     horizontal_start: int32,
     horizontal_end: int32,
 ):
@@ -704,6 +724,15 @@ def compute_mask_bdy_halo_c_and_hmask_dd3d(
         out=horizontal_mask_for_3d_divdamp,
         domain={dims.EdgeDim: (horizontal_start, horizontal_end + 2)},
     )
+    _compute_nudgecoeffs(
+        e_refin_ctrl,
+        grf_nudge_start_e,
+        nudge_max_coeffs,
+        nudge_efold_width,
+        grf_nudgezone_width,
+        out=nudging_coefficients_for_edges,
+        domain={dims.EdgeDim: (0, horizontal_end)},
+    )
 
 
 NE = 11
@@ -714,10 +743,11 @@ def test_refinement_masks(backend):
     c_refin = RNG.integers(-2, 8, NC).astype(np.int32)
     e_refin = RNG.integers(-3, 16, NE).astype(np.int32)
     mask0, bdy0, h0 = RNG.random(NC) < 0.5, RNG.random(NC) < 0.5, RNG.random(NE)
-    mask, bdy, h = mask0.copy(), bdy0.copy(), h0.copy()
+    n0 = RNG.random(NE)
+    mask, bdy, h, nudge = mask0.copy(), bdy0.copy(), h0.copy(), n0.copy()
     hs, he = 1, NC - 1
-    compute_mask_bdy_halo_c_and_hmask_dd3d(c_refin, e_refin, mask, bdy, h, 5, 4, hs, he,
-                                           offset_provider={}, backend=backend)
+    compute_mask_bdy_halo_c_and_hmask_dd3d(c_refin, e_refin, mask, bdy, h, nudge, 5, 4, 0.375,
+                                           2.0, hs, he, offset_provider={}, backend=backend)
     inner = (c_refin >= 1) & (c_refin <= 4)
     want_mask, want_bdy, want_h = mask0.copy(), bdy0.copy(), h0.copy()
     want_mask[hs:he] = np.where(inner, mask0, True)[hs:he]
@@ -726,6 +756,10 @@ def test_refinement_masks(backend):
     hm = np.where(e_refin > 5 + 4 - 1, 1.0 / 3.0 * (e - 8.0), 0.0)
     hm = np.where((e_refin <= 0) | (e >= 5 + 2.0 * 3.0), 1.0, hm)
     want_h[hs:he + 2] = hm[hs:he + 2]
+    nudging = (e_refin > 0) & (e_refin <= 2 * 4 + (5 - 3))
+    want_n = n0.copy()
+    want_n[:he] = np.where(nudging, 0.375 * np.exp(-(e - 5.0) / (2.0 * 2.0)), 0.0)[:he]
+    np.testing.assert_allclose(nudge, want_n, rtol=1e-12)
     np.testing.assert_array_equal(mask, want_mask)
     np.testing.assert_array_equal(bdy, want_bdy)
     np.testing.assert_allclose(h, want_h, rtol=1e-12)
