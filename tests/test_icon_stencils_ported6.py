@@ -30,7 +30,10 @@ runtime ``EdgeDim`` range written yoda-style), the Exner extrapolation factor
 ``C2E``) and the neighbours' maximum height over ``C2E2C``.  Last, the scan
 marking the flat levels (an ``int32`` counter and a ``bool`` flag as state
 from ``init=(0, False)``, nested ``if`` statements on runtime scalars) after
-a field operator filling its shifted input in the same program.
+a field operator filling its shifted input in the same program; and an edge
+field interpolated to half levels with quadratically extrapolated top and
+surface levels (nested ``concat_where`` on ``KDim == 0`` and ``== nlev``, the
+interpolant on ``nlev`` levels, the result on ``nlev + 1``).
 Each group is one program, interpreted and compiled once, compared with
 hand-written NumPy.
 """
@@ -1070,3 +1073,128 @@ def test_flat_levels(backend, case):
     np.testing.assert_array_equal(koff, want_koff)
     np.testing.assert_array_equal(counter, want_counter)
     np.testing.assert_array_equal(flag, want_flag)
+
+
+# ================================================================== edge fields to half levels
+#
+# icon4py's interpolation to half levels with the quadratically extrapolated
+# top and surface levels (math.vertical_operations' weight_k helpers): the
+# interpolant on nlev full levels, the result on nlev + 1 levels of KDim.
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_top_on_edges(
+    interpolant: fa.EdgeKField[wpfloat],
+    weight_0: fa.EdgeField[wpfloat],
+    weight_1: fa.EdgeField[wpfloat],
+    weight_2: fa.EdgeField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return (
+        weight_0 * interpolant
+        + weight_1 * interpolant(dims.KDim + 1)
+        + weight_2 * interpolant(dims.KDim + 2)
+    )
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_surface_on_edges(
+    interpolant: fa.EdgeKField[wpfloat],
+    weight_0: fa.EdgeField[wpfloat],
+    weight_1: fa.EdgeField[wpfloat],
+    weight_2: fa.EdgeField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return (
+        weight_0 * interpolant(dims.KDim - 1)
+        + weight_1 * interpolant(dims.KDim - 2)
+        + weight_2 * interpolant(dims.KDim - 3)
+    )
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_half_levels_wp(
+    wgtfac_e: fa.EdgeKField[wpfloat],
+    interpolant: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return wgtfac_e * interpolant + (wpfloat("1.0") - wgtfac_e) * interpolant(dims.Koff[-1])
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_half_levels_with_boundaries_wp(
+    interpolant: fa.EdgeKField[wpfloat],
+    wgtfac_e: fa.EdgeKField[wpfloat],
+    wgtfacq1_e_0: fa.EdgeField[wpfloat],
+    wgtfacq1_e_1: fa.EdgeField[wpfloat],
+    wgtfacq1_e_2: fa.EdgeField[wpfloat],
+    wgtfacq_e_0: fa.EdgeField[wpfloat],
+    wgtfacq_e_1: fa.EdgeField[wpfloat],
+    wgtfacq_e_2: fa.EdgeField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.EdgeKField[wpfloat]:
+    return concat_where(
+        dims.KDim == 0,
+        extrapolate_quadratically_to_top_on_edges(
+            interpolant=interpolant,
+            weight_0=wgtfacq1_e_0, weight_1=wgtfacq1_e_1, weight_2=wgtfacq1_e_2,
+        ),
+        concat_where(
+            dims.KDim == nlev,
+            extrapolate_quadratically_to_surface_on_edges(
+                interpolant=interpolant,
+                weight_0=wgtfacq_e_0, weight_1=wgtfacq_e_1, weight_2=wgtfacq_e_2,
+            ),
+            _interpolate_edge_field_to_half_levels_wp(wgtfac_e=wgtfac_e, interpolant=interpolant),
+        ),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def interpolate_edge_field_to_half_levels_with_boundaries_wp(
+    interpolant: fa.EdgeKField[wpfloat],
+    wgtfac_e: fa.EdgeKField[wpfloat],
+    wgtfacq1_e_0: fa.EdgeField[wpfloat],
+    wgtfacq1_e_1: fa.EdgeField[wpfloat],
+    wgtfacq1_e_2: fa.EdgeField[wpfloat],
+    wgtfacq_e_0: fa.EdgeField[wpfloat],
+    wgtfacq_e_1: fa.EdgeField[wpfloat],
+    wgtfacq_e_2: fa.EdgeField[wpfloat],
+    interpolation: fa.EdgeKField[wpfloat],
+    nlev: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _interpolate_edge_field_to_half_levels_with_boundaries_wp(
+        interpolant=interpolant,
+        wgtfac_e=wgtfac_e,
+        wgtfacq1_e_0=wgtfacq1_e_0, wgtfacq1_e_1=wgtfacq1_e_1, wgtfacq1_e_2=wgtfacq1_e_2,
+        wgtfacq_e_0=wgtfacq_e_0, wgtfacq_e_1=wgtfacq_e_1, wgtfacq_e_2=wgtfacq_e_2,
+        nlev=nlev,
+        out=interpolation,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(0, NLEV + 1), (1, NLEV)])
+def test_edge_field_to_half_levels_with_boundaries(backend, levels):
+    vs, ve = levels
+    hs, he = 2, NE
+    interpolant = RNG.random((NE, NLEV))
+    wgtfac_e = RNG.random((NE, NLEV + 1))
+    w1, w = RNG.random((3, NE)), RNG.random((3, NE))
+    base = RNG.random((NE, NLEV + 1))
+    got = base.copy()
+    interpolate_edge_field_to_half_levels_with_boundaries_wp(
+        interpolant, wgtfac_e, *w1, *w, got, NLEV, hs, he, vs, ve,
+        offset_provider={"Koff": KDim}, backend=backend)
+    want = np.empty((NE, NLEV + 1))
+    want[:, 1:NLEV] = (wgtfac_e[:, 1:NLEV] * interpolant[:, 1:NLEV]
+                       + (1.0 - wgtfac_e[:, 1:NLEV]) * interpolant[:, :NLEV - 1])
+    want[:, 0] = w1[0] * interpolant[:, 0] + w1[1] * interpolant[:, 1] + w1[2] * interpolant[:, 2]
+    want[:, NLEV] = (w[0] * interpolant[:, NLEV - 1] + w[1] * interpolant[:, NLEV - 2]
+                     + w[2] * interpolant[:, NLEV - 3])
+    check(dict(got=got), dict(got=inside(want, base, hs, he, vs, ve)), rtol=1e-12)
