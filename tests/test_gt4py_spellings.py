@@ -646,3 +646,26 @@ def test_a_library_nodes_symbols_survive_simplify():
     cells = np.arange(6)[:, None]
     np.testing.assert_allclose(out, np.cumsum(np.where((2 <= cells) & (cells < 5), a, 2 * a),
                                               axis=1), rtol=1e-12)
+
+
+@field_operator
+def _tuple_where_with_numbers(mask: Field[[Cell, K], bool], i: Field[[Cell, K], int32],
+                              j: Field[[Cell, K], int32], x: Field[[Cell, K], float]):
+    a, b = where(mask, (i, j), (0, 0))
+    c, (d, e) = where(mask, (-1, (x, 2)), (i, (1.5, j)))
+    return a, b, c, d, e
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_numbers_in_a_tuple_branch_of_where_take_the_other_branchs_types(backend):
+    # GT4Py's metrics: ``where(flat, (e_lev, k_lev), (0, 0))`` over int32 index fields
+    rng = np.random.default_rng(5)
+    mask = rng.random((4, 3)) < 0.5
+    i, j = (rng.integers(-9, 9, (4, 3)).astype(np.int32) for _ in range(2))
+    x = rng.random((4, 3))
+    a, b, c, d, e = _tuple_where_with_numbers(mask, i, j, x, backend=backend)
+    for got, want in [(a, np.where(mask, i, 0)), (b, np.where(mask, j, 0)),
+                      (c, np.where(mask, -1, i)), (d, np.where(mask, x, 1.5)),
+                      (e, np.where(mask, 2, j))]:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -2,10 +2,10 @@
 ``out=((a, b), c)`` with a nested tuple of domains (a dict for a nested
 output covers its leaves), in a ``@program`` body and in direct calls of a
 ``@field_operator`` and a scan operator.  Each output is written on its own
-domain only.  In a program body a scan runs over the union of the domains of
-the outputs reading it (GT4Py's domain inference): one scan whose state feeds
-two outputs starts at the earlier first level, two scans each at their own
-output's.  (Direct calls still start each output's scans at its own domain.)
+domain only.  In a program body and in a direct call alike, a scan runs over
+the union of the domains of the outputs reading it (GT4Py's domain
+inference): one scan whose state feeds two outputs starts at the earlier
+first level, two scans each at their own output's.
 Interpreter and compiled code are compared with hand-written NumPy.
 """
 
@@ -103,8 +103,9 @@ def test_a_domain_per_output_in_direct_calls(backend):
     np.testing.assert_allclose(o[1], inside(a * a, (0, 3), (1, 2)), rtol=1e-12)
     s = (np.zeros((NC, NK)), np.zeros((NC, NK)))
     summed(a, out=s, domain=({K: (1, 4)}, {Cell: (2, 5), K: (2, NK)}), backend=backend)
+    # one scan feeds both: it runs over the union of their domains (from level 1)
     np.testing.assert_allclose(s[0], running(a, (0, NC), (1, 4)), rtol=1e-12)
-    np.testing.assert_allclose(s[1], running(a, (2, 5), (2, NK), 2.0), rtol=1e-12)
+    np.testing.assert_allclose(s[1], running(a, (2, 5), (2, NK), 2.0, start=1), rtol=1e-12)
     t = (np.zeros((NC, NK)), np.zeros((NC, NK)))
     sums(with_dims(a, Cell, K), out=t, domain=({K: (1, 4)}, {Cell: (2, 5), K: (2, NK)}),
          backend=backend)
@@ -157,3 +158,39 @@ def test_two_scans_start_at_their_own_outputs_domains(backend):
         separate_scans(a, s1, s2, vs, ve, backend=backend)
         np.testing.assert_allclose(s1, running(a, (0, NC), (vs, ve)), rtol=1e-12)
         np.testing.assert_allclose(s2, running(a, (0, NC), (1, ve), 2.0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_calls_run_scans_over_the_union_of_their_readers_domains(backend):
+    a = RNG.random((NC, NK))
+    for first, second in [((3, NK), (1, 4)), ((0, 2), (2, NK)), ((2, 3), (2, 3))]:
+        s = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+        summed(a, out=s, domain=({K: first}, {Cell: (1, 4), K: second}), backend=backend)
+        start = min(first[0], second[0])      # one scan, both outputs read it
+        np.testing.assert_allclose(s[0], running(a, (0, NC), first, start=start), rtol=1e-12)
+        np.testing.assert_allclose(s[1], running(a, (1, 4), second, 2.0, start=start),
+                                   rtol=1e-12)
+        t = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+        two_sums(a, out=t, domain=({K: first}, {K: second}), backend=backend)
+        # two scans: each starts at its own output's domain
+        np.testing.assert_allclose(t[0], running(a, (0, NC), first), rtol=1e-12)
+        np.testing.assert_allclose(t[1], running(a, (0, NC), second, 2.0), rtol=1e-12)
+        u = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+        sums(with_dims(a, Cell, K), out=u, domain=({K: first}, {K: second}), backend=backend)
+        np.testing.assert_allclose(u[0], running(a, (0, NC), first, start=start), rtol=1e-12)
+        np.testing.assert_allclose(u[1], running(a, (0, NC), second, 2.0, start=start),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_calls_with_an_output_over_its_whole_levels(backend):
+    # an output without K in its dict asks the scan for every level: it starts at 0
+    a = RNG.random((NC, NK))
+    s = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+    summed(a, out=s, domain=({Cell: (1, 3)}, {K: (2, NK)}), backend=backend)
+    np.testing.assert_allclose(s[0], running(a, (1, 3), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1], running(a, (0, NC), (2, NK), 2.0, start=0), rtol=1e-12)
+    s = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+    summed(a, out=s, domain=({}, {K: (2, NK)}), backend=backend)
+    np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1], running(a, (0, NC), (2, NK), 2.0, start=0), rtol=1e-12)

@@ -99,15 +99,17 @@ class BodyTranslator(ReductionTranslator):
                                       "the new value instead (programs write outputs)")
         return None
 
-    def unpack(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[Bind]:
+    def unpack(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list:
         """``a, b = value`` (also nested: ``a, (b, c) = value``) as bindings; a
-        compound IR value is bound once first."""
+        compound IR value is bound once first (a nested target then unpacks its
+        part where that binding is in scope)."""
         for e in tgt.elts:
             if not isinstance(e, (ast.Name, ast.Tuple, ast.List)):
                 raise self.error(e, "only names (and tuples of names) can be unpacked into")
         n = len(tgt.elts)
-        binds: list[Bind] = []
+        binds: list = []
         like = None
+        hidden = None
         if isinstance(value, tuple) and (whole := whole_of_projections(value)) is not None \
                 and not is_trivial(whole):
             # a view of one tuple value (``q, t = where(m, (q, te), …)``): bound once,
@@ -125,8 +127,15 @@ class BodyTranslator(ReductionTranslator):
                          for x, p in zip(like, parts)]
         else:
             parts = self.unpack_value(value, n, s)
-        for e, part in zip(tgt.elts, parts):
-            if isinstance(e, (ast.Tuple, ast.List)):
+        for k, (e, part) in enumerate(zip(tgt.elts, parts)):
+            if isinstance(e, (ast.Tuple, ast.List)) and hidden is not None:
+                # the part reads the hidden binding: unpacked after it, in its scope
+                # (the name holds a dot, so no Python name can meet it)
+                held = f"{hidden}.{k}"
+                later = ast.Assign(targets=[e], value=ast.Name(id=held, ctx=ast.Load()))
+                binds += [Bind(held, part), ast.fix_missing_locations(
+                    ast.copy_location(later, s))]
+            elif isinstance(e, (ast.Tuple, ast.List)):
                 binds += self.unpack(e, part, s)
             elif isinstance(e, ast.Name) and e.id != "_":
                 binds.append(Bind(e.id, part, let=True))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import did_you_mean
+from ..errors import TensorIRError, did_you_mean
 from . import api
 from .annotations import element_type
 from .dims import (
@@ -97,6 +97,7 @@ class BuiltinTranslator(ExpressionTranslator):
                                        "index condition such as 'K < 1' use concat_where")
             if not contains_ir(c):
                 return a if self.static_truth(c, node) else b
+            a, b = self.literals_alike(a, b, node)
             value = self.call_ir("if", [self.to_ir(x, node) for x in (c, a, b)], node)
             # GT4Py keeps the branches' NamedTuples: ``q, t = where(m, (q, te), …)``
             # then reads ``q.v``
@@ -129,6 +130,35 @@ class BuiltinTranslator(ExpressionTranslator):
             x, dims = self.positional(f, args, kwargs, ("x", "dims"), node)
             return self.broadcast_to(x, dims, node)
         raise self.error(node, f"unknown builtin {f.name}")  # pragma: no cover
+
+    def literals_alike(self, a: Any, b: Any, node: ast.AST, inner: bool = False
+                       ) -> tuple[Any, Any]:
+        """The branches of ``where`` with the Python numbers inside a tuple branch
+        typed as the other branch's elements: ``where(m, (e_lev, k_lev), (0, 0))``
+        over ``int32`` fields takes ``(0, 0)`` as ``int32`` (a number alone
+        already adapts to its partner; inside a tuple it would keep its default
+        type)."""
+        if type(a) is tuple and type(b) is tuple and len(a) == len(b):
+            pairs = [self.literals_alike(x, y, node, True) for x, y in zip(a, b)]
+            return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+        if type(a) is tuple and is_ir(b):
+            return self.typed_like(a, b, node), b
+        if type(b) is tuple and is_ir(a):
+            return a, self.typed_like(b, a, node)
+        if inner and _is_number(a) and is_ir(b):
+            return self.typed_like(a, b, node), b
+        if inner and _is_number(b) and is_ir(a):
+            return a, self.typed_like(b, a, node)
+        return a, b                     # a number alone adapts by itself
+
+    def typed_like(self, value: Any, other: ir.Expr, node: ast.AST) -> Any:
+        """``value`` (a Python number or tuple) with its numbers typed as
+        ``other``'s (element) types (unchanged where that type is not known)."""
+        try:
+            dtype = self.type_of(other, node).dtype
+        except TensorIRError:       # left to the type checker to report
+            return value
+        return _typed_numbers(value, dtype, self.loc(node))
 
     def broadcast_to(self, x: Any, dims: Any, node: ast.Call) -> Any:
         """``broadcast(x, (D1, D2, …))``: Tensor IR broadcasts by dimension name
@@ -389,3 +419,19 @@ def _holds_namedtuple(v: Any) -> bool:
     return isinstance(v, tuple) and (is_namedtuple_class(type(v))
                                      or any(_holds_namedtuple(x) for x in v))
 
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _typed_numbers(value: Any, dtype: Any, loc: Any) -> Any:
+    """The Python numbers of the (nested) tuple ``value`` cast to the matching
+    elements of the tuple type ``dtype``."""
+    if type(value) is tuple and isinstance(dtype, ir.TupleType) and \
+            len(value) == len(dtype.elements):
+        return tuple(_typed_numbers(v, t, loc) for v, t in zip(value, dtype.elements))
+    if _is_number(value) and isinstance(dtype, ir.ScalarType) and not dtype.is_bool:
+        return ir.Call(ir.Sym("cast", loc=loc), (ir.Literal(value, loc=loc),
+                                                 ir.Sym(dtype.name, loc=loc)), loc=loc)
+    return value

@@ -764,9 +764,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         ``out=(a, b)``, nested as ``out=`` is) writes each output on its own;
         ``path``: the part of the value ``out`` takes."""
         if isinstance(domain, (tuple, list)):
-            for part, o, d in self._domain_parts(out, domain, path):
-                self._call_into(spec, a, backend, plain, o, d, path=part)
-            return out
+            return self._call_into_parts(spec, a, backend, plain, out,
+                                         self._domain_parts(out, domain, path))
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         result_dims = {d.name for d in spec.result.type.dims}
@@ -802,6 +801,81 @@ class FunctionObject(_Specialized, InlinedFunction):
                                   result=spec.result.name, bounds=bounds)
         return out
 
+
+    def _call_into_parts(self, spec: Specialization, a: Analysis | None, backend: str,
+                         plain: dict[str, Any], out: Any,
+                         parts: list[tuple[tuple[int, ...], Any, dict]]) -> Any:
+        """GT4Py's tuple of domains (``parts``: per output, the path of its part of
+        the value, the output and its dict): each output written on its own
+        domain, and, as in a program body (GT4Py's domain inference), each scan
+        runs over the union of the domains of the outputs that read it.  One
+        program per output, each taking the bounds of all the domains."""
+        assert spec.result is not None   # only a function specialisation has ``out=``
+        result_dims = {d.name for d in spec.result.type.dims}
+        for _, _, d in parts:
+            if not isinstance(d, dict) or not all(
+                    isinstance(k, Dimension) and k.name in result_dims for k in d):
+                raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: "
+                                    f"(start, stop)}} over the result's dimensions "
+                                    f"({', '.join(sorted(result_dims))}), got {d!r}",
+                                    self._def_loc())
+            for dim, pair in d.items():
+                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                    raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
+                                        f"stop)}} takes a pair of coordinates, got {pair!r}",
+                                        self._def_loc())
+        shape = tuple((p, tuple(sorted(k.name for k in d))) for p, _, d in parts)
+        if not any(names for _, names in shape):
+            for p, o, d in parts:       # no domain restricts anything: whole intervals
+                self._call_into(spec, a, backend, plain, o, d, path=p)
+            return out
+        for i, (_, o, _) in enumerate(parts):
+            hit = self._into.get((spec.key, shape, i))
+            new = hit is None
+            if hit is None:
+                from .runtime_bounds import into_program
+                prog, result, all_bounds = self._in_domains(spec, a, shape, i)
+                prog, _ = into_program(prog, result, shape[i][1], all_bounds[i])
+                with _lengths_noted(a), _python_messages(self.fn, spec.names):
+                    _checked(prog)
+                hit = self._into[(spec.key, shape, i)] = (
+                    Specialization(self.fn.__name__, spec.key, prog, names=spec.names),
+                    all_bounds)
+            derived, all_bounds = hit
+            values = dict(plain)
+            values[spec.result.name] = o
+            for (_, _, dk), bounds in zip(parts, all_bounds):
+                for dim, pair in dk.items():
+                    for name, v in zip(bounds[dim.name], pair):
+                        values[name] = v
+            self._run(derived, backend, new, values)
+        return out
+
+    def _in_domains(self, spec: Specialization, a: Analysis | None,
+                    shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int):
+        """The function translated for output ``i`` of a tuple of domains
+        (``shape``: per output, its path and the dimensions its dict restricts),
+        with the bounds of all the domains as parameters: the program, its
+        result parameter and per domain its bound parameters."""
+        from .functions import translate_call
+        from .runtime_bounds import domain_bounds
+        params, static = self._ir_params(spec.key)
+        taken = list(params)
+        all_bounds: list[dict] = []
+        scalars: list[ir.Param] = []
+        parts: list[tuple[tuple[int, ...], list]] = []
+        for path, names in shape:
+            bounds, more, intervals = domain_bounds(taken + scalars, names, self._def_loc())
+            all_bounds.append(bounds)
+            scalars += more
+            parts.append((path, intervals))
+        sp = self._specializer()
+        analysis_ = a if a is not None else self._default_analysis()
+        with _python_messages(self.fn, spec.names):
+            prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
+                                  self._result_name(), static=static, rank_generic=sp.generic,
+                                  names=spec.names, parts=parts, part=i)
+        return prog, prog.params[-1], all_bounds
 
     def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
                       ) -> list[tuple[tuple[int, ...], Any, dict]]:

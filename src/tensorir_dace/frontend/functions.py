@@ -22,9 +22,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import sympy
 
 from .. import ir
-from ..errors import FrontendError
+from ..errors import ArgumentError, FrontendError
 from ..typing.scope import Binding, Scope
 from . import api
 from .annotations import annotation_spec, evaluated_annotation, generic_spec
@@ -281,18 +282,46 @@ def _declared_result_order(fn: Any) -> tuple[str, ...] | None:
     return orders.pop() if len(orders) == 1 else None
 
 
+def _union_intervals(domains: list[list[ir.DimInterval]]) -> list[ir.DimInterval]:
+    """The intervals over the dimensions all of ``domains`` restrict, each the
+    union of theirs (the range of a scan read by all of them)."""
+    out = []
+    for a in domains[0]:
+        same = [b for d in domains for b in d if b.name == a.name]
+        if len(same) == len(domains):
+            out.append(ir.DimInterval(a.name, sympy.Min(*[b.start for b in same]),
+                                      sympy.Max(*[b.stop for b in same]), loc=a.loc))
+    return out
+
+
+def _part_of(e: ir.Expr, k: int, t: ir.TensorType, fn: Any, loc: Any) -> ir.Expr:
+    """Element ``k`` of the tuple value ``e`` (of type ``t``) of a direct call."""
+    if not isinstance(t.dtype, ir.TupleType) or k >= len(t.dtype.elements):
+        raise ArgumentError(f"{fn.__name__}(): domain= gives output {k} of a value of type "
+                            f"{t.dtype}, which has no such element; give one domain per "
+                            "element of the value (nested as it is)", loc)
+    return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(k, loc=loc)), loc=loc)
+
+
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
                    result_name: str, *, static: dict[str, Any] | None = None,
                    rank_generic: bool = True, report: dict[str, Any] | None = None,
                    domain: Sequence[ir.DimInterval] = (),
-                   names: dict[str, str] | None = None) -> ir.Program:
+                   names: dict[str, str] | None = None,
+                   parts: Sequence[tuple[tuple[int, ...], Sequence[ir.DimInterval]]] = (),
+                   part: int = 0) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
     ``result_name``, typed with the value's type.  Under ``domain`` (intervals
     over scalar parameters of ``params``), scans along those dimensions run over
     the domain's range only.  ``names``: parameters named otherwise in the IR
-    ({Python name: IR name})."""
+    ({Python name: IR name}).  ``parts``: GT4Py's tuple of domains, per output
+    the path of its part of the value and its intervals; the program writes
+    part ``part`` of them, its scans run over the union of the domains of the
+    parts that read them (GT4Py's domain inference, as in a program body)."""
+    if parts:
+        domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)
     node = src.node
     loc = src.loc(node)
@@ -310,7 +339,19 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     if not contains_ir(value):
         raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
                             "not a tensor", loc)
-    expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
+    if parts:
+        pieces = []
+        for path, _ in parts:
+            whole = value
+            for k in path:          # the part of the value this output takes
+                whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                    else _part_of(tr.to_ir(whole, node), k, tr.type_of(tr.to_ir(whole, node),
+                                                                     node), fn, loc)
+            pieces.append(whole)
+        fitted = tr.fit_domain_scans(pieces, node, [{i.name: i for i in d} for _, d in parts])
+        expr = tr.to_ir(fitted[part], node)
+    else:
+        expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
     t = strip_masks(tr.type_of(expr, node))
     if t.is_scalar:
         raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
