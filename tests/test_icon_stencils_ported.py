@@ -1141,16 +1141,30 @@ def test_pressure_gradient_with_level_ranges_and_halo_zeros(backend):
                            hs, he, 0, NLEV)), rtol=2e-5)
 
 
-def test_half_level_offsets_are_refused_with_the_alternative():
+def test_half_level_offsets_read_the_full_levels_around_each_interface():
     KHalf = dims("KHalf")
 
     @field_operator
-    def at_interfaces(x: Field[[Cell, KHalf], wpfloat]):
+    def at_interfaces(x: Field[[Cell, K], wpfloat]) -> Field[[Cell, KHalf], wpfloat]:
         return x(KHalf - 0.5) + x(KHalf + 0.5)
 
-    with pytest.raises(FrontendError, match=r"KHalf ± 0.5: an offset along a dimension is an "
-                                            r"integer.*x\(K \+ 1\)") as info:
-        at_interfaces(wp(3, 4), out=np.zeros((3, 3)), backend="interpreter")
+    x = wp(3, 4)
+    out = np.zeros((3, 5))     # half levels: one more than the full levels
+    at_interfaces(x, out=out, domain={Cell: (0, 3), KHalf: (1, 4)}, backend="interpreter")
+    assert np.array_equal(out[:, 1:4], x[:, :-1] + x[:, 1:])
+    assert not out[:, 0].any() and not out[:, 4].any()
+
+
+def test_offsets_that_are_neither_whole_nor_half_are_refused():
+    KHalf = dims("KHalf")
+
+    @field_operator
+    def quarter(x: Field[[Cell, K], wpfloat]):
+        return x(KHalf - 0.25)
+
+    with pytest.raises(FrontendError, match=r"KHalf \+ -0.25: an offset along a dimension is "
+                                            r"a whole number, or a half") as info:
+        quarter(wp(3, 4), out=np.zeros((3, 3)), backend="interpreter")
     assert info.value.loc is not None and info.value.loc.line > 0
 
 

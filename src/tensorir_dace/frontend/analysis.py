@@ -207,6 +207,26 @@ class Specializer:
         every field's domain starts at 0); ``N_D`` is the shortest length.
         ``extra``: the dimensions and shape of ``out=`` of a direct call, which
         takes part in the shortest length.  Empty where the lengths agree."""
+        out: dict[str, dict[str, int]] = {}
+        for dname, uses in self._lengths(values, extra).items():
+            low = min(n for _, n in uses)
+            for who, n in uses:
+                if n != low and who is not None:
+                    out.setdefault(who, {})[dname] = n - low
+        return out
+
+    def out_length_offsets(self, values: dict[str, Any], extra: Extra) -> dict[str, int]:
+        """How much longer than the shortest array over each dimension ``out=`` of
+        a direct call is (``extra``): {dimension: extra length}, where it is
+        longer (a half-level output of full-level inputs)."""
+        return {dname: n - min(m for _, m in uses)
+                for dname, uses in self._lengths(values, extra).items()
+                for who, n in uses if who is None and n != min(m for _, m in uses)}
+
+    def _lengths(self, values: dict[str, Any], extra: Extra
+                 ) -> dict[str, list[tuple[str | None, int]]]:
+        """Per dimension, the lengths of the plain annotated arrays over it (and
+        of ``out=``, named None)."""
         plain = self.plain_axes()
         if not plain:
             return {}
@@ -223,13 +243,7 @@ class Specializer:
             for dname, n in zip(*extra):
                 if dname in lengths:
                     lengths[dname].append((None, int(n)))
-        out: dict[str, dict[str, int]] = {}
-        for dname, uses in lengths.items():
-            low = min(n for _, n in uses)
-            for who, n in uses:
-                if n != low and who is not None:
-                    out.setdefault(who, {})[dname] = n - low
-        return out
+        return lengths
 
     def analyse(self, values: dict[str, Any], extra: Extra = None) -> Analysis:
         """Describe the arguments ``values`` (name -> value, as passed);

@@ -182,6 +182,9 @@ class _Specialized:
         if longer:     # arrays of different lengths: another specialisation
             described += (("lengths", tuple(sorted((n, tuple(sorted(d.items())))
                                                    for n, d in longer.items()))),)
+        out_longer = self._specializer().out_length_offsets(values, extra)
+        if out_longer:     # out= longer than the inputs: another program
+            described += (("out lengths", tuple(sorted(out_longer.items()))),)
         plain = {k: (v.value if type(v) is TensorArg else v) for k, v in values.items()}
         return plain, described + self._by_source_kind
 
@@ -731,8 +734,9 @@ class FunctionObject(_Specialized, InlinedFunction):
         if into:
             record = (lambda: self._call_description(args, kwargs, into)) if plain_call \
                 else None
+            longer = self._specializer().out_length_offsets(values, self._out_extra(into))
             return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
-                                   record, new)
+                                   record, new, longer=longer)
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -754,7 +758,8 @@ class FunctionObject(_Specialized, InlinedFunction):
     def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
                    plain: dict[str, Any], out: Any, domain: Any,
                    record: Callable[[], tuple | None] | None = None,
-                   translated: bool = False, path: tuple[int, ...] = ()) -> Any:
+                   translated: bool = False, path: tuple[int, ...] = (),
+                   longer: dict[str, int] | None = None) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds.
@@ -762,7 +767,9 @@ class FunctionObject(_Specialized, InlinedFunction):
         program is recorded under it; ``translated``: ``spec`` was translated
         by this call).  A tuple of domains (GT4Py's, one per output of
         ``out=(a, b)``, nested as ``out=`` is) writes each output on its own;
-        ``path``: the part of the value ``out`` takes."""
+        ``path``: the part of the value ``out`` takes; ``longer``: how much longer
+        ``out`` is than the inputs over a dimension (half levels written from
+        full levels)."""
         if isinstance(domain, (tuple, list)):
             return self._call_into_parts(spec, a, backend, plain, out,
                                          self._domain_parts(out, domain, path))
@@ -776,14 +783,18 @@ class FunctionObject(_Specialized, InlinedFunction):
                                 f"({', '.join(sorted(result_dims))}), got {domain!r}",
                                 self._def_loc())
         names = tuple(sorted(k.name for k in domain))
-        hit = self._into.get((spec.key, names, path))
+        longer = longer or {}
+        into_key = (spec.key, names, path, tuple(sorted(longer.items())))
+        hit = self._into.get(into_key)
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            prog, bounds = into_program(*self._in_domain(spec, a, names, path))
+            call = self._in_domain(spec, a, names, path)
+            given = call[3] if len(call) > 3 else None
+            prog, bounds = into_program(call[0], call[1], call[2], given, longer=longer)
             with _lengths_noted(a), _python_messages(self.fn, spec.names):
                 _checked(prog)
-            hit = self._into[(spec.key, names, path)] = (
+            hit = self._into[into_key] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         derived, bounds = hit
         values = dict(plain)

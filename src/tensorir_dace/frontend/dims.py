@@ -97,6 +97,20 @@ def as_bound(value: Any, what: str = "an interval bound") -> sympy.Expr:
     raise DefinitionError(f"{what} must be an integer or a size expression, got {value!r}")
 
 
+STAGGERED_PREFIX = "_Staggered"
+HALF_SUFFIX = "Half"
+
+
+def staggered_base_name(name: str) -> str | None:
+    """The base of a staggered dimension's name (``KHalf`` and GT4Py's
+    ``_StaggeredK`` are ``K``'s half levels), or ``None`` for other names."""
+    if name.startswith(STAGGERED_PREFIX) and name[len(STAGGERED_PREFIX):].isidentifier():
+        return name[len(STAGGERED_PREFIX):]
+    if name.endswith(HALF_SUFFIX) and len(name) > len(HALF_SUFFIX):
+        return name[:-len(HALF_SUFFIX)]
+    return None
+
+
 class DimensionKind(enum.Enum):
     """GT4Py's kinds of dimensions.  Horizontal and vertical dimensions are
     the same thing here (``Dimension("K", kind=DimensionKind.VERTICAL)`` is
@@ -133,7 +147,13 @@ class Dimension:
         if name.startswith(ir.NB_PREFIX):
             raise DefinitionError(f"'{name}': names starting with {ir.NB_PREFIX} are reserved for "
                              "neighbour dimensions; use neighbor_dim()")
-        self.name = name
+        base = staggered_base_name(name)
+        #: The name the Tensor IR uses: a staggered dimension's is its base's.
+        self.name = name if base is None else base
+        #: The name as declared (``KHalf`` for the staggered ``K``).
+        self.label = name
+        #: Whether this is the staggered counterpart of :attr:`name` (half levels).
+        self.staggered = base is not None
 
     # -- identity: two Dimension objects with one name are the same dimension
     def __hash__(self) -> int:
@@ -143,7 +163,7 @@ class Dimension:
         return isinstance(other, Dimension) and other.name == self.name
 
     def __repr__(self) -> str:
-        return f"Dimension({self.name!r})"
+        return f"Dimension({getattr(self, 'label', self.name)!r})"
 
     def __str__(self) -> str:
         return self.name
@@ -187,27 +207,40 @@ class Dimension:
     def spec(self) -> DimSpec:
         return DimSpec(self, 0, self.size_expr())
 
-    # -- offsets: I + 1, I - 1
+    # -- offsets: I + 1, I - 1, and half offsets between staggered dimensions
     def __add__(self, other: Any) -> Offset:
-        if isinstance(other, bool) or not isinstance(other, int):
-            if isinstance(other, np.integer):
-                return Offset(self, int(other))
-            if isinstance(other, (float, np.floating)):
-                raise DefinitionError(
-                    f"{self.name} ± {abs(other)}: an offset along a dimension is an integer; "
-                    "half-level offsets (GT4Py's KHalfDim ± 0.5) are not supported: give "
-                    "half-level fields the dimension of the full levels and one more "
-                    "element, and shift them by whole levels (x(K + 1))")
+        if isinstance(other, bool) or not isinstance(other, (int, np.integer, float,
+                                                             np.floating)):
             return NotImplemented
-        return Offset(self, other)
+        if isinstance(other, (int, np.integer)):
+            return Offset(self, int(other))
+        return Offset(self, self.half_offset(float(other)))
 
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Offset:
-        off = self.__add__(other)
-        if off is NotImplemented:
-            return off
-        return Offset(self, -off.offset)
+        if isinstance(other, bool) or not isinstance(other, (int, np.integer, float,
+                                                             np.floating)):
+            return NotImplemented
+        return self.__add__(-other)
+
+    def half_offset(self, offset: float) -> int:
+        """The whole-level shift that ``x(self + offset)`` reads at.
+
+        A staggered dimension shares its base's axis: half level ``h`` sits at
+        ``h - 1/2`` (half level 0 is the top face of full level 0, as in GT4Py).
+        So ``x(KHalf + 0.5)`` reads full level ``h`` and ``x(KHalf - 0.5)`` level
+        ``h - 1``; ``y(K + 0.5)`` reads half level ``k + 1`` and ``y(K - 0.5)``
+        half level ``k``.  Whole offsets shift as integers do."""
+        whole, fraction = divmod(offset, 1.0)
+        if fraction == 0.0:
+            return int(whole)
+        if fraction == 0.5:
+            return int(whole) + (0 if getattr(self, "staggered", False) else 1)
+        raise DefinitionError(
+            f"{getattr(self, 'label', self.name)} + {offset}: an offset along a dimension is "
+            "a whole number, or a half (± 0.5, ± 1.5, …) between a dimension and its "
+            "staggered counterpart (K and KHalf = flip_staggered(K))")
 
     # -- index conditions: K < 1, I == 0, ...
     def _cond(self, op: str, other: Any) -> DimMask:
@@ -386,6 +419,24 @@ class LocalDimension(NeighborDimension):
 def neighbor_dim(source: Dimension, size: int) -> NeighborDimension:
     """A neighbour dimension with ``size`` entries pointing into ``source``."""
     return NeighborDimension(source, size)
+
+
+def flip_staggered(dim: Dimension) -> Dimension:
+    """GT4Py's staggered counterpart: ``flip_staggered(K)`` is ``K``'s half
+    levels (``KHalf``), ``flip_staggered(KHalf)`` is ``K``."""
+    if not isinstance(dim, Dimension) or isinstance(dim, NeighborDimension):
+        raise DefinitionError(f"flip_staggered takes a dimension such as K, got {dim!r}")
+    return Dimension(dim.name) if dim.staggered else Dimension(dim.name + HALF_SUFFIX)
+
+
+def is_staggered(dim: Dimension) -> bool:
+    """Whether ``dim`` is a staggered dimension (``KHalf``, ``flip_staggered(K)``)."""
+    return bool(getattr(dim, "staggered", False))
+
+
+def as_non_staggered(dim: Dimension) -> Dimension:
+    """The base of a staggered dimension; any other dimension itself."""
+    return flip_staggered(dim) if is_staggered(dim) else dim
 
 
 def dims(names: str | Iterable[str]) -> Any:

@@ -191,14 +191,17 @@ def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any
 
 
 def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
-                 bounds: dict[str, tuple[str, str]] | None = None
+                 bounds: dict[str, tuple[str, str]] | None = None,
+                 longer: dict[str, int] | None = None
                  ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
     """The program of a ``@function`` called with ``out=`` (and ``domain=``): the
     value is written into ``out`` (element 0 is coordinate 0), on the runtime
     coordinates ``[start, stop)`` of the dimensions in ``domain`` and on the whole
     interval of the others.  Returns the program and, per dimension, the names of
     its two scalar bound parameters.  ``bounds`` names bound parameters that
-    ``prog`` already has (its scans were translated for the domain)."""
+    ``prog`` already has (its scans were translated for the domain); ``longer``:
+    how much longer ``out`` is than the shortest input over a dimension (a
+    half-level output of full-level inputs)."""
     inputs = tuple(p for p in prog.params if p.name != result.name)
     taken = {p.name for p in prog.params} | {s.name for p in prog.params
                                              for d in p.type.dims
@@ -208,7 +211,8 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
         known = [k for x in inputs if (k := x.type.dim(d.name)) is not None
                  and not any(ir.has_runtime(b) for b in (k.start, k.stop))]
         syms = [s for k in known for s in k.stop.free_symbols]
-        stop = syms[0] if syms else ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
+        stop = syms[0] + (longer or {}).get(d.name, 0) if syms else \
+            ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))
     out = ir.Param(result.name, ir.TensorType(result.type.dtype, tuple(dims)), loc=result.loc)
     if bounds is None:

@@ -1,0 +1,129 @@
+"""Staggered dimensions: GT4Py's half levels and their ±0.5 offsets.
+
+Half level ``h`` sits half a level above full level ``h`` (GT4Py's convention):
+``x(KHalf + 0.5)`` is full level ``h``, ``x(KHalf - 0.5)`` full level ``h - 1``;
+a half-level ``y(K + 0.5)`` is half level ``k + 1``, ``y(K - 0.5)`` half level
+``k``.  The expected values are written with NumPy slices from that rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorir_dace import FrontendError, ShapeMismatchError
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Field,
+    FieldOffset,
+    as_non_staggered,
+    concat_where,
+    dims,
+    field_operator,
+    flip_staggered,
+    is_staggered,
+    program,
+)
+
+Cell = Dimension("Cell")
+K = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalf = flip_staggered(K)
+KHalfOff = FieldOffset("KHalfOff", source=KHalf, target=(KHalf,))
+BACKENDS = ["interpreter", "compiled"]
+RNG = np.random.default_rng(5)
+NC, NLEV = 6, 7
+
+
+def test_spellings_of_the_staggered_dimension():
+    assert is_staggered(KHalf) and not is_staggered(K)
+    assert as_non_staggered(KHalf).same(K) and as_non_staggered(K).same(K)
+    assert flip_staggered(KHalf).same(K)
+    for spelling in (Dimension("KHalf", kind=DimensionKind.VERTICAL),
+                     Dimension("_StaggeredK"), dims("KHalf")):
+        assert is_staggered(spelling) and spelling.same(KHalf)
+    assert repr(Dimension("KHalf")) == "Dimension('KHalf')"
+
+
+@field_operator
+def to_half_levels(w: Field[[Cell, KHalf], float], x: Field[[Cell, K], float]
+                   ) -> Field[[Cell, KHalf], float]:
+    """icon4py's interpolation to half levels, the top copied from level 0."""
+    inner = w * x(KHalf + 0.5) + (1.0 - w) * x(KHalf - 0.5)
+    return concat_where(KHalf > 0, inner, x(KHalf + 0.5))
+
+
+@field_operator
+def to_full_levels(y: Field[[Cell, KHalf], float]) -> Field[[Cell, K], float]:
+    """The difference across each full level, and a shift there and back."""
+    return y(K + 0.5) - y(K - 0.5) + y(K + 0.5)(KHalf - 0.5)(K - 0.5)
+
+
+@field_operator
+def half_shifts(y: Field[[Cell, KHalf], float], x: Field[[Cell, K], float]
+                ) -> Field[[Cell, KHalf], float]:
+    """Whole and one-and-a-half offsets next to each other."""
+    return y(KHalfOff[1]) + y(KHalf - 1) + x(KHalf + 1.5) + x(KHalf - 1.5)
+
+
+@program
+def staggered(w: Field[[Cell, KHalf], float], x: Field[[Cell, K], float],
+              y: Field[[Cell, KHalf], float], half: Field[[Cell, KHalf], float],
+              full: Field[[Cell, K], float], shifted: Field[[Cell, KHalf], float],
+              nlev: int):
+    to_half_levels(w, x, out=half, domain={Cell: (0, NC), KHalf: (0, nlev)})
+    to_full_levels(y, out=full)
+    half_shifts(y, x, out=shifted, domain={Cell: (1, NC), KHalf: (2, nlev - 1)})
+
+
+def arrays():
+    return dict(w=RNG.random((NC, NLEV + 1)), x=RNG.random((NC, NLEV)),
+                y=RNG.random((NC, NLEV + 1)), half=np.zeros((NC, NLEV + 1)),
+                full=np.zeros((NC, NLEV)), shifted=np.zeros((NC, NLEV + 1)))
+
+
+def expected(a):
+    w, x, y = a["w"], a["x"], a["y"]
+    half = np.zeros((NC, NLEV + 1))
+    half[:, 0] = x[:, 0]
+    half[:, 1:NLEV] = w[:, 1:NLEV] * x[:, 1:] + (1 - w[:, 1:NLEV]) * x[:, :-1]
+    full = y[:, 1:] - y[:, :-1] + y[:, :-1]     # there and back: half level k
+    shifted = np.zeros((NC, NLEV + 1))
+    h = np.arange(2, NLEV - 1)
+    shifted[1:, h] = y[1:, h + 1] + y[1:, h - 1] + x[1:, h + 1] + x[1:, h - 2]
+    return dict(half=half, full=full, shifted=shifted)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_half_offsets_in_a_program(backend):
+    a = arrays()
+    staggered(**a, nlev=NLEV, offset_provider={"KHalfOff": KHalf}, backend=backend)
+    for name, want in expected(a).items():
+        np.testing.assert_allclose(a[name], want, rtol=1e-14, err_msg=name)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_writes_half_levels_from_full_levels(backend):
+    a = arrays()
+    out = np.zeros((NC, NLEV + 1))
+    to_half_levels(a["w"], a["x"], out=out, domain={Cell: (0, NC), KHalf: (0, NLEV)},
+                   backend=backend)
+    np.testing.assert_allclose(out, expected(a)["half"], rtol=1e-14)
+    full = to_full_levels(a["y"], backend=backend)
+    np.testing.assert_allclose(full, expected(a)["full"], rtol=1e-14)
+
+
+def test_reading_beyond_the_full_levels_is_a_shape_error():
+    a = arrays()
+    out = np.zeros((NC, NLEV + 1))     # half level NLEV needs full level NLEV
+    with pytest.raises(ShapeMismatchError, match="K"):
+        to_half_levels(a["w"], a["x"], out=out, backend="interpreter")
+
+
+def test_other_fractions_are_refused():
+    @field_operator
+    def quarter(x: Field[[Cell, K], float]) -> Field[[Cell, KHalf], float]:
+        return x(KHalf + 0.25)
+
+    with pytest.raises(FrontendError, match="a whole number, or a half"):
+        quarter(np.zeros((2, 3)), backend="interpreter")
