@@ -22,6 +22,7 @@ import numpy as np
 from .. import ir
 from ..errors import TensorIRError
 from ..testing import clone, leaves
+from .compare import same_values
 
 __all__ = ["MUTATIONS", "call_contract", "mutate_call"]
 
@@ -186,16 +187,6 @@ def mutate_call(program: ir.Program, args: dict[str, Any], r: random.Random
     return out, done
 
 
-def _same(x: Any, y: Any) -> bool:
-    x, y = np.asarray(x), np.asarray(y)
-    if x.dtype != y.dtype or x.shape != y.shape:
-        return False
-    if x.dtype.kind != "f":
-        return bool(np.array_equal(x, y))
-    tol = 1e-4 if x.dtype == np.float32 else 1e-9
-    return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
-
-
 def call_contract(program: ir.Program, binary: Callable[..., None], args: dict[str, Any],
                   r: random.Random, calls: int,
                   reference: Callable[..., None] | None = None) -> list[str]:
@@ -231,7 +222,7 @@ def call_contract(program: ir.Program, binary: Callable[..., None], args: dict[s
         elif outcome[0] is None:
             for name in ref:
                 if isinstance(ref[name], (np.ndarray, tuple)) and not all(
-                        _same(x, y) for x, y in zip(leaves(out[name]), leaves(ref[name]))):
+                        same_values(x, y) for x, y in zip(leaves(out[name]), leaves(ref[name]))):
                     broken.append(f"{'; '.join(what)}: '{name}' differs")
                     break
     return broken

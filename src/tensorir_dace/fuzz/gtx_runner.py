@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import gtx_reference as R
+from .compare import same_values
 from .gtx_programs import (
     BOUNDS,
     INPUTS,
@@ -27,7 +28,7 @@ from .gtx_programs import (
     gtx_batch,
     gtx_source,
 )
-from .python_runner import PyOutcome, _attempt, _same, load_module
+from .python_runner import PyOutcome, _attempt, load_module
 
 # the program interpreted, compiled, and compiled without the optimising passes
 BACKENDS = ("interpreter", "compiled", "unoptimised")
@@ -112,7 +113,7 @@ def differential(module: Any, outputs: list[str], seed: int = 0) -> PyOutcome:
                     out.failed.setdefault("*", f"{backend} at {where}: {detail!r}")
                     return out
                 for o in outputs:
-                    if not _same(kw[o], ref[o], loose=True):
+                    if not same_values(kw[o], ref[o], loose=True):
                         out.failed.setdefault(o, f"{backend} differs from the reference at "
                                                  f"{where}")
     return out

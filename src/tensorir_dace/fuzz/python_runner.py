@@ -18,10 +18,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from ..errors import ArgumentError, TensorIRError
 from ..testing import clone, leaves, random_arguments
+from .compare import same_values
 from .python_programs import (
     BOUNDS,
     SIZES,
@@ -59,18 +58,6 @@ class PyOutcome:
     crash: str | None = None
     runs: int = 0
     calls: tuple[str, ...] = ()     # mutated calls that broke the call contract
-
-
-def _same(x: Any, y: Any, loose: bool = False) -> bool:
-    """Equal ints and bools, close floats (NaNs equal); ``loose``: the value went
-    through float32, whose functions C++ and NumPy round differently."""
-    x, y = np.asarray(x), np.asarray(y)
-    if x.dtype != y.dtype or x.shape != y.shape:
-        return False
-    if x.dtype.kind != "f":
-        return bool(np.array_equal(x, y))
-    tol = 1e-4 if x.dtype == np.float32 or loose else 1e-9
-    return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
 
 
 def _attempt(run, kw: dict[str, Any]) -> tuple[str, Any]:
@@ -172,7 +159,7 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
             _, _, _, ref = results[0]
             for label, _, _, got in results[1:]:
                 for name, is_loose in outputs:
-                    if not all(_same(x, y, is_loose) for x, y in zip(leaves(got[name]),
+                    if not all(same_values(x, y, is_loose) for x, y in zip(leaves(got[name]),
                                                                       leaves(ref[name]))):
                         out.failed.setdefault(name, f"{label} differs from the text "
                                                     f"interpreter at {where}")

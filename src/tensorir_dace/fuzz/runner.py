@@ -16,6 +16,7 @@ import numpy as np
 from .. import ir
 from ..errors import ArgumentError, TensorIRError
 from ..testing import clone, leaves, random_arguments
+from .compare import same_values
 from .generator import BOUNDS, SIZES, Case, batch, generate_case, program_text
 
 
@@ -27,15 +28,6 @@ class Outcome:
     failed: dict[str, str]
     crash: str | None = None      # an exception other than TensorIRError
     calls: tuple[str, ...] = ()   # mutated calls that broke the call contract (see .calls)
-
-
-def _close(x: np.ndarray, y: np.ndarray) -> bool:
-    if x.dtype != y.dtype or x.shape != y.shape:
-        return False
-    if x.dtype.kind != "f":
-        return bool(np.array_equal(x, y))
-    tol = 1e-4 if x.dtype == np.float32 else 1e-9
-    return bool(np.allclose(x, y, rtol=tol, atol=tol, equal_nan=True))
 
 
 def run_text(text: str, seed: int = 0, compile_kw: dict | None = None,
@@ -95,7 +87,7 @@ def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | N
         return f"run at {where}: interpreter {errors[0]!r}, compiled {errors[1]!r}"
     for name in ref:
         if isinstance(args[name], (np.ndarray, tuple)) and not all(
-                _close(np.asarray(x), np.asarray(y))
+                same_values(x, y)
                 for x, y in zip(leaves(out[name]), leaves(ref[name]))):
             failed.setdefault(name, f"compiled and interpreted differ at {where}")
     return None
