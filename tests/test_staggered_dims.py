@@ -127,3 +127,24 @@ def test_other_fractions_are_refused():
 
     with pytest.raises(FrontendError, match="a whole number, or a half"):
         quarter(np.zeros((2, 3)), backend="interpreter")
+
+
+def test_the_source_key_tells_a_staggered_dimension_from_its_base():
+    """Found by the source, a program must not be served for the same text
+    whose dimension is no longer staggered: its half offsets differ."""
+    import types
+
+    from tensorir_dace.frontend.by_source import function_fingerprint
+
+    def read(x):
+        return x(levels.KHalf + 0.5)
+
+    levels = types.ModuleType("levels")
+    levels.KHalf = KHalf
+    read.__globals__["levels"] = levels
+    try:
+        staggered_print = function_fingerprint(read)
+        levels.KHalf = Dimension("K")
+        assert None is not function_fingerprint(read) != staggered_print
+    finally:
+        del read.__globals__["levels"]

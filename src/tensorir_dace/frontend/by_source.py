@@ -162,8 +162,8 @@ class _Fingerprint:
             return ["dtype", v.str]
         if isinstance(v, (tuple, list)):
             return [type(v).__name__, [self.value(x, names) for x in v]]
-        if isinstance(v, Dimension):
-            return ["dim", v.name]
+        if isinstance(v, Dimension):    # a staggered one shifts by halves differently
+            return ["dim", v.name] + (["staggered"] if getattr(v, "staggered", False) else [])
         if isinstance(v, NeighborDimension):
             return list(v.token())
         if isinstance(v, Connectivity):
