@@ -334,3 +334,53 @@ copies(o1: {VK}, o2: {VK}, e: {EK}, a: {VK}, b: {VK}, {TABLES}) {{
     assert [n for n in state.scope_children()[entry] if n is not state.exit_node(entry)] \
         == [node]
     matches_interpreter(prog, fn, seeds=(0, 1, 2))
+
+
+ONE_ARRAY_TWO_CONNECTORS = """
+twice(
+    col: tensor<float, I[0:N], K[-1:L+1]>,
+    ko: tensor<int32, I[0:N], K[0:L]>,
+    zd: tensor<int32, I[0:N], _NB_0[0:3], K[0:L]>,
+    I2I: tensor<int, I[0:N], _NB_I[0:3]>,
+    o: tensor<float, I[0:N], K[0:L]>
+) {
+    o ← if(
+    can_deref(offset_shift(K, cast(ko, int))(col)),
+    reduce(λ(acc: tensor<float64, I[0:N], K[0:L]>, y: tensor<float64, I[0:N], K[0:L]>) → acc, -5.0)(
+        reduce(
+            λ(
+                acc: tensor<float64, I[0:N], K[0:L], _NB_1[0:3]>,
+                y: tensor<float64, I[0:N], K[0:L], _NB_1[0:3]>
+            ) → acc,
+            9.0,
+            _NB_0
+        )(shift_init(I2I)(shift_init(I2I)(offset_shift(K, shift_apply(1)(zd))(col))))
+    ),
+    offset_shift(K, ko + 1)(col)
+) - unstructured_shift(I2I, 0)(
+    maximum(
+        if(
+            can_deref(offset_shift(K, minimum(ko, 1))(col)),
+            offset_shift(K, minimum(ko, 1))(col),
+            0.5
+        ),
+        cartesian_shift(K, -1)(col)
+    )
+);
+}
+"""
+
+
+def test_an_array_read_through_two_connectors_of_the_map_is_passed_once():
+    # The epilogue reads col as a pointer twice (a data-dependent offset and a
+    # value computed on the fly): one connector feeds the loop node, the
+    # other input of the map is removed with its edge.
+    prog = tir.parse(ONE_ARRAY_TWO_CONNECTORS)
+    sdfg, codes = interchanged(prog)
+    assert codes
+    for node, state in sdfg.all_nodes_recursive():
+        if isinstance(node, dace.nodes.MapEntry):
+            outs = {c for c in node.out_connectors if c.startswith("OUT_")}
+            assert all(any(True for _ in state.out_edges_by_connector(node, c))
+                       for c in outs)
+    matches_interpreter(prog, tir.compile(prog), sizes={"N": 5, "L": 6})

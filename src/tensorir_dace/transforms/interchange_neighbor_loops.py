@@ -315,6 +315,23 @@ class _Epilogue:
             for n in [n for n in state.data_nodes() if n.data == data]:
                 state.remove_node(n)
             del sdfg.arrays[data]
+        self._drop_unused_inputs()
+
+    def _drop_unused_inputs(self) -> None:
+        """Remove the map's inputs that nothing reads any more: two connectors of
+        one array and subset now feed the loop node through one of them."""
+        state, entry = self.state, self.entry
+        for conn in list(entry.out_connectors):
+            if not conn.startswith("OUT_") or any(True for _ in state.out_edges_by_connector(
+                    entry, conn)):
+                continue
+            inner = "IN_" + conn[len("OUT_"):]
+            for e in list(state.in_edges_by_connector(entry, inner)):
+                state.remove_edge(e)
+                if isinstance(e.src, nodes.AccessNode) and state.degree(e.src) == 0:
+                    state.remove_node(e.src)
+            entry.remove_in_connector(inner)
+            entry.remove_out_connector(conn)
 
 
 def _row_code(code: str, param: str, outputs: set[str], start, stop,
