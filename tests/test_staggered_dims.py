@@ -127,3 +127,31 @@ def test_other_fractions_are_refused():
 
     with pytest.raises(FrontendError, match="a whole number, or a half"):
         quarter(np.zeros((2, 3)), backend="interpreter")
+
+
+@field_operator
+def advect_and_average(w: Field[[Cell, KHalf], float]
+                       ) -> tuple[Field[[Cell, KHalf], float], Field[[Cell, K], float]]:
+    """Two parts defined on different intervals: the half-level difference
+    on half levels 1..nlev - 1, the full-level mean on every full level."""
+    a = 2.0 * w
+    return a(KHalf - 1) - a(KHalf + 1), 0.5 * (a(K - 0.5) + a(K + 0.5))
+
+
+@program
+def advect_in_place(w: Field[[Cell, KHalf], float], full: Field[[Cell, K], float], nlev: int):
+    advect_and_average(w, out=(w, full), domain=({Cell: (0, NC), KHalf: (1, nlev)},
+                                                 {Cell: (0, NC), K: (0, nlev)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_parts_on_half_and_full_levels(backend):
+    """A tuple value staged before its outputs are written (it reads one of
+    them) keeps each part on its own interval, not on their intersection."""
+    w = RNG.random((NC, NLEV + 1))
+    full = np.zeros((NC, NLEV))
+    want_w, want_full = w.copy(), w[:, :-1] + w[:, 1:]
+    want_w[:, 1:NLEV] = 2.0 * (w[:, :NLEV - 1] - w[:, 2:])
+    advect_in_place(w, full, NLEV, backend=backend)
+    np.testing.assert_allclose(w, want_w, rtol=1e-14)
+    np.testing.assert_allclose(full, want_full, rtol=1e-14)

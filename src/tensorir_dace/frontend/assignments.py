@@ -342,6 +342,24 @@ class AssignmentTranslator(FunctionTranslator):
             out += self.assign(t, p, s)
         return out
 
+    def one_tuple_holds(self, value: ir.Expr, n: int, vt: ir.TensorType,
+                        node: ast.AST) -> bool:
+        """Whether a tensor of the tuple ``value`` (typed ``vt``: the intersection of
+        its parts' intervals) covers each of its ``n`` parts where that part is defined."""
+        loc = self.loc(node)
+        for k in range(n):
+            pt = self.type_of(project(value, k, loc), node)
+            for d in pt.dims:
+                vd = vt.dim(d.name)
+                if vd is None:
+                    continue
+                try:
+                    if not iv.covers(vd, d):
+                        return False
+                except iv.Undecidable:
+                    continue
+        return True
+
     def target_dtype(self, node: ast.AST) -> ir.ElementType | None:
         """The element type an output ``node`` of ``out=``/an assignment holds (a
         tuple type for a tuple of outputs), or None where it is not a tensor name."""
@@ -401,6 +419,13 @@ class AssignmentTranslator(FunctionTranslator):
         out = []
         if not (is_trivial(value) or (pushable(value) and small_lets(value))) or \
                 (free_syms(value) & target_names):
+            if pushable(value) and not self.one_tuple_holds(value, n, vt, vnode):
+                # parts defined on different intervals (a full-level part read from a
+                # half-level value beside a half-level part): one temporary of the
+                # tuple holds only their common interval, so each part is its own
+                loc = self.loc(s)
+                return self.tuple_parts(tuple(project(value, k, loc) for k in range(n)),
+                                        n, target_names, s, expected)
             tmp = self.ctx.fresh("tmp")
             self.ctx.add_temporary(tmp, vt, self.loc(s))
             out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), value, loc=self.loc(s)))

@@ -1,0 +1,871 @@
+"""A seventh round of ICON stencils (icon4py's field operators) in icon4py's own
+spelling, beside ``test_icon_stencils_ported*.py``: the stencils that move
+between full and half levels with GT4Py's staggered offsets.
+
+``dims.KHalfDim`` is the staggered counterpart of ``dims.KDim`` (a vertical
+dimension named ``KHalf``): a half-level field has ``nlev + 1`` levels,
+``x(dims.KHalfDim + 0.5)`` reads full level ``h`` and ``x(dims.KHalfDim - 0.5)``
+full level ``h - 1``; a half-level ``y(dims.KDim + 0.5)`` reads half level
+``k + 1`` and ``y(dims.KDim - 0.5)`` half level ``k``.
+
+First the interpolations to half levels: the velocity advection's mixed
+precision ``_interpolate_to_half_levels`` (``concat_where(KHalfDim > 0)``) and
+``_extrapolate_at_top`` (``KHalfDim - 2.5``), the edge interpolation with
+quadratically extrapolated top and surface assembled on ``nlev``, the PPM
+face values, the turbulence diagnostics (``astype`` of tuples, written into
+sliced outputs), the Brunt-Vaisala frequency and the nonhydro solver's
+extrapolation to the surface.  Then the vertical advection of w (the
+contravariant correction, the CFL clipping with a ``concat_where`` choosing a
+tuple on a region bounded by ``maximum(2, end_index_of_damping_layer - 2)``,
+``w(KHalfDim - 1)`` beside ``coeff1_dwdz(KHalfDim + 0.5)``, the extra
+diffusion over ``C2E2CO``, the edges' horizontal advection summed over
+``C2E``, and the half-level w averaged to full levels with ``KDim ± 0.5``).
+Then the turbulence's w diffusion: the horizontal stress at half-level edges
+(``u(E2C[1])(dims.KHalfDim - 0.5)``, vertices through ``E2C2V``, the
+tangential wind through ``E2C2E``), the vertical diffusion matrices on half and
+full levels (``KHalfDim > minlvl`` on ``int32`` scalars, tuples of three), the
+tridiagonal scans over ``KHalfDim`` and the boundary rows zeroed by
+``broadcast``.  Last, the surface pressure from the lowest full levels, the
+hydrostatic pressure's backward scan over ``KDim`` reading the half-level
+surface row with ``KDim + 0.5``, and its copy back to half levels; the
+nonhydro solver's forward sweep for w (``z_beta(KHalfDim - 0.5)`` beside
+``z_alpha(KHalfDim - 1)``, a mixed-precision scan over ``KHalfDim``); and a
+direct call writing ``nlev + 1`` half levels from full levels on its
+``domain=``.  Each group is one program, interpreted and compiled, compared
+with NumPy written from the formulas.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from tensorir_dace import frontend as gtx
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Dims,
+    Field,
+    FieldOffset,
+    abs,
+    astype,
+    broadcast,
+    concat_where,
+    float32,
+    float64,
+    maximum,
+    minimum,
+    neighbor_sum,
+    where,
+)
+
+T = TypeVar("T")
+CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
+E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
+
+dims = types.ModuleType("icon_dims")
+dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
+dims.KDim, dims.KHalfDim = KDim, KHalfDim
+dims.E2CDim, dims.C2EDim, dims.C2E2CODim = E2CDim, C2EDim, C2E2CODim
+dims.E2C2VDim, dims.E2C2EDim = E2C2VDim, E2C2EDim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
+E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
+dims.E2C, dims.C2E, dims.C2E2CO, dims.E2C2V, dims.E2C2E = E2C, C2E, C2E2CO, E2C2V, E2C2E
+
+fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.EdgeKHalfField = Field[Dims[EdgeDim, KHalfDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+fa.VertexKHalfField = Field[Dims[VertexDim, KHalfDim], T]
+
+ta = types.ModuleType("icon_type_alias")
+ta.wpfloat, ta.vpfloat = float64, float32
+wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 7, 9, 6, 8
+RNG = np.random.default_rng(7001)
+_TABLE_RNG = np.random.default_rng(7002)
+TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
+          "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
+          "C2E2CO": np.concatenate([np.arange(NC)[:, None],
+                                    _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
+          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
+          "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4))}
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(7003).bit_generator.state
+
+
+def check(got, expected, rtol, atol=0.0):
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol, err_msg=name)
+
+
+def inside(value, base, hs, he, vs, ve):
+    """``base`` with ``value`` written on rows ``hs:he`` and levels ``vs:ve``."""
+    out = np.array(base)
+    out[hs:he, vs:ve] = value[hs:he, vs:ve]
+    return out
+
+
+def below(x):
+    """A full-level field at half levels 1..nlev - 1 read as ``x(KHalfDim + 0.5)``;
+    the rows 0 and nlev are NaN (this reads full level h)."""
+    out = np.full((x.shape[0], x.shape[1] + 1), np.nan, dtype=np.float64)
+    out[:, :-1] = x
+    return out
+
+
+def above(x):
+    """``x(KHalfDim - 0.5)``: full level h - 1 at half level h (NaN at h = 0)."""
+    out = np.full((x.shape[0], x.shape[1] + 1), np.nan, dtype=np.float64)
+    out[:, 1:] = x
+    return out
+
+
+# ================================================================== interpolation to half levels
+#
+# icon4py's interpolations from full to half levels, with the extrapolated top
+# and surface levels.
+
+
+@gtx.field_operator
+def _interpolate_to_half_levels(
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    x: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKHalfField[ta.vpfloat]:
+    wgtfac_e_wp = astype(wgtfac_e, wpfloat)
+    x_ie_wp = wgtfac_e_wp * x(dims.KHalfDim + 0.5) + (wpfloat("1.0") - wgtfac_e_wp) * x(
+        dims.KHalfDim - 0.5
+    )
+    return concat_where(
+        dims.KHalfDim > 0, astype(x_ie_wp, vpfloat), astype(x(dims.KHalfDim + 0.5), vpfloat)
+    )
+
+
+@gtx.field_operator
+def _extrapolate_at_top(
+    wgtfacq_e: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKHalfField[vpfloat]:
+    wgtfacq_e_wp = astype(wgtfacq_e, wpfloat)
+    vn_ie_wp = (
+        wgtfacq_e_wp(dims.KHalfDim - 0.5) * vn(dims.KHalfDim - 0.5)
+        + wgtfacq_e_wp(dims.KHalfDim - 1.5) * vn(dims.KHalfDim - 1.5)
+        + wgtfacq_e_wp(dims.KHalfDim - 2.5) * vn(dims.KHalfDim - 2.5)
+    )
+    return astype(vn_ie_wp, vpfloat)
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_top_on_edges(
+    interpolant: fa.EdgeKField[wpfloat],
+    weights: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    """The top half level from full levels 0..2, ``weights`` on those rows."""
+    return (
+        weights(dims.KHalfDim + 0.5) * interpolant(dims.KHalfDim + 0.5)
+        + weights(dims.KHalfDim + 1.5) * interpolant(dims.KHalfDim + 1.5)
+        + weights(dims.KHalfDim + 2.5) * interpolant(dims.KHalfDim + 2.5)
+    )
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_surface_on_edges(
+    interpolant: fa.EdgeKField[wpfloat],
+    weights: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    """The surface half level from full levels nlev - 3..nlev - 1."""
+    return (
+        weights(dims.KHalfDim - 0.5) * interpolant(dims.KHalfDim - 0.5)
+        + weights(dims.KHalfDim - 1.5) * interpolant(dims.KHalfDim - 1.5)
+        + weights(dims.KHalfDim - 2.5) * interpolant(dims.KHalfDim - 2.5)
+    )
+
+
+@gtx.field_operator
+def with_boundaries_on_half_levels_on_edges(
+    top: fa.EdgeKHalfField[wpfloat],
+    interior: fa.EdgeKHalfField[wpfloat],
+    bottom: fa.EdgeKHalfField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.EdgeKHalfField[wpfloat]:
+    result = concat_where((dims.KHalfDim > 0) & (dims.KHalfDim < nlev), interior, 0.0)
+    result = concat_where(dims.KHalfDim == 0, top, result)
+    return concat_where(dims.KHalfDim == nlev, bottom, result)
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_half_levels(
+    wgtfac_e: fa.EdgeKHalfField[wpfloat],
+    interpolant: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    return wgtfac_e * interpolant(dims.KHalfDim + 0.5) + (wpfloat("1.0") - wgtfac_e) * interpolant(
+        dims.KHalfDim - 0.5
+    )
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_half_levels_with_boundaries(
+    interpolant: fa.EdgeKField[wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[wpfloat],
+    wgtfacq1_e: fa.EdgeKField[wpfloat],
+    wgtfacq_e: fa.EdgeKField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.EdgeKHalfField[wpfloat]:
+    return with_boundaries_on_half_levels_on_edges(
+        top=extrapolate_quadratically_to_top_on_edges(interpolant=interpolant, weights=wgtfacq1_e),
+        interior=_interpolate_edge_field_to_half_levels(wgtfac_e=wgtfac_e, interpolant=interpolant),
+        bottom=extrapolate_quadratically_to_surface_on_edges(
+            interpolant=interpolant, weights=wgtfacq_e
+        ),
+        nlev=nlev,
+    )
+
+
+@gtx.field_operator
+def _compute_ppm_quadratic_face_values(
+    p_cc: fa.CellKField[ta.wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+) -> fa.CellKHalfField[ta.wpfloat]:
+    hgt = p_cellhgt_mc_now(dims.KHalfDim + 0.5)
+    hgt_m1 = p_cellhgt_mc_now(dims.KHalfDim - 0.5)
+    cc = p_cc(dims.KHalfDim + 0.5)
+    cc_m1 = p_cc(dims.KHalfDim - 0.5)
+    return cc * (1.0 - (hgt / hgt_m1)) + (hgt / (hgt_m1 + hgt)) * ((hgt / hgt_m1) * cc + cc_m1)
+
+
+@gtx.field_operator
+def _calculate_diagnostics_for_turbulence(
+    div: fa.CellKField[vpfloat],
+    kh_c: fa.CellKField[vpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    wgtfac_c_wp = astype(wgtfac_c, wpfloat)
+    div_wp, kh_c_wp = astype((div, kh_c), wpfloat)
+    div_ic_wp = astype(wgtfac_c * div(dims.KHalfDim + 0.5), wpfloat) + (
+        wpfloat("1.0") - wgtfac_c_wp
+    ) * div_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = astype(wgtfac_c * kh_c(dims.KHalfDim + 0.5), wpfloat) + (
+        wpfloat("1.0") - wgtfac_c_wp
+    ) * kh_c_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = hdef_ic_wp * hdef_ic_wp
+    return astype((div_ic_wp, hdef_ic_wp), vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_wp(
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    interpolant: fa.CellKField[wpfloat],
+) -> fa.CellKHalfField[wpfloat]:
+    return wgtfac_c * interpolant(dims.KHalfDim + 0.5) + (
+        wpfloat("1.0") - wgtfac_c
+    ) * interpolant(dims.KHalfDim - 0.5)
+
+
+@gtx.field_operator
+def _compute_brunt_vaisala_frequency(
+    theta_v: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    grav: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    theta_v_ic = _interpolate_cell_field_to_half_levels_wp(wgtfac_c=wgtfac_c, interpolant=theta_v)
+    return (
+        grav
+        * (theta_v(dims.KHalfDim - 0.5) - theta_v(dims.KHalfDim + 0.5))
+        * inv_ddqz_z_half
+        / theta_v_ic
+    )
+
+
+@gtx.field_operator
+def _extrapolate_quadratically_to_surface(
+    wgtfacq_c: fa.CellKField[vpfloat],
+    interpolant: fa.CellKField[vpfloat],
+) -> fa.CellKHalfField[vpfloat]:
+    return (
+        wgtfacq_c(dims.KHalfDim - 0.5) * interpolant(dims.KHalfDim - 0.5)
+        + wgtfacq_c(dims.KHalfDim - 1.5) * interpolant(dims.KHalfDim - 1.5)
+        + wgtfacq_c(dims.KHalfDim - 2.5) * interpolant(dims.KHalfDim - 2.5)
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def interpolate_to_half_levels(
+    wgtfac_e_vp: fa.EdgeKHalfField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    wgtfacq_e_vp: fa.EdgeKField[vpfloat],
+    vn_ie: fa.EdgeKHalfField[vpfloat],
+    interpolant: fa.EdgeKField[wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[wpfloat],
+    wgtfacq1_e: fa.EdgeKField[wpfloat],
+    wgtfacq_e: fa.EdgeKField[wpfloat],
+    interpolant_ie: fa.EdgeKHalfField[wpfloat],
+    p_cc: fa.CellKField[wpfloat],
+    p_cellhgt_mc_now: fa.CellKField[wpfloat],
+    p_face: fa.CellKHalfField[wpfloat],
+    div: fa.CellKField[vpfloat],
+    kh_c: fa.CellKField[vpfloat],
+    wgtfac_c_vp: fa.CellKHalfField[vpfloat],
+    div_ic: fa.CellKHalfField[vpfloat],
+    hdef_ic: fa.CellKHalfField[vpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    bruvais: fa.CellKHalfField[wpfloat],
+    wgtfacq_c: fa.CellKField[vpfloat],
+    exner_pr: fa.CellKField[vpfloat],
+    exner_ic: fa.CellKHalfField[vpfloat],
+    grav: wpfloat,
+    nlev: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _interpolate_to_half_levels(
+        wgtfac_e_vp,
+        vn,
+        out=vn_ie,
+        domain={dims.EdgeDim: (edge_start, edge_end), dims.KHalfDim: (0, nlev)},
+    )
+    _extrapolate_at_top(
+        wgtfacq_e_vp,
+        vn,
+        out=vn_ie,
+        domain={dims.EdgeDim: (edge_start, edge_end), dims.KHalfDim: (nlev, nlev + 1)},
+    )
+    _interpolate_edge_field_to_half_levels_with_boundaries(
+        interpolant=interpolant,
+        wgtfac_e=wgtfac_e,
+        wgtfacq1_e=wgtfacq1_e,
+        wgtfacq_e=wgtfacq_e,
+        nlev=nlev,
+        out=interpolant_ie,
+        domain={dims.EdgeDim: (edge_start, edge_end), dims.KHalfDim: (0, nlev + 1)},
+    )
+    _compute_ppm_quadratic_face_values(
+        p_cc,
+        p_cellhgt_mc_now,
+        out=p_face,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _calculate_diagnostics_for_turbulence(
+        div, kh_c, wgtfac_c_vp, out=(div_ic[:, 1:-1], hdef_ic[:, 1:-1])
+    )
+    _compute_brunt_vaisala_frequency(
+        theta_v=theta_v,
+        wgtfac_c=wgtfac_c,
+        inv_ddqz_z_half=inv_ddqz_z_half,
+        grav=grav,
+        out=bruvais,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _extrapolate_quadratically_to_surface(
+        wgtfacq_c,
+        exner_pr,
+        out=exner_ic,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (nlev, nlev + 1),
+        },
+    )
+
+
+def f32(*shape):
+    return RNG.uniform(0.2, 0.8, shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(1, NLEV), (2, NLEV - 1)])
+def test_interpolation_to_half_levels(backend, levels):
+    vs, ve = levels
+    hs, he, es, ee = 1, NC - 1, 0, NE - 1
+    nh = NLEV + 1
+    a = dict(
+        wgtfac_e_vp=f32(NE, nh), vn=RNG.standard_normal((NE, NLEV)), wgtfacq_e_vp=f32(NE, NLEV),
+        interpolant=RNG.standard_normal((NE, NLEV)), wgtfac_e=RNG.uniform(0.2, 0.8, (NE, nh)),
+        wgtfacq1_e=RNG.standard_normal((NE, NLEV)), wgtfacq_e=RNG.standard_normal((NE, NLEV)),
+        p_cc=RNG.standard_normal((NC, NLEV)), p_cellhgt_mc_now=RNG.uniform(50.0, 500.0, (NC, NLEV)),
+        div=f32(NC, NLEV) - np.float32(0.5), kh_c=f32(NC, NLEV), wgtfac_c_vp=f32(NC, nh),
+        theta_v=RNG.uniform(280.0, 320.0, (NC, NLEV)), wgtfac_c=RNG.uniform(0.2, 0.8, (NC, nh)),
+        inv_ddqz_z_half=RNG.uniform(1e-3, 1e-2, (NC, nh)), wgtfacq_c=f32(NC, NLEV),
+        exner_pr=f32(NC, NLEV))
+    base = dict(vn_ie=f32(NE, nh), interpolant_ie=RNG.random((NE, nh)), p_face=RNG.random((NC, nh)),
+                div_ic=f32(NC, nh), hdef_ic=f32(NC, nh), bruvais=RNG.random((NC, nh)),
+                exner_ic=f32(NC, nh))
+    got = {k: v.copy() for k, v in base.items()}
+    interpolate_to_half_levels(**a, **got, grav=9.80665, nlev=NLEV, edge_start=es, edge_end=ee,
+                               horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                               vertical_end=ve, offset_provider={}, backend=backend)
+
+    w64 = {k: np.asarray(v, dtype=np.float64) for k, v in a.items()}
+    with np.errstate(invalid="ignore"):
+        x_ie = w64["wgtfac_e_vp"] * below(a["vn"]) + (1 - w64["wgtfac_e_vp"]) * above(a["vn"])
+        x_ie[:, 0] = a["vn"][:, 0]
+        q = w64["wgtfacq_e_vp"] * a["vn"]
+        x_ie[:, NLEV] = q[:, -1] + q[:, -2] + q[:, -3]
+        qi1, qi = a["wgtfacq1_e"] * a["interpolant"], a["wgtfacq_e"] * a["interpolant"]
+        ie = a["wgtfac_e"] * below(a["interpolant"]) + (1 - a["wgtfac_e"]) * above(a["interpolant"])
+        ie[:, 0] = qi1[:, 0] + qi1[:, 1] + qi1[:, 2]
+        ie[:, NLEV] = qi[:, -1] + qi[:, -2] + qi[:, -3]
+        hgt, hgt_m1 = below(a["p_cellhgt_mc_now"]), above(a["p_cellhgt_mc_now"])
+        cc, cc_m1 = below(a["p_cc"]), above(a["p_cc"])
+        face = cc * (1 - hgt / hgt_m1) + hgt / (hgt_m1 + hgt) * (hgt / hgt_m1 * cc + cc_m1)
+        wc = w64["wgtfac_c_vp"]
+        div_ic = wc * below(w64["div"]) + (1 - wc) * above(w64["div"])
+        hdef_ic = (wc * below(w64["kh_c"]) + (1 - wc) * above(w64["kh_c"])) ** 2
+        th_ic = a["wgtfac_c"] * below(a["theta_v"]) + (1 - a["wgtfac_c"]) * above(a["theta_v"])
+        bv = 9.80665 * (above(a["theta_v"]) - below(a["theta_v"])) * a["inv_ddqz_z_half"] / th_ic
+        ex = w64["wgtfacq_c"] * w64["exner_pr"]
+        exner_sfc = np.full((NC, nh), np.nan)
+        exner_sfc[:, NLEV] = ex[:, -1] + ex[:, -2] + ex[:, -3]
+    check(got, dict(
+        p_face=inside(face, base["p_face"], hs, he, vs, ve),
+        interpolant_ie=inside(ie, base["interpolant_ie"], es, ee, 0, nh),
+        bruvais=inside(bv, base["bruvais"], hs, he, vs, ve)), rtol=1e-12)
+    check(got, dict(
+        vn_ie=inside(x_ie, base["vn_ie"], es, ee, 0, nh),
+        div_ic=inside(div_ic, base["div_ic"], 0, NC, 1, NLEV),
+        hdef_ic=inside(hdef_ic, base["hdef_ic"], 0, NC, 1, NLEV),
+        exner_ic=inside(exner_sfc, base["exner_ic"], hs, he, NLEV, nh)), rtol=2e-6, atol=1e-6)
+    assert got["vn_ie"].dtype == np.float32 and got["div_ic"].dtype == np.float32
+
+
+# ================================================================== vertical advection of w
+#
+# icon4py's velocity advection in the vertical momentum equation: the
+# contravariant corrected w on half levels with its CFL clipping, the vertical
+# and (given the edges' term) horizontal advection of w, the extra diffusion
+# near the CFL limit, and the corrected w averaged to full levels.
+
+
+@gtx.field_operator
+def _compute_contravariant_corrected_w(
+    w: fa.CellKHalfField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+) -> fa.CellKHalfField[ta.vpfloat]:
+    contravariant_corrected_w_at_cells_on_half_levels = (
+        astype(w, vpfloat) - contravariant_correction_at_cells_on_half_levels
+    )
+    return contravariant_corrected_w_at_cells_on_half_levels
+
+
+@gtx.field_operator
+def _compute_cfl(
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> tuple[fa.CellKHalfField[bool], fa.CellKHalfField[ta.vpfloat]]:
+    contravariant_corrected_w_at_cells_on_half_levels_wp, ddqz_z_half_wp = astype(
+        (contravariant_corrected_w_at_cells_on_half_levels, ddqz_z_half), wpfloat
+    )
+    cfl_clipping = where(
+        abs(contravariant_corrected_w_at_cells_on_half_levels) > cfl_w_limit * ddqz_z_half,
+        broadcast(True, (dims.CellDim, dims.KHalfDim)),
+        False,
+    )
+    vertical_cfl = where(
+        cfl_clipping,
+        contravariant_corrected_w_at_cells_on_half_levels_wp * dtime / ddqz_z_half_wp,
+        broadcast(wpfloat("0.0"), (dims.CellDim, dims.KHalfDim)),
+    )
+    return cfl_clipping, astype(vertical_cfl, vpfloat)
+
+
+@gtx.field_operator
+def _clip_contravariant_corrected_w(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    cfl_clipping: fa.CellKHalfField[bool],
+    vertical_cfl: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    dtime: ta.wpfloat,
+) -> fa.CellKHalfField[ta.vpfloat]:
+    w_wp = astype(contravariant_corrected_w_at_cells_on_half_levels, wpfloat)
+    w_wp = where(
+        (cfl_clipping) & (vertical_cfl < -vpfloat("0.85")),
+        astype(-vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime,
+        w_wp,
+    )
+    w_wp = where(
+        (cfl_clipping) & (vertical_cfl > vpfloat("0.85")),
+        astype(vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime,
+        w_wp,
+    )
+    return astype(w_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_contravariant_corrected_w_and_cfl(
+    w: fa.CellKHalfField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[fa.CellKHalfField[ta.vpfloat], fa.CellKHalfField[bool], fa.CellKHalfField[ta.vpfloat]]:
+    contravariant_corrected_w_at_cells_on_half_levels = _compute_contravariant_corrected_w(
+        w, contravariant_correction_at_cells_on_half_levels
+    )
+    cfl_clipping, vertical_cfl = concat_where(
+        (dims.KHalfDim >= maximum(2, end_index_of_damping_layer - 2)) & (dims.KHalfDim < nlev - 3),
+        _compute_cfl(
+            ddqz_z_half=ddqz_z_half,
+            contravariant_corrected_w_at_cells_on_half_levels=contravariant_corrected_w_at_cells_on_half_levels,
+            cfl_w_limit=cfl_w_limit,
+            dtime=dtime,
+        ),
+        (
+            broadcast(False, (dims.CellDim, dims.KHalfDim)),
+            broadcast(vpfloat("0.0"), (dims.CellDim, dims.KHalfDim)),
+        ),
+    )
+    contravariant_corrected_w_at_cells_on_half_levels = _clip_contravariant_corrected_w(
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        vertical_cfl,
+        ddqz_z_half,
+        dtime,
+    )
+    return contravariant_corrected_w_at_cells_on_half_levels, cfl_clipping, vertical_cfl
+
+
+@gtx.field_operator
+def _compute_vertical_advection_of_w(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[vpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat],
+    coeff2_dwdz: fa.CellKField[vpfloat],
+) -> fa.CellKHalfField[vpfloat]:
+    contravariant_corrected_w_wp = astype(
+        contravariant_corrected_w_at_cells_on_half_levels, wpfloat
+    )
+    coeff1_dwdz_at_half_levels = coeff1_dwdz(dims.KHalfDim + 0.5)
+    coeff2_dwdz_at_half_levels = coeff2_dwdz(dims.KHalfDim + 0.5)
+    coeff1_dwdz_wp, coeff2_dwdz_wp = astype(
+        (coeff1_dwdz_at_half_levels, coeff2_dwdz_at_half_levels), wpfloat
+    )
+    vertical_wind_advective_tendency_wp = -contravariant_corrected_w_wp * (
+        w(dims.KHalfDim - 1) * coeff1_dwdz_wp
+        - w(dims.KHalfDim + 1) * coeff2_dwdz_wp
+        + w * astype(coeff2_dwdz_at_half_levels - coeff1_dwdz_at_half_levels, wpfloat)
+    )
+    return astype(vertical_wind_advective_tendency_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_interpolated_horizontal_advection_of_w(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+) -> fa.CellKHalfField[ta.wpfloat]:
+    horizontal_advection_wp = astype(horizontal_advection_of_w_at_edges_on_half_levels, wpfloat)
+    return neighbor_sum(horizontal_advection_wp(C2E) * e_bln_c_s, axis=dims.C2EDim)
+
+
+@gtx.field_operator
+def _compute_extra_diffusion_for_w(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> fa.CellKHalfField[ta.wpfloat]:
+    contravariant_corrected_w_wp, ddqz_z_half_wp, cfl_w_limit_wp = astype(
+        (contravariant_corrected_w_at_cells_on_half_levels, ddqz_z_half, cfl_w_limit), wpfloat
+    )
+    difcoef = scalfac_exdiff * minimum(
+        wpfloat("0.85") - cfl_w_limit_wp * dtime,
+        abs(contravariant_corrected_w_wp) * dtime / ddqz_z_half_wp - cfl_w_limit_wp * dtime,
+    )
+    return difcoef * area * neighbor_sum(w(C2E2CO) * geofac_n2s, axis=dims.C2E2CODim)
+
+
+@gtx.field_operator
+def _compute_advective_vertical_wind_tendency(
+    w: fa.CellKHalfField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    cfl_clipping: fa.CellKHalfField[bool],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> fa.CellKHalfField[ta.vpfloat]:
+    vertical_advection_of_w = _compute_vertical_advection_of_w(
+        contravariant_corrected_w_at_cells_on_half_levels, w, coeff1_dwdz, coeff2_dwdz
+    )
+    interpolated_horizontal_advection_of_w = _compute_interpolated_horizontal_advection_of_w(
+        e_bln_c_s, horizontal_advection_of_w_at_edges_on_half_levels
+    )
+    extra_diffusion_for_w = _compute_extra_diffusion_for_w(
+        contravariant_corrected_w_at_cells_on_half_levels,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        w,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+    )
+    vertical_wind_advective_tendency = astype(
+        astype(vertical_advection_of_w, wpfloat) + interpolated_horizontal_advection_of_w,
+        vpfloat,
+    )
+    vertical_wind_advective_tendency_wp = astype(vertical_wind_advective_tendency, wpfloat)
+    return astype(
+        where(
+            cfl_clipping & owner_mask,
+            vertical_wind_advective_tendency_wp + extra_diffusion_for_w,
+            vertical_wind_advective_tendency_wp,
+        ),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _interpolate_contravariant_vertical_velocity_to_full_levels(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[vpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKField[vpfloat]:
+    return concat_where(
+        dims.KDim < nlev - 1,
+        vpfloat("0.5")
+        * (
+            contravariant_corrected_w_at_cells_on_half_levels(dims.KDim - 0.5)
+            + contravariant_corrected_w_at_cells_on_half_levels(dims.KDim + 0.5)
+        ),
+        vpfloat("0.5") * contravariant_corrected_w_at_cells_on_half_levels(dims.KDim - 0.5),
+    )
+
+
+@gtx.field_operator
+def _compute_advection_in_vertical_momentum(
+    w: fa.CellKHalfField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_vertical_wind_advective_tendency: bool,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[fa.CellKHalfField[ta.vpfloat], fa.CellKField[ta.vpfloat], fa.CellKHalfField[ta.vpfloat]]:
+    (
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        vertical_cfl,
+    ) = _compute_contravariant_corrected_w_and_cfl(
+        w=w,
+        contravariant_correction_at_cells_on_half_levels=contravariant_correction_at_cells_on_half_levels,
+        ddqz_z_half=ddqz_z_half,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+    vertical_wind_advective_tendency = (
+        _compute_advective_vertical_wind_tendency(
+            w=w,
+            horizontal_advection_of_w_at_edges_on_half_levels=horizontal_advection_of_w_at_edges_on_half_levels,
+            contravariant_corrected_w_at_cells_on_half_levels=contravariant_corrected_w_at_cells_on_half_levels,
+            cfl_clipping=cfl_clipping,
+            coeff1_dwdz=coeff1_dwdz,
+            coeff2_dwdz=coeff2_dwdz,
+            e_bln_c_s=e_bln_c_s,
+            ddqz_z_half=ddqz_z_half,
+            area=area,
+            geofac_n2s=geofac_n2s,
+            owner_mask=owner_mask,
+            scalfac_exdiff=scalfac_exdiff,
+            cfl_w_limit=cfl_w_limit,
+            dtime=dtime,
+        )
+        if not skip_vertical_wind_advective_tendency
+        else broadcast(vpfloat("0.0"), (dims.CellDim, dims.KHalfDim))
+    )
+    contravariant_corrected_w_at_cells_on_model_levels = (
+        _interpolate_contravariant_vertical_velocity_to_full_levels(
+            contravariant_corrected_w_at_cells_on_half_levels, nlev
+        )
+    )
+    return (
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_advection_in_vertical_momentum(
+    w: fa.CellKHalfField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    vertical_wind_advective_tendency: fa.CellKHalfField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    vertical_cfl: fa.CellKHalfField[ta.vpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_vertical_wind_advective_tendency: bool,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_advection_in_vertical_momentum(
+        w,
+        horizontal_advection_of_w_at_edges_on_half_levels,
+        contravariant_correction_at_cells_on_half_levels,
+        coeff1_dwdz,
+        coeff2_dwdz,
+        e_bln_c_s,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        owner_mask,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+        skip_vertical_wind_advective_tendency,
+        nlev,
+        end_index_of_damping_layer,
+        out=(
+            vertical_wind_advective_tendency,
+            contravariant_corrected_w_at_cells_on_model_levels,
+            vertical_cfl,
+        ),
+        domain=(
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KHalfDim: (vertical_start, vertical_end)},
+            {dims.CellDim: (horizontal_start, horizontal_end), dims.KDim: (0, nlev)},
+            {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KHalfDim: (vertical_start, vertical_end)},
+        ),
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", [(False, 5), (True, 3)])
+def test_advection_in_vertical_momentum(backend, case):
+    skip, edl = case
+    nh = NLEV + 1
+    hs, he, vs, ve = 1, NC - 1, 1, NLEV
+    dtime, scalfac, cfl_lim = 10.0, 0.15, np.float32(0.065)
+    a = dict(
+        w=RNG.normal(0.0, 3.0, (NC, nh)),
+        horizontal_advection_of_w_at_edges_on_half_levels=RNG.standard_normal((NE, nh)).astype(
+            np.float32),
+        contravariant_correction_at_cells_on_half_levels=RNG.normal(0, 0.3, (NC, nh)).astype(
+            np.float32),
+        coeff1_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)).astype(np.float32),
+        coeff2_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)).astype(np.float32),
+        e_bln_c_s=RNG.uniform(0.2, 0.5, (NC, 3)),
+        ddqz_z_half=RNG.uniform(10.0, 50.0, (NC, nh)).astype(np.float32),
+        area=RNG.uniform(0.5, 2.0, NC), geofac_n2s=RNG.standard_normal((NC, 4)),
+        owner_mask=RNG.random(NC) < 0.7)
+    base = dict(vertical_wind_advective_tendency=RNG.random((NC, nh)).astype(np.float32),
+                contravariant_corrected_w_at_cells_on_model_levels=RNG.random(
+                    (NC, NLEV)).astype(np.float32),
+                vertical_cfl=RNG.random((NC, nh)).astype(np.float32))
+    got = {k: v.copy() for k, v in base.items()}
+    compute_advection_in_vertical_momentum(
+        **a, **got, scalfac_exdiff=scalfac, cfl_w_limit=cfl_lim, dtime=dtime,
+        skip_vertical_wind_advective_tendency=skip, nlev=NLEV, end_index_of_damping_layer=edl,
+        horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+        offset_provider=TABLES, backend=backend)
+
+    w, ddqz = a["w"], a["ddqz_z_half"]
+    wc = a["w"].astype(np.float32) - a["contravariant_correction_at_cells_on_half_levels"]
+    h = np.arange(nh)[None, :]
+    region = (h >= max(2, edl - 2)) & (h < NLEV - 3)
+    clip = region & (np.abs(wc) > cfl_lim * ddqz)
+    vcfl = np.where(clip, wc.astype(np.float64) * dtime / ddqz, 0.0).astype(np.float32)
+    wc_wp = wc.astype(np.float64)
+    wc_wp = np.where(clip & (vcfl < -0.85), (np.float32(-0.85) * ddqz).astype(np.float64) / dtime,
+                     wc_wp)
+    wc_wp = np.where(clip & (vcfl > 0.85), (np.float32(0.85) * ddqz).astype(np.float64) / dtime,
+                     wc_wp)
+    wc = wc_wp.astype(np.float32).astype(np.float64)
+    c1, c2 = below(a["coeff1_dwdz"]), below(a["coeff2_dwdz"])
+    w_up, w_dn = np.full_like(w, np.nan), np.full_like(w, np.nan)
+    w_up[:, 1:], w_dn[:, :-1] = w[:, :-1], w[:, 1:]
+    with np.errstate(invalid="ignore"):
+        vadv = -wc * (w_up * c1 - w_dn * c2 + w * (c2 - c1))
+    hadv = a["horizontal_advection_of_w_at_edges_on_half_levels"].astype(np.float64)
+    c2e = TABLES["C2E"]
+    interp = (hadv[c2e] * a["e_bln_c_s"][:, :, None]).sum(1)
+    difcoef = scalfac * np.minimum(0.85 - float(cfl_lim) * dtime,
+                                   np.abs(wc) * dtime / ddqz - float(cfl_lim) * dtime)
+    extra = difcoef * a["area"][:, None] * (w[TABLES["C2E2CO"]]
+                                            * a["geofac_n2s"][:, :, None]).sum(1)
+    tend = vadv + interp
+    tend = np.where(clip & a["owner_mask"][:, None], tend + extra, tend)
+    if skip:
+        tend = np.zeros((NC, nh))
+    full = 0.5 * (wc[:, :-1] + wc[:, 1:])
+    full[:, NLEV - 1] = 0.5 * wc[:, NLEV - 1]
+    check(got, dict(
+        vertical_wind_advective_tendency=inside(
+            tend, base["vertical_wind_advective_tendency"], hs, he, vs, ve),
+        contravariant_corrected_w_at_cells_on_model_levels=inside(
+            full, base["contravariant_corrected_w_at_cells_on_model_levels"], hs, he, 0, NLEV),
+        vertical_cfl=inside(vcfl, base["vertical_cfl"], hs, he, vs, ve)), rtol=1e-5, atol=1e-5)
+    assert clip[hs:he].any() and (np.abs(vcfl) > 0.85).any()
