@@ -59,6 +59,7 @@ from tensorir_dace.frontend import (
     maximum,
     minimum,
     neighbor_sum,
+    scan_operator,
     where,
 )
 
@@ -869,3 +870,578 @@ def test_advection_in_vertical_momentum(backend, case):
             full, base["contravariant_corrected_w_at_cells_on_model_levels"], hs, he, 0, NLEV),
         vertical_cfl=inside(vcfl, base["vertical_cfl"], hs, he, vs, ve)), rtol=1e-5, atol=1e-5)
     assert clip[hs:he].any() and (np.abs(vcfl) > 0.85).any()
+
+
+# ================================================================== vertical diffusion of w
+#
+# icon4py's turbulence: the horizontal stress divergence for w at half-level
+# edges, then the implicit vertical diffusion of w on cell half levels over the
+# call's vertical domain (the matrix on half levels from full-level
+# diffusivities, solved by scans over KHalfDim), the boundary rows zeroed; and
+# the same for a full-level scalar with half-level diffusivities.
+
+
+@scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+def _solve_tridiagonal_matrix_forward_sweep(
+    state_kminus1: tuple[wpfloat, wpfloat],
+    a: wpfloat,
+    b: wpfloat,
+    c: wpfloat,
+    d: wpfloat,
+) -> tuple[wpfloat, wpfloat]:
+    q_kminus1, d_prime_kminus1 = state_kminus1
+    normalization = wpfloat("1.0") / (b + a * q_kminus1)
+    return (wpfloat("0.0") - c) * normalization, (d - a * d_prime_kminus1) * normalization
+
+
+@scan_operator(axis=dims.KDim, forward=False, init=wpfloat("0.0"))
+def _solve_tridiagonal_matrix_back_substitution(
+    x_kplus1: wpfloat, q: wpfloat, d_prime: wpfloat
+) -> wpfloat:
+    return d_prime + x_kplus1 * q
+
+
+@scan_operator(axis=dims.KHalfDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+def _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
+    state_kminus1: tuple[wpfloat, wpfloat],
+    a: wpfloat,
+    b: wpfloat,
+    c: wpfloat,
+    d: wpfloat,
+) -> tuple[wpfloat, wpfloat]:
+    q_kminus1, d_prime_kminus1 = state_kminus1
+    normalization = wpfloat("1.0") / (b + a * q_kminus1)
+    return (wpfloat("0.0") - c) * normalization, (d - a * d_prime_kminus1) * normalization
+
+
+@scan_operator(axis=dims.KHalfDim, forward=False, init=wpfloat("0.0"))
+def _solve_tridiagonal_matrix_back_substitution_on_half_levels_wp(
+    x_kplus1: wpfloat, q: wpfloat, d_prime: wpfloat
+) -> wpfloat:
+    return d_prime + x_kplus1 * q
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _assemble_vertical_diffusion_matrix_on_cells(
+    diffusivity: fa.CellKHalfField[wpfloat],
+    inv_dz: fa.CellKHalfField[wpfloat],
+    inv_air_mass: fa.CellKField[wpfloat],
+    prefactor: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    zero = wpfloat("0.0") * inv_air_mass
+    a = concat_where(
+        dims.KDim > minlvl,
+        wpfloat("0.0")
+        - prefactor * diffusivity(dims.KDim - 0.5) * inv_dz(dims.KDim - 0.5) * inv_air_mass,
+        zero,
+    )
+    c = concat_where(
+        dims.KDim < maxlvl,
+        wpfloat("0.0")
+        - prefactor * diffusivity(dims.KDim + 0.5) * inv_dz(dims.KDim + 0.5) * inv_air_mass,
+        zero,
+    )
+    return a, wpfloat("0.0") - a - c, c
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _assemble_vertical_diffusion_matrix_on_cell_half_levels(
+    diffusivity: fa.CellKField[wpfloat],
+    inv_dz: fa.CellKField[wpfloat],
+    inv_air_mass: fa.CellKHalfField[wpfloat],
+    prefactor: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> tuple[fa.CellKHalfField[wpfloat], fa.CellKHalfField[wpfloat], fa.CellKHalfField[wpfloat]]:
+    zero = wpfloat("0.0") * inv_air_mass
+    a = concat_where(
+        dims.KHalfDim > minlvl,
+        wpfloat("0.0")
+        - prefactor * diffusivity(dims.KHalfDim - 0.5) * inv_dz(dims.KHalfDim - 0.5) * inv_air_mass,
+        zero,
+    )
+    c = concat_where(
+        dims.KHalfDim < maxlvl,
+        wpfloat("0.0")
+        - prefactor * diffusivity(dims.KHalfDim + 0.5) * inv_dz(dims.KHalfDim + 0.5) * inv_air_mass,
+        zero,
+    )
+    return a, wpfloat("0.0") - a - c, c
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _solve_implicit_vertical_diffusion_on_cells(
+    var: fa.CellKField[wpfloat],
+    a: fa.CellKField[wpfloat],
+    b: fa.CellKField[wpfloat],
+    c: fa.CellKField[wpfloat],
+    rhs: fa.CellKField[wpfloat],
+    tend: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    inv_dtime = wpfloat("1.0") / dtime
+    q, d_prime = _solve_tridiagonal_matrix_forward_sweep(a, inv_dtime + b, c, var * inv_dtime + rhs)
+    return tend + (_solve_tridiagonal_matrix_back_substitution(q, d_prime) - var) * inv_dtime
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _solve_implicit_vertical_diffusion_on_cell_half_levels(
+    var: fa.CellKHalfField[wpfloat],
+    a: fa.CellKHalfField[wpfloat],
+    b: fa.CellKHalfField[wpfloat],
+    c: fa.CellKHalfField[wpfloat],
+    rhs: fa.CellKHalfField[wpfloat],
+    tend: fa.CellKHalfField[wpfloat],
+    dtime: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    inv_dtime = wpfloat("1.0") / dtime
+    q, d_prime = _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
+        a, inv_dtime + b, c, var * inv_dtime + rhs
+    )
+    return (
+        tend
+        + (_solve_tridiagonal_matrix_back_substitution_on_half_levels_wp(q, d_prime) - var)
+        * inv_dtime
+    )
+
+
+@gtx.field_operator
+def _compute_tangential_wind(
+    vn: fa.EdgeKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=dims.E2C2EDim)
+
+
+@gtx.field_operator
+def _compute_w_horizontal_stress_tendency(
+    u: fa.CellKField[wpfloat],
+    v: fa.CellKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    w_ie: fa.EdgeKHalfField[wpfloat],
+    km_ic: fa.CellKHalfField[wpfloat],
+    km_iv: fa.VertexKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half_v: fa.VertexKHalfField[wpfloat],
+    rbf_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    edge_cell_length: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    vt_e = _compute_tangential_wind(vn, rbf_coeff_e)
+
+    # the normal wind's vertical shear at the two cell centres (E2C)
+    dvn_up = (
+        u(E2C[1])(dims.KHalfDim - 0.5) - u(E2C[1])(dims.KHalfDim + 0.5)
+    ) * primal_normal_cell_x[E2CDim(1)] + (
+        v(E2C[1])(dims.KHalfDim - 0.5) - v(E2C[1])(dims.KHalfDim + 0.5)
+    ) * primal_normal_cell_y[E2CDim(1)]
+    flux_up_c = km_ic(E2C[1]) * (
+        dvn_up * inv_ddqz_z_half(E2C[1])
+        + (w_vert(E2C2V[3]) - w_ie) * wpfloat("2.0") * inv_vert_vert_length
+    )
+    dvn_dn = (
+        u(E2C[0])(dims.KHalfDim - 0.5) - u(E2C[0])(dims.KHalfDim + 0.5)
+    ) * primal_normal_cell_x[E2CDim(0)] + (
+        v(E2C[0])(dims.KHalfDim - 0.5) - v(E2C[0])(dims.KHalfDim + 0.5)
+    ) * primal_normal_cell_y[E2CDim(0)]
+    flux_dn_c = km_ic(E2C[0]) * (
+        dvn_dn * inv_ddqz_z_half(E2C[0])
+        + (w_ie - w_vert(E2C2V[2])) * wpfloat("2.0") * inv_vert_vert_length
+    )
+
+    # the tangential wind's vertical shear at the edge's two vertices (E2C2V 0 and 1)
+    vt_up_above = (
+        u_vert(E2C2V[1])(dims.KHalfDim - 0.5) * dual_normal_vert_x[E2C2VDim(1)]
+        + v_vert(E2C2V[1])(dims.KHalfDim - 0.5) * dual_normal_vert_y[E2C2VDim(1)]
+        + vt_e(dims.KHalfDim - 0.5)
+    )
+    vt_up_below = (
+        u_vert(E2C2V[1])(dims.KHalfDim + 0.5) * dual_normal_vert_x[E2C2VDim(1)]
+        + v_vert(E2C2V[1])(dims.KHalfDim + 0.5) * dual_normal_vert_y[E2C2VDim(1)]
+        + vt_e(dims.KHalfDim + 0.5)
+    )
+    dvt_up = wpfloat("0.5") * vt_up_above - wpfloat("0.5") * vt_up_below
+    flux_up_v = km_iv(E2C2V[1]) * (
+        dvt_up * inv_ddqz_z_half_v(E2C2V[1])
+        + tangent_orientation * (w_vert(E2C2V[1]) - w_ie) / edge_cell_length[E2CDim(1)]
+    )
+    vt_dn_above = (
+        u_vert(E2C2V[0])(dims.KHalfDim - 0.5) * dual_normal_vert_x[E2C2VDim(0)]
+        + v_vert(E2C2V[0])(dims.KHalfDim - 0.5) * dual_normal_vert_y[E2C2VDim(0)]
+        + vt_e(dims.KHalfDim - 0.5)
+    )
+    vt_dn_below = (
+        u_vert(E2C2V[0])(dims.KHalfDim + 0.5) * dual_normal_vert_x[E2C2VDim(0)]
+        + v_vert(E2C2V[0])(dims.KHalfDim + 0.5) * dual_normal_vert_y[E2C2VDim(0)]
+        + vt_e(dims.KHalfDim + 0.5)
+    )
+    dvt_dn = wpfloat("0.5") * vt_dn_above - wpfloat("0.5") * vt_dn_below
+    flux_dn_v = km_iv(E2C2V[0]) * (
+        dvt_dn * inv_ddqz_z_half_v(E2C2V[0])
+        + tangent_orientation * (w_ie - w_vert(E2C2V[0])) / edge_cell_length[E2CDim(0)]
+    )
+
+    return (flux_up_c - flux_dn_c) * inv_dual_edge_length + (
+        flux_up_v - flux_dn_v
+    ) * tangent_orientation * wpfloat("2.0") * inv_primal_edge_length
+
+
+@gtx.field_operator
+def _solve_w_vertical_diffusion(
+    w: fa.CellKHalfField[wpfloat],
+    inv_rho_ic: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_full: fa.CellKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    tend: fa.CellKHalfField[wpfloat],
+    dtime: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> fa.CellKHalfField[wpfloat]:
+    z_1by3 = wpfloat("1.0") / wpfloat("3.0")
+    inv_air_mass = inv_rho_ic * inv_ddqz_z_half
+    rhs = (
+        wpfloat("2.0")
+        * inv_air_mass
+        * (
+            km_c(dims.KHalfDim + 0.5) * z_1by3 * div_c(dims.KHalfDim + 0.5)
+            - km_c(dims.KHalfDim - 0.5) * z_1by3 * div_c(dims.KHalfDim - 0.5)
+        )
+    )
+    a, b, c = _assemble_vertical_diffusion_matrix_on_cell_half_levels(
+        km_c, inv_ddqz_z_full, inv_air_mass, wpfloat("2.0"), minlvl, maxlvl
+    )
+    b = concat_where(
+        dims.KHalfDim > minlvl,
+        b,
+        b
+        + wpfloat("2.0")
+        * km_c(dims.KHalfDim - 0.5)
+        * inv_ddqz_z_full(dims.KHalfDim - 0.5)
+        * inv_air_mass,
+    )
+    b = concat_where(
+        dims.KHalfDim < maxlvl,
+        b,
+        b
+        + wpfloat("2.0")
+        * km_c(dims.KHalfDim + 0.5)
+        * inv_ddqz_z_full(dims.KHalfDim + 0.5)
+        * inv_air_mass,
+    )
+    return _solve_implicit_vertical_diffusion_on_cell_half_levels(w, a, b, c, rhs, tend, dtime)
+
+
+@gtx.field_operator
+def _compute_w_diffusion_tendency_and_update(
+    w: fa.CellKHalfField[wpfloat],
+    rho_ic: fa.CellKHalfField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    horizontal_stress_tendency: fa.EdgeKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_full: fa.CellKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    dtime: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> tuple[fa.CellKHalfField[wpfloat], fa.CellKHalfField[wpfloat]]:
+    inv_rho_ic = wpfloat("1.0") / rho_ic
+    horizontal_tendency = inv_rho_ic * neighbor_sum(
+        horizontal_stress_tendency(C2E) * e_bln_c_s, axis=C2EDim
+    )
+    tend_w = _solve_w_vertical_diffusion(
+        w=w,
+        inv_rho_ic=inv_rho_ic,
+        inv_ddqz_z_half=inv_ddqz_z_half,
+        inv_ddqz_z_full=inv_ddqz_z_full,
+        km_c=km_c,
+        div_c=div_c,
+        tend=horizontal_tendency,
+        dtime=dtime,
+        minlvl=minlvl,
+        maxlvl=maxlvl,
+    )
+    return tend_w, w + tend_w * dtime
+
+
+@gtx.field_operator
+def _zero_on_cell_half_levels() -> fa.CellKHalfField[wpfloat]:
+    return broadcast(wpfloat("0.0"), (dims.CellDim, dims.KHalfDim))
+
+
+@gtx.field_operator
+def _diffuse_scalar_vertically(
+    var: fa.CellKField[wpfloat],
+    km_ic: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    inv_rho: fa.CellKField[wpfloat],
+    inv_ddqz_z_full: fa.CellKField[wpfloat],
+    rturb_prandtl: wpfloat,
+    dtime: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    """One implicit step of a full-level scalar's vertical diffusion, the
+    diffusivity on half levels (a, b, c from the matrix on cells)."""
+    zero = wpfloat("0.0") * var
+    a, b, c = _assemble_vertical_diffusion_matrix_on_cells(
+        km_ic, inv_ddqz_z_half, inv_rho * inv_ddqz_z_full, rturb_prandtl, minlvl, maxlvl
+    )
+    tend = _solve_implicit_vertical_diffusion_on_cells(var, a, b, c, zero, zero, dtime)
+    return var + tend * dtime, tend
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_w_diffusion_tendency_and_update(
+    w: fa.CellKHalfField[wpfloat],
+    u: fa.CellKField[wpfloat],
+    v: fa.CellKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    rho_ic: fa.CellKHalfField[wpfloat],
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    w_ie: fa.EdgeKHalfField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    km_ic: fa.CellKHalfField[wpfloat],
+    km_iv: fa.VertexKHalfField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    inv_ddqz_z_full: fa.CellKField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half_v: fa.VertexKHalfField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    rbf_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    edge_cell_length: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    horizontal_stress_tendency: fa.EdgeKHalfField[wpfloat],
+    tend_w: fa.CellKHalfField[wpfloat],
+    new_w: fa.CellKHalfField[wpfloat],
+    theta: fa.CellKField[wpfloat],
+    inv_rho: fa.CellKField[wpfloat],
+    new_theta: fa.CellKField[wpfloat],
+    tend_theta: fa.CellKField[wpfloat],
+    rturb_prandtl: wpfloat,
+    dtime: wpfloat,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_w_horizontal_stress_tendency(
+        u=u,
+        v=v,
+        vn=vn,
+        u_vert=u_vert,
+        v_vert=v_vert,
+        w_vert=w_vert,
+        w_ie=w_ie,
+        km_ic=km_ic,
+        km_iv=km_iv,
+        inv_ddqz_z_half=inv_ddqz_z_half,
+        inv_ddqz_z_half_v=inv_ddqz_z_half_v,
+        rbf_coeff_e=rbf_coeff_e,
+        primal_normal_cell_x=primal_normal_cell_x,
+        primal_normal_cell_y=primal_normal_cell_y,
+        dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y,
+        edge_cell_length=edge_cell_length,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length,
+        inv_dual_edge_length=inv_dual_edge_length,
+        out=horizontal_stress_tendency,
+        domain={
+            dims.EdgeDim: (edge_start, edge_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_w_diffusion_tendency_and_update(
+        w=w,
+        rho_ic=rho_ic,
+        km_c=km_c,
+        div_c=div_c,
+        horizontal_stress_tendency=horizontal_stress_tendency,
+        inv_ddqz_z_half=inv_ddqz_z_half,
+        inv_ddqz_z_full=inv_ddqz_z_full,
+        e_bln_c_s=e_bln_c_s,
+        dtime=dtime,
+        minlvl=vertical_start,
+        maxlvl=vertical_end - 1,
+        out=(tend_w, new_w),
+        domain={
+            dims.CellDim: (cell_start, cell_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _zero_on_cell_half_levels(
+        out=new_w,
+        domain={
+            dims.CellDim: (cell_start, cell_end),
+            dims.KHalfDim: (vertical_start - 1, vertical_start),
+        },
+    )
+    _zero_on_cell_half_levels(
+        out=new_w,
+        domain={
+            dims.CellDim: (cell_start, cell_end),
+            dims.KHalfDim: (vertical_end, vertical_end + 1),
+        },
+    )
+    _diffuse_scalar_vertically(
+        theta,
+        km_ic,
+        inv_ddqz_z_half,
+        inv_rho,
+        inv_ddqz_z_full,
+        rturb_prandtl,
+        dtime,
+        vertical_start - 1,
+        vertical_end - 1,
+        out=(new_theta, tend_theta),
+        domain={
+            dims.CellDim: (cell_start, cell_end),
+            dims.KDim: (vertical_start - 1, vertical_end),
+        },
+    )
+
+
+def solve_tridiagonal(a, b, c, d):
+    """x of ``a x[k-1] + b x[k] + c x[k+1] = d`` per row (a[:, 0], c[:, -1] unused)."""
+    n = b.shape[1]
+    x = np.empty_like(d)
+    for i in range(b.shape[0]):
+        m = np.diag(b[i]) + np.diag(a[i, 1:], -1) + np.diag(c[i, :-1], 1)
+        x[i] = np.linalg.solve(m, d[i])
+    assert x.shape[1] == n
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(1, NLEV), (2, NLEV - 2)])
+def test_w_diffusion(backend, levels):
+    vs, ve = levels
+    cs, ce = 1, NC - 1
+    nh, dtime, prandtl = NLEV + 1, 30.0, 0.33
+    e2c, c2e, e2c2v, e2c2e = (TABLES[k] for k in ("E2C", "C2E", "E2C2V", "E2C2E"))
+
+    def pos(*shape):
+        return RNG.uniform(0.5, 1.5, shape)
+
+    a = dict(
+        w=RNG.standard_normal((NC, nh)), u=RNG.standard_normal((NC, NLEV)),
+        v=RNG.standard_normal((NC, NLEV)), vn=RNG.standard_normal((NE, NLEV)),
+        rho_ic=pos(NC, nh), u_vert=RNG.standard_normal((NV, NLEV)),
+        v_vert=RNG.standard_normal((NV, NLEV)), w_vert=RNG.standard_normal((NV, nh)),
+        w_ie=RNG.standard_normal((NE, nh)), km_c=pos(NC, NLEV), km_ic=pos(NC, nh),
+        km_iv=pos(NV, nh), div_c=RNG.standard_normal((NC, NLEV)),
+        inv_ddqz_z_full=pos(NC, NLEV) * 0.1, inv_ddqz_z_half=pos(NC, nh) * 0.1,
+        inv_ddqz_z_half_v=pos(NV, nh) * 0.1, e_bln_c_s=pos(NC, 3) / 3,
+        rbf_coeff_e=RNG.standard_normal((NE, 4)),
+        primal_normal_cell_x=RNG.standard_normal((NE, 2)),
+        primal_normal_cell_y=RNG.standard_normal((NE, 2)),
+        dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+        edge_cell_length=pos(NE, 2), tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+        inv_primal_edge_length=pos(NE), inv_vert_vert_length=pos(NE),
+        inv_dual_edge_length=pos(NE), theta=RNG.uniform(280.0, 320.0, (NC, NLEV)),
+        inv_rho=pos(NC, NLEV))
+    base = dict(horizontal_stress_tendency=RNG.random((NE, nh)), tend_w=RNG.random((NC, nh)),
+                new_w=RNG.random((NC, nh)), new_theta=RNG.random((NC, NLEV)),
+                tend_theta=RNG.random((NC, NLEV)))
+    got = {k: x.copy() for k, x in base.items()}
+    compute_w_diffusion_tendency_and_update(
+        **a, **got, rturb_prandtl=prandtl, dtime=dtime, edge_start=0, edge_end=NE,
+        cell_start=cs, cell_end=ce, vertical_start=vs, vertical_end=ve,
+        offset_provider=TABLES, backend=backend)
+
+    g = types.SimpleNamespace(**a)
+    h = np.arange(vs, ve)              # the half levels of the system
+    # the horizontal stress at edges, on half levels vs..ve-1 (full levels h-1 and h)
+    vt_e = (g.rbf_coeff_e[:, :, None] * g.vn[e2c2e]).sum(1)
+    c0, c1 = e2c[:, 0], e2c[:, 1]
+    v0, v1, v2, v3 = (e2c2v[:, j] for j in range(4))
+    pnx, pny, dnx, dny = (g.primal_normal_cell_x, g.primal_normal_cell_y,
+                          g.dual_normal_vert_x, g.dual_normal_vert_y)
+
+    def col(x):
+        return x[:, None]
+
+    def dvn(c, j):
+        return ((g.u[c][:, h - 1] - g.u[c][:, h]) * col(pnx[:, j])
+                + (g.v[c][:, h - 1] - g.v[c][:, h]) * col(pny[:, j]))
+
+    def vt(vx, j, lev):
+        return (g.u_vert[vx][:, lev] * col(dnx[:, j]) + g.v_vert[vx][:, lev] * col(dny[:, j])
+                + vt_e[:, lev])
+
+    w_ie, ivvl = g.w_ie[:, h], col(g.inv_vert_vert_length)
+    flux_up_c = g.km_ic[c1][:, h] * (dvn(c1, 1) * g.inv_ddqz_z_half[c1][:, h]
+                                     + (g.w_vert[v3][:, h] - w_ie) * 2 * ivvl)
+    flux_dn_c = g.km_ic[c0][:, h] * (dvn(c0, 0) * g.inv_ddqz_z_half[c0][:, h]
+                                     + (w_ie - g.w_vert[v2][:, h]) * 2 * ivvl)
+    to = col(g.tangent_orientation)
+    flux_up_v = g.km_iv[v1][:, h] * (
+        (0.5 * vt(v1, 1, h - 1) - 0.5 * vt(v1, 1, h)) * g.inv_ddqz_z_half_v[v1][:, h]
+        + to * (g.w_vert[v1][:, h] - w_ie) / col(g.edge_cell_length[:, 1]))
+    flux_dn_v = g.km_iv[v0][:, h] * (
+        (0.5 * vt(v0, 0, h - 1) - 0.5 * vt(v0, 0, h)) * g.inv_ddqz_z_half_v[v0][:, h]
+        + to * (w_ie - g.w_vert[v0][:, h]) / col(g.edge_cell_length[:, 0]))
+    stress = base["horizontal_stress_tendency"].copy()
+    stress[:, vs:ve] = ((flux_up_c - flux_dn_c) * col(g.inv_dual_edge_length)
+                        + (flux_up_v - flux_dn_v) * to * 2 * col(g.inv_primal_edge_length))
+
+    # the implicit vertical diffusion of w on half levels vs..ve-1
+    inv_rho_ic = 1.0 / g.rho_ic[:, h]
+    hor = inv_rho_ic * (stress[c2e][:, :, vs:ve] * g.e_bln_c_s[:, :, None]).sum(1)
+    iam = inv_rho_ic * g.inv_ddqz_z_half[:, h]
+    km, dz = g.km_c, g.inv_ddqz_z_full
+    rhs = 2 * iam * (km[:, h] / 3 * g.div_c[:, h] - km[:, h - 1] / 3 * g.div_c[:, h - 1])
+    lower = -2 * km[:, h - 1] * dz[:, h - 1] * iam
+    upper = -2 * km[:, h] * dz[:, h] * iam
+    aa = np.where(h > vs, lower, 0.0)
+    cc = np.where(h < ve - 1, upper, 0.0)
+    bb = -aa - cc - np.where(h > vs, 0.0, lower) - np.where(h < ve - 1, 0.0, upper)
+    x = solve_tridiagonal(aa, 1 / dtime + bb, cc, g.w[:, h] / dtime + rhs)
+    tend = hor + (x - g.w[:, h]) / dtime
+    want_tend, want_w = base["tend_w"].copy(), base["new_w"].copy()
+    want_tend[cs:ce, vs:ve] = tend[cs:ce]
+    want_w[cs:ce, vs:ve] = (g.w[:, h] + tend * dtime)[cs:ce]
+    want_w[cs:ce, vs - 1] = want_w[cs:ce, ve] = 0.0
+
+    # a full-level scalar on levels vs-1..ve-1, diffusivities on the half levels between
+    k = np.arange(vs - 1, ve)
+    iam = g.inv_rho[:, k] * g.inv_ddqz_z_full[:, k]
+    aa = np.where(k > vs - 1, -prandtl * g.km_ic[:, k] * g.inv_ddqz_z_half[:, k] * iam, 0.0)
+    cc = np.where(k < ve - 1, -prandtl * g.km_ic[:, k + 1] * g.inv_ddqz_z_half[:, k + 1] * iam,
+                  0.0)
+    th = g.theta[:, k]
+    x = solve_tridiagonal(aa, 1 / dtime - aa - cc, cc, th / dtime)
+    want_theta, want_ttheta = base["new_theta"].copy(), base["tend_theta"].copy()
+    want_ttheta[cs:ce, vs - 1:ve] = ((x - th) / dtime)[cs:ce]
+    want_theta[cs:ce, vs - 1:ve] = x[cs:ce]
+    check(got, dict(horizontal_stress_tendency=stress, tend_w=want_tend, new_w=want_w,
+                    tend_theta=want_ttheta), rtol=1e-9, atol=1e-12)
+    check(got, dict(new_theta=want_theta), rtol=1e-12)
