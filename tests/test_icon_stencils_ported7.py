@@ -54,12 +54,14 @@ from tensorir_dace.frontend import (
     astype,
     broadcast,
     concat_where,
+    exp,
     float32,
     float64,
+    log,
     maximum,
     minimum,
     neighbor_sum,
-    scan_operator,
+    sqrt,
     where,
 )
 
@@ -881,7 +883,7 @@ def test_advection_in_vertical_momentum(backend, case):
 # the same for a full-level scalar with half-level diffusivities.
 
 
-@scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
 def _solve_tridiagonal_matrix_forward_sweep(
     state_kminus1: tuple[wpfloat, wpfloat],
     a: wpfloat,
@@ -894,14 +896,14 @@ def _solve_tridiagonal_matrix_forward_sweep(
     return (wpfloat("0.0") - c) * normalization, (d - a * d_prime_kminus1) * normalization
 
 
-@scan_operator(axis=dims.KDim, forward=False, init=wpfloat("0.0"))
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=wpfloat("0.0"))
 def _solve_tridiagonal_matrix_back_substitution(
     x_kplus1: wpfloat, q: wpfloat, d_prime: wpfloat
 ) -> wpfloat:
     return d_prime + x_kplus1 * q
 
 
-@scan_operator(axis=dims.KHalfDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+@gtx.scan_operator(axis=dims.KHalfDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
 def _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
     state_kminus1: tuple[wpfloat, wpfloat],
     a: wpfloat,
@@ -914,7 +916,7 @@ def _solve_tridiagonal_matrix_forward_sweep_on_half_levels_wp(
     return (wpfloat("0.0") - c) * normalization, (d - a * d_prime_kminus1) * normalization
 
 
-@scan_operator(axis=dims.KHalfDim, forward=False, init=wpfloat("0.0"))
+@gtx.scan_operator(axis=dims.KHalfDim, forward=False, init=wpfloat("0.0"))
 def _solve_tridiagonal_matrix_back_substitution_on_half_levels_wp(
     x_kplus1: wpfloat, q: wpfloat, d_prime: wpfloat
 ) -> wpfloat:
@@ -1445,3 +1447,299 @@ def test_w_diffusion(backend, levels):
     check(got, dict(horizontal_stress_tendency=stress, tend_w=want_tend, new_w=want_w,
                     tend_theta=want_ttheta), rtol=1e-9, atol=1e-12)
     check(got, dict(new_theta=want_theta), rtol=1e-12)
+
+
+# ================================================================== pressure, and w's forward sweep
+#
+# icon4py's diagnostics: the surface pressure extrapolated from the lowest full
+# levels into the surface row of the half-level pressure, the hydrostatic
+# pressure's backward scan over KDim reading that row with ``KDim + 0.5`` (a
+# ``bool`` first-level flag in its state), and the interfaces copied back to
+# half levels.  Then the nonhydro solver's forward sweep for w, a mixed
+# precision scan over KHalfDim on half-level coefficients built from
+# full-level ``z_beta(KHalfDim ∓ 0.5)`` and half-level ``z_alpha(KHalfDim ∓ 1)``.
+
+
+class PhysicsConstants:
+    rd = 287.04
+    cpd = 1004.64
+    grav = 9.80665
+    p0ref = 100000.0
+    cpd_o_rd = cpd / rd
+    grav_o_rd = grav / rd
+
+
+@gtx.field_operator
+def _compute_surface_pressure(
+    exner: fa.CellKField[ta.wpfloat],
+    virtual_temperature: fa.CellKField[ta.wpfloat],
+    ddqz_z_full: fa.CellKField[ta.wpfloat],
+) -> fa.CellKHalfField[ta.wpfloat]:
+    surface_pressure = PhysicsConstants.p0ref * exp(
+        PhysicsConstants.cpd_o_rd * log(exner(dims.KHalfDim - 2.5))
+        + PhysicsConstants.grav_o_rd
+        * (
+            ddqz_z_full(dims.KHalfDim - 0.5) / virtual_temperature(dims.KHalfDim - 0.5)
+            + ddqz_z_full(dims.KHalfDim - 1.5) / virtual_temperature(dims.KHalfDim - 1.5)
+            + 0.5 * ddqz_z_full(dims.KHalfDim - 2.5) / virtual_temperature(dims.KHalfDim - 2.5)
+        )
+    )
+    return surface_pressure
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=(0.0, 0.0, True))
+def _scan_pressure(
+    state: tuple[ta.wpfloat, ta.wpfloat, bool],
+    ddqz_z_full: ta.wpfloat,
+    virtual_temperature: ta.wpfloat,
+    surface_pressure: ta.wpfloat,
+):
+    pressure_interface = (
+        surface_pressure * exp(-PhysicsConstants.grav_o_rd * ddqz_z_full / virtual_temperature)
+        if state[2]
+        else state[1] * exp(-PhysicsConstants.grav_o_rd * ddqz_z_full / virtual_temperature)
+    )
+    pressure = (
+        sqrt(surface_pressure * pressure_interface)
+        if state[2]
+        else sqrt(state[1] * pressure_interface)
+    )
+    return pressure, pressure_interface, False
+
+
+@gtx.field_operator
+def _compute_hydrostatic_pressure_on_model_levels(
+    ddqz_z_full: fa.CellKField[ta.wpfloat],
+    virtual_temperature: fa.CellKField[ta.wpfloat],
+    pressure_ifc: fa.CellKHalfField[ta.wpfloat],
+) -> tuple[fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat]]:
+    pressure, pressure_ifc_on_model_levels, _ = _scan_pressure(
+        ddqz_z_full, virtual_temperature, pressure_ifc(dims.KDim + 0.5)
+    )
+    return pressure, pressure_ifc_on_model_levels
+
+
+@gtx.field_operator
+def _copy_model_level_below_to_half_levels_on_cells(
+    field: fa.CellKField[ta.wpfloat],
+) -> fa.CellKHalfField[ta.wpfloat]:
+    """Half level h takes full level h, the level below it."""
+    return field(dims.KHalfDim + 0.5)
+
+
+@gtx.scan_operator(
+    axis=dims.KHalfDim, forward=True, init=(vpfloat("0.0"), wpfloat("0.0"))
+)
+def _solve_tridiagonal_matrix_forward_sweep_on_half_levels_mixed_precision(
+    state_kminus1: tuple[vpfloat, wpfloat],
+    a: vpfloat,
+    b: vpfloat,
+    c: vpfloat,
+    d: wpfloat,
+) -> tuple[vpfloat, wpfloat]:
+    q_kminus1, d_prime_kminus1 = state_kminus1
+    normalization = vpfloat("1.0") / (b + a * q_kminus1)
+    q = (vpfloat("0.0") - c) * normalization
+    d_prime = (d - astype(a, wpfloat) * d_prime_kminus1) * astype(normalization, wpfloat)
+    return q, d_prime
+
+
+@gtx.field_operator
+def _solve_tridiagonal_matrix_for_w_forward_sweep(
+    vwind_impl_wgt: fa.CellField[wpfloat],
+    theta_v_ic: fa.CellKHalfField[wpfloat],
+    ddqz_z_half: fa.CellKHalfField[vpfloat],
+    z_alpha: fa.CellKHalfField[vpfloat],
+    z_beta: fa.CellKField[vpfloat],
+    z_w_expl: fa.CellKHalfField[wpfloat],
+    z_exner_expl: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+    cpd: wpfloat,
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[wpfloat]]:
+    ddqz_z_half_wp = astype(ddqz_z_half, wpfloat)
+    z_gamma_vp = astype(dtime * cpd * vwind_impl_wgt * theta_v_ic / ddqz_z_half_wp, vpfloat)
+    z_a = (vpfloat("0.0") - z_gamma_vp) * z_beta(dims.KHalfDim - 0.5) * z_alpha(dims.KHalfDim - 1)
+    z_c = (vpfloat("0.0") - z_gamma_vp) * z_beta(dims.KHalfDim + 0.5) * z_alpha(dims.KHalfDim + 1)
+    z_b = vpfloat("1.0") + z_gamma_vp * z_alpha * (
+        z_beta(dims.KHalfDim - 0.5) + z_beta(dims.KHalfDim + 0.5)
+    )
+    z_gamma_wp = astype(z_gamma_vp, wpfloat)
+    w_prep = z_w_expl - z_gamma_wp * (
+        z_exner_expl(dims.KHalfDim - 0.5) - z_exner_expl(dims.KHalfDim + 0.5)
+    )
+    z_q_res, w_res = _solve_tridiagonal_matrix_forward_sweep_on_half_levels_mixed_precision(
+        a=z_a, b=z_b, c=z_c, d=w_prep
+    )
+    return z_q_res, w_res
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def pressure_and_w_forward_sweep(
+    exner: fa.CellKField[ta.wpfloat],
+    virtual_temperature: fa.CellKField[ta.wpfloat],
+    ddqz_z_full: fa.CellKField[ta.wpfloat],
+    pressure: fa.CellKField[ta.wpfloat],
+    pressure_ifc_on_model_levels: fa.CellKField[ta.wpfloat],
+    pressure_ifc: fa.CellKHalfField[ta.wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat],
+    theta_v_ic: fa.CellKHalfField[wpfloat],
+    ddqz_z_half: fa.CellKHalfField[vpfloat],
+    z_alpha: fa.CellKHalfField[vpfloat],
+    z_beta: fa.CellKField[vpfloat],
+    z_w_expl: fa.CellKHalfField[wpfloat],
+    z_exner_expl: fa.CellKField[wpfloat],
+    z_q: fa.CellKHalfField[vpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    dtime: wpfloat,
+    cpd: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_surface_pressure(
+        exner=exner,
+        virtual_temperature=virtual_temperature,
+        ddqz_z_full=ddqz_z_full,
+        out=pressure_ifc,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_end, vertical_end + 1),
+        },
+    )
+    _compute_hydrostatic_pressure_on_model_levels(
+        ddqz_z_full,
+        virtual_temperature,
+        pressure_ifc,
+        out=(pressure, pressure_ifc_on_model_levels),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _copy_model_level_below_to_half_levels_on_cells(
+        pressure_ifc_on_model_levels,
+        out=pressure_ifc,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _solve_tridiagonal_matrix_for_w_forward_sweep(
+        vwind_impl_wgt=vwind_impl_wgt,
+        theta_v_ic=theta_v_ic,
+        ddqz_z_half=ddqz_z_half,
+        z_alpha=z_alpha,
+        z_beta=z_beta,
+        z_w_expl=z_w_expl,
+        z_exner_expl=z_exner_expl,
+        dtime=dtime,
+        cpd=cpd,
+        out=(z_q, w),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (1, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("vertical_start", [0, 2])
+def test_pressure_and_w_forward_sweep(backend, vertical_start):
+    vs, ve, hs, he = vertical_start, NLEV, 1, NC - 1
+    nh, dtime, cpd = NLEV + 1, 10.0, 1004.64
+    a = dict(
+        exner=RNG.uniform(0.7, 1.0, (NC, NLEV)),
+        virtual_temperature=RNG.uniform(220.0, 300.0, (NC, NLEV)),
+        ddqz_z_full=RNG.uniform(50.0, 800.0, (NC, NLEV)),
+        vwind_impl_wgt=RNG.uniform(0.5, 0.7, NC), theta_v_ic=RNG.uniform(280.0, 320.0, (NC, nh)),
+        ddqz_z_half=RNG.uniform(5e5, 1e6, (NC, nh)).astype(np.float32),
+        z_alpha=RNG.uniform(0.5, 1.0, (NC, nh)).astype(np.float32),
+        z_beta=RNG.uniform(0.5, 1.0, (NC, NLEV)).astype(np.float32),
+        z_w_expl=RNG.standard_normal((NC, nh)), z_exner_expl=RNG.standard_normal((NC, NLEV)))
+    base = dict(pressure=RNG.random((NC, NLEV)),
+                pressure_ifc_on_model_levels=RNG.random((NC, NLEV)),
+                pressure_ifc=RNG.random((NC, nh)), z_q=RNG.random((NC, nh)).astype(np.float32),
+                w=RNG.random((NC, nh)))
+    got = {k: x.copy() for k, x in base.items()}
+    pressure_and_w_forward_sweep(**a, **got, dtime=dtime, cpd=cpd, horizontal_start=hs,
+                                 horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                                 offset_provider={}, backend=backend)
+
+    g = types.SimpleNamespace(**a)
+    pc = PhysicsConstants
+    dz_tv = g.ddqz_z_full / g.virtual_temperature
+    ps = pc.p0ref * np.exp(pc.cpd_o_rd * np.log(g.exner[:, -3])
+                           + pc.grav_o_rd * (dz_tv[:, -1] + dz_tv[:, -2] + 0.5 * dz_tv[:, -3]))
+    p, pint = base["pressure"].copy(), base["pressure_ifc_on_model_levels"].copy()
+    below_ = ps
+    for k in range(ve - 1, vs - 1, -1):
+        pint[:, k] = below_ * np.exp(-pc.grav_o_rd * dz_tv[:, k])
+        p[:, k] = np.sqrt(below_ * pint[:, k])
+        below_ = pint[:, k]
+    p_ifc = base["pressure_ifc"].copy()
+    p_ifc[:, ve] = ps
+    p_ifc[:, vs:ve] = pint[:, vs:ve]
+
+    # the forward sweep on half levels 1..nlev-1, in vpfloat where the stencil is
+    h = np.arange(1, ve)
+    f32 = np.float32
+    gamma = (dtime * cpd * g.vwind_impl_wgt[:, None] * g.theta_v_ic[:, h]
+             / g.ddqz_z_half[:, h].astype(np.float64)).astype(f32)
+    beta_up, beta_dn = g.z_beta[:, h - 1], g.z_beta[:, h]
+    za = (f32(0) - gamma) * beta_up * g.z_alpha[:, h - 1]
+    zc = (f32(0) - gamma) * beta_dn * g.z_alpha[:, h + 1]
+    zb = f32(1) + gamma * g.z_alpha[:, h] * (beta_up + beta_dn)
+    w_prep = g.z_w_expl[:, h] - gamma.astype(np.float64) * (g.z_exner_expl[:, h - 1]
+                                                             - g.z_exner_expl[:, h])
+    q_prev, d_prev = np.zeros(NC, f32), np.zeros(NC)
+    zq, wres = base["z_q"].copy(), base["w"].copy()
+    for j, lev in enumerate(h):
+        norm = f32(1) / (zb[:, j] + za[:, j] * q_prev)
+        q_prev = (f32(0) - zc[:, j]) * norm
+        d_prev = (w_prep[:, j] - za[:, j].astype(np.float64) * d_prev) * norm.astype(np.float64)
+        zq[:, lev], wres[:, lev] = q_prev, d_prev
+    rows = slice(hs, he)
+    check(got, dict(pressure=inside(p, base["pressure"], hs, he, 0, NLEV),
+                    pressure_ifc_on_model_levels=inside(pint, base["pressure_ifc_on_model_levels"],
+                                                        hs, he, 0, NLEV),
+                    pressure_ifc=inside(p_ifc, base["pressure_ifc"], hs, he, 0, nh)), rtol=1e-12)
+    check(got, dict(z_q=inside(zq, base["z_q"], hs, he, 0, nh),
+                    w=inside(wres, base["w"], hs, he, 0, nh)), rtol=1e-4, atol=1e-6)
+    assert (got["z_q"][rows, 1:NLEV] != base["z_q"][rows, 1:NLEV]).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_calls_write_half_levels_from_full_levels(backend):
+    """Field operators called directly: ``nlev + 1`` half levels written from
+    ``nlev`` full levels on the call's ``domain=``, each row range its own call."""
+    nh = NLEV + 1
+    wgtfac_e = RNG.uniform(0.2, 0.8, (NE, nh)).astype(np.float32)
+    vn = RNG.standard_normal((NE, NLEV))
+    wgtfacq_e = RNG.uniform(0.2, 0.8, (NE, NLEV)).astype(np.float32)
+    vn_ie = np.full((NE, nh), -1.0, dtype=np.float32)
+    _interpolate_to_half_levels(wgtfac_e, vn, out=vn_ie,
+                                domain={dims.EdgeDim: (0, NE), dims.KHalfDim: (0, NLEV)},
+                                backend=backend)
+    _extrapolate_at_top(wgtfacq_e, vn, out=vn_ie,
+                        domain={dims.EdgeDim: (0, NE), dims.KHalfDim: (NLEV, nh)},
+                        backend=backend)
+    want = np.empty((NE, nh))
+    w = wgtfac_e[:, 1:NLEV].astype(np.float64)
+    want[:, 0] = vn[:, 0]
+    want[:, 1:NLEV] = w * vn[:, 1:] + (1 - w) * vn[:, :-1]
+    q = wgtfacq_e.astype(np.float64) * vn
+    want[:, NLEV] = q[:, -1] + q[:, -2] + q[:, -3]
+    np.testing.assert_allclose(vn_ie, want, rtol=2e-6, atol=1e-6)
+
+    p_cc = RNG.standard_normal((NC, NLEV))
+    hgt = RNG.uniform(50.0, 500.0, (NC, NLEV))
+    p_face = np.zeros((NC, nh))
+    _compute_ppm_quadratic_face_values(p_cc, hgt, out=p_face,
+                                       domain={dims.CellDim: (2, NC),
+                                               dims.KHalfDim: (1, NLEV)},
+                                       backend=backend)
+    want = np.zeros((NC, nh))
+    hh, hm, cc, cm = hgt[:, 1:], hgt[:, :-1], p_cc[:, 1:], p_cc[:, :-1]
+    want[2:, 1:NLEV] = (cc * (1 - hh / hm) + hh / (hm + hh) * (hh / hm * cc + cm))[2:]
+    np.testing.assert_allclose(p_face, want, rtol=1e-12)
