@@ -1743,3 +1743,176 @@ def test_direct_calls_write_half_levels_from_full_levels(backend):
     hh, hm, cc, cm = hgt[:, 1:], hgt[:, :-1], p_cc[:, 1:], p_cc[:, :-1]
     want[2:, 1:NLEV] = (cc * (1 - hh / hm) + hh / (hm + hh) * (hh / hm * cc + cm))[2:]
     np.testing.assert_allclose(p_face, want, rtol=1e-12)
+
+
+# ================================================================== vertical interpolation weights
+#
+# icon4py's metrics: the interpolation weight to half levels (``KHalfDim ± 1``,
+# ``± 2`` on the interface heights, assembled on ``nlev``) and the quadratic
+# extrapolation weights to the top and the surface: full-level fields read
+# from the half-level interface heights at ``KDim ± 0.5`` to ``± 2.5``, each
+# level's shift chosen by nested ``concat_where`` on ``KDim == 0``, ``== 1``
+# (``== nlev - 1``, ``== nlev - 2``), a tuple of three weights in between.
+
+
+@gtx.field_operator
+def with_boundaries_on_half_levels_on_cells(
+    top: fa.CellKHalfField[wpfloat],
+    interior: fa.CellKHalfField[wpfloat],
+    bottom: fa.CellKHalfField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKHalfField[wpfloat]:
+    result = concat_where((dims.KHalfDim > 0) & (dims.KHalfDim < nlev), interior, 0.0)
+    result = concat_where(dims.KHalfDim == 0, top, result)
+    return concat_where(dims.KHalfDim == nlev, bottom, result)
+
+
+@gtx.field_operator
+def _compute_wgtfac_c(
+    z_ifc: fa.CellKHalfField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKHalfField[wpfloat]:
+    return with_boundaries_on_half_levels_on_cells(
+        top=(z_ifc(dims.KHalfDim + 1) - z_ifc) / (z_ifc(dims.KHalfDim + 2) - z_ifc),
+        interior=(z_ifc(dims.KHalfDim - 1) - z_ifc)
+        / (z_ifc(dims.KHalfDim - 1) - z_ifc(dims.KHalfDim + 1)),
+        bottom=(z_ifc(dims.KHalfDim - 1) - z_ifc) / (z_ifc(dims.KHalfDim - 2) - z_ifc),
+        nlev=nlev,
+    )
+
+
+@gtx.field_operator
+def _compute_quadratic_extrapolation_weights(
+    za: fa.CellKField[wpfloat],
+    zb: fa.CellKField[wpfloat],
+    zc: fa.CellKField[wpfloat],
+    zd: fa.CellKField[wpfloat],
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z1 = wpfloat("0.5") * (zb - za)
+    z2 = wpfloat("0.5") * (zb + zc) - za
+    z3 = wpfloat("0.5") * (zc + zd) - za
+    w3 = z1 * z2 / (z2 - z3) / (z1 - z3)
+    w2 = (z1 - w3 * (z1 - z3)) / (z1 - z2)
+    return wpfloat("1.0") - (w2 + w3), w2, w3
+
+
+@gtx.field_operator
+def _compute_wgtfacq1_c(z_ifc: fa.CellKHalfField[wpfloat]) -> fa.CellKField[wpfloat]:
+    """Full levels 0..2 carry the top weights of interfaces 0..3 (from full
+    level k, interface j is ``KDim + (j - k) - 0.5``)."""
+    za = concat_where(
+        dims.KDim == 0,
+        z_ifc(dims.KDim - 0.5),
+        concat_where(dims.KDim == 1, z_ifc(dims.KDim - 1.5), z_ifc(dims.KDim - 2.5)),
+    )
+    zb = concat_where(
+        dims.KDim == 0,
+        z_ifc(dims.KDim + 0.5),
+        concat_where(dims.KDim == 1, z_ifc(dims.KDim - 0.5), z_ifc(dims.KDim - 1.5)),
+    )
+    zc = concat_where(
+        dims.KDim == 0,
+        z_ifc(dims.KDim + 1.5),
+        concat_where(dims.KDim == 1, z_ifc(dims.KDim + 0.5), z_ifc(dims.KDim - 0.5)),
+    )
+    zd = concat_where(
+        dims.KDim == 0,
+        z_ifc(dims.KDim + 2.5),
+        concat_where(dims.KDim == 1, z_ifc(dims.KDim + 1.5), z_ifc(dims.KDim + 0.5)),
+    )
+    w1, w2, w3 = _compute_quadratic_extrapolation_weights(za, zb, zc, zd)
+    return concat_where(dims.KDim == 0, w1, concat_where(dims.KDim == 1, w2, w3))
+
+
+@gtx.field_operator
+def _compute_wgtfacq_c(
+    z_ifc: fa.CellKHalfField[wpfloat], nlev: gtx.int32
+) -> fa.CellKField[wpfloat]:
+    """Full levels nlev-3..nlev-1 carry the surface weights of interfaces
+    nlev..nlev-3, the level nearest the surface the first."""
+    za = concat_where(
+        dims.KDim == nlev - 1,
+        z_ifc(dims.KDim + 0.5),
+        concat_where(dims.KDim == nlev - 2, z_ifc(dims.KDim + 1.5), z_ifc(dims.KDim + 2.5)),
+    )
+    zb = concat_where(
+        dims.KDim == nlev - 1,
+        z_ifc(dims.KDim - 0.5),
+        concat_where(dims.KDim == nlev - 2, z_ifc(dims.KDim + 0.5), z_ifc(dims.KDim + 1.5)),
+    )
+    zc = concat_where(
+        dims.KDim == nlev - 1,
+        z_ifc(dims.KDim - 1.5),
+        concat_where(dims.KDim == nlev - 2, z_ifc(dims.KDim - 0.5), z_ifc(dims.KDim + 0.5)),
+    )
+    zd = concat_where(
+        dims.KDim == nlev - 1,
+        z_ifc(dims.KDim - 2.5),
+        concat_where(dims.KDim == nlev - 2, z_ifc(dims.KDim - 1.5), z_ifc(dims.KDim - 0.5)),
+    )
+    w1, w2, w3 = _compute_quadratic_extrapolation_weights(za, zb, zc, zd)
+    return concat_where(dims.KDim == nlev - 1, w1, concat_where(dims.KDim == nlev - 2, w2, w3))
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_vertical_interpolation_weights(
+    z_ifc: fa.CellKHalfField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    wgtfacq1_c: fa.CellKField[wpfloat],
+    wgtfacq_c: fa.CellKField[wpfloat],
+    nlev: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+) -> None:
+    _compute_wgtfac_c(
+        z_ifc=z_ifc,
+        nlev=nlev,
+        out=wgtfac_c,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (0, nlev + 1),
+        },
+    )
+    _compute_wgtfacq1_c(
+        z_ifc,
+        out=wgtfacq1_c,
+        domain={dims.CellDim: (horizontal_start, horizontal_end), dims.KDim: (0, 3)},
+    )
+    _compute_wgtfacq_c(
+        z_ifc,
+        nlev,
+        out=wgtfacq_c,
+        domain={dims.CellDim: (horizontal_start, horizontal_end), dims.KDim: (nlev - 3, nlev)},
+    )
+
+
+def quadratic_weights(za, zb, zc, zd):
+    z1, z2, z3 = 0.5 * (zb - za), 0.5 * (zb + zc) - za, 0.5 * (zc + zd) - za
+    w3 = z1 * z2 / (z2 - z3) / (z1 - z3)
+    w2 = (z1 - w3 * (z1 - z3)) / (z1 - z2)
+    return 1.0 - (w2 + w3), w2, w3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vertical_interpolation_weights(backend):
+    hs, he, nh = 1, NC - 1, NLEV + 1
+    # interface heights falling from the model top to the surface
+    z = np.cumsum(RNG.uniform(100.0, 500.0, (NC, nh))[:, ::-1], axis=1)[:, ::-1].copy()
+    base = dict(wgtfac_c=RNG.random((NC, nh)), wgtfacq1_c=RNG.random((NC, NLEV)),
+                wgtfacq_c=RNG.random((NC, NLEV)))
+    got = {k: x.copy() for k, x in base.items()}
+    compute_vertical_interpolation_weights(z, **got, nlev=NLEV, horizontal_start=hs,
+                                           horizontal_end=he, offset_provider={},
+                                           backend=backend)
+    wgtfac = np.empty((NC, nh))
+    wgtfac[:, 0] = (z[:, 1] - z[:, 0]) / (z[:, 2] - z[:, 0])
+    wgtfac[:, 1:NLEV] = (z[:, :NLEV - 1] - z[:, 1:NLEV]) / (z[:, :NLEV - 1] - z[:, 2:])
+    wgtfac[:, NLEV] = (z[:, NLEV - 1] - z[:, NLEV]) / (z[:, NLEV - 2] - z[:, NLEV])
+    top = base["wgtfacq1_c"].copy()
+    top[:, :3] = np.stack(quadratic_weights(z[:, 0], z[:, 1], z[:, 2], z[:, 3]), axis=1)
+    sfc = base["wgtfacq_c"].copy()
+    w1, w2, w3 = quadratic_weights(z[:, NLEV], z[:, NLEV - 1], z[:, NLEV - 2], z[:, NLEV - 3])
+    sfc[:, NLEV - 3:] = np.stack((w3, w2, w1), axis=1)
+    check(got, dict(wgtfac_c=inside(wgtfac, base["wgtfac_c"], hs, he, 0, nh),
+                    wgtfacq1_c=inside(top, base["wgtfacq1_c"], hs, he, 0, 3),
+                    wgtfacq_c=inside(sfc, base["wgtfacq_c"], hs, he, NLEV - 3, NLEV)), rtol=1e-11)
