@@ -76,18 +76,21 @@ C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
+E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CODim = E2CDim, C2EDim, C2E2CODim
-dims.E2C2VDim, dims.E2C2EDim = E2C2VDim, E2C2EDim
+dims.E2C2VDim, dims.E2C2EDim, dims.E2VDim = E2C2VDim, E2C2EDim, E2VDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
+E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 dims.E2C, dims.C2E, dims.C2E2CO, dims.E2C2V, dims.E2C2E = E2C, C2E, C2E2CO, E2C2V, E2C2E
+dims.E2V = E2V
 
 fa = types.ModuleType("icon_field_aliases")
 fa.CellField = Field[Dims[CellDim], T]
@@ -112,7 +115,8 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "C2E2CO": np.concatenate([np.arange(NC)[:, None],
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
           "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
-          "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4))}
+          "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
+          "E2V": _TABLE_RNG.integers(0, NV, (NE, 2))}
 
 
 @pytest.fixture(autouse=True)
@@ -1916,3 +1920,289 @@ def test_vertical_interpolation_weights(backend):
     check(got, dict(wgtfac_c=inside(wgtfac, base["wgtfac_c"], hs, he, 0, nh),
                     wgtfacq1_c=inside(top, base["wgtfacq1_c"], hs, he, 0, 3),
                     wgtfacq_c=inside(sfc, base["wgtfacq_c"], hs, he, NLEV - 3, NLEV)), rtol=1e-11)
+
+
+# ================================================================== normal wind advection
+#
+# icon4py's velocity advection for vn: the diagnostics from the normal wind (a
+# tuple of five outputs on full and half levels: vn on half levels assembled
+# by ``concat_where(KHalfDim < nlev)`` from the interpolation and the surface
+# extrapolation, the tangential wind on half levels unless a ``bool`` says to
+# keep it, the contravariant correction below ``nflatlev``), then the advective
+# tendency of vn reading vn on half levels at full levels
+# (``vn_on_half_levels(KDim - 0.5) - vn_on_half_levels(KDim + 0.5)``) beside
+# neighbour sums over ``E2C``, ``C2E`` and ``E2V``.
+
+
+@gtx.field_operator
+def _compute_tangential_wind_vp(
+    vn: fa.EdgeKField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    return astype(neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=dims.E2C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _compute_horizontal_kinetic_energy(
+    vn: fa.EdgeKField[ta.wpfloat],
+    vt: fa.EdgeKField[ta.vpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    z_kin_hor_e_wp = wpfloat("0.5") * (vn * vn + astype(vt * vt, wpfloat))
+    return astype(z_kin_hor_e_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_contravariant_correction(
+    vn: fa.EdgeKField[ta.wpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    vt: fa.EdgeKField[ta.vpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    ddxn_z_full_wp = astype(ddxn_z_full, wpfloat)
+    z_w_concorr_me_wp = vn * ddxn_z_full_wp + astype(vt * ddxt_z_full, wpfloat)
+    return astype(z_w_concorr_me_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_diagnostics_from_normal_wind(
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    wgtfacq_e: fa.EdgeKField[ta.vpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32,
+    nlev: gtx.int32,
+) -> tuple[
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKHalfField[ta.vpfloat],
+    fa.EdgeKHalfField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+]:
+    tangential_wind = _compute_tangential_wind_vp(vn, rbf_vec_coeff_e)
+    horizontal_kinetic_energy_at_edges_on_model_levels = _compute_horizontal_kinetic_energy(
+        vn, tangential_wind
+    )
+    vn_on_half_levels = concat_where(
+        dims.KHalfDim < nlev,
+        _interpolate_to_half_levels(wgtfac_e, vn),
+        _extrapolate_at_top(wgtfacq_e, vn),
+    )
+    tangential_wind_on_half_levels = (
+        _interpolate_to_half_levels(wgtfac_e, astype(tangential_wind, wpfloat))
+        if not skip_compute_predictor_vertical_advection
+        else tangential_wind_on_half_levels
+    )
+    contravariant_correction_at_edges_on_model_levels = concat_where(
+        nflatlev <= dims.KDim,
+        _compute_contravariant_correction(vn, ddxn_z_full, ddxt_z_full, tangential_wind),
+        contravariant_correction_at_edges_on_model_levels,
+    )
+    return (
+        tangential_wind,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        horizontal_kinetic_energy_at_edges_on_model_levels,
+        contravariant_correction_at_edges_on_model_levels,
+    )
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center_vp(
+    interpolant: fa.EdgeKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+) -> fa.CellKField[ta.vpfloat]:
+    interpolant_wp = astype(interpolant, wpfloat)
+    return astype(neighbor_sum(interpolant_wp(C2E) * e_bln_c_s, axis=dims.C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _compute_advective_normal_wind_tendency(
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    upward_vorticity_at_vertices_on_model_levels: fa.VertexKField[ta.vpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    horizontal_kinetic_energy_at_cells_on_model_levels = _interpolate_to_cell_center_vp(
+        horizontal_kinetic_energy_at_edges_on_model_levels, e_bln_c_s
+    )
+    (
+        contravariant_corrected_w_at_cells_on_model_levels_wp,
+        ddqz_z_full_e_wp,
+        tangential_wind_wp,
+    ) = astype(
+        (contravariant_corrected_w_at_cells_on_model_levels, ddqz_z_full_e, tangential_wind),
+        wpfloat,
+    )
+    horizontal_advection = (
+        horizontal_kinetic_energy_at_edges_on_model_levels
+        * (coeff_gradekin[dims.E2CDim(0)] - coeff_gradekin[dims.E2CDim(1)])
+        + coeff_gradekin[dims.E2CDim(1)]
+        * horizontal_kinetic_energy_at_cells_on_model_levels(E2C[1])
+        - coeff_gradekin[dims.E2CDim(0)]
+        * horizontal_kinetic_energy_at_cells_on_model_levels(E2C[0])
+    )
+    vertical_advection = (
+        neighbor_sum(
+            c_lin_e * contravariant_corrected_w_at_cells_on_model_levels_wp(E2C), axis=dims.E2CDim
+        )
+        * astype((vn_on_half_levels(dims.KDim - 0.5) - vn_on_half_levels(dims.KDim + 0.5)), wpfloat)
+        / ddqz_z_full_e_wp
+    )
+    coriolis_term = tangential_wind_wp * (
+        coriolis_frequency
+        + astype(
+            vpfloat("0.5")
+            * neighbor_sum(upward_vorticity_at_vertices_on_model_levels(E2V), axis=dims.E2VDim),
+            wpfloat,
+        )
+    )
+    normal_wind_advective_tendency_wp = -(
+        astype(horizontal_advection, wpfloat) + vertical_advection + coriolis_term
+    )
+    return astype(normal_wind_advective_tendency_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_normal_wind_advection(
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    wgtfacq_e: fa.EdgeKField[ta.vpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    upward_vorticity_at_vertices_on_model_levels: fa.VertexKField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    normal_wind_advective_tendency: fa.EdgeKField[ta.vpfloat],
+    skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32,
+    nlev: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+) -> None:
+    full = {dims.EdgeDim: (edge_start, edge_end), dims.KDim: (0, nlev)}
+    half = {dims.EdgeDim: (edge_start, edge_end), dims.KHalfDim: (0, nlev + 1)}
+    interpolated = {dims.EdgeDim: (edge_start, edge_end), dims.KHalfDim: (0, nlev)}
+    _compute_diagnostics_from_normal_wind(
+        tangential_wind_on_half_levels,
+        contravariant_correction_at_edges_on_model_levels,
+        vn,
+        rbf_vec_coeff_e,
+        wgtfac_e,
+        wgtfacq_e,
+        ddxn_z_full,
+        ddxt_z_full,
+        skip_compute_predictor_vertical_advection,
+        nflatlev,
+        nlev,
+        out=(
+            tangential_wind,
+            tangential_wind_on_half_levels,
+            vn_on_half_levels,
+            horizontal_kinetic_energy_at_edges_on_model_levels,
+            contravariant_correction_at_edges_on_model_levels,
+        ),
+        domain=(full, interpolated, half, full, full),
+    )
+    _compute_advective_normal_wind_tendency(
+        horizontal_kinetic_energy_at_edges_on_model_levels,
+        upward_vorticity_at_vertices_on_model_levels,
+        tangential_wind,
+        vn_on_half_levels,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        coriolis_frequency,
+        e_bln_c_s,
+        c_lin_e,
+        coeff_gradekin,
+        ddqz_z_full_e,
+        out=normal_wind_advective_tendency,
+        domain={dims.EdgeDim: (edge_start, edge_end), dims.KDim: (0, nlev)},
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("skip", [False, True])
+def test_normal_wind_advection(backend, skip):
+    nh, nflatlev, es, ee = NLEV + 1, 3, 0, NE
+    f4 = np.float32
+    a = dict(
+        vn=RNG.standard_normal((NE, NLEV)), rbf_vec_coeff_e=RNG.standard_normal((NE, 4)) / 4,
+        wgtfac_e=RNG.uniform(0.2, 0.8, (NE, nh)).astype(f4),
+        wgtfacq_e=RNG.uniform(0.2, 0.8, (NE, NLEV)).astype(f4),
+        ddxn_z_full=RNG.standard_normal((NE, NLEV)).astype(f4),
+        ddxt_z_full=RNG.standard_normal((NE, NLEV)).astype(f4),
+        upward_vorticity_at_vertices_on_model_levels=RNG.standard_normal((NV, NLEV)).astype(f4),
+        contravariant_corrected_w_at_cells_on_model_levels=RNG.standard_normal(
+            (NC, NLEV)).astype(f4),
+        coriolis_frequency=RNG.uniform(-1e-4, 1e-4, NE), e_bln_c_s=RNG.uniform(0.2, 0.5, (NC, 3)),
+        c_lin_e=RNG.uniform(0.3, 0.7, (NE, 2)),
+        coeff_gradekin=RNG.standard_normal((NE, 2)).astype(f4),
+        ddqz_z_full_e=RNG.uniform(50.0, 500.0, (NE, NLEV)).astype(f4))
+    base = dict(
+        tangential_wind_on_half_levels=RNG.standard_normal((NE, nh)).astype(f4),
+        contravariant_correction_at_edges_on_model_levels=RNG.standard_normal(
+            (NE, NLEV)).astype(f4),
+        tangential_wind=RNG.random((NE, NLEV)).astype(f4),
+        vn_on_half_levels=RNG.random((NE, nh)).astype(f4),
+        horizontal_kinetic_energy_at_edges_on_model_levels=RNG.random((NE, NLEV)).astype(f4),
+        normal_wind_advective_tendency=RNG.random((NE, NLEV)).astype(f4))
+    got = {k: x.copy() for k, x in base.items()}
+    compute_normal_wind_advection(**a, **got, skip_compute_predictor_vertical_advection=skip,
+                                  nflatlev=nflatlev, nlev=NLEV, edge_start=es, edge_end=ee,
+                                  offset_provider=TABLES, backend=backend)
+
+    g = types.SimpleNamespace(**{k: np.asarray(x, dtype=np.float64) for k, x in a.items()})
+    e2c, c2e, e2c2e, e2v = (TABLES[k] for k in ("E2C", "C2E", "E2C2E", "E2V"))
+    vn = g.vn
+    vt = (g.rbf_vec_coeff_e[:, :, None] * vn[e2c2e]).sum(1)
+    hke = 0.5 * (vn * vn + vt * vt)
+
+    def to_half(x):
+        out = np.empty((NE, nh))
+        out[:, 0] = x[:, 0]
+        out[:, 1:NLEV] = g.wgtfac_e[:, 1:NLEV] * x[:, 1:] + (1 - g.wgtfac_e[:, 1:NLEV]) * x[:, :-1]
+        q = g.wgtfacq_e * x
+        out[:, NLEV] = q[:, -1] + q[:, -2] + q[:, -3]
+        return out
+
+    vn_ie = to_half(vn)
+    vt_ie = np.array(base["tangential_wind_on_half_levels"], np.float64)
+    if not skip:
+        vt_ie[:, :NLEV] = to_half(vt)[:, :NLEV]     # the surface row is left as it was
+    concorr = np.array(base["contravariant_correction_at_edges_on_model_levels"], np.float64)
+    concorr[:, nflatlev:] = (vn * g.ddxn_z_full + vt * g.ddxt_z_full)[:, nflatlev:]
+    ekinh = (hke[c2e] * g.e_bln_c_s[:, :, None]).sum(1)
+    cg = g.coeff_gradekin
+    hadv = (hke * (cg[:, :1] - cg[:, 1:]) + cg[:, 1:] * ekinh[e2c[:, 1]]
+            - cg[:, :1] * ekinh[e2c[:, 0]])
+    w_e = (g.c_lin_e[:, :, None] * g.contravariant_corrected_w_at_cells_on_model_levels[e2c]).sum(1)
+    vadv = w_e * (vn_ie[:, :-1] - vn_ie[:, 1:]) / g.ddqz_z_full_e
+    zeta = g.upward_vorticity_at_vertices_on_model_levels[e2v].sum(1)
+    cor = vt * (g.coriolis_frequency[:, None] + 0.5 * zeta)
+    tend = -(hadv + vadv + cor)
+    want = dict(tangential_wind=vt, vn_on_half_levels=vn_ie,
+                horizontal_kinetic_energy_at_edges_on_model_levels=hke,
+                contravariant_correction_at_edges_on_model_levels=concorr,
+                normal_wind_advective_tendency=tend)
+    want["tangential_wind_on_half_levels"] = vt_ie
+    check(got, want, rtol=2e-5, atol=2e-5)
