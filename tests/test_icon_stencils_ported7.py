@@ -17,22 +17,28 @@ sliced outputs), the Brunt-Vaisala frequency and the nonhydro solver's
 extrapolation to the surface.  Then the vertical advection of w (the
 contravariant correction, the CFL clipping with a ``concat_where`` choosing a
 tuple on a region bounded by ``maximum(2, end_index_of_damping_layer - 2)``,
-``w(KHalfDim - 1)`` beside ``coeff1_dwdz(KHalfDim + 0.5)``, the extra
-diffusion over ``C2E2CO``, the edges' horizontal advection summed over
-``C2E``, and the half-level w averaged to full levels with ``KDim ± 0.5``).
+``w(KHalfDim - 1)`` beside ``coeff1_dwdz(KHalfDim + 0.5)``, the horizontal
+advection of w at half-level edges through vertices (``V2C``, ``E2V``) summed
+back over ``C2E``, the extra diffusion over ``C2E2CO``, and the half-level w
+averaged to full levels with ``KDim ± 0.5``, three outputs on two domains).
 Then the turbulence's w diffusion: the horizontal stress at half-level edges
 (``u(E2C[1])(dims.KHalfDim - 0.5)``, vertices through ``E2C2V``, the
 tangential wind through ``E2C2E``), the vertical diffusion matrices on half and
 full levels (``KHalfDim > minlvl`` on ``int32`` scalars, tuples of three), the
-tridiagonal scans over ``KHalfDim`` and the boundary rows zeroed by
-``broadcast``.  Last, the surface pressure from the lowest full levels, the
+tridiagonal scans over ``KHalfDim`` and ``KDim`` and the boundary rows zeroed
+by ``broadcast``.  Then the surface pressure from the lowest full levels, the
 hydrostatic pressure's backward scan over ``KDim`` reading the half-level
 surface row with ``KDim + 0.5``, and its copy back to half levels; the
 nonhydro solver's forward sweep for w (``z_beta(KHalfDim - 0.5)`` beside
-``z_alpha(KHalfDim - 1)``, a mixed-precision scan over ``KHalfDim``); and a
-direct call writing ``nlev + 1`` half levels from full levels on its
-``domain=``.  Each group is one program, interpreted and compiled, compared
-with NumPy written from the formulas.
+``z_alpha(KHalfDim - 1)``, a mixed-precision scan over ``KHalfDim``); and
+direct calls writing ``nlev + 1`` half levels from full levels on their
+``domain=``.  Then the metrics' interpolation weight on half levels and the
+quadratic extrapolation weights on full levels read from the interface
+heights at ``KDim ± 0.5`` to ``± 2.5`` (nested ``concat_where``).  Last, the
+normal wind's diagnostics (five outputs on full and half levels, one of them
+kept or recomputed by a ``bool``) and its advective tendency reading vn on
+half levels at full levels.  Each group is one program, interpreted and
+compiled, compared with NumPy written from the formulas.
 """
 
 from __future__ import annotations
@@ -77,20 +83,23 @@ C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
+V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CODim = E2CDim, C2EDim, C2E2CODim
 dims.E2C2VDim, dims.E2C2EDim, dims.E2VDim = E2C2VDim, E2C2EDim, E2VDim
+dims.V2CDim = V2CDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
+V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 dims.E2C, dims.C2E, dims.C2E2CO, dims.E2C2V, dims.E2C2E = E2C, C2E, C2E2CO, E2C2V, E2C2E
-dims.E2V = E2V
+dims.E2V, dims.V2C = E2V, V2C
 
 fa = types.ModuleType("icon_field_aliases")
 fa.CellField = Field[Dims[CellDim], T]
@@ -116,7 +125,8 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
           "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
           "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
-          "E2V": _TABLE_RNG.integers(0, NV, (NE, 2))}
+          "E2V": _TABLE_RNG.integers(0, NV, (NE, 2)),
+          "V2C": _TABLE_RNG.integers(0, NC, (NV, 6))}
 
 
 @pytest.fixture(autouse=True)
@@ -474,8 +484,8 @@ def test_interpolation_to_half_levels(backend, levels):
 #
 # icon4py's velocity advection in the vertical momentum equation: the
 # contravariant corrected w on half levels with its CFL clipping, the vertical
-# and (given the edges' term) horizontal advection of w, the extra diffusion
-# near the CFL limit, and the corrected w averaged to full levels.
+# and horizontal advection of w, the extra diffusion near the CFL limit, and
+# the corrected w averaged to full levels.
 
 
 @gtx.field_operator
@@ -624,9 +634,66 @@ def _compute_extra_diffusion_for_w(
 
 
 @gtx.field_operator
+def _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(
+    p_cell_in: fa.CellKHalfField[wpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+) -> fa.VertexKHalfField[wpfloat]:
+    return neighbor_sum(c_intp * p_cell_in(V2C), axis=dims.V2CDim)
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_term_for_vertical_velocity(
+    vn_ie: fa.EdgeKHalfField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    z_vt_ie: fa.EdgeKHalfField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    z_w_v: fa.VertexKHalfField[wpfloat],
+) -> fa.EdgeKHalfField[vpfloat]:
+    z_vt_ie_wp, vn_ie_wp = astype((z_vt_ie, vn_ie), wpfloat)
+    z_v_grad_w_wp = vn_ie_wp * inv_dual_edge_length * (
+        w(E2C[0]) - w(E2C[1])
+    ) + z_vt_ie_wp * inv_primal_edge_length * tangent_orientation * astype(
+        z_w_v(E2V[0]) - z_w_v(E2V[1]), wpfloat
+    )
+    return astype(z_v_grad_w_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_of_w(
+    w: fa.CellKHalfField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+) -> fa.EdgeKHalfField[ta.vpfloat]:
+    w_at_vertices = _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(w, c_intp)
+    horizontal_advection_of_w_at_edges_on_half_levels = (
+        _compute_horizontal_advection_term_for_vertical_velocity(
+            vn_on_half_levels,
+            inv_dual_edge_length,
+            w,
+            tangential_wind_on_half_levels,
+            inv_primal_edge_length,
+            tangent_orientation,
+            w_at_vertices,
+        )
+    )
+    return astype(horizontal_advection_of_w_at_edges_on_half_levels, vpfloat)
+
+
+@gtx.field_operator
 def _compute_advective_vertical_wind_tendency(
     w: fa.CellKHalfField[ta.wpfloat],
-    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
     contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
     cfl_clipping: fa.CellKHalfField[bool],
     coeff1_dwdz: fa.CellKField[ta.vpfloat],
@@ -642,6 +709,15 @@ def _compute_advective_vertical_wind_tendency(
 ) -> fa.CellKHalfField[ta.vpfloat]:
     vertical_advection_of_w = _compute_vertical_advection_of_w(
         contravariant_corrected_w_at_cells_on_half_levels, w, coeff1_dwdz, coeff2_dwdz
+    )
+    horizontal_advection_of_w_at_edges_on_half_levels = _compute_horizontal_advection_of_w(
+        w=w,
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        c_intp=c_intp,
+        inv_dual_edge_length=inv_dual_edge_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        tangent_orientation=tangent_orientation,
     )
     interpolated_horizontal_advection_of_w = _compute_interpolated_horizontal_advection_of_w(
         e_bln_c_s, horizontal_advection_of_w_at_edges_on_half_levels
@@ -690,7 +766,12 @@ def _interpolate_contravariant_vertical_velocity_to_full_levels(
 @gtx.field_operator
 def _compute_advection_in_vertical_momentum(
     w: fa.CellKHalfField[ta.wpfloat],
-    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
     contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
     coeff1_dwdz: fa.CellKField[ta.vpfloat],
     coeff2_dwdz: fa.CellKField[ta.vpfloat],
@@ -722,7 +803,12 @@ def _compute_advection_in_vertical_momentum(
     vertical_wind_advective_tendency = (
         _compute_advective_vertical_wind_tendency(
             w=w,
-            horizontal_advection_of_w_at_edges_on_half_levels=horizontal_advection_of_w_at_edges_on_half_levels,
+            tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+            vn_on_half_levels=vn_on_half_levels,
+            c_intp=c_intp,
+            inv_dual_edge_length=inv_dual_edge_length,
+            inv_primal_edge_length=inv_primal_edge_length,
+            tangent_orientation=tangent_orientation,
             contravariant_corrected_w_at_cells_on_half_levels=contravariant_corrected_w_at_cells_on_half_levels,
             cfl_clipping=cfl_clipping,
             coeff1_dwdz=coeff1_dwdz,
@@ -754,7 +840,12 @@ def _compute_advection_in_vertical_momentum(
 @gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
 def compute_advection_in_vertical_momentum(
     w: fa.CellKHalfField[ta.wpfloat],
-    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
     contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
     coeff1_dwdz: fa.CellKField[ta.vpfloat],
     coeff2_dwdz: fa.CellKField[ta.vpfloat],
@@ -779,7 +870,12 @@ def compute_advection_in_vertical_momentum(
 ) -> None:
     _compute_advection_in_vertical_momentum(
         w,
-        horizontal_advection_of_w_at_edges_on_half_levels,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        c_intp,
+        inv_dual_edge_length,
+        inv_primal_edge_length,
+        tangent_orientation,
         contravariant_correction_at_cells_on_half_levels,
         coeff1_dwdz,
         coeff2_dwdz,
@@ -818,8 +914,11 @@ def test_advection_in_vertical_momentum(backend, case):
     dtime, scalfac, cfl_lim = 10.0, 0.15, np.float32(0.065)
     a = dict(
         w=RNG.normal(0.0, 3.0, (NC, nh)),
-        horizontal_advection_of_w_at_edges_on_half_levels=RNG.standard_normal((NE, nh)).astype(
-            np.float32),
+        tangential_wind_on_half_levels=RNG.standard_normal((NE, nh)),
+        vn_on_half_levels=RNG.standard_normal((NE, nh)).astype(np.float32),
+        c_intp=RNG.uniform(0.1, 0.3, (NV, 6)), inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
         contravariant_correction_at_cells_on_half_levels=RNG.normal(0, 0.3, (NC, nh)).astype(
             np.float32),
         coeff1_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)).astype(np.float32),
@@ -856,7 +955,13 @@ def test_advection_in_vertical_momentum(backend, case):
     w_up[:, 1:], w_dn[:, :-1] = w[:, :-1], w[:, 1:]
     with np.errstate(invalid="ignore"):
         vadv = -wc * (w_up * c1 - w_dn * c2 + w * (c2 - c1))
-    hadv = a["horizontal_advection_of_w_at_edges_on_half_levels"].astype(np.float64)
+    e2c, e2v = TABLES["E2C"], TABLES["E2V"]
+    w_v = (a["c_intp"][:, :, None] * w[TABLES["V2C"]]).sum(1)
+    hadv = (a["vn_on_half_levels"] * a["inv_dual_edge_length"][:, None]
+            * (w[e2c[:, 0]] - w[e2c[:, 1]])
+            + a["tangential_wind_on_half_levels"] * (a["inv_primal_edge_length"]
+                                                     * a["tangent_orientation"])[:, None]
+            * (w_v[e2v[:, 0]] - w_v[e2v[:, 1]])).astype(np.float32).astype(np.float64)
     c2e = TABLES["C2E"]
     interp = (hadv[c2e] * a["e_bln_c_s"][:, :, None]).sum(1)
     difcoef = scalfac * np.minimum(0.85 - float(cfl_lim) * dtime,
