@@ -148,3 +148,57 @@ def test_the_source_key_tells_a_staggered_dimension_from_its_base():
         assert None is not function_fingerprint(read) != staggered_print
     finally:
         del read.__globals__["levels"]
+
+
+@field_operator
+def advect_and_average(w: Field[[Cell, KHalf], float]
+                       ) -> tuple[Field[[Cell, KHalf], float], Field[[Cell, K], float]]:
+    """Two parts defined on different intervals: the half-level difference
+    on half levels 1..nlev - 1, the full-level mean on every full level."""
+    a = 2.0 * w
+    return a(KHalf - 1) - a(KHalf + 1), 0.5 * (a(K - 0.5) + a(K + 0.5))
+
+
+@program
+def advect_in_place(w: Field[[Cell, KHalf], float], full: Field[[Cell, K], float], nlev: int):
+    advect_and_average(w, out=(w, full), domain=({Cell: (0, NC), KHalf: (1, nlev)},
+                                                 {Cell: (0, NC), K: (0, nlev)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_parts_on_half_and_full_levels(backend):
+    """A tuple value staged before its outputs are written (it reads one of
+    them) keeps each part on its own interval, not on their intersection."""
+    w = RNG.random((NC, NLEV + 1))
+    full = np.zeros((NC, NLEV))
+    want_w, want_full = w.copy(), w[:, :-1] + w[:, 1:]
+    want_w[:, 1:NLEV] = 2.0 * (w[:, :NLEV - 1] - w[:, 2:])
+    advect_in_place(w, full, NLEV, backend=backend)
+    np.testing.assert_allclose(w, want_w, rtol=1e-14)
+    np.testing.assert_allclose(full, want_full, rtol=1e-14)
+
+
+@field_operator
+def levels_and_interfaces(x: Field[[Cell, K], float], nlev: int
+                          ) -> tuple[Field[[Cell, K], float], Field[[Cell, KHalf], float]]:
+    """A full-level part beside a half-level one whose last level depends on
+    the runtime ``nlev``."""
+    y = 2.0 * x
+    return y, concat_where(KHalf < nlev, y(KHalf + 0.5), y(KHalf - 0.5))
+
+
+@program
+def double_in_place(x: Field[[Cell, K], float], ifc: Field[[Cell, KHalf], float], nlev: int):
+    levels_and_interfaces(x, nlev, out=(x, ifc), domain=({Cell: (0, NC), K: (0, nlev)},
+                                                         {Cell: (0, NC), KHalf: (0, nlev + 1)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_parts_on_runtime_half_levels(backend):
+    x = RNG.random((NC, NLEV))
+    ifc = np.zeros((NC, NLEV + 1))
+    want_ifc = 2.0 * np.concatenate([x, x[:, -1:]], axis=1)
+    want_x = 2.0 * x
+    double_in_place(x, ifc, NLEV, backend=backend)
+    np.testing.assert_allclose(x, want_x, rtol=1e-14)
+    np.testing.assert_allclose(ifc, want_ifc, rtol=1e-14)

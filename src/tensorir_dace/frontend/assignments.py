@@ -342,6 +342,32 @@ class AssignmentTranslator(FunctionTranslator):
             out += self.assign(t, p, s)
         return out
 
+    def one_tuple_holds(self, value: ir.Expr, n: int, vt: ir.TensorType,
+                        node: ast.AST, targets_differ: bool) -> bool:
+        """Whether a tensor of the tuple ``value`` (typed ``vt``: the intersection of
+        its parts' intervals) serves its targets: it covers each of the ``n`` parts
+        where that part is defined, or all targets take the same interval (then the
+        intersection covers it exactly when every part does, and computing the
+        value once is what GT4Py does).  A part whose interval reaches past the
+        tuple's for all sizes through a runtime bound (``Max(N + 1, nlev)`` half
+        levels beside ``N`` full levels) counts as not covered."""
+        if not targets_differ:
+            return True
+        loc = self.loc(node)
+        for k in range(n):
+            pt = self.type_of(project(value, k, loc), node)
+            for d in pt.dims:
+                vd = vt.dim(d.name)
+                if vd is None:
+                    continue
+                try:
+                    if not iv.covers(vd, d):
+                        return False
+                except iv.Undecidable:
+                    if _surely_beyond(d.start, d.stop, vd.start, vd.stop):
+                        return False
+        return True
+
     def target_dtype(self, node: ast.AST) -> ir.ElementType | None:
         """The element type an output ``node`` of ``out=``/an assignment holds (a
         tuple type for a tuple of outputs), or None where it is not a tensor name."""
@@ -359,11 +385,14 @@ class AssignmentTranslator(FunctionTranslator):
         return None
 
     def tuple_parts(self, value: Any, n: int, target_names: set[str],
-                    s: ast.stmt, expected: ir.ElementType | None = None
-                    ) -> tuple[list[ir.Stmt], list[Any]]:
+                    s: ast.stmt, expected: ir.ElementType | None = None,
+                    targets_differ: bool = False) -> tuple[list[ir.Stmt], list[Any]]:
         """The ``n`` parts of a tuple value, and the statements that must run first:
         a part that reads one of the targets is staged in a temporary, so that
-        writing an earlier target cannot change what a later part reads."""
+        writing an earlier target cannot change what a later part reads.
+        ``targets_differ``: the targets take the parts on different intervals (a
+        tuple of domains), so one that may need more of its part than the tuple's
+        common interval takes the part on its own (see :meth:`one_tuple_holds`)."""
         vnode = getattr(s, "value", None) or s
         if isinstance(value, tuple) and (whole := whole_of_projections(value)) is not None \
                 and not is_trivial(whole):
@@ -401,8 +430,25 @@ class AssignmentTranslator(FunctionTranslator):
         out = []
         if not (is_trivial(value) or (pushable(value) and small_lets(value))) or \
                 (free_syms(value) & target_names):
+            if pushable(value) and \
+                    not self.one_tuple_holds(value, n, vt, vnode, targets_differ):
+                # parts defined on different intervals (a full-level part read from a
+                # half-level value beside a half-level part): one temporary of the
+                # tuple holds only their common interval, so each part is its own
+                loc = self.loc(s)
+                return self.tuple_parts(tuple(project(value, k, loc) for k in range(n)),
+                                        n, target_names, s, expected)
             tmp = self.ctx.fresh("tmp")
             self.ctx.add_temporary(tmp, vt, self.loc(s))
             out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), value, loc=self.loc(s)))
             value = ir.Sym(tmp, loc=self.loc(s))
         return out, [project(value, k, self.loc(s)) for k in range(n)]
+
+
+def _surely_beyond(start: Any, stop: Any, lo: Any, hi: Any) -> bool:
+    """Whether ``[start, stop)`` reaches past ``[lo, hi)`` for all sizes, seen
+    through a ``Max`` stop (or a ``Min`` start): one of its terms does."""
+    stops = stop.args if isinstance(stop, sympy.Max) else (stop,)
+    starts = start.args if isinstance(start, sympy.Min) else (start,)
+    return any(iv.maybe_le(x, hi) is False for x in stops) or \
+        any(iv.maybe_le(lo, x) is False for x in starts)

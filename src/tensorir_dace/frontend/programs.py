@@ -155,18 +155,21 @@ class ProgramTranslator(AssignmentTranslator):
             value = _assemble(out_node, (), chosen)
         names = {b.name for t in targets
                  if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
-        out, parts = self.nested_parts(value, out_node, names, s)
+        differ = len({_target_intervals(t) for t in targets}) > 1
+        out, parts = self.nested_parts(value, out_node, names, s, differ)
         return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
 
     def nested_parts(self, value: Any, node: ast.Tuple | ast.List, names: set[str],
-                     s: ast.stmt) -> tuple[list[ir.Stmt], list[Any]]:
+                     s: ast.stmt, targets_differ: bool = False
+                     ) -> tuple[list[ir.Stmt], list[Any]]:
         """The parts of ``value`` for the leaves of the (nested) tuple ``node``:
         ``out=((a, b), c)`` takes a value ``((x, y), z)``."""
-        out, parts = self.tuple_parts(value, len(node.elts), names, s, self.target_dtype(node))
+        out, parts = self.tuple_parts(value, len(node.elts), names, s, self.target_dtype(node),
+                                      targets_differ)
         flat: list[Any] = []
         for e, p in zip(node.elts, parts):
             if isinstance(e, (ast.Tuple, ast.List)):
-                more, sub = self.nested_parts(p, e, names, s)
+                more, sub = self.nested_parts(p, e, names, s, targets_differ)
                 out, flat = out + more, flat + sub
             else:
                 flat.append(p)
@@ -405,6 +408,14 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
                       loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))
+
+
+def _target_intervals(target: ir.Expr) -> tuple:
+    """The intervals a ``domain=`` target restricts (its whole array's: none)."""
+    if isinstance(target, ir.Call):
+        return tuple((a.name, a.start, a.stop) for a in target.args[1:]
+                     if isinstance(a, ir.DimInterval))
+    return ()
 
 
 def _union_target(targets: list[ir.Expr]) -> ir.Expr | None:

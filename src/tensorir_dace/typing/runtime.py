@@ -11,6 +11,7 @@ by its non-emptiness.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -119,6 +120,14 @@ def bound_of(e: ir.Expr, scope: Scope) -> sympy.Expr | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _replaced(b: sympy.Expr, subs: tuple[tuple[sympy.Symbol, sympy.Symbol], ...]) -> sympy.Expr:
+    """``b.xreplace(subs)``, remembered: sympy re-evaluates each nested Min/Max
+    it rebuilds (slowly), and a program's bounds recur in many of its
+    expressions (nested ``concat_where`` regions on a runtime level)."""
+    return b.xreplace(dict(subs))
+
+
 class RuntimeBounds(Rules):
     """Mixin of :class:`~.checker.Checker`."""
 
@@ -155,7 +164,7 @@ class RuntimeBounds(Rules):
                                        "size symbols, scalar int parameters, loop variables "
                                        f"and literals (got {binding.kind} of type "
                                        f"{binding.type})")
-        return b.xreplace(subs) if subs else b
+        return _replaced(b, tuple(sorted(subs.items(), key=str))) if subs else b
 
     def require_loop_range(self, var: str, node: ir.Node) -> None:
         """A loop variable used in a bound needs a loop range the call-time checks
