@@ -572,6 +572,17 @@ def runtime_values(params: Sequence[ir.Param], values: Mapping[str, Any]) -> dic
 _EVALUATORS: dict[sympy.Expr, tuple[tuple[str, ...], Callable[..., Any]]] = {}
 
 
+def _plain(expr: sympy.Expr, subs: dict) -> sympy.Expr:
+    """``expr.xreplace(subs)`` without evaluating ``Min``/``Max`` again: only
+    evaluated here, and SymPy's pairwise comparison of their arguments is slow."""
+    if not expr.args:
+        return subs.get(expr, expr)
+    args = [_plain(a, subs) for a in expr.args]
+    if isinstance(expr, (sympy.Max, sympy.Min)):
+        return expr.func(*args, evaluate=False)
+    return expr.func(*args)
+
+
 def _eval_bound(expr: sympy.Expr, symbols: dict[str, int]) -> int | None:
     """A bound's value, or None when a symbol is unknown (cached compiled form)."""
     if expr.is_Integer:
@@ -580,7 +591,7 @@ def _eval_bound(expr: sympy.Expr, symbols: dict[str, int]) -> int | None:
     if hit is None:
         names = tuple(sorted(s.name for s in expr.free_symbols))
         plain = {s: sympy.Symbol(s.name) for s in expr.free_symbols}
-        fn = sympy.lambdify([sympy.Symbol(n) for n in names], expr.xreplace(plain), "math")
+        fn = sympy.lambdify([sympy.Symbol(n) for n in names], _plain(expr, plain), "math")
         hit = _EVALUATORS[expr] = (names, fn)
     names, fn = hit
     try:

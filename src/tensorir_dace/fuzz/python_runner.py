@@ -169,7 +169,8 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
         from .calls import call_contract
         base = random_arguments(tprog, sizes=SIZES[0], seed=seed, absent_fraction=0.25)
         out.calls = tuple(call_contract(tprog, python("compiled"), base, random.Random(seed),
-                                        calls, reference=python("interpreter")))
+                                        calls, reference=python("interpreter"),
+                                        loose={o for o, is_loose in outputs if is_loose}))
     return out
 
 
