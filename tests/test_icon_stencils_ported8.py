@@ -36,10 +36,12 @@ from tensorir_dace.frontend import (
     Field,
     FieldOffset,
     abs,
+    as_offset,
     astype,
     broadcast,
     float32,
     float64,
+    max_over,
     maximum,
     minimum,
     neighbor_sum,
@@ -55,15 +57,18 @@ E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
+CEDim = Dimension("CE")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.E2C2EDim = E2CDim, C2EDim, C2E2CDim, E2C2EDim
+dims.CEDim = CEDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 dims.E2C, dims.C2E, dims.C2E2C, dims.E2C2E, dims.Koff = E2C, C2E, C2E2C, E2C2E, Koff
 
 fa = types.ModuleType("icon_field_aliases")
@@ -85,7 +90,7 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
           "C2E2C": _TABLE_RNG.integers(0, NC, (NC, 3)),
           "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
-          "Koff": KDim}
+          "Koff": KDim, "C2CE": None}
 
 
 @pytest.fixture(autouse=True)
@@ -700,3 +705,332 @@ def test_vertical_tracer_advection(backend, even_timestep):
         z_delta_q=inside(0.5 * (up - low), base["z_delta_q"], hs, he, vs, ve),
         z_a1=inside(cc - 0.5 * (up + low), base["z_a1"], hs, he, vs, ve),
         z_cfl=cfl), rtol=1e-12)
+
+
+# ================================================================== temperature diffusion
+#
+# icon4py's diffusion of theta and exner: the cold pools' enhanced
+# coefficient (``max_over`` the neighbours through ``E2C`` of a cell field
+# built from ``C2E2C`` sums), the nabla2 of theta with the truly horizontal
+# diffusion over steep points (``as_offset`` of an ``int32`` field on
+# ``CellDim, C2E2CDim, KDim``, chosen by a ``bool`` scalar in a conditional
+# expression) and the turbulence diagnostics over the flattened ``CEDim``.
+
+
+@gtx.field_operator
+def _temporary_field_for_grid_point_cold_pools_enhancement(
+    theta_v: fa.CellKField[wpfloat],
+    theta_ref_mc: fa.CellKField[vpfloat],
+    thresh_tdiff: wpfloat,
+    smallest_vpfloat: vpfloat,
+) -> fa.CellKField[vpfloat]:
+    theta_ref_mc_wp = astype(theta_ref_mc, wpfloat)
+    tdiff = theta_v - neighbor_sum(theta_v(C2E2C), axis=C2E2CDim) / wpfloat("3.0")
+    trefdiff = theta_ref_mc_wp - astype(
+        neighbor_sum(theta_ref_mc(C2E2C), axis=C2E2CDim), wpfloat
+    ) / wpfloat("3.0")
+    return where(
+        ((tdiff - trefdiff) < thresh_tdiff) & (trefdiff < wpfloat("0.0"))
+        | (tdiff - trefdiff < wpfloat("1.5") * thresh_tdiff),
+        astype((thresh_tdiff - tdiff + trefdiff) * wpfloat("5.0e-4"), vpfloat),
+        smallest_vpfloat,
+    )
+
+
+@gtx.field_operator
+def _enhance_diffusion_coefficient_for_grid_point_cold_pools(
+    kh_smag_e: Field[[EdgeDim, KDim], vpfloat],
+    enh_diffu_3d: fa.CellKField[vpfloat],
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    return maximum(kh_smag_e, max_over(enh_diffu_3d(E2C), axis=E2CDim))
+
+
+@gtx.field_operator
+def _calculate_enhanced_diffusion_coefficients_for_grid_point_cold_pools(
+    theta_v: fa.CellKField[wpfloat],
+    theta_ref_mc: fa.CellKField[vpfloat],
+    thresh_tdiff: wpfloat,
+    smallest_vpfloat: vpfloat,
+    kh_smag_e: Field[[EdgeDim, KDim], vpfloat],
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    enh_diffu_3d = _temporary_field_for_grid_point_cold_pools_enhancement(
+        theta_v, theta_ref_mc, thresh_tdiff, smallest_vpfloat
+    )
+    return _enhance_diffusion_coefficient_for_grid_point_cold_pools(kh_smag_e, enh_diffu_3d)
+
+
+@gtx.field_operator
+def _calculate_nabla2_for_z(
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    kh_smag_e_wp = astype(kh_smag_e, wpfloat)
+    return kh_smag_e_wp * inv_dual_edge_length * (theta_v(E2C[1]) - theta_v(E2C[0]))
+
+
+@gtx.field_operator
+def _calculate_nabla2_of_theta(
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    return astype(neighbor_sum(z_nabla2_e(C2E) * geofac_div, axis=C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
+    mask: fa.CellKField[bool],
+    zd_vertoffset: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], gtx.int32],
+    zd_diffcoef: fa.CellKField[wpfloat],
+    geofac_n2s_c: fa.CellField[wpfloat],
+    geofac_n2s_nbh: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], wpfloat],
+    vcoef: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    z_temp: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_temp_wp = astype(z_temp, wpfloat)
+    at_0 = theta_v(C2E2C[0])(as_offset(Koff, zd_vertoffset[C2E2CDim(0)]))
+    at_1 = theta_v(C2E2C[1])(as_offset(Koff, zd_vertoffset[C2E2CDim(1)]))
+    at_2 = theta_v(C2E2C[2])(as_offset(Koff, zd_vertoffset[C2E2CDim(2)]))
+    below_0 = theta_v(C2E2C[0])(as_offset(Koff, zd_vertoffset[C2E2CDim(0)] + 1))
+    below_1 = theta_v(C2E2C[1])(as_offset(Koff, zd_vertoffset[C2E2CDim(1)] + 1))
+    below_2 = theta_v(C2E2C[2])(as_offset(Koff, zd_vertoffset[C2E2CDim(2)] + 1))
+    total = (
+        theta_v * geofac_n2s_c
+        + geofac_n2s_nbh[C2E2CDim(0)]
+        * (vcoef[C2E2CDim(0)] * at_0 + (wpfloat("1.0") - vcoef[C2E2CDim(0)]) * below_0)
+        + geofac_n2s_nbh[C2E2CDim(1)]
+        * (vcoef[C2E2CDim(1)] * at_1 + (wpfloat("1.0") - vcoef[C2E2CDim(1)]) * below_1)
+        + geofac_n2s_nbh[C2E2CDim(2)]
+        * (vcoef[C2E2CDim(2)] * at_2 + (wpfloat("1.0") - vcoef[C2E2CDim(2)]) * below_2)
+    )
+    z_temp_wp = where(mask, z_temp_wp + zd_diffcoef * total, z_temp_wp)
+    return astype(z_temp_wp, vpfloat)
+
+
+@gtx.field_operator
+def _update_theta_and_exner(
+    z_temp: fa.CellKField[vpfloat],
+    area: fa.CellField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    exner: fa.CellKField[wpfloat],
+    rd_o_cvd: vpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    rd_o_cvd_wp, z_temp_wp = astype((rd_o_cvd, z_temp), wpfloat)
+    z_theta = theta_v
+    theta_v = theta_v + (area * z_temp_wp)
+    exner = exner * (wpfloat("1.0") + rd_o_cvd_wp * (theta_v / z_theta - wpfloat("1.0")))
+    return theta_v, exner
+
+
+@gtx.field_operator
+def _apply_diffusion_to_theta_and_exner(
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    mask: fa.CellKField[bool],
+    zd_vertoffset: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], gtx.int32],
+    zd_diffcoef: fa.CellKField[wpfloat],
+    geofac_n2s_c: fa.CellField[wpfloat],
+    geofac_n2s_nbh: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], wpfloat],
+    vcoef: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], wpfloat],
+    area: fa.CellField[wpfloat],
+    exner: fa.CellKField[wpfloat],
+    rd_o_cvd: vpfloat,
+    apply_zdiffusion_t: bool,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_nabla2_e = _calculate_nabla2_for_z(kh_smag_e, inv_dual_edge_length, theta_v)
+    z_temp = _calculate_nabla2_of_theta(z_nabla2_e, geofac_div)
+    z_temp = (
+        _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
+            mask, zd_vertoffset, zd_diffcoef, geofac_n2s_c, geofac_n2s_nbh, vcoef, theta_v,
+            z_temp,
+        )
+        if apply_zdiffusion_t
+        else z_temp
+    )
+    theta_v, exner = _update_theta_and_exner(z_temp, area, theta_v, exner, rd_o_cvd)
+    return theta_v, exner
+
+
+@gtx.field_operator
+def _temporary_fields_for_turbulence_diagnostics(
+    kh_smag_ec: Field[[EdgeDim, KDim], vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: Field[[CEDim], wpfloat],
+    geofac_div: Field[[CEDim], wpfloat],
+    diff_multfac_smag: Field[[KDim], vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    kh_smag_ec_wp, diff_multfac_smag_wp = astype((kh_smag_ec, diff_multfac_smag), wpfloat)
+    kh_c_wp = (
+        neighbor_sum(kh_smag_ec_wp(C2E) * e_bln_c_s(C2CE), axis=C2EDim) / diff_multfac_smag_wp
+    )
+    div_wp = neighbor_sum(vn(C2E) * geofac_div(C2CE), axis=C2EDim)
+    return astype((kh_c_wp, div_wp), vpfloat)
+
+
+@gtx.field_operator
+def _calculate_diagnostics_for_turbulence_on_model_levels(
+    div: fa.CellKField[vpfloat],
+    kh_c: fa.CellKField[vpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    """The diagnostics at the interface above each level, in the older spelling
+    that keeps half levels on ``KDim`` (``Koff[-1]`` is the level above)."""
+    wgtfac_c_wp, div_wp, kh_c_wp = astype((wgtfac_c, div, kh_c), wpfloat)
+    div_ic_wp = wgtfac_c_wp * div_wp + (wpfloat("1.0") - wgtfac_c_wp) * div_wp(Koff[-1])
+    hdef_ic_wp = (wgtfac_c_wp * kh_c_wp + (wpfloat("1.0") - wgtfac_c_wp) * kh_c_wp(Koff[-1])) ** 2
+    return astype((div_ic_wp, hdef_ic_wp), vpfloat)
+
+
+@gtx.field_operator
+def _calculate_diagnostic_quantities_for_turbulence(
+    kh_smag_ec: Field[[EdgeDim, KDim], vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: Field[[CEDim], wpfloat],
+    geofac_div: Field[[CEDim], wpfloat],
+    diff_multfac_smag: Field[[KDim], vpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    kh_c, div = _temporary_fields_for_turbulence_diagnostics(
+        kh_smag_ec, vn, e_bln_c_s, geofac_div, diff_multfac_smag
+    )
+    div_ic_vp, hdef_ic_vp = _calculate_diagnostics_for_turbulence_on_model_levels(
+        div, kh_c, wgtfac_c
+    )
+    return div_ic_vp, hdef_ic_vp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def temperature_diffusion(
+    theta_v_in: fa.CellKField[wpfloat],
+    theta_ref_mc: fa.CellKField[vpfloat],
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    mask: fa.CellKField[bool],
+    zd_vertoffset: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], gtx.int32],
+    zd_diffcoef: fa.CellKField[wpfloat],
+    geofac_n2s_c: fa.CellField[wpfloat],
+    geofac_n2s_nbh: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], wpfloat],
+    vcoef: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], wpfloat],
+    area: fa.CellField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    exner: fa.CellKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: Field[[CEDim], wpfloat],
+    geofac_div_flat: Field[[CEDim], wpfloat],
+    diff_multfac_smag: Field[[KDim], vpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+    div_ic: fa.CellKField[vpfloat],
+    hdef_ic: fa.CellKField[vpfloat],
+    thresh_tdiff: wpfloat,
+    smallest_vpfloat: vpfloat,
+    rd_o_cvd: vpfloat,
+    apply_zdiffusion_t: bool,
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _calculate_enhanced_diffusion_coefficients_for_grid_point_cold_pools(
+        theta_v_in, theta_ref_mc, thresh_tdiff, smallest_vpfloat, kh_smag_e, out=kh_smag_e,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _apply_diffusion_to_theta_and_exner(
+        kh_smag_e, inv_dual_edge_length, theta_v_in, geofac_div, mask, zd_vertoffset,
+        zd_diffcoef, geofac_n2s_c, geofac_n2s_nbh, vcoef, area, exner, rd_o_cvd,
+        apply_zdiffusion_t, out=(theta_v, exner),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _calculate_diagnostic_quantities_for_turbulence(
+        kh_smag_e, vn, e_bln_c_s, geofac_div_flat, diff_multfac_smag, wgtfac_c,
+        out=(div_ic, hdef_ic),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start + 1, vertical_end)})
+
+
+def vertical_offsets():
+    """Offsets keeping levels k + off and k + off + 1 inside the column."""
+    off = RNG.integers(-2, 3, (NC, 3, NLEV))
+    lev = np.arange(NLEV)[None, None, :]
+    return np.clip(off, -lev, NLEV - 2 - lev).astype(np.int32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("apply_zdiffusion_t", [True, False])
+def test_temperature_diffusion(backend, apply_zdiffusion_t):
+    cs, ce, es, ee, vs, ve = 1, NC - 1, 0, NE - 1, 1, NLEV - 1
+    e2c, c2e, c2e2c = TABLES["E2C"], TABLES["C2E"], TABLES["C2E2C"]
+    thresh, smallest, rd_o_cvd = -0.3, np.float32(1e-6), np.float32(0.286)
+    a = dict(
+        theta_v_in=RNG.uniform(280.0, 300.0, (NC, NLEV)),
+        theta_ref_mc=RNG.uniform(280.0, 300.0, (NC, NLEV)).astype(np.float32),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE), geofac_div=RNG.standard_normal((NC, 3)),
+        mask=RNG.random((NC, NLEV)) < 0.6, zd_vertoffset=vertical_offsets(),
+        zd_diffcoef=RNG.random((NC, NLEV)) * 1e-3, geofac_n2s_c=RNG.standard_normal(NC),
+        geofac_n2s_nbh=RNG.standard_normal((NC, 3)), vcoef=RNG.random((NC, 3, NLEV)),
+        area=RNG.uniform(0.5, 2.0, NC) * 1e-3, vn=RNG.standard_normal((NE, NLEV)),
+        e_bln_c_s=RNG.uniform(0.2, 0.5, NC * 3), geofac_div_flat=RNG.standard_normal(NC * 3),
+        diff_multfac_smag=RNG.uniform(0.5, 1.5, NLEV).astype(np.float32),
+        wgtfac_c=RNG.uniform(0.2, 0.8, (NC, NLEV)).astype(np.float32))
+    base = dict(kh_smag_e=f32(NE, NLEV) * np.float32(0.01), theta_v=RNG.random((NC, NLEV)),
+                exner=RNG.uniform(0.8, 1.0, (NC, NLEV)), div_ic=f32(NC, NLEV),
+                hdef_ic=f32(NC, NLEV))
+    got = {k: v.copy() for k, v in base.items()}
+    temperature_diffusion(
+        **a, **got, thresh_tdiff=thresh, smallest_vpfloat=smallest, rd_o_cvd=rd_o_cvd,
+        apply_zdiffusion_t=apply_zdiffusion_t, cell_start=cs, cell_end=ce, edge_start=es,
+        edge_end=ee, vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+        backend=backend)
+
+    theta = a["theta_v_in"]
+    ref = a["theta_ref_mc"]
+    tdiff = theta - theta[c2e2c].sum(axis=1) / 3.0
+    trefdiff = ref.astype(np.float64) - ref[c2e2c].sum(axis=1).astype(np.float64) / 3.0
+    d = tdiff - trefdiff
+    enh = np.where((d < thresh) & (trefdiff < 0.0) | (d < 1.5 * thresh),
+                   ((thresh - tdiff + trefdiff) * 5e-4).astype(np.float32), smallest)
+    kh = np.maximum(base["kh_smag_e"], enh[e2c].max(axis=1))
+    kh = inside(kh, base["kh_smag_e"], es, ee, vs, ve)
+    nabla2_e = kh.astype(np.float64) * a["inv_dual_edge_length"][:, None] * (
+        theta[e2c[:, 1]] - theta[e2c[:, 0]])
+    z_temp = np.einsum("cnk,cn->ck", nabla2_e[c2e], a["geofac_div"]).astype(np.float32)
+    if apply_zdiffusion_t:
+        cells = np.arange(NC)[:, None]
+        lev = np.arange(NLEV)[None, :]
+        total = theta * a["geofac_n2s_c"][:, None]
+        for n in range(3):
+            nb, off, w = c2e2c[:, n:n + 1], a["zd_vertoffset"][:, n], a["vcoef"][:, n]
+            at = theta[nb, lev + off]
+            below = theta[nb, np.minimum(lev + off + 1, NLEV - 1)]
+            total = total + a["geofac_n2s_nbh"][:, n:n + 1] * (w * at + (1 - w) * below)
+        del cells
+        z = z_temp.astype(np.float64)
+        z_temp = np.where(a["mask"], z + a["zd_diffcoef"] * total, z).astype(np.float32)
+    new_theta = theta + a["area"][:, None] * z_temp.astype(np.float64)
+    new_exner = base["exner"] * (1.0 + np.float64(rd_o_cvd) * (new_theta / theta - 1.0))
+    e_bln, gdiv = a["e_bln_c_s"].reshape(NC, 3), a["geofac_div_flat"].reshape(NC, 3)
+    kh_c = np.einsum("cnk,cn->ck", kh[c2e].astype(np.float64), e_bln) / a[
+        "diff_multfac_smag"].astype(np.float64)
+    div = np.einsum("cnk,cn->ck", a["vn"][c2e], gdiv)
+    kh_c, div = kh_c.astype(np.float32).astype(np.float64), div.astype(np.float32).astype(
+        np.float64)
+    wgt = a["wgtfac_c"].astype(np.float64)
+    div_ic = wgt * div + (1 - wgt) * shifted(div, -1)
+    hdef_ic = (wgt * kh_c + (1 - wgt) * shifted(kh_c, -1)) ** 2
+    check(got, dict(
+        kh_smag_e=kh,
+        theta_v=inside(new_theta, base["theta_v"], cs, ce, vs, ve),
+        exner=inside(new_exner, base["exner"], cs, ce, vs, ve),
+        div_ic=inside(div_ic, base["div_ic"], cs, ce, vs + 1, ve),
+        hdef_ic=inside(hdef_ic, base["hdef_ic"], cs, ce, vs + 1, ve)), rtol=2e-5, atol=1e-6)
+    # the increments themselves, small beside theta and exner
+    region = (slice(cs, ce), slice(vs, ve))
+    np.testing.assert_allclose((got["theta_v"] - theta)[region], (new_theta - theta)[region],
+                               rtol=1e-5)
+    np.testing.assert_allclose((got["exner"] - base["exner"])[region],
+                               (new_exner - base["exner"])[region], rtol=1e-5, atol=1e-12)
