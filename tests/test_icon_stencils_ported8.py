@@ -36,15 +36,19 @@ from tensorir_dace.frontend import (
     Field,
     FieldOffset,
     abs,
+    arccos,
     as_offset,
     astype,
     broadcast,
+    cos,
     float32,
     float64,
     max_over,
     maximum,
     minimum,
     neighbor_sum,
+    sin,
+    sqrt,
     where,
 )
 
@@ -58,22 +62,31 @@ C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
 E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 CEDim = Dimension("CE")
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
+C2E2C2EDim = Dimension("C2E2C2E", DimensionKind.LOCAL)
+E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.E2C2EDim = E2CDim, C2EDim, C2E2CDim, E2C2EDim
-dims.CEDim = CEDim
+dims.CEDim, dims.C2E2CODim, dims.C2E2C2EDim, dims.E2VDim = CEDim, C2E2CODim, C2E2C2EDim, E2VDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
+C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
+C2E2C2E = FieldOffset("C2E2C2E", source=EdgeDim, target=(CellDim, C2E2C2EDim))
+E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
+dims.C2E2CO, dims.C2E2C2E, dims.E2V = C2E2CO, C2E2C2E, E2V
 dims.E2C, dims.C2E, dims.C2E2C, dims.E2C2E, dims.Koff = E2C, C2E, C2E2C, E2C2E, Koff
 
 fa = types.ModuleType("icon_field_aliases")
 fa.CellField = Field[Dims[CellDim], T]
 fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.VertexField = Field[Dims[VertexDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
 fa.KField = Field[Dims[KDim], T]
 fa.CellKField = Field[Dims[CellDim, KDim], T]
 fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
@@ -90,6 +103,10 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
           "C2E2C": _TABLE_RNG.integers(0, NC, (NC, 3)),
           "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
+          "C2E2CO": np.concatenate([np.arange(NC)[:, None],
+                                    _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
+          "C2E2C2E": _TABLE_RNG.integers(0, NE, (NC, 9)),
+          "E2V": _TABLE_RNG.integers(0, NV, (NE, 2)),
           "Koff": KDim, "C2CE": None}
 
 
@@ -1034,3 +1051,598 @@ def test_temperature_diffusion(backend, apply_zdiffusion_t):
                                rtol=1e-5)
     np.testing.assert_allclose((got["exner"] - base["exner"])[region],
                                (new_exner - base["exner"])[region], rtol=1e-5, atol=1e-12)
+
+
+# ================================================================== interpolation and operators
+#
+# icon4py's interpolation stencils and math operators: RBF reconstructions at
+# cells over ``C2E`` and the nested ``C2E2C2E`` (nine edges per cell), cell
+# vectors to edge normals over ``E2C`` with coefficients on ``EdgeDim,
+# E2CDim``, Green-Gauss gradients over ``C2E2CO``, a Laplacian on a horizontal
+# field alone, finite differences through ``E2C`` and ``E2V``, averages of
+# adjacent levels, and the Smagorinsky enhancement factor on ``KDim`` alone
+# (scalars broadcast over ``KDim``, the interfaces one level longer than the
+# output, a call without ``domain=``).
+
+
+@gtx.field_operator
+def _mo_intp_rbf_rbf_vec_interpol_cell(
+    p_vn_in: fa.EdgeKField[wpfloat],
+    ptr_coeff_1: Field[[dims.CellDim, C2EDim], wpfloat],
+    ptr_coeff_2: Field[[dims.CellDim, C2EDim], wpfloat],
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    p_u_out = neighbor_sum(ptr_coeff_1 * p_vn_in(C2E), axis=C2EDim)
+    p_v_out = neighbor_sum(ptr_coeff_2 * p_vn_in(C2E), axis=C2EDim)
+    return p_u_out, p_v_out
+
+
+@gtx.field_operator
+def _compute_edge_2_cell_vector_interpolation(
+    p_e_in: fa.EdgeKField[ta.wpfloat],
+    ptr_coeff_1: gtx.Field[gtx.Dims[dims.CellDim, C2E2C2EDim], ta.wpfloat],
+    ptr_coeff_2: gtx.Field[gtx.Dims[dims.CellDim, C2E2C2EDim], ta.wpfloat],
+) -> tuple[fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat]]:
+    p_u_out = neighbor_sum(ptr_coeff_1 * p_e_in(C2E2C2E), axis=C2E2C2EDim)
+    p_v_out = neighbor_sum(ptr_coeff_2 * p_e_in(C2E2C2E), axis=C2E2C2EDim)
+    return p_u_out, p_v_out
+
+
+@gtx.field_operator
+def _interpolate_cell_vector_to_edge_normal(
+    vector_x: fa.CellKField[wpfloat],
+    vector_y: fa.CellKField[wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(
+        c_lin_e * (vector_x(E2C) * primal_normal_cell_x + vector_y(E2C) * primal_normal_cell_y),
+        axis=E2CDim,
+    )
+
+
+@gtx.field_operator
+def _mo_cells2edges_scalar_interior(
+    cells2edges_interpolation_coeff: Field[[EdgeDim, E2CDim], float],
+    cell_scalar: Field[[CellDim, KDim], float],
+) -> Field[[EdgeDim, KDim], float]:
+    return neighbor_sum(cells2edges_interpolation_coeff * cell_scalar(E2C), axis=E2CDim)
+
+
+@gtx.field_operator
+def cell_horizontal_gradients_by_green_gauss_method(
+    scalar_field: fa.CellKField[vpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], wpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    scalar_field_wp = astype((scalar_field), wpfloat)
+    grad_u = neighbor_sum(geofac_grg_x * scalar_field_wp(C2E2CO), axis=C2E2CODim)
+    grad_v = neighbor_sum(geofac_grg_y * scalar_field_wp(C2E2CO), axis=C2E2CODim)
+    return astype((grad_u, grad_v), vpfloat)
+
+
+@gtx.field_operator
+def _nabla2_scalar_2D(
+    psi_c: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+) -> fa.CellField[ta.wpfloat]:
+    return neighbor_sum(psi_c(C2E2CO) * geofac_n2s, axis=C2E2CODim)
+
+
+@gtx.field_operator
+def grad_fd_norm(
+    psi_c: fa.CellKField[float],
+    inv_dual_edge_length: fa.EdgeField[float],
+) -> fa.EdgeKField[float]:
+    return (psi_c(E2C[1]) - psi_c(E2C[0])) * inv_dual_edge_length
+
+
+@gtx.field_operator
+def _grad_fd_tang(
+    psi_v: gtx.Field[gtx.Dims[dims.VertexDim, dims.KDim], float],
+    inv_primal_edge_length: fa.EdgeField[float],
+    tangent_orientation: fa.EdgeField[float],
+) -> fa.EdgeKField[float]:
+    return tangent_orientation * (psi_v(E2V[1]) - psi_v(E2V[0])) * inv_primal_edge_length
+
+
+@gtx.field_operator
+def average_level_plus1_on_edges(
+    half_level_field: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return wpfloat(0.5) * (half_level_field + half_level_field(Koff[1]))
+
+
+@gtx.field_operator
+def difference_level_plus1_on_cells(
+    half_level_field: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return half_level_field - half_level_field(Koff[1])
+
+
+@gtx.field_operator
+def _en_smag_fac_for_zero_nshift(
+    vect_a: fa.KField[float],
+    hdiff_smag_fac: float,
+    hdiff_smag_fac2: float,
+    hdiff_smag_fac3: float,
+    hdiff_smag_fac4: float,
+    hdiff_smag_z: float,
+    hdiff_smag_z2: float,
+    hdiff_smag_z3: float,
+    hdiff_smag_z4: float,
+) -> fa.KField[float]:
+    dz21 = hdiff_smag_z2 - hdiff_smag_z
+    alin = (hdiff_smag_fac2 - hdiff_smag_fac) / dz21
+    df32 = hdiff_smag_fac3 - hdiff_smag_fac2
+    df42 = hdiff_smag_fac4 - hdiff_smag_fac2
+    dz32 = hdiff_smag_z3 - hdiff_smag_z2
+    dz42 = hdiff_smag_z4 - hdiff_smag_z2
+    bqdr = (df42 * dz32 - df32 * dz42) / (dz32 * dz42 * (dz42 - dz32))
+    aqdr = df32 / dz32 - bqdr * dz32
+    zf = 0.5 * (vect_a + vect_a(Koff[1]))
+    zero = broadcast(0.0, (KDim,))
+    dzlin = minimum(broadcast(dz21, (KDim,)), maximum(zero, zf - hdiff_smag_z))
+    dzqdr = minimum(broadcast(dz42, (KDim,)), maximum(zero, zf - hdiff_smag_z2))
+    return hdiff_smag_fac + (dzlin * alin) + dzqdr * (aqdr + dzqdr * bqdr)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def interpolation_and_operators(
+    p_vn_in: fa.EdgeKField[wpfloat],
+    rbf_c2e_1: Field[[dims.CellDim, C2EDim], wpfloat],
+    rbf_c2e_2: Field[[dims.CellDim, C2EDim], wpfloat],
+    rbf_c2e2c2e_1: gtx.Field[gtx.Dims[dims.CellDim, C2E2C2EDim], wpfloat],
+    rbf_c2e2c2e_2: gtx.Field[gtx.Dims[dims.CellDim, C2E2C2EDim], wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    cell_scalar: fa.CellKField[wpfloat],
+    scalar_vp: fa.CellKField[vpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], wpfloat],
+    psi_2d: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    psi_v: fa.VertexKField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    u_cell: fa.CellKField[wpfloat],
+    v_cell: fa.CellKField[wpfloat],
+    u_rbf: fa.CellKField[wpfloat],
+    v_rbf: fa.CellKField[wpfloat],
+    vn_normal: fa.EdgeKField[wpfloat],
+    edge_scalar: fa.EdgeKField[wpfloat],
+    grad_x: fa.CellKField[vpfloat],
+    grad_y: fa.CellKField[vpfloat],
+    nabla2_2d: fa.CellField[wpfloat],
+    grad_norm: fa.EdgeKField[wpfloat],
+    grad_tang: fa.EdgeKField[wpfloat],
+    vn_average: fa.EdgeKField[wpfloat],
+    scalar_difference: fa.CellKField[wpfloat],
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    cells = {dims.CellDim: (cell_start, cell_end), dims.KDim: (vertical_start, vertical_end)}
+    _mo_intp_rbf_rbf_vec_interpol_cell(
+        p_vn_in, rbf_c2e_1, rbf_c2e_2, out=(u_cell, v_cell),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_edge_2_cell_vector_interpolation(
+        p_vn_in, rbf_c2e2c2e_1, rbf_c2e2c2e_2, out=(u_rbf, v_rbf),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _interpolate_cell_vector_to_edge_normal(
+        vector_x=u_rbf, vector_y=v_rbf, primal_normal_cell_x=primal_normal_cell_x,
+        primal_normal_cell_y=primal_normal_cell_y, c_lin_e=c_lin_e, out=vn_normal,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _mo_cells2edges_scalar_interior(
+        c_lin_e, cell_scalar, out=edge_scalar,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    cell_horizontal_gradients_by_green_gauss_method(
+        scalar_vp, geofac_grg_x, geofac_grg_y, out=(grad_x, grad_y), domain=cells)
+    _nabla2_scalar_2D(psi_2d, geofac_n2s, out=nabla2_2d,
+                      domain={dims.CellDim: (cell_start, cell_end)})
+    grad_fd_norm(cell_scalar, inv_dual_edge_length, out=grad_norm,
+                 domain={dims.EdgeDim: (edge_start, edge_end),
+                         dims.KDim: (vertical_start, vertical_end)})
+    _grad_fd_tang(psi_v, inv_primal_edge_length, tangent_orientation, out=grad_tang,
+                  domain={dims.EdgeDim: (edge_start, edge_end),
+                          dims.KDim: (vertical_start, vertical_end)})
+    average_level_plus1_on_edges(
+        p_vn_in, out=vn_average,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    difference_level_plus1_on_cells(
+        cell_scalar, out=scalar_difference,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+
+
+@gtx.program
+def en_smag_fac_for_zero_nshift(
+    vect_a: fa.KField[float],
+    hdiff_smag_fac: float,
+    hdiff_smag_fac2: float,
+    hdiff_smag_fac3: float,
+    hdiff_smag_fac4: float,
+    hdiff_smag_z: float,
+    hdiff_smag_z2: float,
+    hdiff_smag_z3: float,
+    hdiff_smag_z4: float,
+    enh_smag_fac: fa.KField[float],
+):
+    _en_smag_fac_for_zero_nshift(
+        vect_a, hdiff_smag_fac, hdiff_smag_fac2, hdiff_smag_fac3, hdiff_smag_fac4,
+        hdiff_smag_z, hdiff_smag_z2, hdiff_smag_z3, hdiff_smag_z4, out=enh_smag_fac,
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interpolation_and_operators(backend):
+    cs, ce, es, ee, vs, ve = 1, NC, 1, NE - 1, 0, NLEV - 2
+    e2c, c2e, c2e2co, c2e2c2e, e2v = (TABLES[k] for k in ("E2C", "C2E", "C2E2CO", "C2E2C2E",
+                                                          "E2V"))
+    a = dict(
+        p_vn_in=RNG.standard_normal((NE, NLEV)), rbf_c2e_1=RNG.standard_normal((NC, 3)),
+        rbf_c2e_2=RNG.standard_normal((NC, 3)), rbf_c2e2c2e_1=RNG.standard_normal((NC, 9)),
+        rbf_c2e2c2e_2=RNG.standard_normal((NC, 9)),
+        primal_normal_cell_x=RNG.standard_normal((NE, 2)),
+        primal_normal_cell_y=RNG.standard_normal((NE, 2)), c_lin_e=RNG.random((NE, 2)),
+        cell_scalar=RNG.standard_normal((NC, NLEV)), scalar_vp=f32(NC, NLEV),
+        geofac_grg_x=RNG.standard_normal((NC, 4)), geofac_grg_y=RNG.standard_normal((NC, 4)),
+        psi_2d=RNG.standard_normal(NC), geofac_n2s=RNG.standard_normal((NC, 4)),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE), psi_v=RNG.standard_normal((NV, NLEV)),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0))
+    base = dict(
+        u_cell=RNG.random((NC, NLEV)), v_cell=RNG.random((NC, NLEV)),
+        u_rbf=RNG.random((NC, NLEV)), v_rbf=RNG.random((NC, NLEV)),
+        vn_normal=RNG.random((NE, NLEV)), edge_scalar=RNG.random((NE, NLEV)),
+        grad_x=f32(NC, NLEV), grad_y=f32(NC, NLEV), nabla2_2d=RNG.random(NC),
+        grad_norm=RNG.random((NE, NLEV)), grad_tang=RNG.random((NE, NLEV)),
+        vn_average=RNG.random((NE, NLEV)), scalar_difference=RNG.random((NC, NLEV)))
+    got = {k: v.copy() for k, v in base.items()}
+    interpolation_and_operators(
+        **a, **got, cell_start=cs, cell_end=ce, edge_start=es, edge_end=ee, vertical_start=vs,
+        vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    vn, sc = a["p_vn_in"], a["cell_scalar"]
+
+    def cells(name, x):
+        return inside(x, base[name], cs, ce, vs, ve)
+    want = {}
+    for name, x in (("u_cell", np.einsum("cnk,cn->ck", vn[c2e], a["rbf_c2e_1"])),
+                    ("v_cell", np.einsum("cnk,cn->ck", vn[c2e], a["rbf_c2e_2"])),
+                    ("u_rbf", np.einsum("cnk,cn->ck", vn[c2e2c2e], a["rbf_c2e2c2e_1"])),
+                    ("v_rbf", np.einsum("cnk,cn->ck", vn[c2e2c2e], a["rbf_c2e2c2e_2"]))):
+        want[name] = cells(name, x)
+    u, v = want["u_rbf"], want["v_rbf"]
+    normal = sum(a["c_lin_e"][:, n:n + 1] * (u[e2c[:, n]] * a["primal_normal_cell_x"][:, n:n + 1]
+                                             + v[e2c[:, n]] * a["primal_normal_cell_y"][:, n:n + 1])
+                 for n in range(2))
+    want["vn_normal"] = inside(normal, base["vn_normal"], es, ee, vs, ve)
+    want["edge_scalar"] = inside(np.einsum("enk,en->ek", sc[e2c], a["c_lin_e"]),
+                                 base["edge_scalar"], es, ee, vs, ve)
+    s64 = a["scalar_vp"].astype(np.float64)
+    for name, g in (("grad_x", a["geofac_grg_x"]), ("grad_y", a["geofac_grg_y"])):
+        want[name] = cells(name, np.einsum("cnk,cn->ck", s64[c2e2co], g).astype(np.float32))
+    nabla2 = np.array(base["nabla2_2d"])
+    nabla2[cs:ce] = (a["psi_2d"][c2e2co] * a["geofac_n2s"]).sum(axis=1)[cs:ce]
+    want["nabla2_2d"] = nabla2
+    want["grad_norm"] = inside((sc[e2c[:, 1]] - sc[e2c[:, 0]]) * a["inv_dual_edge_length"][:, None],
+                               base["grad_norm"], es, ee, vs, ve)
+    pv = a["psi_v"]
+    want["grad_tang"] = inside(a["tangent_orientation"][:, None] * (pv[e2v[:, 1]] - pv[e2v[:, 0]])
+                               * a["inv_primal_edge_length"][:, None], base["grad_tang"],
+                               es, ee, vs, ve)
+    with np.errstate(invalid="ignore"):
+        want["vn_average"] = inside(0.5 * (vn + shifted(vn, 1)), base["vn_average"], es, ee, vs,
+                                    ve - 1)
+        want["scalar_difference"] = inside(sc - shifted(sc, 1), base["scalar_difference"],
+                                           cs, ce, vs, ve - 1)
+    check(got, want, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_smagorinsky_enhancement_factor(backend):
+    vect_a = np.linspace(20000.0, 0.0, NLEV + 1)
+    fac = (0.15, 0.2, 0.25, 0.3)
+    z = (3000.0, 9000.0, 14000.0, 17000.0)
+    enh = np.zeros(NLEV)
+    en_smag_fac_for_zero_nshift(vect_a, *fac, *z, enh, offset_provider={"Koff": KDim},
+                                backend=backend)
+    dz21, dz32, dz42 = z[1] - z[0], z[2] - z[1], z[3] - z[1]
+    alin = (fac[1] - fac[0]) / dz21
+    df32, df42 = fac[2] - fac[1], fac[3] - fac[1]
+    bqdr = (df42 * dz32 - df32 * dz42) / (dz32 * dz42 * (dz42 - dz32))
+    aqdr = df32 / dz32 - bqdr * dz32
+    zf = 0.5 * (vect_a[:-1] + vect_a[1:])
+    dzlin = np.minimum(dz21, np.maximum(0.0, zf - z[0]))
+    dzqdr = np.minimum(dz42, np.maximum(0.0, zf - z[1]))
+    np.testing.assert_allclose(enh, fac[0] + dzlin * alin + dzqdr * (aqdr + dzqdr * bqdr),
+                               rtol=1e-12)
+
+
+# ================================================================== geometry on the sphere
+#
+# icon4py's math helpers on horizontal fields alone: geographical to
+# cartesian coordinates (tuples of three), dot and cross products, norms,
+# the inverse where nonzero, zonal and meridional components and back, and
+# the arc length (``arccos``, no return annotation), called with domains on
+# ``EdgeDim`` or ``CellDim`` only.
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def geographical_to_cartesian_on_cells(
+    lat: fa.CellField[wpfloat], lon: fa.CellField[wpfloat]
+) -> tuple[fa.CellField[wpfloat], fa.CellField[wpfloat], fa.CellField[wpfloat]]:
+    return cos(lat) * cos(lon), cos(lat) * sin(lon), sin(lat)
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def geographical_to_cartesian_on_edges(
+    lat: fa.EdgeField[wpfloat], lon: fa.EdgeField[wpfloat]
+) -> tuple[fa.EdgeField[wpfloat], fa.EdgeField[wpfloat], fa.EdgeField[wpfloat]]:
+    x = cos(lat) * cos(lon)
+    y = cos(lat) * sin(lon)
+    z = sin(lat)
+    return x, y, z
+
+
+@gtx.field_operator
+def dot_product_on_edges(
+    x1: fa.EdgeField[wpfloat],
+    x2: fa.EdgeField[wpfloat],
+    y1: fa.EdgeField[wpfloat],
+    y2: fa.EdgeField[wpfloat],
+    z1: fa.EdgeField[wpfloat],
+    z2: fa.EdgeField[wpfloat],
+) -> fa.EdgeField[wpfloat]:
+    return x1 * x2 + y1 * y2 + z1 * z2
+
+
+@gtx.field_operator
+def dot_product_on_cells(
+    x1: fa.CellField[wpfloat],
+    x2: fa.CellField[wpfloat],
+    y1: fa.CellField[wpfloat],
+    y2: fa.CellField[wpfloat],
+    z1: fa.CellField[wpfloat],
+    z2: fa.CellField[wpfloat],
+) -> fa.CellField[wpfloat]:
+    return x1 * x2 + y1 * y2 + z1 * z2
+
+
+@gtx.field_operator
+def cross_product_on_edges(
+    x1: fa.EdgeField[wpfloat],
+    x2: fa.EdgeField[wpfloat],
+    y1: fa.EdgeField[wpfloat],
+    y2: fa.EdgeField[wpfloat],
+    z1: fa.EdgeField[wpfloat],
+    z2: fa.EdgeField[wpfloat],
+) -> tuple[fa.EdgeField[wpfloat], fa.EdgeField[wpfloat], fa.EdgeField[wpfloat]]:
+    return y1 * z2 - z1 * y2, z1 * x2 - x1 * z2, x1 * y2 - y1 * x2
+
+
+@gtx.field_operator
+def norm2_on_edges(
+    x: fa.EdgeField[wpfloat], y: fa.EdgeField[wpfloat], z: fa.EdgeField[wpfloat]
+) -> fa.EdgeField[wpfloat]:
+    return sqrt(dot_product_on_edges(x, x, y, y, z, z))
+
+
+@gtx.field_operator
+def norm2_on_cells(
+    x: fa.CellField[wpfloat], y: fa.CellField[wpfloat], z: fa.CellField[wpfloat]
+) -> fa.CellField[wpfloat]:
+    return sqrt(dot_product_on_cells(x, x, y, y, z, z))
+
+
+@gtx.field_operator
+def normalize_cartesian_vector_on_edges(
+    v_x: fa.EdgeField[wpfloat], v_y: fa.EdgeField[wpfloat], v_z: fa.EdgeField[wpfloat]
+) -> tuple[fa.EdgeField[wpfloat], fa.EdgeField[wpfloat], fa.EdgeField[wpfloat]]:
+    norm = norm2_on_edges(v_x, v_y, v_z)
+    return v_x / norm, v_y / norm, v_z / norm
+
+
+@gtx.field_operator
+def invert_edge_field(f: fa.EdgeField[wpfloat]) -> fa.EdgeField[wpfloat]:
+    return where(f != wpfloat(0.0), wpfloat(1.0) / f, f)
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def zonal_and_meridional_components_on_cells(
+    lat: fa.CellField[wpfloat],
+    lon: fa.CellField[wpfloat],
+    x: fa.CellField[wpfloat],
+    y: fa.CellField[wpfloat],
+    z: fa.CellField[wpfloat],
+) -> tuple[fa.CellField[wpfloat], fa.CellField[wpfloat]]:
+    cos_lat, sin_lat, cos_lon, sin_lon = cos(lat), sin(lat), cos(lon), sin(lon)
+    u = cos_lon * y - sin_lon * x
+    v = cos_lat * z - sin_lat * (cos_lon * x + sin_lon * y)
+    norm = sqrt(u * u + v * v)
+    return u / norm, v / norm
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def cartesian_coordinates_from_zonal_and_meridional_components_on_cells(
+    lat: fa.CellField[wpfloat],
+    lon: fa.CellField[wpfloat],
+    u: fa.CellField[wpfloat],
+    v: fa.CellField[wpfloat],
+) -> tuple[fa.CellField[wpfloat], fa.CellField[wpfloat], fa.CellField[wpfloat]]:
+    cos_lat, sin_lat, cos_lon, sin_lon = cos(lat), sin(lat), cos(lon), sin(lon)
+    x = -u * sin_lon - v * sin_lat * cos_lon
+    y = u * cos_lon - v * sin_lat * sin_lon
+    z = cos_lat * v
+    norm = norm2_on_cells(x, y, z)
+    return x / norm, y / norm, z / norm
+
+
+@gtx.field_operator
+def arc_length_on_edges(
+    x0: fa.EdgeField[wpfloat],
+    x1: fa.EdgeField[wpfloat],
+    y0: fa.EdgeField[wpfloat],
+    y1: fa.EdgeField[wpfloat],
+    z0: fa.EdgeField[wpfloat],
+    z1: fa.EdgeField[wpfloat],
+    radius: wpfloat,
+):
+    return radius * arccos(dot_product_on_edges(x0, x1, y0, y1, z0, z1))
+
+
+@gtx.field_operator
+def _edge_geometry(
+    edge_lat: fa.EdgeField[wpfloat],
+    edge_lon: fa.EdgeField[wpfloat],
+    vertex_lat: fa.VertexField[wpfloat],
+    vertex_lon: fa.VertexField[wpfloat],
+    radius: wpfloat,
+) -> tuple[fa.EdgeField[wpfloat], fa.EdgeField[wpfloat], fa.EdgeField[wpfloat],
+           fa.EdgeField[wpfloat], fa.EdgeField[wpfloat], fa.EdgeField[wpfloat]]:
+    """The normal of each edge's great circle (the cross product of its two
+    vertices' positions, normalized), its length, its inverse and the normal's
+    projection on the position of the edge's point."""
+    lat_0, lon_0 = vertex_lat(E2V[0]), vertex_lon(E2V[0])
+    lat_1, lon_1 = vertex_lat(E2V[1]), vertex_lon(E2V[1])
+    x0, y0, z0 = cos(lat_0) * cos(lon_0), cos(lat_0) * sin(lon_0), sin(lat_0)
+    x1, y1, z1 = cos(lat_1) * cos(lon_1), cos(lat_1) * sin(lon_1), sin(lat_1)
+    nx, ny, nz = cross_product_on_edges(x0, x1, y0, y1, z0, z1)
+    nx, ny, nz = normalize_cartesian_vector_on_edges(nx, ny, nz)
+    length = arc_length_on_edges(x0, x1, y0, y1, z0, z1, radius)
+    ex, ey, ez = geographical_to_cartesian_on_edges(edge_lat, edge_lon)
+    projection = dot_product_on_edges(nx, ex, ny, ey, nz, ez)
+    return nx, ny, nz, length, invert_edge_field(length), projection
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def sphere_geometry(
+    cell_lat: fa.CellField[wpfloat],
+    cell_lon: fa.CellField[wpfloat],
+    edge_lat: fa.EdgeField[wpfloat],
+    edge_lon: fa.EdgeField[wpfloat],
+    vertex_lat: fa.VertexField[wpfloat],
+    vertex_lon: fa.VertexField[wpfloat],
+    cell_u: fa.CellField[wpfloat],
+    cell_v: fa.CellField[wpfloat],
+    cell_x: fa.CellField[wpfloat],
+    cell_y: fa.CellField[wpfloat],
+    cell_z: fa.CellField[wpfloat],
+    zonal: fa.CellField[wpfloat],
+    meridional: fa.CellField[wpfloat],
+    normal_x: fa.EdgeField[wpfloat],
+    normal_y: fa.EdgeField[wpfloat],
+    normal_z: fa.EdgeField[wpfloat],
+    edge_length: fa.EdgeField[wpfloat],
+    inv_edge_length: fa.EdgeField[wpfloat],
+    projection: fa.EdgeField[wpfloat],
+    radius: wpfloat,
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+) -> None:
+    cartesian_coordinates_from_zonal_and_meridional_components_on_cells(
+        cell_lat, cell_lon, cell_u, cell_v, out=(cell_x, cell_y, cell_z),
+        domain={dims.CellDim: (cell_start, cell_end)})
+    zonal_and_meridional_components_on_cells(
+        cell_lat, cell_lon, cell_x, cell_y, cell_z, out=(zonal, meridional),
+        domain={dims.CellDim: (cell_start, cell_end)})
+    _edge_geometry(
+        edge_lat, edge_lon, vertex_lat, vertex_lon, radius,
+        out=(normal_x, normal_y, normal_z, edge_length, inv_edge_length, projection),
+        domain={dims.EdgeDim: (edge_start, edge_end)})
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def cartesian_positions(
+    cell_lat: fa.CellField[wpfloat],
+    cell_lon: fa.CellField[wpfloat],
+    cell_x: fa.CellField[wpfloat],
+    cell_y: fa.CellField[wpfloat],
+    cell_z: fa.CellField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+) -> None:
+    geographical_to_cartesian_on_cells(
+        cell_lat, cell_lon, out=(cell_x, cell_y, cell_z),
+        domain={dims.CellDim: (horizontal_start, horizontal_end)})
+
+
+def unit(lat, lon):
+    return np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sphere_geometry(backend):
+    cs, ce, es, ee = 1, NC - 1, 0, NE - 1
+    e2v = TABLES["E2V"]
+    radius = 6.371e6
+    a = dict(cell_lat=RNG.uniform(-1.4, 1.4, NC), cell_lon=RNG.uniform(-3.0, 3.0, NC),
+             edge_lat=RNG.uniform(-1.4, 1.4, NE), edge_lon=RNG.uniform(-3.0, 3.0, NE),
+             vertex_lat=RNG.uniform(-1.4, 1.4, NV), vertex_lon=RNG.uniform(-3.0, 3.0, NV),
+             cell_u=RNG.standard_normal(NC), cell_v=RNG.standard_normal(NC))
+    # an edge whose vertices coincide has length zero: its inverse stays zero
+    e2v_same = TABLES["E2V"][:, 0] == TABLES["E2V"][:, 1]
+    names = ("cell_x", "cell_y", "cell_z", "zonal", "meridional", "normal_x", "normal_y",
+             "normal_z", "edge_length", "inv_edge_length", "projection")
+    base = {n: RNG.random(NC if n.startswith(("cell", "zonal", "meridional")) else NE)
+            for n in names}
+    got = {n: v.copy() for n, v in base.items()}
+    sphere_geometry(**a, **got, radius=radius, cell_start=cs, cell_end=ce, edge_start=es,
+                    edge_end=ee, offset_provider=TABLES, backend=backend)
+
+    lat, lon, u, v = a["cell_lat"], a["cell_lon"], a["cell_u"], a["cell_v"]
+    xyz = np.stack([-u * np.sin(lon) - v * np.sin(lat) * np.cos(lon),
+                    u * np.cos(lon) - v * np.sin(lat) * np.sin(lon), np.cos(lat) * v])
+    xyz = xyz / np.linalg.norm(xyz, axis=0)
+    want = {}
+    for i, n in enumerate(("cell_x", "cell_y", "cell_z")):
+        want[n] = np.array(base[n])
+        want[n][cs:ce] = xyz[i][cs:ce]
+    x, y, z = (want[n] for n in ("cell_x", "cell_y", "cell_z"))
+    zu = np.cos(lon) * y - np.sin(lon) * x
+    zv = np.cos(lat) * z - np.sin(lat) * (np.cos(lon) * x + np.sin(lon) * y)
+    norm = np.sqrt(zu * zu + zv * zv)
+    for n, val in (("zonal", zu / norm), ("meridional", zv / norm)):
+        want[n] = np.array(base[n])
+        want[n][cs:ce] = val[cs:ce]
+    p0 = unit(a["vertex_lat"][e2v[:, 0]], a["vertex_lon"][e2v[:, 0]])
+    p1 = unit(a["vertex_lat"][e2v[:, 1]], a["vertex_lon"][e2v[:, 1]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        normal = np.cross(p0.T, p1.T).T
+        normal = normal / np.linalg.norm(normal, axis=0)
+        length = radius * np.arccos(np.sum(p0 * p1, axis=0))
+        inverse = np.where(length != 0.0, 1.0 / length, length)
+    for i, n in enumerate(("normal_x", "normal_y", "normal_z")):
+        want[n] = np.array(base[n])
+        want[n][es:ee] = normal[i][es:ee]
+    projection = np.sum(normal * unit(a["edge_lat"], a["edge_lon"]), axis=0)
+    for n, val in (("edge_length", length), ("inv_edge_length", inverse),
+                   ("projection", projection)):
+        want[n] = np.array(base[n])
+        want[n][es:ee] = val[es:ee]
+    keep = np.ones(NE, bool)
+    keep[es:ee] = ~e2v_same[es:ee]
+    for n in names:
+        w, g = want[n], got[n]
+        if n.startswith("normal") or n == "projection":
+            w, g = w[keep], g[keep]
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9, err_msg=n)
+
+    positions = {n: RNG.random(NC) for n in ("cell_x", "cell_y", "cell_z")}
+    cartesian_positions(lat, lon, positions["cell_x"], positions["cell_y"], positions["cell_z"],
+                        0, NC, offset_provider={}, backend=backend)
+    for i, n in enumerate(("cell_x", "cell_y", "cell_z")):
+        np.testing.assert_allclose(positions[n], unit(lat, lon)[i], rtol=1e-12, atol=1e-15)
