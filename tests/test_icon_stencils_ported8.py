@@ -40,6 +40,7 @@ from tensorir_dace.frontend import (
     as_offset,
     astype,
     broadcast,
+    concat_where,
     cos,
     float32,
     float64,
@@ -65,11 +66,13 @@ CEDim = Dimension("CE")
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 C2E2C2EDim = Dimension("C2E2C2E", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
+E2C2EODim = Dimension("E2C2EO", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.E2C2EDim = E2CDim, C2EDim, C2E2CDim, E2C2EDim
 dims.CEDim, dims.C2E2CODim, dims.C2E2C2EDim, dims.E2VDim = CEDim, C2E2CODim, C2E2C2EDim, E2VDim
+dims.E2C2EODim = E2C2EODim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
@@ -79,7 +82,8 @@ C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 C2E2C2E = FieldOffset("C2E2C2E", source=EdgeDim, target=(CellDim, C2E2C2EDim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
-dims.C2E2CO, dims.C2E2C2E, dims.E2V = C2E2CO, C2E2C2E, E2V
+E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
+dims.C2E2CO, dims.C2E2C2E, dims.E2V, dims.E2C2EO = C2E2CO, C2E2C2E, E2V, E2C2EO
 dims.E2C, dims.C2E, dims.C2E2C, dims.E2C2E, dims.Koff = E2C, C2E, C2E2C, E2C2E, Koff
 
 fa = types.ModuleType("icon_field_aliases")
@@ -107,6 +111,8 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
           "C2E2C2E": _TABLE_RNG.integers(0, NE, (NC, 9)),
           "E2V": _TABLE_RNG.integers(0, NV, (NE, 2)),
+          "E2C2EO": np.concatenate([np.arange(NE)[:, None],
+                                    _TABLE_RNG.integers(0, NE, (NE, 4))], axis=1),
           "Koff": KDim, "C2CE": None}
 
 
@@ -1646,3 +1652,329 @@ def test_sphere_geometry(backend):
                         0, NC, offset_provider={}, backend=backend)
     for i, n in enumerate(("cell_x", "cell_y", "cell_z")):
         np.testing.assert_allclose(positions[n], unit(lat, lon)[i], rtol=1e-12, atol=1e-15)
+
+
+# ================================================================== nonhydro solver
+#
+# More of icon4py's solve_nonhydro stencils: the averaged normal wind, its
+# divergence gradient over ``E2C2EO`` and the tangential wind over ``E2C2E``
+# (a tuple of one wpfloat and two vpfloat fields), the explicit parts of the
+# vertical wind (tuples of ``astype`` of four vpfloat fields), the air mass
+# with a ``KField`` factor, the Exner gradient on flat levels, the lateral
+# boundary's normal wind and the Exner perturbation; and the contravariant
+# correction at cells on a region written as a chained comparison
+# ``nflatlev + 1 <= dims.KDim < nlev``.
+
+
+@gtx.field_operator
+def _spatially_average_flux_or_velocity(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    flux_or_velocity: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(e_flx_avg * flux_or_velocity(E2C2EO), axis=E2C2EODim)
+
+
+@gtx.field_operator
+def _compute_tangential_wind(
+    vn: fa.EdgeKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    return astype(neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=E2C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _compute_avg_vn_and_graddiv_vn_and_vt(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat]]:
+    z_vn_avg_wp = _spatially_average_flux_or_velocity(e_flx_avg=e_flx_avg, flux_or_velocity=vn)
+    z_graddiv_vn_vp = astype(neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=E2C2EODim), vpfloat)
+    vt_vp = _compute_tangential_wind(vn=vn, rbf_vec_coeff_e=rbf_vec_coeff_e)
+    return z_vn_avg_wp, z_graddiv_vn_vp, vt_vp
+
+
+@gtx.field_operator
+def _compute_explicit_vertical_wind_from_advection_and_vertical_wind_density(
+    w_nnow: fa.CellKField[wpfloat],
+    ddt_w_adv_ntl1: fa.CellKField[vpfloat],
+    ddt_w_adv_ntl2: fa.CellKField[vpfloat],
+    z_th_ddz_exner_c: fa.CellKField[vpfloat],
+    rho_ic: fa.CellKField[wpfloat],
+    w_concorr_c: fa.CellKField[vpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    dtime: wpfloat,
+    wgt_nnow_vel: wpfloat,
+    wgt_nnew_vel: wpfloat,
+    cpd: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    adv_1, adv_2, th_ddz_exner, concorr = astype(
+        (ddt_w_adv_ntl1, ddt_w_adv_ntl2, z_th_ddz_exner_c, w_concorr_c), wpfloat
+    )
+    z_w_expl_wp = w_nnow + dtime * (
+        wgt_nnow_vel * adv_1 + wgt_nnew_vel * adv_2 - cpd * th_ddz_exner
+    )
+    z_contr_w_fl_l_wp = rho_ic * (-concorr + vwind_expl_wgt * w_nnow)
+    return z_w_expl_wp, z_contr_w_fl_l_wp
+
+
+@gtx.field_operator
+def _compute_explicit_vertical_wind_speed_and_vertical_wind_times_density(
+    w_nnow: fa.CellKField[wpfloat],
+    ddt_w_adv_ntl1: fa.CellKField[vpfloat],
+    z_th_ddz_exner_c: fa.CellKField[vpfloat],
+    rho_ic: fa.CellKField[wpfloat],
+    w_concorr_c: fa.CellKField[vpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    dtime: wpfloat,
+    cpd: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    adv_1, th_ddz_exner, concorr = astype((ddt_w_adv_ntl1, z_th_ddz_exner_c, w_concorr_c), wpfloat)
+    z_w_expl_wp = w_nnow + dtime * (adv_1 - cpd * th_ddz_exner)
+    z_contr_w_fl_l_wp = rho_ic * (-concorr + vwind_expl_wgt * w_nnow)
+    return z_w_expl_wp, z_contr_w_fl_l_wp
+
+
+@gtx.field_operator
+def _compute_airmass(
+    rho_in: fa.CellKField[wpfloat],
+    ddqz_z_full_in: fa.CellKField[wpfloat],
+    deepatmo_t1mc_in: fa.KField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return rho_in * ddqz_z_full_in * deepatmo_t1mc_in
+
+
+@gtx.field_operator
+def _compute_horizontal_gradient_of_exner_pressure_for_flat_coordinates(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    z_exner_ex_pr: Field[[CellDim, KDim], vpfloat],
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    z_gradh_exner_wp = inv_dual_edge_length * astype(
+        z_exner_ex_pr(E2C[1]) - z_exner_ex_pr(E2C[0]), wpfloat
+    )
+    return astype(z_gradh_exner_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_vn_on_lateral_boundary(
+    grf_tend_vn: fa.EdgeKField[wpfloat],
+    vn_now: fa.EdgeKField[wpfloat],
+    dtime: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    return vn_now + dtime * grf_tend_vn
+
+
+@gtx.field_operator
+def _init_exner_pr(
+    exner: Field[[CellDim, KDim], vpfloat],
+    exner_ref: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    exner_pr = exner - exner_ref
+    return exner_pr
+
+
+@gtx.field_operator
+def _compute_contravariant_correction_of_w(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_w_concorr_me_wp = astype(z_w_concorr_me, wpfloat)
+    here = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me_wp(C2E), axis=C2EDim)
+    above = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me_wp(Koff[-1])(C2E), axis=C2EDim)
+    wgtfac_c_wp = astype(wgtfac_c, wpfloat)
+    return astype(wgtfac_c_wp * here + (wpfloat("1.0") - wgtfac_c_wp) * above, vpfloat)
+
+
+@gtx.field_operator
+def _compute_contravariant_correction_of_w_for_lower_boundary(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat],
+    wgtfacq_c: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_w_concorr_me_wp = astype(z_w_concorr_me, wpfloat)
+    m1 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me_wp(Koff[-1])(C2E), axis=C2EDim)
+    m2 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me_wp(Koff[-2])(C2E), axis=C2EDim)
+    m3 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me_wp(Koff[-3])(C2E), axis=C2EDim)
+    wgtfacq_c_wp = astype(wgtfacq_c, wpfloat)
+    return astype(
+        wgtfacq_c_wp(Koff[-1]) * m1 + wgtfacq_c_wp(Koff[-2]) * m2 + wgtfacq_c_wp(Koff[-3]) * m3,
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _fused_solve_nonhydro_stencil_39_40(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+    wgtfacq_c: fa.CellKField[vpfloat],
+    nlev: gtx.int32,
+    nflatlev: gtx.int32,
+) -> fa.CellKField[vpfloat]:
+    return concat_where(
+        nflatlev + 1 <= dims.KDim < nlev,
+        _compute_contravariant_correction_of_w(e_bln_c_s, z_w_concorr_me, wgtfac_c),
+        _compute_contravariant_correction_of_w_for_lower_boundary(
+            e_bln_c_s, z_w_concorr_me, wgtfacq_c
+        ),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def nonhydro_solver_parts(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    w_nnow: fa.CellKField[wpfloat],
+    ddt_w_adv_ntl1: fa.CellKField[vpfloat],
+    ddt_w_adv_ntl2: fa.CellKField[vpfloat],
+    z_th_ddz_exner_c: fa.CellKField[vpfloat],
+    rho_ic: fa.CellKField[wpfloat],
+    w_concorr_c_in: fa.CellKField[vpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    rho: fa.CellKField[wpfloat],
+    ddqz_z_full: fa.CellKField[wpfloat],
+    deepatmo_t1mc: fa.KField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    exner: fa.CellKField[vpfloat],
+    exner_ref: fa.CellKField[vpfloat],
+    grf_tend_vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+    wgtfacq_c: fa.CellKField[vpfloat],
+    z_vn_avg: fa.EdgeKField[wpfloat],
+    z_graddiv_vn: fa.EdgeKField[vpfloat],
+    vt: fa.EdgeKField[vpfloat],
+    z_w_expl: fa.CellKField[wpfloat],
+    z_contr_w_fl_l: fa.CellKField[wpfloat],
+    airmass: fa.CellKField[wpfloat],
+    z_exner_ex_pr: fa.CellKField[vpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat],
+    vn_new: fa.EdgeKField[wpfloat],
+    w_concorr_c: fa.CellKField[vpfloat],
+    dtime: wpfloat,
+    wgt_nnow_vel: wpfloat,
+    wgt_nnew_vel: wpfloat,
+    cpd: wpfloat,
+    predictor: bool,
+    nlev: gtx.int32,
+    nflatlev: gtx.int32,
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_avg_vn_and_graddiv_vn_and_vt(
+        e_flx_avg=e_flx_avg, vn=vn, geofac_grdiv=geofac_grdiv, rbf_vec_coeff_e=rbf_vec_coeff_e,
+        out=(z_vn_avg, z_graddiv_vn, vt),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    if predictor:
+        _compute_explicit_vertical_wind_speed_and_vertical_wind_times_density(
+            w_nnow, ddt_w_adv_ntl1, z_th_ddz_exner_c, rho_ic, w_concorr_c_in, vwind_expl_wgt,
+            dtime, cpd, out=(z_w_expl, z_contr_w_fl_l),
+            domain={dims.CellDim: (cell_start, cell_end),
+                    dims.KDim: (vertical_start, vertical_end)})
+    else:
+        _compute_explicit_vertical_wind_from_advection_and_vertical_wind_density(
+            w_nnow, ddt_w_adv_ntl1, ddt_w_adv_ntl2, z_th_ddz_exner_c, rho_ic, w_concorr_c_in,
+            vwind_expl_wgt, dtime, wgt_nnow_vel, wgt_nnew_vel, cpd,
+            out=(z_w_expl, z_contr_w_fl_l),
+            domain={dims.CellDim: (cell_start, cell_end),
+                    dims.KDim: (vertical_start, vertical_end)})
+    _compute_airmass(
+        rho, ddqz_z_full, deepatmo_t1mc, out=airmass,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _init_exner_pr(
+        exner, exner_ref, out=z_exner_ex_pr,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_horizontal_gradient_of_exner_pressure_for_flat_coordinates(
+        inv_dual_edge_length, z_exner_ex_pr, out=z_gradh_exner,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_vn_on_lateral_boundary(
+        grf_tend_vn, vn, dtime, out=vn_new,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _fused_solve_nonhydro_stencil_39_40(
+        e_bln_c_s, z_w_concorr_me, wgtfac_c, wgtfacq_c, nlev, nflatlev, out=w_concorr_c,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (nflatlev + 1, nlev + 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("predictor", [True, False])
+def test_nonhydro_solver_parts(backend, predictor):
+    cs, ce, es, ee, vs, ve = 1, NC - 1, 1, NE, 0, NLEV
+    nlev, nflatlev = NLEV - 2, 3
+    dtime, wnow, wnew, cpd = 4.0, 0.4, 0.6, 1004.64
+    c2e, e2c, e2c2e, e2c2eo = (TABLES[k] for k in ("C2E", "E2C", "E2C2E", "E2C2EO"))
+    a = dict(
+        e_flx_avg=RNG.standard_normal((NE, 5)), vn=RNG.standard_normal((NE, NLEV)),
+        geofac_grdiv=RNG.standard_normal((NE, 5)), rbf_vec_coeff_e=RNG.standard_normal((NE, 4)),
+        w_nnow=RNG.standard_normal((NC, NLEV)), ddt_w_adv_ntl1=f32(NC, NLEV),
+        ddt_w_adv_ntl2=f32(NC, NLEV), z_th_ddz_exner_c=f32(NC, NLEV) * np.float32(1e-3),
+        rho_ic=RNG.uniform(0.5, 1.5, (NC, NLEV)), w_concorr_c_in=f32(NC, NLEV),
+        vwind_expl_wgt=RNG.uniform(0.3, 0.5, NC), rho=RNG.uniform(0.5, 1.5, (NC, NLEV)),
+        ddqz_z_full=RNG.uniform(10.0, 100.0, (NC, NLEV)), deepatmo_t1mc=RNG.uniform(0.9, 1.1, NLEV),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        exner=RNG.uniform(0.8, 1.0, (NC, NLEV)).astype(np.float32),
+        exner_ref=RNG.uniform(0.8, 1.0, (NC, NLEV)).astype(np.float32),
+        grf_tend_vn=RNG.standard_normal((NE, NLEV)), e_bln_c_s=RNG.uniform(0.2, 0.5, NC * 3),
+        z_w_concorr_me=f32(NE, NLEV), wgtfac_c=f32(NC, NLEV), wgtfacq_c=f32(NC, NLEV))
+    base = dict(
+        z_vn_avg=RNG.random((NE, NLEV)), z_graddiv_vn=f32(NE, NLEV), vt=f32(NE, NLEV),
+        z_w_expl=RNG.random((NC, NLEV)), z_contr_w_fl_l=RNG.random((NC, NLEV)),
+        airmass=RNG.random((NC, NLEV)), z_exner_ex_pr=f32(NC, NLEV), z_gradh_exner=f32(NE, NLEV),
+        vn_new=RNG.random((NE, NLEV)), w_concorr_c=f32(NC, NLEV))
+    got = {k: v.copy() for k, v in base.items()}
+    nonhydro_solver_parts(
+        **a, **got, dtime=dtime, wgt_nnow_vel=wnow, wgt_nnew_vel=wnew, cpd=cpd,
+        predictor=predictor, nlev=nlev, nflatlev=nflatlev, cell_start=cs, cell_end=ce,
+        edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+        backend=backend)
+
+    def w64(name):
+        return a[name].astype(np.float64)
+    vn = a["vn"]
+    want = {}
+
+    def edges(name, x):
+        want[name] = inside(x, base[name], es, ee, vs, ve)
+
+    def cells(name, x):
+        want[name] = inside(x, base[name], cs, ce, vs, ve)
+    edges("z_vn_avg", np.einsum("enk,en->ek", vn[e2c2eo], a["e_flx_avg"]))
+    edges("z_graddiv_vn", np.einsum("enk,en->ek", vn[e2c2eo], a["geofac_grdiv"]).astype(np.float32))
+    edges("vt", np.einsum("enk,en->ek", vn[e2c2e], a["rbf_vec_coeff_e"]).astype(np.float32))
+    tendency = w64("ddt_w_adv_ntl1") if predictor else (
+        wnow * w64("ddt_w_adv_ntl1") + wnew * w64("ddt_w_adv_ntl2"))
+    cells("z_w_expl", a["w_nnow"] + dtime * (tendency - cpd * w64("z_th_ddz_exner_c")))
+    cells("z_contr_w_fl_l", a["rho_ic"] * (-w64("w_concorr_c_in")
+                                           + a["vwind_expl_wgt"][:, None] * a["w_nnow"]))
+    cells("airmass", a["rho"] * a["ddqz_z_full"] * a["deepatmo_t1mc"])
+    cells("z_exner_ex_pr", a["exner"] - a["exner_ref"])
+    ex = want["z_exner_ex_pr"]
+    edges("z_gradh_exner", (a["inv_dual_edge_length"][:, None] * (
+        ex[e2c[:, 1]] - ex[e2c[:, 0]]).astype(np.float64)).astype(np.float32))
+    edges("vn_new", vn + dtime * a["grf_tend_vn"])
+    e_bln = a["e_bln_c_s"].reshape(NC, 3)
+    me = w64("z_w_concorr_me")
+    with np.errstate(invalid="ignore"):
+        def at_cells(shift):
+            return np.einsum("cnk,cn->ck", shifted(me, shift)[c2e], e_bln)
+        wgt, wq = w64("wgtfac_c"), w64("wgtfacq_c")
+        interior = wgt * at_cells(0) + (1 - wgt) * at_cells(-1)
+        bottom = sum(shifted(wq, -i) * at_cells(-i) for i in (1, 2, 3))
+    k = np.arange(NLEV)[None, :]
+    concorr = np.where((nflatlev + 1 <= k) & (k < nlev), interior, bottom).astype(np.float32)
+    want["w_concorr_c"] = inside(concorr, base["w_concorr_c"], cs, ce, nflatlev + 1, nlev + 1)
+    check(got, want, rtol=2e-6, atol=1e-6)
