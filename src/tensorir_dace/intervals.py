@@ -110,12 +110,32 @@ def runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return smin(a, b)
 
 
+def _literal_against_size(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """One bound a literal integer, the other one depending on sizes (``4`` and
+    ``N_K``): a literal domain's level range against a whole column."""
+    return (a.is_Integer and not b.is_number) or (b.is_Integer and not a.is_number)
+
+
+def _clamped_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if maybe_le(a, b) is None and _literal_against_size(a, b):
+        return sympy.Max(a, b)
+    return runtime_max(a, b)
+
+
+def _clamped_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if maybe_le(a, b) is None and _literal_against_size(a, b):
+        return sympy.Min(a, b)
+    return runtime_min(a, b)
+
+
 def intersect(a: ir.Dim, b: ir.Dim) -> ir.Dim:
     """The intersection of two intervals of the same dimension (keeps a's mask).
 
     Size-symbol orders SymPy cannot decide raise :class:`Undecidable`; with a
-    runtime bound the result keeps a symbolic ``Max``/``Min``."""
-    return a.with_interval(runtime_max(a.start, b.start), runtime_min(a.stop, b.stop))
+    runtime bound, or a literal bound against one of sizes (a literal domain's
+    ``K[1:4]`` against a column's ``K[0:N_K]``), the result keeps a symbolic
+    ``Max``/``Min``."""
+    return a.with_interval(_clamped_max(a.start, b.start), _clamped_min(a.stop, b.stop))
 
 
 def covers(outer: ir.Dim, inner: ir.Dim) -> bool:
