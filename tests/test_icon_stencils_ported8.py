@@ -15,9 +15,24 @@ tendencies.  Then the vertical tracer advection: the density increments with a
 semi-monotone parabola limiter (nested ``where`` choosing tuples on an
 ``int32`` field), the PPM parabola coefficients and the PPM Courant number
 (chains of ``bool`` fields from an ``int32`` ``KField`` of level indices
-compared with runtime scalars, shifts up to ``Koff[-5]``).  Each group is one
-program, interpreted and compiled, compared with NumPy written from the
-formulas.
+compared with runtime scalars, shifts up to ``Koff[-5]``).  Then the
+diffusion of theta and exner: the cold pools' enhanced coefficient
+(``max_over`` through ``E2C`` of a cell field built from ``C2E2C`` sums),
+the truly horizontal diffusion over steep points in the spelling with sparse
+fields on ``CellDim, C2E2CDim, KDim`` (``as_offset`` of one selected by
+``[C2E2CDim(i)]``) chosen by a ``bool`` scalar in a conditional expression,
+and the turbulence diagnostics over the flattened ``CEDim``.  Then the
+interpolation stencils and math operators (RBF reconstructions over ``C2E``
+and the nested ``C2E2C2E``, Green-Gauss gradients over ``C2E2CO``, a
+Laplacian on a horizontal field alone, finite differences through ``E2C``
+and ``E2V``, the Smagorinsky enhancement factor on ``KDim`` alone called
+without ``domain=``); the geometry on the sphere (tuples of three on
+horizontal fields, ``arccos``, an operator without a return annotation); and
+more of the nonhydro solver (``E2C2EO`` and ``E2C2E`` in one tuple, a
+program-level ``if`` on a ``bool`` choosing between two stencils, a region
+written as the chained comparison ``nflatlev + 1 <= dims.KDim < nlev``).
+Each group is one program, interpreted and compiled, compared with NumPy
+written from the formulas.
 """
 
 from __future__ import annotations
