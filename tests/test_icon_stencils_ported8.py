@@ -30,9 +30,12 @@ without ``domain=``); the geometry on the sphere (tuples of three on
 horizontal fields, ``arccos``, an operator without a return annotation); and
 more of the nonhydro solver (``E2C2EO`` and ``E2C2E`` in one tuple, a
 program-level ``if`` on a ``bool`` choosing between two stencils, a region
-written as the chained comparison ``nflatlev + 1 <= dims.KDim < nlev``).
-Each group is one program, interpreted and compiled, compared with NumPy
-written from the formulas.
+written as the chained comparison ``nflatlev + 1 <= dims.KDim < nlev``);
+last, the flux-form semi-Lagrangian backtrajectory (``int32`` sparse fields
+selected by ``[E2CDim(i)]``, ``where`` of two integer literals into an
+``int32`` output, eleven outputs of three element types).  Each group is
+one program, interpreted and compiled, compared with NumPy written from the
+formulas.
 """
 
 from __future__ import annotations
@@ -1993,3 +1996,209 @@ def test_nonhydro_solver_parts(backend, predictor):
     concorr = np.where((nflatlev + 1 <= k) & (k < nlev), interior, bottom).astype(np.float32)
     want["w_concorr_c"] = inside(concorr, base["w_concorr_c"], cs, ce, nflatlev + 1, nlev + 1)
     check(got, want, rtol=2e-6, atol=1e-6)
+
+
+# ================================================================== backtrajectory
+#
+# The flux-form semi-Lagrangian backtrajectory: the upwind cell's indices
+# chosen from ``int32`` fields on ``EdgeDim, E2CDim`` (``cell_idx[E2CDim(0)]``)
+# and ``where(lvn_pos, 0, 1)`` of two literals into an ``int32`` output, the
+# departure region's vertices in the upwind cell's frame, eleven outputs of
+# three element types, after the counterclockwise indicator it reads.
+
+
+@gtx.field_operator
+def _compute_ffsl_backtrajectory(
+    p_vn: fa.EdgeKField[ta.wpfloat],
+    p_vt: fa.EdgeKField[ta.wpfloat],
+    cell_idx: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], gtx.int32],
+    cell_blk: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], gtx.int32],
+    edge_verts_1_x: fa.EdgeField[ta.wpfloat],
+    edge_verts_2_x: fa.EdgeField[ta.wpfloat],
+    edge_verts_1_y: fa.EdgeField[ta.wpfloat],
+    edge_verts_2_y: fa.EdgeField[ta.wpfloat],
+    pos_on_tplane_e_1_x: fa.EdgeField[ta.wpfloat],
+    pos_on_tplane_e_2_x: fa.EdgeField[ta.wpfloat],
+    pos_on_tplane_e_1_y: fa.EdgeField[ta.wpfloat],
+    pos_on_tplane_e_2_y: fa.EdgeField[ta.wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    dual_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    dual_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    lvn_sys_pos: fa.EdgeKField[bool],
+    p_dt: ta.wpfloat,
+) -> tuple[
+    fa.EdgeKField[gtx.int32],
+    fa.EdgeKField[gtx.int32],
+    fa.EdgeKField[gtx.int32],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+]:
+    lvn_pos = p_vn >= 0.0
+    upwind_idx = where(lvn_pos, cell_idx[E2CDim(0)], cell_idx[E2CDim(1)])
+    upwind_rel_idx = where(lvn_pos, 0, 1)
+    upwind_blk = where(lvn_pos, cell_blk[E2CDim(0)], cell_blk[E2CDim(1)])
+
+    depart_1_x = edge_verts_1_x - p_vn * p_dt
+    depart_1_y = edge_verts_1_y - p_vt * p_dt
+    depart_2_x = edge_verts_2_x - p_vn * p_dt
+    depart_2_y = edge_verts_2_y - p_vt * p_dt
+
+    origin_x = where(lvn_pos, pos_on_tplane_e_1_x, pos_on_tplane_e_2_x)
+    origin_y = where(lvn_pos, pos_on_tplane_e_1_y, pos_on_tplane_e_2_y)
+
+    v1_x = edge_verts_1_x - origin_x
+    v1_y = edge_verts_1_y - origin_y
+    v2_x = where(lvn_sys_pos, depart_1_x, edge_verts_2_x) - origin_x
+    v2_y = where(lvn_sys_pos, depart_1_y, edge_verts_2_y) - origin_y
+    v3_x = depart_2_x - origin_x
+    v3_y = depart_2_y - origin_y
+    v4_x = where(lvn_sys_pos, edge_verts_2_x, depart_1_x) - origin_x
+    v4_y = where(lvn_sys_pos, edge_verts_2_y, depart_1_y) - origin_y
+
+    pn_1 = where(lvn_pos, primal_normal_cell_x[E2CDim(0)], primal_normal_cell_x[E2CDim(1)])
+    pn_2 = where(lvn_pos, primal_normal_cell_y[E2CDim(0)], primal_normal_cell_y[E2CDim(1)])
+    dn_1 = where(lvn_pos, dual_normal_cell_x[E2CDim(0)], dual_normal_cell_x[E2CDim(1)])
+    dn_2 = where(lvn_pos, dual_normal_cell_y[E2CDim(0)], dual_normal_cell_y[E2CDim(1)])
+
+    return (
+        upwind_idx,
+        upwind_rel_idx,
+        upwind_blk,
+        astype(v1_x * pn_1 + v1_y * dn_1, vpfloat),
+        astype(v2_x * pn_1 + v2_y * dn_1, vpfloat),
+        astype(v3_x * pn_1 + v3_y * dn_1, vpfloat),
+        astype(v4_x * pn_1 + v4_y * dn_1, vpfloat),
+        astype(v1_x * pn_2 + v1_y * dn_2, vpfloat),
+        astype(v2_x * pn_2 + v2_y * dn_2, vpfloat),
+        astype(v3_x * pn_2 + v3_y * dn_2, vpfloat),
+        astype(v4_x * pn_2 + v4_y * dn_2, vpfloat),
+    )
+
+
+EDGE_POINTS = ("edge_verts_1_x", "edge_verts_2_x", "edge_verts_1_y", "edge_verts_2_y",
+               "pos_on_tplane_e_1_x", "pos_on_tplane_e_2_x", "pos_on_tplane_e_1_y",
+               "pos_on_tplane_e_2_y")
+NORMALS = ("primal_normal_cell_x", "primal_normal_cell_y", "dual_normal_cell_x",
+           "dual_normal_cell_y")
+COORDS = tuple(f"p_coords_dreg_v_{i}_{c}_dsl" for c in ("lon", "lat") for i in (1, 2, 3, 4))
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def ffsl_backtrajectory(
+    p_vn: fa.EdgeKField[wpfloat],
+    p_vt: fa.EdgeKField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    cell_idx: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], gtx.int32],
+    cell_blk: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], gtx.int32],
+    edge_verts_1_x: fa.EdgeField[wpfloat],
+    edge_verts_2_x: fa.EdgeField[wpfloat],
+    edge_verts_1_y: fa.EdgeField[wpfloat],
+    edge_verts_2_y: fa.EdgeField[wpfloat],
+    pos_on_tplane_e_1_x: fa.EdgeField[wpfloat],
+    pos_on_tplane_e_2_x: fa.EdgeField[wpfloat],
+    pos_on_tplane_e_1_y: fa.EdgeField[wpfloat],
+    pos_on_tplane_e_2_y: fa.EdgeField[wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    dual_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    dual_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    lvn_sys_pos: fa.EdgeKField[bool],
+    p_cell_idx: fa.EdgeKField[gtx.int32],
+    p_cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+    p_cell_blk: fa.EdgeKField[gtx.int32],
+    p_coords_dreg_v_1_lon_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_2_lon_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_3_lon_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_4_lon_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_1_lat_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_2_lat_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_3_lat_dsl: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_4_lat_dsl: fa.EdgeKField[vpfloat],
+    p_dt: wpfloat,
+    lcounterclock: bool,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_ffsl_backtrajectory_counterclockwise_indicator(
+        p_vn, tangent_orientation, lcounterclock, out=lvn_sys_pos,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_ffsl_backtrajectory(
+        p_vn, p_vt, cell_idx, cell_blk, edge_verts_1_x, edge_verts_2_x, edge_verts_1_y,
+        edge_verts_2_y, pos_on_tplane_e_1_x, pos_on_tplane_e_2_x, pos_on_tplane_e_1_y,
+        pos_on_tplane_e_2_y, primal_normal_cell_x, primal_normal_cell_y, dual_normal_cell_x,
+        dual_normal_cell_y, lvn_sys_pos, p_dt,
+        out=(p_cell_idx, p_cell_rel_idx_dsl, p_cell_blk, p_coords_dreg_v_1_lon_dsl,
+             p_coords_dreg_v_2_lon_dsl, p_coords_dreg_v_3_lon_dsl, p_coords_dreg_v_4_lon_dsl,
+             p_coords_dreg_v_1_lat_dsl, p_coords_dreg_v_2_lat_dsl, p_coords_dreg_v_3_lat_dsl,
+             p_coords_dreg_v_4_lat_dsl),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ffsl_backtrajectory(backend):
+    es, ee, vs, ve = 1, NE - 1, 1, NLEV
+    dt = 3.0
+    a = dict(p_vn=RNG.standard_normal((NE, NLEV)), p_vt=RNG.standard_normal((NE, NLEV)),
+             tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+             cell_idx=RNG.integers(0, 1000, (NE, 2)).astype(np.int32),
+             cell_blk=RNG.integers(0, 50, (NE, 2)).astype(np.int32))
+    a.update({n: RNG.standard_normal(NE) for n in EDGE_POINTS})
+    a.update({n: RNG.standard_normal((NE, 2)) for n in NORMALS})
+    base = dict(lvn_sys_pos=RNG.random((NE, NLEV)) < 0.5,
+                p_cell_idx=RNG.integers(-9, 0, (NE, NLEV)).astype(np.int32),
+                p_cell_rel_idx_dsl=RNG.integers(-9, 0, (NE, NLEV)).astype(np.int32),
+                p_cell_blk=RNG.integers(-9, 0, (NE, NLEV)).astype(np.int32))
+    base.update({n: f32(NE, NLEV) for n in COORDS})
+    got = {k: v.copy() for k, v in base.items()}
+    ffsl_backtrajectory(**a, **got, p_dt=dt, lcounterclock=True, horizontal_start=es,
+                        horizontal_end=ee, vertical_start=vs, vertical_end=ve,
+                        offset_provider=TABLES, backend=backend)
+
+    vn, vt = a["p_vn"], a["p_vt"]
+    sys_pos = inside(vn * a["tangent_orientation"][:, None] >= 0.0, base["lvn_sys_pos"],
+                     es, ee, vs, ve)
+    pos = vn >= 0.0
+
+    def pick(name):
+        x = a[name]
+        return np.where(pos, x[:, 0:1], x[:, 1:2])
+
+    def col(name):
+        return a[name][:, None]
+    d1x, d1y = col("edge_verts_1_x") - vn * dt, col("edge_verts_1_y") - vt * dt
+    d2x, d2y = col("edge_verts_2_x") - vn * dt, col("edge_verts_2_y") - vt * dt
+    ox = np.where(pos, col("pos_on_tplane_e_1_x"), col("pos_on_tplane_e_2_x"))
+    oy = np.where(pos, col("pos_on_tplane_e_1_y"), col("pos_on_tplane_e_2_y"))
+    vx = [col("edge_verts_1_x") - ox, np.where(sys_pos, d1x, col("edge_verts_2_x")) - ox,
+          d2x - ox, np.where(sys_pos, col("edge_verts_2_x"), d1x) - ox]
+    vy = [col("edge_verts_1_y") - oy, np.where(sys_pos, d1y, col("edge_verts_2_y")) - oy,
+          d2y - oy, np.where(sys_pos, col("edge_verts_2_y"), d1y) - oy]
+    pn1, pn2 = pick("primal_normal_cell_x"), pick("primal_normal_cell_y")
+    dn1, dn2 = pick("dual_normal_cell_x"), pick("dual_normal_cell_y")
+    want = dict(lvn_sys_pos=sys_pos,
+                p_cell_idx=inside(pick("cell_idx"), base["p_cell_idx"], es, ee, vs, ve),
+                p_cell_rel_idx_dsl=inside(np.where(pos, 0, 1), base["p_cell_rel_idx_dsl"],
+                                          es, ee, vs, ve),
+                p_cell_blk=inside(pick("cell_blk"), base["p_cell_blk"], es, ee, vs, ve))
+    for i in range(4):
+        for c, (pn, dn) in (("lon", (pn1, dn1)), ("lat", (pn2, dn2))):
+            name = f"p_coords_dreg_v_{i + 1}_{c}_dsl"
+            want[name] = inside((vx[i] * pn + vy[i] * dn).astype(np.float32), base[name],
+                                es, ee, vs, ve)
+    for name, w in want.items():
+        assert got[name].dtype == w.dtype or name.startswith("p_coords"), name
+        if w.dtype.kind in "bi":
+            np.testing.assert_array_equal(got[name], w, err_msg=name)
+        else:
+            np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=1e-6, err_msg=name)
