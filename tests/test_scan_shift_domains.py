@@ -308,3 +308,35 @@ def test_a_static_domain_past_the_column_is_refused_at_the_call():
     with pytest.raises(ArgumentError, match=r"K\[2:8\]"):
         run_static_past_the_column(A, o, backend="interpreter")
     assert not o.any()
+
+
+@field_operator
+def fwd_both_ways(a: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    w = fwd(a)
+    return concat_where(K > 2, w(Koff[-1]) + a, a - w(Koff[1]))
+
+
+@program
+def run_both_ways(a: Field[[Cell, K], float], o: Field[[Cell, K], float], vs: int, ve: int):
+    fwd_both_ways(a, out=o, domain={Cell: (0, N), K: (vs, ve)})
+
+
+@program
+def run_both_ways_static(a: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+    fwd_both_ways(a, out=o, domain={Cell: (0, N), K: (1, 5)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_where_pieces_read_the_scan_both_ways(backend):
+    """Levels 1 and 2 read ``w`` one level up, levels 3 and 4 one level down:
+    all read levels 2 and 3, so the scan starts at 2, and each ``concat_where``
+    piece is cut to the levels of the domain (the piece below 3 would otherwise
+    ask for ``w`` from level 1)."""
+    w = scan_ref(A, 2, 4, True)
+    want = np.zeros((N, L))
+    for k in range(1, 5):
+        want[:, k] = w[:, k - 1] + A[:, k] if k > 2 else A[:, k] - w[:, k + 1]
+    for run, kwargs in ((run_both_ways, dict(vs=1, ve=5)), (run_both_ways_static, {})):
+        o = np.zeros((N, L))
+        run(A, o, **kwargs, backend=backend)
+        np.testing.assert_allclose(o, want, rtol=1e-13, atol=1e-13)
