@@ -272,3 +272,71 @@ def test_tuple_parts_share_the_scan(backend):
     e1[:, vs:ve], e2[:, vs:ve] = w[:, vs:ve], w[:, vs + 1:ve + 1]
     np.testing.assert_allclose(o1, e1, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(o2, e2, rtol=1e-13, atol=1e-13)
+
+
+@field_operator
+def fwd_down_plus_a(a: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return fwd(a)(Koff[-1]) + a
+
+
+@program
+def run_static_beside_the_column(a: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+    fwd_down_plus_a(a, out=o, domain={Cell: (0, N), K: (2, 5)})
+
+
+@program
+def run_static_past_the_column(a: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+    fwd_down_plus_a(a, out=o, domain={Cell: (0, N), K: (2, L + 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_static_domain_shifted_scan_beside_a_whole_column(backend):
+    """The shifted scan is defined on the literal levels K[2:5]; the operand
+    ``a`` on the whole column K[0:N_K]: their intersection keeps
+    ``Min(5, N_K)`` (checked against the sizes at the call) instead of asking
+    for an order of 5 and N_K that holds for every size."""
+    o = np.zeros((N, L))
+    run_static_beside_the_column(A, o, backend=backend)
+    w = scan_ref(A, 1, 4, True)
+    want = np.zeros((N, L))
+    want[:, 2:5] = w[:, 1:4] + A[:, 2:5]
+    np.testing.assert_allclose(o, want, rtol=1e-13, atol=1e-13)
+
+
+def test_a_static_domain_past_the_column_is_refused_at_the_call():
+    o = np.zeros((N, L))
+    with pytest.raises(ArgumentError, match=r"K\[2:8\]"):
+        run_static_past_the_column(A, o, backend="interpreter")
+    assert not o.any()
+
+
+@field_operator
+def fwd_both_ways(a: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    w = fwd(a)
+    return concat_where(K > 2, w(Koff[-1]) + a, a - w(Koff[1]))
+
+
+@program
+def run_both_ways(a: Field[[Cell, K], float], o: Field[[Cell, K], float], vs: int, ve: int):
+    fwd_both_ways(a, out=o, domain={Cell: (0, N), K: (vs, ve)})
+
+
+@program
+def run_both_ways_static(a: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+    fwd_both_ways(a, out=o, domain={Cell: (0, N), K: (1, 5)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_where_pieces_read_the_scan_both_ways(backend):
+    """Levels 1 and 2 read ``w`` one level up, levels 3 and 4 one level down:
+    all read levels 2 and 3, so the scan starts at 2, and each ``concat_where``
+    piece is cut to the levels of the domain (the piece below 3 would otherwise
+    ask for ``w`` from level 1)."""
+    w = scan_ref(A, 2, 4, True)
+    want = np.zeros((N, L))
+    for k in range(1, 5):
+        want[:, k] = w[:, k - 1] + A[:, k] if k > 2 else A[:, k] - w[:, k + 1]
+    for run, kwargs in ((run_both_ways, dict(vs=1, ve=5)), (run_both_ways_static, {})):
+        o = np.zeros((N, L))
+        run(A, o, **kwargs, backend=backend)
+        np.testing.assert_allclose(o, want, rtol=1e-13, atol=1e-13)

@@ -24,6 +24,7 @@ from tensorir_dace.frontend import (
     flip_staggered,
     is_staggered,
     program,
+    scan_operator,
 )
 
 Cell = Dimension("Cell")
@@ -202,3 +203,38 @@ def test_tuple_parts_on_runtime_half_levels(backend):
     double_in_place(x, ifc, NLEV, backend=backend)
     np.testing.assert_allclose(x, want_x, rtol=1e-14)
     np.testing.assert_allclose(ifc, want_ifc, rtol=1e-14)
+
+
+@scan_operator(axis=KHalf, forward=False, init=0.0)
+def _damped_sum_upwards(state: float, x: float) -> float:
+    return 0.5 * state + x
+
+
+@field_operator
+def _layer_difference_of_a_half_level_scan(h: Field[[Cell, KHalf], float],
+                                           x: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    w = _damped_sum_upwards(h)
+    return w(K + 0.5) - w(K - 0.5) + x
+
+
+@program
+def layer_difference_on_literal_levels(h: Field[[Cell, KHalf], float], x: Field[[Cell, K], float],
+                                       out: Field[[Cell, K], float]):
+    _layer_difference_of_a_half_level_scan(h, x, out=out, domain={Cell: (0, NC), K: (1, 4)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_half_level_scan_on_literal_levels_beside_full_levels(backend):
+    """The scan runs on half levels 1..4 (what levels 1..3 read at ``K ± 0.5``):
+    ``Min(5, N_K + 1) - 1`` beside the full levels' ``N_K`` is decided through
+    the ``Min``, the offset moved to the other side."""
+    h, x = RNG.random((NC, NLEV + 1)), RNG.random((NC, NLEV))
+    out = np.zeros((NC, NLEV))
+    layer_difference_on_literal_levels(h, x, out, backend=backend)
+    w, state = np.zeros((NC, NLEV + 1)), np.zeros(NC)
+    for k in range(4, 0, -1):
+        state = 0.5 * state + h[:, k]
+        w[:, k] = state
+    want = np.zeros((NC, NLEV))
+    want[:, 1:4] = w[:, 2:5] - w[:, 1:4] + x[:, 1:4]
+    np.testing.assert_allclose(out, want, rtol=1e-14)

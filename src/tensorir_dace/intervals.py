@@ -75,6 +75,23 @@ def _le_through_extrema(a: sympy.Expr, b: sympy.Expr) -> bool | None:
         return True
     if isinstance(b, sympy.Min) and all(maybe_le(a, x) for x in b.args):
         return True
+    return _le_moving_offsets(a, b)
+
+
+def _le_moving_offsets(a: sympy.Expr, b: sympy.Expr) -> bool | None:
+    """``Min(5, N + 1) - 1 <= N`` as ``Min(5, N + 1) <= N + 1``: a ``Max``/``Min``
+    with an offset beside it is compared alone, the offset moved to the other
+    side (one without ``Max``/``Min`` of its own, so the moves end).  None when
+    neither side is such a sum."""
+    for side, other, flip in ((a, b, False), (b, a, True)):
+        if not isinstance(side, sympy.Add) or other.has(sympy.Max, sympy.Min):
+            continue
+        extrema = [t for t in side.args if isinstance(t, (sympy.Max, sympy.Min))]
+        if len(extrema) != 1:
+            continue
+        rest = side - extrema[0]
+        moved = sympy.expand(other - rest)
+        return maybe_le(moved, extrema[0]) if flip else maybe_le(extrema[0], moved)
     return None
 
 
@@ -113,12 +130,33 @@ def runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     return smin(a, b)
 
 
+def _over_one_size(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Bounds over one size symbol at most, whose order depends on its value
+    (``4`` and ``N_K``, ``Max(4, Min(5, N_K) - 1)`` and ``N_K``): a literal
+    domain's level range against a whole column."""
+    return len(a.free_symbols | b.free_symbols) == 1
+
+
+def _clamped_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if maybe_le(a, b) is None and _over_one_size(a, b):
+        return sympy.Max(a, b)
+    return runtime_max(a, b)
+
+
+def _clamped_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    if maybe_le(a, b) is None and _over_one_size(a, b):
+        return sympy.Min(a, b)
+    return runtime_min(a, b)
+
+
 def intersect(a: ir.Dim, b: ir.Dim) -> ir.Dim:
     """The intersection of two intervals of the same dimension (keeps a's mask).
 
     Size-symbol orders SymPy cannot decide raise :class:`Undecidable`; with a
-    runtime bound the result keeps a symbolic ``Max``/``Min``."""
-    return a.with_interval(runtime_max(a.start, b.start), runtime_min(a.stop, b.stop))
+    runtime bound, or a literal bound against one of sizes (a literal domain's
+    ``K[1:4]`` against a column's ``K[0:N_K]``), the result keeps a symbolic
+    ``Max``/``Min``."""
+    return a.with_interval(_clamped_max(a.start, b.start), _clamped_min(a.stop, b.stop))
 
 
 def covers(outer: ir.Dim, inner: ir.Dim) -> bool:

@@ -291,15 +291,24 @@ def _cut(node: ir.Call, args: tuple[ir.Expr, ...], cut: tuple[str, Range, list[R
     return tuple(out)
 
 
+def _mentions(node: ir.Expr, names: frozenset[str]) -> bool:
+    return any(isinstance(n, ir.Sym) and n.name in names for n in ir.walk(node))
+
+
 def _rewrite(node: ir.Expr, scans: dict[ir.Call, DomainScan], ranges: dict[ir.Call, Range],
              cuts: dict[int, tuple[str, Range, list[Range]]], scope: Scope,
              type_of: Callable[[ir.Expr, Scope], ir.TensorType | None],
-             memo: dict[int, ir.Expr]) -> ir.Expr:
+             memo: dict[int, ir.Expr], narrowed: frozenset[str] = frozenset()) -> ir.Expr:
+    """``node`` with its scans restricted to ``ranges`` and the ``concat``s and
+    subsets whose pieces read them cut (:func:`_cut`); ``narrowed``: the let
+    parameters bound to a restricted scan, whose readers are cut too though
+    they are otherwise unchanged (``w = scan(…); concat_where(…, w(K - 1), …)``)."""
     if not isinstance(node, ir.Call):
         return node
     if id(node) in memo:
         return memo[id(node)]
-    args = tuple(_rewrite(a, scans, ranges, cuts, scope, type_of, memo) for a in node.args)
+    args = tuple(_rewrite(a, scans, ranges, cuts, scope, type_of, memo, narrowed)
+                 for a in node.args)
     lam = node.func
     if isinstance(lam, ir.Lambda):      # a let: its parameters take the arguments' types
         params = []
@@ -307,13 +316,17 @@ def _rewrite(node: ir.Expr, scans: dict[ir.Call, DomainScan], ranges: dict[ir.Ca
             t = type_of(a, scope) if a is not old else None
             params.append(p if t is None else replace(p, type=strip_masks(t)))
         inner = scope.child({p.name: Binding(p.name, "lambda", p.type) for p in params})
-        body = _rewrite(lam.body, scans, ranges, cuts, inner, type_of, memo)
+        inner_narrowed = (narrowed - {q.name for q in lam.params}) | {
+            q.name for p, q in zip(params, lam.params) if p is not q}
+        body = _rewrite(lam.body, scans, ranges, cuts, inner, type_of, memo,
+                        frozenset(inner_narrowed))
         func: ir.Expr = lam if body is lam.body and all(
             p is q for p, q in zip(params, lam.params)) else \
             replace(lam, params=tuple(params), body=body)
     else:
-        func = _rewrite(lam, scans, ranges, cuts, scope, type_of, memo)
-    changed = func is not node.func or any(a is not b for a, b in zip(args, node.args))
+        func = _rewrite(lam, scans, ranges, cuts, scope, type_of, memo, narrowed)
+    changed = func is not node.func or any(a is not b for a, b in zip(args, node.args)) or \
+        (id(node) in cuts and bool(narrowed) and _mentions(node, narrowed))
     if changed and id(node) in cuts:
         args = _cut(node, args, cuts[id(node)]) or args
     info = scans.get(node) if ir.builtin_name(node) == "scan" else None
