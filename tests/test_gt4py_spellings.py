@@ -669,3 +669,85 @@ def test_numbers_in_a_tuple_branch_of_where_take_the_other_branchs_types(backend
                       (e, np.where(mask, 2, j))]:
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def damped_sum(state: float, x: float) -> float:
+    return 0.5 * state + x
+
+
+@field_operator
+def as_float(a: Field[[Cell, K], int32]) -> Field[[Cell, K], float]:
+    return astype(a, float)
+
+
+@field_operator
+def field_and_scan(c: Field[[Cell, K], float], big: bool = False
+                   ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    t = broadcast(int32(2), (Cell, K))
+    if big:     # a let too large to copy into each element: bound once first
+        t = t + astype(c * c + c * c * c + c * c * c * c + c * c * c * c * c
+                       + c * c * c * c * c * c + c * c * c * c * c * c * c, int32)
+    return c + as_float(t), damped_sum(astype(t, float))
+
+
+@program
+def field_and_scan_to_level_3(c: Field[[Cell, K], float], o1: Field[[Cell, K], float],
+                              o2: Field[[Cell, K], float]):
+    field_and_scan(c, out=(o1, o2), domain={Cell: (0, 3), K: (0, 3)})
+
+
+@program
+def big_field_and_scan_to_level_3(c: Field[[Cell, K], float], o1: Field[[Cell, K], float],
+                                  o2: Field[[Cell, K], float]):
+    field_and_scan(c, True, out=(o1, o2), domain={Cell: (0, 3), K: (0, 3)})
+
+
+@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tuple_of_a_field_and_a_scan_under_a_literal_level_stop(backend, big):
+    """The scan runs over the literal levels [0, 3), the field over all of them:
+    the tuple's elements are taken one by one, not intersected (the sizes' order
+    is unknown)."""
+    c = RNG.random((4, 5)) * 1.5
+    o1, o2 = np.zeros((4, 5)), np.zeros((4, 5))
+    prog = big_field_and_scan_to_level_3 if big else field_and_scan_to_level_3
+    prog(c, o1, o2, backend=backend)
+    t = np.full((4, 5), 2, np.int32)
+    if big:
+        t = t + sum(c ** p for p in range(2, 8)).astype(np.int32)
+    s = np.zeros((4, 5))
+    for k in range(3):
+        s[:, k] = (0.5 * s[:, k - 1] if k else 0.0) + t[:, k]
+    np.testing.assert_allclose(o1[:3, :3], (c + t)[:3, :3])
+    np.testing.assert_allclose(o2[:3, :3], s[:3, :3])
+    assert not o1[3:].any() and not o1[:, 3:].any() and not o2[:, 3:].any()
+
+
+@field_operator
+def doubled_edges(a: Field[[Edge, K], float]) -> Field[[Edge, K], float]:
+    return 2.0 * a
+
+
+@field_operator
+def broadcast_read_through_a_table(c0: Field[[Cell], float], e1: Field[[Edge, K], float]
+                                   ) -> Field[[Edge, K], float]:
+    t = broadcast(c0, (Cell, K))
+    return e1 + doubled_edges(t(E2C[1])) + doubled_edges(neighbor_sum(t(E2C), axis=E2CDim) * 0.5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_along_k_read_through_a_table_keeps_k(backend):
+    """In GT4Py ``broadcast(c0, (Cell, K))(E2C[1])`` is over ``(Edge, K)``: a
+    parameter annotated so takes it (here it broadcasts along K by name)."""
+    c0, e1 = RNG.random(4), RNG.random((6, 3))
+    tab = RNG.integers(0, 4, (6, 2)).astype(np.int32)
+    o = np.zeros((6, 3))
+
+    @program
+    def p(c0: Field[[Cell], float], e1: Field[[Edge, K], float], o: Field[[Edge, K], float]):
+        broadcast_read_through_a_table(c0, e1, out=o)
+
+    p(c0, e1, o, E2C=tab, backend=backend)
+    want = e1 + 2 * c0[tab[:, 1]][:, None] + c0[tab].sum(1)[:, None]
+    np.testing.assert_allclose(o, want)
