@@ -751,3 +751,74 @@ def test_a_broadcast_along_k_read_through_a_table_keeps_k(backend):
     p(c0, e1, o, E2C=tab, backend=backend)
     want = e1 + 2 * c0[tab[:, 1]][:, None] + c0[tab].sum(1)[:, None]
     np.testing.assert_allclose(o, want)
+
+
+@field_operator
+def scan_in_an_empty_nested_piece(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                                  n: int32) -> Field[[Cell, K], float]:
+    inner = concat_where(K > 1, damped_sum(a), b)      # read on level 0 only: empty
+    upper = concat_where(K < n - 1, b, damped_sum(a))  # read from level n - 1 on only
+    return concat_where(0 < K, concat_where(K < n - 2, a, upper), inner)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("domain", [False, True])
+def test_a_scan_in_an_empty_nested_concat_where_piece(backend, domain):
+    """A scan whose piece lies outside the enclosing piece is asked for no
+    levels: it runs over an empty range."""
+    a, b = RNG.random((3, 6)), RNG.random((3, 6))
+    o = np.zeros((3, 6))
+
+    @program
+    def whole(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+              o: Field[[Cell, K], float], n: int32):
+        scan_in_an_empty_nested_piece(a, b, n, out=o)
+
+    @program
+    def part(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+             o: Field[[Cell, K], float], n: int32):
+        scan_in_an_empty_nested_piece(a, b, n, out=o, domain={Cell: (0, 3), K: (0, n - 1)})
+
+    (part if domain else whole)(a, b, o, 6, backend=backend)
+    want = a.copy()
+    want[:, 0] = b[:, 0]
+    want[:, 4] = b[:, 4]
+    want[:, 5] = 0.0 if domain else a[:, 5]     # the upper scan starts at level 5
+    np.testing.assert_allclose(o, want)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def damped_difference(state: float, x: float, y: float) -> float:
+    return 0.5 * state + x - y
+
+
+@field_operator
+def scan_beside_a_cell_range(a: Field[[Cell, K], float], n0: int32, k0: int32
+                             ) -> Field[[Cell, K], float]:
+    picked = concat_where(Cell >= n0, a, damped_sum(a))     # a scan in a Cell piece
+    upper = concat_where(K >= k0, a, damped_difference(a, 2.0 * a))   # asked for no level
+    return where(a > 0.5, picked, 2.0 * a) + where(a < 0.25, upper, a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_in_pieces_a_domain_cuts_or_empties(backend):
+    """Under ``domain={Cell: (0, 3), K: (k0, nlev)}`` the scan of the ``Cell``
+    piece runs on cells [0, min(3, N_Cell)), whose order with ``N_Cell`` is
+    known one way only, and the scan below ``k0`` runs on no level: an empty
+    operand meets the others' levels."""
+    a = RNG.random((5, 6))
+    o = np.zeros((5, 6))
+
+    @program
+    def p(a: Field[[Cell, K], float], o: Field[[Cell, K], float], n0: int32, k0: int32,
+          nlev: int32):
+        scan_beside_a_cell_range(a, n0, k0, out=o, domain={Cell: (0, 3), K: (k0, nlev)})
+
+    p(a, o, 1, 2, 6, backend=backend)
+    s = np.zeros((5, 6))
+    for k in range(2, 6):
+        s[:, k] = (0.5 * s[:, k - 1] if k > 2 else 0.0) + a[:, k]
+    picked = np.where(np.arange(5)[:, None] >= 1, a, s)
+    want = np.zeros((5, 6))
+    want[:3, 2:] = (np.where(a > 0.5, picked, 2 * a) + a)[:3, 2:]
+    np.testing.assert_allclose(o, want)

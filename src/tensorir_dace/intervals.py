@@ -98,6 +98,8 @@ def smin(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 def runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     """``Max(a, b)``; left symbolic when a runtime bound makes it undecidable."""
     ok = maybe_le(a, b)
+    if ok is None and maybe_le(b, a):       # N <= Max(3, N), undecidable one way only
+        return a
     if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
         return sympy.Max(a, b)
     return smax(a, b)
@@ -105,6 +107,8 @@ def runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 
 def runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     ok = maybe_le(a, b)
+    if ok is None and maybe_le(b, a):       # Min(3, N) <= N, undecidable one way only
+        return b
     if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
         return sympy.Min(a, b)
     return smin(a, b)

@@ -257,6 +257,11 @@ def _fit(r: Range, info: DomainScan, domain: Range, runtime: set[str]) -> Range:
         lo = _max(lo, start)
     if domain is None or iv.maybe_le(hi, domain[1]) is not True:
         hi = _min(hi, stop)
+    if iv.maybe_le(lo, hi) is not True:
+        # asked for nothing (a concat_where piece nested in another one's piece,
+        # outside it): an empty range where the levels asked for end, which the
+        # enclosing pieces cut it to
+        lo = _min(lo, hi)
     return lo, hi
 
 

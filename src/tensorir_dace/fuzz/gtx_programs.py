@@ -197,10 +197,14 @@ def _low_ok(c: tuple | None, need: int) -> bool:
 
 def _high_ok(c: tuple | None, need: int) -> bool:
     """Whether a branch ending at bound ``c`` never reads above the field."""
-    if need == NOC or need <= 0:
+    if need == NOC:
         return True
     if c is None:
-        return False
+        return need <= 0
+    if c[0] == "n":     # nlev - j: j < 0 on half levels
+        return c[1] >= need
+    if need <= 0:
+        return True
     if c[0] == "s":
         return c[1] <= NK_MIN - need
     if c[0] == "n":
@@ -513,11 +517,7 @@ class GtxGen:
                 forms += [(f"{K} >= {n}", "", f, None, n, "None"),
                           (f"{K} < {n}", "", None, f, "None", n)]
         cond, _, c0, c1, lo_np, hi_np = r.choice(forms)
-        # Left out: a scan in a concat_where nested in another one's branch, where
-        # its own branch may be empty (concat_where(0 < KDim, a,
-        # concat_where(KDim > 1, scan(a), b))): the front end refuses the empty
-        # range ("subset K[1:Min(1, N_K)] is not within K[2:Min(1, N_K)]").
-        scan_ok = ctx.get("scan", True) and not ctx.get("kcond", False) and not t.s
+        scan_ok = ctx.get("scan", True) and not t.s
         ctx = ctx | {"kcond": True}
         y_split = c0 is not None and c1 is not None
         if scan_ok and t.h and t.dt == "float64" and r.random() < 0.3:
