@@ -822,3 +822,35 @@ def test_scans_in_pieces_a_domain_cuts_or_empties(backend):
     want = np.zeros((5, 6))
     want[:3, 2:] = (np.where(a > 0.5, picked, 2 * a) + a)[:3, 2:]
     np.testing.assert_allclose(o, want)
+
+
+@field_operator
+def gap_below_the_domain(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                         ) -> Field[[Cell, K], float]:
+    return concat_where(K > 0, a(K - 2), b)     # level 1 is in neither piece
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_gap_between_concat_where_pieces_outside_the_domain(backend):
+    """GT4Py computes the value on the domain only: a gap below it is no error;
+    one inside it still is."""
+    a, b = RNG.random((4, 5)), RNG.random((4, 5))
+    o = np.zeros((4, 5))
+
+    @program
+    def p(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+          o: Field[[Cell, K], float], nlev: int32):
+        gap_below_the_domain(a, b, out=o, domain={Cell: (0, 4), K: (2, nlev)})
+
+    p(a, b, o, 5, backend=backend)
+    want = np.zeros((4, 5))
+    want[:, 2:] = a[:, :3]
+    np.testing.assert_allclose(o, want)
+
+    @program
+    def inside(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+               o: Field[[Cell, K], float], nlev: int32):
+        gap_below_the_domain(a, b, out=o, domain={Cell: (0, 4), K: (1, nlev)})
+
+    with pytest.raises(FrontendError, match="gap between K"):
+        inside(a, b, o, 5, backend=backend)

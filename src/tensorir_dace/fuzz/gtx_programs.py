@@ -425,11 +425,11 @@ class GtxGen:
         b.vars.append(v)
         return v
 
-    def kshift(self, t: T, d: int, b: Body, ctx: dict) -> E:
+    def kshift(self, t: T, d: int, b: Body, ctx: dict, offset: int | None = None) -> E:
         r = self.r
         for _ in range(3):
             a = self.ex(t, d - 1, b, ctx | {"scan": False})
-            o = r.choice([-1, 1, -1, 1, 2, -2])
+            o = offset or r.choice([-1, 1, -1, 1, 2, -2])
             # the reference holds values on the levels [0, N_K + 1) only (GT4Py's
             # t1(Koff[1]) is defined at level -1 too)
             lo = a.lo if a.lo == NOC else max(a.lo, 0) - o
@@ -516,12 +516,21 @@ class GtxGen:
             else:
                 forms += [(f"{K} >= {n}", "", f, None, n, "None"),
                           (f"{K} < {n}", "", None, f, "None", n)]
+        gap_ok = ctx.get("scan", True) and not ctx.get("kcond") and not ctx.get("in_scan")
+        if gap_ok and r.random() < 0.25:     # from level 1 (gaps below it, below)
+            forms = [(f"{K} > 0", "", ("s", 1), None, "1", "None"),
+                     (f"{K} >= 1", "", ("s", 1), None, "1", "None")]
         cond, _, c0, c1, lo_np, hi_np = r.choice(forms)
         scan_ok = ctx.get("scan", True) and not t.s
+        # (gap_ok: a gap between the pieces below a literal domain start; not
+        # nested (the enclosing pieces' levels), nor where the value is shifted
+        # or scanned)
         ctx = ctx | {"kcond": True}
         y_split = c0 is not None and c1 is not None
         if scan_ok and t.h and t.dt == "float64" and r.random() < 0.3:
             x = self.scan(t, d - 1, b)      # icon4py's solvers: a scan from level 1
+        elif gap_ok and c0 == ("s", 1) and c1 is None and r.random() < 0.4:
+            x = self.kshift(t, d - 1, b, ctx, -2)   # level 1 in neither piece
         else:
             x = self.ex(t, d - 1, b, ctx | {"scan": scan_ok})
         ys = [t, t] + ([t.with_(k=False)] if t.h else [])
@@ -529,11 +538,13 @@ class GtxGen:
             y = self.scan(t, d - 1, b)
         else:
             y = self.ex(r.choice(ys), d - 1, b, ctx | {"scan": scan_ok and not y_split})
-        # Left out: branches whose pieces leave a gap between them, even below or
-        # above the domain (concat_where(KDim > 0, a(Koff[-2]), b) from level 2):
-        # the front end refuses the gap, as the value may be read shifted there.
-        if (c0 is not None and not _low_ok(c0, x.lo)) or \
-                (c1 is not None and not _high_ok(c1, x.hi)):
+        # concat_where(KDim > 0, a(Koff[-2]), b) leaves level 1 undefined: a domain
+        # from level 2 (lo: x.lo) needs none of it; such a value is then neither
+        # shifted nor passed on (marked as a scan is)
+        gap = gap_ok and c0 is not None and c0[0] == "s" and c0[1] >= 1 and c1 is None \
+            and not _low_ok(c0, x.lo) and x.lo <= MAX_REACH and r.random() < 0.7
+        if not gap and ((c0 is not None and not _low_ok(c0, x.lo)) or
+                        (c1 is not None and not _high_ok(c1, x.hi))):
             x = self.literal(t)
         if (c0 is not None and not _high_ok(c0, y.hi)) or \
                 (c1 is not None and not _low_ok(c1, y.lo)):
@@ -549,7 +560,7 @@ class GtxGen:
         lo, hi = max(lo, 0), max(hi, -1)
         return E(f"concat_where({cond}, {x.py}, {y.py})",
                  f"R.cw_k(dom, {lo_np}, {hi_np}, lambda dom: {x.np}, lambda dom: {y.np}, "
-                 f'"{t.vert}")', t, lo, hi, x.scan or y.scan)
+                 f'"{t.vert}")', t, lo, hi, x.scan or y.scan or gap)
 
     def hcond(self, t: T, d: int, b: Body, ctx: dict) -> E:
         r = self.r
