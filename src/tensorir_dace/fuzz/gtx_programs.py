@@ -13,6 +13,12 @@ under the sums), sparse fields (``Field[[EdgeDim, E2CDim], float]``),
 runtime cell range, ``scan_operator``s (forward and backward, float or tuple
 carries) inside ``concat_where`` branches and level domains, ``where``,
 ``astype`` (tuples too), ``broadcast``, and int32/float32/float64 mixes.
+Half levels (GT4Py's staggered ``KHalfDim``, ``nlev + 1`` of them): half-level
+parameters and outputs, ``x(KHalfDim ± 0.5)``/``y(KDim ± 1.5)`` between full
+and half levels (scan operands too), ``KHalfOff``/``KHalfDim + 1`` shifts,
+``concat_where`` on ``KHalfDim`` (``KHalfDim == nlev``) and ``domain=`` over it.
+A ``concat_where`` may leave a gap between its pieces below a literal domain
+start (``concat_where(KDim > 0, a(Koff[-2]), b)`` from level 2).
 
 The generator keeps every read it makes within its field for every point of
 the domain it writes, as GT4Py's domain inference requires: expressions carry
