@@ -854,3 +854,25 @@ def test_a_gap_between_concat_where_pieces_outside_the_domain(backend):
 
     with pytest.raises(FrontendError, match="gap between K"):
         inside(a, b, o, 5, backend=backend)
+
+
+@field_operator
+def field_minus_scan(a: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return a - damped_sum(a) + a(K - 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scan_beside_a_field_under_a_literal_level_stop(backend):
+    """The scan runs over [2, Min(3, N_K)): its order with the field's N_K is
+    then known."""
+    a = RNG.random((4, 5))
+    o = np.zeros((4, 5))
+
+    @program
+    def p(a: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+        field_minus_scan(a, out=o, domain={Cell: (0, 4), K: (2, 3)})
+
+    p(a, o, backend=backend)
+    want = np.zeros((4, 5))
+    want[:, 2] = a[:, 1]         # the scan starts at level 2: a - a
+    np.testing.assert_allclose(o, want)
