@@ -685,7 +685,7 @@ def as_float(a: Field[[Cell, K], int32]) -> Field[[Cell, K], float]:
 def field_and_scan(c: Field[[Cell, K], float], big: bool = False
                    ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
     t = broadcast(int32(2), (Cell, K))
-    if big:     # a let too large to copy into each element: bound once first
+    if big:     # a let too large to copy into each element
         t = t + astype(c * c + c * c * c + c * c * c * c + c * c * c * c * c
                        + c * c * c * c * c * c + c * c * c * c * c * c * c, int32)
     return c + as_float(t), damped_sum(astype(t, float))
@@ -706,9 +706,9 @@ def big_field_and_scan_to_level_3(c: Field[[Cell, K], float], o1: Field[[Cell, K
 @pytest.mark.parametrize("big", [False, True])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_tuple_of_a_field_and_a_scan_under_a_literal_level_stop(backend, big):
-    """The scan runs over the literal levels [0, 3), the field over all of them:
-    the tuple's elements are taken one by one, not intersected (the sizes' order
-    is unknown)."""
+    """The scan runs over the literal levels [0, Min(3, N_K)), clipped to its
+    operand, so a tuple of it and a field over [0, N_K) has a known interval
+    (with a let small enough to copy into each element, and one bound once)."""
     c = RNG.random((4, 5)) * 1.5
     o1, o2 = np.zeros((4, 5)), np.zeros((4, 5))
     prog = big_field_and_scan_to_level_3 if big else field_and_scan_to_level_3

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -359,31 +358,6 @@ class AssignmentTranslator(FunctionTranslator):
                 return None
         return None
 
-    def bind_lets(self, value: ir.Call, s: ast.stmt) -> tuple[list[ir.Stmt], ir.Expr]:
-        """A let chain ``(λ x. … make_tuple(…))(v)`` whose field values ``v`` not
-        reading an inner let's names are assigned to temporaries first, so that
-        selecting its elements one by one copies names, not computations."""
-        out: list[ir.Stmt] = []
-        bound: set[str] = set()
-
-        def walk(e: ir.Expr) -> ir.Expr:
-            if not (isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda)):
-                return e
-            args = []
-            for a in e.args:
-                if not is_trivial(a) and not free_syms(a) & bound:
-                    t = self.type_of(a, s)
-                    if isinstance(t, ir.TensorType) and not t.is_scalar and \
-                            not isinstance(t.dtype, ir.TupleType):
-                        tmp = self.ctx.fresh("tmp")
-                        self.ctx.add_temporary(tmp, t, self.loc(s))
-                        out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), a, loc=self.loc(s)))
-                        a = ir.Sym(tmp, loc=self.loc(s))
-                args.append(a)
-            bound.update(p.name for p in e.func.params)
-            return replace(e, func=replace(e.func, body=walk(e.func.body)), args=tuple(args))
-        return out, walk(value)
-
     def tuple_parts(self, value: Any, n: int, target_names: set[str],
                     s: ast.stmt, expected: ir.ElementType | None = None
                     ) -> tuple[list[ir.Stmt], list[Any]]:
@@ -418,12 +392,6 @@ class AssignmentTranslator(FunctionTranslator):
             return out, parts
         if not is_ir(value):
             raise self.error(s, f"cannot unpack {describe(value)}")
-        if _tuple_arity(value) == n and not free_syms(value) & target_names:
-            # each element typed on its own: under a domain= its scans run over
-            # their own ranges ([0, 3) beside a field's [0, N_K)), which a tuple
-            # of them would have to intersect; large let values are bound first
-            out, value = self.bind_lets(value, s) if not small_lets(value) else ([], value)
-            return out, [project(value, k, self.loc(s)) for k in range(n)]
         # (typed as its targets hold it: a literal element such as where(c, 0, 1)
         # written to an int32 output is an int32 in the temporary too)
         vt = self.type_of(value, vnode, expected)
@@ -438,12 +406,3 @@ class AssignmentTranslator(FunctionTranslator):
             out.append(ir.Assign(ir.Sym(tmp, loc=self.loc(s)), value, loc=self.loc(s)))
             value = ir.Sym(tmp, loc=self.loc(s))
         return out, [project(value, k, self.loc(s)) for k in range(n)]
-
-
-def _tuple_arity(e: Any) -> int | None:
-    """The number of elements of a ``make_tuple`` under a chain of lets, or None."""
-    while isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda):
-        e = e.func.body
-    if isinstance(e, ir.Call) and isinstance(e.func, ir.Sym) and e.func.name == "make_tuple":
-        return len(e.args)
-    return None
