@@ -753,6 +753,31 @@ def test_a_broadcast_along_k_read_through_a_table_keeps_k(backend):
     np.testing.assert_allclose(o, want)
 
 
+E2CLocal = Dimension("E2Cb", DimensionKind.LOCAL)
+E2COff = FieldOffset("E2Cb", source=Cell, target=(Edge, E2CLocal))
+
+
+@field_operator
+def literal_read_through_a_table(e1: Field[[Edge, K], float]) -> Field[[Edge, K], float]:
+    t = broadcast(2.0, (Cell, K))
+    return e1 + doubled_edges(t(E2COff[0])) + doubled_edges(
+        neighbor_sum(t(E2COff), axis=E2CLocal))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_literal_read_through_a_table_keeps_k(backend):
+    e1 = RNG.random((6, 3))
+    tab = RNG.integers(0, 4, (6, 2)).astype(np.int32)
+    o = np.zeros((6, 3))
+
+    @program
+    def p(c: Field[[Cell], float], e1: Field[[Edge, K], float], o: Field[[Edge, K], float]):
+        literal_read_through_a_table(e1, out=o)     # (c: the number of cells)
+
+    p(np.zeros(4), e1, o, offset_provider={"E2Cb": tab}, backend=backend)
+    np.testing.assert_allclose(o, e1 + 4.0 + 8.0)
+
+
 @field_operator
 def scan_in_an_empty_nested_piece(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
                                   n: int32) -> Field[[Cell, K], float]:
