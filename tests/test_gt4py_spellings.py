@@ -901,3 +901,31 @@ def test_a_scan_beside_a_field_under_a_literal_level_stop(backend):
     want = np.zeros((4, 5))
     want[:, 2] = a[:, 1]         # the scan starts at level 2: a - a
     np.testing.assert_allclose(o, want)
+
+
+@field_operator
+def shifted_field_and_scans(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                            ) -> Field[[Cell, K], float]:
+    # the scan of the inner piece is asked for no level under K: (1, 3)
+    unused = concat_where(K > 2, concat_where(1 < K, b, damped_sum(a)), 2.0 * b)
+    return a(K + 1) + damped_sum(a) + unused
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_under_a_literal_stop_meet_shifted_fields_and_empty_pieces(backend):
+    """[0, N_K - 1) of ``a(K + 1)`` meets the scan's [1, Min(3, N_K)) at a
+    symbolic Min; an empty piece lies where it is cut, wherever its scan ran."""
+    a, b = RNG.random((4, 6)), RNG.random((4, 6))
+    o = np.zeros((4, 6))
+
+    @program
+    def p(a: Field[[Cell, K], float], b: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+        shifted_field_and_scans(a, b, out=o, domain={Cell: (0, 4), K: (1, 3)})
+
+    p(a, b, o, backend=backend)
+    s = np.zeros((4, 6))
+    for k in range(1, 3):
+        s[:, k] = (0.5 * s[:, k - 1] if k > 1 else 0.0) + a[:, k]
+    want = np.zeros((4, 6))
+    want[:, 1:3] = a[:, 2:4] + s[:, 1:3] + 2.0 * b[:, 1:3]
+    np.testing.assert_allclose(o, want)
