@@ -264,8 +264,7 @@ def _fit(r: Range, info: DomainScan, domain: Range, runtime: set[str]) -> Range:
         hi = _min(hi, stop)
     if iv.maybe_le(hi, lo) is True:
         # asked for nothing (a concat_where piece nested in another one's piece,
-        # outside it): an empty range where the levels asked for end, which the
-        # enclosing pieces cut it to
+        # outside it): an empty range, taken by empty subsets wherever they lie
         lo = hi
     return lo, hi
 
