@@ -669,3 +669,263 @@ def test_numbers_in_a_tuple_branch_of_where_take_the_other_branchs_types(backend
                       (e, np.where(mask, 2, j))]:
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def damped_sum(state: float, x: float) -> float:
+    return 0.5 * state + x
+
+
+@field_operator
+def as_float(a: Field[[Cell, K], int32]) -> Field[[Cell, K], float]:
+    return astype(a, float)
+
+
+@field_operator
+def field_and_scan(c: Field[[Cell, K], float], big: bool = False
+                   ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    t = broadcast(int32(2), (Cell, K))
+    if big:     # a let too large to copy into each element
+        t = t + astype(c * c + c * c * c + c * c * c * c + c * c * c * c * c
+                       + c * c * c * c * c * c + c * c * c * c * c * c * c, int32)
+    return c + as_float(t), damped_sum(astype(t, float))
+
+
+@program
+def field_and_scan_to_level_3(c: Field[[Cell, K], float], o1: Field[[Cell, K], float],
+                              o2: Field[[Cell, K], float]):
+    field_and_scan(c, out=(o1, o2), domain={Cell: (0, 3), K: (0, 3)})
+
+
+@program
+def big_field_and_scan_to_level_3(c: Field[[Cell, K], float], o1: Field[[Cell, K], float],
+                                  o2: Field[[Cell, K], float]):
+    field_and_scan(c, True, out=(o1, o2), domain={Cell: (0, 3), K: (0, 3)})
+
+
+@pytest.mark.parametrize("big", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tuple_of_a_field_and_a_scan_under_a_literal_level_stop(backend, big):
+    """The scan runs over the literal levels [0, Min(3, N_K)), clipped to its
+    operand, so a tuple of it and a field over [0, N_K) has a known interval
+    (with a let small enough to copy into each element, and one bound once)."""
+    c = RNG.random((4, 5)) * 1.5
+    o1, o2 = np.zeros((4, 5)), np.zeros((4, 5))
+    prog = big_field_and_scan_to_level_3 if big else field_and_scan_to_level_3
+    prog(c, o1, o2, backend=backend)
+    t = np.full((4, 5), 2, np.int32)
+    if big:
+        t = t + sum(c ** p for p in range(2, 8)).astype(np.int32)
+    s = np.zeros((4, 5))
+    for k in range(3):
+        s[:, k] = (0.5 * s[:, k - 1] if k else 0.0) + t[:, k]
+    np.testing.assert_allclose(o1[:3, :3], (c + t)[:3, :3])
+    np.testing.assert_allclose(o2[:3, :3], s[:3, :3])
+    assert not o1[3:].any() and not o1[:, 3:].any() and not o2[:, 3:].any()
+
+
+@field_operator
+def doubled_edges(a: Field[[Edge, K], float]) -> Field[[Edge, K], float]:
+    return 2.0 * a
+
+
+@field_operator
+def broadcast_read_through_a_table(c0: Field[[Cell], float], e1: Field[[Edge, K], float]
+                                   ) -> Field[[Edge, K], float]:
+    t = broadcast(c0, (Cell, K))
+    return e1 + doubled_edges(t(E2C[1])) + doubled_edges(neighbor_sum(t(E2C), axis=E2CDim) * 0.5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_along_k_read_through_a_table_keeps_k(backend):
+    """In GT4Py ``broadcast(c0, (Cell, K))(E2C[1])`` is over ``(Edge, K)``: a
+    parameter annotated so takes it (here it broadcasts along K by name)."""
+    c0, e1 = RNG.random(4), RNG.random((6, 3))
+    tab = RNG.integers(0, 4, (6, 2)).astype(np.int32)
+    o = np.zeros((6, 3))
+
+    @program
+    def p(c0: Field[[Cell], float], e1: Field[[Edge, K], float], o: Field[[Edge, K], float]):
+        broadcast_read_through_a_table(c0, e1, out=o)
+
+    p(c0, e1, o, E2C=tab, backend=backend)
+    want = e1 + 2 * c0[tab[:, 1]][:, None] + c0[tab].sum(1)[:, None]
+    np.testing.assert_allclose(o, want)
+
+
+E2CLocal = Dimension("E2Cb", DimensionKind.LOCAL)
+E2COff = FieldOffset("E2Cb", source=Cell, target=(Edge, E2CLocal))
+
+
+@field_operator
+def literal_read_through_a_table(e1: Field[[Edge, K], float]) -> Field[[Edge, K], float]:
+    t = broadcast(2.0, (Cell, K))
+    return e1 + doubled_edges(t(E2COff[0])) + doubled_edges(
+        neighbor_sum(t(E2COff), axis=E2CLocal))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_literal_read_through_a_table_keeps_k(backend):
+    e1 = RNG.random((6, 3))
+    tab = RNG.integers(0, 4, (6, 2)).astype(np.int32)
+    o = np.zeros((6, 3))
+
+    @program
+    def p(c: Field[[Cell], float], e1: Field[[Edge, K], float], o: Field[[Edge, K], float]):
+        literal_read_through_a_table(e1, out=o)     # (c: the number of cells)
+
+    p(np.zeros(4), e1, o, offset_provider={"E2Cb": tab}, backend=backend)
+    np.testing.assert_allclose(o, e1 + 4.0 + 8.0)
+
+
+@field_operator
+def scan_in_an_empty_nested_piece(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                                  n: int32) -> Field[[Cell, K], float]:
+    inner = concat_where(K > 1, damped_sum(a), b)      # read on level 0 only: empty
+    upper = concat_where(K < n - 1, b, damped_sum(a))  # read from level n - 1 on only
+    return concat_where(0 < K, concat_where(K < n - 2, a, upper), inner)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("domain", [False, True])
+def test_a_scan_in_an_empty_nested_concat_where_piece(backend, domain):
+    """A scan whose piece lies outside the enclosing piece is asked for no
+    levels: it runs over an empty range."""
+    a, b = RNG.random((3, 6)), RNG.random((3, 6))
+    o = np.zeros((3, 6))
+
+    @program
+    def whole(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+              o: Field[[Cell, K], float], n: int32):
+        scan_in_an_empty_nested_piece(a, b, n, out=o)
+
+    @program
+    def part(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+             o: Field[[Cell, K], float], n: int32):
+        scan_in_an_empty_nested_piece(a, b, n, out=o, domain={Cell: (0, 3), K: (0, n - 1)})
+
+    (part if domain else whole)(a, b, o, 6, backend=backend)
+    want = a.copy()
+    want[:, 0] = b[:, 0]
+    want[:, 4] = b[:, 4]
+    want[:, 5] = 0.0 if domain else a[:, 5]     # the upper scan starts at level 5
+    np.testing.assert_allclose(o, want)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def damped_difference(state: float, x: float, y: float) -> float:
+    return 0.5 * state + x - y
+
+
+@field_operator
+def scan_beside_a_cell_range(a: Field[[Cell, K], float], n0: int32, k0: int32
+                             ) -> Field[[Cell, K], float]:
+    picked = concat_where(Cell >= n0, a, damped_sum(a))     # a scan in a Cell piece
+    upper = concat_where(K >= k0, a, damped_difference(a, 2.0 * a))   # asked for no level
+    return where(a > 0.5, picked, 2.0 * a) + where(a < 0.25, upper, a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_in_pieces_a_domain_cuts_or_empties(backend):
+    """Under ``domain={Cell: (0, 3), K: (k0, nlev)}`` the scan of the ``Cell``
+    piece runs on cells [0, min(3, N_Cell)), whose order with ``N_Cell`` is
+    known one way only, and the scan below ``k0`` runs on no level: an empty
+    operand meets the others' levels."""
+    a = RNG.random((5, 6))
+    o = np.zeros((5, 6))
+
+    @program
+    def p(a: Field[[Cell, K], float], o: Field[[Cell, K], float], n0: int32, k0: int32,
+          nlev: int32):
+        scan_beside_a_cell_range(a, n0, k0, out=o, domain={Cell: (0, 3), K: (k0, nlev)})
+
+    p(a, o, 1, 2, 6, backend=backend)
+    s = np.zeros((5, 6))
+    for k in range(2, 6):
+        s[:, k] = (0.5 * s[:, k - 1] if k > 2 else 0.0) + a[:, k]
+    picked = np.where(np.arange(5)[:, None] >= 1, a, s)
+    want = np.zeros((5, 6))
+    want[:3, 2:] = (np.where(a > 0.5, picked, 2 * a) + a)[:3, 2:]
+    np.testing.assert_allclose(o, want)
+
+
+@field_operator
+def gap_below_the_domain(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                         ) -> Field[[Cell, K], float]:
+    return concat_where(K > 0, a(K - 2), b)     # level 1 is in neither piece
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_gap_between_concat_where_pieces_outside_the_domain(backend):
+    """GT4Py computes the value on the domain only: a gap below it is no error;
+    one inside it still is."""
+    a, b = RNG.random((4, 5)), RNG.random((4, 5))
+    o = np.zeros((4, 5))
+
+    @program
+    def p(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+          o: Field[[Cell, K], float], nlev: int32):
+        gap_below_the_domain(a, b, out=o, domain={Cell: (0, 4), K: (2, nlev)})
+
+    p(a, b, o, 5, backend=backend)
+    want = np.zeros((4, 5))
+    want[:, 2:] = a[:, :3]
+    np.testing.assert_allclose(o, want)
+
+    @program
+    def inside(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+               o: Field[[Cell, K], float], nlev: int32):
+        gap_below_the_domain(a, b, out=o, domain={Cell: (0, 4), K: (1, nlev)})
+
+    with pytest.raises(FrontendError, match="gap between K"):
+        inside(a, b, o, 5, backend=backend)
+
+
+@field_operator
+def field_minus_scan(a: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return a - damped_sum(a) + a(K - 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scan_beside_a_field_under_a_literal_level_stop(backend):
+    """The scan runs over [2, Min(3, N_K)): its order with the field's N_K is
+    then known."""
+    a = RNG.random((4, 5))
+    o = np.zeros((4, 5))
+
+    @program
+    def p(a: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+        field_minus_scan(a, out=o, domain={Cell: (0, 4), K: (2, 3)})
+
+    p(a, o, backend=backend)
+    want = np.zeros((4, 5))
+    want[:, 2] = a[:, 1]         # the scan starts at level 2: a - a
+    np.testing.assert_allclose(o, want)
+
+
+@field_operator
+def shifted_field_and_scans(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                            ) -> Field[[Cell, K], float]:
+    # the scan of the inner piece is asked for no level under K: (1, 3)
+    unused = concat_where(K > 2, concat_where(1 < K, b, damped_sum(a)), 2.0 * b)
+    return a(K + 1) + damped_sum(a) + unused
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scans_under_a_literal_stop_meet_shifted_fields_and_empty_pieces(backend):
+    """[0, N_K - 1) of ``a(K + 1)`` meets the scan's [1, Min(3, N_K)) at a
+    symbolic Min; an empty piece lies where it is cut, wherever its scan ran."""
+    a, b = RNG.random((4, 6)), RNG.random((4, 6))
+    o = np.zeros((4, 6))
+
+    @program
+    def p(a: Field[[Cell, K], float], b: Field[[Cell, K], float], o: Field[[Cell, K], float]):
+        shifted_field_and_scans(a, b, out=o, domain={Cell: (0, 4), K: (1, 3)})
+
+    p(a, b, o, backend=backend)
+    s = np.zeros((4, 6))
+    for k in range(1, 3):
+        s[:, k] = (0.5 * s[:, k - 1] if k > 1 else 0.0) + a[:, k]
+    want = np.zeros((4, 6))
+    want[:, 1:3] = a[:, 2:4] + s[:, 1:3] + 2.0 * b[:, 1:3]
+    np.testing.assert_allclose(o, want)

@@ -2,11 +2,13 @@
 icon4py-style field operators, scan operators and a program, each field
 operator written a second time as NumPy code over the whole mesh; the program
 interpreted, compiled and compiled without the optimising passes must agree
-with it at two sets of sizes and three runtime bound sets each.  A fixed
-seeded batch runs here (two compiles); the command ``python -m
-tensorir_dace.fuzz --front gtx`` runs any number."""
+with it at two sets of sizes and three runtime bound sets each.  Fixed
+seeded batches run here (one of them with half levels, GT4Py's ``KHalf``);
+the command ``python -m tensorir_dace.fuzz --front gtx`` runs any number."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -14,6 +16,7 @@ from tensorir_dace import fuzz
 from tensorir_dace.fuzz import gtx_programs, gtx_reference, gtx_runner
 
 FIRST, COUNT = 0, 5
+HALF_FIRST, HALF_COUNT = 20000, 4     # the first cases from here writing half levels
 
 
 def test_the_gtx_generator_covers_its_constructs():
@@ -28,6 +31,26 @@ def test_the_gtx_generator_covers_its_constructs():
                       "vpfloat(", "wpfloat(", "int32(", "gtx.int32", "float32", ")[0]",
                       "t1, t2 = ", "* x", "sqrt(abs("):
         assert construct in source, construct
+    half = fuzz.gtx_source(fuzz.gtx_batch(20000, 200))
+    for construct in ("KHalfDim + 0.5)", "KHalfDim - 0.5)", "KHalfDim + 1.5)",
+                      "KHalfDim - 1.5)", "KDim + 0.5)", "KDim - 0.5)", "KDim + 1.5)",
+                      "KDim - 1.5)", "(KHalfOff[", "(KHalfDim + 1)", "concat_where(KHalfDim >",
+                      "concat_where(KHalfDim == n", "KHalfDim: (0, nlev + 1)",
+                      "KHalfDim: (k0, ", "KHalfDim: (1, 5)", "Dims[CellDim, KHalfDim]",
+                      "KDim: (0, 3)", "concat_where(KDim > 0, ", "(Koff[-2])"):
+        assert construct in half, construct
+    assert re.search(r"_sc\d+_\d+\(\w+\(KDim [+-] [01]\.5\)", half)   # a scan of half levels
+
+
+def half_level_cases() -> list[gtx_programs.GtxCase]:
+    cases = (fuzz.generate_gtx_case(s) for s in range(HALF_FIRST, HALF_FIRST + 100))
+    return [c for c in cases if any(t.s for _, t in c.outputs)][:HALF_COUNT]
+
+
+def test_generated_half_level_programs_match_their_reference():
+    outcome = fuzz.run_gtx(half_level_cases(), seed=HALF_FIRST)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
 
 
 def test_generated_gtx_programs_match_their_reference():

@@ -118,16 +118,27 @@ def smin(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
 def runtime_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     """``Max(a, b)``; left symbolic when a runtime bound makes it undecidable."""
     ok = maybe_le(a, b)
-    if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
+    if ok is None and maybe_le(b, a):       # N <= Max(3, N), undecidable one way only
+        return a
+    if ok is None and (ir.has_runtime(a) or ir.has_runtime(b) or _clipped(a, b)):
         return sympy.Max(a, b)
     return smax(a, b)
 
 
 def runtime_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
     ok = maybe_le(a, b)
-    if ok is None and (ir.has_runtime(a) or ir.has_runtime(b)):
+    if ok is None and maybe_le(b, a):       # Min(3, N) <= N, undecidable one way only
+        return b
+    if ok is None and (ir.has_runtime(a) or ir.has_runtime(b) or _clipped(a, b)):
         return sympy.Min(a, b)
     return smin(a, b)
+
+
+def _clipped(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Whether ``a`` or ``b`` is clipped already (a ``Min``/``Max``, as a scan's
+    range under a literal level stop is: ``[2, Min(3, N_K))``): their extremum
+    stays symbolic, as one of a runtime bound does."""
+    return any(x.has(sympy.Min, sympy.Max) for x in (a, b))
 
 
 def _over_one_size(a: sympy.Expr, b: sympy.Expr) -> bool:
@@ -138,13 +149,13 @@ def _over_one_size(a: sympy.Expr, b: sympy.Expr) -> bool:
 
 
 def _clamped_max(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
-    if maybe_le(a, b) is None and _over_one_size(a, b):
+    if maybe_le(a, b) is None and maybe_le(b, a) is None and _over_one_size(a, b):
         return sympy.Max(a, b)
     return runtime_max(a, b)
 
 
 def _clamped_min(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
-    if maybe_le(a, b) is None and _over_one_size(a, b):
+    if maybe_le(a, b) is None and maybe_le(b, a) is None and _over_one_size(a, b):
         return sympy.Min(a, b)
     return runtime_min(a, b)
 

@@ -356,6 +356,8 @@ class BuiltinTranslator(ExpressionTranslator):
             return pieces
 
         pieces = self.ctx.decide(go, loc, what)
+        if D in self.ctx.domain:
+            pieces = _pieces_in_domain(pieces, self.ctx.domain[D])
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
@@ -383,6 +385,26 @@ class BuiltinTranslator(ExpressionTranslator):
         return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
 
     # ------------------------------------------------------------------ reductions
+
+
+def _pieces_in_domain(pieces: list[tuple[Any, ...]], dom: ir.DimInterval
+                      ) -> list[tuple[Any, ...]]:
+    """The sorted ``pieces`` of a ``concat_where`` less those beyond a gap that
+    lies outside the ``domain=`` range ``dom`` (GT4Py computes the value on the
+    domain only: ``concat_where(K > 0, a(K - 2), b)`` from level 2 leaves level 1
+    undefined, which nothing reads).  A read outside what is kept stays an error
+    of that read."""
+    def known(a: Any, b: Any) -> bool:
+        return iv.maybe_le(sympy.sympify(a), sympy.sympify(b)) is True
+    first, last = 0, len(pieces)
+    for i, (p, q) in enumerate(itertools.pairwise(pieces)):
+        if iv.equal(p[1], q[0]):
+            continue
+        if known(q[0], dom.start):        # the gap ends where the domain starts, or below
+            first = i + 1
+        elif known(dom.stop, p[1]) and last == len(pieces):   # starts at its end, or above
+            last = i + 1
+    return pieces[first:last] if first < last else pieces
 
 
 def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:

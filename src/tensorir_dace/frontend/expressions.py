@@ -198,7 +198,12 @@ class ExpressionTranslator:
     def e_Name(self, node: ast.Name) -> Any:
         v = self.offset_value(self.lookup(node.id, node), node)
         if isinstance(v, ir.Sym):
+            mark = self.ctx.broadcasts.get(id(v))
+            if mark is not None and mark[0] is not v:
+                mark = None
             v = replace(v, loc=self.loc(node))
+            if mark is not None:        # a name of broadcast(x, dims)
+                self.ctx.broadcasts[id(v)] = (v, mark[1])
         return v
 
     def offset_value(self, v: Any, node: ast.AST) -> Any:

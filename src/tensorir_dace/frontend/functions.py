@@ -74,7 +74,11 @@ class FunctionTranslator(BodyTranslator):
         if isinstance(func, (int, float, np.number, np.bool_)):
             # a number known while translating (a @function's argument or result),
             # shifted: a shifted scalar, as in the text
-            return self.shift(self.to_ir(func, node.func), node)
+            value = self.shift(self.to_ir(func, node.func), node)
+            # the same along every dimension it lacks (broadcast(2.0, (Vertex, K))
+            # read through E2V[0] is over (Edge, K) in GT4Py)
+            self.ctx.broadcasts[id(value)] = (value, frozenset({ANY_DIMENSION}))
+            return value
         # reduce(lambda …, init)(…) written inline
         if func is api.reduce:
             return self.make_reduce(node)
@@ -254,14 +258,32 @@ class FunctionTranslator(BodyTranslator):
         if not t.dims and t.dtype == want_dtype:
             return      # the same at every point: broadcast(wpfloat("0.0"), (Cell,)) fits
         got_nb = sum(d.is_neighbor for d in t.dims)
-        mark = self.ctx.broadcasts.get(id(v))
-        if mark is not None and mark[0] is v and got <= names and names - got <= mark[1]:
+        if got < names and (names - got <= (spread := self.broadcast_dims(v))
+                            or ANY_DIMENSION in spread):
             got = names     # broadcast(x, dims) has dims (Tensor IR broadcasts by name)
         if t.dtype != want_dtype or got != names or got_nb != n_nb:
             raise self.error(node, f"argument '{pname}' of {fname}() is annotated {spec!r} "
                                    f"but the value is {t}")
 
+    def broadcast_dims(self, v: Any) -> set[str]:
+        """The dimensions ``broadcast(x, dims)`` gave ``v`` or a value it is built
+        from (``broadcast(c, (Cell, K))(E2C[0]) * 2.0`` has ``K`` in GT4Py; Tensor
+        IR broadcasts by name, so the value itself lacks it)."""
+        out: set[str] = set()
+        if not isinstance(v, ir.Node):
+            return out
+        for n in ir.walk(v):
+            mark = self.ctx.broadcasts.get(id(n))
+            if mark is not None and mark[0] is n:
+                out |= mark[1]
+        return out
+
     # -- function bodies
+
+
+#: a mark of :attr:`ProgramContext.broadcasts` for a value constant along every
+#: dimension it lacks
+ANY_DIMENSION = "*"
 
 
 def _declared_result_order(fn: Any) -> tuple[str, ...] | None:

@@ -253,10 +253,19 @@ def _fit(r: Range, info: DomainScan, domain: Range, runtime: set[str]) -> Range:
     if r is None:
         return start, stop
     lo, hi = r
-    if domain is None or iv.maybe_le(domain[0], lo) is not True:
+    # (and where the order with the operands' bounds is unknown: a literal stop
+    # [2, 3) over operands [0, N_K) runs over [2, Min(3, N_K)), which meets
+    # those operands' [0, N_K) at a known bound)
+    if domain is None or iv.maybe_le(domain[0], lo) is not True or \
+            iv.maybe_le(start, lo) is None:
         lo = _max(lo, start)
-    if domain is None or iv.maybe_le(hi, domain[1]) is not True:
+    if domain is None or iv.maybe_le(hi, domain[1]) is not True or \
+            iv.maybe_le(hi, stop) is None:
         hi = _min(hi, stop)
+    if iv.maybe_le(hi, lo) is True:
+        # asked for nothing (a concat_where piece nested in another one's piece,
+        # outside it): an empty range, taken by empty subsets wherever they lie
+        lo = hi
     return lo, hi
 
 

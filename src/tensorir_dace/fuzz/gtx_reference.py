@@ -11,8 +11,13 @@ reductions over a local dimension skip it.  The generator chooses domains
 whose points are all defined; :func:`write` reports any that is not.
 
 Dimensions are named by one letter: ``C``, ``E``, ``V`` (horizontal), ``K``
-(vertical), and local dimensions by their table's name (``C2E``).  A value's
-axes follow the order horizontal, vertical, local."""
+(vertical), ``KH`` (the half levels, GT4Py's ``KHalf``), and local dimensions
+by their table's name (``C2E``).  A value's axes follow the order horizontal,
+vertical, local.  Both vertical axes hold :func:`levels` points: the
+``N_K + 1`` half levels, and the ``N_K`` full levels padded by one undefined.
+Half level ``h`` lies at height ``h``, full level ``k`` at ``k + 1/2`` (half
+level ``h`` is the top face of full level ``h``): :func:`stagger` reads across
+by that rule."""
 
 from __future__ import annotations
 
@@ -27,10 +32,17 @@ HORIZONTAL = ("C", "E", "V")
 TABLES = {"E2C": ("C", "E"), "C2E": ("E", "C"), "C2E2C": ("C", "C"), "V2E": ("E", "V"),
           "E2V": ("V", "E")}
 SIZE_NAMES = {"C": "N_C", "E": "N_E", "V": "N_V"}
+VERTICAL = ("K", "KH")
+# the height of level 0 of each vertical axis
+HEIGHT = {"K": 0.5, "KH": 0.0}
 
 
 def _rank(d: str) -> int:
-    return 0 if d in HORIZONTAL else 1 if d == "K" else 2
+    return 0 if d in HORIZONTAL else 1 if d in VERTICAL else 2
+
+
+def _vertical(dims: tuple[str, ...]) -> str | None:
+    return next((d for d in dims if d in VERTICAL), None)
 
 
 class V:
@@ -167,9 +179,10 @@ def field(a: Any, dims: tuple[str, ...]) -> V:
     """An argument array as a value: its vertical axis padded to :func:`levels`,
     the padding undefined."""
     a = np.asarray(a)
-    if "K" not in dims:
+    vert = _vertical(dims)
+    if vert is None:
         return V(a, np.ones(a.shape, bool), dims)
-    k = dims.index("K")
+    k = dims.index(vert)
     n = a.shape[k]
     shape = list(a.shape)
     shape[k] = levels()
@@ -179,14 +192,18 @@ def field(a: Any, dims: tuple[str, ...]) -> V:
     return V(full, d, dims)
 
 
-def koff(x: Any, o: int) -> Any:
-    """``x(Koff[o])``: the value at k + o."""
+def koff(x: Any, o: int, to: str | None = None) -> Any:
+    """``x(Koff[o])``: the value at k + o (on the vertical axis ``to``: the
+    value's own unless given)."""
     if isinstance(x, tuple):
-        return tuple(koff(e, o) for e in x)
+        return tuple(koff(e, o, to) for e in x)
     x = _v(x)
-    if "K" not in x.dims:
+    vert = _vertical(x.dims)
+    if vert is None:
         return x
-    k = x.dims.index("K")
+    if to is not None and to != vert:
+        x = V(x.a, x.d, tuple(to if n == vert else n for n in x.dims), x.p)
+    k = x.dims.index(to or vert)
     n = levels()
     a = np.zeros_like(np.broadcast_to(x.a, x.a.shape))
     shape = list(x.a.shape)
@@ -202,6 +219,19 @@ def koff(x: Any, o: int) -> Any:
         a[sl(lo, hi)] = x.a[sl(lo + o, hi + o)]
         d[sl(lo, hi)] = src[sl(lo + o, hi + o)]
     return V(a, d, x.dims, x.p)
+
+
+def stagger(x: Any, offset: float, to: str) -> Any:
+    """``x(KHalf + offset)`` of a full-level ``x`` (``to`` is ``"KH"``) or
+    ``y(K + offset)`` of a half-level ``y`` (``to`` is ``"K"``): at a point of
+    ``to``, the level of ``x`` at the point's height plus ``offset``."""
+    v = _v(x)
+    src = _vertical(v.dims)
+    assert src is not None and src != to, (src, to)
+    # the point i of ``to`` lies at HEIGHT[to] + i; level j of src at HEIGHT[src] + j
+    shift = HEIGHT[to] + offset - HEIGHT[src]
+    assert shift == int(shift), f"{offset} does not land on a level"
+    return koff(v, int(shift), to)
 
 
 def _gather(x: V, index: np.ndarray, target: str, local: str | None) -> V:
@@ -248,7 +278,7 @@ def _reduce(x: V, fn: Callable, neutral: float) -> V:
         neutral = info.min if neutral < 0 else info.max
     with np.errstate(all="ignore"):
         r = fn(np.where(p, a, np.asarray(neutral, a.dtype)), axis=-1)
-    assert local not in HORIZONTAL and local != "K"
+    assert local not in HORIZONTAL and local not in VERTICAL
     return V(r, np.all(d | ~p, axis=-1), x.dims[:-1])
 
 
@@ -261,19 +291,21 @@ def nmin(x: Any) -> V: return _reduce(_v(x), np.min, np.inf)
 Dom = tuple[int, int] | None
 
 
-def _levels_mask(lo: int | None, hi: int | None) -> V:
+def _levels_mask(lo: int | None, hi: int | None, vert: str = "K") -> V:
     k = np.arange(levels())
     m = np.ones(levels(), bool)
     if lo is not None:
         m &= k >= lo
     if hi is not None:
         m &= k < hi
-    return V(m, True, ("K",))
+    return V(m, True, (vert,))
 
 
-def cw_k(dom: Dom, lo: int | None, hi: int | None, x: Callable, y: Callable) -> Any:
-    """``concat_where(lo <= KDim < hi, x, y)``: each branch evaluated on its part
-    of ``dom`` (None where it is not one range: a scan there is a generator bug)."""
+def cw_k(dom: Dom, lo: int | None, hi: int | None, x: Callable, y: Callable,
+         vert: str = "K") -> Any:
+    """``concat_where(lo <= KDim < hi, x, y)`` (``KHalfDim`` where ``vert`` is
+    ``"KH"``): each branch evaluated on its part of ``dom`` (None where it is
+    not one range: a scan there is a generator bug)."""
     if dom is None:
         xd: Dom = None
         yd: Dom = None
@@ -288,7 +320,7 @@ def cw_k(dom: Dom, lo: int | None, hi: int | None, x: Callable, y: Callable) -> 
             yd = (max(d0, hi), d1)
         else:
             yd = (d0, d0)
-    return select(_levels_mask(lo, hi), x(xd), y(yd))
+    return select(_levels_mask(lo, hi, vert), x(xd), y(yd))
 
 
 def cw_h(dim: str, lo: int | None, hi: int | None, x: Any, y: Any) -> Any:

@@ -51,7 +51,8 @@ def tables(sizes: dict[str, int], seed: int) -> dict[str, Any]:
 def arguments(cases: list[GtxCase], sizes: dict[str, int], seed: int) -> dict[str, Any]:
     """Random arguments (inputs and outputs) at ``sizes``, without the ints."""
     rng = np.random.default_rng(seed)
-    length = {"C": sizes["N_C"], "E": sizes["N_E"], "V": sizes["N_V"], "K": sizes["N_K"]}
+    length = {"C": sizes["N_C"], "E": sizes["N_E"], "V": sizes["N_V"], "K": sizes["N_K"],
+              "KH": sizes["N_K"] + 1}
     length |= {n: s[2] for n, s in TABLES.items()}
 
     def value(t, half=False):
@@ -133,7 +134,8 @@ def source(cases: list[GtxCase]) -> str:
 
 
 def output_arrays(outputs: dict[str, tuple], sizes: dict[str, int], rng: Any) -> dict:
-    length = {"C": sizes["N_C"], "E": sizes["N_E"], "V": sizes["N_V"], "K": sizes["N_K"]}
+    length = {"C": sizes["N_C"], "E": sizes["N_E"], "V": sizes["N_V"], "K": sizes["N_K"],
+              "KH": sizes["N_K"] + 1}
     res = {}
     for o, (*dims, dt) in outputs.items():
         shape = tuple(length[d] for d in dims)

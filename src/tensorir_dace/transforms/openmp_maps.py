@@ -78,6 +78,8 @@ def map_points(state: dace.SDFGState, entry: nodes.MapEntry):
             if subset is None or {str(s) for s in subset.free_symbols} & params:
                 continue
             size = subset.size()
+            if size and sym(size[0]) == 0:
+                continue        # an empty subset (a scan run over no level) reads nothing
             row = sym(subset.num_elements_exact()) / sym(size[0]) if size else 1
             row = dace.symbolic.simplify(row)
             gathered += min(int(row), GATHER_ROW_CAP) if row.is_Number else GATHER_ROW_CAP

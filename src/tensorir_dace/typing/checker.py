@@ -422,7 +422,10 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                         merged = replace(merged, mask=d.mask)
                     elif combine_masks and (both := both_masks(prev, d)) is not None:
                         merged = replace(merged, mask=both)
-                    if self.decide(node, lambda: iv.is_empty(merged)):
+                    # (an operand empty already, as a scan asked for no levels is,
+                    # makes an empty value: nothing to overlap)
+                    if self.decide(node, lambda: iv.is_empty(merged)) and \
+                            not iv.is_empty(prev) and not iv.is_empty(d):
                         raise self.error(node, f"the operands do not overlap along {d.name}: "
                                                f"[{prev.start}:{prev.stop}] and "
                                                f"[{d.start}:{d.stop}] have an empty "

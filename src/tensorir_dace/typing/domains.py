@@ -107,6 +107,10 @@ class DomainRules(Rules):
             # An order that depends on the sizes is the user's assertion (I[1:N-1]
             # needs N >= 2); only a subset provably outside is an error.
             pairs = [(d.start, sub.start), (sub.stop, d.stop), (sub.start, sub.stop)]
+            if iv.is_empty(sub):
+                # no element taken (a concat_where piece cut to nothing beside an
+                # empty scan): where it lies does not matter
+                pairs = [(sub.start, sub.stop)]
             inside = [iv.maybe_le(lo, hi) for lo, hi in pairs]
             where = f"subset {a.name}[{a.start}:{a.stop}] of {a.name}[{d.start}:{d.stop}]" + (
                 f" at {a.loc}" if a.loc else "")
