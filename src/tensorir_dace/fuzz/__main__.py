@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parser", type=int, default=1000,
                     help="mutated texts for the parser (text front)")
     ap.add_argument("--calls", type=int, default=10,
-                    help="text and Python fronts: mutated calls per compiled program "
-                         "(wrong dtypes, shapes, layouts, scalars, tables, aliases), each "
+                    help="mutated calls per compiled program (wrong dtypes, shapes, "
+                         "layouts, scalars, tables (in offset_provider= for gtx), aliases), each "
                          "through the compiled program and the interpreter")
     ap.add_argument("--out", default="fuzz-failures", help="folder for the failures")
     ap.add_argument("--builtin-names", action="store_true",
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         print(summary, flush=True)
         failed |= bad
     if args.front in ("gtx", "all"):
-        summary, bad = run_gtx_front(args.programs, args.jobs, args.seed, args.batch, out)
+        summary, bad = run_gtx_front(args.programs, args.jobs, args.seed, args.batch, out,
+                                     args.calls)
         print(summary, flush=True)
         failed |= bad
     return 1 if failed else 0

@@ -69,9 +69,10 @@ def arguments(cases: list[GtxCase], sizes: dict[str, int], seed: int) -> dict[st
     return args
 
 
-def differential(module: Any, outputs: list[str], seed: int = 0) -> PyOutcome:
+def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0) -> PyOutcome:
     """Run ``module.fuzz`` with each backend and ``module.reference`` on the same
-    arguments; compare ``outputs``."""
+    arguments; compare ``outputs``; then ``calls`` mutated calls, compiled
+    against interpreted (:mod:`.gtx_calls`)."""
     from ..frontend import program
     out = PyOutcome()
     progs = {"interpreter": module.fuzz, "compiled": module.fuzz,
@@ -117,6 +118,16 @@ def differential(module: Any, outputs: list[str], seed: int = 0) -> PyOutcome:
                     if not same_values(kw[o], ref[o], loose=True):
                         out.failed.setdefault(o, f"{backend} differs from the reference at "
                                                  f"{where}")
+    if calls and not out.failed:
+        import random
+
+        from .gtx_calls import gtx_call_contract
+        sizes = SIZES[0]
+        hs, he, k0 = BOUNDS[0][0]
+        args = arguments([], sizes, seed) | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed))
+        args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
+        out.calls = tuple(gtx_call_contract(module.fuzz, args, tables(sizes, seed),
+                                            random.Random(seed), calls))
     return out
 
 
@@ -144,7 +155,7 @@ def output_arrays(outputs: dict[str, tuple], sizes: dict[str, int], rng: Any) ->
     return res
 
 
-def run_gtx(cases: list[GtxCase], seed: int = 0) -> PyOutcome:
+def run_gtx(cases: list[GtxCase], seed: int = 0, calls: int = 0) -> PyOutcome:
     """Import the cases' module, run it (see :func:`differential`)."""
     outputs = [o for c in cases for o, _ in c.outputs]
     with tempfile.TemporaryDirectory(prefix="tir_gtxfuzz_") as folder:
@@ -153,7 +164,7 @@ def run_gtx(cases: list[GtxCase], seed: int = 0) -> PyOutcome:
         except Exception as err:   # noqa: BLE001
             return PyOutcome(crash=f"import: {type(err).__name__}: {err}")
         try:
-            return differential(module, outputs, seed)
+            return differential(module, outputs, seed, calls)
         finally:
             sys.modules.pop(module.__name__, None)
 
@@ -164,12 +175,15 @@ def case_fails(case: GtxCase, seed: int = 0) -> str | None:
     return out.crash or next(iter(out.failed.values()), None)
 
 
-def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None]:
-    """Run the ``count`` cases from seed ``first`` as one program: (first, runs,
-    [(seed, why)] of failed cases, crash)."""
+def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None,
+                                       tuple[str, ...]]:
+    """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
+    count and optionally how many mutated calls to make): (first, runs, [(seed,
+    why)] of failed cases, crash, broken calls)."""
     first, count = job[:2]
+    calls = int(job[2]) if len(job) > 2 else 0
     cases = gtx_batch(first, count)
-    out = run_gtx(cases, seed=first)
+    out = run_gtx(cases, seed=first, calls=calls)
     bad = []
     for c in cases:
         outputs = {o for o, _ in c.outputs}
@@ -182,7 +196,7 @@ def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | No
             alone = case_fails(generate_gtx_case(c.seed), first)
             if alone:
                 bad.append((c.seed, alone))
-    return first, out.runs, bad, out.crash
+    return first, out.runs, bad, out.crash, out.calls
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
@@ -199,17 +213,22 @@ def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
             + '    print(out.crash or out.failed or "passes")\n')
 
 
-def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.Path
-                  ) -> tuple[str, bool]:
+def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.Path,
+                  calls: int = 0) -> tuple[str, bool]:
     """Fuzz the GT4Py spelling: generated programs ``size`` to a compile; each
     case that fails alone is written to ``out`` as a runnable ``.py``
     reproducer.  (A summary line, whether anything failed.)"""
     from .runner import batches, run_parallel
     start = time.time()
-    work = batches(seed, programs, size)
+    work = [(first, count, calls) for first, count in batches(seed, programs, size)]
     results = run_parallel(run_gtx_batch, work, jobs)
-    failures = {s: (first, why) for first, _, bad, _ in results for s, why in bad}
-    crashes = [first for first, _, _, crash in results if crash]
+    failures = {s: (first, why) for first, _, bad, _, _ in results for s, why in bad}
+    crashes = [first for first, _, _, crash, _ in results if crash]
+    broken_calls = [(first, why) for first, _, _, _, broken in results for why in broken]
+    for first, why in broken_calls:
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / f"gtx_calls_{first}.txt", "a") as fh:
+            fh.write(why + "\n")
     for s, (first, why) in sorted(failures.items()):
         alone = case_fails(generate_gtx_case(s), first)
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
@@ -218,8 +237,9 @@ def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.P
     runs = sum(r[1] for r in results)
     summary = (f"GT4Py front: programs {programs}, compiles {len(work)}, runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"{time.time() - start:.0f} s")
-    return summary, bool(failures or crashes)
+    return summary, bool(failures or crashes or broken_calls)
 
 
 __all__ = ["INTS", "case_fails", "differential", "reproducer", "run_gtx", "run_gtx_batch",
