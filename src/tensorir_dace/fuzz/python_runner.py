@@ -235,18 +235,13 @@ def run_python_front(programs: int, jobs: int, seed: int, size: int,
     shrunk below the one case).  ``builtin_names``: the programs' parameters get
     names of Tensor IR builtins and size symbols.  (A summary line, whether
     anything failed.)"""
-    from .runner import batches, run_parallel
+    from .runner import batch_outcomes, batches, run_parallel, write_broken_calls
     start = time.time()
     work = [(first, count, builtin_names, calls)
             for first, count in batches(seed, programs, size)]
     results = run_parallel(run_python_batch, work, jobs)
-    failures = {s: (first, why) for first, _, bad, _, _ in results for s, why in bad}
-    crashes = [first for first, _, _, crash, _ in results if crash]
-    broken_calls = [(first, why) for first, _, _, _, broken in results for why in broken]
-    for first, why in broken_calls:
-        out.mkdir(parents=True, exist_ok=True)
-        with open(out / f"python_calls_{first}.txt", "a") as fh:
-            fh.write(why + "\n")
+    failures, crashes, broken_calls = batch_outcomes(results)
+    write_broken_calls(out, "python", broken_calls)
     for s, (first, why) in sorted(failures.items()):
         alone = case_fails(generate_python_case(s), first, builtin_names)
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")

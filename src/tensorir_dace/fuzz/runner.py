@@ -139,6 +139,25 @@ def batches(seed: int, programs: int, size: int) -> list[tuple[int, int]]:
     return [(s, min(size, seed + programs - s)) for s in range(seed, seed + programs, size)]
 
 
+def batch_outcomes(results: list[tuple]) -> tuple[dict[int, tuple[int, str]], list[int],
+                                                  list[tuple[int, str]]]:
+    """The failed cases ({seed: (first seed of the batch, why)}), the batches that
+    crashed and the broken calls ((first, why)) of the Python-module fronts'
+    batch results ``(first, runs, bad, crash, broken calls)``."""
+    failures = {s: (first, why) for first, _, bad, _, _ in results for s, why in bad}
+    crashes = [first for first, _, _, crash, _ in results if crash]
+    broken = [(first, why) for first, _, _, _, calls in results for why in calls]
+    return failures, crashes, broken
+
+
+def write_broken_calls(out: pathlib.Path, front: str, broken: list[tuple[int, str]]) -> None:
+    """Each batch's broken calls, a line each, in ``<front>_calls_<first>.txt``."""
+    for first, why in broken:
+        out.mkdir(parents=True, exist_ok=True)
+        with open(out / f"{front}_calls_{first}.txt", "a") as fh:
+            fh.write(why + "\n")
+
+
 def run_parallel(fn: Callable, jobs: list, processes: int) -> list:
     """``fn`` over ``jobs`` in ``processes`` fresh processes (one compile each)."""
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
