@@ -779,6 +779,28 @@ def test_a_broadcast_literal_read_through_a_table_keeps_k(backend):
 
 
 @field_operator
+def cast_literal_read_through_a_table(e1: Field[[Edge, K], float]) -> Field[[Edge, K], float]:
+    t = astype(broadcast(int32(2), (Cell, K)), float)
+    near = t(E2COff[1])            # a name used twice: bound once, still over (Edge, K)
+    return e1 + doubled_edges(near) + near(K - 1) + doubled_edges(
+        neighbor_sum(t(E2COff), axis=E2CLocal))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cast_broadcast_literal_read_through_a_table_keeps_k(backend):
+    e1 = RNG.random((6, 3))
+    tab = RNG.integers(0, 4, (6, 2)).astype(np.int32)
+    o = np.zeros((6, 3))
+
+    @program
+    def p(c: Field[[Cell], float], e1: Field[[Edge, K], float], o: Field[[Edge, K], float]):
+        cast_literal_read_through_a_table(e1, out=o)
+
+    p(np.zeros(4), e1, o, offset_provider={"E2Cb": tab}, backend=backend)
+    np.testing.assert_allclose(o, e1 + 4.0 + 2.0 + 8.0)
+
+
+@field_operator
 def scan_in_an_empty_nested_piece(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
                                   n: int32) -> Field[[Cell, K], float]:
     inner = concat_where(K > 1, damped_sum(a), b)      # read on level 0 only: empty

@@ -310,8 +310,9 @@ class BodyTranslator(ReductionTranslator):
             if not force:
                 # (a forced binding is the hidden value of ``a, b = …``: its IR name is
                 # no Python name, and must not hide one, such as a parameter ``t``)
-                sub.env[name] = ir.Sym(fresh, loc=loc) if named is None else \
-                    named_value(named, ir.Sym(fresh, loc=loc), loc)
+                sym = ir.Sym(fresh, loc=loc)
+                self.mark_broadcast_like(sym, value)
+                sub.env[name] = sym if named is None else named_value(named, sym, loc)
             result = sub.block(list(rest), self.source.node)
             call = ir.Call(ir.Lambda((ir.Param(fresh, t, loc=loc),), sub.to_ir(result, node),
                                      loc=loc), (value,), loc=loc)
@@ -325,6 +326,18 @@ class BodyTranslator(ReductionTranslator):
             value = named_value(named, value, self.loc(node))
         self.env[name] = value
         return None
+
+    def mark_broadcast_like(self, name: ir.Sym, value: ir.Expr) -> None:
+        """Give the name of a let-bound ``value`` the dimensions that broadcasts
+        inside ``value`` stand for (GT4Py's broadcast values, which Tensor IR
+        broadcasts by name), so that a parameter annotated with them takes it."""
+        spread: set[str] = set()
+        for n in ir.walk(value):
+            mark = self.ctx.broadcasts.get(id(n))
+            if mark is not None and mark[0] is n:
+                spread |= mark[1]
+        if spread:
+            self.ctx.broadcasts[id(name)] = (name, frozenset(spread))
 
     def unroll(self, s: ast.For) -> list:
         if s.orelse:

@@ -70,7 +70,12 @@ class FunctionTranslator(BodyTranslator):
         if is_ir(func):
             if node.keywords:
                 raise self.error(node, "a shift takes no keyword arguments")
-            return self.shift(func, node)
+            shifted = self.shift(func, node)
+            if not self.type_of(func, node.func).dims:
+                # a scalar expression (astype(broadcast(0.25, …), float64)) shifted:
+                # constant along every dimension it lacks, as a shifted number is
+                self.ctx.broadcasts[id(shifted)] = (shifted, frozenset({ANY_DIMENSION}))
+            return shifted
         if isinstance(func, (int, float, np.number, np.bool_)):
             # a number known while translating (a @function's argument or result),
             # shifted: a shifted scalar, as in the text
