@@ -208,20 +208,26 @@ class Specializer:
         ``extra``: the dimensions and shape of ``out=`` of a direct call, which
         takes part in the shortest length.  Empty where the lengths agree."""
         out: dict[str, dict[str, int]] = {}
-        for dname, uses in self._lengths(values, extra).items():
-            low = min(n for _, n in uses)
-            for who, n in uses:
-                if n != low and who is not None:
-                    out.setdefault(who, {})[dname] = n - low
+        for who, dname, more in self._excess(values, extra):
+            if who is not None:
+                out.setdefault(who, {})[dname] = more
         return out
 
     def out_length_offsets(self, values: dict[str, Any], extra: Extra) -> dict[str, int]:
         """How much longer than the shortest array over each dimension ``out=`` of
         a direct call is (``extra``): {dimension: extra length}, where it is
         longer (a half-level output of full-level inputs)."""
-        return {dname: n - min(m for _, m in uses)
-                for dname, uses in self._lengths(values, extra).items()
-                for who, n in uses if who is None and n != min(m for _, m in uses)}
+        return {dname: more for who, dname, more in self._excess(values, extra) if who is None}
+
+    def _excess(self, values: dict[str, Any], extra: Extra
+                ) -> list[tuple[str | None, str, int]]:
+        """``(array, dimension, extra length)`` for each array longer than the
+        shortest one over a dimension (``out=`` named None)."""
+        found = []
+        for dname, uses in self._lengths(values, extra).items():
+            low = min(n for _, n in uses)
+            found += [(who, dname, n - low) for who, n in uses if n != low]
+        return found
 
     def _lengths(self, values: dict[str, Any], extra: Extra
                  ) -> dict[str, list[tuple[str | None, int]]]:

@@ -789,9 +789,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            call = self._in_domain(spec, a, names, path)
-            given = call[3] if len(call) > 3 else None
-            prog, bounds = into_program(call[0], call[1], call[2], given, longer=longer)
+            prog, result, given = self._in_domain(spec, a, names, path)
+            prog, bounds = into_program(prog, result, names, given, longer=longer)
             with _lengths_noted(a), _python_messages(self.fn, spec.names):
                 _checked(prog)
             hit = self._into[into_key] = (
@@ -908,14 +907,16 @@ class FunctionObject(_Specialized, InlinedFunction):
         return parts
 
     def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
-                   path: tuple[int, ...] = ()):
-        """The arguments of ``into_program`` for ``domain=`` over ``names``: the
-        function translated again with the domain's bounds as parameters, so that
-        its scans run over the domain's range (as in a program body); ``path``:
-        the part of the value written (of a tuple value, one per domain)."""
+                   path: tuple[int, ...] = ()
+                   ) -> tuple[ir.Program, ir.Param, dict[str, tuple[str, str]] | None]:
+        """The program, result and bound parameters (None: none yet) that
+        ``into_program`` takes for ``domain=`` over ``names``: the function
+        translated again with the domain's bounds as parameters, so that its
+        scans run over the domain's range (as in a program body); ``path``: the
+        part of the value written (of a tuple value, one per domain)."""
         assert spec.result is not None     # a direct call's specialisation has one
         if not names:
-            return _value_part(spec.program, spec.result, path) + (names,)
+            return _value_part(spec.program, spec.result, path) + (None,)
         from .functions import translate_call
         from .runtime_bounds import domain_bounds
         params, static = self._ir_params(spec.key)
@@ -926,7 +927,7 @@ class FunctionObject(_Specialized, InlinedFunction):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
                                   domain=intervals, names=spec.names)
-        return _value_part(prog, prog.params[-1], path) + (names, bounds)
+        return _value_part(prog, prog.params[-1], path) + (bounds,)
 
 
 def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]

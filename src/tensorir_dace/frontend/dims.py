@@ -127,6 +127,11 @@ def _kind_name(kind: Any) -> str:
     return str(getattr(kind, "value", kind)).lower()
 
 
+def _is_offset_number(x: Any) -> bool:
+    """Whether ``x`` can shift a dimension: a whole number or a half (not a bool)."""
+    return not isinstance(x, bool) and isinstance(x, (int, np.integer, float, np.floating))
+
+
 class Dimension:
     """A named dimension of tensors (``I``, ``Vertex``); GT4Py's ``kind=``
     (:class:`DimensionKind`) is accepted, and ``kind=DimensionKind.LOCAL``
@@ -150,10 +155,18 @@ class Dimension:
         base = staggered_base_name(name)
         #: The name the Tensor IR uses: a staggered dimension's is its base's.
         self.name = name if base is None else base
-        #: The name as declared (``KHalf`` for the staggered ``K``).
-        self.label = name
-        #: Whether this is the staggered counterpart of :attr:`name` (half levels).
+        self._label = name
         self.staggered = base is not None
+
+    #: Whether this is the staggered counterpart of :attr:`name` (half levels);
+    #: subclasses (local and neighbour dimensions) never are.
+    staggered = False
+    _label: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The name as declared (``KHalf`` for the staggered ``K``)."""
+        return self._label or self.name
 
     # -- identity: two Dimension objects with one name are the same dimension
     def __hash__(self) -> int:
@@ -163,7 +176,7 @@ class Dimension:
         return isinstance(other, Dimension) and other.name == self.name
 
     def __repr__(self) -> str:
-        return f"Dimension({getattr(self, 'label', self.name)!r})"
+        return f"Dimension({self.label!r})"
 
     def __str__(self) -> str:
         return self.name
@@ -209,8 +222,7 @@ class Dimension:
 
     # -- offsets: I + 1, I - 1, and half offsets between staggered dimensions
     def __add__(self, other: Any) -> Offset:
-        if isinstance(other, bool) or not isinstance(other, (int, np.integer, float,
-                                                             np.floating)):
+        if not _is_offset_number(other):
             return NotImplemented
         if isinstance(other, (int, np.integer)):
             return Offset(self, int(other))
@@ -219,10 +231,7 @@ class Dimension:
     __radd__ = __add__
 
     def __sub__(self, other: Any) -> Offset:
-        if isinstance(other, bool) or not isinstance(other, (int, np.integer, float,
-                                                             np.floating)):
-            return NotImplemented
-        return self.__add__(-other)
+        return self.__add__(-other) if _is_offset_number(other) else NotImplemented
 
     def half_offset(self, offset: float) -> int:
         """The whole-level shift that ``x(self + offset)`` reads at.
@@ -236,9 +245,9 @@ class Dimension:
         if fraction == 0.0:
             return int(whole)
         if fraction == 0.5:
-            return int(whole) + (0 if getattr(self, "staggered", False) else 1)
+            return int(whole) + (0 if self.staggered else 1)
         raise DefinitionError(
-            f"{getattr(self, 'label', self.name)} + {offset}: an offset along a dimension is "
+            f"{self.label} + {offset}: an offset along a dimension is "
             "a whole number, or a half (± 0.5, ± 1.5, …) between a dimension and its "
             "staggered counterpart (K and KHalf = flip_staggered(K))")
 
@@ -431,7 +440,7 @@ def flip_staggered(dim: Dimension) -> Dimension:
 
 def is_staggered(dim: Dimension) -> bool:
     """Whether ``dim`` is a staggered dimension (``KHalf``, ``flip_staggered(K)``)."""
-    return bool(getattr(dim, "staggered", False))
+    return isinstance(dim, Dimension) and dim.staggered
 
 
 def as_non_staggered(dim: Dimension) -> Dimension:
