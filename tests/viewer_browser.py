@@ -98,6 +98,18 @@ def _driver(profile: str):
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
+def _poll(driver, script: str, ok, timeout: float = 15.0):
+    """The script's value once ``ok`` accepts it, or its last value after
+    ``timeout``: the renderer lays out and draws asynchronously, so poll for
+    what the check needs instead of sleeping a fixed time."""
+    end = time.time() + timeout
+    value = driver.execute_script(script)
+    while not ok(value) and time.time() < end:
+        time.sleep(0.1)
+        value = driver.execute_script(script)
+    return value
+
+
 def _wait(driver, script: str, timeout: float = 60.0):
     end = time.time() + timeout
     while time.time() < end:
@@ -125,11 +137,9 @@ def check_page(page: pathlib.Path, screenshot: pathlib.Path | None = None,
                 driver.execute_script("window.__drawn.clear(); tirShowStage(arguments[0]);", name)
                 _wait(driver, "return document.body.dataset.stage === arguments[0];"
                       .replace("arguments[0]", json.dumps(name)))
-                time.sleep(1.0)        # let the renderer lay out and draw
-                ink = driver.execute_script(INK)
+                ink = _poll(driver, INK, lambda v: v > 0.01)
                 driver.execute_script(ZOOM_IN)
-                time.sleep(0.5)
-                labels = set(driver.execute_script("return Array.from(window.__drawn);"))
+                labels = set(_poll(driver, "return Array.from(window.__drawn);", bool))
                 info = driver.execute_script("return document.getElementById('tir-info')"
                                              ".textContent;")
                 report.stages.append(StageReport(name, ink, labels, info))
