@@ -52,22 +52,35 @@ class _NoPlan(Exception):
 
 
 def _py(expr: Any, names: list[str]) -> str:
-    """``expr`` as a Python expression, checked on sample values."""
+    """``expr`` as a Python expression, checked on sample values.  Symbols are
+    matched by name (their assumptions do not matter to the text), and the
+    samples replace them without SymPy's ``subs``: rebuilding large Min/Max
+    bounds symbolically costs seconds per program."""
     e = sympy.sympify(expr)
-    e = e.xreplace({s: sympy.Symbol(str(s)) for s in e.free_symbols})
     text = str(e)
-    free = sorted(str(s) for s in e.free_symbols)
+    by_name: dict[str, list[sympy.Symbol]] = {}
+    for s in e.free_symbols:
+        by_name.setdefault(str(s), []).append(s)
+    free = sorted(by_name)
     if not set(free) <= set(names):
         raise _NoPlan(f"{text} uses symbols beyond {names}")
     fn = evaluator(text, free)
     rng = random.Random(0)
     for _ in range(4):
         vals = [rng.randint(1, 40) for _ in free]
-        want = e.subs({sympy.Symbol(n): v for n, v in zip(free, vals)})
+        want = e.xreplace({s: sympy.Integer(v) for n, v in zip(free, vals)
+                           for s in by_name[n]})
         got = fn(*vals)
         if want != got:
             raise _NoPlan(f"{text}: Python gives {got}, SymPy {want}")
     return text
+
+
+def _renamed(e: sympy.Expr, rename: dict[str, str]) -> sympy.Expr:
+    """``e`` over the SDFG's symbol names (rebuilt only where a name changes)."""
+    sub = {s: sympy.Symbol(rename[s.name]) for s in e.free_symbols
+           if rename.get(s.name, s.name) != s.name}
+    return e.xreplace(sub) if sub else e
 
 
 def call_plan(callable: SDFGCallable, library: str) -> dict[str, Any] | None:
@@ -138,10 +151,8 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
     rename.update({b.param: b.data for b, _, _, kind in c._arrays if kind == "symbol"})
     constraints = []
     for con in c.signature.constraints:
-        lo, hi = (sympy.sympify(x) for x in (con.lower, con.upper))
-        sub = {s: sympy.Symbol(rename.get(s.name, s.name)) for e in (lo, hi)
-               for s in e.free_symbols}
-        constraints.append([_py(lo.xreplace(sub), names), _py(hi.xreplace(sub), names)])
+        lo, hi = (_renamed(sympy.sympify(x), rename) for x in (con.lower, con.upper))
+        constraints.append([_py(lo, names), _py(hi, names)])
 
     tables: dict[int, list[list[str]]] = {}
     for use in c._checks.tables:
@@ -149,11 +160,8 @@ def _plan(c: SDFGCallable, library: str) -> dict[str, Any]:
               if leaf["param"] == use.table and not leaf["path"] and leaf["kind"] == "array"]
         if len(at) != 1:
             raise _NoPlan(f"table {use.table} is not one plain array")
-        lo, hi = (sympy.sympify(x) for x in (use.start, use.stop))
-        sub = {s: sympy.Symbol(rename.get(s.name, s.name)) for e in (lo, hi)
-               for s in e.free_symbols}
-        tables.setdefault(at[0], []).append([_py(lo.xreplace(sub), names),
-                                             _py(hi.xreplace(sub), names)])
+        lo, hi = (_renamed(sympy.sympify(x), rename) for x in (use.start, use.stop))
+        tables.setdefault(at[0], []).append([_py(lo, names), _py(hi, names)])
 
     args: list[list[Any]] = []
     for name, conv in c._marshal_plan:
