@@ -91,17 +91,3 @@ def test_a_runtime_stop_inside_the_gap_is_refused_at_the_call(backend, kstop, fi
     with pytest.raises(TensorIRError, match=r"(?s)kstop.*gap K\[3:4\]"):
         above(a, b, o, kstop, backend=backend)
     np.testing.assert_array_equal(o, 0.0)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_direct_call_with_a_domain(backend, fields):
-    a, b = fields
-    o = np.zeros((4, 6))
-    gap_below(a, b, out=o, domain={Cell: (0, 4), K: (2, 6)}, backend=backend)
-    want = np.zeros((4, 6))
-    want[:, 2:] = a[:, :4]
-    np.testing.assert_allclose(o, want)
-    o[:] = 0.0
-    with pytest.raises(TensorIRError, match=r"gap K\[1:2\]"):
-        gap_below(a, b, out=o, domain={Cell: (0, 4), K: (1, 6)}, backend=backend)
-    np.testing.assert_array_equal(o, 0.0)
