@@ -422,7 +422,8 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
             checks.pop("start", None)
         elif known(stop, p[1]) and last == len(pieces):   # starts at its end, or above
             last = i + 1
-        elif last == len(pieces) and at_start and ("start" not in checks or not at_stop):
+        elif last == len(pieces) and at_start and ("start" not in checks or not at_stop) \
+                and not known(stop, q[0]):    # (a domain ending in the gap keeps it)
             # a runtime start: the gap must end where it starts, or below
             first = i + 1
             checks["start"] = ir.SizeConstraint(
@@ -430,7 +431,7 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
                 f"{where}: the start of the domain's {name} must not lie below the end "
                 f"of the gap {gap} between the pieces (no value is defined there)",
                 guard=guard, bound=start, allowed=(sympy.sympify(q[0]), stop))
-        elif last == len(pieces) and at_stop:
+        elif last == len(pieces) and at_stop and not known(p[1], start):
             # a runtime stop: the gap must start where it stops, or above
             last = i + 1
             checks["stop"] = ir.SizeConstraint(
