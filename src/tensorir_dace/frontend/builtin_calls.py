@@ -357,7 +357,15 @@ class BuiltinTranslator(ExpressionTranslator):
 
         pieces = self.ctx.decide(go, loc, what)
         if D in self.ctx.domain:
-            pieces = _pieces_in_domain(pieces, self.ctx.domain[D])
+            rng = self.ctx.domain[D]
+            sizes = {n for n, b in self.scope.bindings.items() if b.kind == "size"}
+            # (its bounds as the parser reads them back: int parameters as runtime values)
+            runtime = {s: ir.runtime_symbol(s.name) for x in (rng.start, rng.stop)
+                       for s in sympy.sympify(x).free_symbols if s.name not in sizes}
+            pieces = _pieces_in_domain(pieces, D, sympy.sympify(rng.start).xreplace(runtime),
+                                       sympy.sympify(rng.stop).xreplace(runtime),
+                                       self.ctx.constraints,
+                                       f"concat_where on {D} at {loc}")
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
@@ -387,24 +395,55 @@ class BuiltinTranslator(ExpressionTranslator):
     # ------------------------------------------------------------------ reductions
 
 
-def _pieces_in_domain(pieces: list[tuple[Any, ...]], dom: ir.DimInterval
-                      ) -> list[tuple[Any, ...]]:
+def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Expr,
+                      stop: sympy.Expr, constraints: list[ir.SizeConstraint] | None = None,
+                      where: str = "") -> list[tuple[Any, ...]]:
     """The sorted ``pieces`` of a ``concat_where`` less those beyond a gap that
-    lies outside the ``domain=`` range ``dom`` (GT4Py computes the value on the
-    domain only: ``concat_where(K > 0, a(K - 2), b)`` from level 2 leaves level 1
-    undefined, which nothing reads).  A read outside what is kept stays an error
-    of that read."""
+    lies outside the ``domain=`` range ``name[start:stop]`` (GT4Py computes the
+    value on the domain only: ``concat_where(K > 0, a(K - 2), b)`` from level 2
+    leaves level 1 undefined, which nothing reads).  A read outside what is kept
+    stays an error of that read.  A runtime bound is taken to lie beyond the gap, which
+    a constraint appended to ``constraints`` checks at call time (where the
+    domain is not empty)."""
     def known(a: Any, b: Any) -> bool:
         return iv.maybe_le(sympy.sympify(a), sympy.sympify(b)) is True
+
+    at_start = ir.has_runtime(start) and constraints is not None
+    at_stop = ir.has_runtime(stop) and constraints is not None
     first, last = 0, len(pieces)
+    checks: dict[str, ir.SizeConstraint] = {}
+    guard = ((start, stop),)
     for i, (p, q) in enumerate(itertools.pairwise(pieces)):
         if iv.equal(p[1], q[0]):
             continue
-        if known(q[0], dom.start):        # the gap ends where the domain starts, or below
+        gap = f"{name}[{p[1]}:{q[0]}]"
+        if known(q[0], start):            # the gap ends where the domain starts, or below
             first = i + 1
-        elif known(dom.stop, p[1]) and last == len(pieces):   # starts at its end, or above
+            checks.pop("start", None)
+        elif known(stop, p[1]) and last == len(pieces):   # starts at its end, or above
             last = i + 1
-    return pieces[first:last] if first < last else pieces
+        elif last == len(pieces) and at_start and ("start" not in checks or not at_stop) \
+                and not known(stop, q[0]):    # (a domain ending in the gap keeps it)
+            # a runtime start: the gap must end where it starts, or below
+            first = i + 1
+            checks["start"] = ir.SizeConstraint(
+                sympy.sympify(q[0]), start,
+                f"{where}: the start of the domain's {name} must not lie below the end "
+                f"of the gap {gap} between the pieces (no value is defined there)",
+                guard=guard, bound=start, allowed=(sympy.sympify(q[0]), stop))
+        elif last == len(pieces) and at_stop and not known(p[1], start):
+            # a runtime stop: the gap must start where it stops, or above
+            last = i + 1
+            checks["stop"] = ir.SizeConstraint(
+                stop, sympy.sympify(p[1]),
+                f"{where}: the stop of the domain's {name} must not lie above the start "
+                f"of the gap {gap} between the pieces (no value is defined there)",
+                guard=guard, bound=stop, allowed=(start, sympy.sympify(p[1])))
+    if first >= last:
+        return pieces
+    if constraints is not None:
+        constraints += checks.values()
+    return pieces[first:last]
 
 
 def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:

@@ -1,0 +1,93 @@
+"""``concat_where`` whose pieces leave a gap outside a runtime ``domain=`` bound:
+the pieces beyond the gap are kept and the call checks the bound lies beyond it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tensorir_dace import TensorIRError
+from tensorir_dace.frontend import Field, concat_where, dims, field_operator, int32, program
+
+Cell, K = dims("Cell K")
+BACKENDS = ["interpreter", "compiled"]
+RNG = np.random.default_rng(5)
+
+
+@field_operator
+def gap_below(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+              ) -> Field[[Cell, K], float]:
+    return concat_where(K > 0, a(K - 2), b)     # level 1 is in neither piece
+
+
+@field_operator
+def gap_above(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+              ) -> Field[[Cell, K], float]:
+    return concat_where(K < 3, a(K + 1), b(K - 4))     # level 3 is in neither piece
+
+
+@program
+def below(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+          o: Field[[Cell, K], float], kstart: int32, nlev: int32):
+    gap_below(a, b, out=o, domain={Cell: (0, 4), K: (kstart, nlev)})
+
+
+@program
+def above(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+          o: Field[[Cell, K], float], kstop: int32):
+    gap_above(a, b, out=o, domain={Cell: (0, 4), K: (0, kstop)})
+
+
+@pytest.fixture(scope="module")
+def fields():
+    return RNG.random((4, 6)), RNG.random((4, 6))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart", [2, 3])
+def test_a_runtime_start_beyond_the_gap(backend, kstart, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    below(a, b, o, kstart, 6, backend=backend)
+    want = np.zeros((4, 6))
+    want[:, kstart:] = a[:, kstart - 2:4]
+    np.testing.assert_allclose(o, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart", [0, 1])
+def test_a_runtime_start_inside_the_gap_is_refused_at_the_call(backend, kstart, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=r"(?s)kstart.*gap K\[1:2\]"):
+        below(a, b, o, kstart, 6, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_empty_domain_needs_no_check(backend, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    below(a, b, o, 1, 1, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstop", [2, 3])
+def test_a_runtime_stop_below_the_gap(backend, kstop, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    above(a, b, o, kstop, backend=backend)
+    want = np.zeros((4, 6))
+    want[:, :kstop] = a[:, 1:kstop + 1]
+    np.testing.assert_allclose(o, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstop", [4, 6])
+def test_a_runtime_stop_inside_the_gap_is_refused_at_the_call(backend, kstop, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=r"(?s)kstop.*gap K\[3:4\]"):
+        above(a, b, o, kstop, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)
