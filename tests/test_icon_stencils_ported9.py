@@ -1,0 +1,655 @@
+"""A ninth round of ICON stencils (icon4py's field operators) in icon4py's own
+spelling, beside ``test_icon_stencils_ported*.py``.
+
+First the horizontal tracer advection's higher order reconstructions: the
+numerical quadrature over a departure region (eight ``vpfloat`` vertex
+coordinates and thirty-eight ``wpfloat`` scalars, eleven ``vpfloat`` outputs,
+composed of helper field operators taking scalars), the intermediate fluxes
+from linear and cubic least squares coefficients choosing a cell through
+``E2C`` by an ``int32`` edge field, the Miura third order flux, the quadratic
+WENO candidate over the nine cells of ``C2E2C2E2C`` beside ``C2E2C``
+(differences of a cell field gathered through a local dimension from the
+same field unshifted), the PPM parabola in ``float`` called without
+``domain=``, the copies shifted by one level up and down, a constant
+broadcast and the flux averaged over two substeps.  Then metric fields and
+nonhydro pieces: the coefficients of the second order ``dw/dz``, the normal
+and tangential slopes of the half level heights (the latter through a
+vertex field built from ``V2C`` inside an operator without a return
+annotation), the virtual potential temperatures on half levels with the
+pressure gradient (``astype`` of a tuple, ``KDim - 1`` shifts,
+``wpfloat("1.0")``), the mass and temperature fluxes, the vertical diffusion
+of ``vn`` and ``w``, an edge field interpolated to cell half levels, the
+Laplacian over ``C2E2CO`` and a copy to ``vpfloat``.  Each group is one
+program, interpreted and compiled, compared with NumPy written from the
+formulas.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from tensorir_dace import frontend as gtx
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Dims,
+    Field,
+    FieldOffset,
+    abs,
+    astype,
+    broadcast,
+    float32,
+    float64,
+    maximum,
+    neighbor_sum,
+    where,
+)
+
+T = TypeVar("T")
+CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
+C2E2C2E2CDim = Dimension("C2E2C2E2C", DimensionKind.LOCAL)
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
+E2VDim = Dimension("E2V", DimensionKind.LOCAL)
+V2CDim = Dimension("V2C", DimensionKind.LOCAL)
+
+dims = types.ModuleType("icon_dims")
+dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
+dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.C2E2C2E2CDim = E2CDim, C2EDim, C2E2CDim, C2E2C2E2CDim
+dims.C2E2CODim, dims.E2VDim, dims.V2CDim = C2E2CODim, E2VDim, V2CDim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
+C2E2C2E2C = FieldOffset("C2E2C2E2C", source=CellDim, target=(CellDim, C2E2C2E2CDim))
+C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
+E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
+V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
+Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+dims.E2C, dims.C2E, dims.C2E2C, dims.C2E2C2E2C, dims.Koff = E2C, C2E, C2E2C, C2E2C2E2C, Koff
+dims.C2E2CO, dims.E2V, dims.V2C = C2E2CO, E2V, V2C
+
+fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.KField = Field[Dims[KDim], T]
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+
+ta = types.ModuleType("icon_type_alias")
+ta.wpfloat, ta.vpfloat = float64, float32
+wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 7, 9, 6, 12
+RNG = np.random.default_rng(9001)
+_TABLE_RNG = np.random.default_rng(9002)
+TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
+          "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
+          "C2E2C": _TABLE_RNG.integers(0, NC, (NC, 3)),
+          "C2E2C2E2C": _TABLE_RNG.integers(0, NC, (NC, 9)),
+          "C2E2CO": np.concatenate([np.arange(NC)[:, None],
+                                    _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
+          "E2V": _TABLE_RNG.integers(0, NV, (NE, 2)),
+          "V2C": _TABLE_RNG.integers(0, NC, (NV, 6)),
+          "Koff": KDim}
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(9003).bit_generator.state
+
+
+def check(got, expected, rtol, atol=0.0):
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol, err_msg=name)
+
+
+def inside(value, base, hs, he, vs, ve):
+    """``base`` with ``value`` written on rows ``hs:he`` and levels ``vs:ve``."""
+    out = np.array(base)
+    out[hs:he, vs:ve] = np.asarray(value)[hs:he, vs:ve]
+    return out
+
+
+def shifted(x, n):
+    """``x(Koff[n])``: level k takes level k + n (NaN outside the column)."""
+    out = np.full(x.shape, np.nan)
+    lo, hi = max(0, -n), min(x.shape[1], x.shape[1] - n)
+    out[:, lo:hi] = x[:, lo + n:hi + n]
+    return out
+
+
+def f32(*shape):
+    return RNG.random(shape).astype(np.float32)
+
+
+# ================================================================== higher order tracer fluxes
+#
+# icon4py's horizontal advection: quadrature over the departure region, the
+# fluxes from the least squares coefficients of the upwind cell, WENO.
+
+
+@gtx.field_operator
+def _quadrature_weight_times_jacobian(
+    x_1: fa.EdgeKField[wpfloat], x_2: fa.EdgeKField[wpfloat],
+    x_3: fa.EdgeKField[wpfloat], x_4: fa.EdgeKField[wpfloat],
+    y_1: fa.EdgeKField[wpfloat], y_2: fa.EdgeKField[wpfloat],
+    y_3: fa.EdgeKField[wpfloat], y_4: fa.EdgeKField[wpfloat],
+    zeta: wpfloat, eta: wpfloat, weight: wpfloat, dbl_eps: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    # d(x, y)/d(zeta, eta) of the bilinear map of the quadrilateral, at one point.
+    dx_dzeta = (1.0 - eta) * (x_2 - x_1) + (1.0 + eta) * (x_3 - x_4)
+    dy_dzeta = (1.0 - eta) * (y_2 - y_1) + (1.0 + eta) * (y_3 - y_4)
+    dy_deta = (1.0 - zeta) * (y_4 - y_1) - (1.0 + zeta) * (y_2 - y_3)
+    dx_deta = (1.0 - zeta) * (x_4 - x_1) - (1.0 + zeta) * (x_2 - x_3)
+    return dbl_eps + 0.0625 * weight * (dx_dzeta * dy_deta - dy_dzeta * dx_deta)
+
+
+@gtx.field_operator
+def _gauss_point(
+    v_1: fa.EdgeKField[wpfloat], v_2: fa.EdgeKField[wpfloat],
+    v_3: fa.EdgeKField[wpfloat], v_4: fa.EdgeKField[wpfloat],
+    s_1: wpfloat, s_2: wpfloat, s_3: wpfloat, s_4: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    return s_1 * v_1 + s_2 * v_2 + s_3 * v_3 + s_4 * v_4
+
+
+@gtx.field_operator
+def _prepare_numerical_quadrature_for_cubic_reconstruction(
+    p_coords_dreg_v_1_x: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_2_x: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_3_x: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_4_x: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_1_y: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_2_y: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_3_y: fa.EdgeKField[ta.vpfloat],
+    p_coords_dreg_v_4_y: fa.EdgeKField[ta.vpfloat],
+    shape_func_1_1: ta.wpfloat, shape_func_2_1: ta.wpfloat,
+    shape_func_3_1: ta.wpfloat, shape_func_4_1: ta.wpfloat,
+    shape_func_1_2: ta.wpfloat, shape_func_2_2: ta.wpfloat,
+    shape_func_3_2: ta.wpfloat, shape_func_4_2: ta.wpfloat,
+    shape_func_1_3: ta.wpfloat, shape_func_2_3: ta.wpfloat,
+    shape_func_3_3: ta.wpfloat, shape_func_4_3: ta.wpfloat,
+    shape_func_1_4: ta.wpfloat, shape_func_2_4: ta.wpfloat,
+    shape_func_3_4: ta.wpfloat, shape_func_4_4: ta.wpfloat,
+    zeta_1: ta.wpfloat, zeta_2: ta.wpfloat, zeta_3: ta.wpfloat, zeta_4: ta.wpfloat,
+    eta_1: ta.wpfloat, eta_2: ta.wpfloat, eta_3: ta.wpfloat, eta_4: ta.wpfloat,
+    wgt_zeta_1: ta.wpfloat, wgt_zeta_2: ta.wpfloat,
+    wgt_eta_1: ta.wpfloat, wgt_eta_2: ta.wpfloat,
+    dbl_eps: ta.wpfloat,
+    eps: ta.wpfloat,
+) -> tuple[
+    fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat],
+]:
+    x1, x2, x3, x4 = astype(
+        (p_coords_dreg_v_1_x, p_coords_dreg_v_2_x, p_coords_dreg_v_3_x, p_coords_dreg_v_4_x),
+        wpfloat,
+    )
+    y1 = astype(p_coords_dreg_v_1_y, wpfloat)
+    y2 = astype(p_coords_dreg_v_2_y, wpfloat)
+    y3 = astype(p_coords_dreg_v_3_y, wpfloat)
+    y4 = astype(p_coords_dreg_v_4_y, wpfloat)
+
+    j1 = _quadrature_weight_times_jacobian(
+        x1, x2, x3, x4, y1, y2, y3, y4, zeta_1, eta_1, wgt_zeta_1 * wgt_eta_1, dbl_eps)
+    j2 = _quadrature_weight_times_jacobian(
+        x1, x2, x3, x4, y1, y2, y3, y4, zeta_2, eta_2, wgt_zeta_1 * wgt_eta_2, dbl_eps)
+    j3 = _quadrature_weight_times_jacobian(
+        x1, x2, x3, x4, y1, y2, y3, y4, zeta_3, eta_3, wgt_zeta_2 * wgt_eta_1, dbl_eps)
+    j4 = _quadrature_weight_times_jacobian(
+        x1, x2, x3, x4, y1, y2, y3, y4, zeta_4, eta_4, wgt_zeta_2 * wgt_eta_2, dbl_eps)
+
+    gx1 = _gauss_point(x1, x2, x3, x4, shape_func_1_1, shape_func_2_1, shape_func_3_1,
+                       shape_func_4_1)
+    gy1 = _gauss_point(y1, y2, y3, y4, shape_func_1_1, shape_func_2_1, shape_func_3_1,
+                       shape_func_4_1)
+    gx2 = _gauss_point(x1, x2, x3, x4, shape_func_1_2, shape_func_2_2, shape_func_3_2,
+                       shape_func_4_2)
+    gy2 = _gauss_point(y1, y2, y3, y4, shape_func_1_2, shape_func_2_2, shape_func_3_2,
+                       shape_func_4_2)
+    gx3 = _gauss_point(x1, x2, x3, x4, shape_func_1_3, shape_func_2_3, shape_func_3_3,
+                       shape_func_4_3)
+    gy3 = _gauss_point(y1, y2, y3, y4, shape_func_1_3, shape_func_2_3, shape_func_3_3,
+                       shape_func_4_3)
+    gx4 = _gauss_point(x1, x2, x3, x4, shape_func_1_4, shape_func_2_4, shape_func_3_4,
+                       shape_func_4_4)
+    gy4 = _gauss_point(y1, y2, y3, y4, shape_func_1_4, shape_func_2_4, shape_func_3_4,
+                       shape_func_4_4)
+
+    s1 = j1 + j2 + j3 + j4
+    s2 = j1 * gx1 + j2 * gx2 + j3 * gx3 + j4 * gx4
+    s3 = j1 * gy1 + j2 * gy2 + j3 * gy3 + j4 * gy4
+    s4 = j1 * gx1 * gx1 + j2 * gx2 * gx2 + j3 * gx3 * gx3 + j4 * gx4 * gx4
+    s5 = j1 * gy1 * gy1 + j2 * gy2 * gy2 + j3 * gy3 * gy3 + j4 * gy4 * gy4
+    s6 = j1 * gx1 * gy1 + j2 * gx2 * gy2 + j3 * gx3 * gy3 + j4 * gx4 * gy4
+    s7 = j1 * gx1 * gx1 * gx1 + j2 * gx2 * gx2 * gx2 + j3 * gx3 * gx3 * gx3 + j4 * gx4 * gx4 * gx4
+    s8 = j1 * gy1 * gy1 * gy1 + j2 * gy2 * gy2 * gy2 + j3 * gy3 * gy3 * gy3 + j4 * gy4 * gy4 * gy4
+    s9 = j1 * gx1 * gx1 * gy1 + j2 * gx2 * gx2 * gy2 + j3 * gx3 * gx3 * gy3 + j4 * gx4 * gx4 * gy4
+    s10 = j1 * gx1 * gy1 * gy1 + j2 * gx2 * gy2 * gy2 + j3 * gx3 * gy3 * gy3 + j4 * gx4 * gy4 * gy4
+    area = where(s1 >= 0.0, maximum(eps, abs(s1)), -maximum(eps, abs(s1)))
+    return (
+        astype(s1, vpfloat), astype(s2, vpfloat), astype(s3, vpfloat), astype(s4, vpfloat),
+        astype(s5, vpfloat), astype(s6, vpfloat), astype(s7, vpfloat), astype(s8, vpfloat),
+        astype(s9, vpfloat), astype(s10, vpfloat), astype(area, vpfloat),
+    )
+
+
+@gtx.field_operator
+def _upwind_coefficient(
+    coeff: fa.CellKField[wpfloat], cell_rel_idx_dsl: fa.EdgeKField[gtx.int32]
+) -> fa.EdgeKField[wpfloat]:
+    return where(cell_rel_idx_dsl == 1, coeff(E2C[1]), coeff(E2C[0]))
+
+
+@gtx.field_operator
+def _compute_intermediate_horizontal_tracer_flux_from_cubic_coefficients(
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat], z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat], z_lsq_coeff_4: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_5: fa.CellKField[ta.wpfloat], z_lsq_coeff_6: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_7: fa.CellKField[ta.wpfloat], z_lsq_coeff_8: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_9: fa.CellKField[ta.wpfloat], z_lsq_coeff_10: fa.CellKField[ta.wpfloat],
+    z_quad_vector_sum0_1: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_2: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_3: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_4: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_5: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_6: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_7: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_8: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_9: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum0_10: fa.EdgeKField[ta.vpfloat],
+    patch0_cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+) -> fa.EdgeKField[ta.wpfloat]:
+    idx = patch0_cell_rel_idx_dsl
+    return (
+        where(idx == 1, z_lsq_coeff_1(E2C[1]), z_lsq_coeff_1(E2C[0]))
+        * astype(z_quad_vector_sum0_1, wpfloat)
+        + where(idx == 1, z_lsq_coeff_2(E2C[1]), z_lsq_coeff_2(E2C[0]))
+        * astype(z_quad_vector_sum0_2, wpfloat)
+        + where(idx == 1, z_lsq_coeff_3(E2C[1]), z_lsq_coeff_3(E2C[0]))
+        * astype(z_quad_vector_sum0_3, wpfloat)
+        + where(idx == 1, z_lsq_coeff_4(E2C[1]), z_lsq_coeff_4(E2C[0]))
+        * astype(z_quad_vector_sum0_4, wpfloat)
+        + where(idx == 1, z_lsq_coeff_5(E2C[1]), z_lsq_coeff_5(E2C[0]))
+        * astype(z_quad_vector_sum0_5, wpfloat)
+        + where(idx == 1, z_lsq_coeff_6(E2C[1]), z_lsq_coeff_6(E2C[0]))
+        * astype(z_quad_vector_sum0_6, wpfloat)
+        + where(idx == 1, z_lsq_coeff_7(E2C[1]), z_lsq_coeff_7(E2C[0]))
+        * astype(z_quad_vector_sum0_7, wpfloat)
+        + where(idx == 1, z_lsq_coeff_8(E2C[1]), z_lsq_coeff_8(E2C[0]))
+        * astype(z_quad_vector_sum0_8, wpfloat)
+        + where(idx == 1, z_lsq_coeff_9(E2C[1]), z_lsq_coeff_9(E2C[0]))
+        * astype(z_quad_vector_sum0_9, wpfloat)
+        + where(idx == 1, z_lsq_coeff_10(E2C[1]), z_lsq_coeff_10(E2C[0]))
+        * astype(z_quad_vector_sum0_10, wpfloat)
+    )
+
+
+@gtx.field_operator
+def _upwind_hflux_miura3_stencil_01(
+    z_lsq_coeff_1: fa.CellKField[wpfloat], z_lsq_coeff_2: fa.CellKField[wpfloat],
+    z_lsq_coeff_3: fa.CellKField[wpfloat], z_lsq_coeff_4: fa.CellKField[wpfloat],
+    z_lsq_coeff_5: fa.CellKField[wpfloat], z_lsq_coeff_6: fa.CellKField[wpfloat],
+    z_lsq_coeff_7: fa.CellKField[wpfloat], z_lsq_coeff_8: fa.CellKField[wpfloat],
+    z_lsq_coeff_9: fa.CellKField[wpfloat], z_lsq_coeff_10: fa.CellKField[wpfloat],
+    z_quad_vector_sum_1: fa.EdgeKField[vpfloat], z_quad_vector_sum_2: fa.EdgeKField[vpfloat],
+    z_quad_vector_sum_3: fa.EdgeKField[vpfloat], z_quad_vector_sum_4: fa.EdgeKField[vpfloat],
+    z_quad_vector_sum_5: fa.EdgeKField[vpfloat], z_quad_vector_sum_6: fa.EdgeKField[vpfloat],
+    z_quad_vector_sum_7: fa.EdgeKField[vpfloat], z_quad_vector_sum_8: fa.EdgeKField[vpfloat],
+    z_quad_vector_sum_9: fa.EdgeKField[vpfloat], z_quad_vector_sum_10: fa.EdgeKField[vpfloat],
+    z_dreg_area: fa.EdgeKField[vpfloat],
+    p_mass_flx_e: fa.EdgeKField[wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+) -> fa.EdgeKField[wpfloat]:
+    coeffs = (z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, z_lsq_coeff_4, z_lsq_coeff_5,
+              z_lsq_coeff_6, z_lsq_coeff_7, z_lsq_coeff_8, z_lsq_coeff_9, z_lsq_coeff_10)
+    sums = astype(
+        (z_quad_vector_sum_1, z_quad_vector_sum_2, z_quad_vector_sum_3, z_quad_vector_sum_4,
+         z_quad_vector_sum_5, z_quad_vector_sum_6, z_quad_vector_sum_7, z_quad_vector_sum_8,
+         z_quad_vector_sum_9, z_quad_vector_sum_10),
+        wpfloat,
+    )
+    integral = _upwind_coefficient(coeffs[0], cell_rel_idx_dsl) * sums[0]
+    integral = integral + _upwind_coefficient(coeffs[1], cell_rel_idx_dsl) * sums[1]
+    integral = integral + _upwind_coefficient(coeffs[2], cell_rel_idx_dsl) * sums[2]
+    integral = integral + _upwind_coefficient(coeffs[3], cell_rel_idx_dsl) * sums[3]
+    integral = integral + _upwind_coefficient(coeffs[4], cell_rel_idx_dsl) * sums[4]
+    integral = integral + _upwind_coefficient(coeffs[5], cell_rel_idx_dsl) * sums[5]
+    integral = integral + _upwind_coefficient(coeffs[6], cell_rel_idx_dsl) * sums[6]
+    integral = integral + _upwind_coefficient(coeffs[7], cell_rel_idx_dsl) * sums[7]
+    integral = integral + _upwind_coefficient(coeffs[8], cell_rel_idx_dsl) * sums[8]
+    integral = integral + _upwind_coefficient(coeffs[9], cell_rel_idx_dsl) * sums[9]
+    return integral / astype(z_dreg_area, wpfloat) * p_mass_flx_e
+
+
+@gtx.field_operator
+def _compute_intermediate_horizontal_flux_from_linear_coefficients(
+    z_lsq_coeff_1_dsl: fa.CellKField[wpfloat],
+    z_lsq_coeff_2_dsl: fa.CellKField[wpfloat],
+    z_lsq_coeff_3_dsl: fa.CellKField[wpfloat],
+    distv_bary_1: fa.EdgeKField[vpfloat],
+    distv_bary_2: fa.EdgeKField[vpfloat],
+    p_mass_flx_e: fa.EdgeKField[wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+) -> fa.EdgeKField[wpfloat]:
+    return (
+        where(cell_rel_idx_dsl == 1, z_lsq_coeff_1_dsl(E2C[1]), z_lsq_coeff_1_dsl(E2C[0]))
+        + astype(distv_bary_1, wpfloat)
+        * where(cell_rel_idx_dsl == 1, z_lsq_coeff_2_dsl(E2C[1]), z_lsq_coeff_2_dsl(E2C[0]))
+        + astype(distv_bary_2, wpfloat)
+        * where(cell_rel_idx_dsl == 1, z_lsq_coeff_3_dsl(E2C[1]), z_lsq_coeff_3_dsl(E2C[0]))
+    ) * p_mass_flx_e
+
+
+@gtx.field_operator
+def _reconstruct_quadratic_coefficients_weno_candidate(
+    p_cc: fa.CellKField[ta.wpfloat],
+    lsq_pseudoinv_direct_1: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_direct_2: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_direct_3: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_direct_4: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_direct_5: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_butterfly_1: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_butterfly_2: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_butterfly_3: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_butterfly_4: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat],
+    lsq_pseudoinv_butterfly_5: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2C2E2CDim], ta.wpfloat],
+    lsq_moments_1: fa.CellField[ta.wpfloat],
+    lsq_moments_2: fa.CellField[ta.wpfloat],
+    lsq_moments_3: fa.CellField[ta.wpfloat],
+    lsq_moments_4: fa.CellField[ta.wpfloat],
+    lsq_moments_5: fa.CellField[ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat],
+]:
+    near = p_cc(C2E2C) - p_cc
+    far = p_cc(C2E2C2E2C) - p_cc
+    c2 = neighbor_sum(lsq_pseudoinv_direct_1 * near, axis=C2E2CDim) + neighbor_sum(
+        lsq_pseudoinv_butterfly_1 * far, axis=C2E2C2E2CDim)
+    c3 = neighbor_sum(lsq_pseudoinv_direct_2 * near, axis=C2E2CDim) + neighbor_sum(
+        lsq_pseudoinv_butterfly_2 * far, axis=C2E2C2E2CDim)
+    c4 = neighbor_sum(lsq_pseudoinv_direct_3 * near, axis=C2E2CDim) + neighbor_sum(
+        lsq_pseudoinv_butterfly_3 * far, axis=C2E2C2E2CDim)
+    c5 = neighbor_sum(lsq_pseudoinv_direct_4 * near, axis=C2E2CDim) + neighbor_sum(
+        lsq_pseudoinv_butterfly_4 * far, axis=C2E2C2E2CDim)
+    c6 = neighbor_sum(lsq_pseudoinv_direct_5 * near, axis=C2E2CDim) + neighbor_sum(
+        lsq_pseudoinv_butterfly_5 * far, axis=C2E2C2E2CDim)
+    c1 = p_cc - (c2 * lsq_moments_1 + c3 * lsq_moments_2 + c4 * lsq_moments_3
+                 + c5 * lsq_moments_4 + c6 * lsq_moments_5)
+    return c1, c2, c3, c4, c5, c6
+
+
+@gtx.field_operator
+def _upwind_vflux_ppm_stencil_01(
+    z_face_up: fa.CellKField[float],
+    z_face_low: fa.CellKField[float],
+    p_cc: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float]]:
+    z_delta_q = 0.5 * (z_face_up - z_face_low)
+    z_a1 = p_cc - 0.5 * (z_face_up + z_face_low)
+    return z_delta_q, z_a1
+
+
+@gtx.field_operator
+def _copy_cell_kdim_field_koff_minus1(
+    field_in: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    return field_in(Koff[-1])
+
+
+@gtx.field_operator
+def _copy_cell_kdim_field_koff_plus1(
+    field_in: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    return field_in(Koff[1])
+
+
+@gtx.field_operator
+def _init_constant_cell_kdim_field(value: ta.wpfloat) -> fa.CellKField[ta.wpfloat]:
+    return broadcast(value, (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _average_horizontal_flux_subcycling_2(
+    z_tracer_mflx_1_dsl: fa.EdgeKField[ta.wpfloat],
+    z_tracer_mflx_2_dsl: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKField[ta.wpfloat]:
+    return (z_tracer_mflx_1_dsl + z_tracer_mflx_2_dsl) / 2.0
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def higher_order_tracer_fluxes(
+    p_coords_dreg_v_1_x: fa.EdgeKField[vpfloat], p_coords_dreg_v_2_x: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_3_x: fa.EdgeKField[vpfloat], p_coords_dreg_v_4_x: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_1_y: fa.EdgeKField[vpfloat], p_coords_dreg_v_2_y: fa.EdgeKField[vpfloat],
+    p_coords_dreg_v_3_y: fa.EdgeKField[vpfloat], p_coords_dreg_v_4_y: fa.EdgeKField[vpfloat],
+    z_lsq_coeff_1: fa.CellKField[wpfloat], z_lsq_coeff_2: fa.CellKField[wpfloat],
+    z_lsq_coeff_3: fa.CellKField[wpfloat], z_lsq_coeff_4: fa.CellKField[wpfloat],
+    z_lsq_coeff_5: fa.CellKField[wpfloat], z_lsq_coeff_6: fa.CellKField[wpfloat],
+    z_lsq_coeff_7: fa.CellKField[wpfloat], z_lsq_coeff_8: fa.CellKField[wpfloat],
+    z_lsq_coeff_9: fa.CellKField[wpfloat], z_lsq_coeff_10: fa.CellKField[wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+    p_mass_flx_e: fa.EdgeKField[wpfloat],
+    distv_bary_1: fa.EdgeKField[vpfloat], distv_bary_2: fa.EdgeKField[vpfloat],
+    p_cc: fa.CellKField[wpfloat],
+    lsq_pseudoinv_direct_1: Field[[dims.CellDim, dims.C2E2CDim], wpfloat],
+    lsq_pseudoinv_direct_2: Field[[dims.CellDim, dims.C2E2CDim], wpfloat],
+    lsq_pseudoinv_direct_3: Field[[dims.CellDim, dims.C2E2CDim], wpfloat],
+    lsq_pseudoinv_direct_4: Field[[dims.CellDim, dims.C2E2CDim], wpfloat],
+    lsq_pseudoinv_direct_5: Field[[dims.CellDim, dims.C2E2CDim], wpfloat],
+    lsq_pseudoinv_butterfly_1: Field[[dims.CellDim, dims.C2E2C2E2CDim], wpfloat],
+    lsq_pseudoinv_butterfly_2: Field[[dims.CellDim, dims.C2E2C2E2CDim], wpfloat],
+    lsq_pseudoinv_butterfly_3: Field[[dims.CellDim, dims.C2E2C2E2CDim], wpfloat],
+    lsq_pseudoinv_butterfly_4: Field[[dims.CellDim, dims.C2E2C2E2CDim], wpfloat],
+    lsq_pseudoinv_butterfly_5: Field[[dims.CellDim, dims.C2E2C2E2CDim], wpfloat],
+    lsq_moments_1: fa.CellField[wpfloat], lsq_moments_2: fa.CellField[wpfloat],
+    lsq_moments_3: fa.CellField[wpfloat], lsq_moments_4: fa.CellField[wpfloat],
+    lsq_moments_5: fa.CellField[wpfloat],
+    z_face_up: fa.CellKField[float], z_face_low: fa.CellKField[float],
+    z_tracer_mflx_1_dsl: fa.EdgeKField[wpfloat], z_tracer_mflx_2_dsl: fa.EdgeKField[wpfloat],
+    q_1: fa.EdgeKField[vpfloat], q_2: fa.EdgeKField[vpfloat], q_3: fa.EdgeKField[vpfloat],
+    q_4: fa.EdgeKField[vpfloat], q_5: fa.EdgeKField[vpfloat], q_6: fa.EdgeKField[vpfloat],
+    q_7: fa.EdgeKField[vpfloat], q_8: fa.EdgeKField[vpfloat], q_9: fa.EdgeKField[vpfloat],
+    q_10: fa.EdgeKField[vpfloat], p_dreg_area_out: fa.EdgeKField[vpfloat],
+    p_out_e_hybrid_1a: fa.EdgeKField[wpfloat],
+    p_out_e_miura3: fa.EdgeKField[wpfloat],
+    z_tracer_mflx_dsl: fa.EdgeKField[wpfloat],
+    p_coeff_1_dsl: fa.CellKField[wpfloat], p_coeff_2_dsl: fa.CellKField[wpfloat],
+    p_coeff_3_dsl: fa.CellKField[wpfloat], p_coeff_4_dsl: fa.CellKField[wpfloat],
+    p_coeff_5_dsl: fa.CellKField[wpfloat], p_coeff_6_dsl: fa.CellKField[wpfloat],
+    z_delta_q: fa.CellKField[float], z_a1: fa.CellKField[float],
+    field_below: fa.CellKField[wpfloat], field_above: fa.CellKField[wpfloat],
+    constant_out: fa.CellKField[wpfloat],
+    p_mflx_avg: fa.EdgeKField[wpfloat],
+    shape_func_1_1: wpfloat, shape_func_2_1: wpfloat, shape_func_3_1: wpfloat,
+    shape_func_4_1: wpfloat, shape_func_1_2: wpfloat, shape_func_2_2: wpfloat,
+    shape_func_3_2: wpfloat, shape_func_4_2: wpfloat, shape_func_1_3: wpfloat,
+    shape_func_2_3: wpfloat, shape_func_3_3: wpfloat, shape_func_4_3: wpfloat,
+    shape_func_1_4: wpfloat, shape_func_2_4: wpfloat, shape_func_3_4: wpfloat,
+    shape_func_4_4: wpfloat,
+    zeta_1: wpfloat, zeta_2: wpfloat, zeta_3: wpfloat, zeta_4: wpfloat,
+    eta_1: wpfloat, eta_2: wpfloat, eta_3: wpfloat, eta_4: wpfloat,
+    wgt_zeta_1: wpfloat, wgt_zeta_2: wpfloat, wgt_eta_1: wpfloat, wgt_eta_2: wpfloat,
+    dbl_eps: wpfloat, eps: wpfloat, value: wpfloat,
+    cell_start: gtx.int32, cell_end: gtx.int32,
+    edge_start: gtx.int32, edge_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+) -> None:
+    _prepare_numerical_quadrature_for_cubic_reconstruction(
+        p_coords_dreg_v_1_x, p_coords_dreg_v_2_x, p_coords_dreg_v_3_x, p_coords_dreg_v_4_x,
+        p_coords_dreg_v_1_y, p_coords_dreg_v_2_y, p_coords_dreg_v_3_y, p_coords_dreg_v_4_y,
+        shape_func_1_1, shape_func_2_1, shape_func_3_1, shape_func_4_1,
+        shape_func_1_2, shape_func_2_2, shape_func_3_2, shape_func_4_2,
+        shape_func_1_3, shape_func_2_3, shape_func_3_3, shape_func_4_3,
+        shape_func_1_4, shape_func_2_4, shape_func_3_4, shape_func_4_4,
+        zeta_1, zeta_2, zeta_3, zeta_4, eta_1, eta_2, eta_3, eta_4,
+        wgt_zeta_1, wgt_zeta_2, wgt_eta_1, wgt_eta_2, dbl_eps, eps,
+        out=(q_1, q_2, q_3, q_4, q_5, q_6, q_7, q_8, q_9, q_10, p_dreg_area_out),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_intermediate_horizontal_tracer_flux_from_cubic_coefficients(
+        z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, z_lsq_coeff_4, z_lsq_coeff_5,
+        z_lsq_coeff_6, z_lsq_coeff_7, z_lsq_coeff_8, z_lsq_coeff_9, z_lsq_coeff_10,
+        q_1, q_2, q_3, q_4, q_5, q_6, q_7, q_8, q_9, q_10, cell_rel_idx_dsl,
+        out=p_out_e_hybrid_1a,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _upwind_hflux_miura3_stencil_01(
+        z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, z_lsq_coeff_4, z_lsq_coeff_5,
+        z_lsq_coeff_6, z_lsq_coeff_7, z_lsq_coeff_8, z_lsq_coeff_9, z_lsq_coeff_10,
+        q_1, q_2, q_3, q_4, q_5, q_6, q_7, q_8, q_9, q_10, p_dreg_area_out,
+        p_mass_flx_e, cell_rel_idx_dsl,
+        out=(p_out_e_miura3),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_intermediate_horizontal_flux_from_linear_coefficients(
+        z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, distv_bary_1, distv_bary_2,
+        p_mass_flx_e, cell_rel_idx_dsl, out=(z_tracer_mflx_dsl),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _reconstruct_quadratic_coefficients_weno_candidate(
+        p_cc=p_cc,
+        lsq_pseudoinv_direct_1=lsq_pseudoinv_direct_1,
+        lsq_pseudoinv_direct_2=lsq_pseudoinv_direct_2,
+        lsq_pseudoinv_direct_3=lsq_pseudoinv_direct_3,
+        lsq_pseudoinv_direct_4=lsq_pseudoinv_direct_4,
+        lsq_pseudoinv_direct_5=lsq_pseudoinv_direct_5,
+        lsq_pseudoinv_butterfly_1=lsq_pseudoinv_butterfly_1,
+        lsq_pseudoinv_butterfly_2=lsq_pseudoinv_butterfly_2,
+        lsq_pseudoinv_butterfly_3=lsq_pseudoinv_butterfly_3,
+        lsq_pseudoinv_butterfly_4=lsq_pseudoinv_butterfly_4,
+        lsq_pseudoinv_butterfly_5=lsq_pseudoinv_butterfly_5,
+        lsq_moments_1=lsq_moments_1, lsq_moments_2=lsq_moments_2,
+        lsq_moments_3=lsq_moments_3, lsq_moments_4=lsq_moments_4,
+        lsq_moments_5=lsq_moments_5,
+        out=(p_coeff_1_dsl, p_coeff_2_dsl, p_coeff_3_dsl, p_coeff_4_dsl, p_coeff_5_dsl,
+             p_coeff_6_dsl),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _upwind_vflux_ppm_stencil_01(z_face_up, z_face_low, p_cc, out=(z_delta_q, z_a1))
+    _copy_cell_kdim_field_koff_minus1(
+        p_cc, out=field_below,
+        domain={dims.CellDim: (cell_start, cell_end), dims.KDim: (1, vertical_end)})
+    _copy_cell_kdim_field_koff_plus1(
+        p_cc, out=field_above,
+        domain={dims.CellDim: (cell_start, cell_end), dims.KDim: (vertical_start, 11)})
+    _init_constant_cell_kdim_field(
+        value, out=constant_out,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _average_horizontal_flux_subcycling_2(
+        z_tracer_mflx_1_dsl, z_tracer_mflx_2_dsl, out=p_mflx_avg,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_higher_order_tracer_fluxes(backend):
+    cs, ce, es, ee, vs, ve = 1, NC - 1, 1, NE - 1, 2, NLEV - 1
+    e2c, c2e2c, c2e2c2e2c = TABLES["E2C"], TABLES["C2E2C"], TABLES["C2E2C2E2C"]
+    coords = {f"p_coords_dreg_v_{i}_{c}": (RNG.standard_normal((NE, NLEV)) * 3.0
+                                           ).astype(np.float32)
+              for c in "xy" for i in range(1, 5)}
+    lsq = {f"z_lsq_coeff_{i}": RNG.standard_normal((NC, NLEV)) for i in range(1, 11)}
+    weno = {f"lsq_pseudoinv_direct_{i}": RNG.standard_normal((NC, 3)) for i in range(1, 6)}
+    weno |= {f"lsq_pseudoinv_butterfly_{i}": RNG.standard_normal((NC, 9)) for i in range(1, 6)}
+    weno |= {f"lsq_moments_{i}": RNG.standard_normal(NC) for i in range(1, 6)}
+    a = dict(**coords, **lsq, **weno,
+             cell_rel_idx_dsl=RNG.integers(0, 2, (NE, NLEV)).astype(np.int32),
+             p_mass_flx_e=RNG.standard_normal((NE, NLEV)),
+             distv_bary_1=f32(NE, NLEV), distv_bary_2=f32(NE, NLEV),
+             p_cc=RNG.standard_normal((NC, NLEV)), z_face_up=RNG.standard_normal((NC, NLEV)),
+             z_face_low=RNG.standard_normal((NC, NLEV)),
+             z_tracer_mflx_1_dsl=RNG.standard_normal((NE, NLEV)),
+             z_tracer_mflx_2_dsl=RNG.standard_normal((NE, NLEV)))
+    shape = RNG.uniform(-1.0, 1.0, (4, 4))  # shape[i, q]: vertex i at quadrature point q
+    zeta, eta = RNG.uniform(-0.9, 0.9, 4), RNG.uniform(-0.9, 0.9, 4)
+    wgt_zeta, wgt_eta = RNG.uniform(0.5, 1.5, 2), RNG.uniform(0.5, 1.5, 2)
+    s = {f"shape_func_{i + 1}_{q + 1}": float(shape[i, q]) for i in range(4) for q in range(4)}
+    s |= {f"zeta_{q + 1}": float(zeta[q]) for q in range(4)}
+    s |= {f"eta_{q + 1}": float(eta[q]) for q in range(4)}
+    s |= dict(wgt_zeta_1=float(wgt_zeta[0]), wgt_zeta_2=float(wgt_zeta[1]),
+              wgt_eta_1=float(wgt_eta[0]), wgt_eta_2=float(wgt_eta[1]),
+              dbl_eps=1e-14, eps=0.3, value=2.5)
+    base = {f"q_{i}": f32(NE, NLEV) for i in range(1, 11)}
+    base |= dict(p_dreg_area_out=f32(NE, NLEV), p_out_e_hybrid_1a=RNG.random((NE, NLEV)),
+                 p_out_e_miura3=RNG.random((NE, NLEV)), z_tracer_mflx_dsl=RNG.random((NE, NLEV)),
+                 z_delta_q=RNG.random((NC, NLEV)), z_a1=RNG.random((NC, NLEV)),
+                 field_below=RNG.random((NC, NLEV)), field_above=RNG.random((NC, NLEV)),
+                 constant_out=RNG.random((NC, NLEV)), p_mflx_avg=RNG.random((NE, NLEV)))
+    base |= {f"p_coeff_{i}_dsl": RNG.random((NC, NLEV)) for i in range(1, 7)}
+    got = {k: v.copy() for k, v in base.items()}
+    higher_order_tracer_fluxes(
+        **a, **got, **s, cell_start=cs, cell_end=ce, edge_start=es, edge_end=ee,
+        vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    x = [coords[f"p_coords_dreg_v_{i}_x"].astype(np.float64) for i in range(1, 5)]
+    y = [coords[f"p_coords_dreg_v_{i}_y"].astype(np.float64) for i in range(1, 5)]
+    weights = [wgt_zeta[0] * wgt_eta[0], wgt_zeta[0] * wgt_eta[1],
+               wgt_zeta[1] * wgt_eta[0], wgt_zeta[1] * wgt_eta[1]]
+    moments = np.zeros((10, NE, NLEV))
+    for q in range(4):
+        ze, et = zeta[q], eta[q]
+        jac = ((1 - et) * (x[1] - x[0]) + (1 + et) * (x[2] - x[3])) * (
+            (1 - ze) * (y[3] - y[0]) - (1 + ze) * (y[1] - y[2])) - (
+            (1 - et) * (y[1] - y[0]) + (1 + et) * (y[2] - y[3])) * (
+            (1 - ze) * (x[3] - x[0]) - (1 + ze) * (x[1] - x[2]))
+        w = 1e-14 + weights[q] / 16.0 * jac
+        gx = sum(shape[i, q] * x[i] for i in range(4))
+        gy = sum(shape[i, q] * y[i] for i in range(4))
+        for n, mono in enumerate([1.0, gx, gy, gx**2, gy**2, gx * gy, gx**3, gy**3,
+                                  gx**2 * gy, gx * gy**2]):
+            moments[n] += w * mono
+    area = np.sign(moments[0]) * np.maximum(0.3, np.abs(moments[0]))
+    area[moments[0] == 0.0] = 0.3
+    want = {f"q_{n + 1}": inside(moments[n].astype(np.float32), base[f"q_{n + 1}"],
+                                 es, ee, vs, ve) for n in range(10)}
+    want["p_dreg_area_out"] = inside(area.astype(np.float32), base["p_dreg_area_out"],
+                                     es, ee, vs, ve)
+    idx = a["cell_rel_idx_dsl"]
+
+    def upwind(c):
+        return np.where(idx == 1, c[e2c[:, 1]], c[e2c[:, 0]])
+
+    q = [want[f"q_{n}"].astype(np.float64) for n in range(1, 11)]
+    cubic = sum(upwind(lsq[f"z_lsq_coeff_{n + 1}"]) * q[n] for n in range(10))
+    miura3 = cubic / want["p_dreg_area_out"].astype(np.float64) * a["p_mass_flx_e"]
+    linear = (upwind(lsq["z_lsq_coeff_1"])
+              + a["distv_bary_1"].astype(np.float64) * upwind(lsq["z_lsq_coeff_2"])
+              + a["distv_bary_2"].astype(np.float64) * upwind(lsq["z_lsq_coeff_3"])
+              ) * a["p_mass_flx_e"]
+    cc = a["p_cc"]
+    near, far = cc[c2e2c] - cc[:, None], cc[c2e2c2e2c] - cc[:, None]
+    coeff = [None] + [np.einsum("cn,cnk->ck", weno[f"lsq_pseudoinv_direct_{i}"], near)
+                      + np.einsum("cn,cnk->ck", weno[f"lsq_pseudoinv_butterfly_{i}"], far)
+                      for i in range(1, 6)]
+    coeff[0] = cc - sum(coeff[i] * weno[f"lsq_moments_{i}"][:, None] for i in range(1, 6))
+    want |= {f"p_coeff_{i + 1}_dsl": inside(coeff[i], base[f"p_coeff_{i + 1}_dsl"],
+                                            cs, ce, vs, ve) for i in range(6)}
+    want |= dict(
+        p_out_e_hybrid_1a=inside(cubic, base["p_out_e_hybrid_1a"], es, ee, vs, ve),
+        p_out_e_miura3=inside(miura3, base["p_out_e_miura3"], es, ee, vs, ve),
+        z_tracer_mflx_dsl=inside(linear, base["z_tracer_mflx_dsl"], es, ee, vs, ve),
+        z_delta_q=0.5 * (a["z_face_up"] - a["z_face_low"]),
+        z_a1=cc - 0.5 * (a["z_face_up"] + a["z_face_low"]),
+        field_below=inside(shifted(cc, -1), base["field_below"], cs, ce, 1, ve),
+        field_above=inside(shifted(cc, 1), base["field_above"], cs, ce, vs, NLEV - 1),
+        constant_out=inside(np.full((NC, NLEV), 2.5), base["constant_out"], cs, ce, vs, ve),
+        p_mflx_avg=inside((a["z_tracer_mflx_1_dsl"] + a["z_tracer_mflx_2_dsl"]) / 2.0,
+                          base["p_mflx_avg"], es, ee, vs, ve))
+    check(got, want, rtol=2e-5, atol=1e-6)
