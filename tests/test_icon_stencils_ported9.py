@@ -653,3 +653,379 @@ def test_higher_order_tracer_fluxes(backend):
         p_mflx_avg=inside((a["z_tracer_mflx_1_dsl"] + a["z_tracer_mflx_2_dsl"]) / 2.0,
                           base["p_mflx_avg"], es, ee, vs, ve))
     check(got, want, rtol=2e-5, atol=1e-6)
+
+
+# ================================================================== metrics and nonhydro pieces
+#
+# icon4py's metric fields (mo_vertical_grid), the virtual potential
+# temperatures on half levels with the pressure gradient, mass fluxes and
+# the vertical diffusion of the winds.
+
+
+@gtx.field_operator
+def _compute_coeff_dwdz(
+    ddqz_z_full: fa.CellKField[wpfloat], z_ifc: fa.CellKField[wpfloat]
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    layer_ratio = ddqz_z_full / ddqz_z_full(Koff[-1])
+    two_layers = z_ifc(Koff[-1]) - z_ifc(Koff[1])
+    return layer_ratio / two_layers, 1.0 / layer_ratio / two_layers
+
+
+@gtx.field_operator
+def grad_fd_norm(
+    psi_c: fa.CellKField[float],
+    inv_dual_edge_length: fa.EdgeField[float],
+) -> fa.EdgeKField[float]:
+    return (psi_c(E2C[1]) - psi_c(E2C[0])) * inv_dual_edge_length
+
+
+@gtx.field_operator
+def _compute_cell_2_vertex_interpolation(
+    cell_in: fa.CellKField[wpfloat],
+    c_int: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+) -> fa.VertexKField[wpfloat]:
+    return neighbor_sum(c_int * cell_in(V2C), axis=V2CDim)
+
+
+@gtx.field_operator
+def _grad_fd_tang(
+    psi_v: fa.VertexKField[float],
+    inv_primal_edge_length: fa.EdgeField[float],
+    tangent_orientation: fa.EdgeField[float],
+) -> fa.EdgeKField[float]:
+    return tangent_orientation * (psi_v(E2V[1]) - psi_v(E2V[0])) * inv_primal_edge_length
+
+
+@gtx.field_operator
+def _compute_ddxt_z_half_e(
+    cell_in: fa.CellKField[wpfloat],
+    c_int: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+):
+    z_ifv = _compute_cell_2_vertex_interpolation(cell_in, c_int)
+    return _grad_fd_tang(z_ifv, inv_primal_edge_length, tangent_orientation)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_vp(
+    wgtfac_c: fa.CellKField[vpfloat], interpolant: fa.CellKField[vpfloat]
+) -> fa.CellKField[vpfloat]:
+    return wgtfac_c * interpolant + (vpfloat("1.0") - wgtfac_c) * interpolant(Koff[-1])
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_wp(
+    wgtfac_c: fa.CellKField[wpfloat], interpolant: fa.CellKField[wpfloat]
+) -> fa.CellKField[wpfloat]:
+    return wgtfac_c * interpolant + (wpfloat("1.0") - wgtfac_c) * interpolant(Koff[-1])
+
+
+@gtx.field_operator
+def _compute_virtual_potential_temperatures_and_pressure_gradient(
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    z_rth_pr_2: fa.CellKField[ta.vpfloat],
+    theta_v: fa.CellKField[ta.wpfloat],
+    vwind_expl_wgt: fa.CellField[ta.wpfloat],
+    exner_pr: fa.CellKField[ta.wpfloat],
+    d_exner_dz_ref_ic: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+) -> tuple[fa.CellKField[ta.vpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.vpfloat]]:
+    wgtfac_c_wp, ddqz_z_half_wp = astype((wgtfac_c, ddqz_z_half), wpfloat)
+    theta_pr_ic = _interpolate_cell_field_to_half_levels_vp(
+        wgtfac_c=wgtfac_c, interpolant=z_rth_pr_2)
+    theta_ic = _interpolate_cell_field_to_half_levels_wp(wgtfac_c=wgtfac_c_wp, interpolant=theta_v)
+    gradient = vwind_expl_wgt * theta_ic * (exner_pr(KDim - 1) - exner_pr) / ddqz_z_half_wp
+    gradient = gradient + astype(theta_pr_ic * d_exner_dz_ref_ic, wpfloat)
+    return theta_pr_ic, theta_ic, astype(gradient, vpfloat)
+
+
+@gtx.field_operator
+def _compute_virtual_potential_temperatures(
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    z_rth_pr_2: fa.CellKField[ta.vpfloat],
+    theta_v: fa.CellKField[ta.wpfloat],
+) -> tuple[fa.CellKField[ta.vpfloat], fa.CellKField[ta.wpfloat]]:
+    wgtfac_c_wp = astype(wgtfac_c, wpfloat)
+    theta_pr_ic = _interpolate_cell_field_to_half_levels_vp(
+        wgtfac_c=wgtfac_c, interpolant=z_rth_pr_2)
+    return theta_pr_ic, wgtfac_c_wp * theta_v + (wpfloat("1.0") - wgtfac_c_wp) * theta_v(KDim - 1)
+
+
+@gtx.field_operator
+def _compute_pressure_gradient(
+    vwind_expl_wgt: fa.CellField[ta.wpfloat],
+    theta_v_ic: fa.CellKField[ta.wpfloat],
+    z_theta_v_pr_ic: fa.CellKField[ta.wpfloat],
+    exner_pr: fa.CellKField[ta.wpfloat],
+    d_exner_dz_ref_ic: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+) -> fa.CellKField[ta.vpfloat]:
+    explicit = vwind_expl_wgt * theta_v_ic * (exner_pr(KDim - 1) - exner_pr) / astype(
+        ddqz_z_half, wpfloat)
+    return astype(explicit + z_theta_v_pr_ic * astype(d_exner_dz_ref_ic, wpfloat), vpfloat)
+
+
+@gtx.field_operator
+def _compute_mass_and_temperature_flux(
+    z_rho_e: fa.EdgeKField[wpfloat],
+    z_vn_avg: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    theta_v_at_edges_on_model_levels: fa.EdgeKField[wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    mass_fl_e = z_rho_e * z_vn_avg * astype(ddqz_z_full_e, wpfloat)
+    return mass_fl_e, mass_fl_e * theta_v_at_edges_on_model_levels
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_vn(
+    vn: fa.EdgeKField[wpfloat],
+    ddqz_z_half_e: fa.EdgeKField[vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    coeff: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    half_e, full_e = astype((ddqz_z_half_e, ddqz_z_full_e), wpfloat)
+    upper = (vn(Koff[-1]) - vn) / half_e
+    lower = (vn - vn(Koff[1])) / half_e(Koff[1])
+    vn = vn + coeff * (upper - lower) / full_e
+    return vn
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_w(
+    w: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat],
+    ddqz_z_full: fa.CellKField[vpfloat],
+    coeff: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    full = astype(ddqz_z_full, wpfloat)
+    d2wdz2 = ((w(Koff[-1]) - w) / full(Koff[-1]) - (w - w(Koff[1])) / full) / astype(
+        ddqz_z_half, wpfloat)
+    w = w + coeff * d2wdz2
+    return w
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center(
+    interpolant: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return neighbor_sum(interpolant(C2E) * e_bln_c_s, axis=C2EDim)
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_cell_half_levels(
+    interpolant: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    interpolant_c = _interpolate_to_cell_center(interpolant=interpolant, e_bln_c_s=e_bln_c_s)
+    return _interpolate_cell_field_to_half_levels_wp(wgtfac_c=wgtfac_c, interpolant=interpolant_c)
+
+
+@gtx.field_operator
+def _compute_nabla2_on_cell_k(
+    psi_c: fa.CellKField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    return neighbor_sum(psi_c(C2E2CO) * geofac_n2s, axis=C2E2CODim)
+
+
+@gtx.field_operator
+def _copy_cell_kdim_field_to_vp(field: fa.CellKField[wpfloat]) -> fa.CellKField[vpfloat]:
+    return astype(field, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def metrics_and_nonhydro_pieces(
+    ddqz_z_full: fa.CellKField[wpfloat],
+    z_ifc: fa.CellKField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    c_int: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    wgtfac_c: fa.CellKField[vpfloat],
+    z_rth_pr_2: fa.CellKField[vpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    exner_pr: fa.CellKField[wpfloat],
+    d_exner_dz_ref_ic: fa.CellKField[vpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat],
+    z_vn_avg: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    ddqz_z_half_e: fa.EdgeKField[vpfloat],
+    theta_v_e: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c_wp: fa.CellKField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    ddqz_z_full_vp: fa.CellKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    w: fa.CellKField[wpfloat],
+    coeff1_dwdz: fa.CellKField[wpfloat],
+    coeff2_dwdz: fa.CellKField[wpfloat],
+    ddxn_z_half_e: fa.EdgeKField[wpfloat],
+    ddxt_z_half_e: fa.EdgeKField[wpfloat],
+    z_theta_v_pr_ic: fa.CellKField[vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat],
+    z_th_ddz_exner_c: fa.CellKField[vpfloat],
+    z_theta_v_pr_ic_2: fa.CellKField[vpfloat],
+    theta_v_ic_2: fa.CellKField[wpfloat],
+    z_th_ddz_exner_c_2: fa.CellKField[vpfloat],
+    mass_fl_e: fa.EdgeKField[wpfloat],
+    z_theta_v_fl_e: fa.EdgeKField[wpfloat],
+    vn_diffused: fa.EdgeKField[wpfloat],
+    w_diffused: fa.CellKField[wpfloat],
+    vn_on_half_levels: fa.CellKField[wpfloat],
+    nabla2_psi_c: fa.CellKField[wpfloat],
+    theta_vp: fa.CellKField[vpfloat],
+    coeff: wpfloat,
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_coeff_dwdz(
+        ddqz_z_full, z_ifc, out=(coeff1_dwdz, coeff2_dwdz),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    grad_fd_norm(
+        z_ifc, inv_dual_edge_length, out=ddxn_z_half_e,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_ddxt_z_half_e(
+        z_ifc, c_int, inv_primal_edge_length, tangent_orientation, out=ddxt_z_half_e,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_virtual_potential_temperatures_and_pressure_gradient(
+        wgtfac_c=wgtfac_c, z_rth_pr_2=z_rth_pr_2, theta_v=theta_v,
+        vwind_expl_wgt=vwind_expl_wgt, exner_pr=exner_pr,
+        d_exner_dz_ref_ic=d_exner_dz_ref_ic, ddqz_z_half=ddqz_z_half,
+        out=(z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_virtual_potential_temperatures(
+        wgtfac_c, z_rth_pr_2, theta_v, out=(z_theta_v_pr_ic_2, theta_v_ic_2),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_pressure_gradient(
+        vwind_expl_wgt, theta_v_ic_2, theta_v, exner_pr, d_exner_dz_ref_ic, ddqz_z_half,
+        out=z_th_ddz_exner_c_2,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_mass_and_temperature_flux(
+        z_rho_e, z_vn_avg, ddqz_z_full_e, theta_v_e, out=(mass_fl_e, z_theta_v_fl_e),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _apply_vertical_diffusion_to_vn(
+        vn, ddqz_z_half_e, ddqz_z_full_e, coeff, out=vn_diffused,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _apply_vertical_diffusion_to_w(
+        w, ddqz_z_half, ddqz_z_full_vp, coeff, out=w_diffused,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _interpolate_edge_field_to_cell_half_levels(
+        vn, e_bln_c_s, wgtfac_c_wp, out=vn_on_half_levels,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_nabla2_on_cell_k(
+        psi_c=theta_v, geofac_n2s=geofac_n2s, out=nabla2_psi_c,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _copy_cell_kdim_field_to_vp(
+        theta_v, out=theta_vp,
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_metrics_and_nonhydro_pieces(backend):
+    cs, ce, es, ee, vs, ve = 1, NC - 1, 0, NE - 1, 1, NLEV - 1
+    e2c, e2v, v2c = TABLES["E2C"], TABLES["E2V"], TABLES["V2C"]
+    c2e, c2e2co = TABLES["C2E"], TABLES["C2E2CO"]
+    a = dict(
+        ddqz_z_full=RNG.uniform(50.0, 200.0, (NC, NLEV)),
+        z_ifc=np.cumsum(RNG.uniform(50.0, 200.0, (NC, NLEV)), axis=1)[:, ::-1].copy(),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE), c_int=RNG.random((NV, 6)),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+        wgtfac_c=f32(NC, NLEV), z_rth_pr_2=f32(NC, NLEV),
+        theta_v=RNG.uniform(280.0, 320.0, (NC, NLEV)), vwind_expl_wgt=RNG.random(NC),
+        exner_pr=RNG.standard_normal((NC, NLEV)) * 1e-3,
+        d_exner_dz_ref_ic=(f32(NC, NLEV) * np.float32(1e-4)),
+        ddqz_z_half=(f32(NC, NLEV) * np.float32(100.0) + np.float32(50.0)),
+        z_rho_e=RNG.uniform(0.5, 1.5, (NE, NLEV)), z_vn_avg=RNG.standard_normal((NE, NLEV)),
+        ddqz_z_full_e=(f32(NE, NLEV) * np.float32(100.0) + np.float32(50.0)),
+        ddqz_z_half_e=(f32(NE, NLEV) * np.float32(100.0) + np.float32(50.0)),
+        theta_v_e=RNG.uniform(280.0, 320.0, (NE, NLEV)), e_bln_c_s=RNG.random((NC, 3)),
+        wgtfac_c_wp=RNG.random((NC, NLEV)), geofac_n2s=RNG.standard_normal((NC, 4)),
+        ddqz_z_full_vp=(f32(NC, NLEV) * np.float32(100.0) + np.float32(50.0)),
+        vn=RNG.standard_normal((NE, NLEV)), w=RNG.standard_normal((NC, NLEV)))
+    base = dict(
+        coeff1_dwdz=RNG.random((NC, NLEV)), coeff2_dwdz=RNG.random((NC, NLEV)),
+        ddxn_z_half_e=RNG.random((NE, NLEV)), ddxt_z_half_e=RNG.random((NE, NLEV)),
+        z_theta_v_pr_ic=f32(NC, NLEV), theta_v_ic=RNG.random((NC, NLEV)),
+        z_th_ddz_exner_c=f32(NC, NLEV), z_theta_v_pr_ic_2=f32(NC, NLEV),
+        theta_v_ic_2=RNG.random((NC, NLEV)), z_th_ddz_exner_c_2=f32(NC, NLEV),
+        mass_fl_e=RNG.random((NE, NLEV)), z_theta_v_fl_e=RNG.random((NE, NLEV)),
+        vn_diffused=RNG.random((NE, NLEV)), w_diffused=RNG.random((NC, NLEV)),
+        vn_on_half_levels=RNG.random((NC, NLEV)), nabla2_psi_c=RNG.random((NC, NLEV)),
+        theta_vp=f32(NC, NLEV))
+    got = {k: v.copy() for k, v in base.items()}
+    coeff = 0.7
+    metrics_and_nonhydro_pieces(
+        **a, **got, coeff=coeff, cell_start=cs, cell_end=ce, edge_start=es, edge_end=ee,
+        vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    dz, z = a["ddqz_z_full"], a["z_ifc"]
+    two_layers = shifted(z, -1) - shifted(z, 1)
+    c1 = dz / shifted(dz, -1) / two_layers
+    c2 = shifted(dz, -1) / dz / two_layers
+    ddxn = (z[e2c[:, 1]] - z[e2c[:, 0]]) * a["inv_dual_edge_length"][:, None]
+    z_v = np.einsum("vn,vnk->vk", a["c_int"], z[v2c])
+    ddxt = (a["tangent_orientation"][:, None] * (z_v[e2v[:, 1]] - z_v[e2v[:, 0]])
+            * a["inv_primal_edge_length"][:, None])
+    wgt32, pr32 = a["wgtfac_c"], a["z_rth_pr_2"]
+    pr_ic = (wgt32 * pr32 + (np.float32(1.0) - wgt32) * shifted(pr32, -1).astype(np.float32))
+    wgt = wgt32.astype(np.float64)
+    th = a["theta_v"]
+    th_ic = wgt * th + (1.0 - wgt) * shifted(th, -1)
+    dexner = a["exner_pr"]
+    expl = a["vwind_expl_wgt"][:, None] * th_ic * (shifted(dexner, -1) - dexner)
+    grad1 = expl / a["ddqz_z_half"] + (pr_ic * a["d_exner_dz_ref_ic"]).astype(np.float64)
+    grad2 = expl / a["ddqz_z_half"] + th * a["d_exner_dz_ref_ic"].astype(np.float64)
+    mass = a["z_rho_e"] * a["z_vn_avg"] * a["ddqz_z_full_e"].astype(np.float64)
+    vn, he, fe = a["vn"], a["ddqz_z_half_e"].astype(np.float64), a["ddqz_z_full_e"]
+    vn_new = vn + coeff * ((shifted(vn, -1) - vn) / he - (vn - shifted(vn, 1)) / shifted(he, 1)
+                           ) / fe.astype(np.float64)
+    w, fc = a["w"], a["ddqz_z_full_vp"].astype(np.float64)
+    w_new = w + coeff * ((shifted(w, -1) - w) / shifted(fc, -1) - (w - shifted(w, 1)) / fc
+                         ) / a["ddqz_z_half"].astype(np.float64)
+    vn_c = np.einsum("cn,cnk->ck", a["e_bln_c_s"], vn[c2e])
+    vn_half = a["wgtfac_c_wp"] * vn_c + (1.0 - a["wgtfac_c_wp"]) * shifted(vn_c, -1)
+    nabla2 = np.einsum("cn,cnk->ck", a["geofac_n2s"], th[c2e2co])
+
+    def cells(value, name):
+        return inside(value, base[name], cs, ce, vs, ve)
+
+    def edges(value, name):
+        return inside(value, base[name], es, ee, vs, ve)
+
+    check(got, dict(
+        coeff1_dwdz=cells(c1, "coeff1_dwdz"), coeff2_dwdz=cells(c2, "coeff2_dwdz"),
+        ddxn_z_half_e=edges(ddxn, "ddxn_z_half_e"), ddxt_z_half_e=edges(ddxt, "ddxt_z_half_e"),
+        theta_v_ic=cells(th_ic, "theta_v_ic"), theta_v_ic_2=cells(th_ic, "theta_v_ic_2"),
+        mass_fl_e=edges(mass, "mass_fl_e"),
+        z_theta_v_fl_e=edges(mass * a["theta_v_e"], "z_theta_v_fl_e"),
+        vn_diffused=edges(vn_new, "vn_diffused"), w_diffused=cells(w_new, "w_diffused"),
+        vn_on_half_levels=cells(vn_half, "vn_on_half_levels"),
+        nabla2_psi_c=cells(nabla2, "nabla2_psi_c")), rtol=1e-10, atol=1e-12)
+    check(got, dict(
+        z_theta_v_pr_ic=cells(pr_ic, "z_theta_v_pr_ic"),
+        z_theta_v_pr_ic_2=cells(pr_ic, "z_theta_v_pr_ic_2"),
+        z_th_ddz_exner_c=cells(grad1.astype(np.float32), "z_th_ddz_exner_c"),
+        z_th_ddz_exner_c_2=cells(grad2.astype(np.float32), "z_th_ddz_exner_c_2"),
+        theta_vp=cells(th.astype(np.float32), "theta_vp")), rtol=2e-6, atol=1e-9)
