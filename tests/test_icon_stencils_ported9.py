@@ -44,8 +44,12 @@ from tensorir_dace.frontend import (
     broadcast,
     float32,
     float64,
+    concat_where,
     maximum,
+    minimum,
     neighbor_sum,
+    power,
+    sqrt,
     where,
 )
 
@@ -54,6 +58,7 @@ CellDim = Dimension("Cell")
 EdgeDim = Dimension("Edge")
 VertexDim = Dimension("Vertex")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
@@ -61,11 +66,13 @@ C2E2C2E2CDim = Dimension("C2E2C2E2C", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
+E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.C2E2C2E2CDim = E2CDim, C2EDim, C2E2CDim, C2E2C2E2CDim
 dims.C2E2CODim, dims.E2VDim, dims.V2CDim = C2E2CODim, E2VDim, V2CDim
+dims.KHalfDim, dims.E2C2VDim = KHalfDim, E2C2VDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
@@ -73,6 +80,7 @@ C2E2C2E2C = FieldOffset("C2E2C2E2C", source=CellDim, target=(CellDim, C2E2C2E2CD
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
+E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 dims.E2C, dims.C2E, dims.C2E2C, dims.C2E2C2E2C, dims.Koff = E2C, C2E, C2E2C, C2E2C2E2C, Koff
 dims.C2E2CO, dims.E2V, dims.V2C = C2E2CO, E2V, V2C
@@ -84,10 +92,17 @@ fa.KField = Field[Dims[KDim], T]
 fa.CellKField = Field[Dims[CellDim, KDim], T]
 fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
 fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+fa.EdgeKHalfField = Field[Dims[EdgeDim, KHalfDim], T]
+fa.VertexKHalfField = Field[Dims[VertexDim, KHalfDim], T]
 
 ta = types.ModuleType("icon_type_alias")
 ta.wpfloat, ta.vpfloat = float64, float32
 wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+
+class PhysicsConstants:
+    von_karman = 0.4
 
 BACKENDS = ["interpreter", "compiled"]
 NC, NE, NV, NLEV = 7, 9, 6, 12
@@ -101,6 +116,7 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
           "E2V": _TABLE_RNG.integers(0, NV, (NE, 2)),
           "V2C": _TABLE_RNG.integers(0, NC, (NV, 6)),
+          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
           "Koff": KDim}
 
 
@@ -1029,3 +1045,437 @@ def test_metrics_and_nonhydro_pieces(backend):
         z_th_ddz_exner_c=cells(grad1.astype(np.float32), "z_th_ddz_exner_c"),
         z_th_ddz_exner_c_2=cells(grad2.astype(np.float32), "z_th_ddz_exner_c_2"),
         theta_vp=cells(th.astype(np.float32), "theta_vp")), rtol=2e-6, atol=1e-9)
+
+
+# ================================================================== turbulence diagnostics
+#
+# icon4py's tmx diagnostics (the Smagorinsky model): the velocity gradient
+# tensor at edges as a tuple of three tuples of three fields, the tensor
+# helpers taking such tuples as parameters, the strain rate gathered to cell
+# half levels, the mixing length and the eddy viscosity with the Louis
+# stability function chosen by three ``bool`` scalars in nested ``if``.
+
+Vec3OnEdges = tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]
+Mat3OnEdges = tuple[Vec3OnEdges, Vec3OnEdges, Vec3OnEdges]
+
+
+@gtx.field_operator
+def transpose_on_edges(m: Mat3OnEdges) -> Mat3OnEdges:
+    return (
+        (m[0][0], m[1][0], m[2][0]),
+        (m[0][1], m[1][1], m[2][1]),
+        (m[0][2], m[1][2], m[2][2]),
+    )
+
+
+@gtx.field_operator
+def add_on_edges(a: Mat3OnEdges, b: Mat3OnEdges) -> Mat3OnEdges:
+    row_0 = (a[0][0] + b[0][0], a[0][1] + b[0][1], a[0][2] + b[0][2])
+    row_1 = (a[1][0] + b[1][0], a[1][1] + b[1][1], a[1][2] + b[1][2])
+    row_2 = (a[2][0] + b[2][0], a[2][1] + b[2][1], a[2][2] + b[2][2])
+    return row_0, row_1, row_2
+
+
+@gtx.field_operator
+def trace_on_edges(m: Mat3OnEdges) -> fa.EdgeKField[wpfloat]:
+    return m[0][0] + m[1][1] + m[2][2]
+
+
+@gtx.field_operator
+def diagonal_on_edges(m: Mat3OnEdges) -> Vec3OnEdges:
+    return (m[0][0], m[1][1], m[2][2])
+
+
+@gtx.field_operator
+def upper_offdiagonal_on_edges(m: Mat3OnEdges) -> Vec3OnEdges:
+    return (m[0][1], m[0][2], m[1][2])
+
+
+@gtx.field_operator
+def dot_on_edges(a: Vec3OnEdges, b: Vec3OnEdges) -> fa.EdgeKField[wpfloat]:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@gtx.field_operator
+def twice_symmetric_part_on_edges(m: Mat3OnEdges) -> Mat3OnEdges:
+    return add_on_edges(m, transpose_on_edges(m))
+
+
+@gtx.field_operator
+def squared_norm_of_symmetric_on_edges(m: Mat3OnEdges) -> fa.EdgeKField[wpfloat]:
+    diagonal = diagonal_on_edges(m)
+    upper = upper_offdiagonal_on_edges(m)
+    return dot_on_edges(diagonal, diagonal) + wpfloat("2.0") * dot_on_edges(upper, upper)
+
+
+@gtx.field_operator
+def _compute_velocity_gradient_tensor(
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    vn_ie: fa.EdgeKHalfField[wpfloat],
+    vt_ie: fa.EdgeKHalfField[wpfloat],
+    w_ie: fa.EdgeKHalfField[wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+) -> Mat3OnEdges:
+    # Rows: velocity component (normal, tangential, vertical); columns: the
+    # derivative along the normal, the tangent and the vertical.
+    vn_vert = u_vert(E2C2V) * primal_normal_vert_x + v_vert(E2C2V) * primal_normal_vert_y
+    vt_vert = u_vert(E2C2V) * dual_normal_vert_x + v_vert(E2C2V) * dual_normal_vert_y
+    w_c0 = wpfloat("0.5") * (w(E2C[0])(KDim - 0.5) + w(E2C[0])(KDim + 0.5))
+    w_c1 = wpfloat("0.5") * (w(E2C[1])(KDim - 0.5) + w(E2C[1])(KDim + 0.5))
+    w_v0 = wpfloat("0.5") * (w_vert(E2C2V[0])(KDim - 0.5) + w_vert(E2C2V[0])(KDim + 0.5))
+    w_v1 = wpfloat("0.5") * (w_vert(E2C2V[1])(KDim - 0.5) + w_vert(E2C2V[1])(KDim + 0.5))
+    along_tangent = tangent_orientation * inv_primal_edge_length
+    d_vn = (
+        (vn_vert[E2C2VDim(3)] - vn_vert[E2C2VDim(2)]) * inv_vert_vert_length,
+        (vn_vert[E2C2VDim(1)] - vn_vert[E2C2VDim(0)]) * along_tangent,
+        (vn_ie(KDim - 0.5) - vn_ie(KDim + 0.5)) * inv_ddqz_z_full_e,
+    )
+    d_vt = (
+        (vt_vert[E2C2VDim(3)] - vt_vert[E2C2VDim(2)]) * inv_vert_vert_length,
+        (vt_vert[E2C2VDim(1)] - vt_vert[E2C2VDim(0)]) * along_tangent,
+        (vt_ie(KDim - 0.5) - vt_ie(KDim + 0.5)) * inv_ddqz_z_full_e,
+    )
+    d_w = (
+        (w_c1 - w_c0) * inv_dual_edge_length,
+        (w_v1 - w_v0) * along_tangent,
+        (w_ie(KDim - 0.5) - w_ie(KDim + 0.5)) * inv_ddqz_z_full_e,
+    )
+    return d_vn, d_vt, d_w
+
+
+@gtx.field_operator
+def _compute_shear_and_div_of_stress(
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    vn_ie: fa.EdgeKHalfField[wpfloat],
+    vt_ie: fa.EdgeKHalfField[wpfloat],
+    w_ie: fa.EdgeKHalfField[wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    gradient = _compute_velocity_gradient_tensor(
+        u_vert, v_vert, w_vert, w, vn_ie, vt_ie, w_ie, primal_normal_vert_x,
+        primal_normal_vert_y, dual_normal_vert_x, dual_normal_vert_y, tangent_orientation,
+        inv_primal_edge_length, inv_vert_vert_length, inv_dual_edge_length, inv_ddqz_z_full_e)
+    shear = squared_norm_of_symmetric_on_edges(twice_symmetric_part_on_edges(gradient))
+    return shear, trace_on_edges(gradient)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_on_half_levels(
+    wgtfac_c: fa.CellKHalfField[wpfloat], interpolant: fa.CellKField[wpfloat]
+) -> fa.CellKHalfField[wpfloat]:
+    return wgtfac_c * interpolant(KHalfDim + 0.5) + (wpfloat("1.0") - wgtfac_c) * interpolant(
+        KHalfDim - 0.5)
+
+
+@gtx.field_operator
+def _compute_strain_rate_diagnostics(
+    shear: fa.EdgeKField[wpfloat],
+    div_of_stress: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+) -> tuple[fa.CellKField[wpfloat], fa.CellKHalfField[wpfloat]]:
+    div_c = _interpolate_to_cell_center(interpolant=div_of_stress, e_bln_c_s=e_bln_c_s)
+    mech_prod = _interpolate_cell_field_to_half_levels_on_half_levels(
+        wgtfac_c=wgtfac_c,
+        interpolant=_interpolate_to_cell_center(interpolant=shear, e_bln_c_s=e_bln_c_s),
+    )
+    return div_c, mech_prod
+
+
+@gtx.field_operator
+def _compute_smagorinsky_mixing_length(
+    ddqz_z_half: fa.CellKHalfField[wpfloat],
+    geopot_agl_ifc: fa.CellKHalfField[wpfloat],
+    cell_area: fa.CellField[wpfloat],
+    smag_constant: wpfloat,
+    max_turb_scale: wpfloat,
+    grav: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    kappa = PhysicsConstants.von_karman
+    height = geopot_agl_ifc * (wpfloat("1.0") / grav)
+    filter_width = smag_constant * minimum(
+        max_turb_scale, power(ddqz_z_half * cell_area, wpfloat("0.33333")))
+    return (filter_width * height) * (filter_width * height) / (
+        (filter_width / kappa) * (filter_width / kappa) + height * height)
+
+
+@gtx.field_operator
+def _compute_scaling_factor_louis(cell_area: fa.CellField[wpfloat]) -> fa.CellField[wpfloat]:
+    mean_cell_area_r2b8 = wpfloat("97294071.23714285")
+    return mean_cell_area_r2b8 / cell_area
+
+
+@gtx.field_operator
+def _compute_stability_term_classic(
+    mech_prod: fa.CellKHalfField[wpfloat],
+    bruvais: fa.CellKHalfField[wpfloat],
+    rturb_prandtl: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    return sqrt(maximum(wpfloat("0.0"), wpfloat("0.5") * mech_prod - rturb_prandtl * bruvais))
+
+
+@gtx.field_operator
+def _compute_stability_term_louis(
+    mech_prod: fa.CellKHalfField[wpfloat],
+    bruvais: fa.CellKHalfField[wpfloat],
+    scaling_factor_louis: fa.CellField[wpfloat],
+    rturb_prandtl: wpfloat,
+    louis_constant_b: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    richardson = wpfloat("2.0") * bruvais / maximum(wpfloat("1.0e-28"), mech_prod)
+    damping = wpfloat("1.0") / (
+        wpfloat("1.0") + louis_constant_b * scaling_factor_louis * abs(richardson))
+    stability_function = maximum(
+        wpfloat("1.0") - richardson * rturb_prandtl,
+        minimum(wpfloat("1.0"), power(damping, wpfloat("4.0"))),
+    )
+    return sqrt(wpfloat("0.5") * mech_prod * stability_function)
+
+
+@gtx.field_operator
+def with_boundaries_on_half_levels_on_cells(
+    top: fa.CellKHalfField[wpfloat],
+    interior: fa.CellKHalfField[wpfloat],
+    bottom: fa.CellKHalfField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKHalfField[wpfloat]:
+    return concat_where(
+        dims.KHalfDim == 0, top, concat_where(dims.KHalfDim == nlev, bottom, interior))
+
+
+@gtx.field_operator
+def _compute_smagorinsky_viscosity(
+    mech_prod: fa.CellKHalfField[wpfloat],
+    bruvais: fa.CellKHalfField[wpfloat],
+    rho_ic: fa.CellKHalfField[wpfloat],
+    mixing_length_sq: fa.CellKHalfField[wpfloat],
+    scaling_factor_louis: fa.CellField[wpfloat],
+    fract_land: fa.CellField[wpfloat],
+    fract_ice: fa.CellField[wpfloat],
+    rturb_prandtl: wpfloat,
+    louis_constant_b: wpfloat,
+    use_louis: bool,
+    use_louis_land: bool,
+    use_louis_ice: bool,
+    nlev: gtx.int32,
+) -> tuple[fa.CellKHalfField[wpfloat], fa.CellKHalfField[wpfloat]]:
+    if use_louis:
+        classic = _compute_stability_term_classic(
+            mech_prod=mech_prod, bruvais=bruvais, rturb_prandtl=rturb_prandtl)
+        louis = _compute_stability_term_louis(
+            mech_prod=mech_prod, bruvais=bruvais, scaling_factor_louis=scaling_factor_louis,
+            rturb_prandtl=rturb_prandtl, louis_constant_b=louis_constant_b)
+        if use_louis_land:
+            if use_louis_ice:
+                stability_term = louis
+            else:
+                stability_term = where(fract_ice > wpfloat("0.5"), classic, louis)
+        else:
+            if use_louis_ice:
+                stability_term = where(fract_land > wpfloat("0.5"), classic, louis)
+            else:
+                stability_term = where(
+                    (fract_land > wpfloat("0.5")) | (fract_ice > wpfloat("0.5")), classic, louis)
+    else:
+        stability_term = _compute_stability_term_classic(
+            mech_prod=mech_prod, bruvais=bruvais, rturb_prandtl=rturb_prandtl)
+    km = rho_ic * mixing_length_sq * stability_term
+    km_ic = with_boundaries_on_half_levels_on_cells(
+        top=km(dims.KHalfDim + 1), interior=km, bottom=km(dims.KHalfDim - 1), nlev=nlev)
+    return km_ic, km_ic * rturb_prandtl
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def turbulence_diagnostics(
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    vn_ie: fa.EdgeKHalfField[wpfloat],
+    vt_ie: fa.EdgeKHalfField[wpfloat],
+    w_ie: fa.EdgeKHalfField[wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    ddqz_z_half: fa.CellKHalfField[wpfloat],
+    geopot_agl_ifc: fa.CellKHalfField[wpfloat],
+    cell_area: fa.CellField[wpfloat],
+    bruvais: fa.CellKHalfField[wpfloat],
+    rho_ic: fa.CellKHalfField[wpfloat],
+    fract_land: fa.CellField[wpfloat],
+    fract_ice: fa.CellField[wpfloat],
+    shear: fa.EdgeKField[wpfloat],
+    div_of_stress: fa.EdgeKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    mech_prod: fa.CellKHalfField[wpfloat],
+    mixing_length_sq: fa.CellKHalfField[wpfloat],
+    scaling_factor_louis: fa.CellField[wpfloat],
+    km_ic: fa.CellKHalfField[wpfloat],
+    kh_ic: fa.CellKHalfField[wpfloat],
+    smag_constant: wpfloat,
+    max_turb_scale: wpfloat,
+    grav: wpfloat,
+    rturb_prandtl: wpfloat,
+    louis_constant_b: wpfloat,
+    use_louis: bool,
+    use_louis_land: bool,
+    use_louis_ice: bool,
+    nlev: gtx.int32,
+    cell_start: gtx.int32,
+    cell_end: gtx.int32,
+    edge_start: gtx.int32,
+    edge_end: gtx.int32,
+) -> None:
+    _compute_shear_and_div_of_stress(
+        u_vert, v_vert, w_vert, w, vn_ie, vt_ie, w_ie, primal_normal_vert_x,
+        primal_normal_vert_y, dual_normal_vert_x, dual_normal_vert_y, tangent_orientation,
+        inv_primal_edge_length, inv_vert_vert_length, inv_dual_edge_length, inv_ddqz_z_full_e,
+        out=(shear, div_of_stress),
+        domain={dims.EdgeDim: (edge_start, edge_end), dims.KDim: (0, nlev)})
+    _compute_strain_rate_diagnostics(
+        shear=shear, div_of_stress=div_of_stress, e_bln_c_s=e_bln_c_s, wgtfac_c=wgtfac_c,
+        out=(div_c, mech_prod),
+        domain=(
+            {dims.CellDim: (cell_start, cell_end), dims.KDim: (0, nlev)},
+            {dims.CellDim: (cell_start, cell_end), dims.KHalfDim: (1, nlev)},
+        ))
+    _compute_smagorinsky_mixing_length(
+        ddqz_z_half=ddqz_z_half, geopot_agl_ifc=geopot_agl_ifc, cell_area=cell_area,
+        smag_constant=smag_constant, max_turb_scale=max_turb_scale, grav=grav,
+        out=mixing_length_sq,
+        domain={dims.CellDim: (cell_start, cell_end), dims.KHalfDim: (0, nlev + 1)})
+    _compute_scaling_factor_louis(
+        cell_area=cell_area, out=scaling_factor_louis,
+        domain={dims.CellDim: (cell_start, cell_end)})
+    _compute_smagorinsky_viscosity(
+        mech_prod, bruvais, rho_ic, mixing_length_sq, scaling_factor_louis, fract_land,
+        fract_ice, rturb_prandtl, louis_constant_b, use_louis, use_louis_land, use_louis_ice,
+        nlev, out=(km_ic, kh_ic),
+        domain={dims.CellDim: (cell_start, cell_end), dims.KHalfDim: (0, nlev + 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_turbulence_diagnostics(backend):
+    cs, ce, es, ee = 1, NC - 1, 0, NE
+    e2c, e2c2v, c2e = TABLES["E2C"], TABLES["E2C2V"], TABLES["C2E"]
+    nh = NLEV + 1
+    a = dict(
+        u_vert=RNG.standard_normal((NV, NLEV)), v_vert=RNG.standard_normal((NV, NLEV)),
+        w_vert=RNG.standard_normal((NV, nh)), w=RNG.standard_normal((NC, nh)),
+        vn_ie=RNG.standard_normal((NE, nh)), vt_ie=RNG.standard_normal((NE, nh)),
+        w_ie=RNG.standard_normal((NE, nh)),
+        primal_normal_vert_x=RNG.standard_normal((NE, 4)),
+        primal_normal_vert_y=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_vert_vert_length=RNG.uniform(0.5, 2.0, NE),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_ddqz_z_full_e=RNG.uniform(0.5, 2.0, (NE, NLEV)), e_bln_c_s=RNG.random((NC, 3)),
+        wgtfac_c=RNG.random((NC, nh)), ddqz_z_half=RNG.uniform(20.0, 200.0, (NC, nh)),
+        geopot_agl_ifc=RNG.uniform(0.0, 2e5, (NC, nh)),
+        cell_area=RNG.uniform(1e9, 1e10, NC), bruvais=RNG.standard_normal((NC, nh)) * 5.0,
+        rho_ic=RNG.uniform(0.5, 1.5, (NC, nh)), fract_land=RNG.random(NC),
+        fract_ice=RNG.random(NC))
+    s = dict(smag_constant=0.23, max_turb_scale=300.0, grav=9.80665, rturb_prandtl=1.0 / 0.7,
+             louis_constant_b=4.2)
+    base = dict(
+        shear=RNG.random((NE, NLEV)), div_of_stress=RNG.random((NE, NLEV)),
+        div_c=RNG.random((NC, NLEV)), mech_prod=RNG.random((NC, nh)),
+        mixing_length_sq=RNG.random((NC, nh)), scaling_factor_louis=RNG.random(NC),
+        km_ic=RNG.random((NC, nh)), kh_ic=RNG.random((NC, nh)))
+
+    def full(x):
+        """A half-level field averaged to full levels."""
+        return 0.5 * (x[:, :-1] + x[:, 1:])
+
+    def d_dz(x):
+        return (x[:, :-1] - x[:, 1:]) * a["inv_ddqz_z_full_e"]
+
+    along = (a["tangent_orientation"] * a["inv_primal_edge_length"])[:, None]
+    across = a["inv_vert_vert_length"][:, None]
+    u_v, v_v = a["u_vert"][e2c2v], a["v_vert"][e2c2v]
+    vn_v = u_v * a["primal_normal_vert_x"][..., None] + v_v * a["primal_normal_vert_y"][..., None]
+    vt_v = u_v * a["dual_normal_vert_x"][..., None] + v_v * a["dual_normal_vert_y"][..., None]
+    w_c, w_v = full(a["w"]), full(a["w_vert"])
+    gradient = np.array([
+        [(vn_v[:, 3] - vn_v[:, 2]) * across, (vn_v[:, 1] - vn_v[:, 0]) * along, d_dz(a["vn_ie"])],
+        [(vt_v[:, 3] - vt_v[:, 2]) * across, (vt_v[:, 1] - vt_v[:, 0]) * along, d_dz(a["vt_ie"])],
+        [(w_c[e2c[:, 1]] - w_c[e2c[:, 0]]) * a["inv_dual_edge_length"][:, None],
+         (w_v[e2c2v[:, 1]] - w_v[e2c2v[:, 0]]) * along, d_dz(a["w_ie"])]])
+    strain = gradient + gradient.transpose(1, 0, 2, 3)
+    shear = (strain ** 2).sum(axis=(0, 1))
+    div = np.trace(gradient)
+    div_c = np.einsum("cn,cnk->ck", a["e_bln_c_s"], div[c2e])
+    shear_c = np.einsum("cn,cnk->ck", a["e_bln_c_s"], shear[c2e])
+    mech_prod = np.array(base["mech_prod"])
+    wgt = a["wgtfac_c"][:, 1:NLEV]
+    mech_prod[:, 1:NLEV] = wgt * shear_c[:, 1:] + (1.0 - wgt) * shear_c[:, :-1]
+    height = a["geopot_agl_ifc"] / s["grav"]
+    width = s["smag_constant"] * np.minimum(
+        s["max_turb_scale"], (a["ddqz_z_half"] * a["cell_area"][:, None]) ** 0.33333)
+    mixing = (width * height) ** 2 / ((width / 0.4) ** 2 + height ** 2)
+    louis_scale = 97294071.23714285 / a["cell_area"]
+    rtp, bv = s["rturb_prandtl"], a["bruvais"]
+    classic = np.sqrt(np.maximum(0.0, 0.5 * mech_prod - rtp * bv))
+    ri = 2.0 * bv / np.maximum(1e-28, mech_prod)
+    louis = np.sqrt(0.5 * mech_prod * np.maximum(
+        1.0 - ri * rtp,
+        np.minimum(1.0, (1.0 / (1.0 + s["louis_constant_b"] * louis_scale[:, None]
+                                * np.abs(ri))) ** 4)))
+    land, ice = (a["fract_land"] > 0.5)[:, None], (a["fract_ice"] > 0.5)[:, None]
+
+    for flags in [(True, True, True), (True, True, False), (True, False, True),
+                  (True, False, False), (False, True, False)]:
+        got = {k: v.copy() for k, v in base.items()}
+        turbulence_diagnostics(
+            **a, **got, **s, use_louis=flags[0], use_louis_land=flags[1],
+            use_louis_ice=flags[2], nlev=NLEV, cell_start=cs, cell_end=ce, edge_start=es,
+            edge_end=ee, offset_provider=TABLES, backend=backend)
+        use_louis, on_land, on_ice = flags
+        classic_here = (land & (not on_land)) | (ice & (not on_ice))
+        stability = np.where(classic_here, classic, louis) if use_louis else classic
+        km = a["rho_ic"] * mixing * stability
+        km[:, 0], km[:, NLEV] = km[:, 1], km[:, NLEV - 1]
+        cells = np.arange(NC)[:, None]
+        inner = (cells >= cs) & (cells < ce)
+        check(got, dict(
+            shear=shear, div_of_stress=div,
+            div_c=np.where(inner, div_c, base["div_c"]),
+            mech_prod=np.where(inner, mech_prod, base["mech_prod"]),
+            mixing_length_sq=np.where(inner, mixing, base["mixing_length_sq"]),
+            scaling_factor_louis=np.where(inner[:, 0], louis_scale,
+                                          base["scaling_factor_louis"]),
+            km_ic=np.where(inner, km, base["km_ic"]),
+            kh_ic=np.where(inner, km * rtp, base["kh_ic"])), rtol=1e-10, atol=1e-12)
