@@ -42,9 +42,9 @@ from tensorir_dace.frontend import (
     abs,
     astype,
     broadcast,
+    concat_where,
     float32,
     float64,
-    concat_where,
     maximum,
     minimum,
     neighbor_sum,
@@ -67,12 +67,13 @@ C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.C2E2C2E2CDim = E2CDim, C2EDim, C2E2CDim, C2E2C2E2CDim
 dims.C2E2CODim, dims.E2VDim, dims.V2CDim = C2E2CODim, E2VDim, V2CDim
-dims.KHalfDim, dims.E2C2VDim = KHalfDim, E2C2VDim
+dims.KHalfDim, dims.E2C2VDim, dims.E2C2EDim = KHalfDim, E2C2VDim, E2C2EDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
@@ -81,6 +82,7 @@ C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 dims.E2C, dims.C2E, dims.C2E2C, dims.C2E2C2E2C, dims.Koff = E2C, C2E, C2E2C, C2E2C2E2C, Koff
 dims.C2E2CO, dims.E2V, dims.V2C = C2E2CO, E2V, V2C
@@ -103,6 +105,10 @@ wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
 
 class PhysicsConstants:
     von_karman = 0.4
+    cpd = 1004.64
+    rd = 287.04
+    p0ref = 100000.0
+    rd_o_cpd = rd / cpd
 
 BACKENDS = ["interpreter", "compiled"]
 NC, NE, NV, NLEV = 7, 9, 6, 12
@@ -117,6 +123,7 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "E2V": _TABLE_RNG.integers(0, NV, (NE, 2)),
           "V2C": _TABLE_RNG.integers(0, NC, (NV, 6)),
           "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
+          "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
           "Koff": KDim}
 
 
@@ -1479,3 +1486,396 @@ def test_turbulence_diagnostics(backend):
                                           base["scaling_factor_louis"]),
             km_ic=np.where(inner, km, base["km_ic"]),
             kh_ic=np.where(inner, km * rtp, base["kh_ic"])), rtol=1e-10, atol=1e-12)
+
+
+# ========================================================= edge and thermodynamic diagnostics
+#
+# The rest of icon4py's tmx diagnostics: the winds at edge half levels (the
+# tangential one from the normal one through ``E2C2E``) with the shear, and
+# the thermodynamic cell diagnostics, each output written on its own domain
+# of a tuple of domains, narrower than where the others read it.
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_top_on_edges(
+    interpolant: fa.EdgeKField[wpfloat], weights: fa.EdgeKField[wpfloat]
+) -> fa.EdgeKHalfField[wpfloat]:
+    return (weights(KHalfDim + 0.5) * interpolant(KHalfDim + 0.5)
+            + weights(KHalfDim + 1.5) * interpolant(KHalfDim + 1.5)
+            + weights(KHalfDim + 2.5) * interpolant(KHalfDim + 2.5))
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_surface_on_edges(
+    interpolant: fa.EdgeKField[wpfloat], weights: fa.EdgeKField[wpfloat]
+) -> fa.EdgeKHalfField[wpfloat]:
+    return (weights(KHalfDim - 0.5) * interpolant(KHalfDim - 0.5)
+            + weights(KHalfDim - 1.5) * interpolant(KHalfDim - 1.5)
+            + weights(KHalfDim - 2.5) * interpolant(KHalfDim - 2.5))
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_top_on_cells(
+    interpolant: fa.CellKField[wpfloat], weights: fa.CellKField[wpfloat]
+) -> fa.CellKHalfField[wpfloat]:
+    return (weights(KHalfDim + 0.5) * interpolant(KHalfDim + 0.5)
+            + weights(KHalfDim + 1.5) * interpolant(KHalfDim + 1.5)
+            + weights(KHalfDim + 2.5) * interpolant(KHalfDim + 2.5))
+
+
+@gtx.field_operator
+def extrapolate_quadratically_to_surface_on_cells(
+    interpolant: fa.CellKField[wpfloat], weights: fa.CellKField[wpfloat]
+) -> fa.CellKHalfField[wpfloat]:
+    return (weights(KHalfDim - 0.5) * interpolant(KHalfDim - 0.5)
+            + weights(KHalfDim - 1.5) * interpolant(KHalfDim - 1.5)
+            + weights(KHalfDim - 2.5) * interpolant(KHalfDim - 2.5))
+
+
+@gtx.field_operator
+def with_boundaries_on_half_levels_on_edges(
+    top: fa.EdgeKHalfField[wpfloat],
+    interior: fa.EdgeKHalfField[wpfloat],
+    bottom: fa.EdgeKHalfField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.EdgeKHalfField[wpfloat]:
+    inner = concat_where((dims.KHalfDim > 0) & (dims.KHalfDim < nlev), interior, bottom)
+    return concat_where(dims.KHalfDim == 0, top, inner)
+
+
+@gtx.field_operator
+def _cell_2_edge_interpolation_on_half_levels(
+    in_field: fa.CellKHalfField[wpfloat],
+    coeff: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    return neighbor_sum(in_field(E2C) * coeff, axis=E2CDim)
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_half_levels_with_boundaries(
+    interpolant: fa.EdgeKField[wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[wpfloat],
+    wgtfacq1_e: fa.EdgeKField[wpfloat],
+    wgtfacq_e: fa.EdgeKField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.EdgeKHalfField[wpfloat]:
+    interior = wgtfac_e * interpolant(KHalfDim + 0.5) + (1.0 - wgtfac_e) * interpolant(
+        KHalfDim - 0.5)
+    return with_boundaries_on_half_levels_on_edges(
+        top=extrapolate_quadratically_to_top_on_edges(interpolant, wgtfacq1_e),
+        interior=interior,
+        bottom=extrapolate_quadratically_to_surface_on_edges(interpolant, wgtfacq_e),
+        nlev=nlev,
+    )
+
+
+@gtx.field_operator
+def _compute_tangential_wind_on_half_levels(
+    vn: fa.EdgeKHalfField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    return neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=E2C2EDim)
+
+
+@gtx.field_operator
+def _compute_edge_shear_diagnostics(
+    w: fa.CellKHalfField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[wpfloat],
+    wgtfacq1_e: fa.EdgeKField[wpfloat],
+    wgtfacq_e: fa.EdgeKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    nlev: gtx.int32,
+) -> tuple[
+    fa.EdgeKHalfField[wpfloat],
+    fa.EdgeKHalfField[wpfloat],
+    fa.EdgeKHalfField[wpfloat],
+    fa.EdgeKField[wpfloat],
+    fa.EdgeKField[wpfloat],
+]:
+    w_ie = _cell_2_edge_interpolation_on_half_levels(w, c_lin_e)
+    vn_ie = _interpolate_edge_field_to_half_levels_with_boundaries(
+        interpolant=vn, wgtfac_e=wgtfac_e, wgtfacq1_e=wgtfacq1_e, wgtfacq_e=wgtfacq_e,
+        nlev=nlev)
+    vt_ie = _compute_tangential_wind_on_half_levels(vn=vn_ie, rbf_vec_coeff_e=rbf_vec_coeff_e)
+    shear, div_of_stress = _compute_shear_and_div_of_stress(
+        u_vert=u_vert, v_vert=v_vert, w_vert=w_vert, w=w, vn_ie=vn_ie, vt_ie=vt_ie,
+        w_ie=w_ie, primal_normal_vert_x=primal_normal_vert_x,
+        primal_normal_vert_y=primal_normal_vert_y, dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y, tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length, inv_dual_edge_length=inv_dual_edge_length,
+        inv_ddqz_z_full_e=inv_ddqz_z_full_e)
+    return w_ie, vn_ie, vt_ie, shear, div_of_stress
+
+
+@gtx.field_operator
+def _compute_dry_static_energy(
+    temperature: fa.CellKField[wpfloat],
+    height_above_ground: fa.CellKField[wpfloat],
+    grav: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    return PhysicsConstants.cpd * temperature + grav * height_above_ground
+
+
+@gtx.field_operator
+def _compute_virtual_potential_temperature(
+    virtual_temperature: fa.CellKField[wpfloat],
+    pressure: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return virtual_temperature * power(PhysicsConstants.p0ref / pressure,
+                                       PhysicsConstants.rd_o_cpd)
+
+
+@gtx.field_operator
+def _compute_brunt_vaisala_frequency(
+    theta_v: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    grav: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    theta_v_ic = _interpolate_cell_field_to_half_levels_on_half_levels(
+        wgtfac_c=wgtfac_c, interpolant=theta_v)
+    return grav * (theta_v(KHalfDim - 0.5) - theta_v(KHalfDim + 0.5)) * inv_ddqz_z_half / (
+        theta_v_ic)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_with_boundaries(
+    interpolant: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    wgtfacq1_c: fa.CellKField[wpfloat],
+    wgtfacq_c: fa.CellKField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKHalfField[wpfloat]:
+    return with_boundaries_on_half_levels_on_cells(
+        top=extrapolate_quadratically_to_top_on_cells(interpolant=interpolant, weights=wgtfacq1_c),
+        interior=_interpolate_cell_field_to_half_levels_on_half_levels(
+            wgtfac_c=wgtfac_c, interpolant=interpolant),
+        bottom=extrapolate_quadratically_to_surface_on_cells(
+            interpolant=interpolant, weights=wgtfacq_c),
+        nlev=nlev,
+    )
+
+
+@gtx.field_operator
+def _compute_thermodynamic_diagnostics(
+    temperature: fa.CellKField[wpfloat],
+    virtual_temperature: fa.CellKField[wpfloat],
+    pressure: fa.CellKField[wpfloat],
+    rho: fa.CellKField[wpfloat],
+    height_above_ground: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    wgtfacq1_c: fa.CellKField[wpfloat],
+    wgtfacq_c: fa.CellKField[wpfloat],
+    grav: wpfloat,
+    nlev: gtx.int32,
+) -> tuple[
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKHalfField[wpfloat],
+    fa.CellKHalfField[wpfloat],
+]:
+    theta_v = _compute_virtual_potential_temperature(
+        virtual_temperature=virtual_temperature, pressure=pressure)
+    return (
+        _compute_dry_static_energy(temperature, height_above_ground, grav),
+        theta_v,
+        _interpolate_cell_field_to_half_levels_with_boundaries(
+            rho, wgtfac_c, wgtfacq1_c, wgtfacq_c, nlev),
+        _compute_brunt_vaisala_frequency(
+            theta_v=theta_v, wgtfac_c=wgtfac_c, inv_ddqz_z_half=inv_ddqz_z_half, grav=grav),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def edge_and_thermodynamic_diagnostics(
+    w: fa.CellKHalfField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    w_vert: fa.VertexKHalfField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[wpfloat],
+    wgtfacq1_e: fa.EdgeKField[wpfloat],
+    wgtfacq_e: fa.EdgeKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    temperature: fa.CellKField[wpfloat],
+    virtual_temperature: fa.CellKField[wpfloat],
+    pressure: fa.CellKField[wpfloat],
+    rho: fa.CellKField[wpfloat],
+    height_above_ground: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKHalfField[wpfloat],
+    inv_ddqz_z_half: fa.CellKHalfField[wpfloat],
+    wgtfacq1_c: fa.CellKField[wpfloat],
+    wgtfacq_c: fa.CellKField[wpfloat],
+    w_ie: fa.EdgeKHalfField[wpfloat],
+    vn_ie: fa.EdgeKHalfField[wpfloat],
+    vt_ie: fa.EdgeKHalfField[wpfloat],
+    shear: fa.EdgeKField[wpfloat],
+    div_of_stress: fa.EdgeKField[wpfloat],
+    dry_static_energy: fa.CellKField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    rho_ic: fa.CellKHalfField[wpfloat],
+    bruvais: fa.CellKHalfField[wpfloat],
+    grav: wpfloat,
+    nlev: gtx.int32,
+    edge_start_2: gtx.int32,
+    edge_start_3: gtx.int32,
+    edge_end_2: gtx.int32,
+    edge_end_3: gtx.int32,
+    cell_start_1: gtx.int32,
+    cell_start_2: gtx.int32,
+    cell_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+    vertical_end_half: gtx.int32,
+) -> None:
+    _compute_edge_shear_diagnostics(
+        w=w, vn=vn, u_vert=u_vert, v_vert=v_vert, w_vert=w_vert, c_lin_e=c_lin_e,
+        wgtfac_e=wgtfac_e, wgtfacq1_e=wgtfacq1_e, wgtfacq_e=wgtfacq_e,
+        rbf_vec_coeff_e=rbf_vec_coeff_e, primal_normal_vert_x=primal_normal_vert_x,
+        primal_normal_vert_y=primal_normal_vert_y, dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y, tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length, inv_dual_edge_length=inv_dual_edge_length,
+        inv_ddqz_z_full_e=inv_ddqz_z_full_e, nlev=nlev,
+        out=(w_ie, vn_ie, vt_ie, shear, div_of_stress),
+        domain=(
+            {dims.EdgeDim: (edge_start_2, edge_end_2),
+             dims.KHalfDim: (vertical_start, vertical_end_half)},
+            {dims.EdgeDim: (edge_start_2, edge_end_3),
+             dims.KHalfDim: (vertical_start, vertical_end_half)},
+            {dims.EdgeDim: (edge_start_3, edge_end_2),
+             dims.KHalfDim: (vertical_start, vertical_end_half)},
+            {dims.EdgeDim: (0, edge_end_2), dims.KDim: (vertical_start, vertical_end)},
+            {dims.EdgeDim: (0, edge_end_2), dims.KDim: (vertical_start, vertical_end)},
+        ))
+    _compute_thermodynamic_diagnostics(
+        temperature=temperature, virtual_temperature=virtual_temperature, pressure=pressure,
+        rho=rho, height_above_ground=height_above_ground, wgtfac_c=wgtfac_c,
+        inv_ddqz_z_half=inv_ddqz_z_half, wgtfacq1_c=wgtfacq1_c, wgtfacq_c=wgtfacq_c,
+        grav=grav, nlev=nlev,
+        out=(dry_static_energy, theta_v, rho_ic, bruvais),
+        domain=(
+            {dims.CellDim: (cell_start_1, cell_end), dims.KDim: (vertical_start, vertical_end)},
+            {dims.CellDim: (cell_start_2, cell_end), dims.KDim: (vertical_start, vertical_end)},
+            {dims.CellDim: (cell_start_1, cell_end),
+             dims.KHalfDim: (vertical_start, vertical_end_half)},
+            {dims.CellDim: (0, cell_end), dims.KHalfDim: (1, vertical_end)},
+        ))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_edge_and_thermodynamic_diagnostics(backend):
+    nh = NLEV + 1
+    e2c, e2c2v, e2c2e = TABLES["E2C"], TABLES["E2C2V"], TABLES["E2C2E"]
+    a = dict(
+        w=RNG.standard_normal((NC, nh)), vn=RNG.standard_normal((NE, NLEV)),
+        u_vert=RNG.standard_normal((NV, NLEV)), v_vert=RNG.standard_normal((NV, NLEV)),
+        w_vert=RNG.standard_normal((NV, nh)), c_lin_e=RNG.random((NE, 2)),
+        wgtfac_e=RNG.random((NE, nh)), wgtfacq1_e=RNG.random((NE, NLEV)),
+        wgtfacq_e=RNG.random((NE, NLEV)), rbf_vec_coeff_e=RNG.standard_normal((NE, 4)),
+        primal_normal_vert_x=RNG.standard_normal((NE, 4)),
+        primal_normal_vert_y=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_vert_vert_length=RNG.uniform(0.5, 2.0, NE),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_ddqz_z_full_e=RNG.uniform(0.5, 2.0, (NE, NLEV)),
+        temperature=RNG.uniform(200.0, 300.0, (NC, NLEV)),
+        virtual_temperature=RNG.uniform(200.0, 300.0, (NC, NLEV)),
+        pressure=RNG.uniform(2e4, 1e5, (NC, NLEV)), rho=RNG.uniform(0.3, 1.3, (NC, NLEV)),
+        height_above_ground=RNG.uniform(0.0, 2e4, (NC, NLEV)), wgtfac_c=RNG.random((NC, nh)),
+        inv_ddqz_z_half=RNG.uniform(0.005, 0.05, (NC, nh)), wgtfacq1_c=RNG.random((NC, NLEV)),
+        wgtfacq_c=RNG.random((NC, NLEV)))
+    base = dict(
+        w_ie=RNG.random((NE, nh)), vn_ie=RNG.random((NE, nh)), vt_ie=RNG.random((NE, nh)),
+        shear=RNG.random((NE, NLEV)), div_of_stress=RNG.random((NE, NLEV)),
+        dry_static_energy=RNG.random((NC, NLEV)), theta_v=RNG.random((NC, NLEV)),
+        rho_ic=RNG.random((NC, nh)), bruvais=RNG.random((NC, nh)))
+    got = {k: v.copy() for k, v in base.items()}
+    es2, es3, ee2, ee3, cs1, cs2, ce = 1, 3, NE - 1, NE - 3, 1, 2, NC - 1
+    edge_and_thermodynamic_diagnostics(
+        **a, **got, grav=9.80665, nlev=NLEV, edge_start_2=es2, edge_start_3=es3,
+        edge_end_2=ee2, edge_end_3=ee3, cell_start_1=cs1, cell_start_2=cs2, cell_end=ce,
+        vertical_start=0, vertical_end=NLEV, vertical_end_half=nh, offset_provider=TABLES,
+        backend=backend)
+
+    def half_levels(x, wgt, top_w, bottom_w):
+        out = np.empty((x.shape[0], nh))
+        out[:, 1:NLEV] = wgt[:, 1:NLEV] * x[:, 1:] + (1.0 - wgt[:, 1:NLEV]) * x[:, :-1]
+        out[:, 0] = (top_w[:, :3] * x[:, :3]).sum(axis=1)
+        out[:, NLEV] = (bottom_w[:, -3:] * x[:, -3:]).sum(axis=1)
+        return out
+
+    w_ie = np.einsum("en,enk->ek", a["c_lin_e"], a["w"][e2c])
+    vn_ie = half_levels(a["vn"], a["wgtfac_e"], a["wgtfacq1_e"], a["wgtfacq_e"])
+    vt_ie = np.einsum("en,enk->ek", a["rbf_vec_coeff_e"], vn_ie[e2c2e])
+
+    def full(x):
+        return 0.5 * (x[:, :-1] + x[:, 1:])
+
+    def d_dz(x):
+        return (x[:, :-1] - x[:, 1:]) * a["inv_ddqz_z_full_e"]
+
+    along = (a["tangent_orientation"] * a["inv_primal_edge_length"])[:, None]
+    across = a["inv_vert_vert_length"][:, None]
+    u_v, v_v = a["u_vert"][e2c2v], a["v_vert"][e2c2v]
+    vn_v = u_v * a["primal_normal_vert_x"][..., None] + v_v * a["primal_normal_vert_y"][..., None]
+    vt_v = u_v * a["dual_normal_vert_x"][..., None] + v_v * a["dual_normal_vert_y"][..., None]
+    w_c, w_v = full(a["w"]), full(a["w_vert"])
+    gradient = np.array([
+        [(vn_v[:, 3] - vn_v[:, 2]) * across, (vn_v[:, 1] - vn_v[:, 0]) * along, d_dz(vn_ie)],
+        [(vt_v[:, 3] - vt_v[:, 2]) * across, (vt_v[:, 1] - vt_v[:, 0]) * along, d_dz(vt_ie)],
+        [(w_c[e2c[:, 1]] - w_c[e2c[:, 0]]) * a["inv_dual_edge_length"][:, None],
+         (w_v[e2c2v[:, 1]] - w_v[e2c2v[:, 0]]) * along, d_dz(w_ie)]])
+    strain = gradient + gradient.transpose(1, 0, 2, 3)
+    shear = (strain ** 2).sum(axis=(0, 1))
+    div = np.trace(gradient)
+    dse = 1004.64 * a["temperature"] + 9.80665 * a["height_above_ground"]
+    theta_v = a["virtual_temperature"] * (1e5 / a["pressure"]) ** (287.04 / 1004.64)
+    rho_ic = half_levels(a["rho"], a["wgtfac_c"], a["wgtfacq1_c"], a["wgtfacq_c"])
+    theta_ic = a["wgtfac_c"][:, 1:NLEV] * theta_v[:, 1:] + (
+        1.0 - a["wgtfac_c"][:, 1:NLEV]) * theta_v[:, :-1]
+    bruvais = np.array(base["bruvais"])
+    bruvais[:, 1:NLEV] = (9.80665 * (theta_v[:, :-1] - theta_v[:, 1:])
+                          * a["inv_ddqz_z_half"][:, 1:NLEV] / theta_ic)
+
+    def rows(value, name, lo, hi):
+        out = np.array(base[name])
+        out[lo:hi] = value[lo:hi]
+        return out
+
+    check(got, dict(
+        w_ie=rows(w_ie, "w_ie", es2, ee2), vn_ie=rows(vn_ie, "vn_ie", es2, ee3),
+        vt_ie=rows(vt_ie, "vt_ie", es3, ee2), shear=rows(shear, "shear", 0, ee2),
+        div_of_stress=rows(div, "div_of_stress", 0, ee2),
+        dry_static_energy=rows(dse, "dry_static_energy", cs1, ce),
+        theta_v=rows(theta_v, "theta_v", cs2, ce), rho_ic=rows(rho_ic, "rho_ic", cs1, ce),
+        bruvais=rows(bruvais, "bruvais", 0, ce)), rtol=1e-10, atol=1e-12)
