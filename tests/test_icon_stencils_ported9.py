@@ -19,9 +19,21 @@ annotation), the virtual potential temperatures on half levels with the
 pressure gradient (``astype`` of a tuple, ``KDim - 1`` shifts,
 ``wpfloat("1.0")``), the mass and temperature fluxes, the vertical diffusion
 of ``vn`` and ``w``, an edge field interpolated to cell half levels, the
-Laplacian over ``C2E2CO`` and a copy to ``vpfloat``.  Each group is one
-program, interpreted and compiled, compared with NumPy written from the
-formulas.
+Laplacian over ``C2E2CO`` and a copy to ``vpfloat``.  Then the turbulence
+diagnostics of the Smagorinsky model (tmx): the velocity gradient tensor at
+edges as a tuple of three tuples of three fields (``w(E2C[0])(KDim - 0.5)``
+on half-level cells, vertices through ``E2C2V``, ``vn_vert[E2C2VDim(3)]`` of
+a computed sparse field), tensor helpers taking such nested tuples as
+parameters (transpose, sum, trace, diagonal, dot product, squared norm), the
+strain rate gathered to cell half levels on a tuple of a full- and a
+half-level domain, the mixing length and the eddy viscosity with the Louis
+stability function chosen by three ``bool`` scalars in nested ``if``.  Last,
+the rest of those diagnostics: the winds at edge half levels with
+extrapolated boundary rows (the tangential wind from that intermediate
+through ``E2C2E``) and the thermodynamic cell diagnostics, each output on its
+own domain of a tuple of domains with unrelated runtime vertical bounds.
+Each group is one program, interpreted and compiled, compared with NumPy
+written from the formulas.
 """
 
 from __future__ import annotations
