@@ -238,3 +238,79 @@ def test_a_half_level_scan_on_literal_levels_beside_full_levels(backend):
     want = np.zeros((NC, NLEV))
     want[:, 1:4] = w[:, 2:5] - w[:, 1:4] + x[:, 1:4]
     np.testing.assert_allclose(out, want, rtol=1e-14)
+
+
+@field_operator
+def _with_extrapolated_boundaries(x: Field[[Cell, K], float], nlev: int
+                                  ) -> tuple[Field[[Cell, KHalf], float],
+                                             Field[[Cell, KHalf], float]]:
+    """Interior half levels beside boundary rows, and a part read only inside."""
+    interior = x(KHalf + 0.5) + x(KHalf - 0.5)
+    bounded = concat_where(KHalf == 0, x(KHalf + 0.5),
+                           concat_where(KHalf == nlev, x(KHalf - 0.5), interior))
+    return bounded, 3.0 * x(KHalf - 0.5)
+
+
+@program
+def boundaries_on_runtime_domains(x: Field[[Cell, K], float], ifc: Field[[Cell, KHalf], float],
+                                  inner: Field[[Cell, KHalf], float], nlev: int,
+                                  vertical_start: int, vertical_end: int,
+                                  vertical_end_half: int):
+    _with_extrapolated_boundaries(
+        x, nlev, out=(ifc, inner),
+        domain=({Cell: (0, NC), KHalf: (vertical_start, vertical_end_half)},
+                {Cell: (0, NC), KHalf: (1, vertical_end)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_pieces_bounded_by_unrelated_runtime_domains(backend):
+    """The bounds of the pieces nest ``Min``/``Max`` of several runtime bounds;
+    they are evaluated with all the values at once (substituted one after
+    another, SymPy folds the partly numeric ``Max(0, Min(1, …))`` to 0 here)."""
+    x = RNG.random((NC, NLEV))
+    ifc, inner = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+    boundaries_on_runtime_domains(x, ifc, inner, NLEV, 0, NLEV, NLEV + 1, backend=backend)
+    want = np.concatenate([x[:, :1], x[:, 1:] + x[:, :-1], x[:, -1:]], axis=1)
+    want_inner = np.zeros((NC, NLEV + 1))
+    want_inner[:, 1:NLEV] = 3.0 * x[:, :-1]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)
+    np.testing.assert_allclose(inner, want_inner, rtol=1e-14)
+
+
+def test_bounds_evaluated_with_all_their_values_at_once():
+    import sympy
+
+    from tensorir_dace import intervals
+
+    n, a, b, c = sympy.symbols("n a b c", integer=True)
+    bound = sympy.Max(0, sympy.Min(1, sympy.Max(a, sympy.Min(
+        sympy.Max(sympy.Symbol("N_K", integer=True), sympy.Min(7, n + 1)), sympy.Max(b, c)))))
+    assert intervals.evaluate(bound, {"N_K": 6, "n": 6, "a": 0, "b": 6, "c": 7}) == 1
+
+
+@program
+def boundaries_from_a_literal_stop(x: Field[[Cell, K], float], ifc: Field[[Cell, KHalf], float],
+                                   inner: Field[[Cell, KHalf], float], nlev: int,
+                                   vertical_start: int, vertical_end: int):
+    _with_extrapolated_boundaries(
+        x, nlev, out=(ifc, inner),
+        domain=({Cell: (0, NC), KHalf: (vertical_start, NLEV + 1)},
+                {Cell: (0, NC), KHalf: (1, vertical_end)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("vertical_start", [0, 2])
+def test_concat_pieces_under_a_literal_and_a_runtime_bound(backend, vertical_start):
+    """The top level's piece is kept: where SymPy cannot order two piece
+    boundaries their ``Max`` is built, where it can the larger one is taken
+    (SymPy's own ``Max`` of these nested ``Min``/``Max`` dropped the piece)."""
+    x = RNG.random((NC, NLEV))
+    ifc, inner = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+    boundaries_from_a_literal_stop(x, ifc, inner, NLEV, vertical_start, NLEV, backend=backend)
+    want = np.zeros((NC, NLEV + 1))
+    want[:, vertical_start:] = np.concatenate(
+        [x[:, :1], x[:, 1:] + x[:, :-1], x[:, -1:]], axis=1)[:, vertical_start:]
+    want_inner = np.zeros((NC, NLEV + 1))
+    want_inner[:, 1:NLEV] = 3.0 * x[:, :-1]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)
+    np.testing.assert_allclose(inner, want_inner, rtol=1e-14)

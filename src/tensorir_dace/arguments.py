@@ -554,10 +554,8 @@ def check_size_constraints(constraints: Sequence[ir.SizeConstraint], symbols: di
         if c.loops or c.guard or c.bound is not None:
             _check_runtime(c, dict(symbols), 0, where)
             continue
-        subs = {s: symbols[s.name] for s in (c.lower.free_symbols | c.upper.free_symbols)
-                if s.name in symbols}
-        lo, hi = c.lower.subs(subs), c.upper.subs(subs)
-        if lo.is_Integer and hi.is_Integer and int(lo) > int(hi):
+        lo, hi = _eval_bound(c.lower, symbols), _eval_bound(c.upper, symbols)
+        if lo is not None and hi is not None and lo > hi:
             sizes = ", ".join(f"{k}={v}" for k, v in sorted(symbols.items()))
             raise ArgumentError(f"{where}: the sizes ({sizes}) are too small for the "
                                 f"{c.reason}: it needs {c.lower} <= {c.upper}")

@@ -189,5 +189,9 @@ def evaluate(bound: sympy.Expr, symbols: dict[str, int]) -> int:
     """A bound's integer value for concrete sizes (and runtime bound values)."""
     if bound.is_Integer:
         return int(bound)
-    value = bound.subs({s: symbols[s.name] for s in bound.free_symbols})
+    # All the symbols at once (``xreplace``), so that only numbers meet in each
+    # Min/Max: ``subs`` replaces one symbol after another and SymPy simplifies
+    # the partly numeric Min/Max in between, which it can get wrong
+    # (``Max(0, Min(1, Max(a, Min(Max(6, Min(7, n + 1)), Max(b, c)))))`` gives 0).
+    value = bound.xreplace({s: sympy.Integer(symbols[s.name]) for s in bound.free_symbols})
     return int(value)

@@ -35,7 +35,7 @@ def size_symbols(program: ir.Program) -> list[str]:
 
 
 def _concrete(b: sympy.Expr, sizes: dict[str, int]) -> int:
-    return int(b.subs({s: sizes[s.name] for s in b.free_symbols}))
+    return int(b.xreplace({s: sympy.Integer(sizes[s.name]) for s in b.free_symbols}))
 
 
 def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None,

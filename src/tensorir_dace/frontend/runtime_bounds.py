@@ -51,7 +51,29 @@ def interval(name: str, lo: sympy.Expr, hi: sympy.Expr, loc: Any) -> ir.DimInter
 
 
 def _clamp(x: sympy.Expr, lo: sympy.Expr, hi: sympy.Expr) -> sympy.Expr:
-    return sympy.Min(sympy.Max(x, lo), hi)
+    return _lower(_upper(x, lo), hi)
+
+
+def _upper(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``Max(a, b)``: the larger one where their order is decided, SymPy's ``Max``
+    only where it is not.  SymPy folds some ``Max`` of nested ``Min``/``Max``
+    wrongly: ``Max(Max(0, Min(1, s)), Min(Max(0, Min(1, s)), Max(7, t), N))``
+    comes back as one of its arguments, which is smaller than the other for
+    ``s = 0``, ``N = 7``; the piece between them would be lost."""
+    if iv.maybe_le(b, a) is True:
+        return a
+    if iv.maybe_le(a, b) is True:
+        return b
+    return sympy.Max(a, b)
+
+
+def _lower(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``Min(a, b)``, decided as :func:`_upper` is."""
+    if iv.maybe_le(a, b) is True:
+        return a
+    if iv.maybe_le(b, a) is True:
+        return b
+    return sympy.Min(a, b)
 
 
 def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
@@ -62,8 +84,8 @@ def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
     one after a segment open to +∞) are left out."""
     cursor, out = lo, []
     for s_lo, s_hi in segments:
-        a_lo = sympy.Max(cursor, _clamp(s_lo, lo, hi))
-        a_hi = sympy.Max(a_lo, _clamp(s_hi, lo, hi))
+        a_lo = _upper(cursor, _clamp(s_lo, lo, hi))
+        a_hi = _upper(a_lo, _clamp(s_hi, lo, hi))
         out += [(cursor, a_lo, "b"), (a_lo, a_hi, "a")]
         cursor = a_hi
     out.append((cursor, hi, "b"))
