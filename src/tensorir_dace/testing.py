@@ -13,12 +13,12 @@ import copy
 from typing import Any
 
 import numpy as np
-import sympy
 
 from . import ir
 from .arguments import numpy_dtype
 from .callchecks import table_uses
 from .errors import TensorIRError
+from .intervals import evaluate
 from .typing import check
 
 DEFAULT_SIZE = 8
@@ -34,10 +34,6 @@ def size_symbols(program: ir.Program) -> list[str]:
     return list(names)
 
 
-def _concrete(b: sympy.Expr, sizes: dict[str, int]) -> int:
-    return int(b.xreplace({s: sympy.Integer(sizes[s.name]) for s in b.free_symbols}))
-
-
 def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None,
                      seed: int = 0, absent_fraction: float = 0.1) -> dict[str, Any]:
     """Keyword arguments for ``program``: arrays for tensors, scalars for scalars."""
@@ -46,7 +42,7 @@ def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None
     intervals: dict[str, tuple[int, int]] = {}
     for p in program.params:
         for d in p.type.dims:
-            intervals.setdefault(d.name, (_concrete(d.start, sizes), _concrete(d.stop, sizes)))
+            intervals.setdefault(d.name, (evaluate(d.start, sizes), evaluate(d.stop, sizes)))
 
     ranges = _table_ranges(program, sizes)
 
@@ -84,7 +80,7 @@ def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None
             args[p.name] = (True if dtype.is_bool else 3 if dtype.is_int
                             else numpy_dtype(dtype).type(1.25))
             continue
-        shape = tuple(_concrete(d.stop, sizes) - _concrete(d.start, sizes) for d in t.dims)
+        shape = tuple(evaluate(d.stop, sizes) - evaluate(d.start, sizes) for d in t.dims)
         args[p.name] = value(t.dtype, t, shape, p.name)
     return args
 
@@ -98,7 +94,7 @@ def _table_ranges(program: ir.Program, sizes: dict[str, int]) -> dict[str, tuple
     out: dict[str, tuple[int, int]] = {}
     for u in uses:
         try:
-            lo, hi = _concrete(u.start, sizes), _concrete(u.stop, sizes)
+            lo, hi = evaluate(u.start, sizes), evaluate(u.stop, sizes)
         except (KeyError, TypeError, ValueError):
             continue
         a, b = out.get(u.table, (lo, hi))
