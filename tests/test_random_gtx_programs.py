@@ -61,6 +61,18 @@ def test_generated_gtx_programs_match_their_reference():
     assert outcome.runs == runs
 
 
+def test_calls_with_a_runtime_start_inside_a_gap_are_refused():
+    """A case whose runtime start ``k0`` must be 2 or more (a gap below it, or a
+    value read two levels below it): its calls with ``k0 = 1`` are refused by
+    every backend before writing, the others match the reference."""
+    case = next(c for c in map(fuzz.generate_gtx_case, range(50000, 50100))
+                if c.k0_min > 1)
+    outcome = fuzz.run_gtx([case], seed=case.seed)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    assert outcome.refused > 0
+
+
 def first_float_case() -> gtx_programs.GtxCase:
     """The first generated case of one float64 output, written on its whole
     domain by its first statement."""

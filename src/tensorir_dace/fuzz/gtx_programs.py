@@ -18,7 +18,10 @@ parameters and outputs, ``x(KHalfDim ± 0.5)``/``y(KDim ± 1.5)`` between full
 and half levels (scan operands too), ``KHalfOff``/``KHalfDim + 1`` shifts,
 ``concat_where`` on ``KHalfDim`` (``KHalfDim == nlev``) and ``domain=`` over it.
 A ``concat_where`` may leave a gap between its pieces below a literal domain
-start (``concat_where(KDim > 0, a(Koff[-2]), b)`` from level 2).
+start (``concat_where(KDim > 0, a(Koff[-2]), b)`` from level 2) or below the
+runtime start ``k0``, as may a value read two levels below it: such a
+program's calls with ``k0 = 1`` must be refused with a TensorIRError before
+writing (``GtxCase.k0_min``), unless their domain is empty.
 
 The generator keeps every read it makes within its field for every point of
 the domain it writes, as GT4Py's domain inference requires: expressions carry
@@ -774,6 +777,9 @@ class GtxCase:
     outputs: list[tuple[str, T]] = field(default_factory=list)
     py_body: list[str] = field(default_factory=list)
     np_body: list[str] = field(default_factory=list)
+    # the smallest runtime start k0 its domains allow (a larger one where a
+    # value reads two levels below it: calls with a smaller k0 are refused)
+    k0_min: int = 1
 
 
 def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E]
@@ -789,7 +795,10 @@ def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E]
     if t.h:
         bounds[t.h] = r.choice([("hs", "he"), ("hs", "he"), ("1", "4"), ("0", "3"), ("2", "he")])
     if t.k:
-        lows = [x for x, need in (("0", 0), ("1", 1), ("2", 2), ("k0", 1)) if lo <= need]
+        # ("k0", 2): a start of k0 where two levels below it are read (a shift, or
+        # a concat_where leaving a gap below level 2) holds for k0 >= 2 only
+        lows = [x for x, need in (("0", 0), ("1", 1), ("2", 2), ("k0", max(lo, 1)))
+                if lo <= need]
         highs = [x for x, need in (("nlev", 0), ("nlev - 1", 1), ("nlev - 2", 2),
                                    (str(NK_MIN - 2), 2), (str(NK_MIN - 1), 1)) if hi <= need]
         if t.s:     # half levels: nlev + 1 of them
@@ -819,6 +828,8 @@ def generate_gtx_case(seed: int, index: int | None = None) -> GtxCase:
         d = r.randint(2, 4)
         name, results, apy, anp = g.function(prog, rets, d)
         domain_py, bounds = _domain(g, outs, results)
+        if any(lo_hi[0] == "k0" for lo_hi in bounds.values()):
+            case.k0_min = max(case.k0_min, *(x.lo for x in results))
         target = outs[0][0] if len(outs) == 1 else f"({', '.join(o for o, _ in outs)})"
         case.py_body.append(f"{name}({', '.join(apy)}, out={target}"
                             + (f", domain={domain_py})" if domain_py else ")"))

@@ -88,6 +88,15 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
             for o in outputs:
                 args[o] = module.OUTPUT_ARRAYS(sizes, rng)[o]
             args |= ints
+            if k0 < module.K0_MIN:     # refused, unless the domain is empty
+                verdict = _refused(progs, args, provider, outputs, where)
+                if verdict is None:
+                    out.runs += len(BACKENDS)
+                    out.refused += len(BACKENDS)
+                    continue
+                if verdict != "ran":
+                    out.failed.setdefault("*", verdict)
+                    return out
             ref = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
             bad: list[str] = []
             R.set_mesh(sizes, provider)
@@ -123,12 +132,37 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
 
         from .gtx_calls import gtx_call_contract
         sizes = SIZES[0]
-        hs, he, k0 = BOUNDS[0][0]
+        hs, he, k0 = next(b for b in BOUNDS[0] if b[2] >= module.K0_MIN)
         args = arguments([], sizes, seed) | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed))
         args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
         out.calls = tuple(gtx_call_contract(module.fuzz, args, tables(sizes, seed),
                                             random.Random(seed), calls))
     return out
+
+
+def _refused(progs: dict[str, Any], args: dict[str, Any], provider: dict[str, Any],
+             outputs: list[str], where: str) -> str | None:
+    """Check a call whose ``k0`` lies below what its domains allow: None where
+    every backend refused it with a TensorIRError before writing, ``"ran"``
+    where every backend ran it (its domain is empty: no level is computed), else
+    what went wrong."""
+    statuses = set()
+    for backend in BACKENDS:
+        kw = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
+        status, detail = _attempt(
+            lambda f=progs[backend], b=backend, **k: f(
+                **k, offset_provider=provider, backend="interpreter" if b == "interpreter"
+                else "compiled"), kw)
+        statuses.add(status)
+        if status == "crash":
+            return f"{backend} at {where}: {detail}"
+        if status == "error" and any(not np.array_equal(kw[o], args[o], equal_nan=True)
+                                     for o in outputs):
+            return f"{backend} at {where}: refused after writing an output"
+    if statuses == {"ok"}:
+        return "ran"
+    return None if statuses == {"error"} else \
+        f"the backends disagree on refusing k0 below the domain's start at {where}"
 
 
 def source(cases: list[GtxCase]) -> str:
@@ -138,6 +172,7 @@ def source(cases: list[GtxCase]) -> str:
         for o, t in c.outputs:
             shapes.append(f"    {o!r}: ({', '.join(repr(d) for d in t.dims())}, {t.dt!r}),")
     return (gtx_source(cases) + "\n\nOUTPUTS = {\n" + "\n".join(shapes) + "\n}\n\n\n"
+            f"K0_MIN = {max((c.k0_min for c in cases), default=1)}\n\n\n"
             "def OUTPUT_ARRAYS(sizes, rng):\n"
             '    """Random initial values of the outputs."""\n'
             "    from tensorir_dace.fuzz.gtx_runner import output_arrays\n"

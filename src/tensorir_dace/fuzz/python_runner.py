@@ -58,6 +58,7 @@ class PyOutcome:
     crash: str | None = None
     runs: int = 0
     calls: tuple[str, ...] = ()     # mutated calls that broke the call contract
+    refused: int = 0                # runs refused as expected (a bound outside its range)
 
 
 def _attempt(run, kw: dict[str, Any]) -> tuple[str, Any]:
