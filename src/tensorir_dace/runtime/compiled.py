@@ -60,7 +60,7 @@ from ..device_arrays import interface_key
 from ..errors import ArgumentError
 from ..openmp import run_one_threaded
 from ..signature import ArgBinding, CallSignature
-from ..transforms.openmp_maps import map_points, parallel_maps_with_states
+from ..transforms.openmp_maps import known_symbols, map_points, parallel_maps_with_states
 from .gpu import GPUError, GPUUnavailableError, gpu_available, gpu_failure, gpu_unavailable
 
 __all__ = [
@@ -603,10 +603,11 @@ def parallel_volume(sdfg: dace.SDFG) -> sympy.Expr | None:
     variables)."""
     volumes: list[sympy.Expr] = []
     known = {str(s) for s in sdfg.free_symbols}
+    counted = known_symbols(sdfg)
     for state, node in parallel_maps_with_states(sdfg):
         if node.map.omp_num_threads == 1:       # one-threaded already
             continue
-        v = sympy.sympify(map_points(state, node))
+        v = sympy.sympify(map_points(state, node, counted))
         if not {str(s) for s in v.free_symbols} <= known:
             return None
         volumes.append(v)

@@ -17,7 +17,8 @@ from dace.sdfg import nodes
 
 from .. import openmp
 
-__all__ = ["map_points", "parallel_maps", "parallel_maps_with_states", "small_maps_one_thread"]
+__all__ = ["known_symbols", "map_points", "parallel_maps", "parallel_maps_with_states",
+           "small_maps_one_thread"]
 
 
 def parallel_maps_with_states(sdfg: dace.SDFG) -> list[tuple[dace.SDFGState, nodes.MapEntry]]:
@@ -40,7 +41,14 @@ GATHER_READS_PER_POINT = 3
 GATHER_ROW_CAP = 8
 
 
-def map_points(state: dace.SDFGState, entry: nodes.MapEntry):
+def known_symbols(sdfg: dace.SDFG) -> set[str]:
+    """The names of the symbols a call of ``sdfg`` knows (its free symbols and
+    declared ones): what :func:`map_points` may count in.  Computing them walks
+    the whole SDFG, so callers measuring many maps pass them in once."""
+    return {str(s) for s in sdfg.free_symbols} | set(map(str, sdfg.symbols))
+
+
+def map_points(state: dace.SDFGState, entry: nodes.MapEntry, known: set[str] | None = None):
     """The points a map computes, in units of the plain stencil's points that
     :data:`~tensorir_dace.openmp.SEQUENTIAL_BELOW` was measured with.
 
@@ -60,7 +68,8 @@ def map_points(state: dace.SDFGState, entry: nodes.MapEntry):
     first = {dace.symbolic.symbol(p): sym(lo)
              for p, (lo, _, _) in zip(entry.map.params, entry.map.range)}
     params = set(entry.map.params)
-    known = {str(s) for s in state.sdfg.free_symbols} | set(map(str, state.sdfg.symbols))
+    if known is None:
+        known = known_symbols(state.sdfg)
     exit_node = state.exit_node(entry)
     per_iteration = set()
     for e in state.in_edges(exit_node):
@@ -97,7 +106,11 @@ def small_maps_one_thread(sdfg: dace.SDFG) -> None:
     """Run every parallel map as a sequential loop when all have constant
     sizes and the largest has fewer than ``SEQUENTIAL_BELOW`` points."""
     maps = parallel_maps_with_states(sdfg)
-    volumes = [map_points(state, m) for state, m in maps]
+    if any(not dace.symbolic.pystr_to_symbolic(m.map.range.num_elements_exact()).is_Number
+           for _, m in maps):
+        return      # a size known only at run time (the count of points has it too)
+    known = known_symbols(sdfg)
+    volumes = [map_points(state, m, known) for state, m in maps]
     if not maps or any(not v.is_Number for v in volumes) \
             or max(volumes) >= openmp.SEQUENTIAL_BELOW:
         return
