@@ -128,12 +128,16 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
     # a branch defined everywhere along D gets D over a static interval (add_dim's
-    # bounds are sizes), the hull of the parameters', cut to the pieces below
+    # bounds are sizes), the hull of the parameters' and of the pieces where it is
+    # static (the other branch may reach past the parameters: ``x(Koff[-1])`` to
+    # level N_K), cut to the pieces below
     wide = [d for d in tr.ctx.dim_intervals(D)
             if not any(ir.has_runtime(b) for b in (d.start, d.stop))]
+    starts = [d.start for d in wide] + ([lo] if wide and not ir.has_runtime(lo) else [])
+    stops = [d.stop for d in wide] + ([hi] if wide and not ir.has_runtime(hi) else [])
     w_lo, w_hi = (lo, hi) if not wide else tr.ctx.decide(
-        lambda: functools.reduce(lambda p, d: (iv.smin(p[0], d.start), iv.smax(p[1], d.stop)),
-                                 wide[1:], (wide[0].start, wide[0].stop)), loc, "concat_where")
+        lambda: (functools.reduce(iv.smin, starts), functools.reduce(iv.smax, stops)),
+        loc, "concat_where")
     exprs = []
     for p_lo, p_hi, which in runtime_pieces(mask.segments, lo, hi):
         x = xs[which]

@@ -24,7 +24,8 @@ def gtx_call_contract(prog: Any, args: dict[str, Any], provider: dict[str, Any],
     against interpreted) around the valid call ``prog(**args,
     offset_provider=provider)``; a message per call that broke the contract."""
     prog(**_copies(args), offset_provider=provider, backend="interpreter")   # binds the tables
-    program = prog.ir
+    # the specialisation of these arrays (half levels make some longer)
+    program = prog.specialize(**_copies(args), offset_provider=provider).program
     read = {p.name for p in program.params if p.name in provider and p.name not in args}
 
     def through(backend: str):
