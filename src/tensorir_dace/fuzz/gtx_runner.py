@@ -135,8 +135,12 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
         hs, he, k0 = next(b for b in BOUNDS[0] if b[2] >= module.K0_MIN)
         args = arguments([], sizes, seed) | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed))
         args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
-        out.calls = tuple(gtx_call_contract(module.fuzz, args, tables(sizes, seed),
-                                            random.Random(seed), calls))
+        try:
+            out.calls = tuple(gtx_call_contract(module.fuzz, args, tables(sizes, seed),
+                                                random.Random(seed), calls))
+        except Exception as err:   # noqa: BLE001 - the valid call it starts from failed
+            out.failed.setdefault("*", f"the valid call of the call contract failed: "
+                                       f"{type(err).__name__}: {err}")
     return out
 
 
