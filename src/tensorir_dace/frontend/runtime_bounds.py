@@ -54,26 +54,28 @@ def _clamp(x: sympy.Expr, lo: sympy.Expr, hi: sympy.Expr) -> sympy.Expr:
     return _lower(_upper(x, lo), hi)
 
 
-def _upper(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
-    """``Max(a, b)``: the larger one where their order is decided, SymPy's ``Max``
-    only where it is not.  SymPy folds some ``Max`` of nested ``Min``/``Max``
-    wrongly: ``Max(Max(0, Min(1, s)), Min(Max(0, Min(1, s)), Max(7, t), N))``
-    comes back as one of its arguments, which is smaller than the other for
-    ``s = 0``, ``N = 7``; the piece between them would be lost."""
+def _decided(a: sympy.Expr, b: sympy.Expr, larger: bool) -> sympy.Expr:
+    """The larger (or smaller) of ``a`` and ``b`` where their order is decided,
+    SymPy's ``Max`` (``Min``) only where it is not.  SymPy folds some ``Max`` of
+    nested ``Min``/``Max`` wrongly: ``Max(Max(0, Min(1, s)), Min(Max(0, Min(1,
+    s)), Max(7, t), N))`` comes back as one of its arguments, which is smaller
+    than the other for ``s = 0``, ``N = 7``; the piece between them would be
+    lost."""
     if iv.maybe_le(b, a) is True:
-        return a
+        return a if larger else b
     if iv.maybe_le(a, b) is True:
-        return b
-    return sympy.Max(a, b)
+        return b if larger else a
+    return sympy.Max(a, b) if larger else sympy.Min(a, b)
+
+
+def _upper(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
+    """``Max(a, b)``, decided where it can be (see :func:`_decided`)."""
+    return _decided(a, b, larger=True)
 
 
 def _lower(a: sympy.Expr, b: sympy.Expr) -> sympy.Expr:
-    """``Min(a, b)``, decided as :func:`_upper` is."""
-    if iv.maybe_le(a, b) is True:
-        return a
-    if iv.maybe_le(b, a) is True:
-        return b
-    return sympy.Min(a, b)
+    """``Min(a, b)``, decided where it can be (see :func:`_decided`)."""
+    return _decided(a, b, larger=False)
 
 
 def runtime_pieces(segments, lo: sympy.Expr, hi: sympy.Expr) -> list[tuple]:
