@@ -43,6 +43,7 @@ from .meshes import (
     viewed_as,
 )
 from .runtime_bounds import runtime_concat_where
+from .scan_ranges import ConcatPieces
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
 if TYPE_CHECKING:
@@ -390,7 +391,11 @@ class BuiltinTranslator(ExpressionTranslator):
                                      (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
         if len(exprs) == 1:
             return exprs[0]
-        return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+        out = ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+        if D in self.ctx.domain:     # pieces outside the domain may be left out
+            self.ctx.domain_concats[id(out)] = ConcatPieces(
+                out, D, tuple((p[0], p[1]) for p in pieces))
+        return out
 
     # ------------------------------------------------------------------ reductions
 
