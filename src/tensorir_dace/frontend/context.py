@@ -52,6 +52,9 @@ class ProgramContext:
         # the concats of concat_where along those dimensions (by id), whose pieces
         # outside the levels their readers need trim_pieces leaves out
         self.domain_concats: dict[int, ConcatPieces] = {}
+        # a concat_where gap and a domain whose bounds are both runtime values:
+        # the domain taken to lie below the gap (else above it)
+        self.gap_below_stop = False
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

@@ -498,6 +498,10 @@ def _lengths_noted(a: Analysis | None) -> Iterator[None]:
         raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
 
 
+#: What the call-time check of a ``concat_where`` gap beside a runtime
+#: ``domain=`` bound says (see ``builtin_calls._pieces_in_domain``).
+_GAP_CHECK = "between the pieces (no value is defined there)"
+
 #: Descriptions recorded for lookups by the source per decorated object and
 #: process (a rank-generic one's include shapes: a sweep over sizes stops here).
 _MAX_RECORDED = 256
@@ -829,32 +833,67 @@ class FunctionObject(_Specialized, InlinedFunction):
         names = tuple(sorted(k.name for k in domain))
         longer = longer or {}
         into_key = (spec.key, names, path, tuple(sorted(longer.items())))
-        hit = self._into.get(into_key)
-        new = hit is None
-        if hit is None:
-            from .runtime_bounds import into_program
-            prog, result, given = self._in_domain(spec, a, names, path)
-            prog, bounds = into_program(prog, result, names, given, longer=longer)
-            with _lengths_noted(a), _python_messages(self.fn, spec.names):
-                _checked(prog)
-            hit = self._into[into_key] = (
-                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
-        derived, bounds = hit
-        values = dict(plain)
-        values[spec.result.name] = out
+        new = into_key not in self._into
+        derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
         for dim, pair in domain.items():
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
                                     f"stop)}} takes a pair of coordinates, got {pair!r}",
                                     self._def_loc())
-            for name, v in zip(bounds[dim.name], pair):
-                values[name] = v
-        self._run(derived, backend, new, values)
+
+        def given(bounds: dict[str, tuple[str, str]]) -> dict[str, Any]:
+            values = dict(plain)
+            values[spec.result.name] = out
+            for dim, pair in domain.items():
+                for name, v in zip(bounds[dim.name], pair):
+                    values[name] = v
+            return values
+        try:
+            self._run(derived, backend, new, given(bounds))
+        except ArgumentError as e:
+            # a concat_where gap that the program takes to lie below a domain whose
+            # bounds are both parameters, refused at the call before anything ran:
+            # the domain may lie below it (the program that takes it so)
+            if _GAP_CHECK not in e.message:
+                raise
+            other_key = into_key + ("below the gap",)
+            new = other_key not in self._into
+            other, other_bounds = self._into_program(spec, a, names, path, longer, other_key,
+                                                     below_stop=True)
+            if [c.reason for c in other.program.constraints] == \
+                    [c.reason for c in derived.program.constraints]:
+                raise
+            try:
+                self._run(other, backend, new, given(other_bounds))
+            except ArgumentError as e2:
+                # the domain meets the gap: the error of the bound nearer to allowed
+                far = _gap_miss(derived, given(bounds))
+                raise (e2 if _gap_miss(other, given(other_bounds)) < far else e) from None
+            derived, bounds = other, other_bounds
         if record is not None:
             self._store_by_source(spec, translated, record, derived,
                                   result=spec.result.name, bounds=bounds)
         return out
 
+    def _into_program(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
+                      path: tuple[int, ...], longer: dict[str, int], into_key: tuple,
+                      below_stop: bool = False
+                      ) -> tuple[Specialization, dict[str, tuple[str, str]]]:
+        """The program :meth:`_call_into` runs (made once per ``into_key``) and
+        per dimension of the domain its bound parameters; ``below_stop``: a
+        ``concat_where`` gap is taken to lie above the domain where both its
+        bounds are parameters (see :func:`.translate_call`)."""
+        hit = self._into.get(into_key)
+        if hit is None:
+            assert spec.result is not None   # only a function specialisation has ``out=``
+            from .runtime_bounds import into_program
+            prog, result, given = self._in_domain(spec, a, names, path, below_stop)
+            prog, bounds = into_program(prog, result, names, given, longer=longer)
+            with _lengths_noted(a), _python_messages(self.fn, spec.names):
+                _checked(prog)
+            hit = self._into[into_key] = (
+                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
+        return hit
 
     def _call_into_parts(self, spec: Specialization, a: Analysis | None, backend: str,
                          plain: dict[str, Any], out: Any,
@@ -951,7 +990,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         return parts
 
     def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
-                   path: tuple[int, ...] = ()
+                   path: tuple[int, ...] = (), below_stop: bool = False
                    ) -> tuple[ir.Program, ir.Param, dict[str, tuple[str, str]] | None]:
         """The program, result and bound parameters (None: none yet) that
         ``into_program`` takes for ``domain=`` over ``names``: the function
@@ -961,11 +1000,11 @@ class FunctionObject(_Specialized, InlinedFunction):
         assert spec.result is not None     # a direct call's specialisation has one
         if not names:
             return _value_part(spec.program, spec.result, path) + (None,)
-        prog, bounds = self._domain_program(spec.key, spec.names, a, names)
+        prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop)
         return _value_part(prog, prog.params[-1], path) + (bounds,)
 
     def _domain_program(self, key: tuple[ParamSig, ...], renamed: dict[str, str],
-                        a: Analysis | None, names: tuple[str, ...]
+                        a: Analysis | None, names: tuple[str, ...], below_stop: bool = False
                         ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
         """The function translated for specialisation ``key`` (``renamed``: its
         parameters named otherwise in the IR) with bound parameters of the
@@ -980,7 +1019,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         with _python_messages(self.fn, renamed):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
-                                  domain=intervals, names=renamed)
+                                  domain=intervals, names=renamed, gap_below_stop=below_stop)
         return prog, bounds
 
     def _for_domain(self, domain: Any) -> Callable[[tuple[ParamSig, ...], Analysis | None],
@@ -1016,6 +1055,24 @@ def _domain_dicts(domain: Any) -> Iterator[Any]:
             yield from _domain_dicts(d)
     else:
         yield domain
+
+
+def _gap_miss(spec: Specialization, values: dict[str, Any]) -> float:
+    """How far the domain's bounds in ``values`` (by Python name) miss the
+    allowed ranges of the call-time checks of ``concat_where`` gaps in the
+    program of ``spec`` (infinite where that cannot be told)."""
+    from .. import intervals
+    from ..arguments import bind_arguments, runtime_values
+    given = spec.ir_values(values)
+    try:
+        symbols = dict(bind_arguments(spec.program.params, given,
+                                      where=spec.owner).symbols)
+        symbols.update(runtime_values(spec.program.params, given))
+        return max((intervals.evaluate(c.lower - c.upper, symbols)
+                    for c in spec.program.constraints if _GAP_CHECK in c.reason),
+                   default=float("inf"))
+    except (TensorIRError, KeyError, TypeError, ValueError):
+        return float("inf")
 
 
 def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]
