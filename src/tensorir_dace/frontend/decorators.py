@@ -841,9 +841,11 @@ class FunctionObject(_Specialized, InlinedFunction):
                                     f"stop)}} takes a pair of coordinates, got {pair!r}",
                                     self._def_loc())
 
+        result = spec.result.name
+
         def given(bounds: dict[str, tuple[str, str]]) -> dict[str, Any]:
             values = dict(plain)
-            values[spec.result.name] = out
+            values[result] = out
             for dim, pair in domain.items():
                 for name, v in zip(bounds[dim.name], pair):
                     values[name] = v
