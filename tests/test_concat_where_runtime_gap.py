@@ -192,3 +192,21 @@ def test_a_literal_start_inside_the_gap_is_a_translation_error(fields):
     with pytest.raises(TensorIRError, match=r"gap between K\[0:1\]"):
         below_from_level_1(a, b, o)
     np.testing.assert_array_equal(o, 0.0)
+
+
+@field_operator
+def gap_and_double(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                   ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    return concat_where(K > 0, a(K - 2), b), 2.0 * a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_with_a_tuple_of_domains_beyond_the_gap(backend, fields):
+    a, b = fields
+    o1, o2 = np.zeros((4, 6)), np.zeros((4, 6))
+    gap_and_double(a, b, out=(o1, o2),
+                   domain=({Cell: (0, 4), K: (2, 6)}, {Cell: (1, 4), K: (3, 6)}), backend=backend)
+    np.testing.assert_allclose(o1, gap_below_formula(a, b, 2, 6))
+    want = np.zeros((4, 6))
+    want[1:, 3:] = 2.0 * a[1:, 3:]
+    np.testing.assert_allclose(o2, want)
