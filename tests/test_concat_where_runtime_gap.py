@@ -91,3 +91,122 @@ def test_a_runtime_stop_inside_the_gap_is_refused_at_the_call(backend, kstop, fi
     with pytest.raises(TensorIRError, match=r"(?s)kstop.*gap K\[3:4\]"):
         above(a, b, o, kstop, backend=backend)
     np.testing.assert_array_equal(o, 0.0)
+
+
+# --------------------------------------------------------------------------- direct calls
+# The field operator called directly with out=/domain=: the domain's bounds are
+# parameters of the program run (one program whatever their values), so a
+# literal bound is checked at the call as a runtime one is.
+
+
+def gap_below_formula(a, b, start, stop):
+    """concat_where(K > 0, a(K - 2), b) on levels [start, stop), from the formula."""
+    want = np.zeros(a.shape)
+    for k in range(start, stop):
+        want[:, k] = a[:, k - 2] if k > 0 else b[:, k]
+    return want
+
+
+def gap_above_formula(a, b, start, stop):
+    """concat_where(K < 3, a(K + 1), b(K - 4)) on levels [start, stop)."""
+    want = np.zeros(a.shape)
+    for k in range(start, stop):
+        want[:, k] = a[:, k + 1] if k < 3 else b[:, k - 4]
+    return want
+
+
+@pytest.fixture(scope="module")
+def direct():
+    """The operators as called directly, made once for the module: each backend
+    translates (and compiles) its program once, whatever the bounds."""
+    return {"below": field_operator(gap_below.fn), "above": field_operator(gap_above.fn)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_on_a_literal_domain_beyond_the_gap(backend, fields, direct):
+    a, b = fields
+    o = np.zeros((4, 6))
+    direct["below"](a, b, out=o, domain={Cell: (0, 4), K: (2, 6)}, backend=backend)
+    np.testing.assert_allclose(o, gap_below_formula(a, b, 2, 6))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart", [2, 3])
+def test_a_direct_call_with_a_runtime_start_beyond_the_gap(backend, kstart, fields, direct):
+    a, b = fields
+    o = np.zeros((4, 6))
+    direct["below"](a, b, out=o, domain={Cell: (0, 4), K: (np.int32(kstart), 6)},
+                    backend=backend)
+    np.testing.assert_allclose(o, gap_below_formula(a, b, kstart, 6))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart", [0, 1])
+def test_a_direct_call_with_a_start_inside_the_gap_is_refused(backend, kstart, fields, direct):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=rf"(?s)K_start = {kstart}.*gap K\[1:2\]"):
+        direct["below"](a, b, out=o, domain={Cell: (0, 4), K: (kstart, 6)}, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstop", [2, 3])
+def test_a_direct_call_with_a_stop_below_the_gap(backend, kstop, fields, direct):
+    a, b = fields
+    o = np.zeros((4, 6))
+    direct["above"](a, b, out=o, domain={Cell: (0, 4), K: (0, kstop)}, backend=backend)
+    np.testing.assert_allclose(o, gap_above_formula(a, b, 0, kstop))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstop", [4, 6])
+def test_a_direct_call_with_a_stop_inside_the_gap_is_refused(backend, kstop, fields, direct):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=r"(?s)K_stop.*gap K\[3:4\]"):
+        direct["above"](a, b, out=o, domain={Cell: (0, 4), K: (0, kstop)}, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)
+
+
+def test_a_direct_call_whose_domain_does_not_restrict_the_gap_is_refused(fields, direct):
+    """The domain leaves the levels whole: the gap is in the value written."""
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match="gap"):
+        direct["below"](a, b, out=o, domain={Cell: (0, 4)}, backend="interpreter")
+    with pytest.raises(TensorIRError, match="gap"):
+        direct["below"](a, b, out=o, backend="interpreter")
+    np.testing.assert_array_equal(o, 0.0)
+
+
+@program(backend="interpreter")
+def below_from_level_1(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                       o: Field[[Cell, K], float]):
+    gap_below(a, b, out=o, domain={Cell: (0, 4), K: (1, 6)})
+
+
+def test_a_literal_start_inside_the_gap_is_a_translation_error(fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=r"gap between K\[0:1\]"):
+        below_from_level_1(a, b, o)
+    np.testing.assert_array_equal(o, 0.0)
+
+
+@field_operator
+def gap_and_double(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                   ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    return concat_where(K > 0, a(K - 2), b), 2.0 * a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_with_a_tuple_of_domains_beyond_the_gap(backend, fields):
+    a, b = fields
+    o1, o2 = np.zeros((4, 6)), np.zeros((4, 6))
+    gap_and_double(a, b, out=(o1, o2),
+                   domain=({Cell: (0, 4), K: (2, 6)}, {Cell: (1, 4), K: (3, 6)}), backend=backend)
+    np.testing.assert_allclose(o1, gap_below_formula(a, b, 2, 6))
+    want = np.zeros((4, 6))
+    want[1:, 3:] = 2.0 * a[1:, 3:]
+    np.testing.assert_allclose(o2, want)

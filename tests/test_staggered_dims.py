@@ -314,3 +314,87 @@ def test_concat_pieces_under_a_literal_and_a_runtime_bound(backend, vertical_sta
     want_inner[:, 1:NLEV] = 3.0 * x[:, :-1]
     np.testing.assert_allclose(ifc, want, rtol=1e-14)
     np.testing.assert_allclose(inner, want_inner, rtol=1e-14)
+
+
+@field_operator
+def _boundaries_at_a_literal_level(x: Field[[Cell, K], float]) -> Field[[Cell, KHalf], float]:
+    """The last half level chosen by a literal: the interior piece above it,
+    ``KHalf[NLEV + 1:N_K]``, is empty for NLEV full levels."""
+    interior = x(KHalf + 0.5) + x(KHalf - 0.5)
+    return concat_where(KHalf == 0, x(KHalf + 0.5),
+                        concat_where(KHalf == NLEV, x(KHalf - 0.5), interior))
+
+
+@program
+def boundaries_on_literal_levels(x: Field[[Cell, K], float], ifc: Field[[Cell, KHalf], float]):
+    _boundaries_at_a_literal_level(x, out=ifc, domain={Cell: (0, NC), KHalf: (0, NLEV + 1)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_piece_outside_a_literal_domain_needs_no_level(backend):
+    """GT4Py computes the value on the domain only: the piece above it is left
+    out, and needs no more full levels than there are."""
+    x = RNG.random((NC, NLEV))
+    ifc = np.zeros((NC, NLEV + 1))
+    boundaries_on_literal_levels(x, ifc, backend=backend)
+    want = np.zeros((NC, NLEV + 1))
+    for h in range(NLEV + 1):      # the formula, level by level
+        want[:, h] = x[:, h] if h == 0 else x[:, h - 1] if h == NLEV else x[:, h] + x[:, h - 1]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)
+
+
+@field_operator
+def _boundary_read_one_above(x: Field[[Cell, K], float]) -> Field[[Cell, KHalf], float]:
+    """A piece outside the domain (half level NLEV) read through a shift."""
+    interior = x(KHalf + 0.5) + x(KHalf - 0.5)
+    t = concat_where(KHalf == NLEV, x(KHalf - 0.5), interior)
+    return t(KHalf + 1)
+
+
+@program
+def boundary_read_one_above(x: Field[[Cell, K], float], ifc: Field[[Cell, KHalf], float]):
+    _boundary_read_one_above(x, out=ifc, domain={Cell: (0, NC), KHalf: (0, NLEV)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_piece_outside_the_domain_read_through_a_shift_is_kept(backend):
+    """Half level NLEV lies outside the domain, and level NLEV - 1 reads it
+    through the shift: its piece stays; the one above it, read by nothing,
+    is left out."""
+    x = RNG.random((NC, NLEV))
+    ifc = np.zeros((NC, NLEV + 1))
+    boundary_read_one_above(x, ifc, backend=backend)
+    t = np.zeros((NC, NLEV + 1))
+    for h in range(1, NLEV + 1):
+        t[:, h] = x[:, h - 1] if h == NLEV else x[:, h] + x[:, h - 1]
+    want = np.zeros((NC, NLEV + 1))
+    want[:, :NLEV] = t[:, 1:]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)
+    text = boundary_read_one_above.format()
+    assert f"K[{NLEV}:{NLEV + 1}]" in text and f"K[{NLEV + 1}:N_K]" not in text
+
+
+@field_operator
+def _boundary_used_twice(x: Field[[Cell, K], float]) -> Field[[Cell, KHalf], float]:
+    """The concat_where bound to a name read twice (a let): its pieces stay whole."""
+    interior = x(KHalf + 0.5) + x(KHalf - 0.5)
+    t = concat_where(KHalf == NLEV, x(KHalf - 0.5), interior)
+    return t(KHalf + 1) + 0.0 * t
+
+
+@program
+def boundary_used_twice(x: Field[[Cell, K], float], ifc: Field[[Cell, KHalf], float]):
+    _boundary_used_twice(x, out=ifc, domain={Cell: (0, NC), KHalf: (1, NLEV)})
+
+
+def test_a_concat_where_read_through_a_let_keeps_its_pieces():
+    """What a let's body asks of its argument is not followed: the piece above
+    the literal level stays, and needs one more full level."""
+    x = RNG.random((NC, NLEV + 2))
+    ifc = np.zeros((NC, NLEV + 3))
+    boundary_used_twice(x, ifc, backend="interpreter")
+    want = np.zeros((NC, NLEV + 3))
+    want[:, 1:NLEV - 1] = x[:, 2:NLEV] + x[:, 1:NLEV - 1]
+    want[:, NLEV - 1] = x[:, NLEV - 1]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)
+    assert f"K[{NLEV + 1}:N_K]" in boundary_used_twice.format()

@@ -43,6 +43,7 @@ from .meshes import (
     viewed_as,
 )
 from .runtime_bounds import runtime_concat_where
+from .scan_ranges import ConcatPieces
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
 if TYPE_CHECKING:
@@ -365,7 +366,8 @@ class BuiltinTranslator(ExpressionTranslator):
             pieces = _pieces_in_domain(pieces, D, sympy.sympify(rng.start).xreplace(runtime),
                                        sympy.sympify(rng.stop).xreplace(runtime),
                                        self.ctx.constraints,
-                                       f"concat_where on {D} at {loc}")
+                                       f"concat_where on {D} at {loc}",
+                                       self.ctx.gap_below_stop)
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
@@ -390,21 +392,26 @@ class BuiltinTranslator(ExpressionTranslator):
                                      (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
         if len(exprs) == 1:
             return exprs[0]
-        return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+        out = ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+        if D in self.ctx.domain:     # pieces outside the domain may be left out
+            self.ctx.domain_concats[id(out)] = ConcatPieces(
+                out, D, tuple((p[0], p[1]) for p in pieces))
+        return out
 
     # ------------------------------------------------------------------ reductions
 
 
 def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Expr,
                       stop: sympy.Expr, constraints: list[ir.SizeConstraint] | None = None,
-                      where: str = "") -> list[tuple[Any, ...]]:
+                      where: str = "", below_stop: bool = False) -> list[tuple[Any, ...]]:
     """The sorted ``pieces`` of a ``concat_where`` less those beyond a gap that
     lies outside the ``domain=`` range ``name[start:stop]`` (GT4Py computes the
     value on the domain only: ``concat_where(K > 0, a(K - 2), b)`` from level 2
     leaves level 1 undefined, which nothing reads).  A read outside what is kept
     stays an error of that read.  A runtime bound is taken to lie beyond the gap, which
     a constraint appended to ``constraints`` checks at call time (where the
-    domain is not empty)."""
+    domain is not empty); where both are runtime, the start (the domain lies
+    above the first gap), or with ``below_stop`` the stop (below it)."""
     def known(a: Any, b: Any) -> bool:
         return iv.maybe_le(sympy.sympify(a), sympy.sympify(b)) is True
 
@@ -422,6 +429,9 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
             checks.pop("start", None)
         elif known(stop, p[1]) and last == len(pieces):   # starts at its end, or above
             last = i + 1
+        elif below_stop and last == len(pieces) and at_stop and not known(p[1], start):
+            last = i + 1
+            checks["stop"] = _stop_check(name, gap, start, stop, p[1], guard, where)
         elif last == len(pieces) and at_start and ("start" not in checks or not at_stop) \
                 and not known(stop, q[0]):    # (a domain ending in the gap keeps it)
             # a runtime start: the gap must end where it starts, or below
@@ -434,16 +444,23 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
         elif last == len(pieces) and at_stop and not known(p[1], start):
             # a runtime stop: the gap must start where it stops, or above
             last = i + 1
-            checks["stop"] = ir.SizeConstraint(
-                stop, sympy.sympify(p[1]),
-                f"{where}: the stop of the domain's {name} must not lie above the start "
-                f"of the gap {gap} between the pieces (no value is defined there)",
-                guard=guard, bound=stop, allowed=(start, sympy.sympify(p[1])))
+            checks["stop"] = _stop_check(name, gap, start, stop, p[1], guard, where)
     if first >= last:
         return pieces
     if constraints is not None:
         constraints += checks.values()
     return pieces[first:last]
+
+
+def _stop_check(name: str, gap: str, start: sympy.Expr, stop: sympy.Expr, end: Any,
+                guard: tuple, where: str) -> ir.SizeConstraint:
+    """The call-time check that the runtime stop of the domain's ``name`` lies at
+    the start ``end`` of the gap ``gap``, or below it."""
+    return ir.SizeConstraint(
+        stop, sympy.sympify(end),
+        f"{where}: the stop of the domain's {name} must not lie above the start "
+        f"of the gap {gap} between the pieces (no value is defined there)",
+        guard=guard, bound=stop, allowed=(start, sympy.sympify(end)))
 
 
 def _sort_pieces(pieces: list[tuple[Any, ...]]) -> None:

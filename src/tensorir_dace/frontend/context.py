@@ -18,7 +18,7 @@ from ..typing.scope import Binding, Scope
 from .dims import (
     NeighborDimension,
 )
-from .scan_ranges import DomainScan
+from .scan_ranges import ConcatPieces, DomainScan
 from .values import strip_masks
 
 
@@ -49,6 +49,12 @@ class ProgramContext:
         # the scans along those dimensions, translated over their operands' whole
         # interval until fit_scans gives each the levels its readers need
         self.domain_scans: dict[ir.Call, DomainScan] = {}
+        # the concats of concat_where along those dimensions (by id), whose pieces
+        # outside the levels their readers need trim_pieces leaves out
+        self.domain_concats: dict[int, ConcatPieces] = {}
+        # a concat_where gap and a domain whose bounds are both runtime values:
+        # the domain taken to lie below the gap (else above it)
+        self.gap_below_stop = False
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

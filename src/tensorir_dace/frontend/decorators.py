@@ -126,6 +126,9 @@ class _Specialized:
         # specialisation translated here, and the descriptions stored
         self._fingerprints: dict[tuple, Any] = {}
         self._recorded: set[tuple] = set()
+        # direct calls with domain=: specialisations translated for the domain
+        # only, by argument description (see :meth:`_lookup`)
+        self._fallen_back: dict[Any, Specialization] = {}
 
     # ------------------------------------------------------------------ inspection
 
@@ -144,6 +147,7 @@ class _Specialized:
         """Forget the specialisations of this object (the on-disk compile cache stays)."""
         self._cache.clear()
         self._by_source.clear()
+        self._fallen_back.clear()
         self._serving = False
         self._fingerprints.clear()
         self._recorded.clear()
@@ -365,26 +369,65 @@ class _Specialized:
             raise DefinitionError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
         return backend
 
-    def _lookup(self, values: dict[str, Any], verb: str, extra: analysis.Extra = None
-                ) -> tuple[Specialization, Analysis | None, dict[str, Any]]:
+    def _lookup(self, values: dict[str, Any], verb: str, extra: analysis.Extra = None,
+                fallback: Callable[[tuple[ParamSig, ...], Analysis | None], Specialization]
+                | None = None) -> tuple[Specialization, Analysis | None, dict[str, Any]]:
         """The specialisation for arguments ``values``; the values to pass
-        (``extra``: ``out=`` of a direct call, see :meth:`.Specializer.length_offsets`)."""
+        (``extra``: ``out=`` of a direct call, see :meth:`.Specializer.length_offsets`).
+        ``fallback(key, analysis)``: the specialisation where translating one
+        fails (a direct call's ``domain=`` may leave out what the error is
+        about), made once per argument description; the error stands where
+        it fails too."""
         sp = self._specializer()
+        a: Analysis | None = None
         if not sp.generic and len(values) == len(sp.params) and \
                 not any(isinstance(v, TensorArg) for v in values.values()) and \
                 not sp.length_offsets(values, extra):
-            return self._default_spec(verb), None, values
-        known = {p.name for p in sp.params}
-        for k in values:
-            if k not in known:
-                raise sp.error(None, f"got an unexpected argument '{k}'; the parameters are "
-                                     + ", ".join(sorted(known)))
-        a = sp.analyse(values, extra)
+            raw, plain = sp.default_raw, values
+            if fallback is None:
+                return self._default_spec(verb), None, values
+        else:
+            known = {p.name for p in sp.params}
+            for k in values:
+                if k not in known:
+                    raise sp.error(None, f"got an unexpected argument '{k}'; the parameters "
+                                         "are " + ", ".join(sorted(known)))
+            a = sp.analyse(values, extra)
+            raw, plain = a.raw, a.plain
         name = self.fn.__name__
-        spec = self._cache.lookup(a.raw, lambda: sp.key(a), lambda key: self._make_noted(key, a),
-                                  verb,
-                                  validate=lambda s: analysis.check_named(name, s, a))
-        return spec, a, a.plain
+        hit = self._fallen_back.get(raw) if fallback is not None else None
+        if hit is not None:
+            if a is not None:
+                analysis.check_named(name, hit, a)
+            self._cache.hits += 1
+            return hit, a, plain
+        failed: list[TensorIRError] = []
+
+        def make(key: tuple[ParamSig, ...], b: Analysis) -> Specialization:
+            try:
+                return self._make_noted(key, b)
+            except TensorIRError as e:
+                failed.append(e)
+                raise
+        try:
+            if a is None:
+                b = self._default_analysis()
+                spec = self._cache.lookup(raw, lambda: sp.key(b), lambda key: make(key, b),
+                                          verb)
+            else:
+                b = a
+                spec = self._cache.lookup(raw, lambda: sp.key(b), lambda key: make(key, b),
+                                          verb, validate=lambda s: analysis.check_named(
+                                              name, s, b))
+        except TensorIRError:
+            if fallback is None or not failed:
+                raise
+            spec = fallback(sp.key(b), a)
+            if a is not None:
+                analysis.check_named(name, spec, a)
+            self._cache.misses += 1
+            self._fallen_back[raw] = spec
+        return spec, a, plain
 
     def _make_noted(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
         """:meth:`_make`; an error of a call whose arrays differ in length says
@@ -454,6 +497,10 @@ def _lengths_noted(a: Analysis | None) -> Iterator[None]:
             raise
         raise ShapeMismatchError(e.message + a.lengths_note(), e.loc) from None
 
+
+#: What the call-time check of a ``concat_where`` gap beside a runtime
+#: ``domain=`` bound says (see ``builtin_calls._pieces_in_domain``).
+_GAP_CHECK = "between the pieces (no value is defined there)"
 
 #: Descriptions recorded for lookups by the source per decorated object and
 #: process (a rank-generic one's include shapes: a sweep over sizes stops here).
@@ -728,7 +775,8 @@ class FunctionObject(_Specialized, InlinedFunction):
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
-                                      else "translating", self._out_extra(into))
+                                      else "translating", self._out_extra(into),
+                                      fallback=self._for_domain(into.get("domain")))
         new = self._cache.misses != misses
         assert spec.result is not None
         if into:
@@ -785,32 +833,69 @@ class FunctionObject(_Specialized, InlinedFunction):
         names = tuple(sorted(k.name for k in domain))
         longer = longer or {}
         into_key = (spec.key, names, path, tuple(sorted(longer.items())))
-        hit = self._into.get(into_key)
-        new = hit is None
-        if hit is None:
-            from .runtime_bounds import into_program
-            prog, result, given = self._in_domain(spec, a, names, path)
-            prog, bounds = into_program(prog, result, names, given, longer=longer)
-            with _lengths_noted(a), _python_messages(self.fn, spec.names):
-                _checked(prog)
-            hit = self._into[into_key] = (
-                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
-        derived, bounds = hit
-        values = dict(plain)
-        values[spec.result.name] = out
+        new = into_key not in self._into
+        derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
         for dim, pair in domain.items():
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
                                     f"stop)}} takes a pair of coordinates, got {pair!r}",
                                     self._def_loc())
-            for name, v in zip(bounds[dim.name], pair):
-                values[name] = v
-        self._run(derived, backend, new, values)
+
+        result = spec.result.name
+
+        def given(bounds: dict[str, tuple[str, str]]) -> dict[str, Any]:
+            values = dict(plain)
+            values[result] = out
+            for dim, pair in domain.items():
+                for name, v in zip(bounds[dim.name], pair):
+                    values[name] = v
+            return values
+        try:
+            self._run(derived, backend, new, given(bounds))
+        except ArgumentError as e:
+            # a concat_where gap that the program takes to lie below a domain whose
+            # bounds are both parameters, refused at the call before anything ran:
+            # the domain may lie below it (the program that takes it so)
+            if _GAP_CHECK not in e.message:
+                raise
+            other_key = into_key + ("below the gap",)
+            new = other_key not in self._into
+            other, other_bounds = self._into_program(spec, a, names, path, longer, other_key,
+                                                     below_stop=True)
+            if [c.reason for c in other.program.constraints] == \
+                    [c.reason for c in derived.program.constraints]:
+                raise
+            try:
+                self._run(other, backend, new, given(other_bounds))
+            except ArgumentError as e2:
+                # the domain meets the gap: the error of the bound nearer to allowed
+                far = _gap_miss(derived, given(bounds))
+                raise (e2 if _gap_miss(other, given(other_bounds)) < far else e) from None
+            derived, bounds = other, other_bounds
         if record is not None:
             self._store_by_source(spec, translated, record, derived,
                                   result=spec.result.name, bounds=bounds)
         return out
 
+    def _into_program(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
+                      path: tuple[int, ...], longer: dict[str, int], into_key: tuple,
+                      below_stop: bool = False
+                      ) -> tuple[Specialization, dict[str, tuple[str, str]]]:
+        """The program :meth:`_call_into` runs (made once per ``into_key``) and
+        per dimension of the domain its bound parameters; ``below_stop``: a
+        ``concat_where`` gap is taken to lie above the domain where both its
+        bounds are parameters (see :func:`.translate_call`)."""
+        hit = self._into.get(into_key)
+        if hit is None:
+            assert spec.result is not None   # only a function specialisation has ``out=``
+            from .runtime_bounds import into_program
+            prog, result, given = self._in_domain(spec, a, names, path, below_stop)
+            prog, bounds = into_program(prog, result, names, given, longer=longer)
+            with _lengths_noted(a), _python_messages(self.fn, spec.names):
+                _checked(prog)
+            hit = self._into[into_key] = (
+                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
+        return hit
 
     def _call_into_parts(self, spec: Specialization, a: Analysis | None, backend: str,
                          plain: dict[str, Any], out: Any,
@@ -907,7 +992,7 @@ class FunctionObject(_Specialized, InlinedFunction):
         return parts
 
     def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
-                   path: tuple[int, ...] = ()
+                   path: tuple[int, ...] = (), below_stop: bool = False
                    ) -> tuple[ir.Program, ir.Param, dict[str, tuple[str, str]] | None]:
         """The program, result and bound parameters (None: none yet) that
         ``into_program`` takes for ``domain=`` over ``names``: the function
@@ -917,17 +1002,79 @@ class FunctionObject(_Specialized, InlinedFunction):
         assert spec.result is not None     # a direct call's specialisation has one
         if not names:
             return _value_part(spec.program, spec.result, path) + (None,)
+        prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop)
+        return _value_part(prog, prog.params[-1], path) + (bounds,)
+
+    def _domain_program(self, key: tuple[ParamSig, ...], renamed: dict[str, str],
+                        a: Analysis | None, names: tuple[str, ...], below_stop: bool = False
+                        ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+        """The function translated for specialisation ``key`` (``renamed``: its
+        parameters named otherwise in the IR) with bound parameters of the
+        dimensions ``names`` as its domain: the program and per dimension the
+        names of its start and stop parameters."""
         from .functions import translate_call
         from .runtime_bounds import domain_bounds
-        params, static = self._ir_params(spec.key)
+        params, static = self._ir_params(key)
         bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
         sp = self._specializer()
         analysis_ = a if a is not None else self._default_analysis()
-        with _python_messages(self.fn, spec.names):
+        with _python_messages(self.fn, renamed):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
-                                  domain=intervals, names=spec.names)
-        return _value_part(prog, prog.params[-1], path) + (bounds,)
+                                  domain=intervals, names=renamed, gap_below_stop=below_stop)
+        return prog, bounds
+
+    def _for_domain(self, domain: Any) -> Callable[[tuple[ParamSig, ...], Analysis | None],
+                                                   Specialization] | None:
+        """For :meth:`_lookup`: the specialisation of a direct call with
+        ``domain=`` where the function's value is not defined without it (a
+        ``concat_where`` gap outside the domain: GT4Py computes the value on
+        the domain only), translated with the domain's bounds as parameters,
+        as :meth:`_call_into` translates it again for the program it runs;
+        None where the domain restricts no dimension (of every output, for a
+        tuple of domains): the value is needed everywhere."""
+        dicts = list(_domain_dicts(domain))
+        if not dicts or not all(isinstance(d, dict) for d in dicts):
+            return None
+        common = set.intersection(*({getattr(k, "name", None) for k in d} for d in dicts))
+        names = tuple(sorted(n for n in common if isinstance(n, str)))
+        if not names:
+            return None
+
+        def make(key: tuple[ParamSig, ...], a: Analysis | None) -> Specialization:
+            renamed = self._renamed(key)
+            with _lengths_noted(a):
+                prog, _ = self._domain_program(key, renamed, a, names)
+            return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
+                                  names=renamed)
+        return make
+
+
+def _domain_dicts(domain: Any) -> Iterator[Any]:
+    """The dicts of ``domain=``: itself, or those of a (nested) tuple of domains."""
+    if isinstance(domain, (tuple, list)):
+        for d in domain:
+            yield from _domain_dicts(d)
+    else:
+        yield domain
+
+
+def _gap_miss(spec: Specialization, values: dict[str, Any]) -> float:
+    """How far the domain's bounds in ``values`` (by Python name) miss the
+    allowed ranges of the call-time checks of ``concat_where`` gaps in the
+    program of ``spec`` (infinite where that cannot be told)."""
+    from .. import intervals
+    from ..arguments import bind_arguments, runtime_values
+    given = spec.ir_values(values)
+    try:
+        symbols = dict(bind_arguments(spec.program.params, given,
+                                      where=spec.owner).symbols)
+        symbols.update(runtime_values(spec.program.params, given))
+        return max((intervals.evaluate(c.lower - c.upper, symbols)
+                    for c in spec.program.constraints if _GAP_CHECK in c.reason),
+                   default=float("inf"))
+    except (TensorIRError, KeyError, TypeError, ValueError):
+        return float("inf")
 
 
 def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]

@@ -336,7 +336,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                    domain: Sequence[ir.DimInterval] = (),
                    names: dict[str, str] | None = None,
                    parts: Sequence[tuple[tuple[int, ...], Sequence[ir.DimInterval]]] = (),
-                   part: int = 0) -> ir.Program:
+                   part: int = 0, gap_below_stop: bool = False) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
@@ -346,7 +346,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ({Python name: IR name}).  ``parts``: GT4Py's tuple of domains, per output
     the path of its part of the value and its intervals; the program writes
     part ``part`` of them, its scans run over the union of the domains of the
-    parts that read them (GT4Py's domain inference, as in a program body)."""
+    parts that read them (GT4Py's domain inference, as in a program body).
+    ``gap_below_stop``: a ``concat_where`` gap is taken to lie above the
+    domain, not below it, where both its bounds are parameters."""
     if parts:
         domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)
@@ -355,6 +357,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx = ProgramContext(src.name, params, loc, table_dims)
     ctx.rank_generic = rank_generic
     ctx.domain = {i.name: i for i in domain}
+    ctx.gap_below_stop = gap_below_stop
     ctx.rename(names)
     ctx.used.add(result_name)
     tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)

@@ -229,20 +229,21 @@ class ProgramTranslator(AssignmentTranslator):
         dimensions run over the levels their readers need (GT4Py: ``init`` before
         the domain's first level when the value is read there unshifted), not over
         their operands' whole interval (see :meth:`fit_domain_scans`)."""
-        saved, scans = self.ctx.domain, self.ctx.domain_scans
+        saved, scans, concats = self.ctx.domain, self.ctx.domain_scans, self.ctx.domain_concats
         if isinstance(target, ir.Call):
             self.ctx.domain = {a.name: a for a in target.args[1:]
                                if isinstance(a, ir.DimInterval)}
-            self.ctx.domain_scans = {}
+            self.ctx.domain_scans, self.ctx.domain_concats = {}, {}
         elif isinstance(target, ir.Sym):    # a whole output
             t = self.tensor_type(target.name)
             self.ctx.domain = {d.name: interval(d.name, d.start, d.stop, target.loc)
                                for d in t.dims if not d.is_neighbor}
-            self.ctx.domain_scans = {}
+            self.ctx.domain_scans, self.ctx.domain_concats = {}, {}
         try:
             yield
         finally:
             self.ctx.domain, self.ctx.domain_scans = saved, scans
+            self.ctx.domain_concats = concats
 
     def p_Pass(self, s: ast.Pass) -> list[ir.Stmt]:
         return []

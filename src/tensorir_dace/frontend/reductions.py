@@ -34,7 +34,7 @@ from .meshes import (
     reduce_axis_arg,
     reduction_axis_by_table,
 )
-from .scan_ranges import DomainScan, fit_scans
+from .scan_ranges import DomainScan, fit_scans, trim_pieces
 from .source import source_info
 from .values import LocalCallable, contains_ir, describe, is_ir, is_number, strip_masks
 
@@ -307,6 +307,7 @@ class ReductionTranslator(BuiltinTranslator):
         (see :mod:`.scan_ranges`).  With ``domains``, ``value`` is a list of parts,
         each written on its own domain: a scan read by several runs over the
         union of what they ask."""
+        value = self.trim_domain_concats(value, domains)
         if not self.ctx.domain_scans:
             return value
         leaves: list[ir.Expr] = []
@@ -348,6 +349,27 @@ class ReductionTranslator(BuiltinTranslator):
             return rebuilt(value, iter(fitted))
         it = iter(fitted)
         return [rebuilt(part, it) for part in value]
+
+    def trim_domain_concats(self, value: Any,
+                            domains: list[dict[str, ir.DimInterval]] | None = None) -> Any:
+        """``value`` (as :meth:`fit_domain_scans` takes it) with the pieces of its
+        ``concat_where``s that lie wholly outside what the domain asks of them
+        left out (see :func:`.scan_ranges.trim_pieces`)."""
+        concats = self.ctx.domain_concats
+        if not concats:
+            return value
+        runtime = {p.name for p in self.ctx.params if p.type.is_scalar} | \
+            {v for v, _, _ in self.ctx.loops}
+
+        def trim(v: Any, domain: dict[str, ir.DimInterval]) -> Any:
+            if isinstance(v, tuple):
+                from .meshes import rebuild
+                return rebuild(v, [trim(x, domain) for x in v])
+            return trim_pieces(v, domain, concats, runtime) if is_ir(v) else v
+
+        if domains is None:
+            return trim(value, self.ctx.domain)
+        return [trim(part, d) for part, d in zip(value, domains)]
 
     def scan(self, op: ScanOperator, args: list, kwargs: dict, node: ast.Call) -> ir.Expr:
         loc = self.loc(node)

@@ -257,7 +257,7 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
                          loc=stmt.loc)
     body = (ir.Assign(target, stmt.value, loc=stmt.loc),)
     return ir.Program(prog.name, inputs + (out,) + tuple(scalars), prog.temporaries, body,
-                      loc=prog.loc), names
+                      loc=prog.loc, constraints=prog.constraints), names
 
 
 def _fresh(base: str, taken: set[str]) -> str:

@@ -349,3 +349,111 @@ def _rewrite(node: ir.Expr, scans: dict[ir.Call, DomainScan], ranges: dict[ir.Ca
         else ir.Call(func, args, loc=node.loc)
     memo[id(node)] = out
     return out
+
+
+# ``concat_where`` pieces outside the domain
+
+#: Builtins whose value at a point is made of their operands' values at that
+#: point: they ask their operands for what they are asked for.
+_POINTWISE = frozenset(ir.ARITHMETIC + ir.COMPARISONS + ir.LOGICAL + ir.MATH_FUNCTIONS
+                       + ir.PREDICATES + ("cast", "if", "make_tuple", "tuple_get"))
+
+
+@dataclass(frozen=True)
+class ConcatPieces:
+    """A ``concat`` made by a ``concat_where`` along ``axis``, a dimension of the
+    ``domain=`` being translated, and its pieces' intervals along it."""
+
+    node: ir.Call
+    axis: str
+    bounds: tuple[tuple[sympy.Expr, sympy.Expr], ...]
+
+
+def trim_pieces(value: ir.Expr, domain: dict[str, ir.DimInterval],
+                concats: dict[int, ConcatPieces], runtime: set[str]) -> ir.Expr:
+    """``value`` (written on ``domain``) with the pieces of the ``concat``s of
+    ``concats`` that lie wholly outside the levels their readers need left out
+    (GT4Py computes the value on the domain only): under ``domain={KHalf: (0,
+    7)}``, ``concat_where(KHalf == 6, a, b)`` with ``b`` on ``KHalf[1:N]`` has a
+    piece ``KHalf[7:N]`` that would need ``7 <= N``, and nothing reads it.
+
+    The levels asked for follow the value's structure, conservatively: the
+    target asks for the domain's range, a pointwise operation asks its operands
+    for the same, a shift ``x(K + 1)`` asks ``x`` for the levels one above, a
+    ``subset`` its operand for the whole subset, a let's body for what the let
+    is asked for.  A ``concat`` is left whole where its levels are asked for
+    by anything else (a let's argument, a scan, a reduction, a shift through a
+    table or by a data-dependent offset): a piece read there keeps what that
+    read needs.  Only a piece at an end that its reader may shrink is left out
+    (the first or last piece of a ``concat``, whose inner boundaries stay)."""
+    if not concats:
+        return value
+    needs: Needs = {a: (_runtime(x.start, runtime), _runtime(x.stop, runtime))
+                    for a, x in domain.items()}
+
+    def outside(lo: sympy.Expr, hi: sympy.Expr, r: Range) -> bool:
+        return r is not None and (iv.maybe_le(hi, r[0]) is True or
+                                  iv.maybe_le(r[1], lo) is True)
+
+    def rewrite(node: ir.Expr, needs: Needs, free_lo: bool, free_hi: bool) -> ir.Expr:
+        if not isinstance(node, ir.Call):
+            return node
+        info = concats.get(id(node))
+        if info is not None and info.node is node:
+            r = needs.get(info.axis)
+            bounds = [(_runtime(lo, runtime), _runtime(hi, runtime)) for lo, hi in info.bounds]
+            pieces = list(node.args[1:])
+            first, last = 0, len(pieces)
+            while free_lo and first < last - 1 and outside(*bounds[first], r):
+                first += 1
+            while free_hi and last - 1 > first and outside(*bounds[last - 1], r):
+                last -= 1
+            kept = []
+            for k in range(first, last):
+                inner = dict(needs)
+                inner[info.axis] = _intersect(r, *bounds[k])
+                kept.append(rewrite(pieces[k], inner, free_lo and k == first,
+                                    free_hi and k == last - 1))
+            if len(kept) == 1:
+                return kept[0]
+            if len(kept) == len(pieces) and all(a is b for a, b in zip(kept, pieces)):
+                return node
+            return ir.Call(node.func, (node.args[0],) + tuple(kept), loc=node.loc)
+        func = node.func
+        if isinstance(func, ir.Lambda):       # a let: its body is the value
+            body = rewrite(func.body, needs, free_lo, free_hi)
+            return node if body is func.body else \
+                ir.Call(replace(func, body=body), node.args, loc=node.loc)
+        name = ir.builtin_name(node)
+        if isinstance(func, ir.Sym) and name in _POINTWISE:
+            args = tuple(rewrite(a, needs, free_lo, free_hi) for a in node.args)
+        elif isinstance(func, ir.Sym) and name == "subset" and node.args:
+            inner = dict(needs)
+            for d in node.args[1:]:
+                if isinstance(d, ir.DimInterval) and d.name in inner:
+                    inner[d.name] = (_runtime(d.start, runtime), _runtime(d.stop, runtime))
+            # (the operand must cover the subset, and may reach beyond it)
+            args = (rewrite(node.args[0], inner, True, True),) + node.args[1:]
+        elif isinstance(func, ir.Call) and isinstance(func.func, ir.Sym) and \
+                name in ("shift", "cartesian_shift", "offset_shift") and \
+                len(node.args) == 1 and _cartesian(func, needs):
+            args = (rewrite(node.args[0], _shift_head(func, needs), free_lo, free_hi),)
+        else:
+            return node
+        if all(a is b for a, b in zip(args, node.args)):
+            return node
+        return ir.Call(func, args, loc=node.loc)
+
+    with ir.recursion_room():
+        return rewrite(value, needs, True, True)
+
+
+def _cartesian(head: ir.Call, needs: Needs) -> bool:
+    """A shift head of whole offsets along dimensions of the domain only
+    (``⟪K, 1⟫``): a table's (``⟪E2C, 0⟫``) or a dimension's outside the domain
+    asks for levels this analysis does not follow."""
+    items = head.args
+    if len(items) % 2:
+        return False
+    return all(isinstance(d, ir.Sym) and d.name in needs and isinstance(c, ir.Literal)
+               and c.kind == "int" for d, c in zip(items[::2], items[1::2]))
