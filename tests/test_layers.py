@@ -144,4 +144,4 @@ def test_no_import_cycle():
 
 def test_the_checks_see_function_level_imports():
     """The reader finds imports inside functions (a check that cannot fail is none)."""
-    assert "tensorir_dace.lowering" in GRAPH["tensorir_dace.frontend.decorators"]
+    assert "tensorir_dace.lowering" in GRAPH["tensorir_dace.frontend.program_objects"]

@@ -89,7 +89,7 @@ def _module_programs(path: pathlib.Path, report: BuildReport
                      ) -> list[tuple[str, str, Any]]:
     """(name, program text, the ``@program``) of each annotated ``@program``
     defined in a module."""
-    from .frontend.decorators import ProgramObject
+    from .frontend.program_objects import ProgramObject
     from .syntax import format as format_program
     try:
         module = _import(path)

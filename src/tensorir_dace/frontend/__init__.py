@@ -27,9 +27,11 @@ Layout, in the order a call flows through it.  What users write with:
 ``dims`` (dimensions, offsets, index conditions), ``annotations`` (``Tensor[…]``
 and argument wrappers), ``api`` (the builtins), ``callables`` (scan operators
 and the classes translation recognises decorated objects by).  Specialising at
-call time: ``decorators`` (``@program``/``@function`` objects) ask ``analysis``
-to describe the arguments and ``specialize`` for the cached specialisation
-(keys, logging, compiled binaries); a new one is translated.  Reading the
+call time: ``decorators`` gathers the decorators; ``field_operators``
+(``@function``/``@scan_operator`` objects) and ``program_objects``
+(``@program`` objects) share ``specialized``, which asks ``analysis`` to
+describe the arguments and ``specialize`` for the cached specialisation (keys,
+logging, compiled binaries); a new one is translated.  Reading the
 source: ``source`` (AST and file positions).  Translating: ``nodes`` lists every
 supported AST node type and the method that handles it; the translator is a
 chain of classes, each adding one concern: ``expressions`` (names, operators,

@@ -1,0 +1,668 @@
+"""``@function`` (GT4Py's ``@field_operator``) and ``@scan_operator``: Tensor
+IR functions inlined where programs call them.  Called directly with arrays
+they run as a program of one statement and return a new array, JAX-style, or
+write ``out=`` on its ``domain=``, GT4Py-style."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import ir
+from ..errors import (
+    ArgumentError,
+    FrontendError,
+    TensorIRError,
+)
+from ..lazy import lazy_module
+from ..tracebacks import api_boundary
+from . import by_source
+from .annotations import (
+    GenericSpec,
+    TensorSpec,
+    annotation_spec,
+    generic_spec,
+)
+from .callables import InlinedFunction, ScanOperator
+from .connectivities import (
+    declared_tables,
+    table_arguments,
+    used_strided,
+)
+from .dims import Dimension
+from .source import source_info
+from .specialize import (
+    NO_DEFAULT,
+    ParamInfo,
+    ParamSig,
+    Specialization,
+)
+from .specialized import (
+    SpecializedCallable,
+    annotation_of,
+    call_site,
+    check_compile_options,
+    checked,
+    lengths_noted,
+    python_messages,
+)
+
+if TYPE_CHECKING:
+    from . import analysis
+    from .analysis import Analysis
+else:
+    analysis = lazy_module(f"{__package__}.analysis")    # the translator's first stage
+
+
+#: What the call-time check of a ``concat_where`` gap beside a runtime
+#: ``domain=`` bound says (see ``builtin_calls._pieces_in_domain``).
+_GAP_CHECK = "between the pieces (no value is defined there)"
+
+
+class FunctionObject(SpecializedCallable, InlinedFunction):
+    """A ``@function``: a Tensor IR function, inlined where it is called.
+
+    Called directly with arrays (outside a program), it runs JAX-style: it is
+    specialised for the arguments' dimensions, halos and dtypes, compiled once
+    per specialisation, and returns a new array holding its value over its
+    result domain (a tuple of arrays for a tuple result).  Element 0 of the
+    result is the first point of that domain: for ``lap(x)`` with ``x`` over
+    ``I[0:N]`` and shifts ``I ± 1``, the domain is ``I[1:N-1]`` and ``out[k]``
+    is the value at ``x``'s element ``k + 1`` (like NumPy's ``x[1:-1]``).
+    """
+
+    def __init__(self, fn: Callable, backend: str = "compiled", **compile_options: Any):
+        self._setup(fn, "function", backend, compile_options)
+        self._result: str | None = None
+        self._sig: inspect.Signature | None = None
+        self._into: dict[tuple, tuple[Specialization, dict]] = {}
+        self._out_dims: dict[int, tuple[str, ...]] | None = None
+
+    def __repr__(self) -> str:
+        return f"<tensorir_dace.function {self.fn.__qualname__}>"
+
+    def _param_infos(self) -> list[ParamInfo]:
+        if self._infos is not None:
+            return self._infos
+        src = source_info(self.fn)
+        a = src.node.args
+        if a.vararg or a.kwarg:
+            raise FrontendError(f"'{self.fn.__name__}' has *args or **kwargs parameters and "
+                                "cannot be called directly", src.loc(src.node))
+        sig = inspect.signature(self.fn)
+        out = []
+        for arg in a.posonlyargs + a.args + a.kwonlyargs:
+            loc = src.loc(arg)
+            has, ann = annotation_of(self.fn, arg.arg, loc, strict=False)
+            spec: TensorSpec | GenericSpec | None = annotation_spec(ann) if has else None
+            if spec is None:
+                spec = (generic_spec(ann) if has else None) or GenericSpec()
+            default = sig.parameters[arg.arg].default
+            out.append(ParamInfo(arg.arg, spec, loc,
+                                 NO_DEFAULT if default is inspect.Parameter.empty else default))
+        self._tables = declared_tables(self.fn, [p.name for p in out])
+        self._strided = used_strided(self.fn)
+        out += [ParamInfo(c.name, c.spec(), self._def_loc()) for c in self._tables.values()]
+        self._infos = out
+        return out
+
+    def _result_name(self) -> str:
+        if self._result is None:
+            names = {p.name for p in self._param_infos()}
+            r = "out"
+            while r in names:
+                r += "_"
+            self._result = r
+        return self._result
+
+    def _reserved_names(self) -> set[str]:
+        return {self._result_name()}
+
+    def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
+        params, static = self._ir_params(key)
+        names = self._renamed(key)
+        report: dict[str, Any] = {}
+        sp = self._specializer()
+        from .functions import translate_call
+        with python_messages(self.fn, names):
+            prog = checked(translate_call(self.fn, params, sp.table_dims(a),
+                                           self._result_name(), static=static,
+                                           rank_generic=sp.generic, report=report,
+                                           names=names))
+        return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
+                              dropped=report.get("dropped", {}), names=names)
+
+    @api_boundary
+    def specialize(self, *args: Any, **kwargs: Any) -> Specialization:
+        """The specialisation for these arguments (translated and checked, not run):
+        ``.ir`` is its Tensor IR program (the result is its last parameter),
+        ``.key`` its key, ``.to_sdfg()`` its SDFG."""
+        if "backend" not in self._names():
+            kwargs.pop("backend", None)
+        values = self._bind(args, kwargs)
+        return self._lookup(values, "translating")[0]
+
+    def _names(self) -> list[str]:
+        return [p.name for p in self._param_infos()]
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._sig is None:
+            self._sig = inspect.signature(self.fn)
+        kwargs = dict(kwargs)
+        # GT4Py passes offset_provider= to every call (Cartesian offsets too)
+        provider = kwargs.pop("offset_provider", None) \
+            if "offset_provider" not in self._sig.parameters else None
+        self._bind_locals(args, kwargs, provider)
+        self._param_infos()
+        tables = {k: kwargs.pop(k) for k in list(kwargs) if k in self._tables}
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            caller = call_site()
+            where = f" (called at {caller})" if caller else ""
+            raise ArgumentError(f"{self.fn.__name__}(): {e}{where}", self._def_loc()) from None
+        return {**bound.arguments,
+                **table_arguments(tables, provider, self._tables, self.fn.__name__,
+                                  self._def_loc(), strided=self._strided)}
+
+    _by_source_kind = ("function",)
+
+    def _out_extra(self, into: dict[str, Any]) -> analysis.Extra:
+        """``out=`` as :meth:`.Specializer.length_offsets` sees it: its shape over
+        the dimensions of the return annotation (else of the first annotated
+        parameter of its rank); None for a tuple or where they are unknown."""
+        out = into.get("out")
+        shape = getattr(out, "shape", None)
+        if shape is None or type(out) is tuple:
+            return None
+        if self._out_dims is None:
+            has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+            spec = annotation_spec(ann) if has else None
+            specs = [spec] if isinstance(spec, TensorSpec) else \
+                [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
+            self._out_dims = {len(s.dims): tuple(d.name if analysis.bare_dimension(d) else ""
+                                                 for d in s.dims) for s in reversed(specs)}
+        names = self._out_dims.get(len(shape))
+        return None if names is None else (names, tuple(shape))
+
+    def _call_description(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
+                          ) -> tuple[dict[str, Any], tuple] | None:
+        """The arguments by name (tables of ``offset_provider=`` merged in) and the
+        call as the key sees it, ``out=`` and ``domain=`` included; None where
+        the call cannot be looked up by the source."""
+        if "offset_provider" in kwargs and "offset_provider" not in self._names():
+            rest = dict(kwargs)
+            provided = self._provided(rest, rest.pop("offset_provider"))
+            if provided is None:
+                return None
+            kwargs = provided
+        found = self._described(args, kwargs, self._out_extra(into))
+        if found is None or not into:
+            return found
+        extra = by_source.describe_into(into.get("out"), into.get("domain"),
+                                        bool(self._rank_generic))
+        return None if extra is None else (found[0], found[1] + extra)
+
+    def _call_by_source(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
+                        ) -> Any:
+        """The result of a direct call whose compiled program is found by the
+        Python source (see :mod:`.by_source`), without translating: ``out=``,
+        with ``domain=``'s bounds as the program's bound parameters, or a new
+        array with the shape its call plan gives for the arguments.  None:
+        translate (not found, no plan, or a mistake to report)."""
+        found = self._call_description(args, kwargs, into)
+        hit = None if found is None else self._found_by_source(found[1])
+        if found is None or hit is None:
+            return None
+        values, (compiled, entry) = found[0], hit
+        given = by_source.ir_arguments(values, compiled.param_names, entry)
+        if into:
+            name, bounds = entry.get("result"), entry.get("bounds")
+            if not isinstance(name, str) or not isinstance(bounds, dict):
+                return None
+            result = into["out"]
+            for dim, pair in (into.get("domain") or {}).items():
+                lo, hi = bounds[dim.name]
+                given[lo], given[hi] = pair
+        else:
+            shape_of = getattr(compiled._callable, "shape_of", None)
+            name = compiled.param_names[-1]
+            shape = None if shape_of is None else shape_of(name, given)
+            if shape is None:
+                return None
+            dtype = next(lf["dtype"] for lf in compiled._callable.plan["leaves"]
+                         if lf["param"] == name)
+            result = np.empty(shape, dtype=dtype)
+        try:
+            compiled(**given, **{name: result})
+        except ArgumentError:          # the translated path says it at the parameter
+            return None
+        return result
+
+    @api_boundary
+    def __call__(self, /, *args: Any, **kwargs: Any):
+        backend = None
+        if "backend" in kwargs and "backend" not in self._names():
+            backend = kwargs.pop("backend")
+        plain_call = backend is None and self.backend == "compiled"
+        backend = self._backend(backend)
+        into: dict[str, Any] = {k: kwargs.pop(k) for k in ("out", "domain")
+                if k in kwargs and k not in self._names()}
+        if "domain" in into and "out" not in into:
+            raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
+                                "write", self._def_loc())
+        if self._locals_pending is not False:
+            self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
+        # as for programs: looked up by the source until one is translated here
+        if plain_call and (self._serving or not len(self._cache)):
+            result = self._call_by_source(args, kwargs, into)
+            if result is not None:
+                return result
+        values = self._bind(args, kwargs)
+        misses = self._cache.misses
+        spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
+                                      else "translating", self._out_extra(into),
+                                      fallback=self._for_domain(into.get("domain")))
+        new = self._cache.misses != misses
+        assert spec.result is not None
+        if into:
+            record = (lambda: self._call_description(args, kwargs, into)) if plain_call \
+                else None
+            longer = self._specializer().out_length_offsets(values, self._out_extra(into))
+            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
+                                   record, new, longer=longer)
+        symbols = a.sizes if a is not None else {}
+        if not spec.result_symbols() <= symbols.keys():
+            from ..arguments import bind_arguments
+            try:
+                symbols = bind_arguments(spec.input_params, spec.ir_values(plain),
+                                         where=f"function '{self.fn.__name__}'").symbols
+            except ArgumentError as e:
+                raise self._argument_error(e, spec.names) from None
+        result = _allocate(spec.result.type.dtype, spec.result_shape(symbols))
+        plain = dict(plain)
+        plain[spec.result.name] = result
+        self._run(spec, backend, new, plain)
+        if plain_call:
+            self._store_by_source(spec, new, lambda: self._call_description(args, kwargs, into),
+                                  spec)
+        return result
+
+
+    def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
+                   plain: dict[str, Any], out: Any, domain: Any,
+                   record: Callable[[], tuple | None] | None = None,
+                   translated: bool = False, path: tuple[int, ...] = (),
+                   longer: dict[str, int] | None = None) -> Any:
+        """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
+        on those coordinates (a dimension left out: its whole interval); one
+        program per specialisation and set of dimensions, whatever the bounds.
+        ``record``: the call's description for lookups by the source (the
+        program is recorded under it; ``translated``: ``spec`` was translated
+        by this call).  A tuple of domains (GT4Py's, one per output of
+        ``out=(a, b)``, nested as ``out=`` is) writes each output on its own;
+        ``path``: the part of the value ``out`` takes; ``longer``: how much longer
+        ``out`` is than the inputs over a dimension (half levels written from
+        full levels)."""
+        if isinstance(domain, (tuple, list)):
+            return self._call_into_parts(spec, a, backend, plain, out,
+                                         self._domain_parts(out, domain, path))
+        domain = {} if domain is None else domain
+        assert spec.result is not None   # only a function specialisation has ``out=``
+        result_dims = {d.name for d in spec.result.type.dims}
+        if not isinstance(domain, dict) or not all(
+                isinstance(k, Dimension) and k.name in result_dims for k in domain):
+            raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: (start, "
+                                f"stop)}} over the result's dimensions "
+                                f"({', '.join(sorted(result_dims))}), got {domain!r}",
+                                self._def_loc())
+        names = tuple(sorted(k.name for k in domain))
+        longer = longer or {}
+        into_key = (spec.key, names, path, tuple(sorted(longer.items())))
+        new = into_key not in self._into
+        derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
+        for dim, pair in domain.items():
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
+                                    f"stop)}} takes a pair of coordinates, got {pair!r}",
+                                    self._def_loc())
+
+        result = spec.result.name
+
+        def given(bounds: dict[str, tuple[str, str]]) -> dict[str, Any]:
+            values = dict(plain)
+            values[result] = out
+            for dim, pair in domain.items():
+                for name, v in zip(bounds[dim.name], pair):
+                    values[name] = v
+            return values
+        try:
+            self._run(derived, backend, new, given(bounds))
+        except ArgumentError as e:
+            # a concat_where gap that the program takes to lie below a domain whose
+            # bounds are both parameters, refused at the call before anything ran:
+            # the domain may lie below it (the program that takes it so)
+            if _GAP_CHECK not in e.message:
+                raise
+            other_key = into_key + ("below the gap",)
+            new = other_key not in self._into
+            other, other_bounds = self._into_program(spec, a, names, path, longer, other_key,
+                                                     below_stop=True)
+            if [c.reason for c in other.program.constraints] == \
+                    [c.reason for c in derived.program.constraints]:
+                raise
+            try:
+                self._run(other, backend, new, given(other_bounds))
+            except ArgumentError as e2:
+                # the domain meets the gap: the error of the bound nearer to allowed
+                far = _gap_miss(derived, given(bounds))
+                raise (e2 if _gap_miss(other, given(other_bounds)) < far else e) from None
+            derived, bounds = other, other_bounds
+        if record is not None:
+            self._store_by_source(spec, translated, record, derived,
+                                  result=spec.result.name, bounds=bounds)
+        return out
+
+    def _into_program(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
+                      path: tuple[int, ...], longer: dict[str, int], into_key: tuple,
+                      below_stop: bool = False
+                      ) -> tuple[Specialization, dict[str, tuple[str, str]]]:
+        """The program :meth:`_call_into` runs (made once per ``into_key``) and
+        per dimension of the domain its bound parameters; ``below_stop``: a
+        ``concat_where`` gap is taken to lie above the domain where both its
+        bounds are parameters (see :func:`.translate_call`)."""
+        hit = self._into.get(into_key)
+        if hit is None:
+            assert spec.result is not None   # only a function specialisation has ``out=``
+            from .runtime_bounds import into_program
+            prog, result, given = self._in_domain(spec, a, names, path, below_stop)
+            prog, bounds = into_program(prog, result, names, given, longer=longer)
+            with lengths_noted(a), python_messages(self.fn, spec.names):
+                checked(prog)
+            hit = self._into[into_key] = (
+                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
+        return hit
+
+    def _call_into_parts(self, spec: Specialization, a: Analysis | None, backend: str,
+                         plain: dict[str, Any], out: Any,
+                         parts: list[tuple[tuple[int, ...], Any, dict]]) -> Any:
+        """GT4Py's tuple of domains (``parts``: per output, the path of its part of
+        the value, the output and its dict): each output written on its own
+        domain, and, as in a program body (GT4Py's domain inference), each scan
+        runs over the union of the domains of the outputs that read it.  One
+        program per output, each taking the bounds of all the domains."""
+        assert spec.result is not None   # only a function specialisation has ``out=``
+        result_dims = {d.name for d in spec.result.type.dims}
+        for _, _, d in parts:
+            if not isinstance(d, dict) or not all(
+                    isinstance(k, Dimension) and k.name in result_dims for k in d):
+                raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: "
+                                    f"(start, stop)}} over the result's dimensions "
+                                    f"({', '.join(sorted(result_dims))}), got {d!r}",
+                                    self._def_loc())
+            for dim, pair in d.items():
+                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                    raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
+                                        f"stop)}} takes a pair of coordinates, got {pair!r}",
+                                        self._def_loc())
+        shape = tuple((p, tuple(sorted(k.name for k in d))) for p, _, d in parts)
+        if not any(names for _, names in shape):
+            for p, o, d in parts:       # no domain restricts anything: whole intervals
+                self._call_into(spec, a, backend, plain, o, d, path=p)
+            return out
+        for i, (_, o, _) in enumerate(parts):
+            hit = self._into.get((spec.key, shape, i))
+            new = hit is None
+            if hit is None:
+                from .runtime_bounds import into_program
+                prog, result, all_bounds = self._in_domains(spec, a, shape, i)
+                prog, _ = into_program(prog, result, shape[i][1], all_bounds[i])
+                with lengths_noted(a), python_messages(self.fn, spec.names):
+                    checked(prog)
+                hit = self._into[(spec.key, shape, i)] = (
+                    Specialization(self.fn.__name__, spec.key, prog, names=spec.names),
+                    all_bounds)
+            derived, all_bounds = hit
+            values = dict(plain)
+            values[spec.result.name] = o
+            for (_, _, dk), bounds in zip(parts, all_bounds):
+                for dim, pair in dk.items():
+                    for name, v in zip(bounds[dim.name], pair):
+                        values[name] = v
+            self._run(derived, backend, new, values)
+        return out
+
+    def _in_domains(self, spec: Specialization, a: Analysis | None,
+                    shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int):
+        """The function translated for output ``i`` of a tuple of domains
+        (``shape``: per output, its path and the dimensions its dict restricts),
+        with the bounds of all the domains as parameters: the program, its
+        result parameter and per domain its bound parameters."""
+        from .functions import translate_call
+        from .runtime_bounds import domain_bounds
+        params, static = self._ir_params(spec.key)
+        taken = list(params)
+        all_bounds: list[dict] = []
+        scalars: list[ir.Param] = []
+        parts: list[tuple[tuple[int, ...], list]] = []
+        for path, names in shape:
+            bounds, more, intervals = domain_bounds(taken + scalars, names, self._def_loc())
+            all_bounds.append(bounds)
+            scalars += more
+            parts.append((path, intervals))
+        sp = self._specializer()
+        analysis_ = a if a is not None else self._default_analysis()
+        with python_messages(self.fn, spec.names):
+            prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
+                                  self._result_name(), static=static, rank_generic=sp.generic,
+                                  names=spec.names, parts=parts, part=i)
+        return prog, prog.params[-1], all_bounds
+
+    def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
+                      ) -> list[tuple[tuple[int, ...], Any, dict]]:
+        """GT4Py's tuple of domains for ``out=`` (at ``path`` in the value): per
+        dict, the path of its output, the output (an array or a tuple of them)
+        and the dict."""
+        if not isinstance(out, tuple) or len(out) != len(domain):
+            what = f"a tuple of {len(out)} outputs" if isinstance(out, tuple) else "one output"
+            raise ArgumentError(f"{self.fn.__name__}(): domain= is a tuple of {len(domain)} "
+                                f"domains but out= is {what}; give one dict {{Dim: (start, "
+                                "stop)}} per output (nested as out= is), or one dict for all",
+                                self._def_loc())
+        parts: list[tuple[tuple[int, ...], Any, dict]] = []
+        for k, (o, d) in enumerate(zip(out, domain)):
+            if isinstance(d, (tuple, list)):
+                parts += self._domain_parts(o, d, path + (k,))
+            else:
+                parts.append((path + (k,), o, d))
+        return parts
+
+    def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
+                   path: tuple[int, ...] = (), below_stop: bool = False
+                   ) -> tuple[ir.Program, ir.Param, dict[str, tuple[str, str]] | None]:
+        """The program, result and bound parameters (None: none yet) that
+        ``into_program`` takes for ``domain=`` over ``names``: the function
+        translated again with the domain's bounds as parameters, so that its
+        scans run over the domain's range (as in a program body); ``path``: the
+        part of the value written (of a tuple value, one per domain)."""
+        assert spec.result is not None     # a direct call's specialisation has one
+        if not names:
+            return _value_part(spec.program, spec.result, path) + (None,)
+        prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop)
+        return _value_part(prog, prog.params[-1], path) + (bounds,)
+
+    def _domain_program(self, key: tuple[ParamSig, ...], renamed: dict[str, str],
+                        a: Analysis | None, names: tuple[str, ...], below_stop: bool = False
+                        ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+        """The function translated for specialisation ``key`` (``renamed``: its
+        parameters named otherwise in the IR) with bound parameters of the
+        dimensions ``names`` as its domain: the program and per dimension the
+        names of its start and stop parameters."""
+        from .functions import translate_call
+        from .runtime_bounds import domain_bounds
+        params, static = self._ir_params(key)
+        bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
+        sp = self._specializer()
+        analysis_ = a if a is not None else self._default_analysis()
+        with python_messages(self.fn, renamed):
+            prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
+                                  self._result_name(), static=static, rank_generic=sp.generic,
+                                  domain=intervals, names=renamed, gap_below_stop=below_stop)
+        return prog, bounds
+
+    def _for_domain(self, domain: Any) -> Callable[[tuple[ParamSig, ...], Analysis | None],
+                                                   Specialization] | None:
+        """For :meth:`_lookup`: the specialisation of a direct call with
+        ``domain=`` where the function's value is not defined without it (a
+        ``concat_where`` gap outside the domain: GT4Py computes the value on
+        the domain only), translated with the domain's bounds as parameters,
+        as :meth:`_call_into` translates it again for the program it runs;
+        None where the domain restricts no dimension (of every output, for a
+        tuple of domains): the value is needed everywhere."""
+        dicts = list(_domain_dicts(domain))
+        if not dicts or not all(isinstance(d, dict) for d in dicts):
+            return None
+        common = set.intersection(*({getattr(k, "name", None) for k in d} for d in dicts))
+        names = tuple(sorted(n for n in common if isinstance(n, str)))
+        if not names:
+            return None
+
+        def make(key: tuple[ParamSig, ...], a: Analysis | None) -> Specialization:
+            renamed = self._renamed(key)
+            with lengths_noted(a):
+                prog, _ = self._domain_program(key, renamed, a, names)
+            return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
+                                  names=renamed)
+        return make
+
+
+def _domain_dicts(domain: Any) -> Iterator[Any]:
+    """The dicts of ``domain=``: itself, or those of a (nested) tuple of domains."""
+    if isinstance(domain, (tuple, list)):
+        for d in domain:
+            yield from _domain_dicts(d)
+    else:
+        yield domain
+
+
+def _gap_miss(spec: Specialization, values: dict[str, Any]) -> float:
+    """How far the domain's bounds in ``values`` (by Python name) miss the
+    allowed ranges of the call-time checks of ``concat_where`` gaps in the
+    program of ``spec`` (infinite where that cannot be told)."""
+    from .. import intervals
+    from ..arguments import bind_arguments, runtime_values
+    given = spec.ir_values(values)
+    try:
+        symbols = dict(bind_arguments(spec.program.params, given,
+                                      where=spec.owner).symbols)
+        symbols.update(runtime_values(spec.program.params, given))
+        return max((intervals.evaluate(c.lower - c.upper, symbols)
+                    for c in spec.program.constraints if _GAP_CHECK in c.reason),
+                   default=float("inf"))
+    except (TensorIRError, KeyError, TypeError, ValueError):
+        return float("inf")
+
+
+def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]
+                ) -> tuple[ir.Program, ir.Param]:
+    """The program of a direct call (``result ← value``) that writes only the
+    part ``path`` of its tuple value, and its result parameter."""
+    if not path:
+        return prog, result
+    from .values import project
+    (stmt,) = prog.body
+    assert isinstance(stmt, ir.Assign)   # a function body is one assignment
+    value, dtype = stmt.value, result.type.dtype
+    for k in path:
+        if not isinstance(dtype, ir.TupleType) or k >= len(dtype.elements):
+            raise ArgumentError(f"{prog.name}(): domain= gives output {k} of a value of type "
+                                f"{dtype}, which has no such element; give one domain per "
+                                "element of the value (nested as it is)", result.loc)
+        value, dtype = project(value, k, stmt.loc), dtype.elements[k]
+    part = dataclasses.replace(result, type=dataclasses.replace(result.type, dtype=dtype))
+    params = tuple(part if p.name == result.name else p for p in prog.params)
+    return dataclasses.replace(prog, params=params,
+                               body=(dataclasses.replace(stmt, value=value),)), part
+
+
+def _allocate(dtype: ir.ElementType, shape: tuple[int, ...]):
+    from ..arguments import numpy_dtype
+    if isinstance(dtype, ir.TupleType):
+        return tuple(_allocate(e, shape) for e in dtype.elements)
+    return np.empty(shape, dtype=numpy_dtype(dtype))
+
+
+@api_boundary
+def function(fn: Callable | None = None, *, backend: str = "compiled", **compile_options: Any):
+    """Decorate a Python function written with tensor operations (``x(I + 1)``,
+    ``neighbor_sum``, ``where``, …); programs call it and it is inlined.
+
+    Called directly with arrays it runs (compiled by default, or
+    ``backend="interpreter"``) and returns its value as a new array.  Extra
+    keyword arguments are passed to :func:`tensorir_dace.compile`.
+    """
+    def deco(f: Callable) -> FunctionObject:
+        return FunctionObject(f, backend=backend, **compile_options)
+    if fn is None:
+        return deco
+    return deco(fn)
+
+
+field_operator = function
+
+
+def scan_operator(*, axis: Dimension, forward: bool = True, init: Any = 0.0,
+                  backend: str = "compiled", **compile_options: Any):
+    """``@scan_operator(axis=K, forward=True, init=(0.0, 0.0))`` on ``def f(state, …)``.
+
+    Programs and functions call it; called directly with arrays it runs like a
+    ``@function`` (``out=`` and ``domain=`` included)."""
+    compile_options = check_compile_options("scan_operator", compile_options)
+
+    def deco(fn: Callable) -> ScanOperator:
+        return DirectScanOperator(fn, axis, forward, init, backend, compile_options)
+    return deco
+
+
+class DirectScanOperator(ScanOperator):
+    """A scan operator that can also be called directly with arrays: the call goes
+    to a ``@function`` whose body is the scan applied to its operands (made on
+    the first direct call)."""
+
+    def __init__(self, fn: Callable, axis: Dimension, forward: bool, init: Any,
+                 backend: str, compile_options: dict[str, Any]):
+        super().__init__(fn, axis, forward, init)
+        self._options = dict(compile_options, backend=backend)
+        self._direct: FunctionObject | None = None
+
+    def __call__(self, /, *args: Any, **kwargs: Any):
+        if self._direct is None:
+            self._direct = FunctionObject(_applying(self), **self._options)
+        try:
+            return self._direct(*args, **kwargs)
+        except TensorIRError as e:
+            if e.loc is None or not str(e.loc.filename).startswith("<scan_operator "):
+                raise
+            # the wrapper's made-up source: point at the scan operator instead
+            src = source_info(self.fn)
+            raise type(e)(e.message, src.loc(None)) from None
+
+
+def _applying(op: ScanOperator) -> Callable:
+    """``def f(a, b): return op(a, b)`` for the operands of ``op`` (its parameters
+    after the state), with its source registered so that it can be translated."""
+    import linecache
+    names = list(inspect.signature(op.fn).parameters)[1:]
+    name = op.fn.__name__
+    text = f"def {name}({', '.join(names)}):\n    return _scan({', '.join(names)})\n"
+    filename = f"<scan_operator {op.fn.__module__}.{op.fn.__qualname__}>"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    namespace: dict[str, Any] = {"_scan": op, "__name__": op.fn.__module__}
+    exec(compile(text, filename, "exec"), namespace)
+    wrapper = namespace[name]
+    wrapper.__qualname__ = op.fn.__qualname__
+    return wrapper
