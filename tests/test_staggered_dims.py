@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tensorir_dace import FrontendError, ShapeMismatchError
+from tensorir_dace import ArgumentError, FrontendError, ShapeMismatchError
 from tensorir_dace.frontend import (
     Dimension,
     DimensionKind,
@@ -398,3 +398,53 @@ def test_a_concat_where_read_through_a_let_keeps_its_pieces():
     want[:, NLEV - 1] = x[:, NLEV - 1]
     np.testing.assert_allclose(ifc, want, rtol=1e-14)
     assert f"K[{NLEV + 1}:N_K]" in boundary_used_twice.format()
+
+
+@field_operator
+def _extrapolated_to_half_levels(x: Field[[Cell, K], float], nlev: int
+                                 ) -> Field[[Cell, KHalf], float]:
+    """icon4py's interpolation to half levels, the surface chosen by ``nlev``."""
+    interior = x(KHalf + 0.5) + x(KHalf - 0.5)
+    return concat_where(KHalf == 0, x(KHalf + 0.5),
+                        concat_where(KHalf == nlev, x(KHalf - 0.5), interior))
+
+
+@program
+def extrapolated_on_the_whole_output(x: Field[[Cell, K], float],
+                                     ifc: Field[[Cell, KHalf], float], nlev: int):
+    _extrapolated_to_half_levels(x, nlev, out=ifc)
+
+
+def _extrapolated(x: np.ndarray) -> np.ndarray:
+    return np.concatenate([x[:, :1], x[:, 1:] + x[:, :-1], x[:, -1:]], axis=1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runtime_surface_level_on_an_output_without_domain(backend):
+    """No ``domain=``: the half-level output's whole interval is the target;
+    whether ``KHalf == nlev`` picks its last level is checked at call time."""
+    x = RNG.random((NC, NLEV))
+    ifc = np.zeros((NC, NLEV + 1))
+    extrapolated_on_the_whole_output(x, ifc, NLEV, backend=backend)
+    np.testing.assert_allclose(ifc, _extrapolated(x), rtol=1e-14)
+    before = RNG.random((NC, NLEV + 1))
+    ifc = before.copy()
+    with pytest.raises(ArgumentError, match="outside its allowed range"):
+        extrapolated_on_the_whole_output(x, ifc, NLEV - 1, backend=backend)
+    np.testing.assert_array_equal(ifc, before)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("levels", [(0, NLEV + 1), (1, NLEV), (2, NLEV + 1)])
+def test_direct_call_with_a_runtime_surface_level(backend, levels):
+    """A direct call's ``domain=`` is its target, as ``out=``'s range is in a
+    program: the runtime ``KHalf == nlev`` piece is kept and checked at call time."""
+    x = RNG.random((NC, NLEV))
+    start, stop = levels
+    before = RNG.random((NC, NLEV + 1))
+    ifc = before.copy()
+    _extrapolated_to_half_levels(x, NLEV, out=ifc, domain={Cell: (0, NC), KHalf: levels},
+                                 backend=backend)
+    want = before.copy()
+    want[:, start:stop] = _extrapolated(x)[:, start:stop]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)

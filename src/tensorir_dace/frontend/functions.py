@@ -309,6 +309,18 @@ def _declared_result_order(fn: Any) -> tuple[str, ...] | None:
     return orders.pop() if len(orders) == 1 else None
 
 
+def _runtime_target(domain: Sequence[ir.DimInterval], params: Sequence[ir.Param]
+                    ) -> dict[str, tuple[Any, Any]]:
+    """``domain``'s bounds with its scalar parameters as runtime symbols."""
+    scalars = {p.name for p in params if p.type.is_scalar}
+
+    def runtime(bound: Any) -> Any:
+        e = sympy.sympify(bound)
+        return e.xreplace({x: ir.runtime_symbol(x.name) for x in e.free_symbols
+                           if x.name in scalars})
+    return {i.name: (runtime(i.start), runtime(i.stop)) for i in domain}
+
+
 def _union_intervals(domains: list[list[ir.DimInterval]]) -> list[ir.DimInterval]:
     """The intervals over the dimensions all of ``domains`` restrict, each the
     union of theirs (the range of a scan read by all of them)."""
@@ -357,6 +369,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx = ProgramContext(src.name, params, loc, table_dims)
     ctx.rank_generic = rank_generic
     ctx.domain = {i.name: i for i in domain}
+    # the domain is the target's range, as an out= target's is in a program: a
+    # runtime concat_where's pieces are clamped to it and checked at call time
+    ctx.target = _runtime_target(domain, params) if domain else None
     ctx.gap_below_stop = gap_below_stop
     ctx.rename(names)
     ctx.used.add(result_name)

@@ -125,7 +125,7 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             #         the target (a temporary's ``t(Koff[1])`` at the target's last level)
         elif target is not None:
             lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
-        at_call = target is not None and any(ir.has_runtime(b) for b in target)
+        at_call = target is not None
         return _open_ends(mask.segments, doms, lo, hi, at_call)
 
     lo, hi = tr.ctx.decide(hull, loc, "concat_where")
