@@ -437,3 +437,555 @@ def test_velocity_advection_on_edges(backend, lvn_only):
         z_v_grad_w=inside(grad, base["z_v_grad_w"], hs, he, vs, NLEV),
         z_v_grad_w_corr=inside(grad_corr, base["z_v_grad_w_corr"], hs, he, vs, NLEV)),
         rtol=2e-5, atol=2e-5)
+
+
+# ================================================================== velocity advection, cells
+#
+# icon4py's fused velocity advection stencils 8 to 13: the kinetic energy and
+# the contravariant correction at cells, istep choosing predictor or corrector.
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center(
+    interpolant: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    interpolant_wp = astype(interpolant, wpfloat)
+    return astype(neighbor_sum(e_bln_c_s(C2CE) * interpolant_wp(C2E), axis=C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_to_half_levels_vp(
+    wgtfac_c: fa.CellKField[vpfloat], interpolant: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    return wgtfac_c * interpolant + (vpfloat("1.0") - wgtfac_c) * interpolant(Koff[-1])
+
+
+@gtx.field_operator
+def _correct_contravariant_vertical_velocity(
+    z_w_con_c: fa.CellKField[vpfloat], w_concorr_c: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    return z_w_con_c - w_concorr_c
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_8_to_13_predictor(
+    z_kin_hor_e: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat], z_w_concorr_mc: fa.CellKField[vpfloat],
+    z_w_con_c: fa.CellKField[vpfloat], w_concorr_c: fa.CellKField[vpfloat],
+    z_ekinh: fa.CellKField[vpfloat], k: fa.KField[gtx.int32], nlev: gtx.int32,
+    nflatlev: gtx.int32,
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    z_ekinh = where(k < nlev, _interpolate_to_cell_center(z_kin_hor_e, e_bln_c_s), z_ekinh)
+    z_w_concorr_mc = where(
+        (k >= nflatlev) & (k < nlev),
+        _interpolate_to_cell_center(z_w_concorr_me, e_bln_c_s),
+        z_w_concorr_mc,
+    )
+    w_concorr_c = where(
+        nflatlev + 1 <= k < nlev,
+        _interpolate_to_half_levels_vp(wgtfac_c=wgtfac_c, interpolant=z_w_concorr_mc),
+        w_concorr_c,
+    )
+    z_w_con_c = where(
+        k < nlev, astype(w, vpfloat), broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)))
+    z_w_con_c = where(
+        nflatlev + 1 <= k < nlev,
+        _correct_contravariant_vertical_velocity(z_w_con_c, w_concorr_c),
+        z_w_con_c,
+    )
+    return z_ekinh, w_concorr_c, z_w_con_c
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_8_to_13_corrector(
+    z_kin_hor_e: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat], z_w_con_c: fa.CellKField[vpfloat],
+    w_concorr_c: fa.CellKField[vpfloat], z_ekinh: fa.CellKField[vpfloat],
+    k: fa.KField[gtx.int32], nlev: gtx.int32, nflatlev: gtx.int32,
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    z_ekinh = where(k < nlev, _interpolate_to_cell_center(z_kin_hor_e, e_bln_c_s), z_ekinh)
+    z_w_con_c = where(k < nlev, astype(w, vpfloat), z_w_con_c)
+    z_w_con_c = where(k == nlev, 0.0, z_w_con_c)
+    z_w_con_c = where(
+        nflatlev + 1 <= k < nlev,
+        _correct_contravariant_vertical_velocity(z_w_con_c, w_concorr_c),
+        z_w_con_c,
+    )
+    return z_ekinh, w_concorr_c, z_w_con_c
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_8_to_13(
+    z_kin_hor_e: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat], z_w_concorr_mc: fa.CellKField[vpfloat],
+    z_w_con_c: fa.CellKField[vpfloat], w_concorr_c: fa.CellKField[vpfloat],
+    z_ekinh: fa.CellKField[vpfloat], k: fa.KField[gtx.int32], cell: fa.CellField[gtx.int32],
+    istep: gtx.int32, nlev: gtx.int32, nflatlev: gtx.int32, lateral_boundary_3: gtx.int32,
+    lateral_boundary_4: gtx.int32, end_halo: gtx.int32,
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    z_ekinh, w_concorr_c, z_w_con_c = (
+        where(
+            lateral_boundary_4 <= cell < end_halo,
+            _fused_velocity_advection_stencil_8_to_13_predictor(
+                z_kin_hor_e, e_bln_c_s, z_w_concorr_me, wgtfac_c, w, z_w_concorr_mc,
+                z_w_con_c, w_concorr_c, z_ekinh, k, nlev, nflatlev),
+            (z_ekinh, w_concorr_c, z_w_con_c),
+        )
+        if istep == 1
+        else where(
+            lateral_boundary_3 <= cell < end_halo,
+            _fused_velocity_advection_stencil_8_to_13_corrector(
+                z_kin_hor_e, e_bln_c_s, z_w_concorr_me, wgtfac_c, w, z_w_con_c,
+                w_concorr_c, z_ekinh, k, nlev, nflatlev),
+            (z_ekinh, w_concorr_c, z_w_con_c),
+        )
+    )
+    return z_ekinh, w_concorr_c, z_w_con_c
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_8_to_13_restricted(
+    z_kin_hor_e: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat], z_w_concorr_mc: fa.CellKField[vpfloat],
+    z_w_con_c: fa.CellKField[vpfloat], w_concorr_c: fa.CellKField[vpfloat],
+    z_ekinh: fa.CellKField[vpfloat], k: fa.KField[gtx.int32], cell: fa.CellField[gtx.int32],
+    istep: gtx.int32, nlev: gtx.int32, nflatlev: gtx.int32, lateral_boundary_3: gtx.int32,
+    lateral_boundary_4: gtx.int32, end_halo: gtx.int32,
+) -> fa.CellKField[vpfloat]:
+    return _fused_velocity_advection_stencil_8_to_13(
+        z_kin_hor_e, e_bln_c_s, z_w_concorr_me, wgtfac_c, w, z_w_concorr_mc, z_w_con_c,
+        w_concorr_c, z_ekinh, k, cell, istep, nlev, nflatlev, lateral_boundary_3,
+        lateral_boundary_4, end_halo,
+    )[2]
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def fused_velocity_advection_stencil_8_to_13(
+    z_kin_hor_e: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat], wgtfac_c: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat], z_w_concorr_mc: fa.CellKField[vpfloat],
+    w_concorr_c: fa.CellKField[vpfloat], z_ekinh: fa.CellKField[vpfloat],
+    z_w_con_c: fa.CellKField[vpfloat], k: fa.KField[gtx.int32],
+    cell: fa.CellField[gtx.int32], istep: gtx.int32, nlev: gtx.int32, nflatlev: gtx.int32,
+    lateral_boundary_3: gtx.int32, lateral_boundary_4: gtx.int32, end_halo: gtx.int32,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _fused_velocity_advection_stencil_8_to_13(
+        z_kin_hor_e, e_bln_c_s, z_w_concorr_me, wgtfac_c, w, z_w_concorr_mc, z_w_con_c,
+        w_concorr_c, z_ekinh, k, cell, istep, nlev, nflatlev, lateral_boundary_3,
+        lateral_boundary_4, end_halo,
+        out=(z_ekinh, w_concorr_c, z_w_con_c),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _fused_velocity_advection_stencil_8_to_13_restricted(
+        z_kin_hor_e, e_bln_c_s, z_w_concorr_me, wgtfac_c, w, z_w_concorr_mc, z_w_con_c,
+        w_concorr_c, z_ekinh, k, cell, istep, nlev, nflatlev, lateral_boundary_3,
+        lateral_boundary_4, end_halo,
+        out=z_w_con_c,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_end - 1, vertical_end)})
+
+
+@pytest.mark.parametrize("istep", [1, 2])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_velocity_advection_on_cells(backend, istep):
+    hs, he, lb3, lb4, eh, nflatlev, vs = 0, NC, 1, 2, NC - 1, 4, 1
+    c2e = TABLES["C2E"]
+    # z_w_concorr_m* on nlev + 1 levels (icon4py's have nlev): ``where`` evaluates
+    # the interpolation to half levels on level nlev too, where z_w_con_c reads it.
+    a = dict(z_kin_hor_e=f32(NE, NLEV), e_bln_c_s=f64(NC * 3), z_w_concorr_me=f32(NE, NH),
+             wgtfac_c=f32(NC, NH), w=RNG.standard_normal((NC, NH)),
+             z_w_concorr_mc=f32(NC, NH), k=np.arange(NH, dtype=np.int32),
+             cell=np.arange(NC, dtype=np.int32))
+    base = dict(w_concorr_c=f32(NC, NH), z_ekinh=f32(NC, NLEV), z_w_con_c=f32(NC, NH))
+    got = {name: v.copy() for name, v in base.items()}
+    fused_velocity_advection_stencil_8_to_13(
+        **a, **got, istep=istep, nlev=NLEV, nflatlev=nflatlev, lateral_boundary_3=lb3,
+        lateral_boundary_4=lb4, end_halo=eh, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=NH, offset_provider=TABLES, backend=backend)
+
+    bln = a["e_bln_c_s"].reshape(NC, 3)
+
+    def to_cells(x):
+        return np.einsum("cn,cnk->ck", bln, x.astype(np.float64)[c2e]).astype(np.float32)
+
+    ekinh = to_cells(a["z_kin_hor_e"])
+    lo = lb4 if istep == 1 else lb3
+    w_con = np.array(base["z_w_con_c"])
+    w_con[:, :NLEV] = a["w"][:, :NLEV].astype(np.float32)
+    w_concorr = np.array(base["w_concorr_c"])
+    if istep == 1:
+        w_con[:, NLEV] = 0.0
+        concorr_mc = np.array(a["z_w_concorr_mc"])
+        concorr_mc[:, nflatlev:NLEV] = to_cells(a["z_w_concorr_me"])[:, nflatlev:NLEV]
+        wgt = a["wgtfac_c"]
+        w_concorr[:, nflatlev + 1:NLEV] = (wgt * concorr_mc + (np.float32(1.0) - wgt)
+                                           * below(concorr_mc))[:, nflatlev + 1:NLEV]
+    else:
+        # the corrector keeps what z_w_con_c held at nlev, then writes 0 there
+        w_con[:, NLEV] = 0.0
+    w_con[:, nflatlev + 1:NLEV] -= w_concorr[:, nflatlev + 1:NLEV]
+    check(got, dict(
+        z_ekinh=inside(ekinh, base["z_ekinh"], lo, eh, vs, NLEV),
+        w_concorr_c=inside(w_concorr, base["w_concorr_c"], lo, eh, vs, NLEV),
+        z_w_con_c=inside(w_con, base["z_w_con_c"], lo, eh, vs, NH)), rtol=2e-6, atol=2e-6)
+
+
+# ================================================================== velocity advection tendencies
+#
+# icon4py's fused velocity advection stencils 15 to 18 (the tendency of w with
+# the extra diffusion near the CFL limit) and 19 to 20 (the tendency of vn).
+
+
+@gtx.field_operator
+def _interpolate_contravariant_vertical_velocity_to_full_levels(
+    z_w_con_c: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    return vpfloat("0.5") * (z_w_con_c + z_w_con_c(Koff[1]))
+
+
+@gtx.field_operator
+def _compute_advective_vertical_wind_tendency(
+    z_w_con_c: fa.CellKField[vpfloat], w: fa.CellKField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat], coeff2_dwdz: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_w_con_c_wp, coeff1_wp, coeff2_wp = astype((z_w_con_c, coeff1_dwdz, coeff2_dwdz), wpfloat)
+    ddt_w_adv_wp = -z_w_con_c_wp * (
+        w(Koff[-1]) * coeff1_wp - w(Koff[1]) * coeff2_wp + w * (coeff2_wp - coeff1_wp))
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _add_interpolated_horizontal_advection_of_w(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat], z_v_grad_w: fa.EdgeKField[vpfloat],
+    ddt_w_adv: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_v_grad_w_wp, ddt_w_adv_wp = astype((z_v_grad_w, ddt_w_adv), wpfloat)
+    ddt_w_adv_wp = ddt_w_adv_wp + neighbor_sum(
+        e_bln_c_s(C2CE) * z_v_grad_w_wp(C2E), axis=C2EDim)
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _add_extra_diffusion_for_w_con_approaching_cfl(
+    levelmask: fa.KField[bool], cfl_clipping: fa.CellKField[bool],
+    owner_mask: fa.CellField[bool], z_w_con_c: fa.CellKField[vpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat], area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    w: fa.CellKField[wpfloat], ddt_w_adv: fa.CellKField[vpfloat], scalfac_exdiff: wpfloat,
+    cfl_w_limit: vpfloat, dtime: wpfloat,
+) -> fa.CellKField[vpfloat]:
+    z_w_con_c_wp, ddqz_z_half_wp, ddt_w_adv_wp, cfl_w_limit_wp = astype(
+        (z_w_con_c, ddqz_z_half, ddt_w_adv, cfl_w_limit), wpfloat)
+    difcoef = where(
+        levelmask & cfl_clipping & owner_mask,
+        scalfac_exdiff * minimum(
+            0.85 - cfl_w_limit_wp * dtime,
+            abs(z_w_con_c_wp) * dtime / ddqz_z_half_wp - cfl_w_limit_wp * dtime),
+        0.0,
+    )
+    ddt_w_adv_wp = where(
+        levelmask & cfl_clipping & owner_mask,
+        ddt_w_adv_wp + difcoef * area * neighbor_sum(w(C2E2CO) * geofac_n2s, axis=C2E2CODim),
+        ddt_w_adv_wp,
+    )
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_16_to_18(
+    z_w_con_c: fa.CellKField[vpfloat], w: fa.CellKField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat], coeff2_dwdz: fa.CellKField[vpfloat],
+    ddt_w_adv: fa.CellKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_v_grad_w: fa.EdgeKField[vpfloat], levelmask: fa.KField[bool],
+    cfl_clipping: fa.CellKField[bool], owner_mask: fa.CellField[bool],
+    ddqz_z_half: fa.CellKField[vpfloat], area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    cell: fa.CellField[gtx.int32], k: fa.KField[gtx.int32], scalfac_exdiff: wpfloat,
+    cfl_w_limit: vpfloat, dtime: wpfloat, cell_lower_bound: gtx.int32,
+    cell_upper_bound: gtx.int32, nlev: gtx.int32, nrdmax: gtx.int32, extra_diffu: bool,
+) -> fa.CellKField[vpfloat]:
+    k = broadcast(k, (dims.CellDim, dims.KDim))
+    ddt_w_adv = where(
+        (cell_lower_bound <= cell < cell_upper_bound) & (1 <= k),
+        _compute_advective_vertical_wind_tendency(z_w_con_c, w, coeff1_dwdz, coeff2_dwdz),
+        ddt_w_adv,
+    )
+    ddt_w_adv = where(
+        (cell_lower_bound <= cell < cell_upper_bound) & (1 <= k),
+        _add_interpolated_horizontal_advection_of_w(e_bln_c_s, z_v_grad_w, ddt_w_adv),
+        ddt_w_adv,
+    )
+    ddt_w_adv = (
+        where(
+            (cell_lower_bound <= cell < cell_upper_bound)
+            & ((maximum(3, nrdmax - 2) - 1) <= k < nlev - 3),
+            _add_extra_diffusion_for_w_con_approaching_cfl(
+                levelmask, cfl_clipping, owner_mask, z_w_con_c, ddqz_z_half, area,
+                geofac_n2s, w, ddt_w_adv, scalfac_exdiff, cfl_w_limit, dtime),
+            ddt_w_adv,
+        )
+        if extra_diffu
+        else ddt_w_adv
+    )
+    return ddt_w_adv
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_15_to_18(
+    z_w_con_c: fa.CellKField[vpfloat], w: fa.CellKField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat], coeff2_dwdz: fa.CellKField[vpfloat],
+    ddt_w_adv: fa.CellKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_v_grad_w: fa.EdgeKField[vpfloat], levelmask: fa.KField[bool],
+    cfl_clipping: fa.CellKField[bool], owner_mask: fa.CellField[bool],
+    ddqz_z_half: fa.CellKField[vpfloat], area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    cell: fa.CellField[gtx.int32], k: fa.KField[gtx.int32],
+    z_w_con_c_full: fa.CellKField[vpfloat], scalfac_exdiff: wpfloat, cfl_w_limit: vpfloat,
+    dtime: wpfloat, cell_lower_bound: gtx.int32, cell_upper_bound: gtx.int32,
+    nlev: gtx.int32, nrdmax: gtx.int32, lvn_only: bool, extra_diffu: bool,
+    start_cell_lateral_boundary: gtx.int32, end_cell_halo: gtx.int32,
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    z_w_con_c_full = where(
+        start_cell_lateral_boundary <= cell < end_cell_halo,
+        _interpolate_contravariant_vertical_velocity_to_full_levels(z_w_con_c),
+        z_w_con_c_full,
+    )
+    ddt_w_adv = _fused_velocity_advection_stencil_16_to_18(
+        z_w_con_c, w, coeff1_dwdz, coeff2_dwdz, ddt_w_adv, e_bln_c_s, z_v_grad_w, levelmask,
+        cfl_clipping, owner_mask, ddqz_z_half, area, geofac_n2s, cell, k, scalfac_exdiff,
+        cfl_w_limit, dtime, cell_lower_bound, cell_upper_bound, nlev, nrdmax, extra_diffu)
+    return (z_w_con_c_full, ddt_w_adv)
+
+
+@gtx.field_operator
+def _mo_math_divrot_rot_vertex_ri_dsl(
+    vec_e: fa.EdgeKField[wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+) -> fa.VertexKField[vpfloat]:
+    return astype(neighbor_sum(vec_e(V2E) * geofac_rot, axis=V2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _compute_advective_normal_wind_tendency(
+    z_kin_hor_e: fa.EdgeKField[vpfloat], coeff_gradekin: gtx.Field[gtx.Dims[dims.ECDim], vpfloat],
+    z_ekinh: fa.CellKField[vpfloat], zeta: fa.VertexKField[vpfloat], vt: fa.EdgeKField[vpfloat],
+    f_e: fa.EdgeField[wpfloat], c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_w_con_c_full: fa.CellKField[vpfloat], vn_ie: fa.EdgeKField[vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    f_e_vp = astype(f_e, vpfloat)
+    c_lin_e_vp = astype(c_lin_e, vpfloat)
+    return -(
+        z_kin_hor_e * (coeff_gradekin(E2EC[0]) - coeff_gradekin(E2EC[1]))
+        + coeff_gradekin(E2EC[1]) * z_ekinh(E2C[1])
+        - coeff_gradekin(E2EC[0]) * z_ekinh(E2C[0])
+        + vt * (f_e_vp + vpfloat("0.5") * neighbor_sum(zeta(E2V), axis=E2VDim))
+        + neighbor_sum(z_w_con_c_full(E2C) * c_lin_e_vp, axis=E2CDim)
+        * (vn_ie - vn_ie(Koff[1])) / ddqz_z_full_e
+    )
+
+
+@gtx.field_operator
+def _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl(
+    levelmask: fa.KField[bool], c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_w_con_c_full: fa.CellKField[vpfloat], ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    area_edge: fa.EdgeField[wpfloat], tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat], zeta: fa.VertexKField[vpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat], ddt_vn_apc: fa.EdgeKField[vpfloat], cfl_w_limit: vpfloat,
+    scalfac_exdiff: wpfloat, dtime: wpfloat,
+) -> fa.EdgeKField[vpfloat]:
+    w_con_e = neighbor_sum(c_lin_e * astype(z_w_con_c_full(E2C), wpfloat), axis=E2CDim)
+    ddqz_wp, cfl_wp = astype((ddqz_z_full_e, cfl_w_limit), wpfloat)
+    near_cfl = (levelmask | levelmask(Koff[1])) & (abs(w_con_e) > cfl_wp * ddqz_wp)
+    difcoef = scalfac_exdiff * minimum(
+        0.85 - cfl_wp * dtime, abs(w_con_e) * dtime / ddqz_wp - cfl_wp * dtime)
+    ddt_vn_apc_wp = where(
+        near_cfl,
+        astype(ddt_vn_apc, wpfloat) + difcoef * area_edge * (
+            neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=E2C2EODim)
+            + tangent_orientation * inv_primal_edge_length
+            * astype(zeta(E2V[1]) - zeta(E2V[0]), wpfloat)),
+        astype(ddt_vn_apc, wpfloat),
+    )
+    return astype(ddt_vn_apc_wp, vpfloat)
+
+
+@gtx.field_operator
+def _fused_velocity_advection_stencil_19_to_20(
+    vn: fa.EdgeKField[wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+    z_kin_hor_e: fa.EdgeKField[vpfloat], coeff_gradekin: gtx.Field[gtx.Dims[dims.ECDim], vpfloat],
+    z_ekinh: fa.CellKField[vpfloat], vt: fa.EdgeKField[vpfloat], f_e: fa.EdgeField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_w_con_c_full: fa.CellKField[vpfloat], vn_ie: fa.EdgeKField[vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat], levelmask: gtx.Field[gtx.Dims[dims.KDim], bool],
+    area_edge: fa.EdgeField[wpfloat], tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    k: fa.KField[gtx.int32], cfl_w_limit: vpfloat, scalfac_exdiff: wpfloat, d_time: wpfloat,
+    extra_diffu: bool, nlev: gtx.int32, nrdmax: gtx.int32,
+) -> fa.EdgeKField[vpfloat]:
+    zeta = _mo_math_divrot_rot_vertex_ri_dsl(vn, geofac_rot)
+    ddt_vn_apc = _compute_advective_normal_wind_tendency(
+        z_kin_hor_e, coeff_gradekin, z_ekinh, zeta, vt, f_e, c_lin_e, z_w_con_c_full, vn_ie,
+        ddqz_z_full_e)
+    ddt_vn_apc = (
+        where(
+            maximum(2, nrdmax - 2) <= k < nlev - 3,
+            _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl(
+                levelmask, c_lin_e, z_w_con_c_full, ddqz_z_full_e, area_edge,
+                tangent_orientation, inv_primal_edge_length, zeta, geofac_grdiv, vn,
+                ddt_vn_apc, cfl_w_limit, scalfac_exdiff, d_time),
+            ddt_vn_apc,
+        )
+        if extra_diffu
+        else ddt_vn_apc
+    )
+    return ddt_vn_apc
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def velocity_advection_tendencies(
+    z_w_con_c: fa.CellKField[vpfloat], w: fa.CellKField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat], coeff2_dwdz: fa.CellKField[vpfloat],
+    ddt_w_adv: fa.CellKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+    z_v_grad_w: fa.EdgeKField[vpfloat], levelmask: fa.KField[bool],
+    cfl_clipping: fa.CellKField[bool], owner_mask: fa.CellField[bool],
+    ddqz_z_half: fa.CellKField[vpfloat], area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    z_w_con_c_full: fa.CellKField[vpfloat], cell: fa.CellField[gtx.int32],
+    k: fa.KField[gtx.int32], vn: fa.EdgeKField[wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], wpfloat],
+    z_kin_hor_e: fa.EdgeKField[vpfloat], coeff_gradekin: gtx.Field[gtx.Dims[dims.ECDim], vpfloat],
+    z_ekinh: fa.CellKField[vpfloat], vt: fa.EdgeKField[vpfloat], f_e: fa.EdgeField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    vn_ie: fa.EdgeKField[vpfloat], ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    area_edge: fa.EdgeField[wpfloat], tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    ddt_vn_apc: fa.EdgeKField[vpfloat],
+    scalfac_exdiff: wpfloat, cfl_w_limit: vpfloat, dtime: wpfloat,
+    cell_lower_bound: gtx.int32, cell_upper_bound: gtx.int32, nlev: gtx.int32,
+    nrdmax: gtx.int32, lvn_only: bool, extra_diffu: bool,
+    start_cell_lateral_boundary: gtx.int32, end_cell_halo: gtx.int32,
+    cell_start: gtx.int32, cell_end: gtx.int32, edge_start: gtx.int32, edge_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _fused_velocity_advection_stencil_15_to_18(
+        z_w_con_c, w, coeff1_dwdz, coeff2_dwdz, ddt_w_adv, e_bln_c_s, z_v_grad_w, levelmask,
+        cfl_clipping, owner_mask, ddqz_z_half, area, geofac_n2s, cell, k, z_w_con_c_full,
+        scalfac_exdiff, cfl_w_limit, dtime, cell_lower_bound, cell_upper_bound, nlev, nrdmax,
+        lvn_only, extra_diffu, start_cell_lateral_boundary, end_cell_halo,
+        out=(z_w_con_c_full, ddt_w_adv),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    # reads z_w_con_c_full as the statement before left it
+    _fused_velocity_advection_stencil_19_to_20(
+        vn, geofac_rot, z_kin_hor_e, coeff_gradekin, z_ekinh, vt, f_e, c_lin_e,
+        z_w_con_c_full, vn_ie, ddqz_z_full_e, levelmask, area_edge, tangent_orientation,
+        inv_primal_edge_length, geofac_grdiv, k, cfl_w_limit, scalfac_exdiff, dtime,
+        extra_diffu, nlev, nrdmax,
+        out=ddt_vn_apc,
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("extra_diffu", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_velocity_advection_tendencies(backend, extra_diffu):
+    cs, ce, clb, cub, slb, ech, es, ee, vs, ve, nrdmax = 0, NC, 1, NC - 1, 2, NC - 2, 1, NE, \
+        1, NLEV, 6
+    e2c, c2e, e2v, v2e = TABLES["E2C"], TABLES["C2E"], TABLES["E2V"], TABLES["V2E"]
+    c2e2co, e2c2eo = TABLES["C2E2CO"], TABLES["E2C2EO"]
+    a = dict(z_w_con_c=(f32(NC, NH) - 0.5) * 4.0, w=RNG.standard_normal((NC, NH)),
+             coeff1_dwdz=f32(NC, NH), coeff2_dwdz=f32(NC, NH), e_bln_c_s=f64(NC * 3),
+             z_v_grad_w=f32(NE, NLEV), levelmask=RNG.random(NH) < 0.6,
+             cfl_clipping=RNG.random((NC, NH)) < 0.7, owner_mask=RNG.random(NC) < 0.8,
+             ddqz_z_half=f32(NC, NH) + 0.5, area=f64(NC) + 0.5, geofac_n2s=f64(NC, 4),
+             cell=np.arange(NC, dtype=np.int32), k=np.arange(NH, dtype=np.int32),
+             vn=RNG.standard_normal((NE, NLEV)), geofac_rot=f64(NV, 6),
+             z_kin_hor_e=f32(NE, NLEV), coeff_gradekin=f32(NE * 2), z_ekinh=f32(NC, NLEV),
+             vt=f32(NE, NLEV), f_e=f64(NE), c_lin_e=f64(NE, 2), vn_ie=f32(NE, NH),
+             ddqz_z_full_e=f32(NE, NLEV) + 0.2, area_edge=f64(NE) + 0.5,
+             tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+             inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE), geofac_grdiv=f64(NE, 5))
+    base = dict(ddt_w_adv=f32(NC, NH), z_w_con_c_full=f32(NC, NLEV),
+                ddt_vn_apc=f32(NE, NLEV))
+    got = {name: v.copy() for name, v in base.items()}
+    s = dict(scalfac_exdiff=0.7, cfl_w_limit=0.3, dtime=2.0)
+    velocity_advection_tendencies(
+        **a, **got, **s, cell_lower_bound=clb, cell_upper_bound=cub, nlev=NLEV,
+        nrdmax=nrdmax, lvn_only=False, extra_diffu=extra_diffu,
+        start_cell_lateral_boundary=slb, end_cell_halo=ech, cell_start=cs, cell_end=ce,
+        edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve,
+        offset_provider=TABLES, backend=backend)
+
+    kk = np.arange(NH)
+    zwc = a["z_w_con_c"]
+    full = np.array(base["z_w_con_c_full"])
+    full[slb:ech] = (np.float32(0.5) * (zwc[:, :-1] + zwc[:, 1:]))[slb:ech]
+    full_out = inside(full, base["z_w_con_c_full"], cs, ce, vs, ve)
+    w = a["w"]
+    c1, c2, zwc64 = (a[n].astype(np.float64) for n in ("coeff1_dwdz", "coeff2_dwdz",
+                                                         "z_w_con_c"))
+    adv = np.array(base["ddt_w_adv"])
+    adv[:, 1:NLEV] = (-zwc64[:, 1:NLEV] * (
+        w[:, :NLEV - 1] * c1[:, 1:NLEV] - w[:, 2:] * c2[:, 1:NLEV]
+        + w[:, 1:NLEV] * (c2[:, 1:NLEV] - c1[:, 1:NLEV]))).astype(np.float32)
+    bln = a["e_bln_c_s"].reshape(NC, 3)
+    adv[:, 1:NLEV] = (adv[:, 1:NLEV].astype(np.float64) + np.einsum(
+        "cn,cnk->ck", bln, a["z_v_grad_w"].astype(np.float64)[c2e])[:, 1:]).astype(np.float32)
+    if extra_diffu:
+        lo = max(3, nrdmax - 2) - 1
+        mask = (a["levelmask"][None, :] & a["cfl_clipping"] & a["owner_mask"][:, None])
+        dt, lim = s["dtime"], np.float64(np.float32(s["cfl_w_limit"]))
+        dif = np.where(mask, s["scalfac_exdiff"] * np.minimum(
+            0.85 - lim * dt, np.abs(zwc64) * dt / a["ddqz_z_half"].astype(np.float64)
+            - lim * dt), 0.0)
+        lap = np.einsum("cn,cnk->ck", a["geofac_n2s"], w[c2e2co])
+        extra = np.where(mask, adv.astype(np.float64) + dif * a["area"][:, None] * lap,
+                         adv.astype(np.float64)).astype(np.float32)
+        levels = (kk >= lo) & (kk < NLEV - 3)
+        adv[:, levels] = extra[:, levels]
+    want_adv = np.array(base["ddt_w_adv"])
+    want_adv[clb:cub, vs:ve] = adv[clb:cub, vs:ve]
+
+    # the tendency of vn reads z_w_con_c_full as the first statement left it
+    zeta = np.einsum("ven,vn->ve", a["vn"][v2e].transpose(0, 2, 1), a["geofac_rot"]
+                     ).astype(np.float32)
+    gk = a["coeff_gradekin"].reshape(NE, 2)
+    zf = full_out
+    ekinh = a["z_ekinh"]
+    c_lin = a["c_lin_e"].astype(np.float32)
+    vn_ie = a["vn_ie"]
+    tend = -(a["z_kin_hor_e"] * (gk[:, :1] - gk[:, 1:])
+             + gk[:, 1:] * ekinh[e2c[:, 1]] - gk[:, :1] * ekinh[e2c[:, 0]]
+             + a["vt"] * (a["f_e"].astype(np.float32)[:, None]
+                          + np.float32(0.5) * zeta[e2v].sum(axis=1))
+             + (zf[e2c] * c_lin[:, :, None]).sum(axis=1)
+             * (vn_ie[:, :NLEV] - vn_ie[:, 1:]) / a["ddqz_z_full_e"])
+    if extra_diffu:
+        lm = a["levelmask"]
+        w_con_e = np.einsum("en,enk->ek", a["c_lin_e"], zf.astype(np.float64)[e2c])
+        ddqz = a["ddqz_z_full_e"].astype(np.float64)
+        lim = np.float64(np.float32(s["cfl_w_limit"]))
+        near = (lm[:NLEV] | lm[1:])[None, :] & (np.abs(w_con_e) > lim * ddqz)
+        dif = s["scalfac_exdiff"] * np.minimum(0.85 - lim * s["dtime"], np.abs(w_con_e)
+                                               * s["dtime"] / ddqz - lim * s["dtime"])
+        grdiv = np.einsum("en,enk->ek", a["geofac_grdiv"], a["vn"][e2c2eo])
+        rot = (a["tangent_orientation"] * a["inv_primal_edge_length"])[:, None] * (
+            zeta[e2v[:, 1]] - zeta[e2v[:, 0]]).astype(np.float64)
+        extra = np.where(near, tend.astype(np.float64) + dif * a["area_edge"][:, None]
+                         * (grdiv + rot), tend.astype(np.float64)).astype(np.float32)
+        levels = (kk[:NLEV] >= max(2, nrdmax - 2)) & (kk[:NLEV] < NLEV - 3)
+        tend[:, levels] = extra[:, levels]
+    check(got, dict(z_w_con_c_full=full_out, ddt_w_adv=want_adv,
+                    ddt_vn_apc=inside(tend, base["ddt_vn_apc"], es, ee, vs, ve)),
+          rtol=2e-5, atol=2e-5)
