@@ -34,6 +34,7 @@ from tensorir_dace.frontend import (
     abs,
     astype,
     broadcast,
+    concat_where,
     maximum,
     minimum,
     neighbor_sum,
@@ -989,3 +990,273 @@ def test_velocity_advection_tendencies(backend, extra_diffu):
     check(got, dict(z_w_con_c_full=full_out, ddt_w_adv=want_adv,
                     ddt_vn_apc=inside(tend, base["ddt_vn_apc"], es, ee, vs, ve)),
           rtol=2e-5, atol=2e-5)
+
+
+# ================================================================== nonhydro solver 30 to 38
+#
+# icon4py's combined nonhydro stencils 30 to 38: the averaged normal wind, the
+# mass fluxes and the winds at edge half levels (``concat_where`` choosing
+# tuples at level 0 and from level 1, from a runtime ``nflatlev``), nine
+# outputs; the corrector accumulating the fluxes for tracer advection after
+# an operator without arguments chosen by a ``bool`` scalar.
+
+
+@gtx.field_operator
+def _compute_avg_vn_and_graddiv_vn_and_vt(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat]]:
+    z_vn_avg = neighbor_sum(e_flx_avg * vn(E2C2EO), axis=E2C2EODim)
+    z_graddiv_vn = neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=E2C2EODim)
+    vt = neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=E2C2EDim)
+    return z_vn_avg, astype(z_graddiv_vn, vpfloat), astype(vt, vpfloat)
+
+
+@gtx.field_operator
+def _compute_avg_vn(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(e_flx_avg * vn(E2C2EO), axis=E2C2EODim)
+
+
+@gtx.field_operator
+def _compute_mass_flux(
+    z_rho_e: fa.EdgeKField[wpfloat], z_vn_avg: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    mass_fl_e = z_rho_e * z_vn_avg * astype(ddqz_z_full_e, wpfloat)
+    return mass_fl_e, mass_fl_e * z_theta_v_e
+
+
+@gtx.field_operator
+def _interpolate_vn_to_half_levels_and_compute_kinetic_energy_on_edges(
+    wgtfac_e: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[vpfloat],
+) -> tuple[fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat]]:
+    vn_ie = wgtfac_e * astype(vn, vpfloat) + (vpfloat("1.0") - wgtfac_e) * astype(
+        vn(Koff[-1]), vpfloat)
+    z_kin_hor_e = vpfloat("0.5") * (astype(vn * vn, vpfloat) + vt * vt)
+    return vn_ie, z_kin_hor_e
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_half_levels_vp(
+    wgtfac_e: fa.EdgeKField[vpfloat], interpolant: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    return wgtfac_e * interpolant + (vpfloat("1.0") - wgtfac_e) * interpolant(Koff[-1])
+
+
+@gtx.field_operator
+def _compute_vt_vn_on_half_levels_and_kinetic_energy(
+    vn_on_half_levels: fa.EdgeKField[vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKField[vpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat], tangential_wind: fa.EdgeKField[vpfloat],
+    wgtfac_e: fa.EdgeKField[vpfloat], skip_compute_predictor_vertical_advection: bool,
+) -> tuple[fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat]]:
+    vn_on_half_levels, horizontal_kinetic_energy_at_edges_on_model_levels = concat_where(
+        dims.KDim >= 1,
+        _interpolate_vn_to_half_levels_and_compute_kinetic_energy_on_edges(
+            wgtfac_e, vn, tangential_wind),
+        (vn_on_half_levels, horizontal_kinetic_energy_at_edges_on_model_levels),
+    )
+    tangential_wind_on_half_levels = (
+        concat_where(
+            dims.KDim >= 1,
+            _interpolate_edge_field_to_half_levels_vp(wgtfac_e, tangential_wind),
+            tangential_wind_on_half_levels,
+        )
+        if not skip_compute_predictor_vertical_advection
+        else tangential_wind_on_half_levels
+    )
+    (
+        vn_on_half_levels,
+        tangential_wind_on_half_levels,
+        horizontal_kinetic_energy_at_edges_on_model_levels,
+    ) = concat_where(
+        dims.KDim == 0,
+        _compute_horizontal_kinetic_energy(vn, tangential_wind),
+        (vn_on_half_levels, tangential_wind_on_half_levels,
+         horizontal_kinetic_energy_at_edges_on_model_levels),
+    )
+    return (vn_on_half_levels, tangential_wind_on_half_levels,
+            horizontal_kinetic_energy_at_edges_on_model_levels)
+
+
+@gtx.field_operator
+def _combined_solve_nh_30_to_38_predictor(
+    vt_ie: fa.EdgeKField[vpfloat], vn_ie: fa.EdgeKField[vpfloat],
+    z_kin_hor_e: fa.EdgeKField[vpfloat], z_w_concorr_me: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    ddzq_z_full_e: fa.EdgeKField[vpfloat], ddxn_z_full: fa.EdgeKField[vpfloat],
+    ddxt_z_full: fa.EdgeKField[vpfloat], wgtfac_e: fa.EdgeKField[vpfloat], nflatlev: gtx.int32,
+    skip_compute_predictor_vertical_advection: bool,
+) -> tuple[
+    fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+]:
+    z_vn_avg, z_graddiv_vn, vt = _compute_avg_vn_and_graddiv_vn_and_vt(
+        e_flx_avg, vn, geofac_grdiv, rbf_vec_coeff_e)
+    mass_fl_e, z_theta_v_fl_e = _compute_mass_flux(z_rho_e, z_vn_avg, ddzq_z_full_e, z_theta_v_e)
+    z_w_concorr_me = concat_where(
+        nflatlev <= dims.KDim,
+        _compute_contravariant_correction(vn, ddxn_z_full, ddxt_z_full, vt),
+        z_w_concorr_me,
+    )
+    (vn_ie, vt_ie, z_kin_hor_e) = _compute_vt_vn_on_half_levels_and_kinetic_energy(
+        vn_ie, vt_ie, z_kin_hor_e, vn, vt, wgtfac_e, skip_compute_predictor_vertical_advection)
+    return (z_vn_avg, z_graddiv_vn, vt, mass_fl_e, z_theta_v_fl_e, vn_ie, vt_ie, z_kin_hor_e,
+            z_w_concorr_me)
+
+
+@gtx.field_operator
+def _init_two_edge_kdim_fields_with_zero_wp() -> tuple[
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]
+]:
+    return (broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)),
+            broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)))
+
+
+@gtx.field_operator
+def _accumulate_prep_adv_fields(
+    z_vn_avg: fa.EdgeKField[wpfloat], mass_fl_e: fa.EdgeKField[wpfloat],
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat],
+    r_nsubsteps: wpfloat,
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    return vn_traj + r_nsubsteps * z_vn_avg, mass_flx_me + r_nsubsteps * mass_fl_e
+
+
+@gtx.field_operator
+def _combined_solve_nh_30_to_38_corrector(
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat],
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    vn: fa.EdgeKField[wpfloat], z_rho_e: fa.EdgeKField[wpfloat],
+    ddzq_z_full_e: fa.EdgeKField[vpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    at_initial_timestep: bool, r_nsubsteps: wpfloat,
+) -> tuple[
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat],
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat],
+]:
+    z_vn_avg = _compute_avg_vn(e_flx_avg, vn)
+    mass_fl_e, z_theta_v_fl_e = _compute_mass_flux(z_rho_e, z_vn_avg, ddzq_z_full_e, z_theta_v_e)
+    vn_traj, mass_flx_me = (
+        _init_two_edge_kdim_fields_with_zero_wp()
+        if at_initial_timestep
+        else (vn_traj, mass_flx_me)
+    )
+    vn_traj, mass_flx_me = _accumulate_prep_adv_fields(
+        z_vn_avg, mass_fl_e, vn_traj, mass_flx_me, r_nsubsteps)
+    return z_vn_avg, mass_fl_e, z_theta_v_fl_e, vn_traj, mass_flx_me
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def combined_solve_nh_30_to_38(
+    z_vn_avg: fa.EdgeKField[wpfloat], z_graddiv_vn: fa.EdgeKField[vpfloat],
+    vt: fa.EdgeKField[vpfloat], mass_fl_e: fa.EdgeKField[wpfloat],
+    z_theta_v_fl_e: fa.EdgeKField[wpfloat], vt_ie: fa.EdgeKField[vpfloat],
+    vn_ie: fa.EdgeKField[vpfloat], z_kin_hor_e: fa.EdgeKField[vpfloat],
+    z_w_concorr_me: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    ddzq_z_full_e: fa.EdgeKField[vpfloat], ddxn_z_full: fa.EdgeKField[vpfloat],
+    ddxt_z_full: fa.EdgeKField[vpfloat], wgtfac_e: fa.EdgeKField[vpfloat],
+    wgtfacq_e: fa.EdgeKField[vpfloat], nflatlev: gtx.int32,
+    skip_compute_predictor_vertical_advection: bool,
+    z_vn_avg_corr: fa.EdgeKField[wpfloat], mass_fl_e_corr: fa.EdgeKField[wpfloat],
+    z_theta_v_fl_e_corr: fa.EdgeKField[wpfloat], vn_traj: fa.EdgeKField[wpfloat],
+    mass_flx_me: fa.EdgeKField[wpfloat], at_initial_timestep: bool, r_nsubsteps: wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _combined_solve_nh_30_to_38_predictor(
+        vt_ie, vn_ie, z_kin_hor_e, z_w_concorr_me, vn, e_flx_avg, geofac_grdiv,
+        rbf_vec_coeff_e, z_rho_e, z_theta_v_e, ddzq_z_full_e, ddxn_z_full, ddxt_z_full,
+        wgtfac_e, nflatlev, skip_compute_predictor_vertical_advection,
+        out=(z_vn_avg, z_graddiv_vn, vt, mass_fl_e, z_theta_v_fl_e, vn_ie, vt_ie, z_kin_hor_e,
+             z_w_concorr_me),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _extrapolate_at_top(
+        wgtfacq_e, vn, out=vn_ie,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_end - 1, vertical_end)})
+    _combined_solve_nh_30_to_38_corrector(
+        vn_traj, mass_flx_me, e_flx_avg, vn, z_rho_e, ddzq_z_full_e, z_theta_v_e,
+        at_initial_timestep, r_nsubsteps,
+        out=(z_vn_avg_corr, mass_fl_e_corr, z_theta_v_fl_e_corr, vn_traj, mass_flx_me),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+
+
+@pytest.mark.parametrize(("skip", "initial"), [(False, True), (True, False)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_combined_solve_nh_30_to_38(backend, skip, initial):
+    hs, he, nflatlev = 1, NE - 1, 5
+    e2c2e, e2c2eo = TABLES["E2C2E"], TABLES["E2C2EO"]
+    a = dict(vn=RNG.standard_normal((NE, NLEV)), e_flx_avg=f64(NE, 5), geofac_grdiv=f64(NE, 5),
+             rbf_vec_coeff_e=f64(NE, 4), z_rho_e=f64(NE, NLEV), z_theta_v_e=f64(NE, NLEV),
+             ddzq_z_full_e=f32(NE, NLEV), ddxn_z_full=f32(NE, NLEV),
+             ddxt_z_full=f32(NE, NLEV), wgtfac_e=f32(NE, NH), wgtfacq_e=f32(NE, NLEV))
+    base = dict(z_vn_avg=f64(NE, NLEV), z_graddiv_vn=f32(NE, NLEV), vt=f32(NE, NLEV),
+                mass_fl_e=f64(NE, NLEV), z_theta_v_fl_e=f64(NE, NLEV), vt_ie=f32(NE, NH),
+                vn_ie=f32(NE, NH), z_kin_hor_e=f32(NE, NLEV), z_w_concorr_me=f32(NE, NLEV),
+                z_vn_avg_corr=f64(NE, NLEV), mass_fl_e_corr=f64(NE, NLEV),
+                z_theta_v_fl_e_corr=f64(NE, NLEV), vn_traj=f64(NE, NLEV),
+                mass_flx_me=f64(NE, NLEV))
+    got = {name: v.copy() for name, v in base.items()}
+    combined_solve_nh_30_to_38(
+        **a, **got, nflatlev=nflatlev, skip_compute_predictor_vertical_advection=skip,
+        at_initial_timestep=initial, r_nsubsteps=0.25, horizontal_start=hs, horizontal_end=he,
+        vertical_start=0, vertical_end=NH, offset_provider=TABLES, backend=backend)
+
+    vn = a["vn"]
+    avg = np.einsum("en,enk->ek", a["e_flx_avg"], vn[e2c2eo])
+    graddiv = np.einsum("en,enk->ek", a["geofac_grdiv"], vn[e2c2eo]).astype(np.float32)
+    vt = np.einsum("en,enk->ek", a["rbf_vec_coeff_e"], vn[e2c2e]).astype(np.float32)
+    mass = a["z_rho_e"] * avg * a["ddzq_z_full_e"].astype(np.float64)
+    theta_fl = mass * a["z_theta_v_e"]
+    concorr = np.array(base["z_w_concorr_me"])
+    concorr[:, nflatlev:] = (vn * a["ddxn_z_full"] + vt.astype(np.float64)
+                             * a["ddxt_z_full"])[:, nflatlev:]
+    wgt = a["wgtfac_e"][:, :NLEV]
+    vn32 = vn.astype(np.float32)
+    vn_ie = np.array(base["vn_ie"])
+    vn_ie[:, 1:NLEV] = (wgt * vn32 + (np.float32(1.0) - wgt) * below(vn).astype(np.float32)
+                        )[:, 1:]
+    vn_ie[:, 0] = vn32[:, 0]
+    wq = a["wgtfacq_e"].astype(np.float64)
+    vn_ie[:, NLEV] = wq[:, -1] * vn[:, -1] + wq[:, -2] * vn[:, -2] + wq[:, -3] * vn[:, -3]
+    ekin = np.float32(0.5) * ((vn * vn).astype(np.float32) + vt * vt)
+    ekin[:, 0] = (0.5 * (vn * vn + vt.astype(np.float64) ** 2))[:, 0]
+    vt_ie = np.array(base["vt_ie"])
+    if not skip:
+        vt_ie[:, 1:NLEV] = (wgt * vt + (np.float32(1.0) - wgt) * below(vt))[:, 1:]
+    vt_ie[:, 0] = vt[:, 0]
+    start = (np.zeros((NE, NLEV)), np.zeros((NE, NLEV))) if initial else \
+        (base["vn_traj"], base["mass_flx_me"])
+    ve = NLEV
+    check(got, dict(
+        z_vn_avg=inside(avg, base["z_vn_avg"], hs, he, 0, ve),
+        z_graddiv_vn=inside(graddiv, base["z_graddiv_vn"], hs, he, 0, ve),
+        vt=inside(vt, base["vt"], hs, he, 0, ve),
+        mass_fl_e=inside(mass, base["mass_fl_e"], hs, he, 0, ve),
+        z_theta_v_fl_e=inside(theta_fl, base["z_theta_v_fl_e"], hs, he, 0, ve),
+        vn_ie=inside(vn_ie, base["vn_ie"], hs, he, 0, NH),
+        vt_ie=inside(vt_ie, base["vt_ie"], hs, he, 0, ve),
+        z_kin_hor_e=inside(ekin, base["z_kin_hor_e"], hs, he, 0, ve),
+        z_w_concorr_me=inside(concorr, base["z_w_concorr_me"], hs, he, 0, ve),
+        z_vn_avg_corr=inside(avg, base["z_vn_avg_corr"], hs, he, 0, ve),
+        mass_fl_e_corr=inside(mass, base["mass_fl_e_corr"], hs, he, 0, ve),
+        z_theta_v_fl_e_corr=inside(theta_fl, base["z_theta_v_fl_e_corr"], hs, he, 0, ve),
+        vn_traj=inside(start[0] + 0.25 * avg, base["vn_traj"], hs, he, 0, ve),
+        mass_flx_me=inside(start[1] + 0.25 * mass, base["mass_flx_me"], hs, he, 0, ve)),
+        rtol=2e-5, atol=2e-5)
