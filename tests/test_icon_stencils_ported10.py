@@ -32,6 +32,7 @@ from tensorir_dace.frontend import (
     Field,
     FieldOffset,
     abs,
+    as_offset,
     astype,
     broadcast,
     concat_where,
@@ -1259,4 +1260,417 @@ def test_combined_solve_nh_30_to_38(backend, skip, initial):
         z_theta_v_fl_e_corr=inside(theta_fl, base["z_theta_v_fl_e_corr"], hs, he, 0, ve),
         vn_traj=inside(start[0] + 0.25 * avg, base["vn_traj"], hs, he, 0, ve),
         mass_flx_me=inside(start[1] + 0.25 * mass, base["mass_flx_me"], hs, he, 0, ve)),
+        rtol=2e-5, atol=2e-5)
+
+
+# ================================================================== nonhydro solver 15 to 28
+#
+# The predictor of icon4py's fused nonhydro stencils 15 to 28 without the
+# horizontal advection of rho and theta: zeros chosen on edge index ranges by
+# ``int32`` and ``bool`` scalars (``limited_area & (iadv_rhotheta <= 2)``), the
+# horizontal pressure gradient on flat, terrain-following and steep levels
+# (``as_offset`` of a strided ``[EC, K]`` offset field), the hydrostatic
+# correction of the bottom level carried to every level by a backward scan
+# called inside the operator, and the update of vn; beside it the Green-Gauss
+# gradients of two cell fields over ``C2E2CO``.
+
+
+@gtx.scan_operator(axis=KDim, forward=False, init=0.0)
+def hydro_corr_last_lev(state: float, z_hydro_corr: float) -> float:
+    return state + z_hydro_corr
+
+
+@gtx.field_operator
+def _mo_math_gradients_grad_green_gauss_cell_dsl(
+    p_ccpr1: fa.CellKField[vpfloat], p_ccpr2: fa.CellKField[vpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+) -> tuple[
+    fa.CellKField[vpfloat], fa.CellKField[vpfloat], fa.CellKField[vpfloat],
+    fa.CellKField[vpfloat],
+]:
+    p_ccpr1_wp, p_ccpr2_wp = astype((p_ccpr1, p_ccpr2), wpfloat)
+    return astype(
+        (neighbor_sum(geofac_grg_x * p_ccpr1_wp(C2E2CO), axis=C2E2CODim),
+         neighbor_sum(geofac_grg_y * p_ccpr1_wp(C2E2CO), axis=C2E2CODim),
+         neighbor_sum(geofac_grg_x * p_ccpr2_wp(C2E2CO), axis=C2E2CODim),
+         neighbor_sum(geofac_grg_y * p_ccpr2_wp(C2E2CO), axis=C2E2CODim)),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _compute_horizontal_gradient_of_exner_pressure_for_flat_coordinates(
+    inv_dual_edge_length: fa.EdgeField[wpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_exner_ex_pr_wp = astype(z_exner_ex_pr, wpfloat)
+    return astype(
+        inv_dual_edge_length * (z_exner_ex_pr_wp(E2C[1]) - z_exner_ex_pr_wp(E2C[0])), vpfloat)
+
+
+@gtx.field_operator
+def _compute_horizontal_gradient_of_exner_pressure_for_nonflat_coordinates(
+    inv_dual_edge_length: fa.EdgeField[wpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+    ddxn_z_full: fa.EdgeKField[vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_exner_ex_pr_wp, ddxn_z_full_wp, z_dexner_dz_c_1_wp = astype(
+        (z_exner_ex_pr, ddxn_z_full, z_dexner_dz_c_1), wpfloat)
+    return astype(
+        inv_dual_edge_length * (z_exner_ex_pr_wp(E2C[1]) - z_exner_ex_pr_wp(E2C[0]))
+        - ddxn_z_full_wp * neighbor_sum(c_lin_e * z_dexner_dz_c_1_wp(E2C), axis=E2CDim),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _compute_horizontal_gradient_of_exner_pressure_for_multiple_levels(
+    inv_dual_edge_length: fa.EdgeField[wpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+    zdiff_gradp: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], vpfloat],
+    ikoffset: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], gtx.int32],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat], z_dexner_dz_c_2: fa.CellKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_exner_ex_pr_wp, zdiff_gradp_wp = astype((z_exner_ex_pr, zdiff_gradp), wpfloat)
+    ex_0 = z_exner_ex_pr_wp(E2C[0])(as_offset(Koff, ikoffset(E2EC[0])))
+    ex_1 = z_exner_ex_pr_wp(E2C[1])(as_offset(Koff, ikoffset(E2EC[1])))
+    d1_0 = astype(z_dexner_dz_c_1(E2C[0])(as_offset(Koff, ikoffset(E2EC[0]))), wpfloat)
+    d1_1 = astype(z_dexner_dz_c_1(E2C[1])(as_offset(Koff, ikoffset(E2EC[1]))), wpfloat)
+    d2_0 = astype(z_dexner_dz_c_2(E2C[0])(as_offset(Koff, ikoffset(E2EC[0]))), wpfloat)
+    d2_1 = astype(z_dexner_dz_c_2(E2C[1])(as_offset(Koff, ikoffset(E2EC[1]))), wpfloat)
+    dz_0, dz_1 = zdiff_gradp_wp(E2EC[0]), zdiff_gradp_wp(E2EC[1])
+    return astype(
+        inv_dual_edge_length * (
+            (ex_1 + dz_1 * (d1_1 + dz_1 * d2_1)) - (ex_0 + dz_0 * (d1_0 + dz_0 * d2_0))),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _compute_hydrostatic_correction_term(
+    theta_v: fa.CellKField[wpfloat],
+    ikoffset: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], gtx.int32],
+    zdiff_gradp: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat], grav_o_cpd: wpfloat,
+) -> fa.EdgeKField[vpfloat]:
+    zdiff_gradp_wp = astype(zdiff_gradp, wpfloat)
+    th_0 = theta_v(E2C[0])(as_offset(Koff, ikoffset(E2EC[0])))
+    th_1 = theta_v(E2C[1])(as_offset(Koff, ikoffset(E2EC[1])))
+    ic_0 = theta_v_ic(E2C[0])(as_offset(Koff, ikoffset(E2EC[0])))
+    ic_1 = theta_v_ic(E2C[1])(as_offset(Koff, ikoffset(E2EC[1])))
+    ic_p1_0 = theta_v_ic(E2C[0])(as_offset(Koff, ikoffset(E2EC[0]) + 1))
+    ic_p1_1 = theta_v_ic(E2C[1])(as_offset(Koff, ikoffset(E2EC[1]) + 1))
+    inv_0 = astype(inv_ddqz_z_full(E2C[0])(as_offset(Koff, ikoffset(E2EC[0]))), wpfloat)
+    inv_1 = astype(inv_ddqz_z_full(E2C[1])(as_offset(Koff, ikoffset(E2EC[1]))), wpfloat)
+    z_theta_0 = th_0 + zdiff_gradp_wp(E2EC[0]) * (ic_0 - ic_p1_0) * inv_0
+    z_theta_1 = th_1 + zdiff_gradp_wp(E2EC[1]) * (ic_1 - ic_p1_1) * inv_1
+    return astype(
+        grav_o_cpd * inv_dual_edge_length * (z_theta_1 - z_theta_0) * wpfloat("4.0")
+        / ((z_theta_0 + z_theta_1) * (z_theta_0 + z_theta_1)),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure(
+    ipeidx_dsl: fa.EdgeKField[bool], pg_exdist: fa.EdgeKField[vpfloat],
+    z_hydro_corr: fa.EdgeKField[wpfloat], z_gradh_exner: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_gradh_exner_wp = astype(z_gradh_exner, wpfloat)
+    return astype(
+        where(ipeidx_dsl, z_gradh_exner_wp + z_hydro_corr * astype(pg_exdist, wpfloat),
+              z_gradh_exner_wp),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _add_temporal_tendencies_to_vn(
+    vn_nnow: fa.EdgeKField[wpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat], dtime: wpfloat, cpd: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    ddt_vn_apc_ntl1_wp, ddt_vn_phy_wp, z_gradh_exner_wp = astype(
+        (ddt_vn_apc_ntl1, ddt_vn_phy, z_gradh_exner), wpfloat)
+    return vn_nnow + dtime * (
+        ddt_vn_apc_ntl1_wp + ddt_vn_phy_wp - cpd * z_theta_v_e * z_gradh_exner_wp)
+
+
+@gtx.field_operator
+def _add_analysis_increments_to_vn(
+    vn_incr: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat], iau_wgt_dyn: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    return vn + iau_wgt_dyn * astype(vn_incr, wpfloat)
+
+
+@gtx.field_operator
+def _fused_solve_nonhydro_stencil_15_to_28_predictor(
+    rho_ref_me: fa.EdgeKField[vpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+    ddxn_z_full: fa.EdgeKField[vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat], z_dexner_dz_c_2: fa.CellKField[vpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    ikoffset: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], gtx.int32],
+    zdiff_gradp: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[vpfloat],
+    ipeidx_dsl: fa.EdgeKField[bool], pg_exdist: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], vn_incr: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_hydro_corr: fa.EdgeKField[wpfloat], z_gradh_exner: fa.EdgeKField[vpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat], horz_idx: fa.EdgeField[gtx.int32],
+    vert_idx: fa.KField[gtx.int32], grav_o_cpd: wpfloat, dtime: wpfloat, cpd: wpfloat,
+    iau_wgt_dyn: wpfloat, is_iau_active: bool, limited_area: bool,
+    start_edge_halo_level_2: gtx.int32, end_edge_halo_level_2: gtx.int32,
+    start_edge_lateral_boundary: gtx.int32, end_edge_halo: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32, end_edge_local: gtx.int32,
+    end_edge_end: gtx.int32, iadv_rhotheta: gtx.int32, igradp_method: gtx.int32,
+    TAYLOR_HYDRO: gtx.int32, nlev: gtx.int32, nflatlev: gtx.int32, nflat_gradp: gtx.int32,
+) -> tuple[
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[wpfloat],
+]:
+    vert_idx = broadcast(vert_idx, (EdgeDim, KDim))
+    (z_rho_e, z_theta_v_e) = (
+        where(
+            (start_edge_halo_level_2 <= horz_idx < end_edge_halo_level_2),
+            (broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)),
+             broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim))),
+            (z_rho_e, z_theta_v_e),
+        )
+        if iadv_rhotheta <= 2
+        else (z_rho_e, z_theta_v_e)
+    )
+    (z_rho_e, z_theta_v_e) = (
+        where(
+            (start_edge_lateral_boundary <= horz_idx < end_edge_halo),
+            (broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)),
+             broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim))),
+            (z_rho_e, z_theta_v_e),
+        )
+        if limited_area & (iadv_rhotheta <= 2)
+        else (z_rho_e, z_theta_v_e)
+    )
+    z_gradh_exner = where(
+        (start_edge_nudging_level_2 <= horz_idx < end_edge_local) & (vert_idx < nflatlev),
+        _compute_horizontal_gradient_of_exner_pressure_for_flat_coordinates(
+            inv_dual_edge_length=inv_dual_edge_length, z_exner_ex_pr=z_exner_ex_pr),
+        z_gradh_exner,
+    )
+    z_gradh_exner = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local)
+            & (nflatlev <= vert_idx < (nflat_gradp + gtx.int32(1))),
+            _compute_horizontal_gradient_of_exner_pressure_for_nonflat_coordinates(
+                inv_dual_edge_length=inv_dual_edge_length, z_exner_ex_pr=z_exner_ex_pr,
+                ddxn_z_full=ddxn_z_full, c_lin_e=c_lin_e, z_dexner_dz_c_1=z_dexner_dz_c_1),
+            z_gradh_exner,
+        )
+        if igradp_method == TAYLOR_HYDRO
+        else z_gradh_exner
+    )
+    z_gradh_exner = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local)
+            & ((nflat_gradp + gtx.int32(1)) <= vert_idx),
+            _compute_horizontal_gradient_of_exner_pressure_for_multiple_levels(
+                inv_dual_edge_length=inv_dual_edge_length, z_exner_ex_pr=z_exner_ex_pr,
+                zdiff_gradp=zdiff_gradp, ikoffset=ikoffset, z_dexner_dz_c_1=z_dexner_dz_c_1,
+                z_dexner_dz_c_2=z_dexner_dz_c_2),
+            z_gradh_exner,
+        )
+        if igradp_method == TAYLOR_HYDRO
+        else z_gradh_exner
+    )
+    z_hydro_corr = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local) & ((nlev - 1) <= vert_idx),
+            astype(_compute_hydrostatic_correction_term(
+                theta_v=theta_v, ikoffset=ikoffset, zdiff_gradp=zdiff_gradp,
+                theta_v_ic=theta_v_ic, inv_ddqz_z_full=inv_ddqz_z_full,
+                inv_dual_edge_length=inv_dual_edge_length, grav_o_cpd=grav_o_cpd), wpfloat),
+            z_hydro_corr,
+        )
+        if igradp_method == TAYLOR_HYDRO
+        else z_hydro_corr
+    )
+    hydro_corr_horizontal = where((vert_idx == (nlev - 1)), z_hydro_corr, 0.0)
+    hydro_corr_horizontal_nlev = hydro_corr_last_lev(hydro_corr_horizontal)
+    z_gradh_exner = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_end),
+            _apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure(
+                ipeidx_dsl=ipeidx_dsl, pg_exdist=pg_exdist,
+                z_hydro_corr=hydro_corr_horizontal_nlev, z_gradh_exner=z_gradh_exner),
+            z_gradh_exner,
+        )
+        if igradp_method == TAYLOR_HYDRO
+        else z_gradh_exner
+    )
+    vn = where(
+        (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+        _add_temporal_tendencies_to_vn(
+            vn_nnow=vn, ddt_vn_apc_ntl1=ddt_vn_apc_ntl1, ddt_vn_phy=ddt_vn_phy,
+            z_theta_v_e=z_theta_v_e, z_gradh_exner=z_gradh_exner, dtime=dtime, cpd=cpd),
+        vn,
+    )
+    vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _add_analysis_increments_to_vn(vn_incr=vn_incr, vn=vn, iau_wgt_dyn=iau_wgt_dyn),
+            vn,
+        )
+        if is_iau_active
+        else vn
+    )
+    return z_rho_e, z_theta_v_e, z_gradh_exner, vn
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def fused_solve_nonhydro_stencil_15_to_28_predictor(
+    z_rth_pr_1: fa.CellKField[vpfloat], z_rth_pr_2: fa.CellKField[vpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    z_grad_rth_1: fa.CellKField[vpfloat], z_grad_rth_2: fa.CellKField[vpfloat],
+    z_grad_rth_3: fa.CellKField[vpfloat], z_grad_rth_4: fa.CellKField[vpfloat],
+    rho_ref_me: fa.EdgeKField[vpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+    ddxn_z_full: fa.EdgeKField[vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat], z_dexner_dz_c_2: fa.CellKField[vpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    ikoffset: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], gtx.int32],
+    zdiff_gradp: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[vpfloat],
+    ipeidx_dsl: fa.EdgeKField[bool], pg_exdist: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], vn_incr: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_hydro_corr: fa.EdgeKField[wpfloat], z_gradh_exner: fa.EdgeKField[vpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat], horz_idx: fa.EdgeField[gtx.int32],
+    vert_idx: fa.KField[gtx.int32], grav_o_cpd: wpfloat, dtime: wpfloat, cpd: wpfloat,
+    iau_wgt_dyn: wpfloat, is_iau_active: bool, limited_area: bool,
+    start_edge_halo_level_2: gtx.int32, end_edge_halo_level_2: gtx.int32,
+    start_edge_lateral_boundary: gtx.int32, end_edge_halo: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32, end_edge_local: gtx.int32,
+    end_edge_end: gtx.int32, iadv_rhotheta: gtx.int32, igradp_method: gtx.int32,
+    TAYLOR_HYDRO: gtx.int32, nlev: gtx.int32, nflatlev: gtx.int32, nflat_gradp: gtx.int32,
+    cell_start: gtx.int32, cell_end: gtx.int32,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _mo_math_gradients_grad_green_gauss_cell_dsl(
+        z_rth_pr_1, z_rth_pr_2, geofac_grg_x, geofac_grg_y,
+        out=(z_grad_rth_1, z_grad_rth_2, z_grad_rth_3, z_grad_rth_4),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _fused_solve_nonhydro_stencil_15_to_28_predictor(
+        rho_ref_me, z_exner_ex_pr, ddxn_z_full, c_lin_e, z_dexner_dz_c_1, z_dexner_dz_c_2,
+        theta_v, ikoffset, zdiff_gradp, theta_v_ic, inv_ddqz_z_full, ipeidx_dsl, pg_exdist,
+        inv_dual_edge_length, ddt_vn_apc_ntl1, ddt_vn_phy, vn_incr, vn, z_theta_v_e,
+        z_hydro_corr, z_gradh_exner, z_rho_e, horz_idx, vert_idx, grav_o_cpd, dtime, cpd,
+        iau_wgt_dyn, is_iau_active, limited_area, start_edge_halo_level_2,
+        end_edge_halo_level_2, start_edge_lateral_boundary, end_edge_halo,
+        start_edge_nudging_level_2, end_edge_local, end_edge_end, iadv_rhotheta,
+        igradp_method, TAYLOR_HYDRO, nlev, nflatlev, nflat_gradp,
+        out=(z_rho_e, z_theta_v_e, z_gradh_exner, vn),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize(("iadv_rhotheta", "igradp_method", "limited_area", "is_iau_active"),
+                         [(2, 3, True, True), (3, 1, False, False)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fused_solve_nonhydro_stencil_15_to_28_predictor(
+        backend, iadv_rhotheta, igradp_method, limited_area, is_iau_active):
+    cs, ce, hs, he, nflatlev, nflat_gradp = 1, NC, 0, NE, 3, 6
+    sh2, eh2, slb, ehalo, snud, eloc, eend = 5, 7, 0, 3, 1, NE - 1, NE
+    e2c, c2e2co = TABLES["E2C"], TABLES["C2E2CO"]
+    kk = np.arange(NLEV)
+    # the levels the steep-slope offsets reach stay in the column (one more for theta_v_ic)
+    ikoffset = np.minimum(RNG.integers(0, 3, (NE * 2, NLEV)), NLEV - 1 - kk).astype(np.int32)
+    a = dict(z_rth_pr_1=f32(NC, NLEV), z_rth_pr_2=f32(NC, NLEV), geofac_grg_x=f64(NC, 4),
+             geofac_grg_y=f64(NC, 4), rho_ref_me=f32(NE, NLEV), z_exner_ex_pr=f32(NC, NLEV),
+             ddxn_z_full=f32(NE, NLEV), c_lin_e=f64(NE, 2), z_dexner_dz_c_1=f32(NC, NLEV),
+             z_dexner_dz_c_2=f32(NC, NLEV), theta_v=RNG.uniform(250.0, 300.0, (NC, NLEV)),
+             ikoffset=ikoffset, zdiff_gradp=f32(NE * 2, NLEV),
+             theta_v_ic=RNG.uniform(250.0, 300.0, (NC, NH)),
+             inv_ddqz_z_full=f32(NC, NLEV) + 0.5, ipeidx_dsl=RNG.random((NE, NLEV)) < 0.5,
+             pg_exdist=f32(NE, NLEV), inv_dual_edge_length=f64(NE) + 0.5,
+             ddt_vn_apc_ntl1=f32(NE, NLEV), ddt_vn_phy=f32(NE, NLEV), vn_incr=f32(NE, NLEV),
+             z_theta_v_e=f64(NE, NLEV), z_hydro_corr=f64(NE, NLEV),
+             horz_idx=np.arange(NE, dtype=np.int32), vert_idx=kk.astype(np.int32))
+    base = dict(z_grad_rth_1=f32(NC, NLEV), z_grad_rth_2=f32(NC, NLEV),
+                z_grad_rth_3=f32(NC, NLEV), z_grad_rth_4=f32(NC, NLEV),
+                vn=RNG.standard_normal((NE, NLEV)), z_gradh_exner=f32(NE, NLEV),
+                z_rho_e=f64(NE, NLEV), z_theta_v_e_out=None)
+    del base["z_theta_v_e_out"]
+    got = {name: v.copy() for name, v in base.items()}
+    s = dict(grav_o_cpd=9.80665 / 1004.64, dtime=3.0, cpd=1004.64, iau_wgt_dyn=0.4)
+    z_theta_v_e = a.pop("z_theta_v_e")
+    got_theta = z_theta_v_e.copy()
+    fused_solve_nonhydro_stencil_15_to_28_predictor(
+        **a, **got, **s, z_theta_v_e=got_theta, is_iau_active=is_iau_active,
+        limited_area=limited_area, start_edge_halo_level_2=sh2, end_edge_halo_level_2=eh2,
+        start_edge_lateral_boundary=slb, end_edge_halo=ehalo, start_edge_nudging_level_2=snud,
+        end_edge_local=eloc, end_edge_end=eend, iadv_rhotheta=iadv_rhotheta,
+        igradp_method=igradp_method, TAYLOR_HYDRO=3, nlev=NLEV, nflatlev=nflatlev,
+        nflat_gradp=nflat_gradp, cell_start=cs, cell_end=ce, horizontal_start=hs,
+        horizontal_end=he, vertical_start=0, vertical_end=NLEV, offset_provider=TABLES,
+        backend=backend)
+
+    grads = [np.einsum("cn,cnk->ck", g, x.astype(np.float64)[c2e2co]).astype(np.float32)
+             for x in (a["z_rth_pr_1"], a["z_rth_pr_2"]) for g in (a["geofac_grg_x"],
+                                                                   a["geofac_grg_y"])]
+    rho_e, theta_e = np.array(base["z_rho_e"]), np.array(z_theta_v_e)
+    if iadv_rhotheta <= 2:
+        rho_e[sh2:eh2] = theta_e[sh2:eh2] = 0.0
+        if limited_area:
+            rho_e[slb:ehalo] = theta_e[slb:ehalo] = 0.0
+    ex = a["z_exner_ex_pr"].astype(np.float64)
+    idl = a["inv_dual_edge_length"][:, None]
+    grad = np.array(base["z_gradh_exner"])
+    rows = slice(snud, eloc)
+    flat = (idl * (ex[e2c[:, 1]] - ex[e2c[:, 0]])).astype(np.float32)
+    grad[rows, :nflatlev] = flat[rows, :nflatlev]
+    if igradp_method == 3:
+        d1 = a["z_dexner_dz_c_1"].astype(np.float64)
+        nonflat = (idl * (ex[e2c[:, 1]] - ex[e2c[:, 0]]) - a["ddxn_z_full"].astype(np.float64)
+                   * np.einsum("en,enk->ek", a["c_lin_e"], d1[e2c])).astype(np.float32)
+        grad[rows, nflatlev:nflat_gradp + 1] = nonflat[rows, nflatlev:nflat_gradp + 1]
+        ik = ikoffset.reshape(NE, 2, NLEV)
+        dz = a["zdiff_gradp"].reshape(NE, 2, NLEV).astype(np.float64)
+        d2 = a["z_dexner_dz_c_2"].astype(np.float64)
+
+        def at(x, j, extra=0):
+            return x[e2c[:, j][:, None], kk[None, :] + ik[:, j] + extra]
+
+        side = [at(ex, j) + dz[:, j] * (at(d1, j) + dz[:, j] * at(d2, j)) for j in (0, 1)]
+        steep = (idl * (side[1] - side[0])).astype(np.float32)
+        grad[rows, nflat_gradp + 1:] = steep[rows, nflat_gradp + 1:]
+        inv = a["inv_ddqz_z_full"].astype(np.float64)
+        th = [at(a["theta_v"], j) + dz[:, j] * (at(a["theta_v_ic"], j)
+                                                 - at(a["theta_v_ic"], j, 1)) * at(inv, j)
+              for j in (0, 1)]
+        corr = (s["grav_o_cpd"] * idl * (th[1] - th[0]) * 4.0 / (th[0] + th[1]) ** 2
+                ).astype(np.float32).astype(np.float64)
+        hydro = np.array(a["z_hydro_corr"])
+        hydro[rows, NLEV - 1] = corr[rows, NLEV - 1]
+        bottom = np.repeat(hydro[:, NLEV - 1:], NLEV, axis=1)
+        g64 = grad.astype(np.float64)
+        applied = np.where(a["ipeidx_dsl"], g64 + bottom * a["pg_exdist"].astype(np.float64),
+                           g64).astype(np.float32)
+        grad[snud:eend] = applied[snud:eend]
+    vn = np.array(base["vn"])
+    vn[rows] = (vn + s["dtime"] * (a["ddt_vn_apc_ntl1"].astype(np.float64)
+                                   + a["ddt_vn_phy"] - s["cpd"] * theta_e
+                                   * grad.astype(np.float64)))[rows]
+    if is_iau_active:
+        vn[rows] += s["iau_wgt_dyn"] * a["vn_incr"][rows].astype(np.float64)
+    check(dict(got, z_theta_v_e=got_theta), dict(
+        z_grad_rth_1=inside(grads[0], base["z_grad_rth_1"], cs, ce, 0, NLEV),
+        z_grad_rth_2=inside(grads[1], base["z_grad_rth_2"], cs, ce, 0, NLEV),
+        z_grad_rth_3=inside(grads[2], base["z_grad_rth_3"], cs, ce, 0, NLEV),
+        z_grad_rth_4=inside(grads[3], base["z_grad_rth_4"], cs, ce, 0, NLEV),
+        z_rho_e=rho_e, z_theta_v_e=theta_e, z_gradh_exner=grad, vn=vn),
         rtol=2e-5, atol=2e-5)
