@@ -1578,59 +1578,45 @@ def fused_solve_nonhydro_stencil_15_to_28_predictor(
                 dims.KDim: (vertical_start, vertical_end)})
 
 
-@pytest.mark.parametrize(("iadv_rhotheta", "igradp_method", "limited_area", "is_iau_active"),
-                         [(2, 3, True, True), (3, 1, False, False)])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_fused_solve_nonhydro_stencil_15_to_28_predictor(
-        backend, iadv_rhotheta, igradp_method, limited_area, is_iau_active):
-    cs, ce, hs, he, nflatlev, nflat_gradp = 1, NC, 0, NE, 3, 6
-    sh2, eh2, slb, ehalo, snud, eloc, eend = 5, 7, 0, 3, 1, NE - 1, NE
-    e2c, c2e2co = TABLES["E2C"], TABLES["C2E2CO"]
+NONHYDRO_BOUNDS = dict(start_edge_halo_level_2=5, end_edge_halo_level_2=7,
+                       start_edge_lateral_boundary=0, end_edge_halo=3,
+                       start_edge_nudging_level_2=1, end_edge_local=NE - 1, end_edge_end=NE,
+                       nflatlev=3, nflat_gradp=6)
+
+
+def nonhydro_inputs():
     kk = np.arange(NLEV)
     # the levels the steep-slope offsets reach stay in the column (one more for theta_v_ic)
     ikoffset = np.minimum(RNG.integers(0, 3, (NE * 2, NLEV)), NLEV - 1 - kk).astype(np.int32)
-    a = dict(z_rth_pr_1=f32(NC, NLEV), z_rth_pr_2=f32(NC, NLEV), geofac_grg_x=f64(NC, 4),
-             geofac_grg_y=f64(NC, 4), rho_ref_me=f32(NE, NLEV), z_exner_ex_pr=f32(NC, NLEV),
-             ddxn_z_full=f32(NE, NLEV), c_lin_e=f64(NE, 2), z_dexner_dz_c_1=f32(NC, NLEV),
-             z_dexner_dz_c_2=f32(NC, NLEV), theta_v=RNG.uniform(250.0, 300.0, (NC, NLEV)),
-             ikoffset=ikoffset, zdiff_gradp=f32(NE * 2, NLEV),
-             theta_v_ic=RNG.uniform(250.0, 300.0, (NC, NH)),
-             inv_ddqz_z_full=f32(NC, NLEV) + 0.5, ipeidx_dsl=RNG.random((NE, NLEV)) < 0.5,
-             pg_exdist=f32(NE, NLEV), inv_dual_edge_length=f64(NE) + 0.5,
-             ddt_vn_apc_ntl1=f32(NE, NLEV), ddt_vn_phy=f32(NE, NLEV), vn_incr=f32(NE, NLEV),
-             z_theta_v_e=f64(NE, NLEV), z_hydro_corr=f64(NE, NLEV),
-             horz_idx=np.arange(NE, dtype=np.int32), vert_idx=kk.astype(np.int32))
-    base = dict(z_grad_rth_1=f32(NC, NLEV), z_grad_rth_2=f32(NC, NLEV),
-                z_grad_rth_3=f32(NC, NLEV), z_grad_rth_4=f32(NC, NLEV),
-                vn=RNG.standard_normal((NE, NLEV)), z_gradh_exner=f32(NE, NLEV),
-                z_rho_e=f64(NE, NLEV), z_theta_v_e_out=None)
-    del base["z_theta_v_e_out"]
-    got = {name: v.copy() for name, v in base.items()}
-    s = dict(grav_o_cpd=9.80665 / 1004.64, dtime=3.0, cpd=1004.64, iau_wgt_dyn=0.4)
-    z_theta_v_e = a.pop("z_theta_v_e")
-    got_theta = z_theta_v_e.copy()
-    fused_solve_nonhydro_stencil_15_to_28_predictor(
-        **a, **got, **s, z_theta_v_e=got_theta, is_iau_active=is_iau_active,
-        limited_area=limited_area, start_edge_halo_level_2=sh2, end_edge_halo_level_2=eh2,
-        start_edge_lateral_boundary=slb, end_edge_halo=ehalo, start_edge_nudging_level_2=snud,
-        end_edge_local=eloc, end_edge_end=eend, iadv_rhotheta=iadv_rhotheta,
-        igradp_method=igradp_method, TAYLOR_HYDRO=3, nlev=NLEV, nflatlev=nflatlev,
-        nflat_gradp=nflat_gradp, cell_start=cs, cell_end=ce, horizontal_start=hs,
-        horizontal_end=he, vertical_start=0, vertical_end=NLEV, offset_provider=TABLES,
-        backend=backend)
+    return dict(
+        rho_ref_me=f32(NE, NLEV), z_exner_ex_pr=f32(NC, NLEV), ddxn_z_full=f32(NE, NLEV),
+        c_lin_e=f64(NE, 2), z_dexner_dz_c_1=f32(NC, NLEV), z_dexner_dz_c_2=f32(NC, NLEV),
+        theta_v=RNG.uniform(250.0, 300.0, (NC, NLEV)), ikoffset=ikoffset,
+        zdiff_gradp=f32(NE * 2, NLEV), theta_v_ic=RNG.uniform(250.0, 300.0, (NC, NH)),
+        inv_ddqz_z_full=f32(NC, NLEV) + 0.5, ipeidx_dsl=RNG.random((NE, NLEV)) < 0.5,
+        pg_exdist=f32(NE, NLEV), inv_dual_edge_length=f64(NE) + 0.5,
+        ddt_vn_apc_ntl1=f32(NE, NLEV), ddt_vn_phy=f32(NE, NLEV), vn_incr=f32(NE, NLEV),
+        z_hydro_corr=f64(NE, NLEV), horz_idx=np.arange(NE, dtype=np.int32),
+        vert_idx=kk.astype(np.int32))
 
-    grads = [np.einsum("cn,cnk->ck", g, x.astype(np.float64)[c2e2co]).astype(np.float32)
-             for x in (a["z_rth_pr_1"], a["z_rth_pr_2"]) for g in (a["geofac_grg_x"],
-                                                                   a["geofac_grg_y"])]
-    rho_e, theta_e = np.array(base["z_rho_e"]), np.array(z_theta_v_e)
+
+def nonhydro_predictor_numpy(a, s, z_rho_e, z_theta_v_e, z_gradh_exner, vn, iadv_rhotheta,
+                             igradp_method, limited_area, is_iau_active):
+    """z_rho_e, z_theta_v_e, z_gradh_exner and vn after the predictor."""
+    b = NONHYDRO_BOUNDS
+    e2c, kk = TABLES["E2C"], np.arange(NLEV)
+    sh2, eh2 = b["start_edge_halo_level_2"], b["end_edge_halo_level_2"]
+    slb, ehalo = b["start_edge_lateral_boundary"], b["end_edge_halo"]
+    nflatlev, nflat_gradp = b["nflatlev"], b["nflat_gradp"]
+    rows = slice(b["start_edge_nudging_level_2"], b["end_edge_local"])
+    rho_e, theta_e = np.array(z_rho_e), np.array(z_theta_v_e)
     if iadv_rhotheta <= 2:
         rho_e[sh2:eh2] = theta_e[sh2:eh2] = 0.0
         if limited_area:
             rho_e[slb:ehalo] = theta_e[slb:ehalo] = 0.0
     ex = a["z_exner_ex_pr"].astype(np.float64)
     idl = a["inv_dual_edge_length"][:, None]
-    grad = np.array(base["z_gradh_exner"])
-    rows = slice(snud, eloc)
+    grad = np.array(z_gradh_exner)
     flat = (idl * (ex[e2c[:, 1]] - ex[e2c[:, 0]])).astype(np.float32)
     grad[rows, :nflatlev] = flat[rows, :nflatlev]
     if igradp_method == 3:
@@ -1638,7 +1624,7 @@ def test_fused_solve_nonhydro_stencil_15_to_28_predictor(
         nonflat = (idl * (ex[e2c[:, 1]] - ex[e2c[:, 0]]) - a["ddxn_z_full"].astype(np.float64)
                    * np.einsum("en,enk->ek", a["c_lin_e"], d1[e2c])).astype(np.float32)
         grad[rows, nflatlev:nflat_gradp + 1] = nonflat[rows, nflatlev:nflat_gradp + 1]
-        ik = ikoffset.reshape(NE, 2, NLEV)
+        ik = a["ikoffset"].reshape(NE, 2, NLEV)
         dz = a["zdiff_gradp"].reshape(NE, 2, NLEV).astype(np.float64)
         d2 = a["z_dexner_dz_c_2"].astype(np.float64)
 
@@ -1660,17 +1646,407 @@ def test_fused_solve_nonhydro_stencil_15_to_28_predictor(
         g64 = grad.astype(np.float64)
         applied = np.where(a["ipeidx_dsl"], g64 + bottom * a["pg_exdist"].astype(np.float64),
                            g64).astype(np.float32)
-        grad[snud:eend] = applied[snud:eend]
-    vn = np.array(base["vn"])
+        lo = b["start_edge_nudging_level_2"]
+        grad[lo:b["end_edge_end"]] = applied[lo:b["end_edge_end"]]
+    vn = np.array(vn)
     vn[rows] = (vn + s["dtime"] * (a["ddt_vn_apc_ntl1"].astype(np.float64)
                                    + a["ddt_vn_phy"] - s["cpd"] * theta_e
                                    * grad.astype(np.float64)))[rows]
     if is_iau_active:
         vn[rows] += s["iau_wgt_dyn"] * a["vn_incr"][rows].astype(np.float64)
-    check(dict(got, z_theta_v_e=got_theta), dict(
+    return rho_e, theta_e, grad, vn
+
+
+@pytest.mark.parametrize(("iadv_rhotheta", "igradp_method", "limited_area", "is_iau_active"),
+                         [(2, 3, True, True), (3, 1, False, False)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fused_solve_nonhydro_stencil_15_to_28_predictor(
+        backend, iadv_rhotheta, igradp_method, limited_area, is_iau_active):
+    cs, ce = 1, NC
+    c2e2co = TABLES["C2E2CO"]
+    a = nonhydro_inputs()
+    cells = dict(z_rth_pr_1=f32(NC, NLEV), z_rth_pr_2=f32(NC, NLEV), geofac_grg_x=f64(NC, 4),
+                 geofac_grg_y=f64(NC, 4))
+    base = dict(z_grad_rth_1=f32(NC, NLEV), z_grad_rth_2=f32(NC, NLEV),
+                z_grad_rth_3=f32(NC, NLEV), z_grad_rth_4=f32(NC, NLEV),
+                vn=RNG.standard_normal((NE, NLEV)), z_gradh_exner=f32(NE, NLEV),
+                z_rho_e=f64(NE, NLEV), z_theta_v_e=f64(NE, NLEV))
+    got = {name: v.copy() for name, v in base.items()}
+    s = dict(grav_o_cpd=9.80665 / 1004.64, dtime=3.0, cpd=1004.64, iau_wgt_dyn=0.4)
+    fused_solve_nonhydro_stencil_15_to_28_predictor(
+        **a, **cells, **got, **s, **NONHYDRO_BOUNDS, is_iau_active=is_iau_active,
+        limited_area=limited_area, iadv_rhotheta=iadv_rhotheta, igradp_method=igradp_method,
+        TAYLOR_HYDRO=3, nlev=NLEV, cell_start=cs, cell_end=ce, horizontal_start=0,
+        horizontal_end=NE, vertical_start=0, vertical_end=NLEV, offset_provider=TABLES,
+        backend=backend)
+
+    grads = [np.einsum("cn,cnk->ck", g, x.astype(np.float64)[c2e2co]).astype(np.float32)
+             for x in (cells["z_rth_pr_1"], cells["z_rth_pr_2"])
+             for g in (cells["geofac_grg_x"], cells["geofac_grg_y"])]
+    rho_e, theta_e, grad, vn = nonhydro_predictor_numpy(
+        a, s, base["z_rho_e"], base["z_theta_v_e"], base["z_gradh_exner"], base["vn"],
+        iadv_rhotheta, igradp_method, limited_area, is_iau_active)
+    check(got, dict(
         z_grad_rth_1=inside(grads[0], base["z_grad_rth_1"], cs, ce, 0, NLEV),
         z_grad_rth_2=inside(grads[1], base["z_grad_rth_2"], cs, ce, 0, NLEV),
         z_grad_rth_3=inside(grads[2], base["z_grad_rth_3"], cs, ce, 0, NLEV),
         z_grad_rth_4=inside(grads[3], base["z_grad_rth_4"], cs, ce, 0, NLEV),
         z_rho_e=rho_e, z_theta_v_e=theta_e, z_gradh_exner=grad, vn=vn),
         rtol=2e-5, atol=2e-5)
+
+
+# The corrector (divergence damping chosen by int32, float and bool scalars) and
+# the operator choosing predictor or corrector by istep, called without domain=.
+
+
+@gtx.field_operator
+def _add_vertical_wind_derivative_to_divergence_damping(
+    hmask_dd3d: fa.EdgeField[wpfloat], scalfac_dd3d: fa.KField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat], z_dwdz_dd: fa.CellKField[vpfloat],
+    z_graddiv_vn: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_dwdz_dd_wp = astype(z_dwdz_dd, wpfloat)
+    return astype(
+        astype(z_graddiv_vn, wpfloat) + hmask_dd3d * scalfac_dd3d * inv_dual_edge_length
+        * (z_dwdz_dd_wp(E2C[1]) - z_dwdz_dd_wp(E2C[0])),
+        vpfloat,
+    )
+
+
+@gtx.field_operator
+def _add_temporal_tendencies_to_vn_by_interpolating_between_time_levels(
+    vn_nnow: fa.EdgeKField[wpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_apc_ntl2: fa.EdgeKField[vpfloat], ddt_vn_phy: fa.EdgeKField[vpfloat],
+    z_theta_v_e: fa.EdgeKField[wpfloat], z_gradh_exner: fa.EdgeKField[vpfloat],
+    dtime: wpfloat, wgt_nnow_vel: wpfloat, wgt_nnew_vel: wpfloat, cpd: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    apc1, apc2, phy, gradh = astype(
+        (ddt_vn_apc_ntl1, ddt_vn_apc_ntl2, ddt_vn_phy, z_gradh_exner), wpfloat)
+    return vn_nnow + dtime * (
+        wgt_nnow_vel * apc1 + wgt_nnew_vel * apc2 + phy - cpd * z_theta_v_e * gradh)
+
+
+@gtx.field_operator
+def _compute_graddiv2_of_vn(
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    z_graddiv_vn: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_graddiv_vn_wp = astype(z_graddiv_vn, wpfloat)
+    return astype(neighbor_sum(z_graddiv_vn_wp(E2C2EO) * geofac_grdiv, axis=E2C2EODim),
+                  vpfloat)
+
+
+@gtx.field_operator
+def _apply_2nd_order_divergence_damping(
+    z_graddiv_vn: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat], scal_divdamp_o2: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    return vn + scal_divdamp_o2 * astype(z_graddiv_vn, wpfloat)
+
+
+@gtx.field_operator
+def _apply_weighted_2nd_and_4th_order_divergence_damping(
+    scal_divdamp: fa.KField[wpfloat], bdy_divdamp: fa.KField[wpfloat],
+    nudgecoeff_e: fa.EdgeField[wpfloat], z_graddiv2_vn: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return vn + (scal_divdamp + bdy_divdamp * nudgecoeff_e) * astype(z_graddiv2_vn, wpfloat)
+
+
+@gtx.field_operator
+def _apply_4th_order_divergence_damping(
+    scal_divdamp: fa.KField[wpfloat], z_graddiv2_vn: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return vn + scal_divdamp * astype(z_graddiv2_vn, wpfloat)
+
+
+@gtx.field_operator
+def _fused_solve_nonhydro_stencil_15_to_28_corrector(
+    hmask_dd3d: fa.EdgeField[wpfloat], scalfac_dd3d: fa.KField[wpfloat],
+    z_dwdz_dd: fa.CellKField[vpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+    ddt_vn_apc_ntl2: fa.EdgeKField[vpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], z_graddiv_vn: fa.EdgeKField[vpfloat],
+    vn_incr: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+    z_theta_v_e: fa.EdgeKField[wpfloat], z_gradh_exner: fa.EdgeKField[vpfloat],
+    z_graddiv2_vn: fa.EdgeKField[vpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    scal_divdamp: fa.KField[wpfloat], bdy_divdamp: fa.KField[wpfloat],
+    nudgecoeff_e: fa.EdgeField[wpfloat], horz_idx: fa.EdgeField[gtx.int32],
+    vert_idx: fa.KField[gtx.int32], wgt_nnow_vel: wpfloat, wgt_nnew_vel: wpfloat,
+    dtime: wpfloat, cpd: wpfloat, iau_wgt_dyn: wpfloat, is_iau_active: bool,
+    divdamp_fac: wpfloat, divdamp_fac_o2: wpfloat, divdamp_order: gtx.int32,
+    scal_divdamp_o2: wpfloat, limited_area: bool, itime_scheme: gtx.int32,
+    COMBINED: gtx.int32, FOURTH_ORDER: gtx.int32,
+    start_edge_lateral_boundary_level_7: gtx.int32, end_edge_halo_level_2: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32, end_edge_local: gtx.int32,
+    kstart_dd3d: gtx.int32,
+) -> tuple[fa.EdgeKField[vpfloat], fa.EdgeKField[wpfloat]]:
+    vert_idx = broadcast(vert_idx, (EdgeDim, KDim))
+    z_graddiv_vn = where(
+        (start_edge_lateral_boundary_level_7 <= horz_idx < end_edge_halo_level_2)
+        & (kstart_dd3d <= vert_idx),
+        _add_vertical_wind_derivative_to_divergence_damping(
+            hmask_dd3d=hmask_dd3d, scalfac_dd3d=scalfac_dd3d,
+            inv_dual_edge_length=inv_dual_edge_length, z_dwdz_dd=z_dwdz_dd,
+            z_graddiv_vn=z_graddiv_vn),
+        z_graddiv_vn,
+    )
+    vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _add_temporal_tendencies_to_vn_by_interpolating_between_time_levels(
+                vn_nnow=vn, ddt_vn_apc_ntl1=ddt_vn_apc_ntl1, ddt_vn_apc_ntl2=ddt_vn_apc_ntl2,
+                ddt_vn_phy=ddt_vn_phy, z_theta_v_e=z_theta_v_e, z_gradh_exner=z_gradh_exner,
+                dtime=dtime, wgt_nnow_vel=wgt_nnow_vel, wgt_nnew_vel=wgt_nnew_vel, cpd=cpd),
+            vn,
+        )
+        if itime_scheme == 4
+        else vn
+    )
+    z_graddiv2_vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _compute_graddiv2_of_vn(geofac_grdiv=geofac_grdiv, z_graddiv_vn=z_graddiv_vn),
+            z_graddiv2_vn,
+        )
+        if (divdamp_order == COMBINED) | (divdamp_order == FOURTH_ORDER)
+        else z_graddiv2_vn
+    )
+    vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _apply_2nd_order_divergence_damping(
+                z_graddiv_vn=z_graddiv_vn, vn=vn, scal_divdamp_o2=scal_divdamp_o2),
+            vn,
+        )
+        if ((divdamp_order == COMBINED) & (scal_divdamp_o2 > 1.0e-6))
+        else vn
+    )
+    vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _apply_weighted_2nd_and_4th_order_divergence_damping(
+                scal_divdamp=scal_divdamp, bdy_divdamp=bdy_divdamp, nudgecoeff_e=nudgecoeff_e,
+                z_graddiv2_vn=z_graddiv2_vn, vn=vn),
+            vn,
+        )
+        if ((divdamp_order == COMBINED) & (divdamp_fac_o2 <= (4.0 * divdamp_fac))
+            & limited_area)
+        else vn
+    )
+    vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _apply_4th_order_divergence_damping(
+                scal_divdamp=scal_divdamp, z_graddiv2_vn=z_graddiv2_vn, vn=vn),
+            vn,
+        )
+        if ((divdamp_order == COMBINED) & (divdamp_fac_o2 <= (4.0 * divdamp_fac))
+            & (not limited_area))
+        else vn
+    )
+    vn = (
+        where(
+            (start_edge_nudging_level_2 <= horz_idx < end_edge_local),
+            _add_analysis_increments_to_vn(vn_incr=vn_incr, vn=vn, iau_wgt_dyn=iau_wgt_dyn),
+            vn,
+        )
+        if is_iau_active
+        else vn
+    )
+    return z_graddiv_vn, vn
+
+
+@gtx.field_operator
+def _fused_solve_nonhydro_stencil_15_to_28(
+    rho_ref_me: fa.EdgeKField[vpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+    ddxn_z_full: fa.EdgeKField[vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat], z_dexner_dz_c_2: fa.CellKField[vpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    ikoffset: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], gtx.int32],
+    zdiff_gradp: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[vpfloat],
+    ipeidx_dsl: fa.EdgeKField[bool], pg_exdist: fa.EdgeKField[vpfloat],
+    hmask_dd3d: fa.EdgeField[wpfloat], scalfac_dd3d: fa.KField[wpfloat],
+    z_dwdz_dd: fa.CellKField[vpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+    ddt_vn_apc_ntl2: fa.EdgeKField[vpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], vn_incr: fa.EdgeKField[vpfloat],
+    horz_idx: fa.EdgeField[gtx.int32], vert_idx: fa.KField[gtx.int32],
+    bdy_divdamp: fa.KField[wpfloat], nudgecoeff_e: fa.EdgeField[wpfloat],
+    z_hydro_corr: fa.EdgeKField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    z_graddiv2_vn: fa.EdgeKField[vpfloat], scal_divdamp: fa.KField[wpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+    z_graddiv_vn: fa.EdgeKField[vpfloat], divdamp_fac: wpfloat, divdamp_fac_o2: wpfloat,
+    wgt_nnow_vel: wpfloat, wgt_nnew_vel: wpfloat, dtime: wpfloat, cpd: wpfloat,
+    iau_wgt_dyn: wpfloat, is_iau_active: bool, itime_scheme: gtx.int32,
+    grav_o_cpd: wpfloat, divdamp_order: gtx.int32, scal_divdamp_o2: wpfloat,
+    istep: gtx.int32, limited_area: bool, start_edge_halo_level_2: gtx.int32,
+    end_edge_halo_level_2: gtx.int32, start_edge_lateral_boundary: gtx.int32,
+    end_edge_halo: gtx.int32, start_edge_lateral_boundary_level_7: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32, end_edge_local: gtx.int32,
+    end_edge_end: gtx.int32, iadv_rhotheta: gtx.int32, igradp_method: gtx.int32,
+    TAYLOR_HYDRO: gtx.int32, nlev: gtx.int32, kstart_dd3d: gtx.int32, COMBINED: gtx.int32,
+    FOURTH_ORDER: gtx.int32, nflatlev: gtx.int32, nflat_gradp: gtx.int32,
+) -> tuple[
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[wpfloat], fa.EdgeKField[vpfloat],
+]:
+    (z_rho_e, z_theta_v_e, z_gradh_exner, vn) = (
+        _fused_solve_nonhydro_stencil_15_to_28_predictor(
+            rho_ref_me=rho_ref_me, z_exner_ex_pr=z_exner_ex_pr, ddxn_z_full=ddxn_z_full,
+            c_lin_e=c_lin_e, z_dexner_dz_c_1=z_dexner_dz_c_1, z_dexner_dz_c_2=z_dexner_dz_c_2,
+            theta_v=theta_v, ikoffset=ikoffset, zdiff_gradp=zdiff_gradp,
+            theta_v_ic=theta_v_ic, inv_ddqz_z_full=inv_ddqz_z_full, ipeidx_dsl=ipeidx_dsl,
+            pg_exdist=pg_exdist, inv_dual_edge_length=inv_dual_edge_length,
+            ddt_vn_apc_ntl1=ddt_vn_apc_ntl1, ddt_vn_phy=ddt_vn_phy, vn_incr=vn_incr, vn=vn,
+            z_theta_v_e=z_theta_v_e, z_hydro_corr=z_hydro_corr, z_gradh_exner=z_gradh_exner,
+            z_rho_e=z_rho_e, horz_idx=horz_idx, vert_idx=vert_idx, grav_o_cpd=grav_o_cpd,
+            dtime=dtime, cpd=cpd, iau_wgt_dyn=iau_wgt_dyn, is_iau_active=is_iau_active,
+            limited_area=limited_area, start_edge_halo_level_2=start_edge_halo_level_2,
+            end_edge_halo_level_2=end_edge_halo_level_2,
+            start_edge_lateral_boundary=start_edge_lateral_boundary,
+            end_edge_halo=end_edge_halo, start_edge_nudging_level_2=start_edge_nudging_level_2,
+            end_edge_local=end_edge_local, end_edge_end=end_edge_end,
+            iadv_rhotheta=iadv_rhotheta, igradp_method=igradp_method,
+            TAYLOR_HYDRO=TAYLOR_HYDRO, nlev=nlev, nflatlev=nflatlev, nflat_gradp=nflat_gradp,
+        )
+        if istep == 1
+        else (z_rho_e, z_theta_v_e, z_gradh_exner, vn)
+    )
+    (z_graddiv_vn, vn) = (
+        _fused_solve_nonhydro_stencil_15_to_28_corrector(
+            hmask_dd3d=hmask_dd3d, scalfac_dd3d=scalfac_dd3d, z_dwdz_dd=z_dwdz_dd,
+            inv_dual_edge_length=inv_dual_edge_length, ddt_vn_apc_ntl2=ddt_vn_apc_ntl2,
+            ddt_vn_apc_ntl1=ddt_vn_apc_ntl1, ddt_vn_phy=ddt_vn_phy, z_graddiv_vn=z_graddiv_vn,
+            vn_incr=vn_incr, vn=vn, z_theta_v_e=z_theta_v_e, z_gradh_exner=z_gradh_exner,
+            z_graddiv2_vn=z_graddiv2_vn, geofac_grdiv=geofac_grdiv,
+            scal_divdamp=scal_divdamp, bdy_divdamp=bdy_divdamp, nudgecoeff_e=nudgecoeff_e,
+            horz_idx=horz_idx, vert_idx=vert_idx, wgt_nnow_vel=wgt_nnow_vel,
+            wgt_nnew_vel=wgt_nnew_vel, dtime=dtime, cpd=cpd, iau_wgt_dyn=iau_wgt_dyn,
+            is_iau_active=is_iau_active, divdamp_fac=divdamp_fac,
+            divdamp_fac_o2=divdamp_fac_o2, divdamp_order=divdamp_order,
+            scal_divdamp_o2=scal_divdamp_o2, limited_area=limited_area,
+            itime_scheme=itime_scheme, COMBINED=COMBINED, FOURTH_ORDER=FOURTH_ORDER,
+            start_edge_lateral_boundary_level_7=start_edge_lateral_boundary_level_7,
+            end_edge_halo_level_2=end_edge_halo_level_2,
+            start_edge_nudging_level_2=start_edge_nudging_level_2,
+            end_edge_local=end_edge_local, kstart_dd3d=kstart_dd3d,
+        )
+        if istep > 1
+        else (z_graddiv_vn, vn)
+    )
+    return z_rho_e, z_theta_v_e, z_gradh_exner, vn, z_graddiv_vn
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def fused_solve_nonhydro_stencil_15_to_28(
+    rho_ref_me: fa.EdgeKField[vpfloat], z_exner_ex_pr: fa.CellKField[vpfloat],
+    ddxn_z_full: fa.EdgeKField[vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat], z_dexner_dz_c_2: fa.CellKField[vpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    ikoffset: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], gtx.int32],
+    zdiff_gradp: gtx.Field[gtx.Dims[dims.ECDim, dims.KDim], vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat], inv_ddqz_z_full: fa.CellKField[vpfloat],
+    ipeidx_dsl: fa.EdgeKField[bool], pg_exdist: fa.EdgeKField[vpfloat],
+    hmask_dd3d: fa.EdgeField[wpfloat], scalfac_dd3d: fa.KField[wpfloat],
+    z_dwdz_dd: fa.CellKField[vpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+    ddt_vn_apc_ntl2: fa.EdgeKField[vpfloat], ddt_vn_apc_ntl1: fa.EdgeKField[vpfloat],
+    ddt_vn_phy: fa.EdgeKField[vpfloat], vn_incr: fa.EdgeKField[vpfloat],
+    horz_idx: fa.EdgeField[gtx.int32], vert_idx: fa.KField[gtx.int32],
+    bdy_divdamp: fa.KField[wpfloat], nudgecoeff_e: fa.EdgeField[wpfloat],
+    z_hydro_corr: fa.EdgeKField[wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], wpfloat],
+    z_graddiv2_vn: fa.EdgeKField[vpfloat], scal_divdamp: fa.KField[wpfloat],
+    z_rho_e: fa.EdgeKField[wpfloat], z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+    z_graddiv_vn: fa.EdgeKField[vpfloat], divdamp_fac: wpfloat, divdamp_fac_o2: wpfloat,
+    wgt_nnow_vel: wpfloat, wgt_nnew_vel: wpfloat, dtime: wpfloat, cpd: wpfloat,
+    iau_wgt_dyn: wpfloat, is_iau_active: bool, itime_scheme: gtx.int32,
+    grav_o_cpd: wpfloat, divdamp_order: gtx.int32, scal_divdamp_o2: wpfloat,
+    istep: gtx.int32, limited_area: bool, start_edge_halo_level_2: gtx.int32,
+    end_edge_halo_level_2: gtx.int32, start_edge_lateral_boundary: gtx.int32,
+    end_edge_halo: gtx.int32, start_edge_lateral_boundary_level_7: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32, end_edge_local: gtx.int32,
+    end_edge_end: gtx.int32, iadv_rhotheta: gtx.int32, igradp_method: gtx.int32,
+    TAYLOR_HYDRO: gtx.int32, nlev: gtx.int32, kstart_dd3d: gtx.int32, COMBINED: gtx.int32,
+    FOURTH_ORDER: gtx.int32, nflatlev: gtx.int32, nflat_gradp: gtx.int32,
+):
+    _fused_solve_nonhydro_stencil_15_to_28(
+        rho_ref_me, z_exner_ex_pr, ddxn_z_full, c_lin_e, z_dexner_dz_c_1, z_dexner_dz_c_2,
+        theta_v, ikoffset, zdiff_gradp, theta_v_ic, inv_ddqz_z_full, ipeidx_dsl, pg_exdist,
+        hmask_dd3d, scalfac_dd3d, z_dwdz_dd, inv_dual_edge_length, ddt_vn_apc_ntl2,
+        ddt_vn_apc_ntl1, ddt_vn_phy, vn_incr, horz_idx, vert_idx, bdy_divdamp, nudgecoeff_e,
+        z_hydro_corr, geofac_grdiv, z_graddiv2_vn, scal_divdamp, z_rho_e, z_theta_v_e,
+        z_gradh_exner, vn, z_graddiv_vn, divdamp_fac, divdamp_fac_o2, wgt_nnow_vel,
+        wgt_nnew_vel, dtime, cpd, iau_wgt_dyn, is_iau_active, itime_scheme, grav_o_cpd,
+        divdamp_order, scal_divdamp_o2, istep, limited_area, start_edge_halo_level_2,
+        end_edge_halo_level_2, start_edge_lateral_boundary, end_edge_halo,
+        start_edge_lateral_boundary_level_7, start_edge_nudging_level_2, end_edge_local,
+        end_edge_end, iadv_rhotheta, igradp_method, TAYLOR_HYDRO, nlev, kstart_dd3d,
+        COMBINED, FOURTH_ORDER, nflatlev, nflat_gradp,
+        out=(z_rho_e, z_theta_v_e, z_gradh_exner, vn, z_graddiv_vn),
+    )
+
+
+@pytest.mark.parametrize(("istep", "limited_area", "scal_divdamp_o2"),
+                         [(1, True, 0.3), (2, True, 0.3), (2, False, 0.0)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fused_solve_nonhydro_stencil_15_to_28(backend, istep, limited_area, scal_divdamp_o2):
+    e2c, e2c2eo = TABLES["E2C"], TABLES["E2C2EO"]
+    slb7, kstart_dd3d, combined = 2, 4, 3
+    a = nonhydro_inputs()
+    a |= dict(hmask_dd3d=f64(NE), scalfac_dd3d=f64(NLEV), z_dwdz_dd=f32(NC, NLEV),
+              ddt_vn_apc_ntl2=f32(NE, NLEV), bdy_divdamp=f64(NLEV), nudgecoeff_e=f64(NE),
+              geofac_grdiv=f64(NE, 5), z_graddiv2_vn=f32(NE, NLEV), scal_divdamp=f64(NLEV))
+    base = dict(z_rho_e=f64(NE, NLEV), z_theta_v_e=f64(NE, NLEV), z_gradh_exner=f32(NE, NLEV),
+                vn=RNG.standard_normal((NE, NLEV)), z_graddiv_vn=f32(NE, NLEV))
+    got = {name: v.copy() for name, v in base.items()}
+    s = dict(grav_o_cpd=9.80665 / 1004.64, dtime=3.0, cpd=1004.64, iau_wgt_dyn=0.4)
+    damp = dict(divdamp_fac=0.5, divdamp_fac_o2=1.0, wgt_nnow_vel=0.25, wgt_nnew_vel=0.75)
+    fused_solve_nonhydro_stencil_15_to_28(
+        **a, **got, **s, **damp, **NONHYDRO_BOUNDS, is_iau_active=True, itime_scheme=4,
+        divdamp_order=combined, scal_divdamp_o2=scal_divdamp_o2, istep=istep,
+        limited_area=limited_area, start_edge_lateral_boundary_level_7=slb7, iadv_rhotheta=2,
+        igradp_method=3, TAYLOR_HYDRO=3, nlev=NLEV, kstart_dd3d=kstart_dd3d,
+        COMBINED=combined, FOURTH_ORDER=4, offset_provider=TABLES, backend=backend)
+
+    want = dict(base)
+    if istep == 1:
+        (want["z_rho_e"], want["z_theta_v_e"], want["z_gradh_exner"],
+         want["vn"]) = nonhydro_predictor_numpy(
+            a, s, base["z_rho_e"], base["z_theta_v_e"], base["z_gradh_exner"], base["vn"],
+            2, 3, limited_area, True)
+    else:
+        b = NONHYDRO_BOUNDS
+        rows = slice(b["start_edge_nudging_level_2"], b["end_edge_local"])
+        dw = a["z_dwdz_dd"].astype(np.float64)
+        graddiv = np.array(base["z_graddiv_vn"])
+        added = (graddiv.astype(np.float64) + a["hmask_dd3d"][:, None] * a["scalfac_dd3d"]
+                 * a["inv_dual_edge_length"][:, None] * (dw[e2c[:, 1]] - dw[e2c[:, 0]])
+                 ).astype(np.float32)
+        graddiv[slb7:b["end_edge_halo_level_2"], kstart_dd3d:] = \
+            added[slb7:b["end_edge_halo_level_2"], kstart_dd3d:]
+        vn = np.array(base["vn"])
+        vn[rows] = (vn + s["dtime"] * (
+            damp["wgt_nnow_vel"] * a["ddt_vn_apc_ntl1"].astype(np.float64)
+            + damp["wgt_nnew_vel"] * a["ddt_vn_apc_ntl2"] + a["ddt_vn_phy"]
+            - s["cpd"] * base["z_theta_v_e"] * base["z_gradh_exner"]))[rows]
+        graddiv2 = np.array(a["z_graddiv2_vn"])
+        graddiv2[rows] = np.einsum("en,enk->ek", a["geofac_grdiv"],
+                                   graddiv.astype(np.float64)[e2c2eo]
+                                   ).astype(np.float32)[rows]
+        if scal_divdamp_o2 > 1e-6:
+            vn[rows] += scal_divdamp_o2 * graddiv[rows].astype(np.float64)
+        g2 = graddiv2[rows].astype(np.float64)
+        if limited_area:
+            vn[rows] += (a["scal_divdamp"] + a["bdy_divdamp"]
+                         * a["nudgecoeff_e"][rows, None]) * g2
+        else:
+            vn[rows] += a["scal_divdamp"] * g2
+        vn[rows] += s["iau_wgt_dyn"] * a["vn_incr"][rows].astype(np.float64)
+        want["z_graddiv_vn"], want["vn"] = graddiv, vn
+    check(got, want, rtol=2e-5, atol=2e-5)
