@@ -2050,3 +2050,189 @@ def test_fused_solve_nonhydro_stencil_15_to_28(backend, istep, limited_area, sca
         vn[rows] += s["iau_wgt_dyn"] * a["vn_incr"][rows].astype(np.float64)
         want["z_graddiv_vn"], want["vn"] = graddiv, vn
     check(got, want, rtol=2e-5, atol=2e-5)
+
+
+# ================================================================== FFSL flux area list
+#
+# icon4py's list of flux areas of the flux-form semi-Lagrangian advection:
+# twenty outputs written in place over sixteen of the inputs, the butterfly
+# cells chosen by the sign of vn through sparse ``[Edge, E2C]`` fields read
+# with ``E2CDim(0)``, ``int32`` edge fields broadcast to levels and chosen by
+# nested ``where`` with an ``int`` literal.
+
+
+@gtx.field_operator
+def _compute_ffsl_flux_area_list(
+    famask_int: fa.EdgeKField[gtx.int32], p_vn: fa.EdgeKField[wpfloat],
+    bf_cc_patch1_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    bf_cc_patch1_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    bf_cc_patch2_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    bf_cc_patch2_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    butterfly_idx_patch1_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_idx_patch1_vnneg: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch1_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch1_vnneg: fa.EdgeField[gtx.int32],
+    butterfly_idx_patch2_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_idx_patch2_vnneg: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch2_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch2_vnneg: fa.EdgeField[gtx.int32],
+    dreg_patch1_1_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_1_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_2_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_2_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_3_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_3_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_4_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_4_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_1_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_1_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_2_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_2_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_3_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_3_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_4_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_4_lat_vmask: fa.EdgeKField[vpfloat],
+) -> tuple[
+    fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat], fa.EdgeKField[gtx.int32], fa.EdgeKField[gtx.int32],
+    fa.EdgeKField[gtx.int32], fa.EdgeKField[gtx.int32],
+]:
+    famask_bool = famask_int == 1
+    lvn_pos = p_vn >= 0.0
+    # the butterfly cell centres of the upwind side (zero outside the flux area)
+    p1_lon = where(famask_bool, where(lvn_pos, bf_cc_patch1_lon[E2CDim(0)],
+                                      bf_cc_patch1_lon[E2CDim(1)]), 0.0)
+    p1_lat = where(famask_bool, where(lvn_pos, bf_cc_patch1_lat[E2CDim(0)],
+                                      bf_cc_patch1_lat[E2CDim(1)]), 0.0)
+    p2_lon = where(famask_bool, where(lvn_pos, bf_cc_patch2_lon[E2CDim(0)],
+                                      bf_cc_patch2_lon[E2CDim(1)]), 0.0)
+    p2_lat = where(famask_bool, where(lvn_pos, bf_cc_patch2_lat[E2CDim(0)],
+                                      bf_cc_patch2_lat[E2CDim(1)]), 0.0)
+    p1_lon_vp, p1_lat_vp, p2_lon_vp, p2_lat_vp = astype((p1_lon, p1_lat, p2_lon, p2_lat),
+                                                        vpfloat)
+    idx1 = where(famask_bool,
+                 where(lvn_pos, broadcast(butterfly_idx_patch1_vnpos, (dims.EdgeDim, dims.KDim)),
+                       broadcast(butterfly_idx_patch1_vnneg, (dims.EdgeDim, dims.KDim))), 0)
+    idx2 = where(famask_bool,
+                 where(lvn_pos, broadcast(butterfly_idx_patch2_vnpos, (dims.EdgeDim, dims.KDim)),
+                       broadcast(butterfly_idx_patch2_vnneg, (dims.EdgeDim, dims.KDim))), 0)
+    blk1 = where(famask_bool,
+                 where(lvn_pos, broadcast(butterfly_blk_patch1_vnpos, (dims.EdgeDim, dims.KDim)),
+                       broadcast(butterfly_blk_patch1_vnneg, (dims.EdgeDim, dims.KDim))), 0)
+    blk2 = where(famask_bool,
+                 where(lvn_pos, broadcast(butterfly_blk_patch2_vnpos, (dims.EdgeDim, dims.KDim)),
+                       broadcast(butterfly_blk_patch2_vnneg, (dims.EdgeDim, dims.KDim))), 0)
+    return (
+        dreg_patch1_1_lon_vmask - p1_lon_vp, dreg_patch1_1_lat_vmask - p1_lat_vp,
+        dreg_patch1_2_lon_vmask - p1_lon_vp, dreg_patch1_2_lat_vmask - p1_lat_vp,
+        dreg_patch1_3_lon_vmask - p1_lon_vp, dreg_patch1_3_lat_vmask - p1_lat_vp,
+        dreg_patch1_4_lon_vmask - p1_lon_vp, dreg_patch1_4_lat_vmask - p1_lat_vp,
+        dreg_patch2_1_lon_vmask - p2_lon_vp, dreg_patch2_1_lat_vmask - p2_lat_vp,
+        dreg_patch2_2_lon_vmask - p2_lon_vp, dreg_patch2_2_lat_vmask - p2_lat_vp,
+        dreg_patch2_3_lon_vmask - p2_lon_vp, dreg_patch2_3_lat_vmask - p2_lat_vp,
+        dreg_patch2_4_lon_vmask - p2_lon_vp, dreg_patch2_4_lat_vmask - p2_lat_vp,
+        idx1, blk1, idx2, blk2,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_ffsl_flux_area_list(
+    famask_int: fa.EdgeKField[gtx.int32], p_vn: fa.EdgeKField[wpfloat],
+    bf_cc_patch1_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    bf_cc_patch1_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    bf_cc_patch2_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    bf_cc_patch2_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    butterfly_idx_patch1_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_idx_patch1_vnneg: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch1_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch1_vnneg: fa.EdgeField[gtx.int32],
+    butterfly_idx_patch2_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_idx_patch2_vnneg: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch2_vnpos: fa.EdgeField[gtx.int32],
+    butterfly_blk_patch2_vnneg: fa.EdgeField[gtx.int32],
+    dreg_patch1_1_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_1_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_2_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_2_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_3_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_3_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_4_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch1_4_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_1_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_1_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_2_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_2_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_3_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_3_lat_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_4_lon_vmask: fa.EdgeKField[vpfloat],
+    dreg_patch2_4_lat_vmask: fa.EdgeKField[vpfloat],
+    patch1_cell_idx_vmask: fa.EdgeKField[gtx.int32],
+    patch1_cell_blk_vmask: fa.EdgeKField[gtx.int32],
+    patch2_cell_idx_vmask: fa.EdgeKField[gtx.int32],
+    patch2_cell_blk_vmask: fa.EdgeKField[gtx.int32],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_ffsl_flux_area_list(
+        famask_int, p_vn, bf_cc_patch1_lon, bf_cc_patch1_lat, bf_cc_patch2_lon,
+        bf_cc_patch2_lat, butterfly_idx_patch1_vnpos, butterfly_idx_patch1_vnneg,
+        butterfly_blk_patch1_vnpos, butterfly_blk_patch1_vnneg, butterfly_idx_patch2_vnpos,
+        butterfly_idx_patch2_vnneg, butterfly_blk_patch2_vnpos, butterfly_blk_patch2_vnneg,
+        dreg_patch1_1_lon_vmask, dreg_patch1_1_lat_vmask, dreg_patch1_2_lon_vmask,
+        dreg_patch1_2_lat_vmask, dreg_patch1_3_lon_vmask, dreg_patch1_3_lat_vmask,
+        dreg_patch1_4_lon_vmask, dreg_patch1_4_lat_vmask, dreg_patch2_1_lon_vmask,
+        dreg_patch2_1_lat_vmask, dreg_patch2_2_lon_vmask, dreg_patch2_2_lat_vmask,
+        dreg_patch2_3_lon_vmask, dreg_patch2_3_lat_vmask, dreg_patch2_4_lon_vmask,
+        dreg_patch2_4_lat_vmask,
+        out=(dreg_patch1_1_lon_vmask, dreg_patch1_1_lat_vmask, dreg_patch1_2_lon_vmask,
+             dreg_patch1_2_lat_vmask, dreg_patch1_3_lon_vmask, dreg_patch1_3_lat_vmask,
+             dreg_patch1_4_lon_vmask, dreg_patch1_4_lat_vmask, dreg_patch2_1_lon_vmask,
+             dreg_patch2_1_lat_vmask, dreg_patch2_2_lon_vmask, dreg_patch2_2_lat_vmask,
+             dreg_patch2_3_lon_vmask, dreg_patch2_3_lat_vmask, dreg_patch2_4_lon_vmask,
+             dreg_patch2_4_lat_vmask, patch1_cell_idx_vmask, patch1_cell_blk_vmask,
+             patch2_cell_idx_vmask, patch2_cell_blk_vmask),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compute_ffsl_flux_area_list(backend):
+    hs, he, vs, ve = 2, NE - 1, 1, NLEV - 2
+    a = dict(famask_int=RNG.integers(0, 2, (NE, NLEV)).astype(np.int32),
+             p_vn=RNG.standard_normal((NE, NLEV)))
+    a |= {f"bf_cc_patch{p}_{c}": RNG.standard_normal((NE, 2)) for p in (1, 2)
+          for c in ("lon", "lat")}
+    a |= {f"butterfly_{w}_patch{p}_vn{s}": RNG.integers(0, 100, NE).astype(np.int32)
+          for w in ("idx", "blk") for p in (1, 2) for s in ("pos", "neg")}
+    dreg = [f"dreg_patch{p}_{i}_{c}_vmask" for p in (1, 2) for i in range(1, 5)
+            for c in ("lon", "lat")]
+    cells = [f"patch{p}_cell_{w}_vmask" for p in (1, 2) for w in ("idx", "blk")]
+    base = {n: (RNG.standard_normal((NE, NLEV))).astype(np.float32) for n in dreg}
+    base |= {n: RNG.integers(-5, 0, (NE, NLEV)).astype(np.int32) for n in cells}
+    got = {n: v.copy() for n, v in base.items()}
+    compute_ffsl_flux_area_list(**a, **got, horizontal_start=hs, horizontal_end=he,
+                                vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                                backend=backend)
+
+    mask, pos = a["famask_int"] == 1, a["p_vn"] >= 0.0
+
+    def upwind(x):
+        return np.where(mask, np.where(pos, x[:, :1], x[:, 1:]), 0.0).astype(np.float32)
+
+    def chosen(p, w):
+        return np.where(mask, np.where(pos, a[f"butterfly_{w}_patch{p}_vnpos"][:, None],
+                                       a[f"butterfly_{w}_patch{p}_vnneg"][:, None]), 0)
+
+    want = {}
+    for n in dreg:
+        p, c = n[len("dreg_patch")], n.split("_")[3]
+        want[n] = inside(base[n] - upwind(a[f"bf_cc_patch{p}_{c}"]), base[n], hs, he, vs, ve)
+    for n in cells:
+        p, w = n[len("patch")], n.split("_")[2]
+        want[n] = inside(chosen(p, w), base[n], hs, he, vs, ve)
+    check(got, want, rtol=1e-6, atol=1e-6)
+    assert all(got[n].dtype == np.int32 for n in cells)
