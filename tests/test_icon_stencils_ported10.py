@@ -2236,3 +2236,229 @@ def test_compute_ffsl_flux_area_list(backend):
         want[n] = inside(chosen(p, w), base[n], hs, he, vs, ve)
     check(got, want, rtol=1e-6, atol=1e-6)
     assert all(got[n].dtype == np.int32 for n in cells)
+
+
+# ================================================================== FFSL flux area patches
+#
+# The first cases of icon4py's flux area patches of the FFSL advection: the
+# departure line crossing one or both edges of the upwind triangle, found by
+# field operators returning ``int32`` (``where(…, 1, -1)``) and ``bool``
+# fields (``(i1 + i2) == -2``, ``~``) and the crossing points by one
+# returning a tuple; the patches as tuples chosen by ``where``, 24 outputs.
+
+EKvp = fa.EdgeKField[vpfloat]
+EKwp = fa.EdgeKField[wpfloat]
+
+
+@gtx.field_operator
+def ccw(p0_lon: EKwp, p0_lat: EKwp, p1_lon: EKwp, p1_lat: EKwp, p2_lon: EKwp, p2_lat: EKwp
+        ) -> fa.EdgeKField[gtx.int32]:
+    dx1dy2 = (p1_lon - p0_lon) * (p2_lat - p0_lat)
+    dy1dx2 = (p1_lat - p0_lat) * (p2_lon - p0_lon)
+    return where(dx1dy2 > dy1dx2, 1, -1)       # 1: counterclockwise turn
+
+
+@gtx.field_operator
+def lintersect(a_lon: EKwp, a_lat: EKwp, b_lon: EKwp, b_lat: EKwp, c_lon: EKwp, c_lat: EKwp,
+               d_lon: EKwp, d_lat: EKwp) -> fa.EdgeKField[bool]:
+    # segments AB and CD cross where C, D lie on either side of AB and A, B of CD
+    i1 = ccw(a_lon, a_lat, b_lon, b_lat, c_lon, c_lat) * ccw(
+        a_lon, a_lat, b_lon, b_lat, d_lon, d_lat)
+    i2 = ccw(c_lon, c_lat, d_lon, d_lat, a_lon, a_lat) * ccw(
+        c_lon, c_lat, d_lon, d_lat, b_lon, b_lat)
+    return (i1 + i2) == -2
+
+
+@gtx.field_operator
+def line_intersect(a_lon: EKwp, a_lat: EKwp, b_lon: EKwp, b_lat: EKwp, c_lon: EKwp,
+                   c_lat: EKwp, d_lon: EKwp, d_lat: EKwp) -> tuple[EKvp, EKvp]:
+    d1 = b_lon - a_lon
+    d1 = where(d1 != 0.0, d1, b_lon)
+    d2 = d_lon - c_lon
+    d2 = where(d2 != 0.0, d2, d_lon)
+    m1 = (b_lat - a_lat) / d1
+    m2 = (d_lat - c_lat) / d2
+    x = (c_lat - a_lat + m1 * a_lon - m2 * c_lon) / (m1 - m2)
+    y = a_lat + m1 * (x - a_lon)
+    return astype(x, vpfloat), astype(y, vpfloat)
+
+
+@gtx.field_operator
+def _prepare_ffsl_flux_area_patches_list_cases_1_and_2(
+    famask_int: fa.EdgeKField[gtx.int32], p_vn: EKwp,
+    ptr_v3_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    ptr_v3_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    tangent_orientation_dsl: fa.EdgeField[wpfloat],
+    dreg_patch0_1_lon_dsl: EKvp, dreg_patch0_1_lat_dsl: EKvp, dreg_patch0_2_lon_dsl: EKvp,
+    dreg_patch0_2_lat_dsl: EKvp, dreg_patch0_3_lon_dsl: EKvp, dreg_patch0_3_lat_dsl: EKvp,
+    dreg_patch0_4_lon_dsl: EKvp, dreg_patch0_4_lat_dsl: EKvp,
+) -> tuple[
+    EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp,
+    EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp, EKvp,
+]:
+    a1_lon, a1_lat = dreg_patch0_1_lon_dsl, dreg_patch0_1_lat_dsl
+    a2_lon, a2_lat = dreg_patch0_2_lon_dsl, dreg_patch0_2_lat_dsl
+    # departure points: 4 belongs to arrival point 1, 3 to 2
+    d1_lon, d1_lat = dreg_patch0_4_lon_dsl, dreg_patch0_4_lat_dsl
+    d2_lon, d2_lat = dreg_patch0_3_lon_dsl, dreg_patch0_3_lat_dsl
+    lvn_pos = p_vn >= 0.0
+    fl1_lon, fl1_lat, fl2_lon, fl2_lat = astype((d1_lon, d1_lat, d2_lon, d2_lat), wpfloat)
+    t1_lon, t1_lat, t2_lon, t2_lat = astype((a1_lon, a1_lat, a2_lon, a2_lat), wpfloat)
+    v3_lon = where(lvn_pos, ptr_v3_lon[E2CDim(0)], ptr_v3_lon[E2CDim(1)])
+    v3_lat = where(lvn_pos, ptr_v3_lat[E2CDim(0)], ptr_v3_lat[E2CDim(1)])
+    cross1 = lintersect(fl1_lon, fl1_lat, fl2_lon, fl2_lat, t1_lon, t1_lat, v3_lon, v3_lat)
+    cross2 = lintersect(fl1_lon, fl1_lat, fl2_lon, fl2_lat, t2_lon, t2_lat, v3_lon, v3_lat)
+    sys_pos = (p_vn * broadcast(tangent_orientation_dsl, (dims.EdgeDim, dims.KDim))) >= 0.0
+    famask_bool = famask_int == 1
+    ps1_lon, ps1_lat = line_intersect(
+        fl1_lon, fl1_lat, fl2_lon, fl2_lat, t1_lon, t1_lat, v3_lon, v3_lat)
+    ps2_lon, ps2_lat = line_intersect(
+        fl1_lon, fl1_lat, fl2_lon, fl2_lat, t2_lon, t2_lat, v3_lon, v3_lat)
+    zero = vpfloat("0.0")
+    # patch 1 (beside arrival point 1) and patch 2 (beside arrival point 2)
+    patch1 = (a1_lon, a1_lat, where(sys_pos, ps1_lon, d1_lon), where(sys_pos, ps1_lat, d1_lat),
+              where(sys_pos, d1_lon, ps1_lon), where(sys_pos, d1_lat, ps1_lat), a1_lon, a1_lat)
+    patch2 = (a2_lon, a2_lat, where(sys_pos, d2_lon, ps2_lon), where(sys_pos, d2_lat, ps2_lat),
+              where(sys_pos, ps2_lon, d2_lon), where(sys_pos, ps2_lat, d2_lat), a2_lon, a2_lat)
+    none = (zero, zero, zero, zero, zero, zero, zero, zero)
+    p0 = (dreg_patch0_1_lon_dsl, dreg_patch0_1_lat_dsl, dreg_patch0_2_lon_dsl,
+          dreg_patch0_2_lat_dsl, dreg_patch0_3_lon_dsl, dreg_patch0_3_lat_dsl,
+          dreg_patch0_4_lon_dsl, dreg_patch0_4_lat_dsl)
+    # case 1: the departure line crosses both triangle edges
+    case1 = cross1 & cross2 & famask_bool
+    p0 = where(case1, (a1_lon, a1_lat, where(sys_pos, a2_lon, ps1_lon),
+                       where(sys_pos, a2_lat, ps1_lat), ps2_lon, ps2_lat,
+                       where(sys_pos, ps1_lon, a2_lon), where(sys_pos, ps1_lat, a2_lat)), p0)
+    p1 = where(case1, patch1, none)
+    p2 = where(case1, patch2, none)
+    # case 2a: only the edge from arrival point 1
+    case2a = cross1 & (~cross2) & famask_bool
+    p0 = where(case2a, (a1_lon, a1_lat, where(sys_pos, a2_lon, ps1_lon),
+                        where(sys_pos, a2_lat, ps1_lat), d2_lon, d2_lat,
+                        where(sys_pos, ps1_lon, a2_lon), where(sys_pos, ps1_lat, a2_lat)), p0)
+    p1 = where(case2a, patch1, p1)
+    p2 = where(case2a, none, p2)
+    # case 2b: only the edge from arrival point 2
+    case2b = cross2 & (~cross1) & famask_bool
+    p0 = where(case2b, (a1_lon, a1_lat, where(sys_pos, a2_lon, d1_lon),
+                        where(sys_pos, a2_lat, d1_lat), ps2_lon, ps2_lat,
+                        where(sys_pos, d1_lon, a2_lon), where(sys_pos, d1_lat, a2_lat)), p0)
+    p1 = where(case2b, none, p1)
+    p2 = where(case2b, patch2, p2)
+    return (p0[0], p0[1], p0[2], p0[3], p0[4], p0[5], p0[6], p0[7],
+            p1[0], p1[1], p1[2], p1[3], p1[4], p1[5], p1[6], p1[7],
+            p2[0], p2[1], p2[2], p2[3], p2[4], p2[5], p2[6], p2[7])
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def prepare_ffsl_flux_area_patches_list_cases_1_and_2(
+    famask_int: fa.EdgeKField[gtx.int32], p_vn: EKwp,
+    ptr_v3_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    ptr_v3_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    tangent_orientation_dsl: fa.EdgeField[wpfloat],
+    dreg_patch0_1_lon_dsl: EKvp, dreg_patch0_1_lat_dsl: EKvp, dreg_patch0_2_lon_dsl: EKvp,
+    dreg_patch0_2_lat_dsl: EKvp, dreg_patch0_3_lon_dsl: EKvp, dreg_patch0_3_lat_dsl: EKvp,
+    dreg_patch0_4_lon_dsl: EKvp, dreg_patch0_4_lat_dsl: EKvp,
+    dreg_patch1_1_lon_vmask: EKvp, dreg_patch1_1_lat_vmask: EKvp,
+    dreg_patch1_2_lon_vmask: EKvp, dreg_patch1_2_lat_vmask: EKvp,
+    dreg_patch1_3_lon_vmask: EKvp, dreg_patch1_3_lat_vmask: EKvp,
+    dreg_patch1_4_lon_vmask: EKvp, dreg_patch1_4_lat_vmask: EKvp,
+    dreg_patch2_1_lon_vmask: EKvp, dreg_patch2_1_lat_vmask: EKvp,
+    dreg_patch2_2_lon_vmask: EKvp, dreg_patch2_2_lat_vmask: EKvp,
+    dreg_patch2_3_lon_vmask: EKvp, dreg_patch2_3_lat_vmask: EKvp,
+    dreg_patch2_4_lon_vmask: EKvp, dreg_patch2_4_lat_vmask: EKvp,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _prepare_ffsl_flux_area_patches_list_cases_1_and_2(
+        famask_int, p_vn, ptr_v3_lon, ptr_v3_lat, tangent_orientation_dsl,
+        dreg_patch0_1_lon_dsl, dreg_patch0_1_lat_dsl, dreg_patch0_2_lon_dsl,
+        dreg_patch0_2_lat_dsl, dreg_patch0_3_lon_dsl, dreg_patch0_3_lat_dsl,
+        dreg_patch0_4_lon_dsl, dreg_patch0_4_lat_dsl,
+        out=(dreg_patch0_1_lon_dsl, dreg_patch0_1_lat_dsl, dreg_patch0_2_lon_dsl,
+             dreg_patch0_2_lat_dsl, dreg_patch0_3_lon_dsl, dreg_patch0_3_lat_dsl,
+             dreg_patch0_4_lon_dsl, dreg_patch0_4_lat_dsl,
+             dreg_patch1_1_lon_vmask, dreg_patch1_1_lat_vmask, dreg_patch1_2_lon_vmask,
+             dreg_patch1_2_lat_vmask, dreg_patch1_3_lon_vmask, dreg_patch1_3_lat_vmask,
+             dreg_patch1_4_lon_vmask, dreg_patch1_4_lat_vmask,
+             dreg_patch2_1_lon_vmask, dreg_patch2_1_lat_vmask, dreg_patch2_2_lon_vmask,
+             dreg_patch2_2_lat_vmask, dreg_patch2_3_lon_vmask, dreg_patch2_3_lat_vmask,
+             dreg_patch2_4_lon_vmask, dreg_patch2_4_lat_vmask),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prepare_ffsl_flux_area_patches_list_cases_1_and_2(backend):
+    hs, he, vs, ve = 1, NE, 0, NLEV - 1
+    a = dict(famask_int=(RNG.random((NE, NLEV)) < 0.8).astype(np.int32),
+             p_vn=RNG.standard_normal((NE, NLEV)),
+             ptr_v3_lon=RNG.uniform(-1.0, 1.0, (NE, 2)), ptr_v3_lat=RNG.uniform(-1.0, 1.0, (NE, 2)),
+             tangent_orientation_dsl=np.where(RNG.random(NE) < 0.5, -1.0, 1.0))
+    p0 = [f"dreg_patch0_{i}_{c}_dsl" for i in range(1, 5) for c in ("lon", "lat")]
+    p12 = [f"dreg_patch{p}_{i}_{c}_vmask" for p in (1, 2) for i in range(1, 5)
+           for c in ("lon", "lat")]
+    base = {n: RNG.uniform(-1.0, 1.0, (NE, NLEV)).astype(np.float32) for n in p0 + p12}
+    got = {n: v.copy() for n, v in base.items()}
+    prepare_ffsl_flux_area_patches_list_cases_1_and_2(
+        **a, **got, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+        vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    b = {n: base[n].astype(np.float64) for n in p0}
+    a1, a2 = (b["dreg_patch0_1_lon_dsl"], b["dreg_patch0_1_lat_dsl"]), \
+        (b["dreg_patch0_2_lon_dsl"], b["dreg_patch0_2_lat_dsl"])
+    d1, d2 = (b["dreg_patch0_4_lon_dsl"], b["dreg_patch0_4_lat_dsl"]), \
+        (b["dreg_patch0_3_lon_dsl"], b["dreg_patch0_3_lat_dsl"])
+    pos = a["p_vn"] >= 0.0
+    v3 = tuple(np.where(pos, a[f"ptr_v3_{c}"][:, :1], a[f"ptr_v3_{c}"][:, 1:])
+               for c in ("lon", "lat"))
+
+    def turn(p, q, r):
+        return np.where((q[0] - p[0]) * (r[1] - p[1]) > (q[1] - p[1]) * (r[0] - p[0]), 1, -1)
+
+    def crosses(p, q, r, s):
+        return turn(p, q, r) * turn(p, q, s) + turn(r, s, p) * turn(r, s, q) == -2
+
+    def meet(p, q, r, s):
+        e1 = np.where(q[0] - p[0] != 0.0, q[0] - p[0], q[0])
+        e2 = np.where(s[0] - r[0] != 0.0, s[0] - r[0], s[0])
+        m1, m2 = (q[1] - p[1]) / e1, (s[1] - r[1]) / e2
+        x = (r[1] - p[1] + m1 * p[0] - m2 * r[0]) / (m1 - m2)
+        return x.astype(np.float32), (p[1] + m1 * (x - p[0])).astype(np.float32)
+
+    with np.errstate(all="ignore"):
+        c1, c2 = crosses(d1, d2, a1, v3), crosses(d1, d2, a2, v3)
+        ps1, ps2 = meet(d1, d2, a1, v3), meet(d1, d2, a2, v3)
+    sp = a["p_vn"] * a["tangent_orientation_dsl"][:, None] >= 0.0
+    fam = a["famask_int"] == 1
+    f32a1, f32a2 = [tuple(x.astype(np.float32) for x in p) for p in (a1, a2)]
+    f32d1, f32d2 = [tuple(x.astype(np.float32) for x in p) for p in (d1, d2)]
+
+    def sel(c, x, y):
+        return np.where(c, x, y)
+
+    patch1 = [f32a1[0], f32a1[1], sel(sp, ps1[0], f32d1[0]), sel(sp, ps1[1], f32d1[1]),
+              sel(sp, f32d1[0], ps1[0]), sel(sp, f32d1[1], ps1[1]), f32a1[0], f32a1[1]]
+    patch2 = [f32a2[0], f32a2[1], sel(sp, f32d2[0], ps2[0]), sel(sp, f32d2[1], ps2[1]),
+              sel(sp, ps2[0], f32d2[0]), sel(sp, ps2[1], f32d2[1]), f32a2[0], f32a2[1]]
+    zeros = [np.zeros((NE, NLEV), np.float32)] * 8
+    q0 = [base[n] for n in p0]
+    case1, case2a, case2b = c1 & c2 & fam, c1 & ~c2 & fam, c2 & ~c1 & fam
+    q0 = [sel(case1, v, w) for v, w in zip(
+        [f32a1[0], f32a1[1], sel(sp, f32a2[0], ps1[0]), sel(sp, f32a2[1], ps1[1]), ps2[0],
+         ps2[1], sel(sp, ps1[0], f32a2[0]), sel(sp, ps1[1], f32a2[1])], q0)]
+    q1 = [sel(case1, v, w) for v, w in zip(patch1, zeros)]
+    q2 = [sel(case1, v, w) for v, w in zip(patch2, zeros)]
+    q0 = [sel(case2a, v, w) for v, w in zip(
+        [f32a1[0], f32a1[1], sel(sp, f32a2[0], ps1[0]), sel(sp, f32a2[1], ps1[1]), f32d2[0],
+         f32d2[1], sel(sp, ps1[0], f32a2[0]), sel(sp, ps1[1], f32a2[1])], q0)]
+    q1 = [sel(case2a, v, w) for v, w in zip(patch1, q1)]
+    q2 = [sel(case2a, v, w) for v, w in zip(zeros, q2)]
+    q0 = [sel(case2b, v, w) for v, w in zip(
+        [f32a1[0], f32a1[1], sel(sp, f32a2[0], f32d1[0]), sel(sp, f32a2[1], f32d1[1]), ps2[0],
+         ps2[1], sel(sp, f32d1[0], f32a2[0]), sel(sp, f32d1[1], f32a2[1])], q0)]
+    q1 = [sel(case2b, v, w) for v, w in zip(zeros, q1)]
+    q2 = [sel(case2b, v, w) for v, w in zip(patch2, q2)]
+    assert case1.any() and case2a.any() and case2b.any()
+    want = {n: inside(v, base[n], hs, he, vs, ve) for n, v in zip(p0 + p12, q0 + q1 + q2)}
+    check(got, want, rtol=1e-5, atol=1e-6)
