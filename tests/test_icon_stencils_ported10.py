@@ -1,20 +1,29 @@
 """A tenth round of ICON stencils (icon4py's field operators) in icon4py's own
 spelling, beside ``test_icon_stencils_ported*.py``.
 
-The fused velocity advection stencils: the normal and tangential winds at
-edge half levels with the kinetic energy (``where`` over an ``int32`` level
+First the fused velocity advection stencils: the normal and tangential winds
+at edge half levels with the kinetic energy (``where`` over an ``int32`` level
 index field with chained comparisons such as ``1 <= k < nlev`` choosing
 between tuples, a ``bool`` scalar in a conditional expression, the index
 broadcast to ``(Edge, K)`` and combined with an edge index field), the
 advection of ``w`` at cells (``istep`` choosing the predictor or the
 corrector, cell index ranges, the restricted operator returning one element
-of a called operator's tuple, flattened ``C2CE`` coefficients) and its
-tendency with the extra diffusion near the CFL limit (``maximum`` of an int
-literal and an ``int32`` scalar inside a chained comparison), and the normal
-wind tendency with the vorticity through ``V2E``.
+of a called operator's tuple, flattened ``C2CE`` coefficients), the tendency
+of ``w`` with the extra diffusion near the CFL limit (``maximum`` of an int
+literal and an ``int32`` scalar inside a chained comparison) and the
+tendency of ``vn`` with the vorticity through ``V2E``.  Then the nonhydro
+solver: the combined stencils 30 to 38 (``concat_where`` choosing tuples at
+level 0 and from a runtime ``nflatlev``, nine outputs, an operator without
+arguments chosen by a ``bool``), the fused stencils 15 to 28 (the pressure
+gradient through ``as_offset`` of a strided ``[EC, K]`` offset field, a
+backward scan called inside an operator under a runtime domain, divergence
+damping chosen by ``int32``, ``float`` and ``bool`` scalars, the predictor or
+corrector chosen by ``istep`` in a program call without ``domain=``).  Last
+the FFSL advection's flux area list (twenty outputs written in place) and
+the first cases of its flux area patches (``int32`` and ``bool`` operators,
+patches as tuples chosen by ``where``, 24 outputs).
 Each group is one program, interpreted and compiled, compared with NumPy
-written from the formulas.
-"""
+written from the formulas."""
 
 from __future__ import annotations
 
@@ -2462,3 +2471,163 @@ def test_prepare_ffsl_flux_area_patches_list_cases_1_and_2(backend):
     assert case1.any() and case2a.any() and case2b.any()
     want = {n: inside(v, base[n], hs, he, vs, ve) for n, v in zip(p0 + p12, q0 + q1 + q2)}
     check(got, want, rtol=1e-5, atol=1e-6)
+
+
+# ================================================================== derived horizontal winds
+#
+# icon4py's successor of the fused stencils 1 to 7 in ``concat_where`` form:
+# the level above read only from level 1 (``concat_where(KDim > 0, …)`` over a
+# value reading ``x(Koff[-1])``), so the column starts at level 0.
+
+
+@gtx.field_operator
+def _interpolate_to_half_levels(
+    wgtfac_e: fa.EdgeKField[vpfloat], x: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    wgtfac_e_wp = astype(wgtfac_e, wpfloat)
+    x_ie_wp = wgtfac_e_wp * x + (wpfloat("1.0") - wgtfac_e_wp) * x(Koff[-1])
+    return concat_where(dims.KDim > 0, astype(x_ie_wp, vpfloat), astype(x, vpfloat))
+
+
+@gtx.field_operator
+def _compute_horizontal_kinetic_energy_on_model_levels(
+    vn: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    return astype(wpfloat("0.5") * (vn * vn + astype(vt * vt, wpfloat)), vpfloat)
+
+
+@gtx.field_operator
+def _compute_derived_horizontal_winds_and_ke_and_contravariant_correction(
+    tangential_wind_on_half_levels: fa.EdgeKField[vpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[vpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat], w: fa.CellKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    wgtfac_e: fa.EdgeKField[vpfloat], ddxn_z_full: fa.EdgeKField[vpfloat],
+    ddxt_z_full: fa.EdgeKField[vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat], skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32,
+) -> tuple[EKvp, EKvp, EKvp, EKvp, EKvp, EKvp]:
+    tangential_wind = _compute_tangential_wind(vn, rbf_vec_coeff_e)
+    kinetic_energy = _compute_horizontal_kinetic_energy_on_model_levels(vn, tangential_wind)
+    vn_on_half_levels = _interpolate_to_half_levels(wgtfac_e, vn)
+    tangential_wind_on_half_levels = (
+        _interpolate_to_half_levels(wgtfac_e, astype(tangential_wind, wpfloat))
+        if not skip_compute_predictor_vertical_advection
+        else tangential_wind_on_half_levels
+    )
+    contravariant_correction_at_edges_on_model_levels = concat_where(
+        nflatlev <= dims.KDim,
+        _compute_contravariant_correction(vn, ddxn_z_full, ddxt_z_full, tangential_wind),
+        contravariant_correction_at_edges_on_model_levels,
+    )
+    w_at_vertices = _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(w, c_intp)
+    horizontal_advection_of_w_at_edges_on_half_levels = (
+        _compute_horizontal_advection_term_for_vertical_velocity(
+            vn_on_half_levels, inv_dual_edge_length, w, tangential_wind_on_half_levels,
+            inv_primal_edge_length, tangent_orientation, w_at_vertices)
+        if not skip_compute_predictor_vertical_advection
+        else horizontal_advection_of_w_at_edges_on_half_levels
+    )
+    return (tangential_wind, tangential_wind_on_half_levels, vn_on_half_levels, kinetic_energy,
+            contravariant_correction_at_edges_on_model_levels,
+            horizontal_advection_of_w_at_edges_on_half_levels)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_derived_horizontal_winds_and_ke_and_contravariant_correction(
+    tangential_wind: EKvp, tangential_wind_on_half_levels: EKvp, vn_on_half_levels: EKvp,
+    horizontal_kinetic_energy_at_edges_on_model_levels: EKvp,
+    contravariant_correction_at_edges_on_model_levels: EKvp,
+    horizontal_advection_of_w_at_edges_on_half_levels: EKvp, vn: EKwp,
+    w: fa.CellKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+    wgtfac_e: EKvp, ddxn_z_full: EKvp, ddxt_z_full: EKvp, wgtfacq_e: EKvp,
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat], skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32, horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_derived_horizontal_winds_and_ke_and_contravariant_correction(
+        tangential_wind_on_half_levels, contravariant_correction_at_edges_on_model_levels,
+        horizontal_advection_of_w_at_edges_on_half_levels, vn, w, rbf_vec_coeff_e, wgtfac_e,
+        ddxn_z_full, ddxt_z_full, c_intp, inv_dual_edge_length, inv_primal_edge_length,
+        tangent_orientation, skip_compute_predictor_vertical_advection, nflatlev,
+        out=(tangential_wind, tangential_wind_on_half_levels, vn_on_half_levels,
+             horizontal_kinetic_energy_at_edges_on_model_levels,
+             contravariant_correction_at_edges_on_model_levels,
+             horizontal_advection_of_w_at_edges_on_half_levels),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _extrapolate_at_top(
+        wgtfacq_e, vn, out=vn_on_half_levels,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_end - 1, vertical_end)})
+
+
+@pytest.mark.parametrize("skip", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_derived_horizontal_winds_and_ke_and_contravariant_correction(backend, skip):
+    hs, he, nflatlev = 1, NE - 1, 4
+    e2c, e2v, v2c, e2c2e = TABLES["E2C"], TABLES["E2V"], TABLES["V2C"], TABLES["E2C2E"]
+    a = dict(vn=RNG.standard_normal((NE, NLEV)), w=RNG.standard_normal((NC, NH)),
+             rbf_vec_coeff_e=f64(NE, 4), wgtfac_e=f32(NE, NH), ddxn_z_full=f32(NE, NLEV),
+             ddxt_z_full=f32(NE, NLEV), wgtfacq_e=f32(NE, NLEV), c_intp=f64(NV, 6),
+             inv_dual_edge_length=f64(NE) + 0.5, inv_primal_edge_length=f64(NE) + 0.5,
+             tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0))
+    base = dict(tangential_wind=f32(NE, NLEV), tangential_wind_on_half_levels=f32(NE, NH),
+                vn_on_half_levels=f32(NE, NH),
+                horizontal_kinetic_energy_at_edges_on_model_levels=f32(NE, NLEV),
+                contravariant_correction_at_edges_on_model_levels=f32(NE, NLEV),
+                horizontal_advection_of_w_at_edges_on_half_levels=f32(NE, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    compute_derived_horizontal_winds_and_ke_and_contravariant_correction(
+        **a, **got, skip_compute_predictor_vertical_advection=skip, nflatlev=nflatlev,
+        horizontal_start=hs, horizontal_end=he, vertical_start=0, vertical_end=NH,
+        offset_provider=TABLES, backend=backend)
+
+    vn, w = a["vn"], a["w"]
+    wgt = a["wgtfac_e"][:, :NLEV].astype(np.float64)
+    vt = np.einsum("en,enk->ek", a["rbf_vec_coeff_e"], vn[e2c2e]).astype(np.float32)
+    vt64 = vt.astype(np.float64)
+
+    def half(x):
+        out = (wgt * x + (1.0 - wgt) * below(x)).astype(np.float32)
+        out[:, 0] = x[:, 0]
+        return out
+
+    ekin = (0.5 * (vn * vn + (vt * vt).astype(np.float64))).astype(np.float32)
+    vn_ie = half(vn)
+    vt_ie = half(vt64) if not skip else base["tangential_wind_on_half_levels"][:, :NLEV]
+    concorr = np.array(base["contravariant_correction_at_edges_on_model_levels"])
+    concorr[:, nflatlev:] = (vn * a["ddxn_z_full"] + vt64 * a["ddxt_z_full"])[:, nflatlev:]
+    z_w_v = np.einsum("vn,vnk->vk", a["c_intp"], w[v2c])[:, :NLEV].astype(np.float32)
+    adv = (vn_ie.astype(np.float64) * a["inv_dual_edge_length"][:, None]
+           * (w[e2c[:, 0], :NLEV] - w[e2c[:, 1], :NLEV])
+           + vt_ie.astype(np.float64) * (a["inv_primal_edge_length"]
+                                         * a["tangent_orientation"])[:, None]
+           * (z_w_v[e2v[:, 0]] - z_w_v[e2v[:, 1]]).astype(np.float64)).astype(np.float32)
+    if skip:
+        adv = base["horizontal_advection_of_w_at_edges_on_half_levels"][:, :NLEV]
+    wq = a["wgtfacq_e"].astype(np.float64)
+    top = wq[:, -1] * vn[:, -1] + wq[:, -2] * vn[:, -2] + wq[:, -3] * vn[:, -3]
+    vn_ie_all = np.concatenate([vn_ie, top[:, None].astype(np.float32)], axis=1)
+
+    def pad(x):
+        return np.concatenate([x, np.zeros((NE, 1), np.float32)], axis=1)
+
+    check(got, dict(
+        tangential_wind=inside(vt, base["tangential_wind"], hs, he, 0, NLEV),
+        tangential_wind_on_half_levels=inside(pad(vt_ie), base["tangential_wind_on_half_levels"],
+                                              hs, he, 0, NLEV),
+        vn_on_half_levels=inside(vn_ie_all, base["vn_on_half_levels"], hs, he, 0, NH),
+        horizontal_kinetic_energy_at_edges_on_model_levels=inside(
+            ekin, base["horizontal_kinetic_energy_at_edges_on_model_levels"], hs, he, 0, NLEV),
+        contravariant_correction_at_edges_on_model_levels=inside(
+            concorr, base["contravariant_correction_at_edges_on_model_levels"], hs, he, 0, NLEV),
+        horizontal_advection_of_w_at_edges_on_half_levels=inside(
+            pad(adv), base["horizontal_advection_of_w_at_edges_on_half_levels"], hs, he, 0,
+            NLEV)), rtol=2e-5, atol=2e-5)
