@@ -1,8 +1,8 @@
 """Each element of a tuple chosen or unpacked is defined wherever its own value
 is, as in GT4Py: ``x, y = where(m, (a(K - 1), b), (a, b))`` leaves ``y``
-defined on every level though ``x`` lacks the first.  Covered: ``where`` on
-tuple branches (a tuple written out, or the result of a called operator,
-small or large), a conditional expression on a scalar ``bool`` choosing
+defined on every level though ``x`` lacks the first.  Covered: ``where`` and
+``concat_where`` on tuple branches (a tuple written out, or the result of a
+called operator, small or large), a conditional expression on a scalar ``bool`` choosing
 tuples, an ``if`` statement on a scalar whose branches assign the names, and
 the unpacking of a large operator's result.  Each program writes ``y`` from
 level 0; interpreter and compiled code are compared with NumPy.
@@ -16,6 +16,7 @@ import pytest
 from tensorir_dace.frontend import (
     Field,
     FieldOffset,
+    concat_where,
     dims,
     field_operator,
     float64,
@@ -67,6 +68,18 @@ def where_on_a_large_call(a: F, b: F, k: KI, flag: bool) -> F:
 
 
 @field_operator
+def concat_where_on_written_tuples(a: F, b: F, k: KI, flag: bool) -> F:
+    x, y = concat_where(Cell < 2, (a(Koff[-1]), 2.0 * b), (a, b))
+    return y
+
+
+@field_operator
+def concat_where_on_a_large_call(a: F, b: F, k: KI, flag: bool) -> F:
+    x, y = concat_where((1 <= Cell) & (Cell < 3), large(a, b, k), (a, b))
+    return y
+
+
+@field_operator
 def conditional_expression(a: F, b: F, k: KI, flag: bool) -> F:
     x, y = (a(Koff[-1]), 2.0 * b) if flag else (a, b)
     return y
@@ -110,6 +123,12 @@ CASES = {
                               lambda b, k, flag: np.where(k > 4, 2.0 * b, b)),
     "where_on_a_large_call": (where_on_a_large_call,
                               lambda b, k, flag: np.where(k > 4, large_y(b, k), b)),
+    "concat_where_on_written_tuples": (
+        concat_where_on_written_tuples,
+        lambda b, k, flag: np.where(np.arange(NC)[:, None] < 2, 2.0 * b, b)),
+    "concat_where_on_a_large_call": (
+        concat_where_on_a_large_call,
+        lambda b, k, flag: np.where(np.arange(NC)[:, None] >= 1, large_y(b, k), b)),
     "conditional_expression": (conditional_expression,
                                lambda b, k, flag: 2.0 * b if flag else b),
     "if_statement": (if_statement, lambda b, k, flag: 2.0 * b if flag else b),

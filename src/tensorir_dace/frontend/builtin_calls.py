@@ -300,6 +300,9 @@ class BuiltinTranslator(ExpressionTranslator):
             self.ctx.domain = saved
 
     def concat_where(self, mask: Mask, a: Any, b: Any, node: ast.AST) -> Any:
+        parts = self.tuple_branches(a, b, node)
+        if parts is not None:       # element by element, as where (choice)
+            return parts(lambda x, y: self.concat_where(mask, x, y, node))
         if isinstance(mask, CompoundMask):
             if mask.op == "or":
                 return self.concat_where(mask.left, a,

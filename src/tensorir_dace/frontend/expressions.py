@@ -466,14 +466,25 @@ class ExpressionTranslator:
         ``y`` defined on every level, as GT4Py's element-wise ``where`` does).
         GT4Py keeps the branches' NamedTuples: ``q, t = where(m, (q, te), …)``
         then reads ``q.v``."""
+        parts = self.tuple_branches(a, b, node)
+        if parts is not None:
+            return parts(lambda x, y: self.choice(cond, x, y, node))
+        like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
+        value = self.call_ir("if", [cond, self.to_ir(a, node), self.to_ir(b, node)], node)
+        return value if like is None else viewed_as(like, value, self.loc(node))
+
+    def tuple_branches(self, a: Any, b: Any, node: ast.AST) -> Any:
+        """For two branches that are tuples of the same length (a tuple-typed IR
+        branch split where :meth:`split_tuple` does): a function building the
+        tuple of ``f(a_i, b_i)`` (of the branches' NamedTuple class, if any),
+        so that each element is defined wherever its own branches are; else None."""
         like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
         a, b = (self.split_tuple(x, len(y), node) if isinstance(y, tuple) else x
                 for x, y in ((a, b), (b, a)))
-        if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
-            return rebuild(like if like is not None and len(like) == len(a) else a,
-                           [self.choice(cond, x, y, node) for x, y in zip(a, b)])
-        value = self.call_ir("if", [cond, self.to_ir(a, node), self.to_ir(b, node)], node)
-        return value if like is None else viewed_as(like, value, self.loc(node))
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+            return None
+        shape = like if like is not None and len(like) == len(a) else a
+        return lambda f: rebuild(shape, [f(x, y) for x, y in zip(a, b)])
 
     def split_tuple(self, value: Any, n: int, node: ast.AST) -> Any:
         """The tuple-typed IR ``value`` as a Python tuple of its ``n`` parts where
