@@ -340,3 +340,28 @@ def test_concat_where_pieces_read_the_scan_both_ways(backend):
         o = np.zeros((N, L))
         run(A, o, **kwargs, backend=backend)
         np.testing.assert_allclose(o, want, rtol=1e-13, atol=1e-13)
+
+
+@field_operator
+def bwd_through_two_lets(a: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    w = bwd(a)
+    t = 2.0 * w + w         # a let whose value reads the scan's let, unchanged itself
+    return t * t - t
+
+
+@program
+def run_bwd_through_two_lets(a: Field[[Cell, K], float], o: Field[[Cell, K], float], vs: int,
+                             ve: int):
+    bwd_through_two_lets(a, out=o, domain={Cell: (0, N), K: (vs, ve)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_let_reading_a_let_of_the_scan_takes_the_scans_levels(backend):
+    """The scan runs over ``[vs, ve)`` only; a let bound to a value reading it
+    (itself not rewritten) takes its narrower levels too."""
+    o = np.zeros((N, L))
+    run_bwd_through_two_lets(A, o, 2, 6, backend=backend)
+    t = 3.0 * scan_ref(A, 2, 6, False)
+    want = np.zeros((N, L))
+    want[:, 2:6] = (t * t - t)[:, 2:6]
+    np.testing.assert_allclose(o, want, rtol=1e-13, atol=1e-13)

@@ -116,7 +116,7 @@ class BodyTranslator(ReductionTranslator):
             # not copied into each element
             like, value = value, whole
         if is_ir(value) and not is_trivial(value) and \
-                not (pushable(value) and small_lets(value)):
+                not (pushable(value) and (small_lets(value) or self.parts_differ(value, n, s))):
             self.unpack_value(value, n, s)   # checks the arity
             hidden = self.ctx.fresh("t")
             binds.append(Bind(hidden, value, let=True, force=True))
@@ -216,21 +216,39 @@ class BodyTranslator(ReductionTranslator):
             self.env = saved
         if not all(isinstance(v, tuple) or is_ir(v) for v in values):
             return None
+        loc = self.loc(s)
+        binds: list = []
+        if all(isinstance(v, tuple) for v in values):
+            # a choice per name: each name is defined wherever its own values are
+            try:
+                each = [[self.to_ir(v[k], s) for v in values] for k in range(len(names))]
+            except FrontendError:
+                return None
+            for k, n in enumerate(names):
+                hidden = self.ctx.fresh("if")
+                binds.append(Bind(hidden, self.call_ir("if", (cond, *each[k]), s), let=True,
+                                  force=True))
+                binds.append(Bind(n, self.named_part(ir.Sym(hidden, loc=loc), values, k, loc),
+                                  let=True))
+            return binds + list(rest)
         try:
             both = [self.to_ir(v, s) for v in values]
         except FrontendError:
             return None
         hidden = self.ctx.fresh("if")
-        loc = self.loc(s)
         hsym = ir.Sym(hidden, loc=loc)
-        binds: list = [Bind(hidden, self.call_ir("if", (cond, *both), s), let=True, force=True)]
+        binds.append(Bind(hidden, self.call_ir("if", (cond, *both), s), let=True, force=True))
         for k, n in enumerate(names):
-            part = project(hsym, k, loc)
-            kinds = {type(v[k]) for v in values if isinstance(v, tuple)}
-            if len(kinds) == 1 and is_namedtuple_class(c := kinds.pop()):
-                part = named_value(c, part, loc)
-            binds.append(Bind(n, part, let=True))
+            binds.append(Bind(n, self.named_part(project(hsym, k, loc), values, k, loc), let=True))
         return binds + list(rest)
+
+    @staticmethod
+    def named_part(part: ir.Expr, values: list, k: int, loc: Any) -> Any:
+        """``part`` seen as the NamedTuple its branch values at ``k`` both are."""
+        kinds = {type(v[k]) for v in values if isinstance(v, tuple)}
+        if len(kinds) == 1 and is_namedtuple_class(c := kinds.pop()):
+            return named_value(c, part, loc)
+        return part
 
     def f_For(self, s: ast.For, rest: list) -> Any:
         return self.unroll(s) + list(rest)

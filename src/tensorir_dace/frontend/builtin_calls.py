@@ -38,9 +38,7 @@ from .meshes import (
     TensorOffset,
     as_offset,
     cast_tuple,
-    is_namedtuple_class,
     offset_shift,
-    viewed_as,
 )
 from .runtime_bounds import runtime_concat_where
 from .scan_ranges import ConcatPieces
@@ -99,11 +97,7 @@ class BuiltinTranslator(ExpressionTranslator):
             if not contains_ir(c):
                 return a if self.static_truth(c, node) else b
             a, b = self.literals_alike(a, b, node)
-            value = self.call_ir("if", [self.to_ir(x, node) for x in (c, a, b)], node)
-            # GT4Py keeps the branches' NamedTuples: ``q, t = where(m, (q, te), …)``
-            # then reads ``q.v``
-            like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
-            return value if like is None else viewed_as(like, value, self.loc(node))
+            return self.choice(self.to_ir(c, node), a, b, node)
         if kind == "concat_where":
             c, a, b = self.positional(f, args, kwargs, ("condition", "a", "b"), node)
             if contains_ir(c):
@@ -307,6 +301,9 @@ class BuiltinTranslator(ExpressionTranslator):
             self.ctx.domain = saved
 
     def concat_where(self, mask: Mask, a: Any, b: Any, node: ast.AST) -> Any:
+        parts = self.tuple_branches(a, b, node)
+        if parts is not None:       # element by element, as where (choice)
+            return parts(lambda x, y: self.concat_where(mask, x, y, node))
         if isinstance(mask, CompoundMask):
             if mask.op == "or":
                 return self.concat_where(mask.left, a,
@@ -491,12 +488,6 @@ def narrowed_domain(domain: dict[str, ir.DimInterval], mask: Mask,
     if start == dom.start and stop == dom.stop:
         return None
     return {**domain, mask.dim.name: ir.DimInterval(dom.name, start, stop, loc=dom.loc)}
-
-
-def _holds_namedtuple(v: Any) -> bool:
-    return isinstance(v, tuple) and (is_namedtuple_class(type(v))
-                                     or any(_holds_namedtuple(x) for x in v))
-
 
 
 def _is_number(v: Any) -> bool:

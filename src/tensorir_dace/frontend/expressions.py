@@ -31,8 +31,10 @@ from .dims import DefinitionError, Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
     is_namedtuple_class,
+    rebuild,
     select_slot,
     tensor_offset,
+    viewed_as,
     whole_of_projections,
 )
 from .nodes import (
@@ -59,6 +61,8 @@ from .values import (
     is_ir,
     is_table_type,
     project,
+    pushable,
+    small_lets,
     strip_masks,
 )
 
@@ -452,9 +456,61 @@ class ExpressionTranslator:
                 return self.concat_where(c, self.expr(node.body), self.expr(node.orelse), node)
             return self.expr(node.body) if self.static_truth(c, node.test) else \
                 self.expr(node.orelse)
-        return self.call_ir("if", (self.to_ir(c, node.test),
-                                   self.to_ir(self.expr(node.body), node.body),
-                                   self.to_ir(self.expr(node.orelse), node.orelse)), node)
+        return self.choice(self.to_ir(c, node.test), self.expr(node.body),
+                           self.expr(node.orelse), node)
+
+    def choice(self, cond: ir.Expr, a: Any, b: Any, node: ast.AST) -> Any:
+        """``if(cond, a, b)``, split element by element where both branches are
+        tuples of the same length: each element is then defined wherever its
+        own branches are (``x, y = where(m, (a(K - 1), b), (a, b))`` leaves
+        ``y`` defined on every level, as GT4Py's element-wise ``where`` does).
+        GT4Py keeps the branches' NamedTuples: ``q, t = where(m, (q, te), …)``
+        then reads ``q.v``."""
+        parts = self.tuple_branches(a, b, node)
+        if parts is not None:
+            return parts(lambda x, y: self.choice(cond, x, y, node))
+        like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
+        value = self.call_ir("if", [cond, self.to_ir(a, node), self.to_ir(b, node)], node)
+        return value if like is None else viewed_as(like, value, self.loc(node))
+
+    def tuple_branches(self, a: Any, b: Any, node: ast.AST) -> Any:
+        """For two branches that are tuples of the same length (a tuple-typed IR
+        branch split where :meth:`split_tuple` does): a function building the
+        tuple of ``f(a_i, b_i)`` (of the branches' NamedTuple class, if any),
+        so that each element is defined wherever its own branches are; else None."""
+        like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
+        a, b = (self.split_tuple(x, len(y), node) if isinstance(y, tuple) else x
+                for x, y in ((a, b), (b, a)))
+        if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
+            return None
+        shape = like if like is not None and len(like) == len(a) else a
+        return lambda f: rebuild(shape, [f(x, y) for x, y in zip(a, b)])
+
+    def split_tuple(self, value: Any, n: int, node: ast.AST) -> Any:
+        """The tuple-typed IR ``value`` as a Python tuple of its ``n`` parts where
+        selecting them copies little, or its parts are defined on intervals of
+        their own (a tuple holds only their intersection); else ``value``."""
+        if is_ir(value) and pushable(value) and \
+                (small_lets(value) or self.parts_differ(value, n, node)):
+            return tuple(project(value, k, self.loc(node)) for k in range(n))
+        return value
+
+    def parts_differ(self, value: ir.Expr, n: int, node: ast.AST) -> bool:
+        """Whether some part of the tuple ``value`` of ``n`` elements is defined
+        beyond the interval of the tuple (the intersection of its parts')."""
+        loc = self.loc(node)
+        vt = self.type_of(value, node)
+        if not isinstance(vt.dtype, ir.TupleType) or len(vt.dtype.elements) != n:
+            return False
+        for k in range(n):
+            for d in self.type_of(project(value, k, loc), node).dims:
+                vd = vt.dim(d.name)
+                try:
+                    if vd is not None and not iv.covers(vd, d):
+                        return True
+                except iv.Undecidable:
+                    return True
+        return False
 
     def static_truth(self, c: Any, node: ast.AST) -> bool:
         if isinstance(c, Mask):
@@ -534,6 +590,11 @@ class ExpressionTranslator:
     def block(self, stmts: list, fdef: ast.AST) -> Any:
         """The value of a function body (:mod:`.bodies`)."""
         raise NotImplementedError
+
+
+def _holds_namedtuple(v: Any) -> bool:
+    return isinstance(v, tuple) and (is_namedtuple_class(type(v))
+                                     or any(_holds_namedtuple(x) for x in v))
 
 
 def _arity(t: ir.TensorType) -> int | None:

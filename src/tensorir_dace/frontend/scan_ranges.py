@@ -320,9 +320,9 @@ def _rewrite(node: ir.Expr, scans: dict[ir.Call, DomainScan], ranges: dict[ir.Ca
                  for a in node.args)
     lam = node.func
     if isinstance(lam, ir.Lambda):      # a let: its parameters take the arguments' types
-        params = []
+        params = []         # (also an argument unchanged but reading a narrowed let)
         for p, a, old in zip(lam.params, args, node.args):
-            t = type_of(a, scope) if a is not old else None
+            t = type_of(a, scope) if a is not old or _mentions(a, narrowed) else None
             params.append(p if t is None else replace(p, type=strip_masks(t)))
         inner = scope.child({p.name: Binding(p.name, "lambda", p.type) for p in params})
         inner_narrowed = (narrowed - {q.name for q in lam.params}) | {
