@@ -374,15 +374,32 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         """The program :meth:`_call_into` runs (made once per ``into_key``) and
         per dimension of the domain its bound parameters; ``below_stop``: a
         ``concat_where`` gap is taken to lie above the domain where both its
-        bounds are parameters (see :func:`.translate_call`)."""
+        bounds are parameters (see :func:`.translate_call`).  Without ``domain=``,
+        into an ``out=`` longer than the inputs, the function translated with
+        ``out=``'s whole interval as its target; the specialisation's own
+        program where that fails and it does not."""
         hit = self._into.get(into_key)
         if hit is None:
             assert spec.result is not None   # only a function specialisation has ``out=``
             from .runtime_bounds import into_program
-            prog, result, given = self._in_domain(spec, a, names, path, below_stop, longer)
-            prog, bounds = into_program(prog, result, names, given, longer=longer)
-            with lengths_noted(a), python_messages(self.fn, spec.names):
-                checked(prog)
+
+            def made(as_target: dict[str, int]) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+                prog, result, given = self._in_domain(spec, a, names, path, below_stop,
+                                                      as_target)
+                prog, bounds = into_program(prog, result, names, given, longer=longer)
+                with lengths_noted(a), python_messages(self.fn, spec.names):
+                    checked(prog)
+                return prog, bounds
+            if longer and not names:
+                try:
+                    prog, bounds = made(longer)
+                except TensorIRError as e:
+                    try:
+                        prog, bounds = made({})
+                    except TensorIRError:
+                        raise e from None
+            else:
+                prog, bounds = made({})
             hit = self._into[into_key] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         return hit
