@@ -448,3 +448,62 @@ def test_direct_call_with_a_runtime_surface_level(backend, levels):
     want = before.copy()
     want[:, start:stop] = _extrapolated(x)[:, start:stop]
     np.testing.assert_allclose(ifc, want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_without_domain_into_half_levels(backend):
+    """No ``domain=``: the whole of ``out=``, one level longer than ``x``, is the
+    target, as in a program; ``KHalf == nlev`` picks its last level, checked at
+    call time, and a wrong ``nlev`` is refused before anything is written."""
+    x = RNG.random((NC, NLEV))
+    ifc = np.zeros((NC, NLEV + 1))
+    _extrapolated_to_half_levels(x, NLEV, out=ifc, backend=backend)
+    np.testing.assert_allclose(ifc, _extrapolated(x), rtol=1e-14)
+    x = RNG.random((NC, NLEV))       # the same program again, new values
+    _extrapolated_to_half_levels(x, NLEV, out=ifc, backend=backend)
+    np.testing.assert_allclose(ifc, _extrapolated(x), rtol=1e-14)
+    before = RNG.random((NC, NLEV + 1))
+    ifc = before.copy()
+    with pytest.raises(ArgumentError, match="outside its allowed range"):
+        _extrapolated_to_half_levels(x, NLEV - 1, out=ifc, backend=backend)
+    np.testing.assert_array_equal(ifc, before)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_without_domain_into_half_levels_of_other_sizes(backend):
+    """The program takes the sizes at call time: fewer levels, the same program."""
+    for nlev in (3, NLEV + 2):
+        x = RNG.random((NC + 1, nlev))
+        ifc = np.zeros((NC + 1, nlev + 1))
+        _extrapolated_to_half_levels(x, nlev, out=ifc, backend=backend)
+        np.testing.assert_allclose(ifc, _extrapolated(x), rtol=1e-14)
+
+
+@scan_operator(axis=K, forward=True, init=0.0)
+def _depth_downwards(state: float, dz: float) -> float:
+    return state + dz
+
+
+@field_operator
+def _depth_on_half_levels(dz: Field[[Cell, K], float], nlev: int
+                          ) -> Field[[Cell, KHalf], float]:
+    """A scan's value on full levels, extrapolated to half levels."""
+    z = _depth_downwards(dz)
+    interior = 0.5 * (z(KHalf + 0.5) + z(KHalf - 0.5))
+    return concat_where(KHalf == 0, z(KHalf + 0.5),
+                        concat_where(KHalf == nlev, z(KHalf - 0.5), interior))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_scan_extrapolated_to_half_levels_without_domain(backend):
+    dz = RNG.random((NC, NLEV))
+    zh = np.zeros((NC, NLEV + 1))
+    _depth_on_half_levels(dz, NLEV, out=zh, backend=backend)
+    z = np.cumsum(dz, axis=1)
+    want = np.concatenate([z[:, :1], 0.5 * (z[:, 1:] + z[:, :-1]), z[:, -1:]], axis=1)
+    np.testing.assert_allclose(zh, want, rtol=1e-14)
+    before = RNG.random((NC, NLEV + 1))
+    zh = before.copy()
+    with pytest.raises(ArgumentError, match="outside its allowed range"):
+        _depth_on_half_levels(dz, NLEV - 1, out=zh, backend=backend)
+    np.testing.assert_array_equal(zh, before)

@@ -374,15 +374,32 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         """The program :meth:`_call_into` runs (made once per ``into_key``) and
         per dimension of the domain its bound parameters; ``below_stop``: a
         ``concat_where`` gap is taken to lie above the domain where both its
-        bounds are parameters (see :func:`.translate_call`)."""
+        bounds are parameters (see :func:`.translate_call`).  Without ``domain=``,
+        into an ``out=`` longer than the inputs, the function translated with
+        ``out=``'s whole interval as its target; the specialisation's own
+        program where that fails and it does not."""
         hit = self._into.get(into_key)
         if hit is None:
             assert spec.result is not None   # only a function specialisation has ``out=``
             from .runtime_bounds import into_program
-            prog, result, given = self._in_domain(spec, a, names, path, below_stop)
-            prog, bounds = into_program(prog, result, names, given, longer=longer)
-            with lengths_noted(a), python_messages(self.fn, spec.names):
-                checked(prog)
+
+            def made(as_target: dict[str, int]) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+                prog, result, given = self._in_domain(spec, a, names, path, below_stop,
+                                                      as_target)
+                prog, bounds = into_program(prog, result, names, given, longer=longer)
+                with lengths_noted(a), python_messages(self.fn, spec.names):
+                    checked(prog)
+                return prog, bounds
+            if longer and not names:
+                try:
+                    prog, bounds = made(longer)
+                except TensorIRError as e:
+                    try:
+                        prog, bounds = made({})
+                    except TensorIRError:
+                        raise e from None
+            else:
+                prog, bounds = made({})
             hit = self._into[into_key] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         return hit
@@ -482,18 +499,42 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         return parts
 
     def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
-                   path: tuple[int, ...] = (), below_stop: bool = False
+                   path: tuple[int, ...] = (), below_stop: bool = False,
+                   longer: dict[str, int] | None = None
                    ) -> tuple[ir.Program, ir.Param, dict[str, tuple[str, str]] | None]:
         """The program, result and bound parameters (None: none yet) that
         ``into_program`` takes for ``domain=`` over ``names``: the function
         translated again with the domain's bounds as parameters, so that its
         scans run over the domain's range (as in a program body); ``path``: the
-        part of the value written (of a tuple value, one per domain)."""
+        part of the value written (of a tuple value, one per domain).  Without
+        ``domain=``, into an ``out=`` longer than the inputs (``longer``), the
+        function translated again with ``out=``'s whole interval as its target,
+        as in a program body: a runtime ``concat_where``'s piece at an end of
+        ``out=`` (``KHalf == nlev``) is kept and checked at call time."""
         assert spec.result is not None     # a direct call's specialisation has one
+        if not names and longer:
+            prog = self._target_program(spec, a, longer)
+            return _value_part(prog, prog.params[-1], path) + (None,)
         if not names:
             return _value_part(spec.program, spec.result, path) + (None,)
         prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop)
         return _value_part(prog, prog.params[-1], path) + (bounds,)
+
+    def _target_program(self, spec: Specialization, a: Analysis | None,
+                        longer: dict[str, int]) -> ir.Program:
+        """The function translated for ``spec`` with the whole interval of an
+        ``out=`` longer than the inputs by ``longer`` as its target."""
+        from .functions import translate_call
+        from .runtime_bounds import out_target
+        assert spec.result is not None     # a direct call's specialisation has one
+        params, static = self._ir_params(spec.key)
+        target = out_target(params, [d.name for d in spec.result.type.dims], longer)
+        sp = self._specializer()
+        analysis_ = a if a is not None else self._default_analysis()
+        with lengths_noted(a), python_messages(self.fn, spec.names):
+            return translate_call(self.fn, params, sp.table_dims(analysis_),
+                                  self._result_name(), static=static, rank_generic=sp.generic,
+                                  names=spec.names, target=target)
 
     def _domain_program(self, key: tuple[ParamSig, ...], renamed: dict[str, str],
                         a: Analysis | None, names: tuple[str, ...], below_stop: bool = False

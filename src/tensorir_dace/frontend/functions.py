@@ -348,7 +348,8 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                    domain: Sequence[ir.DimInterval] = (),
                    names: dict[str, str] | None = None,
                    parts: Sequence[tuple[tuple[int, ...], Sequence[ir.DimInterval]]] = (),
-                   part: int = 0, gap_below_stop: bool = False) -> ir.Program:
+                   part: int = 0, gap_below_stop: bool = False,
+                   target: dict[str, tuple[Any, Any]] | None = None) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
@@ -360,7 +361,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     part ``part`` of them, its scans run over the union of the domains of the
     parts that read them (GT4Py's domain inference, as in a program body).
     ``gap_below_stop``: a ``concat_where`` gap is taken to lie above the
-    domain, not below it, where both its bounds are parameters."""
+    domain, not below it, where both its bounds are parameters.  ``target``:
+    the intervals of the target written without ``domain=`` ({dimension:
+    (start, stop)} over size symbols), as an ``out=`` target's are in a program."""
     if parts:
         domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)
@@ -371,7 +374,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx.domain = {i.name: i for i in domain}
     # the domain is the target's range, as an out= target's is in a program: a
     # runtime concat_where's pieces are clamped to it and checked at call time
-    ctx.target = _runtime_target(domain, params) if domain else None
+    ctx.target = _runtime_target(domain, params) if domain else target
     ctx.gap_below_stop = gap_below_stop
     ctx.rename(names)
     ctx.used.add(result_name)

@@ -218,6 +218,26 @@ def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any
     return names, scalars, intervals
 
 
+def out_stop(inputs: Sequence[ir.Param], name: str, longer: dict[str, int] | None = None
+             ) -> sympy.Expr | None:
+    """The stop of ``out=``'s dimension ``name`` in the program of a direct call
+    (its start is 0): the size of the inputs over it, plus how much longer
+    ``out`` is (``longer``); None where no input has it with static bounds."""
+    known = [k for x in inputs if (k := x.type.dim(name)) is not None
+             and not any(ir.has_runtime(b) for b in (k.start, k.stop))]
+    syms = [s for k in known for s in k.stop.free_symbols]
+    return syms[0] + (longer or {}).get(name, 0) if syms else None
+
+
+def out_target(params: Sequence[ir.Param], names: Sequence[str], longer: dict[str, int]
+               ) -> dict[str, tuple[sympy.Expr, sympy.Expr]]:
+    """The whole interval of ``out=`` over the dimensions ``names`` of the value
+    (those of them the inputs have), as a statement target: the target of a
+    direct call without ``domain=`` into an ``out=`` longer than its inputs."""
+    stops = {n: out_stop(params, n, longer) for n in names}
+    return {n: (sympy.Integer(0), stop) for n, stop in stops.items() if stop is not None}
+
+
 def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
                  bounds: dict[str, tuple[str, str]] | None = None,
                  longer: dict[str, int] | None = None
@@ -236,11 +256,9 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
                                              for b in (d.start, d.stop) for s in b.free_symbols}
     dims = []
     for d in result.type.dims:
-        known = [k for x in inputs if (k := x.type.dim(d.name)) is not None
-                 and not any(ir.has_runtime(b) for b in (k.start, k.stop))]
-        syms = [s for k in known for s in k.stop.free_symbols]
-        stop = syms[0] + (longer or {}).get(d.name, 0) if syms else \
-            ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
+        stop = out_stop(inputs, d.name, longer)
+        if stop is None:
+            stop = ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))
     out = ir.Param(result.name, ir.TensorType(result.type.dtype, tuple(dims)), loc=result.loc)
     if bounds is None:
