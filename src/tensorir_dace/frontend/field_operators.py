@@ -313,23 +313,12 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                                          self._domain_parts(out, domain, path))
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
-        result_dims = {d.name for d in spec.result.type.dims}
-        if not isinstance(domain, dict) or not all(
-                isinstance(k, Dimension) and k.name in result_dims for k in domain):
-            raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: (start, "
-                                f"stop)}} over the result's dimensions "
-                                f"({', '.join(sorted(result_dims))}), got {domain!r}",
-                                self._def_loc())
+        self._check_domain(spec.result, domain)
         names = tuple(sorted(k.name for k in domain))
         longer = longer or {}
         into_key = (spec.key, names, path, tuple(sorted(longer.items())))
         new = into_key not in self._into
         derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
-        for dim, pair in domain.items():
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
-                                    f"stop)}} takes a pair of coordinates, got {pair!r}",
-                                    self._def_loc())
 
         result = spec.result.name
 
@@ -366,6 +355,22 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             self._store_by_source(spec, translated, record, derived,
                                   result=spec.result.name, bounds=bounds)
         return out
+
+    def _check_domain(self, result: ir.Param, domain: Any) -> None:
+        """``domain=`` must be a dict over the result's dimensions of (start, stop)
+        pairs."""
+        result_dims = {d.name for d in result.type.dims}
+        if not isinstance(domain, dict) or not all(
+                isinstance(k, Dimension) and k.name in result_dims for k in domain):
+            raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: (start, "
+                                f"stop)}} over the result's dimensions "
+                                f"({', '.join(sorted(result_dims))}), got {domain!r}",
+                                self._def_loc())
+        for dim, pair in domain.items():
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
+                                    f"stop)}} takes a pair of coordinates, got {pair!r}",
+                                    self._def_loc())
 
     def _into_program(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
                       path: tuple[int, ...], longer: dict[str, int], into_key: tuple,
@@ -413,19 +418,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         runs over the union of the domains of the outputs that read it.  One
         program per output, each taking the bounds of all the domains."""
         assert spec.result is not None   # only a function specialisation has ``out=``
-        result_dims = {d.name for d in spec.result.type.dims}
         for _, _, d in parts:
-            if not isinstance(d, dict) or not all(
-                    isinstance(k, Dimension) and k.name in result_dims for k in d):
-                raise ArgumentError(f"{self.fn.__name__}(): domain= takes a dict {{Dim: "
-                                    f"(start, stop)}} over the result's dimensions "
-                                    f"({', '.join(sorted(result_dims))}), got {d!r}",
-                                    self._def_loc())
-            for dim, pair in d.items():
-                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                    raise ArgumentError(f"{self.fn.__name__}(): domain={{{dim.name}: (start, "
-                                        f"stop)}} takes a pair of coordinates, got {pair!r}",
-                                        self._def_loc())
+            self._check_domain(spec.result, d)
         shape = tuple((p, tuple(sorted(k.name for k in d))) for p, _, d in parts)
         if not any(names for _, names in shape):
             for p, o, d in parts:       # no domain restricts anything: whole intervals
