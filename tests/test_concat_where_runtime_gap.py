@@ -210,3 +210,59 @@ def test_a_direct_call_with_a_tuple_of_domains_beyond_the_gap(backend, fields):
     want = np.zeros((4, 6))
     want[1:, 3:] = 2.0 * a[1:, 3:]
     np.testing.assert_allclose(o2, want)
+
+
+# --------------------------------------------------------------------------- either side
+# Both bounds runtime in a program: the domain may lie above the gap or below it;
+# the call checks that it lies on one side.
+
+
+@program
+def either_side(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                o: Field[[Cell, K], float], kstart: int32, kend: int32):
+    gap_above(a, b, out=o, domain={Cell: (0, 4), K: (kstart, kend)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart, kend", [(0, 2), (0, 3), (1, 3), (4, 6), (5, 6), (3, 3)])
+def test_runtime_bounds_on_either_side_of_the_gap(backend, kstart, kend, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    either_side(a, b, o, kstart, kend, backend=backend)
+    np.testing.assert_allclose(o, gap_above_formula(a, b, kstart, kend))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart, kend", [(2, 4), (3, 4), (0, 6)])
+def test_runtime_bounds_across_the_gap_are_refused(backend, kstart, kend, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=rf"(?s)kstart = {kstart}.*allowed range "
+                                            rf"\[4, {kend}\].*gap K\[3:4\].*"
+                                            r"below the gap: its stop at 3 or below"):
+        either_side(a, b, o, kstart, kend, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)
+
+
+@program
+def either_side_of_a_gap_below(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                               o: Field[[Cell, K], float], kstart: int32, kend: int32):
+    gap_below(a, b, out=o, domain={Cell: (0, 4), K: (kstart, kend)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart, kend", [(0, 1), (2, 6), (3, 5)])
+def test_runtime_bounds_on_either_side_of_a_gap_at_level_1(backend, kstart, kend, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    either_side_of_a_gap_below(a, b, o, kstart, kend, backend=backend)
+    np.testing.assert_allclose(o, gap_below_formula(a, b, kstart, kend))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_runtime_bounds_across_a_gap_at_level_1_are_refused(backend, fields):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=r"(?s)gap K\[1:2\]"):
+        either_side_of_a_gap_below(a, b, o, 0, 3, backend=backend)
+    np.testing.assert_array_equal(o, 0.0)

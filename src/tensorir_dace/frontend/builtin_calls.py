@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import functools
 import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import intervals as iv
@@ -398,6 +399,12 @@ class BuiltinTranslator(ExpressionTranslator):
     # ------------------------------------------------------------------ reductions
 
 
+#: How the call-time check of a runtime start beside a gap begins its reason ...
+_GAP_START = "the start of the domain's"
+#: ... and how the checks of either bound end it.
+GAP_CHECK = "between the pieces (no value is defined there)"
+
+
 def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Expr,
                       stop: sympy.Expr, constraints: list[ir.SizeConstraint] | None = None,
                       where: str = "", below_stop: bool = False) -> list[tuple[Any, ...]]:
@@ -435,8 +442,8 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
             first = i + 1
             checks["start"] = ir.SizeConstraint(
                 sympy.sympify(q[0]), start,
-                f"{where}: the start of the domain's {name} must not lie below the end "
-                f"of the gap {gap} between the pieces (no value is defined there)",
+                f"{where}: {_GAP_START} {name} must not lie below the end "
+                f"of the gap {gap} {GAP_CHECK}",
                 guard=guard, bound=start, allowed=(sympy.sympify(q[0]), stop))
         elif last == len(pieces) and at_stop and not known(p[1], start):
             # a runtime stop: the gap must start where it stops, or above
@@ -449,6 +456,18 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
     return pieces[first:last]
 
 
+def either_side(checks: Sequence[ir.SizeConstraint]
+                ) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """Where ``checks`` (the constraints one statement added) hold exactly one
+    call-time check of :func:`_pieces_in_domain` that a runtime start of the
+    domain lies at or above the end of a ``concat_where`` gap while the stop is
+    runtime too (the domain might as well lie below the gap): that end and the
+    start, else None."""
+    found = {(c.lower, c.upper) for c in checks
+             if _GAP_START in c.reason and c.guard and ir.has_runtime(c.guard[0][1])}
+    return found.pop() if len(found) == 1 else None
+
+
 def _stop_check(name: str, gap: str, start: sympy.Expr, stop: sympy.Expr, end: Any,
                 guard: tuple, where: str) -> ir.SizeConstraint:
     """The call-time check that the runtime stop of the domain's ``name`` lies at
@@ -456,7 +475,7 @@ def _stop_check(name: str, gap: str, start: sympy.Expr, stop: sympy.Expr, end: A
     return ir.SizeConstraint(
         stop, sympy.sympify(end),
         f"{where}: the stop of the domain's {name} must not lie above the start "
-        f"of the gap {gap} between the pieces (no value is defined there)",
+        f"of the gap {gap} {GAP_CHECK}",
         guard=guard, bound=stop, allowed=(start, sympy.sympify(end)))
 
 

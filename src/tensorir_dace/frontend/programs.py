@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from ..typing.runtime import bound_of
 from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .assignments import AssignmentTranslator
+from .builtin_calls import GAP_CHECK, either_side
 from .context import ProgramContext
 from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
@@ -92,10 +94,7 @@ class ProgramTranslator(AssignmentTranslator):
             if domain is not None and isinstance(out_node, (ast.Tuple, ast.List)):
                 return self.emit_tuple_in_domain(out_node, domain, inner, s)
             if domain is not None:      # GT4Py's spelling: write only that sub-domain
-                target = self.domain_target(out_node, domain)
-                with self.target_intervals(target), self.scans_in(target):
-                    value = self.fit_domain_scans(self.to_ir(self.expr(inner), inner), inner)
-                return [self.emit(target, value, s)]
+                return self.emit_in_domain(self.domain_target(out_node, domain), inner, s)
             first = next(iter(_leaves_of(out_node)), None)
             if isinstance(first, ast.Name) and self.kinds.get(first.id) in ("param", "temp"):
                 # GT4Py: the domain is the output's whole field (scans run over it,
@@ -109,6 +108,63 @@ class ProgramTranslator(AssignmentTranslator):
                 return self.assign(out_node, self.expr(inner), s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
                             "an output (out[...] = …) or pass out=…")
+
+    def emit_in_domain(self, target: ir.Expr, call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
+        """``f(…, out=o, domain={…})``: the value written into the sub-domain
+        ``target``.  Where a ``concat_where`` gap lies between pieces and both
+        bounds of the domain are runtime, the domain may lie on either side of
+        it: the statement taking it above the gap (pieces beyond it kept) runs
+        where the start lies at the gap's end or above, the one taking it below
+        elsewhere, and the call checks that the stop then lies at the gap's
+        start or below (a domain meeting the gap is refused)."""
+        def translate(below: bool) -> list[ir.Stmt]:
+            saved = self.ctx.gap_below_stop
+            self.ctx.gap_below_stop = below
+            try:
+                with self.target_intervals(target), self.scans_in(target):
+                    value = self.fit_domain_scans(self.to_ir(self.expr(call), call), call)
+                return [self.emit(target, value, s)]
+            finally:
+                self.ctx.gap_below_stop = saved
+
+        n = len(self.ctx.constraints)
+        above = translate(False)
+        side = either_side(self.ctx.constraints[n:])
+        if side is None:
+            return above
+        end, start = side
+        first = self.ctx.constraints[n:]
+        del self.ctx.constraints[n:]
+        try:
+            below = translate(True)
+        except FrontendError:
+            below = None
+        second = self.ctx.constraints[n:]
+        if below is None or either_side(second) is not None:
+            self.ctx.constraints[n:] = first       # no other side: the start is checked
+            return above
+        # the start's check is the branch's condition; the other side's checks hold
+        # where the start lies below the gap's end
+        cond = ir.Call(ir.Sym("less_equal", loc=self.loc(call)),
+                       (self.bound_ir(end, call), self.bound_ir(start, call)),
+                       loc=self.loc(call))
+        checked = next(c for c in first if (c.lower, c.upper) == side)
+
+        def other_side(c: ir.SizeConstraint) -> ir.SizeConstraint:
+            """A check of the stop below the gap, where the start lies below its end:
+            it names the start and its range, as the check of the start would."""
+            if GAP_CHECK not in c.reason:
+                return c
+            return dataclasses.replace(
+                c, bound=checked.bound, allowed=checked.allowed,
+                reason=f"{checked.reason}, or the domain must lie below the gap: its "
+                       f"stop at {c.upper} or below")
+        self.ctx.constraints[n:] = [
+            dataclasses.replace(c, guard=c.guard + ((end, start + 1),)) if c.guard else c
+            for c in first if c is not checked] + [
+            dataclasses.replace(other_side(c), guard=c.guard + ((start, end),))
+            if c.guard else c for c in second]
+        return [ir.IfStmt(cond, tuple(above), tuple(below), loc=self.loc(s))]
 
     def emit_tuple_in_domain(self, out_node: ast.Tuple | ast.List, domain: ast.AST,
                              call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:

@@ -25,7 +25,7 @@ from ..lazy import lazy_module
 from .domains import DomainRules
 from .elementwise import ElementwiseRules
 from .loops import LoopRules
-from .runtime import RuntimeBounds, runtime_names
+from .runtime import RuntimeBounds, bound_of, runtime_names
 from .scope import Binding, Scope
 from .shifts import ShiftRules
 from .util import (
@@ -182,6 +182,20 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                        "minimum, maximum, abs, if(c, a, b), comparisons "
                                        "and logic")
 
+    def branch_constraints(self, cond: ir.Expr, scope: Scope, n: int, m: int) -> None:
+        """The runtime constraints of an if-statement's branches (``n:m`` the
+        then-branch's, ``m:`` the else-branch's) checked only where their branch
+        runs, where the condition is an order of runtime bounds (``lo <= hi``)."""
+        order = _order_of(cond, scope)
+        if order is None:
+            return
+        lo, hi = order
+        for k in range(n, len(self.constraints)):
+            c = self.constraints[k]
+            if c.guard:          # (a size order stays checked for every call)
+                when = (lo, hi + 1) if k < m else (hi, lo)
+                self.constraints[k] = replace(c, guard=c.guard + (when,))
+
     def stmt(self, s: ir.Stmt, scope: Scope) -> ir.Stmt:
         match s:
             case ir.Assign():
@@ -194,8 +208,12 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                                            f"scalar bool (tensor<bool>), got {t}; for an "
                                            "element-wise choice use if(c, a, b)")
                 self.control_expr(c)
-                return replace(s, cond=c, then_body=self.block(tb, scope),
-                               else_body=self.block(eb, scope))
+                n = len(self.constraints)
+                then = self.block(tb, scope)
+                m = len(self.constraints)
+                orelse = self.block(eb, scope)
+                self.branch_constraints(c, scope, n, m)
+                return replace(s, cond=c, then_body=then, else_body=orelse)
             case ir.ForStmt(var=var, start=start, stop=stop, body=body):
                 bounds = []
                 for b in (start, stop):
@@ -514,3 +532,17 @@ def check(program: ir.Program) -> ir.Program:
         raise TypeCheckError(f"expressions nest more than {ir.MAX_DEPTH} levels deep; split "
                              "the expression with temporaries", deep.loc)
     return Checker(program).check_program()
+
+
+def _order_of(cond: ir.Expr, scope: Scope) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """``(lo, hi)`` where ``cond`` is ``lo <= hi`` (or ``<``, ``>=``, ``>``) over
+    integer bounds (:func:`.runtime.bound_of`), else None."""
+    match cond:
+        case ir.Call(func=ir.Sym(name=op), args=(x, y)) if op in (
+                "less_equal", "less", "greater_equal", "greater"):
+            a, b = bound_of(x, scope), bound_of(y, scope)
+            if a is None or b is None:
+                return None
+            return {"less_equal": (a, b), "less": (a + 1, b),
+                    "greater_equal": (b, a), "greater": (b + 1, a)}[op]
+    return None
