@@ -507,3 +507,28 @@ def test_a_scan_extrapolated_to_half_levels_without_domain(backend):
     with pytest.raises(ArgumentError, match="outside its allowed range"):
         _depth_on_half_levels(dz, NLEV - 1, out=zh, backend=backend)
     np.testing.assert_array_equal(zh, before)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_piece_outside_a_literal_domain_of_a_direct_call_needs_no_level(backend):
+    """Called directly on literal bounds, the value is translated for them: the
+    piece above the domain is left out, as in a program."""
+    op = field_operator(_boundaries_at_a_literal_level.fn)
+    x = RNG.random((NC, NLEV))
+    ifc = np.zeros((NC, NLEV + 1))
+    op(x, out=ifc, domain={Cell: (0, NC), KHalf: (0, NLEV + 1)}, backend=backend)
+    want = np.zeros((NC, NLEV + 1))
+    for h in range(NLEV + 1):      # the formula, level by level
+        want[:, h] = x[:, h] if h == 0 else x[:, h - 1] if h == NLEV else x[:, h] + x[:, h - 1]
+    np.testing.assert_allclose(ifc, want, rtol=1e-14)
+    # a call on other bounds: its own program (the interior from half level 2)
+    ifc2 = np.zeros((NC, NLEV + 1))
+    op(x, out=ifc2, domain={Cell: (1, NC), KHalf: (2, NLEV + 1)}, backend=backend)
+    want2 = np.zeros((NC, NLEV + 1))
+    want2[1:, 2:] = want[1:, 2:]
+    np.testing.assert_allclose(ifc2, want2, rtol=1e-14)
+    # ... and bounds beyond the levels are refused with out= untouched
+    ifc3 = np.zeros((NC, NLEV + 1))
+    with pytest.raises(ArgumentError):
+        op(x, out=ifc3, domain={Cell: (0, NC), KHalf: (0, NLEV + 2)}, backend=backend)
+    np.testing.assert_array_equal(ifc3, 0.0)

@@ -17,6 +17,7 @@ from ..errors import (
     ArgumentError,
     FrontendError,
     TensorIRError,
+    TypeCheckError,
 )
 from ..lazy import lazy_module
 from ..tracebacks import api_boundary
@@ -318,9 +319,12 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         longer = longer or {}
         into_key = (spec.key, names, path, tuple(sorted(longer.items())))
         new = into_key not in self._into
-        derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
-
         result = spec.result.name
+        try:
+            derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
+        except TensorIRError as e:
+            self._call_on_literals(spec, a, backend, plain, out, domain, path, into_key, e)
+            return out
 
         def given(bounds: dict[str, tuple[str, str]]) -> dict[str, Any]:
             values = dict(plain)
@@ -336,7 +340,9 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             # bounds are both parameters, refused at the call before anything ran:
             # the domain may lie below it (the program that takes it so)
             if _GAP_CHECK not in e.message:
-                raise
+                self._call_on_literals(spec, a, backend, plain, out, domain, path,
+                                       into_key, e)
+                return out
             other_key = into_key + ("below the gap",)
             new = other_key not in self._into
             other, other_bounds = self._into_program(spec, a, names, path, longer, other_key,
@@ -356,6 +362,34 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                                   result=spec.result.name, bounds=bounds)
         return out
 
+    def _call_on_literals(self, spec: Specialization, a: Analysis | None, backend: str,
+                          plain: dict[str, Any], out: Any, domain: dict, path: tuple[int, ...],
+                          into_key: tuple, error: TensorIRError) -> None:
+        """:meth:`_call_into` where its program (the domain's bounds as parameters)
+        refused the call before anything ran or failed to translate (``error``)
+        and the bounds are all Python ints: the function translated for those
+        values, as a program body translates a literal ``domain=`` (a
+        ``concat_where`` piece wholly outside the domain is left out, and needs
+        no levels), made once per values; ``error`` where that fails too."""
+        literal = {k.name: tuple(v) for k, v in domain.items()
+                   if all(type(b) is int for b in v)}
+        if not literal or len(literal) != len(domain):
+            raise error
+        assert spec.result is not None   # only a function specialisation has ``out=``
+        key = into_key + ("literal", tuple(sorted(literal.items())))
+        new = key not in self._into
+        try:
+            derived, bounds = self._into_program(spec, a, into_key[1], path, dict(into_key[3]),
+                                                 key, literal=literal)
+            values = dict(plain)
+            values[spec.result.name] = out
+            for dim, pair in domain.items():
+                for name, v in zip(bounds[dim.name], pair):
+                    values[name] = v
+            self._run(derived, backend, new, values)
+        except (ArgumentError, FrontendError, TypeCheckError):
+            raise error from None
+
     def _check_domain(self, result: ir.Param, domain: Any) -> None:
         """``domain=`` must be a dict over the result's dimensions of (start, stop)
         pairs."""
@@ -374,7 +408,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _into_program(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
                       path: tuple[int, ...], longer: dict[str, int], into_key: tuple,
-                      below_stop: bool = False
+                      below_stop: bool = False, literal: dict[str, tuple[int, int]] | None = None
                       ) -> tuple[Specialization, dict[str, tuple[str, str]]]:
         """The program :meth:`_call_into` runs (made once per ``into_key``) and
         per dimension of the domain its bound parameters; ``below_stop``: a
@@ -382,7 +416,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         bounds are parameters (see :func:`.translate_call`).  Without ``domain=``,
         into an ``out=`` longer than the inputs, the function translated with
         ``out=``'s whole interval as its target; the specialisation's own
-        program where that fails and it does not."""
+        program where that fails and it does not.  ``literal``: the domain's
+        bounds, translated for those values (see :meth:`_call_on_literals`)."""
         hit = self._into.get(into_key)
         if hit is None:
             assert spec.result is not None   # only a function specialisation has ``out=``
@@ -390,7 +425,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
             def made(as_target: dict[str, int]) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
                 prog, result, given = self._in_domain(spec, a, names, path, below_stop,
-                                                      as_target)
+                                                      as_target, literal)
                 prog, bounds = into_program(prog, result, names, given, longer=longer)
                 with lengths_noted(a), python_messages(self.fn, spec.names):
                     checked(prog)
@@ -494,7 +529,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _in_domain(self, spec: Specialization, a: Analysis | None, names: tuple[str, ...],
                    path: tuple[int, ...] = (), below_stop: bool = False,
-                   longer: dict[str, int] | None = None
+                   longer: dict[str, int] | None = None,
+                   literal: dict[str, tuple[int, int]] | None = None
                    ) -> tuple[ir.Program, ir.Param, dict[str, tuple[str, str]] | None]:
         """The program, result and bound parameters (None: none yet) that
         ``into_program`` takes for ``domain=`` over ``names``: the function
@@ -511,7 +547,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             return _value_part(prog, prog.params[-1], path) + (None,)
         if not names:
             return _value_part(spec.program, spec.result, path) + (None,)
-        prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop)
+        prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop,
+                                            literal)
         return _value_part(prog, prog.params[-1], path) + (bounds,)
 
     def _target_program(self, spec: Specialization, a: Analysis | None,
@@ -531,16 +568,22 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                                   names=spec.names, target=target)
 
     def _domain_program(self, key: tuple[ParamSig, ...], renamed: dict[str, str],
-                        a: Analysis | None, names: tuple[str, ...], below_stop: bool = False
+                        a: Analysis | None, names: tuple[str, ...], below_stop: bool = False,
+                        literal: dict[str, tuple[int, int]] | None = None
                         ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
         """The function translated for specialisation ``key`` (``renamed``: its
         parameters named otherwise in the IR) with bound parameters of the
         dimensions ``names`` as its domain: the program and per dimension the
-        names of its start and stop parameters."""
+        names of its start and stop parameters.  ``literal``: the values of the
+        bounds, which the value is translated for (the parameters are still
+        the target's)."""
         from .functions import translate_call
-        from .runtime_bounds import domain_bounds
+        from .runtime_bounds import domain_bounds, interval
         params, static = self._ir_params(key)
         bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
+        if literal:
+            intervals = [interval(i.name, ir.as_bound(literal[i.name][0]),
+                                  ir.as_bound(literal[i.name][1]), i.loc) for i in intervals]
         sp = self._specializer()
         analysis_ = a if a is not None else self._default_analysis()
         with python_messages(self.fn, renamed):
