@@ -266,3 +266,67 @@ def test_runtime_bounds_across_a_gap_at_level_1_are_refused(backend, fields):
     with pytest.raises(TensorIRError, match=r"(?s)gap K\[1:2\]"):
         either_side_of_a_gap_below(a, b, o, 0, 3, backend=backend)
     np.testing.assert_array_equal(o, 0.0)
+
+
+# --------------------------------------------------------------------------- tuples of domains
+# One output's domain leaves the gap out, another's covers it: each output's
+# pieces need only its own domain.
+
+
+@field_operator
+def gap_and_inc(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    return concat_where(K > 0, a(K - 2), b), a + 1.0
+
+
+@program
+def gap_and_inc_on_two_domains(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                               o1: Field[[Cell, K], float], o2: Field[[Cell, K], float]):
+    gap_and_inc(a, b, out=(o1, o2), domain=({Cell: (0, 4), K: (2, 6)}, {Cell: (0, 4), K: (0, 6)}))
+
+
+def _inc_formula(a, start, stop):
+    want = np.zeros(a.shape)
+    want[:, start:stop] = a[:, start:stop] + 1.0
+    return want
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tuple_of_domains_one_covering_the_other_outputs_gap(backend, fields):
+    a, b = fields
+    o1, o2 = np.zeros((4, 6)), np.zeros((4, 6))
+    gap_and_inc_on_two_domains(a, b, o1, o2, backend=backend)
+    np.testing.assert_allclose(o1, gap_below_formula(a, b, 2, 6))
+    np.testing.assert_allclose(o2, _inc_formula(a, 0, 6))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_with_a_tuple_of_domains_one_covering_the_gap(backend, fields):
+    a, b = fields
+    op = field_operator(gap_and_inc.fn)
+    o1, o2 = np.zeros((4, 6)), np.zeros((4, 6))
+    op(a, b, out=(o1, o2), domain=({Cell: (0, 4), K: (2, 6)}, {Cell: (0, 4), K: (0, 6)}),
+       backend=backend)
+    np.testing.assert_allclose(o1, gap_below_formula(a, b, 2, 6))
+    np.testing.assert_allclose(o2, _inc_formula(a, 0, 6))
+    # the output with the gap in its own domain is refused, nothing written
+    o1, o2 = np.zeros((4, 6)), np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match="gap"):
+        op(a, b, out=(o1, o2), domain=({Cell: (0, 4), K: (1, 6)}, {Cell: (0, 4), K: (0, 6)}),
+           backend=backend)
+    np.testing.assert_array_equal(o1, 0.0)
+    np.testing.assert_array_equal(o2, 0.0)
+
+
+@program(backend="interpreter")
+def gap_in_the_first_outputs_domain(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                                    o1: Field[[Cell, K], float], o2: Field[[Cell, K], float]):
+    gap_and_inc(a, b, out=(o1, o2), domain=({Cell: (0, 4), K: (0, 6)}, {Cell: (0, 4), K: (2, 6)}))
+
+
+def test_a_tuple_of_domains_whose_gapped_output_covers_the_gap_is_refused(fields):
+    a, b = fields
+    o1, o2 = np.zeros((4, 6)), np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match="gap"):
+        gap_in_the_first_outputs_domain(a, b, o1, o2)
+    np.testing.assert_array_equal(o1, 0.0)

@@ -356,16 +356,7 @@ class BuiltinTranslator(ExpressionTranslator):
 
         pieces = self.ctx.decide(go, loc, what)
         if D in self.ctx.domain:
-            rng = self.ctx.domain[D]
-            sizes = {n for n, b in self.scope.bindings.items() if b.kind == "size"}
-            # (its bounds as the parser reads them back: int parameters as runtime values)
-            runtime = {s: ir.runtime_symbol(s.name) for x in (rng.start, rng.stop)
-                       for s in sympy.sympify(x).free_symbols if s.name not in sizes}
-            pieces = _pieces_in_domain(pieces, D, sympy.sympify(rng.start).xreplace(runtime),
-                                       sympy.sympify(rng.stop).xreplace(runtime),
-                                       self.ctx.constraints,
-                                       f"concat_where on {D} at {loc}",
-                                       self.ctx.gap_below_stop)
+            pieces = self.pieces_in_domain(pieces, D, loc)
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
@@ -395,6 +386,37 @@ class BuiltinTranslator(ExpressionTranslator):
             self.ctx.domain_concats[id(out)] = ConcatPieces(
                 out, D, tuple((p[0], p[1]) for p in pieces))
         return out
+
+    def pieces_in_domain(self, pieces: list[tuple[Any, ...]], D: str, loc: Any
+                         ) -> list[tuple[Any, ...]]:
+        """The ``pieces`` of a ``concat_where`` on ``D`` that the ``domain=``
+        being translated needs (see :func:`_pieces_in_domain`).  Where they
+        leave a gap inside a union of the domains of several outputs, those
+        that the first output's domain without a gap (static bounds) needs:
+        the value is then defined there only, which outputs on other domains
+        must not need (their coverage is checked)."""
+        sizes = {n for n, b in self.scope.bindings.items() if b.kind == "size"}
+
+        def within(rng: ir.DimInterval, constraints: list | None) -> list[tuple[Any, ...]]:
+            # (its bounds as the parser reads them back: int parameters as runtime values)
+            runtime = {s: ir.runtime_symbol(s.name) for x in (rng.start, rng.stop)
+                       for s in sympy.sympify(x).free_symbols if s.name not in sizes}
+            return _pieces_in_domain(pieces, D, sympy.sympify(rng.start).xreplace(runtime),
+                                     sympy.sympify(rng.stop).xreplace(runtime), constraints,
+                                     f"concat_where on {D} at {loc}", self.ctx.gap_below_stop)
+
+        kept = within(self.ctx.domain[D], self.ctx.constraints)
+        if _meet(kept):
+            return kept
+        for dom in self.ctx.part_domains:
+            rng = dom.get(D)
+            if rng is None or any({s.name for s in sympy.sympify(b).free_symbols} - sizes
+                                  for b in (rng.start, rng.stop)):
+                continue
+            mine = within(rng, None)
+            if _meet(mine):
+                return mine
+        return kept
 
     # ------------------------------------------------------------------ reductions
 
@@ -454,6 +476,11 @@ def _pieces_in_domain(pieces: list[tuple[Any, ...]], name: str, start: sympy.Exp
     if constraints is not None:
         constraints += checks.values()
     return pieces[first:last]
+
+
+def _meet(pieces: list[tuple[Any, ...]]) -> bool:
+    """Whether each of the sorted ``pieces`` ends where the next begins."""
+    return all(iv.equal(p[1], q[0]) for p, q in itertools.pairwise(pieces))
 
 
 def either_side(checks: Sequence[ir.SizeConstraint]

@@ -55,6 +55,10 @@ class ProgramContext:
         # a concat_where gap and a domain whose bounds are both runtime values:
         # the domain taken to lie below the gap (else above it)
         self.gap_below_stop = False
+        # GT4Py's tuple of domains: the domain of each output (``domain`` is their
+        # union): a concat_where with a gap in the union may keep the pieces one
+        # output's domain needs (the others' values not needing them)
+        self.part_domains: list[dict[str, ir.DimInterval]] = []
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

@@ -460,43 +460,85 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             for p, o, d in parts:       # no domain restricts anything: whole intervals
                 self._call_into(spec, a, backend, plain, o, d, path=p)
             return out
+        # the bounds, where all are Python ints: translated for those values where
+        # the program for parameter bounds refuses them (see _call_on_literals)
+        given = tuple(tuple(sorted((k.name, tuple(v)) for k, v in d.items()))
+                      for _, _, d in parts)
+        literal = given if all(type(b) is int for d in given for _, v in d for b in v) \
+            else None
         for i, (_, o, _) in enumerate(parts):
-            hit = self._into.get((spec.key, shape, i))
-            new = hit is None
-            if hit is None:
-                from .runtime_bounds import into_program
-                prog, result, all_bounds = self._in_domains(spec, a, shape, i)
-                prog, _ = into_program(prog, result, shape[i][1], all_bounds[i])
-                with lengths_noted(a), python_messages(self.fn, spec.names):
-                    checked(prog)
-                hit = self._into[(spec.key, shape, i)] = (
-                    Specialization(self.fn.__name__, spec.key, prog, names=spec.names),
-                    all_bounds)
-            derived, all_bounds = hit
-            values = dict(plain)
-            values[spec.result.name] = o
-            for (_, _, dk), bounds in zip(parts, all_bounds):
-                for dim, pair in dk.items():
-                    for name, v in zip(bounds[dim.name], pair):
-                        values[name] = v
-            self._run(derived, backend, new, values)
+            try:
+                derived, all_bounds, new = self._part_program(spec, a, shape, i)
+                values = self._part_values(spec, plain, o, parts, all_bounds)
+                self._run(derived, backend, new, values)
+            except (ArgumentError, FrontendError, TypeCheckError) as e:
+                if literal is None:
+                    raise
+                try:
+                    derived, all_bounds, new = self._part_program(spec, a, shape, i, literal)
+                    values = self._part_values(spec, plain, o, parts, all_bounds)
+                    self._run(derived, backend, new, values)
+                except (ArgumentError, FrontendError, TypeCheckError):
+                    raise e from None
         return out
 
+    def _part_program(self, spec: Specialization, a: Analysis | None,
+                      shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
+                      literal: tuple | None = None) -> tuple[Specialization, list, bool]:
+        """The program of output ``i`` of a tuple of domains (made once), its
+        bound parameters per domain and whether it was made now; ``literal``:
+        the domains' bounds, translated for those values."""
+        key = (spec.key, shape, i) + (() if literal is None else ("literal", literal))
+        hit = self._into.get(key)
+        new = hit is None
+        if hit is None:
+            from .runtime_bounds import into_program
+            prog, result, all_bounds = self._in_domains(spec, a, shape, i, literal)
+            prog, _ = into_program(prog, result, shape[i][1], all_bounds[i])
+            with lengths_noted(a), python_messages(self.fn, spec.names):
+                checked(prog)
+            hit = self._into[key] = (
+                Specialization(self.fn.__name__, spec.key, prog, names=spec.names), all_bounds)
+        bounds: Any = hit[1]        # (per domain, where one is per output)
+        return hit[0], bounds, new
+
+    @staticmethod
+    def _part_values(spec: Specialization, plain: dict[str, Any], o: Any,
+                     parts: list[tuple[tuple[int, ...], Any, dict]], all_bounds: list
+                     ) -> dict[str, Any]:
+        """The arguments of an output's program of a tuple of domains."""
+        assert spec.result is not None   # only a function specialisation has ``out=``
+        values = dict(plain)
+        values[spec.result.name] = o
+        for (_, _, dk), bounds in zip(parts, all_bounds):
+            for dim, pair in dk.items():
+                for name, v in zip(bounds[dim.name], pair):
+                    values[name] = v
+        return values
+
     def _in_domains(self, spec: Specialization, a: Analysis | None,
-                    shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int):
+                    shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
+                    literal: tuple | None = None):
         """The function translated for output ``i`` of a tuple of domains
         (``shape``: per output, its path and the dimensions its dict restricts),
         with the bounds of all the domains as parameters: the program, its
-        result parameter and per domain its bound parameters."""
+        result parameter and per domain its bound parameters.  ``literal``: per
+        domain, the values of its bounds, which the value is translated for
+        (the parameters are still the targets')."""
         from .functions import translate_call
-        from .runtime_bounds import domain_bounds
+        from .runtime_bounds import domain_bounds, interval
         params, static = self._ir_params(spec.key)
         taken = list(params)
         all_bounds: list[dict] = []
         scalars: list[ir.Param] = []
         parts: list[tuple[tuple[int, ...], list]] = []
-        for path, names in shape:
+        for k, (path, names) in enumerate(shape):
             bounds, more, intervals = domain_bounds(taken + scalars, names, self._def_loc())
+            if literal is not None:
+                values = dict(literal[k])
+                intervals = [interval(v.name, ir.as_bound(values[v.name][0]),
+                                      ir.as_bound(values[v.name][1]), v.loc)
+                             for v in intervals]
             all_bounds.append(bounds)
             scalars += more
             parts.append((path, intervals))

@@ -376,6 +376,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     # runtime concat_where's pieces are clamped to it and checked at call time
     ctx.target = _runtime_target(domain, params) if domain else target
     ctx.gap_below_stop = gap_below_stop
+    ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
     ctx.rename(names)
     ctx.used.add(result_name)
     tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)

@@ -189,8 +189,14 @@ class ProgramTranslator(AssignmentTranslator):
             # output takes its part: a scan starts at the union's first level (a
             # surface flux written on the last level only is the whole column's)
             union = _union_target([t for mine in mines for t in mine])
+            doms = [{a.name: a for a in mine[0].args[1:] if isinstance(a, ir.DimInterval)}
+                    if isinstance(mine[0], ir.Call) else {} for mine in mines]
             with self.target_intervals(union), self.scans_in(union):
-                value = self.expr(call)         # once: GT4Py computes it once too
+                self.ctx.part_domains = doms
+                try:
+                    value = self.expr(call)     # once: GT4Py computes it once too
+                finally:
+                    self.ctx.part_domains = []
                 parts = []
                 for path, *_ in groups:
                     whole = value
@@ -201,8 +207,6 @@ class ProgramTranslator(AssignmentTranslator):
                             else _element(self.to_ir(whole, call), k, self.loc(call))
                     parts.append(whole)
                 # each scan runs over the union of the domains of the outputs reading it
-                doms = [{a.name: a for a in mine[0].args[1:] if isinstance(a, ir.DimInterval)}
-                        if isinstance(mine[0], ir.Call) else {} for mine in mines]
                 parts = self.fit_domain_scans(parts, call, doms)
             for (path, *_), part in zip(groups, parts):
                 chosen[path] = part

@@ -40,7 +40,10 @@ _BY_ID: dict[int, tuple[ir.Program, ir.Program]] = {}
 
 
 @functools.lru_cache(maxsize=128)
-def _check_cached(program: ir.Program) -> ir.Program:
+def _check_cached(program: ir.Program, constraints: tuple[ir.SizeConstraint, ...]
+                  ) -> ir.Program:
+    """(``constraints``: the program's, which its equality leaves out: two
+    programs alike but for the orders they check at call time differ.)"""
     return check(program)
 
 
@@ -49,7 +52,7 @@ def typed_program(program: ir.Program) -> ir.Program:
     hit = _BY_ID.get(id(program))
     if hit is not None and hit[0] is program:
         return hit[1]
-    typed = _check_cached(program)
+    typed = _check_cached(program, program.constraints)
     if len(_BY_ID) >= 128:
         _BY_ID.clear()
     _BY_ID[id(program)] = (program, typed)
