@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import FrontendError
+from ..errors import FrontendError, TensorIRError
 from ..lazy import lazy_module
 from ..typing.runtime import bound_of
 from ..typing.scope import Binding
@@ -135,10 +135,12 @@ class ProgramTranslator(AssignmentTranslator):
         end, start = side
         first = self.ctx.constraints[n:]
         del self.ctx.constraints[n:]
+        temporaries = len(self.ctx.temporaries)
         try:
             below = translate(True)
-        except FrontendError:
+        except TensorIRError:
             below = None
+            del self.ctx.temporaries[temporaries:]
         second = self.ctx.constraints[n:]
         if below is None or either_side(second) is not None:
             self.ctx.constraints[n:] = first       # no other side: the start is checked
