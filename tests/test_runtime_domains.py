@@ -488,3 +488,37 @@ def test_frontend_concat_where_branch_at_the_last_level_extends_the_other_branch
             np.testing.assert_allclose(out, ref, rtol=1e-13, err_msg=f"{backend} {vs} {ve}")
         with pytest.raises(tir.ArgumentError, match="vs"):   # level 0 reads below the array
             slope_py(p=p, out=np.zeros((N, L)), elev=L - 1, vs=0, ve=L, backend=backend)
+
+
+GUARDED_BY_AN_ORDER = """
+guarded(x: tensor<float, Cell[0:N], K[0:L]>, out: tensor<float, Cell[0:N], K[0:L]>,
+        vs: tensor<int>, ve: tensor<int>) {
+  if (vs >= 1) {
+    subset(out, K[vs:ve]) ← ⟪K, -1⟫(x)
+  } else {
+    subset(out, K[vs:ve]) ← 2.0 × x
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "compiled"])
+def test_checks_of_a_branch_chosen_by_an_order_of_bounds_apply_where_it_runs(backend):
+    """``if (vs >= 1)`` guards the read one level below ``vs``: the branch's
+    check (``vs >= 1``) is made only where that branch runs, so ``vs = 0``
+    takes the other branch instead of being refused; a bound outside the
+    array is refused in either branch before anything is written."""
+    prog = tir.parse(GUARDED_BY_AN_ORDER)
+    run = tir.compile(prog) if backend == "compiled" else \
+        (lambda **kw: tir.interpret(prog, **kw))
+    x = RNG.random((N, L))
+    for vs, ve in [(0, 4), (1, L), (2, 5)]:
+        out = np.zeros((N, L))
+        run(x=x, out=out, vs=vs, ve=ve)
+        want = np.zeros((N, L))
+        want[:, vs:ve] = x[:, vs - 1:ve - 1] if vs >= 1 else 2.0 * x[:, vs:ve]
+        np.testing.assert_allclose(out, want)
+    out = np.zeros((N, L))
+    with pytest.raises(tir.ArgumentError, match="outside its allowed range"):
+        run(x=x, out=out, vs=0, ve=L + 1)
+    assert not out.any()
