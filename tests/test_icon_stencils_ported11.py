@@ -325,3 +325,176 @@ def test_tracer_horizontal_limiters(backend, nsub):
                 z_tracer_new_dsl=inside(tracer_new, base["z_tracer_new_dsl"], cs, ce, vs, ve),
                 p_out_avg=inside(avg, base["p_out_avg"], es, ee, vs, ve))
     check(got, want, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== vertical tracer steps
+#
+# icon4py's advection steps along the vertical: the density predictors, the
+# clipped update, the flux-form vertical update and the PPM face values and
+# limiter.  ``p_mflx_contra_v``, ``p_mflx_tracer_v`` and ``p_face`` live on
+# half levels (NLEV + 1 of them).
+
+
+@gtx.field_operator
+def _step_advection_stencil_01(
+    rhodz_ast: fa.CellKField[float], p_mflx_contra_v: fa.CellKField[float],
+    deepatmo_divzl: fa.KField[float], deepatmo_divzu: fa.KField[float], pd_time: float,
+) -> fa.CellKField[float]:
+    return rhodz_ast + pd_time * (p_mflx_contra_v(Koff[1]) * deepatmo_divzl
+                                  - p_mflx_contra_v * deepatmo_divzu)
+
+
+@gtx.field_operator
+def _step_advection_stencil_02(
+    p_rhodz_new: fa.CellKField[float], p_mflx_contra_v: fa.CellKField[float],
+    deepatmo_divzl: fa.KField[float], deepatmo_divzu: fa.KField[float], p_dtime: float,
+) -> fa.CellKField[float]:
+    return maximum(0.1 * p_rhodz_new, p_rhodz_new) - p_dtime * (
+        p_mflx_contra_v(Koff[1]) * deepatmo_divzl - p_mflx_contra_v * deepatmo_divzu)
+
+
+@gtx.field_operator
+def _step_advection_stencil_03(
+    p_tracer_now: fa.CellKField[float], p_grf_tend_tracer: fa.CellKField[float], p_dtime: float,
+) -> fa.CellKField[float]:
+    return maximum(0.0, p_tracer_now + p_dtime * p_grf_tend_tracer)
+
+
+@gtx.field_operator
+def _vert_adv_stencil_01(
+    tracer_now: fa.CellKField[float], rhodz_now: fa.CellKField[float],
+    p_mflx_tracer_v: fa.CellKField[float], deepatmo_divzl: fa.KField[float],
+    deepatmo_divzu: fa.KField[float], rhodz_new: fa.CellKField[float], p_dtime: float,
+) -> fa.CellKField[float]:
+    return (tracer_now * rhodz_now + p_dtime * (p_mflx_tracer_v(Koff[1]) * deepatmo_divzl
+                                                - p_mflx_tracer_v * deepatmo_divzu)) / rhodz_new
+
+
+@gtx.field_operator
+def _v_limit_prbl_sm_stencil_02(
+    l_limit: fa.CellKField[gtx.int32], p_face: fa.CellKField[float], p_cc: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float]]:
+    q_face_up, q_face_low = where(
+        l_limit != 0,
+        where(p_cc < minimum(p_face, p_face(Koff[1])), (p_cc, p_cc),
+              where(p_face > p_face(Koff[1]),
+                    (3.0 * p_cc - 2.0 * p_face(Koff[1]), p_face(Koff[1])),
+                    (p_face, 3.0 * p_cc - 2.0 * p_face))),
+        (p_face, p_face(Koff[1])))
+    return q_face_up, q_face_low
+
+
+@gtx.field_operator
+def _face_val_ppm_stencil_02b(p_cc: fa.CellKField[float]) -> fa.CellKField[float]:
+    p_face = p_cc
+    return p_face
+
+
+@gtx.field_operator
+def _face_val_ppm_stencil_02c(p_cc: fa.CellKField[float]) -> fa.CellKField[float]:
+    return p_cc(Koff[-1])
+
+
+@gtx.field_operator
+def _copy_cell_kdim_field(field_in: fa.CellKField[float]) -> fa.CellKField[float]:
+    return field_in
+
+
+@gtx.program
+def vertical_tracer_steps(
+    rhodz_ast: fa.CellKField[float], p_mflx_contra_v: fa.CellKField[float],
+    deepatmo_divzl: fa.KField[float], deepatmo_divzu: fa.KField[float], p_dtime: float,
+    p_rhodz_new: fa.CellKField[float], p_tracer_now: fa.CellKField[float],
+    p_grf_tend_tracer: fa.CellKField[float], rhodz_now: fa.CellKField[float],
+    p_mflx_tracer_v: fa.CellKField[float], l_limit: fa.CellKField[gtx.int32],
+    p_face: fa.CellKField[float],
+    rhodz_ast2: fa.CellKField[float], rhodz_ast3: fa.CellKField[float],
+    p_tracer_new: fa.CellKField[float], tracer_new_vert: fa.CellKField[float],
+    p_face_up: fa.CellKField[float], p_face_low: fa.CellKField[float],
+    p_face_copy: fa.CellKField[float], p_cc_copy: fa.CellKField[float],
+    cell_start: gtx.int32, cell_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    full = {dims.CellDim: (cell_start, cell_end), dims.KDim: (vertical_start, vertical_end)}
+    _step_advection_stencil_01(rhodz_ast, p_mflx_contra_v, deepatmo_divzl, deepatmo_divzu,
+                               p_dtime, out=rhodz_ast2, domain=full)
+    _step_advection_stencil_02(p_rhodz_new, p_mflx_contra_v, deepatmo_divzl, deepatmo_divzu,
+                               p_dtime, out=rhodz_ast3, domain=full)
+    _step_advection_stencil_03(p_tracer_now, p_grf_tend_tracer, p_dtime, out=p_tracer_new,
+                               domain=full)
+    _vert_adv_stencil_01(p_tracer_new, rhodz_now, p_mflx_tracer_v, deepatmo_divzl,
+                         deepatmo_divzu, rhodz_ast2, p_dtime, out=tracer_new_vert, domain=full)
+    _v_limit_prbl_sm_stencil_02(l_limit, p_face, tracer_new_vert, out=(p_face_up, p_face_low),
+                                domain=full)
+    _face_val_ppm_stencil_02b(p_tracer_now, out=p_face_copy,
+                              domain={dims.CellDim: (cell_start, cell_end),
+                                      dims.KDim: (vertical_start, vertical_start + 1)})
+    _face_val_ppm_stencil_02c(p_tracer_now, out=p_face_copy,
+                              domain={dims.CellDim: (cell_start, cell_end),
+                                      dims.KDim: (vertical_end, vertical_end + 1)})
+    _copy_cell_kdim_field(tracer_new_vert, out=p_cc_copy)
+
+
+@pytest.mark.parametrize("bounds", [(0, NLEV), (2, NLEV - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vertical_tracer_steps(backend, bounds):
+    cs, ce = 1, NC - 1
+    vs, ve = bounds
+    a = dict(rhodz_ast=RNG.uniform(1.0, 2.0, (NC, NLEV)),
+             p_mflx_contra_v=RNG.standard_normal((NC, NH)), deepatmo_divzl=f64(NLEV),
+             deepatmo_divzu=f64(NLEV), p_rhodz_new=RNG.standard_normal((NC, NLEV)),
+             p_tracer_now=RNG.standard_normal((NC, NLEV)),
+             p_grf_tend_tracer=RNG.standard_normal((NC, NLEV)),
+             rhodz_now=RNG.uniform(1.0, 2.0, (NC, NLEV)),
+             p_mflx_tracer_v=0.1 * RNG.standard_normal((NC, NH)),
+             l_limit=RNG.integers(0, 2, (NC, NLEV)).astype(np.int32),
+             p_face=RNG.standard_normal((NC, NH)))
+    p_dtime = 0.4
+    base = {n: f64(NC, NLEV) + 1.0 for n in ("rhodz_ast2", "rhodz_ast3", "p_tracer_new",
+                                             "tracer_new_vert", "p_face_up", "p_face_low",
+                                             "p_cc_copy")}
+    base["p_face_copy"] = f64(NC, NH)
+    got = {n: v.copy() for n, v in base.items()}
+    vertical_tracer_steps(**a, **got, p_dtime=p_dtime, cell_start=cs, cell_end=ce,
+                          vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                          backend=backend)
+
+    m = a["p_mflx_contra_v"]
+    vflux = m[:, 1:] * a["deepatmo_divzl"] - m[:, :-1] * a["deepatmo_divzu"]
+    ast2 = inside(a["rhodz_ast"] + p_dtime * vflux, base["rhodz_ast2"], cs, ce, vs, ve)
+    rn = a["p_rhodz_new"]
+    ast3 = np.maximum(0.1 * rn, rn) - p_dtime * vflux
+    tnew = inside(np.maximum(0.0, a["p_tracer_now"] + p_dtime * a["p_grf_tend_tracer"]),
+                  base["p_tracer_new"], cs, ce, vs, ve)
+    t = a["p_mflx_tracer_v"]
+    tv = (tnew * a["rhodz_now"] + p_dtime * (t[:, 1:] * a["deepatmo_divzl"]
+                                             - t[:, :-1] * a["deepatmo_divzu"])) / ast2
+    tv = inside(tv, base["tracer_new_vert"], cs, ce, vs, ve)
+    up_f, low_f = a["p_face"][:, :-1], a["p_face"][:, 1:]
+    lim = a["l_limit"] != 0
+    q_up = np.where(lim, np.where(tv < np.minimum(up_f, low_f), tv,
+                                  np.where(up_f > low_f, 3.0 * tv - 2.0 * low_f, up_f)), up_f)
+    q_low = np.where(lim, np.where(tv < np.minimum(up_f, low_f), tv,
+                                   np.where(up_f > low_f, low_f, 3.0 * tv - 2.0 * up_f)), low_f)
+    face = np.array(base["p_face_copy"])
+    face[cs:ce, vs] = a["p_tracer_now"][cs:ce, vs]
+    face[cs:ce, ve] = a["p_tracer_now"][cs:ce, ve - 1]
+    want = dict(rhodz_ast2=ast2, rhodz_ast3=inside(ast3, base["rhodz_ast3"], cs, ce, vs, ve),
+                p_tracer_new=tnew, tracer_new_vert=tv,
+                p_face_up=inside(q_up, base["p_face_up"], cs, ce, vs, ve),
+                p_face_low=inside(q_low, base["p_face_low"], cs, ce, vs, ve),
+                p_face_copy=face, p_cc_copy=tv)
+    check(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_on_the_bottom_half_level(backend):
+    # icon4py fills the lowest face of the PPM reconstruction from the cell above it.
+    p_cc = RNG.standard_normal((NC, NLEV))
+    p_face = f64(NC, NH)
+    got = p_face.copy()
+    _face_val_ppm_stencil_02c(p_cc, out=got, domain={CellDim: (1, NC - 2), KDim: (NLEV, NH)},
+                              offset_provider=TABLES, backend=backend)
+    want = p_face.copy()
+    want[1:NC - 2, NLEV] = p_cc[1:NC - 2, NLEV - 1]
+    np.testing.assert_array_equal(got, want)
