@@ -498,3 +498,250 @@ def test_direct_call_on_the_bottom_half_level(backend):
     want = p_face.copy()
     want[1:NC - 2, NLEV] = p_cc[1:NC - 2, NLEV - 1]
     np.testing.assert_array_equal(got, want)
+
+
+# ================================================================== muphys thermodynamics
+#
+# icon4py's muphys thermodynamic helpers and the saturation adjustment.  icon4py
+# passes the six water species as one dataclass ``Q``; here they are six fields.
+
+
+class _ThermodynamicConsts:
+    cvd = 717.60
+    cvv = 1407.95
+    clw = 4192.6641119999995
+    rv = 461.51
+    tmelt = 273.15
+
+
+class _GraupelConsts:
+    ci = 2108.0
+    lvc = 3135383.2031928
+    lsc = 2899657.201
+
+
+t_d, g_ct = _ThermodynamicConsts, _GraupelConsts
+
+
+@gtx.field_operator
+def _T_from_internal_energy(
+    u: fa.CellKField[ta.wpfloat], qv: fa.CellKField[ta.wpfloat],
+    qliq: fa.CellKField[ta.wpfloat], qice: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat], dz: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    qtot = qliq + qice + qv
+    cv = (t_d.cvd * (1.0 - qtot) + t_d.cvv * qv + t_d.clw * qliq + g_ct.ci * qice) * rho * dz
+    return (u + rho * dz * (qliq * g_ct.lvc + qice * g_ct.lsc)) / cv
+
+
+@gtx.field_operator
+def _T_from_internal_energy_scalar(
+    u: ta.wpfloat, qv: ta.wpfloat, qliq: ta.wpfloat, qice: ta.wpfloat, rho: ta.wpfloat,
+    dz: ta.wpfloat,
+) -> ta.wpfloat:
+    qtot = qliq + qice + qv
+    cv = (t_d.cvd * (1.0 - qtot) + t_d.cvv * qv + t_d.clw * qliq + g_ct.ci * qice) * rho * dz
+    return (u + rho * dz * (qliq * g_ct.lvc + qice * g_ct.lsc)) / cv
+
+
+@gtx.field_operator
+def _internal_energy(
+    t: fa.CellKField[ta.wpfloat], qv: fa.CellKField[ta.wpfloat],
+    qliq: fa.CellKField[ta.wpfloat], qice: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat], dz: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    qtot = qliq + qice + qv
+    cv = t_d.cvd * (1.0 - qtot) + t_d.cvv * qv + t_d.clw * qliq + g_ct.ci * qice
+    return rho * dz * (cv * t - qliq * g_ct.lvc - qice * g_ct.lsc)
+
+
+@gtx.field_operator
+def _qsat_rho(t: fa.CellKField[ta.wpfloat], rho: fa.CellKField[ta.wpfloat],
+              ) -> fa.CellKField[ta.wpfloat]:
+    C1ES = 610.78
+    C3LES = 17.269
+    C4LES = 35.86
+    return (C1ES * exp(C3LES * (t - t_d.tmelt) / (t - C4LES))) / (rho * t_d.rv * t)
+
+
+@gtx.field_operator
+def _dqsatdT_rho(qs: fa.CellKField[ta.wpfloat], t: fa.CellKField[ta.wpfloat],
+                 ) -> fa.CellKField[ta.wpfloat]:
+    C3LES = 17.269
+    C4LES = 35.86
+    C5LES = C3LES * (t_d.tmelt - C4LES)
+    return qs * (C5LES / ((t - C4LES) * (t - C4LES)) - 1.0 / t)
+
+
+@gtx.field_operator
+def _sat_pres_ice(t: fa.CellKField[ta.wpfloat]) -> fa.CellKField[ta.wpfloat]:
+    C1ES = 610.78
+    C3IES = 21.875
+    C4IES = 7.66
+    return C1ES * exp(C3IES * (t - t_d.tmelt) / (t - C4IES))
+
+
+@gtx.field_operator
+def _newton_raphson(
+    Tx: fa.CellKField[ta.wpfloat], rho: fa.CellKField[ta.wpfloat],
+    qve: fa.CellKField[ta.wpfloat], qce: fa.CellKField[ta.wpfloat],
+    cvc: fa.CellKField[ta.wpfloat], ue: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    qx = _qsat_rho(Tx, rho)
+    dqx = _dqsatdT_rho(qx, Tx)
+    qcx = qve + qce - qx
+    cv = cvc + t_d.cvv * qx + t_d.clw * qcx
+    ux = cv * Tx - qcx * g_ct.lvc
+    dux = cv + dqx * (g_ct.lvc + (t_d.cvv - t_d.clw) * Tx)
+    Tx = Tx - (ux - ue) / dux
+    return Tx
+
+
+@gtx.field_operator
+def _saturation_adjustment(
+    te: fa.CellKField[ta.wpfloat], rho: fa.CellKField[ta.wpfloat],
+    q_v: fa.CellKField[ta.wpfloat], q_c: fa.CellKField[ta.wpfloat],
+    q_r: fa.CellKField[ta.wpfloat], q_s: fa.CellKField[ta.wpfloat],
+    q_i: fa.CellKField[ta.wpfloat], q_g: fa.CellKField[ta.wpfloat],
+) -> tuple[fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat], fa.CellKField[ta.wpfloat]]:
+    qti = q_s + q_i + q_g
+    qt = q_v + q_c + q_r + qti
+    cvc = t_d.cvd * (1.0 - qt) + t_d.clw * q_r + g_ct.ci * qti
+    cv = cvc + t_d.cvv * q_v + t_d.clw * q_c
+    ue = cv * te - q_c * g_ct.lvc
+    Tx_hold = ue / (cv + q_c * (t_d.cvv - t_d.clw))
+    qx_hold = _qsat_rho(Tx_hold, rho)
+    Tx = te
+    Tx = _newton_raphson(Tx, rho, q_v, q_c, cvc, ue)
+    Tx = _newton_raphson(Tx, rho, q_v, q_c, cvc, ue)
+    Tx = _newton_raphson(Tx, rho, q_v, q_c, cvc, ue)
+    Tx = _newton_raphson(Tx, rho, q_v, q_c, cvc, ue)
+    Tx = _newton_raphson(Tx, rho, q_v, q_c, cvc, ue)
+    Tx = _newton_raphson(Tx, rho, q_v, q_c, cvc, ue)
+    qx = _qsat_rho(Tx, rho)
+    mask = q_v + q_c <= qx_hold
+    te = where(mask, Tx_hold, Tx)
+    qce = where(mask, 0.0, maximum(q_v + q_c - qx, 0.0))
+    qve = where(mask, q_v + q_c, qx)
+    return te, qve, qce
+
+
+@gtx.scan_operator(axis=KDim, forward=True, init=(0.0, 0.0))
+def _accumulated_energy_temperature(
+    state: tuple[float, float], u: float, qv: float, qliq: float, qice: float, rho: float,
+    dz: float,
+) -> tuple[float, float]:
+    # A column harness for the scalar operator: the energy accumulated from the top.
+    energy, _ = state
+    energy = energy + u
+    return energy, _T_from_internal_energy_scalar(energy, qv, qliq, qice, rho, dz)
+
+
+@gtx.program
+def muphys_thermodynamics(
+    t: fa.CellKField[ta.wpfloat], rho: fa.CellKField[ta.wpfloat],
+    dz: fa.CellKField[ta.wpfloat], q_v: fa.CellKField[ta.wpfloat],
+    q_c: fa.CellKField[ta.wpfloat], q_r: fa.CellKField[ta.wpfloat],
+    q_s: fa.CellKField[ta.wpfloat], q_i: fa.CellKField[ta.wpfloat],
+    q_g: fa.CellKField[ta.wpfloat],
+    energy: fa.CellKField[ta.wpfloat], t_back: fa.CellKField[ta.wpfloat],
+    p_ice: fa.CellKField[ta.wpfloat], dqsat: fa.CellKField[ta.wpfloat],
+    t_newton: fa.CellKField[ta.wpfloat], te_out: fa.CellKField[ta.wpfloat],
+    qve_out: fa.CellKField[ta.wpfloat], qce_out: fa.CellKField[ta.wpfloat],
+    energy_sum: fa.CellKField[ta.wpfloat], t_sum: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    d = {dims.CellDim: (horizontal_start, horizontal_end),
+         dims.KDim: (vertical_start, vertical_end)}
+    _internal_energy(t, q_v, q_c + q_r, q_s + q_i + q_g, rho, dz, out=energy, domain=d)
+    _T_from_internal_energy(energy, q_v, q_c + q_r, q_s + q_i + q_g, rho, dz, out=t_back,
+                            domain=d)
+    _sat_pres_ice(t, out=p_ice, domain=d)
+    _dqsatdT_rho(_qsat_rho(t, rho), t, out=dqsat, domain=d)
+    _newton_raphson(t, rho, q_v, q_c, 0.9 * t_d.cvd + 0.0 * t, energy / (rho * dz),
+                    out=t_newton, domain=d)
+    _saturation_adjustment(t, rho, q_v, q_c, q_r, q_s, q_i, q_g,
+                           out=(te_out, qve_out, qce_out), domain=d)
+    _accumulated_energy_temperature(energy, q_v, q_c, q_i, rho, dz,
+                                    out=(energy_sum, t_sum), domain=d)
+
+
+def _np_qsat_rho(t, rho):
+    return 610.78 * np.exp(17.269 * (t - 273.15) / (t - 35.86)) / (rho * 461.51 * t)
+
+
+def _np_dqsatdT_rho(qs, t):
+    return qs * (17.269 * (273.15 - 35.86) / ((t - 35.86) * (t - 35.86)) - 1.0 / t)
+
+
+def _np_newton(tx, rho, qve, qce, cvc, ue):
+    c = _ThermodynamicConsts
+    qx = _np_qsat_rho(tx, rho)
+    dqx = _np_dqsatdT_rho(qx, tx)
+    qcx = qve + qce - qx
+    cv = cvc + c.cvv * qx + c.clw * qcx
+    ux = cv * tx - qcx * _GraupelConsts.lvc
+    dux = cv + dqx * (_GraupelConsts.lvc + (c.cvv - c.clw) * tx)
+    return tx - (ux - ue) / dux
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NLEV), (1, NC - 2, 3, NLEV - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_muphys_thermodynamics(backend, bounds):
+    hs, he, vs, ve = bounds
+    shape = (NC, NLEV)
+    a = dict(t=RNG.uniform(250.0, 300.0, shape), rho=RNG.uniform(0.5, 1.2, shape),
+             dz=RNG.uniform(50.0, 200.0, shape), q_v=RNG.uniform(1e-3, 2e-2, shape),
+             q_c=RNG.uniform(0.0, 2e-3, shape), q_r=RNG.uniform(0.0, 1e-3, shape),
+             q_s=RNG.uniform(0.0, 1e-3, shape), q_i=RNG.uniform(0.0, 1e-3, shape),
+             q_g=RNG.uniform(0.0, 1e-3, shape))
+    outs = ("energy", "t_back", "p_ice", "dqsat", "t_newton", "te_out", "qve_out", "qce_out",
+            "energy_sum", "t_sum")
+    base = {n: f64(*shape) for n in outs}
+    got = {n: v.copy() for n, v in base.items()}
+    muphys_thermodynamics(**a, **got, horizontal_start=hs, horizontal_end=he,
+                          vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                          backend=backend)
+
+    c, g = _ThermodynamicConsts, _GraupelConsts
+    t, rho, dz, qv, qc = a["t"], a["rho"], a["dz"], a["q_v"], a["q_c"]
+    qliq, qice = qc + a["q_r"], a["q_s"] + a["q_i"] + a["q_g"]
+
+    def cv_of(qv, qliq, qice):
+        return c.cvd * (1.0 - (qliq + qice + qv)) + c.cvv * qv + c.clw * qliq + g.ci * qice
+
+    energy = rho * dz * (cv_of(qv, qliq, qice) * t - qliq * g.lvc - qice * g.lsc)
+    energy = inside(energy, base["energy"], hs, he, vs, ve)
+
+    def t_of(u, qv, qliq, qice):
+        return (u + rho * dz * (qliq * g.lvc + qice * g.lsc)) / (cv_of(qv, qliq, qice) * rho * dz)
+
+    t_back = t_of(energy, qv, qliq, qice)
+    p_ice = 610.78 * np.exp(21.875 * (t - 273.15) / (t - 7.66))
+    dqsat = _np_dqsatdT_rho(_np_qsat_rho(t, rho), t)
+    t_newton = _np_newton(t, rho, qv, qc, 0.9 * c.cvd, energy / (rho * dz))
+    qti = a["q_s"] + a["q_i"] + a["q_g"]
+    cvc = c.cvd * (1.0 - (qv + qc + a["q_r"] + qti)) + c.clw * a["q_r"] + g.ci * qti
+    cv = cvc + c.cvv * qv + c.clw * qc
+    ue = cv * t - qc * g.lvc
+    tx_hold = ue / (cv + qc * (c.cvv - c.clw))
+    tx = t
+    for _ in range(6):
+        tx = _np_newton(tx, rho, qv, qc, cvc, ue)
+    qx = _np_qsat_rho(tx, rho)
+    mask = qv + qc <= _np_qsat_rho(tx_hold, rho)
+    esum = np.full(shape, np.nan)
+    tsum = np.full(shape, np.nan)
+    acc = np.zeros(NC)
+    for k in range(vs, ve):
+        acc = acc + energy[:, k]
+        esum[:, k] = acc
+    tsum[:, vs:ve] = t_of(esum, qv, qc, a["q_i"])[:, vs:ve]
+    want = dict(energy=energy, t_back=t_back, p_ice=p_ice, dqsat=dqsat, t_newton=t_newton,
+                te_out=np.where(mask, tx_hold, tx),
+                qve_out=np.where(mask, qv + qc, qx),
+                qce_out=np.where(mask, 0.0, np.maximum(qv + qc - qx, 0.0)),
+                energy_sum=esum, t_sum=tsum)
+    want = {n: inside(w, base[n], hs, he, vs, ve) for n, w in want.items()}
+    check(got, want, rtol=1e-10, atol=1e-14)
