@@ -40,8 +40,10 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    abs,
     astype,
     broadcast,
+    concat_where,
     exp,
     maximum,
     minimum,
@@ -745,3 +747,164 @@ def test_muphys_thermodynamics(backend, bounds):
                 energy_sum=esum, t_sum=tsum)
     want = {n: inside(w, base[n], hs, he, vs, ve) for n, w in want.items()}
     check(got, want, rtol=1e-10, atol=1e-14)
+
+
+# ================================================================== diffusion and metrics
+#
+# icon4py's fourth-order diffusion of vn, the copy to vpfloat, two metric
+# fields, the CFL clipping of the contravariant vertical velocity and the
+# zeroing of one level in two fields.
+
+
+@gtx.field_operator
+def _apply_nabla4_to_vn(
+    area_edge: fa.EdgeField[wpfloat], z_nabla4_e2: fa.EdgeKField[vpfloat],
+    diff_multfac_vn: fa.KField[wpfloat], vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    z_nabla4_e2_wp = astype(z_nabla4_e2, wpfloat)
+    nabla4_term = diff_multfac_vn * z_nabla4_e2_wp * area_edge
+    return vn - area_edge * nabla4_term
+
+
+@gtx.field_operator
+def _copy_edge_kdim_field_to_vp(field: fa.EdgeKField[wpfloat]) -> fa.EdgeKField[vpfloat]:
+    return astype(field, vpfloat)
+
+
+@gtx.field_operator
+def _compute_exner_w_explicit_weight_parameter(
+    exner_w_implicit_weight_parameter: fa.CellField[wpfloat],
+) -> fa.CellField[wpfloat]:
+    return 1.0 - exner_w_implicit_weight_parameter
+
+
+@gtx.field_operator
+def _compute_weighted_cell_neighbor_sum(
+    field: fa.CellKField[wpfloat],
+    c_bln_avg: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return neighbor_sum(field(C2E2CO) * c_bln_avg, axis=C2E2CODim)
+
+
+@gtx.field_operator
+def _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+    ddqz_z_half: fa.CellKField[ta.vpfloat], z_w_con_c: fa.CellKField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat, dtime: ta.wpfloat,
+) -> tuple[fa.CellKField[bool], fa.CellKField[ta.vpfloat], fa.CellKField[ta.vpfloat]]:
+    z_w_con_c_wp, ddqz_z_half_wp = astype((z_w_con_c, ddqz_z_half), wpfloat)
+    cfl_clipping = where(abs(z_w_con_c) > cfl_w_limit * ddqz_z_half,
+                         broadcast(True, (dims.CellDim, dims.KDim)), False)
+    vcfl = where(cfl_clipping, z_w_con_c_wp * dtime / ddqz_z_half_wp, wpfloat("0.0"))
+    vcfl_vp = astype(vcfl, vpfloat)
+    z_w_con_c_wp = where(cfl_clipping & (vcfl_vp < -vpfloat("0.85")),
+                         astype(-vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime, z_w_con_c_wp)
+    z_w_con_c_wp = where(cfl_clipping & (vcfl_vp > vpfloat("0.85")),
+                         astype(vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime, z_w_con_c_wp)
+    return cfl_clipping, vcfl_vp, astype(z_w_con_c_wp, vpfloat)
+
+
+@gtx.field_operator
+def _init_two_cell_kdim_fields_index_with_zero_vp(
+    field_index_with_zero_1: fa.CellKField[vpfloat],
+    field_index_with_zero_2: fa.CellKField[vpfloat], k1: gtx.int32, k2: gtx.int32,
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    field_index_with_zero_1 = concat_where(dims.KDim == k1, vpfloat("0.0"),
+                                           field_index_with_zero_1)
+    field_index_with_zero_2 = concat_where(dims.KDim == k2, vpfloat("0.0"),
+                                           field_index_with_zero_2)
+    return field_index_with_zero_1, field_index_with_zero_2
+
+
+@gtx.program
+def diffusion_and_metrics(
+    area_edge: fa.EdgeField[wpfloat], z_nabla4_e2: fa.EdgeKField[vpfloat],
+    diff_multfac_vn: fa.KField[wpfloat], vn: fa.EdgeKField[wpfloat],
+    vn_vp: fa.EdgeKField[vpfloat], exner_w_implicit_weight_parameter: fa.CellField[wpfloat],
+    exner_w_explicit_weight_parameter: fa.CellField[wpfloat],
+    maxslp: fa.CellKField[wpfloat], maxhgtd: fa.CellKField[wpfloat],
+    c_bln_avg: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], wpfloat],
+    maxslp_avg: fa.CellKField[wpfloat], maxhgtd_avg: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat], z_w_con_c: fa.CellKField[vpfloat],
+    cfl_clipping: fa.CellKField[bool], vcfl: fa.CellKField[vpfloat],
+    cfl_w_limit: vpfloat, dtime: wpfloat,
+    field_1: fa.CellKField[vpfloat], field_2: fa.CellKField[vpfloat],
+    k1: gtx.int32, k2: gtx.int32,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    edges = {dims.EdgeDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_start, vertical_end)}
+    cells = {dims.CellDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_start, vertical_end)}
+    _apply_nabla4_to_vn(area_edge=area_edge, z_nabla4_e2=z_nabla4_e2,
+                        diff_multfac_vn=diff_multfac_vn, vn=vn, out=vn, domain=edges)
+    _copy_edge_kdim_field_to_vp(vn, out=vn_vp, domain=edges)
+    _compute_exner_w_explicit_weight_parameter(
+        exner_w_implicit_weight_parameter=exner_w_implicit_weight_parameter,
+        out=exner_w_explicit_weight_parameter,
+        domain={dims.CellDim: (horizontal_start, horizontal_end)})
+    _compute_weighted_cell_neighbor_sum(field=maxslp, c_bln_avg=c_bln_avg, out=maxslp_avg,
+                                        domain=cells)
+    _compute_weighted_cell_neighbor_sum(field=maxhgtd, c_bln_avg=c_bln_avg, out=maxhgtd_avg,
+                                        domain=cells)
+    _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+        ddqz_z_half, z_w_con_c, cfl_w_limit, dtime, out=(cfl_clipping, vcfl, z_w_con_c),
+        domain=cells)
+    _init_two_cell_kdim_fields_index_with_zero_vp(field_1, field_2, k1, k2,
+                                                  out=(field_1, field_2), domain=cells)
+
+
+@pytest.mark.parametrize("levels", [(0, NLEV, 0, NLEV - 1), (2, NLEV - 2, 1, 4)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diffusion_and_metrics(backend, levels):
+    hs, he = 1, NC - 1
+    vs, ve, k1, k2 = levels
+    c2e2co = TABLES["C2E2CO"]
+    a = dict(area_edge=RNG.uniform(0.5, 2.0, NE), z_nabla4_e2=RNG.random((NE, NLEV), np.float32),
+             diff_multfac_vn=f64(NLEV), exner_w_implicit_weight_parameter=f64(NC),
+             maxslp=f64(NC, NLEV), maxhgtd=f64(NC, NLEV), c_bln_avg=f64(NC, 4),
+             ddqz_z_half=RNG.uniform(0.5, 1.5, (NC, NLEV)).astype(np.float32))
+    cfl_w_limit, dtime = np.float32(0.6), 2.0
+    base = dict(vn=RNG.standard_normal((NE, NLEV)), vn_vp=RNG.random((NE, NLEV), np.float32),
+                exner_w_explicit_weight_parameter=f64(NC), maxslp_avg=f64(NC, NLEV),
+                maxhgtd_avg=f64(NC, NLEV),
+                z_w_con_c=RNG.standard_normal((NC, NLEV)).astype(np.float32),
+                cfl_clipping=RNG.random((NC, NLEV)) < 0.5,
+                vcfl=RNG.random((NC, NLEV), np.float32),
+                field_1=RNG.random((NC, NLEV), np.float32) + 1,
+                field_2=RNG.random((NC, NLEV), np.float32) + 1)
+    got = {n: v.copy() for n, v in base.items()}
+    diffusion_and_metrics(**a, **got, cfl_w_limit=cfl_w_limit, dtime=dtime, k1=k1, k2=k2,
+                          horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                          vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    area = a["area_edge"][:, None]
+    vn = base["vn"] - area * (a["diff_multfac_vn"] * a["z_nabla4_e2"].astype(np.float64) * area)
+    vn = inside(vn, base["vn"], hs, he, vs, ve)
+    w = a["c_bln_avg"][:, :, None]
+    zc, dz = base["z_w_con_c"], a["ddqz_z_half"]
+    clip = np.abs(zc) > cfl_w_limit * dz
+    vcfl = np.where(clip, zc.astype(np.float64) * dtime / dz.astype(np.float64),
+                    0.0).astype(np.float32)
+    zw = zc.astype(np.float64)
+    zw = np.where(clip & (vcfl < np.float32(-0.85)),
+                  (np.float32(-0.85) * dz).astype(np.float64) / dtime, zw)
+    zw = np.where(clip & (vcfl > np.float32(0.85)),
+                  (np.float32(0.85) * dz).astype(np.float64) / dtime, zw)
+    f1, f2 = base["field_1"].copy(), base["field_2"].copy()
+    f1[:, k1] = 0.0
+    f2[:, k2] = 0.0
+    want = dict(vn=vn, vn_vp=inside(vn.astype(np.float32), base["vn_vp"], hs, he, vs, ve),
+                exner_w_explicit_weight_parameter=inside(
+                    1.0 - a["exner_w_implicit_weight_parameter"],
+                    base["exner_w_explicit_weight_parameter"], hs, he),
+                maxslp_avg=inside((a["maxslp"][c2e2co] * w).sum(axis=1), base["maxslp_avg"],
+                                  hs, he, vs, ve),
+                maxhgtd_avg=inside((a["maxhgtd"][c2e2co] * w).sum(axis=1), base["maxhgtd_avg"],
+                                   hs, he, vs, ve),
+                cfl_clipping=inside(clip, base["cfl_clipping"], hs, he, vs, ve),
+                vcfl=inside(vcfl, base["vcfl"], hs, he, vs, ve),
+                z_w_con_c=inside(zw.astype(np.float32), zc, hs, he, vs, ve),
+                field_1=inside(f1, base["field_1"], hs, he, vs, ve),
+                field_2=inside(f2, base["field_2"], hs, he, vs, ve))
+    check(got, want, rtol=1e-6, atol=1e-7)
