@@ -58,14 +58,19 @@ KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
+E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
+E2C2EODim = Dimension("E2C2EO", DimensionKind.LOCAL)
 CEDim = Dimension("CE")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.KDim = CellDim, EdgeDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CODim, dims.CEDim = E2CDim, C2EDim, C2E2CODim, CEDim
+dims.E2C2EDim, dims.E2C2EODim = E2C2EDim, E2C2EODim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
+E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
+E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 
@@ -89,6 +94,9 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
           "C2E2CO": np.concatenate([np.arange(NC)[:, None],
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
+          "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
+          "E2C2EO": np.concatenate([np.arange(NE)[:, None],
+                                    _TABLE_RNG.integers(0, NE, (NE, 4))], axis=1),
           "C2CE": None, "Koff": KDim}
 
 
@@ -908,3 +916,265 @@ def test_diffusion_and_metrics(backend, levels):
                 field_1=inside(f1, base["field_1"], hs, he, vs, ve),
                 field_2=inside(f2, base["field_2"], hs, he, vs, ve))
     check(got, want, rtol=1e-6, atol=1e-7)
+
+
+# ================================================================== horizontal velocity quantities
+#
+# icon4py's newer fused edge stencils of the nonhydro solver: the velocity
+# quantities and fluxes (nine outputs, four of them through helper operators,
+# the contravariant correction from a runtime ``nflatlev`` by ``concat_where``)
+# and the averaged fluxes prepared for the tracer advection (two ``bool``
+# scalars choosing tuples in nested conditional expressions).  The helpers
+# are written here; icon4py's interpolation to half levels takes either
+# precision, here a ``wpfloat`` interpolant.
+
+
+@gtx.field_operator
+def _spatially_average_flux_or_velocity_here(
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKField[ta.wpfloat]:
+    return neighbor_sum(e_flx_avg * vn(E2C2EO), axis=E2C2EODim)
+
+
+@gtx.field_operator
+def _tangential_wind_here(
+    vn: fa.EdgeKField[wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    return astype(neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=E2C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _mass_and_temperature_flux_here(
+    rho: fa.EdgeKField[wpfloat], vn_avg: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat], theta_v: fa.EdgeKField[wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    mass_fl_e = rho * vn_avg * astype(ddqz_z_full_e, wpfloat)
+    return mass_fl_e, mass_fl_e * theta_v
+
+
+@gtx.field_operator
+def _kinetic_energy_here(vn: fa.EdgeKField[wpfloat], vt: fa.EdgeKField[vpfloat],
+                         ) -> fa.EdgeKField[vpfloat]:
+    vt_wp = astype(vt, wpfloat)
+    return astype(0.5 * (vn * vn + vt_wp * vt_wp), vpfloat)
+
+
+@gtx.field_operator
+def _half_levels_here(wgtfac_e: fa.EdgeKField[vpfloat], interpolant: fa.EdgeKField[wpfloat],
+                      ) -> fa.EdgeKField[vpfloat]:
+    w = astype(wgtfac_e, wpfloat)
+    return astype(w * interpolant + (1.0 - w) * interpolant(Koff[-1]), vpfloat)
+
+
+@gtx.field_operator
+def _contravariant_correction_here(
+    vn: fa.EdgeKField[wpfloat], ddxn_z_full: fa.EdgeKField[vpfloat],
+    ddxt_z_full: fa.EdgeKField[vpfloat], vt: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    ddxn, ddxt, vt_wp = astype((ddxn_z_full, ddxt_z_full, vt), wpfloat)
+    return astype(vn * ddxn + vt_wp * ddxt, vpfloat)
+
+
+@gtx.field_operator
+def _extrapolate_at_top_here(wgtfacq_e: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+                             ) -> fa.EdgeKField[vpfloat]:
+    w1, w2, w3 = astype((wgtfacq_e(Koff[-1]), wgtfacq_e(Koff[-2]), wgtfacq_e(Koff[-3])),
+                        wpfloat)
+    return astype(w1 * vn(Koff[-1]) + w2 * vn(Koff[-2]) + w3 * vn(Koff[-3]), vpfloat)
+
+
+@gtx.field_operator
+def _accumulate_here(
+    z_vn_avg: fa.EdgeKField[wpfloat], mass_fl_e: fa.EdgeKField[wpfloat],
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat], r_nsubsteps: wpfloat,
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    return vn_traj + r_nsubsteps * z_vn_avg, mass_flx_me + r_nsubsteps * mass_fl_e
+
+
+@gtx.field_operator
+def _compute_horizontal_velocity_quantities_and_fluxes(
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    rho_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    theta_v_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat], ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat], wgtfac_e: fa.EdgeKField[ta.vpfloat],
+    nflatlev: gtx.int32,
+) -> tuple[fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat],
+           fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.vpfloat],
+           fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat]]:
+    spatially_averaged_vn = _spatially_average_flux_or_velocity_here(e_flx_avg=e_flx_avg, vn=vn)
+    horizontal_gradient_of_normal_wind_divergence = astype(
+        neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=E2C2EODim), vpfloat)
+    tangential_wind = _tangential_wind_here(vn=vn, rbf_vec_coeff_e=rbf_vec_coeff_e)
+    mass_flux, theta_v_flux = _mass_and_temperature_flux_here(
+        rho_at_edges_on_model_levels, spatially_averaged_vn, ddqz_z_full_e,
+        theta_v_at_edges_on_model_levels)
+    kinetic_energy = _kinetic_energy_here(vn, tangential_wind)
+    vn_on_half_levels = _half_levels_here(wgtfac_e, vn)
+    tangential_wind_on_half_levels = _half_levels_here(wgtfac_e, astype(tangential_wind,
+                                                                        wpfloat))
+    contravariant_correction_at_edges_on_model_levels = concat_where(
+        nflatlev <= dims.KDim,
+        _contravariant_correction_here(vn, ddxn_z_full, ddxt_z_full, tangential_wind),
+        contravariant_correction_at_edges_on_model_levels)
+    return (spatially_averaged_vn, horizontal_gradient_of_normal_wind_divergence,
+            tangential_wind, mass_flux, theta_v_flux, vn_on_half_levels,
+            tangential_wind_on_half_levels, kinetic_energy,
+            contravariant_correction_at_edges_on_model_levels)
+
+
+@gtx.field_operator
+def _compute_averaged_vn_and_fluxes_and_prepare_tracer_advection(
+    substep_and_spatially_averaged_vn: fa.EdgeKField[ta.wpfloat],
+    substep_averaged_mass_flux: fa.EdgeKField[ta.wpfloat],
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    vn: fa.EdgeKField[ta.wpfloat], rho_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    theta_v_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    prepare_advection: bool, at_first_substep: bool, r_nsubsteps: ta.wpfloat,
+) -> tuple[fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.wpfloat],
+           fa.EdgeKField[ta.wpfloat], fa.EdgeKField[ta.wpfloat]]:
+    spatially_averaged_vn = _spatially_average_flux_or_velocity_here(e_flx_avg, vn)
+    mass_flux, theta_v_flux = _mass_and_temperature_flux_here(
+        rho_at_edges_on_model_levels, spatially_averaged_vn, ddqz_z_full_e,
+        theta_v_at_edges_on_model_levels)
+    substep_and_spatially_averaged_vn, substep_averaged_mass_flux = (
+        ((r_nsubsteps * spatially_averaged_vn, r_nsubsteps * mass_flux)
+         if at_first_substep
+         else _accumulate_here(spatially_averaged_vn, mass_flux,
+                               substep_and_spatially_averaged_vn, substep_averaged_mass_flux,
+                               r_nsubsteps))
+        if prepare_advection
+        else (substep_and_spatially_averaged_vn, substep_averaged_mass_flux))
+    return (spatially_averaged_vn, mass_flux, theta_v_flux, substep_and_spatially_averaged_vn,
+            substep_averaged_mass_flux)
+
+
+@gtx.program
+def horizontal_velocity_quantities(
+    spatially_averaged_vn: fa.EdgeKField[ta.wpfloat],
+    horizontal_gradient_of_normal_wind_divergence: fa.EdgeKField[ta.vpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    mass_flux_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    theta_v_flux_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKField[ta.vpfloat],
+    vn_on_half_levels: fa.EdgeKField[ta.vpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    e_flx_avg: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    rho_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    theta_v_at_edges_on_model_levels: fa.EdgeKField[ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat], ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat], wgtfac_e: fa.EdgeKField[ta.vpfloat],
+    wgtfacq_e: fa.EdgeKField[ta.vpfloat], nflatlev: gtx.int32,
+    avg_vn_2: fa.EdgeKField[ta.wpfloat], mass_flux_2: fa.EdgeKField[ta.wpfloat],
+    theta_v_flux_2: fa.EdgeKField[ta.wpfloat],
+    substep_and_spatially_averaged_vn: fa.EdgeKField[ta.wpfloat],
+    substep_averaged_mass_flux: fa.EdgeKField[ta.wpfloat],
+    prepare_advection: bool, at_first_substep: bool, r_nsubsteps: ta.wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_horizontal_velocity_quantities_and_fluxes(
+        contravariant_correction_at_edges_on_model_levels, vn, e_flx_avg, geofac_grdiv,
+        rbf_vec_coeff_e, rho_at_edges_on_model_levels, theta_v_at_edges_on_model_levels,
+        ddqz_z_full_e, ddxn_z_full, ddxt_z_full, wgtfac_e, nflatlev,
+        out=(spatially_averaged_vn, horizontal_gradient_of_normal_wind_divergence,
+             tangential_wind, mass_flux_at_edges_on_model_levels,
+             theta_v_flux_at_edges_on_model_levels, vn_on_half_levels,
+             tangential_wind_on_half_levels, horizontal_kinetic_energy_at_edges_on_model_levels,
+             contravariant_correction_at_edges_on_model_levels),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _extrapolate_at_top_here(wgtfacq_e, vn, out=vn_on_half_levels,
+                             domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                                     dims.KDim: (vertical_end - 1, vertical_end)})
+    _compute_averaged_vn_and_fluxes_and_prepare_tracer_advection(
+        substep_and_spatially_averaged_vn, substep_averaged_mass_flux, e_flx_avg, vn,
+        rho_at_edges_on_model_levels, ddqz_z_full_e, theta_v_at_edges_on_model_levels,
+        prepare_advection, at_first_substep, r_nsubsteps,
+        out=(avg_vn_2, mass_flux_2, theta_v_flux_2, substep_and_spatially_averaged_vn,
+             substep_averaged_mass_flux),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+
+
+@pytest.mark.parametrize(("prepare", "first"), [(True, True), (True, False), (False, True)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_horizontal_velocity_quantities(backend, prepare, first):
+    # The half-level interpolation reads one level up: the levels start at 1.
+    hs, he, vs, ve, nflatlev, r_n = 1, NE - 2, 1, NH, 4, 0.25
+    e2c2e, e2c2eo = TABLES["E2C2E"], TABLES["E2C2EO"]
+    s = (NE, NLEV)
+    a = dict(vn=RNG.standard_normal(s), e_flx_avg=f64(NE, 5), geofac_grdiv=f64(NE, 5),
+             rbf_vec_coeff_e=f64(NE, 4), rho_at_edges_on_model_levels=f64(*s) + 0.5,
+             theta_v_at_edges_on_model_levels=f64(*s) + 1.0,
+             ddqz_z_full_e=RNG.random(s, np.float32) + 0.5,
+             ddxn_z_full=RNG.random(s, np.float32), ddxt_z_full=RNG.random(s, np.float32),
+             wgtfac_e=RNG.random((NE, NH), np.float32),
+             wgtfacq_e=RNG.random((NE, NLEV), np.float32))
+    wp_out = ("spatially_averaged_vn", "mass_flux_at_edges_on_model_levels",
+              "theta_v_flux_at_edges_on_model_levels", "avg_vn_2", "mass_flux_2",
+              "theta_v_flux_2", "substep_and_spatially_averaged_vn",
+              "substep_averaged_mass_flux")
+    vp_out = ("horizontal_gradient_of_normal_wind_divergence", "tangential_wind",
+              "horizontal_kinetic_energy_at_edges_on_model_levels",
+              "contravariant_correction_at_edges_on_model_levels")
+    base = {n: f64(*s) for n in wp_out}
+    base |= {n: RNG.random(s, np.float32) for n in vp_out}
+    base |= {n: RNG.random((NE, NH), np.float32)
+             for n in ("tangential_wind_on_half_levels", "vn_on_half_levels")}
+    got = {n: v.copy() for n, v in base.items()}
+    horizontal_velocity_quantities(
+        **a, **got, nflatlev=nflatlev, prepare_advection=prepare, at_first_substep=first,
+        r_nsubsteps=r_n, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+        vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    vn = a["vn"]
+    avg = (a["e_flx_avg"][:, :, None] * vn[e2c2eo]).sum(axis=1)
+    grdiv = (a["geofac_grdiv"][:, :, None] * vn[e2c2eo]).sum(axis=1).astype(np.float32)
+    vt = (a["rbf_vec_coeff_e"][:, :, None] * vn[e2c2e]).sum(axis=1).astype(np.float32)
+    mass = a["rho_at_edges_on_model_levels"] * avg * a["ddqz_z_full_e"].astype(np.float64)
+    theta = mass * a["theta_v_at_edges_on_model_levels"]
+    vt64 = vt.astype(np.float64)
+    ekin = (0.5 * (vn * vn + vt64 * vt64)).astype(np.float32)
+    w = a["wgtfac_e"].astype(np.float64)[:, :NLEV]
+
+    def half(x):
+        out = np.full((NE, NH), np.nan)
+        out[:, 1:NLEV] = (w * x)[:, 1:] + ((1.0 - w)[:, 1:] * x[:, :-1])
+        return out.astype(np.float32)
+
+    vn_half, vt_half = half(vn), half(vt64)
+    wq = a["wgtfacq_e"].astype(np.float64)
+    vn_half[:, NLEV] = (wq[:, -1] * vn[:, -1] + wq[:, -2] * vn[:, -2]
+                        + wq[:, -3] * vn[:, -3]).astype(np.float32)
+    corr = np.array(base["contravariant_correction_at_edges_on_model_levels"])
+    corr[:, nflatlev:] = (vn * a["ddxn_z_full"].astype(np.float64)
+                          + vt64 * a["ddxt_z_full"].astype(np.float64)
+                          ).astype(np.float32)[:, nflatlev:]
+    traj, mflx = base["substep_and_spatially_averaged_vn"], base["substep_averaged_mass_flux"]
+    if prepare:
+        traj, mflx = ((r_n * avg, r_n * mass) if first
+                      else (traj + r_n * avg, mflx + r_n * mass))
+    full = dict(spatially_averaged_vn=avg, horizontal_gradient_of_normal_wind_divergence=grdiv,
+                tangential_wind=vt, mass_flux_at_edges_on_model_levels=mass,
+                theta_v_flux_at_edges_on_model_levels=theta,
+                horizontal_kinetic_energy_at_edges_on_model_levels=ekin,
+                contravariant_correction_at_edges_on_model_levels=corr, avg_vn_2=avg,
+                mass_flux_2=mass, theta_v_flux_2=theta,
+                substep_and_spatially_averaged_vn=traj, substep_averaged_mass_flux=mflx)
+    want = {n: inside(v, base[n], hs, he, vs, NLEV) for n, v in full.items()}
+    want["vn_on_half_levels"] = inside(vn_half, base["vn_on_half_levels"], hs, he, vs, NH)
+    want["tangential_wind_on_half_levels"] = inside(
+        vt_half, base["tangential_wind_on_half_levels"], hs, he, vs, NLEV)
+    check(got, want, rtol=2e-6, atol=1e-6)
