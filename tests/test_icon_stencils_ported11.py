@@ -1178,3 +1178,394 @@ def test_horizontal_velocity_quantities(backend, prepare, first):
     want["tangential_wind_on_half_levels"] = inside(
         vt_half, base["tangential_wind_on_half_levels"], hs, he, vs, NLEV)
     check(got, want, rtol=2e-6, atol=1e-6)
+
+
+# ================================================================== perturbed quantities at cells
+#
+# icon4py's newer fused cell stencils of the nonhydro predictor: the temporal
+# extrapolation of the Exner pressure, the surface level (an operator without
+# arguments chosen by ``concat_where`` over a cell range, the surface
+# interpolation reading the chosen field three levels up) and the perturbed
+# quantities (``concat_where`` over cell ranges choosing tuples, one condition
+# combining a cell range with ``maximum(1, nflatlev) <= KDim``, a ``bool`` and
+# an ``int32`` scalar choosing in conditional expressions, a helper of six
+# outputs built from ``concat_where`` on ``KDim == 0`` and ``KDim >= 1``).
+# All fields here are ``float`` with NLEV + 1 levels, as icon4py allocates them.
+
+
+class _HorizontalPressureDiscretizationType:
+    TAYLOR_HYDRO = 3
+
+
+horzpres_discr_type = _HorizontalPressureDiscretizationType()
+
+
+@gtx.field_operator
+def _extrapolate_temporally_exner_pressure(
+    exner_exfac: fa.CellKField[float], exner: fa.CellKField[float],
+    exner_ref_mc: fa.CellKField[float], exner_pr: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float]]:
+    z_exner_ex_pr = (1.0 + exner_exfac) * (exner - exner_ref_mc) - exner_exfac * exner_pr
+    return z_exner_ex_pr, exner - exner_ref_mc
+
+
+@gtx.field_operator
+def _init_cell_kdim_field_with_zero_wp() -> fa.CellKField[float]:
+    return broadcast(0.0, (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _init_two_cell_kdim_fields_with_zero_vp() -> tuple[fa.CellKField[float],
+                                                       fa.CellKField[float]]:
+    return broadcast(0.0, (dims.CellDim, dims.KDim)), broadcast(0.0, (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _interpolate_to_surface(wgtfacq_c: fa.CellKField[float], interpolant: fa.CellKField[float],
+                            ) -> fa.CellKField[float]:
+    return (wgtfacq_c(Koff[-1]) * interpolant(Koff[-1])
+            + wgtfacq_c(Koff[-2]) * interpolant(Koff[-2])
+            + wgtfacq_c(Koff[-3]) * interpolant(Koff[-3]))
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_vp(
+    wgtfac_c: fa.CellKField[float], interpolant: fa.CellKField[float],
+) -> fa.CellKField[float]:
+    return wgtfac_c * interpolant + (1.0 - wgtfac_c) * interpolant(Koff[-1])
+
+
+@gtx.field_operator
+def _compute_perturbation_of_rho_and_theta(
+    rho: fa.CellKField[float], rho_ref_mc: fa.CellKField[float],
+    theta_v: fa.CellKField[float], theta_ref_mc: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float]]:
+    return rho - rho_ref_mc, theta_v - theta_ref_mc
+
+
+@gtx.field_operator
+def _compute_perturbation_of_rho_and_theta_and_rho_interface_cell_centers(
+    wgtfac_c: fa.CellKField[float], rho: fa.CellKField[float],
+    rho_ref_mc: fa.CellKField[float], theta_v: fa.CellKField[float],
+    theta_ref_mc: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float], fa.CellKField[float]]:
+    rho_ic = wgtfac_c * rho + (1.0 - wgtfac_c) * rho(Koff[-1])
+    z_rth_pr_1, z_rth_pr_2 = _compute_perturbation_of_rho_and_theta(rho, rho_ref_mc, theta_v,
+                                                                    theta_ref_mc)
+    return rho_ic, z_rth_pr_1, z_rth_pr_2
+
+
+@gtx.field_operator
+def _compute_virtual_potential_temperatures_and_pressure_gradient(
+    wgtfac_c: fa.CellKField[float], z_rth_pr_2: fa.CellKField[float],
+    theta_v: fa.CellKField[float], vwind_expl_wgt: fa.CellField[float],
+    exner_pr: fa.CellKField[float], d_exner_dz_ref_ic: fa.CellKField[float],
+    ddqz_z_half: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float], fa.CellKField[float]]:
+    z_theta_v_pr_ic = wgtfac_c * z_rth_pr_2 + (1.0 - wgtfac_c) * z_rth_pr_2(Koff[-1])
+    theta_v_ic = wgtfac_c * theta_v + (1.0 - wgtfac_c) * theta_v(Koff[-1])
+    z_th_ddz_exner_c = (vwind_expl_wgt * theta_v_ic * (exner_pr(Koff[-1]) - exner_pr)
+                        / ddqz_z_half + z_theta_v_pr_ic * d_exner_dz_ref_ic)
+    return z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c
+
+
+@gtx.field_operator
+def _compute_pressure_gradient_and_perturbed_rho_and_potential_temperatures(
+    rho: fa.CellKField[float], z_rth_pr_1: fa.CellKField[float],
+    z_rth_pr_2: fa.CellKField[float], rho_ref_mc: fa.CellKField[float],
+    theta_v: fa.CellKField[float], theta_ref_mc: fa.CellKField[float],
+    rho_ic: fa.CellKField[float], wgtfac_c: fa.CellKField[float],
+    vwind_expl_wgt: fa.CellField[float], exner_pr: fa.CellKField[float],
+    d_exner_dz_ref_ic: fa.CellKField[float], ddqz_z_half: fa.CellKField[float],
+    z_theta_v_pr_ic: fa.CellKField[float], theta_v_ic: fa.CellKField[float],
+    z_th_ddz_exner_c: fa.CellKField[float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float], fa.CellKField[float],
+           fa.CellKField[float], fa.CellKField[float], fa.CellKField[float]]:
+    (z_rth_pr_1, z_rth_pr_2) = concat_where(
+        dims.KDim == 0,
+        _compute_perturbation_of_rho_and_theta(rho, rho_ref_mc, theta_v, theta_ref_mc),
+        (z_rth_pr_1, z_rth_pr_2))
+    (rho_ic, z_rth_pr_1, z_rth_pr_2) = concat_where(
+        dims.KDim >= 1,
+        _compute_perturbation_of_rho_and_theta_and_rho_interface_cell_centers(
+            wgtfac_c, rho, rho_ref_mc, theta_v, theta_ref_mc),
+        (rho_ic, z_rth_pr_1, z_rth_pr_2))
+    (z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c) = concat_where(
+        dims.KDim >= 1,
+        _compute_virtual_potential_temperatures_and_pressure_gradient(
+            wgtfac_c, z_rth_pr_2, theta_v, vwind_expl_wgt, exner_pr, d_exner_dz_ref_ic,
+            ddqz_z_half),
+        (z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c))
+    return z_rth_pr_1, z_rth_pr_2, rho_ic, z_theta_v_pr_ic, theta_v_ic, z_th_ddz_exner_c
+
+
+@gtx.field_operator
+def _compute_perturbed_quantities_and_interpolation(
+    current_rho: fa.CellKField[float], reference_rho_at_cells_on_model_levels: fa.CellKField[float],
+    current_theta_v: fa.CellKField[float],
+    reference_theta_at_cells_on_model_levels: fa.CellKField[float],
+    perturbed_rho_at_cells_on_model_levels: fa.CellKField[float],
+    perturbed_theta_v_at_cells_on_model_levels: fa.CellKField[float],
+    perturbed_theta_v_at_cells_on_half_levels: fa.CellKField[float],
+    wgtfac_c: fa.CellKField[float], exner_w_explicit_weight_parameter: fa.CellField[float],
+    perturbed_exner_at_cells_on_model_levels: fa.CellKField[float],
+    ddz_of_reference_exner_at_cells_on_half_levels: fa.CellKField[float],
+    ddqz_z_half: fa.CellKField[float],
+    pressure_buoyancy_acceleration_at_cells_on_half_levels: fa.CellKField[float],
+    rho_at_cells_on_half_levels: fa.CellKField[float],
+    exner_at_cells_on_half_levels: fa.CellKField[float],
+    temporal_extrapolation_of_perturbed_exner: fa.CellKField[float],
+    theta_v_at_cells_on_half_levels: fa.CellKField[float],
+    limited_area: bool, igradp_method: gtx.int32, nflatlev: gtx.int32,
+    start_cell_lateral_boundary: gtx.int32, start_cell_lateral_boundary_level_3: gtx.int32,
+    start_cell_halo_level_2: gtx.int32, end_cell_end: gtx.int32, end_cell_halo: gtx.int32,
+    end_cell_halo_level_2: gtx.int32,
+) -> tuple[fa.CellKField[float], fa.CellKField[float], fa.CellKField[float],
+           fa.CellKField[float], fa.CellKField[float], fa.CellKField[float],
+           fa.CellKField[float], fa.CellKField[float], fa.CellKField[float]]:
+    (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels) = (
+        concat_where(
+            (start_cell_lateral_boundary <= dims.CellDim) & (dims.CellDim < end_cell_end),
+            _init_two_cell_kdim_fields_with_zero_vp(),
+            (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels))
+        if limited_area
+        else (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels))
+    exner_at_cells_on_half_levels = (
+        concat_where(
+            (start_cell_lateral_boundary_level_3 <= dims.CellDim) & (dims.CellDim < end_cell_halo)
+            & (maximum(1, nflatlev) <= dims.KDim),
+            _interpolate_cell_field_to_half_levels_vp(
+                wgtfac_c=wgtfac_c, interpolant=temporal_extrapolation_of_perturbed_exner),
+            exner_at_cells_on_half_levels)
+        if igradp_method == horzpres_discr_type.TAYLOR_HYDRO
+        else exner_at_cells_on_half_levels)
+    (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels,
+     rho_at_cells_on_half_levels, perturbed_theta_v_at_cells_on_half_levels,
+     theta_v_at_cells_on_half_levels,
+     pressure_buoyancy_acceleration_at_cells_on_half_levels) = concat_where(
+        (start_cell_lateral_boundary_level_3 <= dims.CellDim) & (dims.CellDim < end_cell_halo),
+        _compute_pressure_gradient_and_perturbed_rho_and_potential_temperatures(
+            rho=current_rho, z_rth_pr_1=perturbed_rho_at_cells_on_model_levels,
+            z_rth_pr_2=perturbed_theta_v_at_cells_on_model_levels,
+            rho_ref_mc=reference_rho_at_cells_on_model_levels, theta_v=current_theta_v,
+            theta_ref_mc=reference_theta_at_cells_on_model_levels,
+            rho_ic=rho_at_cells_on_half_levels, wgtfac_c=wgtfac_c,
+            vwind_expl_wgt=exner_w_explicit_weight_parameter,
+            exner_pr=perturbed_exner_at_cells_on_model_levels,
+            d_exner_dz_ref_ic=ddz_of_reference_exner_at_cells_on_half_levels,
+            ddqz_z_half=ddqz_z_half, z_theta_v_pr_ic=perturbed_theta_v_at_cells_on_half_levels,
+            theta_v_ic=theta_v_at_cells_on_half_levels,
+            z_th_ddz_exner_c=pressure_buoyancy_acceleration_at_cells_on_half_levels),
+        (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels,
+         rho_at_cells_on_half_levels, perturbed_theta_v_at_cells_on_half_levels,
+         theta_v_at_cells_on_half_levels,
+         pressure_buoyancy_acceleration_at_cells_on_half_levels))
+    perturbed_theta_v_at_cells_on_half_levels = concat_where(
+        dims.KDim == 0, broadcast(0.0, (dims.CellDim, dims.KDim)),
+        perturbed_theta_v_at_cells_on_half_levels)
+    (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels) = (
+        concat_where(
+            (start_cell_halo_level_2 <= dims.CellDim) & (dims.CellDim < end_cell_halo_level_2),
+            _compute_perturbation_of_rho_and_theta(
+                rho=current_rho, rho_ref_mc=reference_rho_at_cells_on_model_levels,
+                theta_v=current_theta_v, theta_ref_mc=reference_theta_at_cells_on_model_levels),
+            (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels)))
+    return (perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels,
+            temporal_extrapolation_of_perturbed_exner, perturbed_exner_at_cells_on_model_levels,
+            rho_at_cells_on_half_levels, exner_at_cells_on_half_levels,
+            perturbed_theta_v_at_cells_on_half_levels, theta_v_at_cells_on_half_levels,
+            pressure_buoyancy_acceleration_at_cells_on_half_levels)
+
+
+@gtx.field_operator
+def _surface_computations(
+    wgtfacq_c: fa.CellKField[float], exner_at_cells_on_half_levels: fa.CellKField[float],
+    temporal_extrapolation_of_perturbed_exner: fa.CellKField[float],
+    igradp_method: gtx.int32, start_cell_lateral_boundary_level_3: gtx.int32,
+    end_cell_halo: gtx.int32,
+) -> tuple[fa.CellKField[float], fa.CellKField[float]]:
+    temporal_extrapolation_of_perturbed_exner = concat_where(
+        (start_cell_lateral_boundary_level_3 <= dims.CellDim) & (dims.CellDim < end_cell_halo),
+        _init_cell_kdim_field_with_zero_wp(), temporal_extrapolation_of_perturbed_exner)
+    exner_at_cells_on_half_levels = (
+        concat_where(
+            (start_cell_lateral_boundary_level_3 <= dims.CellDim) & (dims.CellDim < end_cell_halo),
+            _interpolate_to_surface(wgtfacq_c=wgtfacq_c,
+                                    interpolant=temporal_extrapolation_of_perturbed_exner),
+            exner_at_cells_on_half_levels)
+        if igradp_method == horzpres_discr_type.TAYLOR_HYDRO
+        else exner_at_cells_on_half_levels)
+    return temporal_extrapolation_of_perturbed_exner, exner_at_cells_on_half_levels
+
+
+@gtx.program
+def perturbed_quantities_at_cells(
+    temporal_extrapolation_of_perturbed_exner: fa.CellKField[float],
+    perturbed_exner_at_cells_on_model_levels: fa.CellKField[float],
+    exner_at_cells_on_half_levels: fa.CellKField[float],
+    perturbed_rho_at_cells_on_model_levels: fa.CellKField[float],
+    perturbed_theta_v_at_cells_on_model_levels: fa.CellKField[float],
+    rho_at_cells_on_half_levels: fa.CellKField[float],
+    perturbed_theta_v_at_cells_on_half_levels: fa.CellKField[float],
+    theta_v_at_cells_on_half_levels: fa.CellKField[float],
+    current_rho: fa.CellKField[float], reference_rho_at_cells_on_model_levels: fa.CellKField[float],
+    current_theta_v: fa.CellKField[float],
+    reference_theta_at_cells_on_model_levels: fa.CellKField[float],
+    wgtfacq_c: fa.CellKField[float], wgtfac_c: fa.CellKField[float],
+    exner_w_explicit_weight_parameter: fa.CellField[float],
+    ddz_of_reference_exner_at_cells_on_half_levels: fa.CellKField[float],
+    ddqz_z_half: fa.CellKField[float],
+    pressure_buoyancy_acceleration_at_cells_on_half_levels: fa.CellKField[float],
+    time_extrapolation_parameter_for_exner: fa.CellKField[float],
+    current_exner: fa.CellKField[float],
+    reference_exner_at_cells_on_model_levels: fa.CellKField[float],
+    limited_area: bool, igradp_method: gtx.int32, nflatlev: gtx.int32,
+    start_cell_lateral_boundary: gtx.int32, start_cell_lateral_boundary_level_3: gtx.int32,
+    start_cell_halo_level_2: gtx.int32, end_cell_end: gtx.int32, end_cell_halo: gtx.int32,
+    end_cell_halo_level_2: gtx.int32, horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _extrapolate_temporally_exner_pressure(
+        exner_exfac=time_extrapolation_parameter_for_exner, exner=current_exner,
+        exner_ref_mc=reference_exner_at_cells_on_model_levels,
+        exner_pr=perturbed_exner_at_cells_on_model_levels,
+        out=(temporal_extrapolation_of_perturbed_exner, perturbed_exner_at_cells_on_model_levels),
+        domain={dims.CellDim: (start_cell_lateral_boundary_level_3, end_cell_halo),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _surface_computations(
+        wgtfacq_c=wgtfacq_c, exner_at_cells_on_half_levels=exner_at_cells_on_half_levels,
+        temporal_extrapolation_of_perturbed_exner=temporal_extrapolation_of_perturbed_exner,
+        igradp_method=igradp_method,
+        start_cell_lateral_boundary_level_3=start_cell_lateral_boundary_level_3,
+        end_cell_halo=end_cell_halo,
+        out=(temporal_extrapolation_of_perturbed_exner, exner_at_cells_on_half_levels),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_end - 1, vertical_end)})
+    _compute_perturbed_quantities_and_interpolation(
+        current_rho=current_rho,
+        reference_rho_at_cells_on_model_levels=reference_rho_at_cells_on_model_levels,
+        current_theta_v=current_theta_v,
+        reference_theta_at_cells_on_model_levels=reference_theta_at_cells_on_model_levels,
+        perturbed_rho_at_cells_on_model_levels=perturbed_rho_at_cells_on_model_levels,
+        perturbed_theta_v_at_cells_on_model_levels=perturbed_theta_v_at_cells_on_model_levels,
+        perturbed_theta_v_at_cells_on_half_levels=perturbed_theta_v_at_cells_on_half_levels,
+        wgtfac_c=wgtfac_c, exner_w_explicit_weight_parameter=exner_w_explicit_weight_parameter,
+        perturbed_exner_at_cells_on_model_levels=perturbed_exner_at_cells_on_model_levels,
+        ddz_of_reference_exner_at_cells_on_half_levels=(
+            ddz_of_reference_exner_at_cells_on_half_levels),
+        ddqz_z_half=ddqz_z_half,
+        pressure_buoyancy_acceleration_at_cells_on_half_levels=(
+            pressure_buoyancy_acceleration_at_cells_on_half_levels),
+        rho_at_cells_on_half_levels=rho_at_cells_on_half_levels,
+        exner_at_cells_on_half_levels=exner_at_cells_on_half_levels,
+        temporal_extrapolation_of_perturbed_exner=temporal_extrapolation_of_perturbed_exner,
+        theta_v_at_cells_on_half_levels=theta_v_at_cells_on_half_levels,
+        limited_area=limited_area, igradp_method=igradp_method, nflatlev=nflatlev,
+        start_cell_lateral_boundary=start_cell_lateral_boundary,
+        start_cell_lateral_boundary_level_3=start_cell_lateral_boundary_level_3,
+        start_cell_halo_level_2=start_cell_halo_level_2, end_cell_end=end_cell_end,
+        end_cell_halo=end_cell_halo, end_cell_halo_level_2=end_cell_halo_level_2,
+        out=(perturbed_rho_at_cells_on_model_levels, perturbed_theta_v_at_cells_on_model_levels,
+             temporal_extrapolation_of_perturbed_exner, perturbed_exner_at_cells_on_model_levels,
+             rho_at_cells_on_half_levels, exner_at_cells_on_half_levels,
+             perturbed_theta_v_at_cells_on_half_levels, theta_v_at_cells_on_half_levels,
+             pressure_buoyancy_acceleration_at_cells_on_half_levels),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+
+
+@pytest.mark.parametrize(("limited_area", "igradp_method", "vs"),
+                         [(True, 3, 0), (False, 3, 1), (True, 2, 0)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_perturbed_quantities_at_cells(backend, limited_area, igradp_method, vs):
+    hs, he, ve, nflatlev = 0, NC, NH, 3
+    lb, lb3, h2, e_end, e_halo, e_h2 = 1, 2, 4, 6, 5, 7
+    s = (NC, NH)
+    ins = dict(current_rho=f64(*s) + 1.0, reference_rho_at_cells_on_model_levels=f64(*s),
+               current_theta_v=f64(*s) + 2.0, reference_theta_at_cells_on_model_levels=f64(*s),
+               wgtfacq_c=f64(*s), wgtfac_c=f64(*s), exner_w_explicit_weight_parameter=f64(NC),
+               ddz_of_reference_exner_at_cells_on_half_levels=f64(*s),
+               ddqz_z_half=f64(*s) + 0.5, time_extrapolation_parameter_for_exner=f64(*s),
+               current_exner=f64(*s), reference_exner_at_cells_on_model_levels=f64(*s))
+    names = ("temporal_extrapolation_of_perturbed_exner",
+             "perturbed_exner_at_cells_on_model_levels", "exner_at_cells_on_half_levels",
+             "perturbed_rho_at_cells_on_model_levels",
+             "perturbed_theta_v_at_cells_on_model_levels", "rho_at_cells_on_half_levels",
+             "perturbed_theta_v_at_cells_on_half_levels", "theta_v_at_cells_on_half_levels",
+             "pressure_buoyancy_acceleration_at_cells_on_half_levels")
+    base = {n: f64(*s) for n in names}
+    got = {n: v.copy() for n, v in base.items()}
+    perturbed_quantities_at_cells(
+        **ins, **got, limited_area=limited_area, igradp_method=igradp_method, nflatlev=nflatlev,
+        start_cell_lateral_boundary=lb, start_cell_lateral_boundary_level_3=lb3,
+        start_cell_halo_level_2=h2, end_cell_end=e_end, end_cell_halo=e_halo,
+        end_cell_halo_level_2=e_h2, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+        vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    g = types.SimpleNamespace(**ins)
+    o = types.SimpleNamespace(**{n: v.copy() for n, v in base.items()})
+    taylor = igradp_method == 3
+    # the temporal extrapolation on cells lb3:e_halo, levels vs:NLEV
+    exfac, pr_now = g.time_extrapolation_parameter_for_exner, g.current_exner - \
+        g.reference_exner_at_cells_on_model_levels
+    tex = (1.0 + exfac) * pr_now - exfac * o.perturbed_exner_at_cells_on_model_levels
+    for name, v in (("temporal_extrapolation_of_perturbed_exner", tex),
+                    ("perturbed_exner_at_cells_on_model_levels", pr_now)):
+        setattr(o, name, inside(v, getattr(o, name), lb3, e_halo, vs, NLEV))
+    # the surface level NLEV on all cells
+    tex_in = o.temporal_extrapolation_of_perturbed_exner
+    tex_chosen = tex_in.copy()
+    tex_chosen[lb3:e_halo] = 0.0
+    wq = g.wgtfacq_c
+    surf = sum(wq[:, NLEV - j] * tex_chosen[:, NLEV - j] for j in (1, 2, 3))
+    o.temporal_extrapolation_of_perturbed_exner = tex_chosen.copy()
+    o.temporal_extrapolation_of_perturbed_exner[:, :NLEV] = tex_in[:, :NLEV]
+    if taylor:   # the chosen extrapolation is zero on those cells, at every level
+        o.exner_at_cells_on_half_levels[lb3:e_halo, NLEV] = surf[lb3:e_halo]
+    # the perturbed quantities on levels vs:NLEV, every cell
+    pr, pth = o.perturbed_rho_at_cells_on_model_levels.copy(), \
+        o.perturbed_theta_v_at_cells_on_model_levels.copy()
+    if limited_area:
+        pr[lb:e_end], pth[lb:e_end] = 0.0, 0.0
+    exner_ic = o.exner_at_cells_on_half_levels.copy()
+    w = g.wgtfac_c
+    tex2 = o.temporal_extrapolation_of_perturbed_exner
+    if taylor:
+        k0 = max(1, nflatlev)
+        exner_ic[lb3:e_halo, k0:] = (w * tex2 + (1.0 - w) * np.roll(tex2, 1, axis=1))[
+            lb3:e_halo, k0:]
+    rho, theta = g.current_rho, g.current_theta_v
+    p_rho = rho - g.reference_rho_at_cells_on_model_levels
+    p_th = theta - g.reference_theta_at_cells_on_model_levels
+
+    def up(x):
+        return np.roll(x, 1, axis=1)
+
+    rho_ic = o.rho_at_cells_on_half_levels.copy()
+    th_pr_ic = o.perturbed_theta_v_at_cells_on_half_levels.copy()
+    th_ic = o.theta_v_at_cells_on_half_levels.copy()
+    ddz = o.pressure_buoyancy_acceleration_at_cells_on_half_levels.copy()
+    c = slice(lb3, e_halo)
+    pr[c], pth[c] = p_rho[c], p_th[c]
+    new_rho_ic = w * rho + (1.0 - w) * up(rho)
+    new_th_pr_ic = w * p_th + (1.0 - w) * up(p_th)
+    new_th_ic = w * theta + (1.0 - w) * up(theta)
+    exner_pr = o.perturbed_exner_at_cells_on_model_levels
+    new_ddz = (g.exner_w_explicit_weight_parameter[:, None] * new_th_ic
+               * (up(exner_pr) - exner_pr) / g.ddqz_z_half
+               + new_th_pr_ic * g.ddz_of_reference_exner_at_cells_on_half_levels)
+    for arr, new in ((rho_ic, new_rho_ic), (th_pr_ic, new_th_pr_ic), (th_ic, new_th_ic),
+                     (ddz, new_ddz)):
+        arr[c, 1:] = new[c, 1:]
+    th_pr_ic[:, 0] = 0.0
+    c2 = slice(h2, e_h2)
+    pr[c2], pth[c2] = p_rho[c2], p_th[c2]
+    result = dict(perturbed_rho_at_cells_on_model_levels=pr,
+                  perturbed_theta_v_at_cells_on_model_levels=pth,
+                  exner_at_cells_on_half_levels=exner_ic, rho_at_cells_on_half_levels=rho_ic,
+                  perturbed_theta_v_at_cells_on_half_levels=th_pr_ic,
+                  theta_v_at_cells_on_half_levels=th_ic,
+                  pressure_buoyancy_acceleration_at_cells_on_half_levels=ddz)
+    want = {n: getattr(o, n) for n in names}
+    want |= {n: inside(v, getattr(o, n), hs, he, vs, NLEV) for n, v in result.items()}
+    check(got, want, rtol=1e-12, atol=1e-12)
