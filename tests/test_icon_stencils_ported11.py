@@ -1569,3 +1569,193 @@ def test_perturbed_quantities_at_cells(backend, limited_area, igradp_method, vs)
     want = {n: getattr(o, n) for n in names}
     want |= {n: inside(v, getattr(o, n), hs, he, vs, NLEV) for n, v in result.items()}
     check(got, want, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== solve_nonhydro_stencils
+#
+# icon4py's grouped stencils of the nonhydro solver in ``float``: stencils 35
+# and 36 (the contravariant correction from a runtime level, the winds at
+# half levels from level 1 by ``concat_where`` on tuples; ``k_field`` is
+# passed and unused, as in icon4py), stencils 39 and 40 (nested
+# ``concat_where``: the lower boundary at ``KDim == nlev`` replaces the level
+# where the inner choice would read beyond the edge field) and stencils 61
+# and 62 (the updates from the boundary tendencies, the last level written
+# by its own call).
+
+
+@gtx.field_operator
+def _compute_contravariant_correction(
+    vn: fa.EdgeKField[float], ddxn_z_full: fa.EdgeKField[float],
+    ddxt_z_full: fa.EdgeKField[float], vt: fa.EdgeKField[float],
+) -> fa.EdgeKField[float]:
+    return vn * ddxn_z_full + vt * ddxt_z_full
+
+
+@gtx.field_operator
+def _interpolate_vn_and_vt_to_ie_and_compute_ekin_on_edges(
+    wgtfac_e: fa.EdgeKField[float], vn: fa.EdgeKField[float], vt: fa.EdgeKField[float],
+) -> tuple[fa.EdgeKField[float], fa.EdgeKField[float], fa.EdgeKField[float]]:
+    vn_ie = wgtfac_e * vn + (1.0 - wgtfac_e) * vn(Koff[-1])
+    z_vt_ie = wgtfac_e * vt + (1.0 - wgtfac_e) * vt(Koff[-1])
+    return vn_ie, z_vt_ie, 0.5 * (vn * vn + vt * vt)
+
+
+@gtx.field_operator
+def _predictor_stencils_35_36(
+    vn: fa.EdgeKField[float], ddxn_z_full: fa.EdgeKField[float],
+    ddxt_z_full: fa.EdgeKField[float], vt: fa.EdgeKField[float],
+    z_w_concorr_me: fa.EdgeKField[float], wgtfac_e: fa.EdgeKField[float],
+    vn_ie: fa.EdgeKField[float], z_vt_ie: fa.EdgeKField[float],
+    z_kin_hor_e: fa.EdgeKField[float], k_field: fa.KField[gtx.int32],
+    nflatlev_startindex: gtx.int32,
+) -> tuple[fa.EdgeKField[float], fa.EdgeKField[float], fa.EdgeKField[float],
+           fa.EdgeKField[float]]:
+    z_w_concorr_me = concat_where(
+        dims.KDim >= nflatlev_startindex,
+        _compute_contravariant_correction(vn, ddxn_z_full, ddxt_z_full, vt), z_w_concorr_me)
+    (vn_ie, z_vt_ie, z_kin_hor_e) = concat_where(
+        dims.KDim >= 1, _interpolate_vn_and_vt_to_ie_and_compute_ekin_on_edges(wgtfac_e, vn, vt),
+        (vn_ie, z_vt_ie, z_kin_hor_e))
+    return z_w_concorr_me, vn_ie, z_vt_ie, z_kin_hor_e
+
+
+@gtx.field_operator
+def _compute_contravariant_correction_of_w(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], float], z_w_concorr_me: fa.EdgeKField[float],
+    wgtfac_c: fa.CellKField[float],
+) -> fa.CellKField[float]:
+    z_w_concorr_mc = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(C2E), axis=C2EDim)
+    return wgtfac_c * z_w_concorr_mc + (1.0 - wgtfac_c) * z_w_concorr_mc(Koff[-1])
+
+
+@gtx.field_operator
+def _compute_contravariant_correction_of_w_for_lower_boundary(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], float], z_w_concorr_me: fa.EdgeKField[float],
+    wgtfacq_c: fa.CellKField[float],
+) -> fa.CellKField[float]:
+    m1 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(Koff[-1])(C2E), axis=C2EDim)
+    m2 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(Koff[-2])(C2E), axis=C2EDim)
+    m3 = neighbor_sum(e_bln_c_s(C2CE) * z_w_concorr_me(Koff[-3])(C2E), axis=C2EDim)
+    return wgtfacq_c(Koff[-1]) * m1 + wgtfacq_c(Koff[-2]) * m2 + wgtfacq_c(Koff[-3]) * m3
+
+
+@gtx.field_operator
+def _stencils_39_40(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], float], z_w_concorr_me: fa.EdgeKField[float],
+    wgtfac_c: fa.CellKField[float], wgtfacq_c_dsl: fa.CellKField[float],
+    w_concorr_c: fa.CellKField[float], k_field: fa.KField[gtx.int32],
+    nflatlev_startindex_plus1: gtx.int32, nlev: gtx.int32,
+) -> fa.CellKField[float]:
+    w_concorr_c = concat_where(
+        dims.KDim >= nflatlev_startindex_plus1,
+        _compute_contravariant_correction_of_w(e_bln_c_s, z_w_concorr_me, wgtfac_c), w_concorr_c)
+    w_concorr_c = concat_where(
+        dims.KDim == nlev,
+        _compute_contravariant_correction_of_w_for_lower_boundary(e_bln_c_s, z_w_concorr_me,
+                                                                  wgtfacq_c_dsl),
+        w_concorr_c)
+    return w_concorr_c
+
+
+@gtx.field_operator
+def _update_density_exner_wind(
+    rho_now: fa.CellKField[float], grf_tend_rho: fa.CellKField[float],
+    theta_v_now: fa.CellKField[float], grf_tend_thv: fa.CellKField[float],
+    w_now: fa.CellKField[float], grf_tend_w: fa.CellKField[float], dtime: float,
+) -> tuple[fa.CellKField[float], fa.CellKField[float], fa.CellKField[float]]:
+    return (rho_now + dtime * grf_tend_rho, theta_v_now + dtime * grf_tend_thv,
+            w_now + dtime * grf_tend_w)
+
+
+@gtx.field_operator
+def _update_wind(w_now: fa.CellKField[float], grf_tend_w: fa.CellKField[float], dtime: float,
+                 ) -> fa.CellKField[float]:
+    return w_now + dtime * grf_tend_w
+
+
+@gtx.program
+def solve_nonhydro_groups(
+    vn: fa.EdgeKField[float], ddxn_z_full: fa.EdgeKField[float],
+    ddxt_z_full: fa.EdgeKField[float], vt: fa.EdgeKField[float],
+    z_w_concorr_me: fa.EdgeKField[float], wgtfac_e: fa.EdgeKField[float],
+    vn_ie: fa.EdgeKField[float], z_vt_ie: fa.EdgeKField[float],
+    z_kin_hor_e: fa.EdgeKField[float], k_field: fa.KField[gtx.int32],
+    nflatlev_startindex: gtx.int32,
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], float], wgtfac_c: fa.CellKField[float],
+    wgtfacq_c_dsl: fa.CellKField[float], w_concorr_c: fa.CellKField[float], nlev: gtx.int32,
+    rho_now: fa.CellKField[float], grf_tend_rho: fa.CellKField[float],
+    theta_v_now: fa.CellKField[float], grf_tend_thv: fa.CellKField[float],
+    w_now: fa.CellKField[float], grf_tend_w: fa.CellKField[float],
+    rho_new: fa.CellKField[float], exner_new: fa.CellKField[float], w_new: fa.CellKField[float],
+    dtime: float, edge_start: gtx.int32, edge_end: gtx.int32, cell_start: gtx.int32,
+    cell_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _predictor_stencils_35_36(
+        vn, ddxn_z_full, ddxt_z_full, vt, z_w_concorr_me, wgtfac_e, vn_ie, z_vt_ie, z_kin_hor_e,
+        k_field, nflatlev_startindex, out=(z_w_concorr_me, vn_ie, z_vt_ie, z_kin_hor_e),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _stencils_39_40(e_bln_c_s, z_w_concorr_me, wgtfac_c, wgtfacq_c_dsl, w_concorr_c, k_field,
+                    nflatlev_startindex + 1, nlev, out=w_concorr_c,
+                    domain={dims.CellDim: (cell_start, cell_end),
+                            dims.KDim: (vertical_start, vertical_end)})
+    _update_density_exner_wind(
+        rho_now, grf_tend_rho, theta_v_now, grf_tend_thv, w_now, grf_tend_w, dtime,
+        out=(rho_new, exner_new, w_new),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end - 1)})
+    _update_wind(w_now, grf_tend_w, dtime, out=w_new,
+                 domain={dims.CellDim: (cell_start, cell_end),
+                         dims.KDim: (vertical_end - 1, vertical_end)})
+
+
+@pytest.mark.parametrize(("vs", "nflatlev"), [(0, 3), (2, 1), (1, 0)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_solve_nonhydro_groups(backend, vs, nflatlev):
+    es, ee, cs, ce, ve = 1, NE - 1, 1, NC - 2, NH
+    c2e = TABLES["C2E"]
+    se, sc, hc = (NE, NLEV), (NC, NLEV), (NC, NH)
+    a = dict(vn=RNG.standard_normal(se), ddxn_z_full=f64(*se), ddxt_z_full=f64(*se),
+             vt=RNG.standard_normal(se), wgtfac_e=f64(*se),
+             k_field=np.arange(NH, dtype=np.int32), e_bln_c_s=f64(NC * 3), wgtfac_c=f64(*hc),
+             wgtfacq_c_dsl=f64(*hc), rho_now=f64(*hc), grf_tend_rho=f64(*hc),
+             theta_v_now=f64(*hc), grf_tend_thv=f64(*hc), w_now=f64(*hc), grf_tend_w=f64(*hc))
+    dtime = 0.7
+    base = dict(z_w_concorr_me=f64(*se), vn_ie=f64(*se), z_vt_ie=f64(*se),
+                z_kin_hor_e=f64(*se), w_concorr_c=f64(*hc), rho_new=f64(*hc),
+                exner_new=f64(*hc), w_new=f64(*hc))
+    got = {n: v.copy() for n, v in base.items()}
+    solve_nonhydro_groups(**a, **got, nflatlev_startindex=nflatlev, nlev=NLEV, dtime=dtime,
+                          edge_start=es, edge_end=ee, cell_start=cs, cell_end=ce,
+                          vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                          backend=backend)
+
+    g = types.SimpleNamespace(**a)
+    corr = np.array(base["z_w_concorr_me"])
+    lo = max(vs, nflatlev)
+    corr[es:ee, lo:NLEV] = (g.vn * g.ddxn_z_full + g.vt * g.ddxt_z_full)[es:ee, lo:NLEV]
+    w = g.wgtfac_e
+    half = {}
+    for name, new in (("vn_ie", w[:, 1:] * g.vn[:, 1:] + (1.0 - w[:, 1:]) * g.vn[:, :-1]),
+                      ("z_vt_ie", w[:, 1:] * g.vt[:, 1:] + (1.0 - w[:, 1:]) * g.vt[:, :-1]),
+                      ("z_kin_hor_e", (0.5 * (g.vn * g.vn + g.vt * g.vt))[:, 1:])):
+        out = np.array(base[name])
+        k0 = max(vs, 1)
+        out[es:ee, k0:NLEV] = new[es:ee, k0 - 1:NLEV - 1]
+        half[name] = out
+    bln = g.e_bln_c_s.reshape(NC, 3)
+    mc = (bln[:, :, None] * corr[c2e]).sum(axis=1)
+    wc = g.wgtfac_c
+    wcc = np.array(base["w_concorr_c"])
+    k0 = max(vs, nflatlev + 1)
+    wcc[cs:ce, k0:NLEV] = (wc[:, 1:NLEV] * mc[:, 1:] + (1.0 - wc[:, 1:NLEV]) * mc[:, :-1])[
+        cs:ce, k0 - 1:NLEV - 1]
+    wq = g.wgtfacq_c_dsl
+    wcc[cs:ce, NLEV] = sum(wq[:, NLEV - j] * mc[:, NLEV - j] for j in (1, 2, 3))[cs:ce]
+    want = dict(z_w_concorr_me=corr, **half, w_concorr_c=wcc,
+                rho_new=inside(g.rho_now + dtime * g.grf_tend_rho, base["rho_new"], cs, ce, vs,
+                               NLEV),
+                exner_new=inside(g.theta_v_now + dtime * g.grf_tend_thv, base["exner_new"], cs,
+                                 ce, vs, NLEV),
+                w_new=inside(g.w_now + dtime * g.grf_tend_w, base["w_new"], cs, ce, vs, NH))
+    check(got, want, rtol=1e-12, atol=1e-12)
