@@ -54,7 +54,10 @@ from tensorir_dace.frontend import (
 T = TypeVar("T")
 CellDim = Dimension("Cell")
 EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+V2EDim = Dimension("V2E", DimensionKind.LOCAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
@@ -66,6 +69,8 @@ dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.KDim = CellDim, EdgeDim, KDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CODim, dims.CEDim = E2CDim, C2EDim, C2E2CODim, CEDim
 dims.E2C2EDim, dims.E2C2EODim = E2C2EDim, E2C2EODim
+dims.VertexDim, dims.KHalfDim, dims.V2EDim = VertexDim, KHalfDim, V2EDim
+V2E = FieldOffset("V2E", source=EdgeDim, target=(VertexDim, V2EDim))
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
@@ -80,13 +85,15 @@ fa.EdgeField = Field[Dims[EdgeDim], T]
 fa.KField = Field[Dims[KDim], T]
 fa.CellKField = Field[Dims[CellDim, KDim], T]
 fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+fa.EdgeKHalfField = Field[Dims[EdgeDim, KHalfDim], T]
 
 ta = types.ModuleType("icon_type_alias")
 ta.wpfloat, ta.vpfloat = gtx.float64, gtx.float32
 wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
 
 BACKENDS = ["interpreter", "compiled"]
-NC, NE, NLEV = 7, 9, 10
+NC, NE, NV, NLEV = 7, 9, 6, 10
 NH = NLEV + 1
 RNG = np.random.default_rng(11001)
 _TABLE_RNG = np.random.default_rng(11002)
@@ -94,6 +101,7 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
           "C2E2CO": np.concatenate([np.arange(NC)[:, None],
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
+          "V2E": _TABLE_RNG.integers(0, NE, (NV, 6)),
           "E2C2E": _TABLE_RNG.integers(0, NE, (NE, 4)),
           "E2C2EO": np.concatenate([np.arange(NE)[:, None],
                                     _TABLE_RNG.integers(0, NE, (NE, 4))], axis=1),
@@ -1758,4 +1766,115 @@ def test_solve_nonhydro_groups(backend, vs, nflatlev):
                 exner_new=inside(g.theta_v_now + dtime * g.grf_tend_thv, base["exner_new"], cs,
                                  ce, vs, NLEV),
                 w_new=inside(g.w_now + dtime * g.grf_tend_w, base["w_new"], cs, ce, vs, NH))
+    check(got, want, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== interpolation
+#
+# icon4py's interpolation of a cell field to edges on full and on half levels
+# (``KHalfDim``), with the lateral boundary edges' missing neighbour given as
+# ``-1`` in ``E2C`` (``neighbor_sum`` skips it; icon4py sets that edge's other
+# coefficient to 1), the RBF reconstruction at vertices through ``V2E`` and
+# the nudging coefficients at edges (icon4py's version writes ``EXP`` and
+# divides an ``int32`` field by a float; here ``exp`` of the difference
+# converted by ``astype``).
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_edge(
+    in_field: fa.CellKField[wpfloat],
+    coeff: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(in_field(E2C) * coeff, axis=dims.E2CDim)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_edge_on_half_levels(
+    in_field: fa.CellKHalfField[wpfloat],
+    coeff: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKHalfField[wpfloat]:
+    return neighbor_sum(in_field(E2C) * coeff, axis=dims.E2CDim)
+
+
+@gtx.field_operator
+def _rbf_vec_interpol_edge2vertex(
+    p_e_in: Field[[EdgeDim, KDim], wpfloat], ptr_coeff_1: Field[[VertexDim, V2EDim], wpfloat],
+    ptr_coeff_2: Field[[VertexDim, V2EDim], wpfloat],
+) -> tuple[Field[[VertexDim, KDim], wpfloat], Field[[VertexDim, KDim], wpfloat]]:
+    p_u_out = neighbor_sum(ptr_coeff_1 * p_e_in(V2E), axis=V2EDim)
+    p_v_out = neighbor_sum(ptr_coeff_2 * p_e_in(V2E), axis=V2EDim)
+    return p_u_out, p_v_out
+
+
+@gtx.field_operator
+def _mo_intp_coeffs_nudgecoeff_e(
+    refin_ctrl: Field[[EdgeDim], gtx.int32], grf_nudge_start_e: gtx.int32,
+    nudge_max_coeffs: wpfloat,
+) -> Field[[EdgeDim], wpfloat]:
+    return nudge_max_coeffs * exp(-astype(refin_ctrl - grf_nudge_start_e, wpfloat) / 4.0)
+
+
+@gtx.program
+def interpolation(
+    in_field: fa.CellKField[wpfloat], in_half: fa.CellKHalfField[wpfloat],
+    coeff: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    out_field: fa.EdgeKField[wpfloat], out_half: fa.EdgeKHalfField[wpfloat],
+    p_e_in: Field[[EdgeDim, KDim], wpfloat], ptr_coeff_1: Field[[VertexDim, V2EDim], wpfloat],
+    ptr_coeff_2: Field[[VertexDim, V2EDim], wpfloat], p_u_out: Field[[VertexDim, KDim], wpfloat],
+    p_v_out: Field[[VertexDim, KDim], wpfloat], refin_ctrl: Field[[EdgeDim], gtx.int32],
+    grf_nudge_start_e: gtx.int32, nudge_max_coeffs: wpfloat,
+    nudgecoeffs_e: Field[[EdgeDim], wpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _interpolate_cell_field_to_edge(
+        in_field=in_field, coeff=coeff, out=out_field,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _interpolate_cell_field_to_edge_on_half_levels(
+        in_field=in_half, coeff=coeff, out=out_half,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KHalfDim: (vertical_start, vertical_end + 1)})
+    _rbf_vec_interpol_edge2vertex(
+        p_e_in, ptr_coeff_1, ptr_coeff_2, out=(p_u_out, p_v_out),
+        domain={VertexDim: (1, horizontal_end - 3), KDim: (vertical_start, vertical_end)})
+    _mo_intp_coeffs_nudgecoeff_e(refin_ctrl, grf_nudge_start_e, nudge_max_coeffs,
+                                 out=nudgecoeffs_e,
+                                 domain={EdgeDim: (horizontal_start, horizontal_end)})
+
+
+@pytest.mark.parametrize("vs", [0, 2])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interpolation(backend, vs):
+    hs, he, ve = 1, NE, NLEV - 1
+    e2c = TABLES["E2C"].copy()
+    boundary = np.array([0, 3, NE - 1])
+    e2c[boundary, 1] = -1
+    provider = TABLES | {"E2C": e2c}
+    coeff = f64(NE, 2)
+    coeff[boundary, 0] = 1.0
+    a = dict(in_field=f64(NC, NLEV), in_half=f64(NC, NH), coeff=coeff, p_e_in=f64(NE, NLEV),
+             ptr_coeff_1=f64(NV, 6), ptr_coeff_2=f64(NV, 6),
+             refin_ctrl=RNG.integers(0, 12, NE).astype(np.int32))
+    base = dict(out_field=f64(NE, NLEV), out_half=f64(NE, NH), p_u_out=f64(NV, NLEV),
+                p_v_out=f64(NV, NLEV), nudgecoeffs_e=f64(NE))
+    got = {n: v.copy() for n, v in base.items()}
+    interpolation(**a, **got, grf_nudge_start_e=3, nudge_max_coeffs=0.375,
+                  horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                  offset_provider=provider, backend=backend)
+
+    valid = (e2c >= 0)[:, :, None]
+
+    def to_edges(x):
+        return np.where(valid, x[e2c] * coeff[:, :, None], 0.0).sum(axis=1)
+
+    v2e = TABLES["V2E"]
+    u = (a["ptr_coeff_1"][:, :, None] * a["p_e_in"][v2e]).sum(axis=1)
+    v = (a["ptr_coeff_2"][:, :, None] * a["p_e_in"][v2e]).sum(axis=1)
+    nudge = 0.375 * np.exp(-(a["refin_ctrl"] - 3).astype(np.float64) / 4.0)
+    want = dict(out_field=inside(to_edges(a["in_field"]), base["out_field"], hs, he, vs, ve),
+                out_half=inside(to_edges(a["in_half"]), base["out_half"], hs, he, vs, ve + 1),
+                p_u_out=inside(u, base["p_u_out"], 1, he - 3, vs, ve),
+                p_v_out=inside(v, base["p_v_out"], 1, he - 3, vs, ve),
+                nudgecoeffs_e=inside(nudge, base["nudgecoeffs_e"], hs, he))
     check(got, want, rtol=1e-12, atol=1e-12)
