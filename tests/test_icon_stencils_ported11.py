@@ -1878,3 +1878,73 @@ def test_interpolation(backend, vs):
                 p_v_out=inside(v, base["p_v_out"], 1, he - 3, vs, ve),
                 nudgecoeffs_e=inside(nudge, base["nudgecoeffs_e"], hs, he))
     check(got, want, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== vertical diffusion in place
+#
+# icon4py's programs for the vertical diffusion of vn and w write their input
+# in place (``out=vn``) while reading it one level up and down: the values
+# read are those before the call, as in GT4Py.
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_vn(
+    vn: fa.EdgeKField[wpfloat], ddqz_z_half_e: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[wpfloat], coeff: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    d2vndz2 = ((vn(Koff[-1]) - vn) / ddqz_z_half_e
+               - (vn - vn(Koff[1])) / ddqz_z_half_e(Koff[1])) / ddqz_z_full_e
+    vn = vn + coeff * d2vndz2
+    return vn
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_w(
+    w: fa.CellKField[wpfloat], ddqz_z_half: fa.CellKField[wpfloat],
+    ddqz_z_full: fa.CellKField[wpfloat], coeff: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    d2wdz2 = ((w(Koff[-1]) - w) / ddqz_z_full(Koff[-1])
+              - (w - w(Koff[1])) / ddqz_z_full) / ddqz_z_half
+    w = w + coeff * d2wdz2
+    return w
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def apply_vertical_diffusion_in_place(
+    vn: fa.EdgeKField[wpfloat], ddqz_z_half_e: fa.EdgeKField[wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[wpfloat], w: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[wpfloat], ddqz_z_full: fa.CellKField[wpfloat], coeff: wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _apply_vertical_diffusion_to_vn(
+        vn, ddqz_z_half_e, ddqz_z_full_e, coeff, out=vn,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _apply_vertical_diffusion_to_w(
+        w, ddqz_z_half, ddqz_z_full, coeff, out=w,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_apply_vertical_diffusion_in_place(backend):
+    hs, he, vs, ve, coeff = 1, NC - 1, 1, NLEV - 1, 0.3
+    vn, w = RNG.standard_normal((NE, NLEV)), RNG.standard_normal((NC, NLEV))
+    a = dict(ddqz_z_half_e=f64(NE, NLEV) + 0.5, ddqz_z_full_e=f64(NE, NLEV) + 0.5,
+             ddqz_z_half=f64(NC, NLEV) + 0.5, ddqz_z_full=f64(NC, NLEV) + 0.5)
+    got_vn, got_w = vn.copy(), w.copy()
+    apply_vertical_diffusion_in_place(got_vn, w=got_w, **a, coeff=coeff, horizontal_start=hs,
+                                      horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                                      offset_provider=TABLES, backend=backend)
+    h, f = a["ddqz_z_half_e"], a["ddqz_z_full_e"]
+    d2vn = np.zeros_like(vn)
+    d2vn[:, 1:-1] = ((vn[:, :-2] - vn[:, 1:-1]) / h[:, 1:-1]
+                     - (vn[:, 1:-1] - vn[:, 2:]) / h[:, 2:]) / f[:, 1:-1]
+    hw, fw = a["ddqz_z_half"], a["ddqz_z_full"]
+    d2w = np.zeros_like(w)
+    d2w[:, 1:-1] = ((w[:, :-2] - w[:, 1:-1]) / fw[:, :-2]
+                    - (w[:, 1:-1] - w[:, 2:]) / fw[:, 1:-1]) / hw[:, 1:-1]
+    check(dict(vn=got_vn, w=got_w),
+          dict(vn=inside(vn + coeff * d2vn, vn, hs, he, vs, ve),
+               w=inside(w + coeff * d2w, w, hs, he, vs, ve)), rtol=1e-12, atol=1e-12)
