@@ -989,3 +989,21 @@ def test_a_count_of_python_ints_meets_int32_and_takes_the_declared_type(backend)
     got = above(with_dims(x, Edge, K), backend=backend)
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, (x > 0.5).astype(np.int32))
+
+
+@field_operator
+def zero_on_top(k: Field[[K], int32], n: int32, x: Field[[Cell, K], np.float32]
+                ) -> Field[[Cell, K], np.float32]:
+    # the Python numbers of concat_where's pieces take their partner's type
+    doubled = concat_where(K == 0, 0, k) * n
+    return concat_where(K >= 3, 0.5, x) * astype(doubled, np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numbers_in_concat_where_pieces_adapt_to_the_other_piece(backend):
+    k = np.arange(6, dtype=np.int32)
+    x = RNG.random((3, 6)).astype(np.float32)
+    got = zero_on_top(k, 2, with_dims(x, Cell, K), backend=backend)
+    assert got.dtype == np.float32
+    want = np.where(k >= 3, np.float32(0.5), x) * np.where(k == 0, 0, 2 * k).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
