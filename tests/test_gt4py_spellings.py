@@ -1007,3 +1007,32 @@ def test_numbers_in_concat_where_pieces_adapt_to_the_other_piece(backend):
     assert got.dtype == np.float32
     want = np.where(k >= 3, np.float32(0.5), x) * np.where(k == 0, 0, 2 * k).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@field_operator
+def even_levels_and_twice(k: Field[[K], int32], x: Field[[Cell, K], float]
+                          ) -> tuple[Field[[Cell, K], float], Field[[K], int32]]:
+    return where(k % 2 == 0, x, 0.0), k * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_writes_a_tuple_of_parts_over_other_dimensions(backend):
+    """``out=(cell_k, k_only)`` of a value whose parts have different
+    dimensions: each array takes its part (the first part's dimensions in its
+    annotation's order), with and without a tuple of domains."""
+    k = np.arange(6, dtype=np.int32)
+    x = RNG.random((3, 6))
+    for domain in (None, ({Cell: (1, 3), K: (0, 6)}, {K: (2, 5)})):
+        a, b = np.zeros((3, 6)), np.full(6, -1, np.int32)
+        if domain is None:
+            even_levels_and_twice(k, x, out=(a, b), backend=backend)
+            cells, levels = slice(0, 3), slice(0, 6)
+        else:
+            even_levels_and_twice(k, x, out=(a, b), domain=domain, backend=backend)
+            cells, levels = slice(1, 3), slice(2, 5)
+        want_a = np.zeros((3, 6))
+        want_a[cells] = np.where(k % 2 == 0, x, 0.0)[cells]
+        want_b = np.full(6, -1, np.int32)
+        want_b[levels] = 2 * k[levels]
+        np.testing.assert_array_equal(a, want_a)
+        np.testing.assert_array_equal(b, want_b)

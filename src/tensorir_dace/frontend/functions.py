@@ -321,13 +321,19 @@ class FunctionTranslator(BodyTranslator):
 ANY_DIMENSION = "*"
 
 
-def _declared_result_order(fn: Any) -> tuple[str, ...] | None:
+def _declared_result_order(fn: Any, path: Sequence[int] = ()) -> tuple[str, ...] | None:
     """The dimension names of ``fn``'s return annotation in order (of each
-    element of a ``tuple[…]`` annotation, where all have the same), or None."""
+    element of a ``tuple[…]`` annotation, where all have the same), or None;
+    ``path``: of the element of a tuple annotation that part of the value has."""
     try:
         ann = evaluated_annotation(fn, (getattr(fn, "__annotations__", None) or {}).get("return"))
     except Exception:  # noqa: BLE001 - an unreadable annotation is none
         return None
+    for k in path:
+        elements = typing.get_args(ann) if typing.get_origin(ann) is tuple else ()
+        if k >= len(elements):
+            return None
+        ann = elements[k]
     parts = typing.get_args(ann) if typing.get_origin(ann) is tuple else (ann,)
     orders = set()
     for part in parts:
@@ -434,7 +440,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                             "array)", loc)
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
-    order = _declared_result_order(fn)
+    order = _declared_result_order(fn, parts[part][0] if parts else ())
     if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
         # the array returned has the declared return type's dimension order
         # (``Field[[Cell, K], float]``), whichever order the value's type has
