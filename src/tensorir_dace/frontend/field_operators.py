@@ -475,9 +475,9 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         parts = typing.get_args(ann) if has and typing.get_origin(ann) is tuple else ()
         if len(parts) != len(out):
             return None
-        specs = [annotation_spec(p) for p in parts]
-        if not all(isinstance(sp, TensorSpec) and all(isinstance(d, Dimension)
-                                                      for d in sp.dims) for sp in specs):
+        specs = [sp for p in parts if isinstance(sp := annotation_spec(p), TensorSpec)
+                 and all(isinstance(d, Dimension) for d in sp.dims)]
+        if len(specs) != len(parts):
             return None
         if len({tuple(d.name for d in sp.dims) for sp in specs}) < 2:
             return None
