@@ -951,3 +951,88 @@ def test_scans_under_a_literal_stop_meet_shifted_fields_and_empty_pieces(backend
     want = np.zeros((4, 6))
     want[:, 1:3] = a[:, 2:4] + s[:, 1:3] + 2.0 * b[:, 1:3]
     np.testing.assert_allclose(o, want)
+
+
+@field_operator
+def times(c: Field[[Edge, K], int32], n: int32) -> Field[[Edge, K], int32]:
+    return c * n
+
+
+@field_operator
+def neighbours_above(x: Field[[Cell, K], float], n: int32
+                     ) -> tuple[Field[[Edge, K], int32], Field[[Edge, K], int32]]:
+    # GT4Py types the Python ints 1 and 0 int32: so is the count, which meets
+    # ``n``, an int32 parameter and an int32 return annotation
+    counted = neighbor_sum(where(x(E2C) > 0.5, 1, 0), axis=E2CDim)
+    return counted, times(counted, n) + counted * n + broadcast(n, (Edge, K))
+
+
+@field_operator
+def above(x: Field[[Edge, K], float]) -> Field[[Edge, K], int32]:
+    return where(x > 0.5, 1, 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_count_of_python_ints_meets_int32_and_takes_the_declared_type(backend):
+    """A value of Python ints alone (``where(m, 1, 0)``, its neighbour sum)
+    adapts to an ``int32`` partner, also where a local holding it is used
+    twice, and takes the element type of an annotated parameter and of the
+    return annotation (a direct call returns that type)."""
+    table = np.array([[0, 1], [2, 2], [1, -1], [3, 0]])
+    x = RNG.random((4, 5))
+    c = RNG.random((4, 3))
+    counted, scaled = np.zeros((4, 3), np.int32), np.zeros((4, 3), np.int32)
+    neighbours_above(c, 3, out=(counted, scaled), E2C=table, backend=backend)   # 4 edges
+    want = np.where(table[:, :, None] >= 0, c[table] > 0.5, False).sum(axis=1)
+    np.testing.assert_array_equal(counted, want)
+    np.testing.assert_array_equal(scaled, want * 6 + 3)
+    got = above(with_dims(x, Edge, K), backend=backend)
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, (x > 0.5).astype(np.int32))
+
+
+@field_operator
+def zero_on_top(k: Field[[K], int32], n: int32, x: Field[[Cell, K], np.float32]
+                ) -> Field[[Cell, K], np.float32]:
+    # the Python numbers of concat_where's pieces take their partner's type
+    doubled = concat_where(K == 0, 0, k) * n
+    return concat_where(K >= 3, 0.5, x) * astype(doubled, np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numbers_in_concat_where_pieces_adapt_to_the_other_piece(backend):
+    k = np.arange(6, dtype=np.int32)
+    x = RNG.random((3, 6)).astype(np.float32)
+    got = zero_on_top(k, 2, with_dims(x, Cell, K), backend=backend)
+    assert got.dtype == np.float32
+    want = np.where(k >= 3, np.float32(0.5), x) * np.where(k == 0, 0, 2 * k).astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@field_operator
+def even_levels_and_twice(k: Field[[K], int32], x: Field[[Cell, K], float]
+                          ) -> tuple[Field[[Cell, K], float], Field[[K], int32]]:
+    return where(k % 2 == 0, x, 0.0), k * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_writes_a_tuple_of_parts_over_other_dimensions(backend):
+    """``out=(cell_k, k_only)`` of a value whose parts have different
+    dimensions: each array takes its part (the first part's dimensions in its
+    annotation's order), with and without a tuple of domains."""
+    k = np.arange(6, dtype=np.int32)
+    x = RNG.random((3, 6))
+    for domain in (None, ({Cell: (1, 3), K: (0, 6)}, {K: (2, 5)})):
+        a, b = np.zeros((3, 6)), np.full(6, -1, np.int32)
+        if domain is None:
+            even_levels_and_twice(k, x, out=(a, b), backend=backend)
+            cells, levels = slice(0, 3), slice(0, 6)
+        else:
+            even_levels_and_twice(k, x, out=(a, b), domain=domain, backend=backend)
+            cells, levels = slice(1, 3), slice(2, 5)
+        want_a = np.zeros((3, 6))
+        want_a[cells] = np.where(k % 2 == 0, x, 0.0)[cells]
+        want_b = np.full(6, -1, np.int32)
+        want_b[levels] = 2 * k[levels]
+        np.testing.assert_array_equal(a, want_a)
+        np.testing.assert_array_equal(b, want_b)

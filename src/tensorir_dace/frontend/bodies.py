@@ -17,6 +17,7 @@ from typing import Any
 from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding
+from ..typing.util import is_weak
 from .meshes import is_namedtuple_class, named_value, viewed_as, whole_of_projections
 from .nodes import FUNCTION_STATEMENTS, UNSUPPORTED_STATEMENTS, handler
 from .reductions import ReductionTranslator
@@ -318,7 +319,10 @@ class BodyTranslator(ReductionTranslator):
                    force: bool = False, named: type | None = None) -> Any:
         """Bind a local; a compound value used more than once becomes a let (lambda)
         (still seen as the NamedTuple class ``named`` it was built as)."""
-        if is_ir(value) and not is_trivial(value) and (force or uses_of(name, rest) > 1):
+        # a value of Python numbers alone is not bound: each use keeps adapting to
+        # its partner (``m = where(c, 1, 0)`` used with int32 and with float32 fields)
+        if is_ir(value) and not is_trivial(value) and \
+                (force or (uses_of(name, rest) > 1 and not is_weak(value))):
             t = strip_masks(self.type_of(value, node))
             fresh = name if force else self.ctx.fresh(name)
             loc = self.loc(node)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -309,6 +310,10 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         ``path``: the part of the value ``out`` takes; ``longer``: how much longer
         ``out`` is than the inputs over a dimension (half levels written from
         full levels)."""
+        if domain is None and not path and type(out) is tuple:
+            # a tuple value of parts over other dimensions (-> tuple[Field[[Cell, K], …],
+            # Field[[K], …]]): each part written on its own, over its whole array
+            domain = self._whole_domains(out)
         if isinstance(domain, (tuple, list)):
             return self._call_into_parts(spec, a, backend, plain, out,
                                          self._domain_parts(out, domain, path))
@@ -549,6 +554,28 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                                   self._result_name(), static=static, rank_generic=sp.generic,
                                   names=spec.names, parts=parts, part=i)
         return prog, prog.params[-1], all_bounds
+
+    def _whole_domains(self, out: tuple) -> tuple | None:
+        """For ``out=`` of a tuple return annotation whose parts have different
+        dimensions: one domain per part, each its array's whole range over the
+        dimensions its annotation names; else None (one program writes all)."""
+        has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+        parts = typing.get_args(ann) if has and typing.get_origin(ann) is tuple else ()
+        if len(parts) != len(out):
+            return None
+        specs = [sp for p in parts if isinstance(sp := annotation_spec(p), TensorSpec)
+                 and all(isinstance(d, Dimension) for d in sp.dims)]
+        if len(specs) != len(parts):
+            return None
+        if len({tuple(d.name for d in sp.dims) for sp in specs}) < 2:
+            return None
+        domains = []
+        for sp, o in zip(specs, out):
+            shape = getattr(o, "shape", None)
+            if shape is None or len(shape) != len(sp.dims):
+                return None
+            domains.append({d: (0, int(n)) for d, n in zip(sp.dims, shape)})
+        return tuple(domains)
 
     def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
                       ) -> list[tuple[tuple[int, ...], Any, dict]]:

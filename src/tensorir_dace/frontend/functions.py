@@ -27,6 +27,7 @@ import sympy
 from .. import ir
 from ..errors import ArgumentError, FrontendError
 from ..typing.scope import Binding, Scope
+from ..typing.util import is_weak
 from . import api
 from .annotations import annotation_spec, evaluated_annotation, generic_spec
 from .bodies import BodyTranslator, uses_of
@@ -194,6 +195,8 @@ class FunctionTranslator(BodyTranslator):
         lam_args: list[ir.Expr] = []
         bindings: dict[str, Binding] = {}
         for p, v in bound.items():
+            if p in anns and is_ir(v) and is_weak(v):
+                v = self.as_declared(v, anns[p], node)    # where(m, 1, 0) for an int32
             if p in anns and contains_ir(v):
                 self.check_annotation(self.to_ir(v, node), anns[p], p, name, node)
             n_uses = uses_of(p, body_stmts if body_stmts is not None else [fdef.body])
@@ -220,6 +223,8 @@ class FunctionTranslator(BodyTranslator):
             result = sub.block(list(body_stmts), fdef)
         else:
             result = sub.expr(fdef.body)
+        if "return" in anns:
+            result = sub.as_declared(result, anns["return"], fdef)
         if not lam_params:
             return result
         body = sub.to_ir(result, fdef)
@@ -228,6 +233,31 @@ class FunctionTranslator(BodyTranslator):
                        loc=loc)
         named = type(result) if is_namedtuple_class(type(result)) else anns.get("return")
         return named_value(named, call, loc) if is_namedtuple_class(named) else call
+
+    def as_declared(self, value: Any, ann: Any, node: ast.AST) -> Any:
+        """``value`` returned under the return annotation ``ann``: a part built
+        from Python numbers alone (``where(m, 1, 0)``, whose numbers would
+        otherwise keep Tensor IR's default ``int64``) takes the annotation's
+        element type, as GT4Py types it (``-> Field[[Cell, K], int32]``)."""
+        if isinstance(value, tuple) and typing.get_origin(ann) is tuple:
+            anns = typing.get_args(ann)
+            if len(anns) != len(value):
+                return value
+            parts = [self.as_declared(v, a, node) for v, a in zip(value, anns)]
+            if all(p is v for p, v in zip(parts, value)):
+                return value
+            return type(value)(*parts) if is_namedtuple_class(type(value)) else tuple(parts)
+        if not is_ir(value) or not is_weak(value):
+            return value
+        try:
+            spec = annotation_spec(ann)
+        except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
+            return value
+        want = None if spec is None else spec.element()
+        if not isinstance(want, ir.ScalarType) or self.type_of(value, node).dtype == want:
+            return value
+        loc = self.loc(node)
+        return ir.Call(ir.Sym("cast", loc=loc), (value, ir.Sym(want.name, loc=loc)), loc=loc)
 
     def check_annotation(self, v: ir.Expr, ann: Any, pname: str, fname: str,
                          node: ast.AST) -> None:
@@ -291,13 +321,19 @@ class FunctionTranslator(BodyTranslator):
 ANY_DIMENSION = "*"
 
 
-def _declared_result_order(fn: Any) -> tuple[str, ...] | None:
+def _declared_result_order(fn: Any, path: Sequence[int] = ()) -> tuple[str, ...] | None:
     """The dimension names of ``fn``'s return annotation in order (of each
-    element of a ``tuple[…]`` annotation, where all have the same), or None."""
+    element of a ``tuple[…]`` annotation, where all have the same), or None;
+    ``path``: of the element of a tuple annotation that part of the value has."""
     try:
         ann = evaluated_annotation(fn, (getattr(fn, "__annotations__", None) or {}).get("return"))
     except Exception:  # noqa: BLE001 - an unreadable annotation is none
         return None
+    for k in path:
+        elements = typing.get_args(ann) if typing.get_origin(ann) is tuple else ()
+        if k >= len(elements):
+            return None
+        ann = elements[k]
     parts = typing.get_args(ann) if typing.get_origin(ann) is tuple else (ann,)
     orders = set()
     for part in parts:
@@ -408,7 +444,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                             "array)", loc)
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
-    order = _declared_result_order(fn)
+    order = _declared_result_order(fn, parts[part][0] if parts else ())
     if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
         # the array returned has the declared return type's dimension order
         # (``Field[[Cell, K], float]``), whichever order the value's type has

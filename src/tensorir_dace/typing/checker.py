@@ -418,6 +418,12 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         for t, r in zip(typed, raw):
             if is_weak(t, self.weak_memo) and self.tensor(t).dtype != target:
                 t = self.expr(r, scope, target)
+                if self.tensor(t).dtype != target and _is_reduce(r) and \
+                        isinstance(target, ir.ScalarType) and not target.is_bool:
+                    # a reduction types its accumulator itself: its result converts
+                    cast = ir.Call(ir.Sym("cast", loc=r.loc), (r, ir.Sym(target.name, loc=r.loc)),
+                                   loc=r.loc)
+                    t = self.expr(cast, scope)
                 if self.tensor(t).dtype != target:
                     raise self.error(r, f"the literal {literal_text(r)} cannot be used with a "
                                         f"{target} operand; write it as a {target} value")
@@ -546,3 +552,9 @@ def _order_of(cond: ir.Expr, scope: Scope) -> tuple[sympy.Expr, sympy.Expr] | No
             return {"less_equal": (a, b), "less": (a + 1, b),
                     "greater_equal": (b, a), "greater": (b + 1, a)}[op]
     return None
+
+
+def _is_reduce(e: ir.Expr) -> bool:
+    """``e`` is a reduction (``reduce(λ, init)(x)``, as ``neighbor_sum`` becomes)."""
+    return isinstance(e, ir.Call) and isinstance(e.func, ir.Call) and \
+        isinstance(e.func.func, ir.Sym) and e.func.func.name == "reduce"

@@ -58,7 +58,7 @@ class DomainRules(Rules):
         name = e.args[0].name
         start = self.static_bound(e.args[1], scope)
         stop = self.static_bound(e.args[2], scope)
-        x = self.expr(e.args[3], scope)
+        x = self.expr(e.args[3], scope, expected)
         t = self.tensor(x)
         if t.dim(name) is not None:
             raise self.error(e, f"add_dim: the operand already has dimension {name}")
@@ -86,7 +86,7 @@ class DomainRules(Rules):
     def b_subset(self, e, scope, expected):
         if not e.args:
             raise self.error(e, "subset takes a tensor and intervals: subset(x, I[1:4])")
-        x = self.expr(e.args[0], scope)
+        x = self.expr(e.args[0], scope, expected)
         t = self.tensor(x)
         new = {d.name: d for d in t.dims}
         intervals, runtime = [], []

@@ -58,6 +58,14 @@ def is_weak(e: ir.Expr, memo: dict[int, tuple[ir.Expr, bool]] | None = None) -> 
             result = is_weak(a, memo) and is_weak(b, memo)
         case ir.Call(func=ir.Call(func=ir.Sym(name="shift" | "cartesian_shift")), args=(x,)):
             result = is_weak(x, memo)
+        case ir.Call(func=ir.Sym(name="add_dim"), args=(_, _, _, x)):
+            result = is_weak(x, memo)       # a number placed along a dimension
+        case ir.Call(func=ir.Sym(name="subset"), args=(x, *_)):
+            result = is_weak(x, memo)
+        case ir.Call(func=ir.Call(func=ir.Sym(name="reduce")), args=args) if args:
+            # a reduction of such values (neighbor_sum(where(m, 1, 0)) counting
+            # neighbours) adapts as they do: a partner converts its result
+            result = all(is_weak(a, memo) for a in args)
     if memo is not None:
         memo[id(e)] = (e, result)
     return result
