@@ -18,6 +18,7 @@ from tensorir_dace.frontend import (
     broadcast,
     concat_where,
     field_operator,
+    float64,
     int32,
     neighbor_sum,
     program,
@@ -87,3 +88,31 @@ def test_constructs_the_generator_once_left_out(backend):
     all_four(x, y, e0, *outs, 3, offset_provider={"C2E": TABLE}, backend=backend)
     for got, ref in zip(outs, want):
         np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+@field_operator
+def doubled(x: Field[[C, K], float]) -> Field[[C, K], float]:
+    return 2.0 * x
+
+
+@field_operator
+def number_broadcasts(n: int32) -> Field[[C, K], float]:
+    # GT4Py's broadcast of a number has the dimensions it names: mixed with a
+    # value over cells only, the result still fits a (Cell, K) parameter
+    ones = broadcast(1.5, (C, K)) / 0.5
+    typed = broadcast(float64("0.25"), (C, K)) + 0.25
+    return doubled(concat_where(C < n, ones, broadcast(-0.75, (C,)))) + doubled(
+        concat_where(C < n, typed, broadcast(1.0, (C,))))
+
+
+@program
+def from_number_broadcasts(o: Field[[C, K], float], n: int32):
+    number_broadcasts(n, out=o)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_number_broadcasts_fit_parameters_annotated_with_their_dimensions(backend):
+    o = np.zeros((4, 6))
+    from_number_broadcasts(o, 2, backend=backend)
+    want = np.where(np.arange(4)[:, None] < 2, 2.0 * 3.0 + 2.0 * 0.5, 2.0 * -0.75 + 2.0)
+    np.testing.assert_allclose(o, np.broadcast_to(want, (4, 6)))

@@ -15,6 +15,8 @@ import itertools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .. import intervals as iv
 from .. import ir
 from ..errors import TensorIRError, did_you_mean
@@ -164,16 +166,23 @@ class BuiltinTranslator(ExpressionTranslator):
         if not dims or not all(isinstance(d, (Dimension, NeighborDimension)) for d in dims):
             raise self.error(node, "broadcast(x, dims): dims is a tuple of dimensions, such "
                                    f"as (Cell, K); got {describe(dims)}")
+        wanted = {d.name for d in dims}
         if not contains_ir(x):
+            if not isinstance(x, (int, float, np.number)) or isinstance(x, (bool, np.bool_)):
+                return x
+            # a number broadcast: an IR literal (it still adapts to its partners'
+            # element type) that remembers the dimensions it stands for, so that
+            # a value built from it fits a parameter annotated with them
+            x = self.to_ir(x, node)
+            self.ctx.broadcasts[id(x)] = (x, frozenset(wanted))
             return x
         t = self.type_of(self.to_ir(x, node), node)
-        wanted = {d.name for d in dims}
         extra = [d.name for d in t.dims if d.name not in wanted and not d.is_neighbor]
         if extra:
             raise self.error(node, f"broadcast() cannot drop dimensions: the value ({t}) has "
                                    f"{', '.join(extra)}, which are not in "
                                    f"({', '.join(d.name for d in dims)})")
-        if not isinstance(x, ir.Expr) or not t.dims:
+        if not isinstance(x, ir.Expr):
             return x
         x = dataclasses.replace(x)      # this value, not every use of x
         self.ctx.broadcasts[id(x)] = (x, frozenset(wanted))
