@@ -267,8 +267,9 @@ def test_lazy_condition_that_reads_below_the_array_is_a_located_error():
     # which one is known at the call, which refuses nlev = 2 before anything runs
     where = r"test_conformance_python.py:\d+:\d+: .*K\[0:N_K\]"
     z = np.full((2, 3), 7.0, np.float32)
-    with pytest.raises(tir.ArgumentError, match=where):
+    with pytest.raises(tir.ArgumentError, match=where) as e:
         whole(np.zeros((2, 3), np.float32), z, 2, backend="interpreter")
+    assert "the bound 0 is outside its allowed range [1, 3]" in str(e.value)   # named once
     assert (z == 7.0).all()
     cc = np.arange(6, dtype=np.float32).reshape(2, 3)
     whole(cc, z, 1, backend="interpreter")        # every level from the first branch

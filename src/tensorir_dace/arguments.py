@@ -625,7 +625,9 @@ def _check_runtime(c: ir.SizeConstraint, symbols: dict[str, int], depth: int,
                             f"fails for {given}")
     value = _eval_bound(c.bound, symbols)
     alo, ahi = (_eval_bound(x, symbols) for x in c.allowed)
-    raise ArgumentError(f"{where}: the bound {c.bound} = {value} is outside its allowed "
+    # (a literal bound, such as a target's start 0, is named once)
+    bound = f"{c.bound} = {value}" if sympy.sympify(c.bound).free_symbols else f"{value}"
+    raise ArgumentError(f"{where}: the bound {bound} is outside its allowed "
                         f"range [{alo}, {ahi}] ({c.reason}; with {given}); a range "
                         "whose stop is not above its start is empty and allowed")
 
