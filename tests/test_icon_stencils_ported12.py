@@ -1,0 +1,387 @@
+"""A twelfth round of ICON stencils (icon4py's field operators) in icon4py's own
+spelling, beside ``test_icon_stencils_ported*.py``.
+
+First the diffusion of ``w`` on half levels: the ``C2E2CO`` Laplacian of a
+``(Cell, KHalf)`` field cast to ``vpfloat`` and its application in the upper
+damping layer (a ``KHalf`` profile times a cell area broadcast to
+``(Cell, KHalf)``), written in place, both called with keyword arguments.
+Then the horizontal diffusion of ``theta`` and of ``vn`` on full levels: the
+``E2C`` gradient scaled by an edge field, its ``C2E`` divergence and the
+fourth-order operator reading vertex fields through ``E2C2V`` with the
+neighbour slots of its coefficients picked by ``E2C2VDim(i)``.  Last the
+advection helpers: the linear least-squares reconstruction (a tuple of three
+reading ``C2E2C`` neighbours and flattened ``C2CEC`` coefficients), the PPM
+face copied from the level above, the first vertical derivative of a field on
+half levels and the constant zero field called with ``out=`` alone from a
+program.
+Each group is one program, interpreted and compiled, compared with NumPy
+written from the formulas."""
+
+from __future__ import annotations
+
+import types
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from tensorir_dace import frontend as gtx
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Dims,
+    Field,
+    FieldOffset,
+    astype,
+    broadcast,
+    neighbor_sum,
+)
+
+T = TypeVar("T")
+CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
+E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+CECDim = Dimension("CEC")
+
+dims = types.ModuleType("icon_dims")
+dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
+dims.KDim, dims.KHalfDim = KDim, KHalfDim
+dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.C2E2CODim = E2CDim, C2EDim, C2E2CDim, C2E2CODim
+dims.E2C2VDim, dims.CECDim = E2C2VDim, CECDim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
+C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
+E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+C2CEC = FieldOffset("C2CEC", source=CECDim, target=(CellDim, C2E2CDim))
+Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+
+fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.KHalfField = Field[Dims[KHalfDim], T]
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+
+ta = types.ModuleType("icon_type_alias")
+ta.wpfloat, ta.vpfloat = gtx.float64, gtx.float32
+wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 7, 9, 6, 10
+NH = NLEV + 1
+RNG = np.random.default_rng(12001)
+_TABLE_RNG = np.random.default_rng(12002)
+TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
+          "C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
+          "C2E2C": _TABLE_RNG.integers(0, NC, (NC, 3)),
+          "C2E2CO": np.concatenate([np.arange(NC)[:, None],
+                                    _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
+          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
+          "C2CEC": None, "Koff": KDim}
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(12003).bit_generator.state
+
+
+def check(got, expected, rtol, atol=0.0):
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol, err_msg=name)
+
+
+def inside(value, base, hs, he, vs, ve):
+    """``base`` with ``value`` written on rows ``hs:he`` and levels ``vs:ve``."""
+    out = np.array(base)
+    out[hs:he, vs:ve] = np.asarray(value, dtype=out.dtype)[hs:he, vs:ve]
+    return out
+
+
+def f64(*shape):
+    return RNG.random(shape)
+
+
+# ================================================================== w on half levels
+#
+# icon4py's diffusion of the vertical wind: ``w`` and its Laplacian live on
+# the NLEV + 1 half levels.
+
+
+@gtx.field_operator
+def _nabla2_for_w(
+    w: fa.CellKHalfField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+) -> fa.CellKHalfField[vpfloat]:
+    lap = neighbor_sum(geofac_n2s * w(C2E2CO), axis=dims.C2E2CODim)
+    return astype(lap, vpfloat)
+
+
+@gtx.field_operator
+def _nabla2_for_w_in_upper_damping_layer(
+    w: fa.CellKHalfField[wpfloat], diff_multfac_n2w: fa.KHalfField[wpfloat],
+    cell_area: fa.CellField[wpfloat], z_nabla2_c: fa.CellKHalfField[vpfloat],
+) -> fa.CellKHalfField[wpfloat]:
+    area = broadcast(cell_area, (dims.CellDim, dims.KHalfDim))
+    return w + diff_multfac_n2w * area * astype(z_nabla2_c, wpfloat)
+
+
+@gtx.program
+def w_half_level_diffusion(
+    w: fa.CellKHalfField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    diff_multfac_n2w: fa.KHalfField[wpfloat], cell_area: fa.CellField[wpfloat],
+    z_nabla2_c: fa.CellKHalfField[vpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32, damp_end: gtx.int32,
+):
+    _nabla2_for_w(w=w, geofac_n2s=geofac_n2s, out=z_nabla2_c,
+                  domain={dims.CellDim: (horizontal_start, horizontal_end),
+                          dims.KHalfDim: (vertical_start, vertical_end)})
+    _nabla2_for_w_in_upper_damping_layer(
+        w=w, diff_multfac_n2w=diff_multfac_n2w, cell_area=cell_area, z_nabla2_c=z_nabla2_c,
+        out=w, domain={dims.CellDim: (horizontal_start, horizontal_end),
+                       dims.KHalfDim: (vertical_start, damp_end)})
+
+
+@pytest.mark.parametrize("bounds", [(0, NH, 3), (1, NLEV, NLEV)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_w_half_level_diffusion(backend, bounds):
+    hs, he = 1, NC - 1
+    vs, ve, de = bounds
+    w0 = RNG.standard_normal((NC, NH))
+    geo = RNG.standard_normal((NC, 4))
+    mult, area = f64(NH), RNG.uniform(1.0, 2.0, NC)
+    lap0 = f64(NC, NH).astype(np.float32)
+    w, lap = w0.copy(), lap0.copy()
+    w_half_level_diffusion(w, geo, mult, area, lap, horizontal_start=hs, horizontal_end=he,
+                           vertical_start=vs, vertical_end=ve, damp_end=de,
+                           offset_provider=TABLES, backend=backend)
+    c2e2co = TABLES["C2E2CO"]
+    lap_want = inside((w0[c2e2co] * geo[:, :, None]).sum(axis=1).astype(np.float32),
+                      lap0, hs, he, vs, ve)
+    w_want = inside(w0 + mult * area[:, None] * lap_want.astype(np.float64), w0,
+                    hs, he, vs, de)
+    check({"z_nabla2_c": lap, "w": w}, {"z_nabla2_c": lap_want, "w": w_want},
+          rtol=1e-5, atol=1e-6)
+
+
+# ================================================================== horizontal diffusion
+#
+# icon4py's horizontal diffusion on full levels: the gradient of ``theta_v``
+# on edges, its divergence on cells and the fourth-order operator on ``vn``.
+
+
+@gtx.field_operator
+def _nabla2_for_z(
+    kh_smag_e: fa.EdgeKField[vpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    diff = theta_v(E2C[1]) - theta_v(E2C[0])
+    return astype(kh_smag_e, wpfloat) * inv_dual_edge_length * diff
+
+
+@gtx.field_operator
+def _nabla2_of_theta(
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    return astype(neighbor_sum(geofac_div * z_nabla2_e(C2E), axis=dims.C2EDim), vpfloat)
+
+
+@gtx.field_operator
+def _nabla4(
+    u_vert: fa.VertexKField[vpfloat], v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat], inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    u, v = astype((u_vert, v_vert), wpfloat)
+    p1, p2 = primal_normal_vert_v1, primal_normal_vert_v2
+    tang = astype(u(E2C2V[0]) * p1[E2C2VDim(0)] + v(E2C2V[0]) * p2[E2C2VDim(0)]
+                  + u(E2C2V[1]) * p1[E2C2VDim(1)] + v(E2C2V[1]) * p2[E2C2VDim(1)], vpfloat)
+    norm = astype(u(E2C2V[2]) * p1[E2C2VDim(2)] + v(E2C2V[2]) * p2[E2C2VDim(2)]
+                  + u(E2C2V[3]) * p1[E2C2VDim(3)] + v(E2C2V[3]) * p2[E2C2VDim(3)], vpfloat)
+    tang_wp, norm_wp = astype((tang, norm), wpfloat)
+    nab4 = wpfloat("4.0") * (
+        (norm_wp - wpfloat("2.0") * z_nabla2_e) * (inv_vert_vert_length * inv_vert_vert_length)
+        + (tang_wp - wpfloat("2.0") * z_nabla2_e)
+        * (inv_primal_edge_length * inv_primal_edge_length))
+    return astype(nab4, vpfloat)
+
+
+@gtx.program
+def horizontal_diffusion(
+    kh_smag_e: fa.EdgeKField[vpfloat], inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    u_vert: fa.VertexKField[vpfloat], v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat], z_temp: fa.CellKField[vpfloat],
+    z_nabla4_e2: fa.EdgeKField[vpfloat],
+    cell_start: gtx.int32, cell_end: gtx.int32, edge_start: gtx.int32, edge_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    edges = {dims.EdgeDim: (edge_start, edge_end), dims.KDim: (vertical_start, vertical_end)}
+    _nabla2_for_z(kh_smag_e=kh_smag_e, inv_dual_edge_length=inv_dual_edge_length,
+                  theta_v=theta_v, out=z_nabla2_e, domain=edges)
+    _nabla2_of_theta(z_nabla2_e=z_nabla2_e, geofac_div=geofac_div, out=z_temp,
+                     domain={dims.CellDim: (cell_start, cell_end),
+                             dims.KDim: (vertical_start, vertical_end)})
+    _nabla4(u_vert, v_vert, primal_normal_vert_v1, primal_normal_vert_v2, z_nabla2_e,
+            inv_vert_vert_length, inv_primal_edge_length, out=z_nabla4_e2, domain=edges)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_horizontal_diffusion(backend):
+    cs, ce, es, ee, vs, ve = 1, NC - 1, 2, NE - 1, 1, NLEV - 1
+    a = dict(kh_smag_e=f64(NE, NLEV).astype(np.float32), inv_dual_edge_length=f64(NE) + 0.5,
+             theta_v=RNG.standard_normal((NC, NLEV)), geofac_div=RNG.standard_normal((NC, 3)),
+             u_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
+             v_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
+             primal_normal_vert_v1=RNG.standard_normal((NE, 4)),
+             primal_normal_vert_v2=RNG.standard_normal((NE, 4)),
+             inv_vert_vert_length=f64(NE) + 0.5, inv_primal_edge_length=f64(NE) + 0.5)
+    base = dict(z_nabla2_e=f64(NE, NLEV), z_temp=f64(NC, NLEV).astype(np.float32),
+                z_nabla4_e2=f64(NE, NLEV).astype(np.float32))
+    got = {n: v.copy() for n, v in base.items()}
+    horizontal_diffusion(**a, **got, cell_start=cs, cell_end=ce, edge_start=es, edge_end=ee,
+                         vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                         backend=backend)
+
+    e2c, c2e, e2c2v = TABLES["E2C"], TABLES["C2E"], TABLES["E2C2V"]
+    th = a["theta_v"]
+    grad = (a["kh_smag_e"].astype(np.float64) * a["inv_dual_edge_length"][:, None]
+            * (th[e2c[:, 1]] - th[e2c[:, 0]]))
+    nab2 = inside(grad, base["z_nabla2_e"], es, ee, vs, ve)
+    div = (nab2[c2e] * a["geofac_div"][:, :, None]).sum(axis=1)
+    u, v = a["u_vert"].astype(np.float64), a["v_vert"].astype(np.float64)
+    p1, p2 = a["primal_normal_vert_v1"], a["primal_normal_vert_v2"]
+
+    def part(j):
+        return u[e2c2v[:, j]] * p1[:, j, None] + v[e2c2v[:, j]] * p2[:, j, None]
+
+    tang = (part(0) + part(1)).astype(np.float32).astype(np.float64)
+    norm = (part(2) + part(3)).astype(np.float32).astype(np.float64)
+    ivv, ipe = a["inv_vert_vert_length"][:, None], a["inv_primal_edge_length"][:, None]
+    nab4 = 4.0 * ((norm - 2.0 * nab2) * ivv * ivv + (tang - 2.0 * nab2) * ipe * ipe)
+    want = dict(z_nabla2_e=nab2, z_temp=inside(div, base["z_temp"], cs, ce, vs, ve),
+                z_nabla4_e2=inside(nab4, base["z_nabla4_e2"], es, ee, vs, ve))
+    check(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ================================================================== advection helpers
+#
+# icon4py's linear least-squares reconstruction, the PPM face copy and the
+# vertical derivative of the half-level Exner perturbation.
+
+
+@gtx.field_operator
+def _recon_lsq_cell_l_svd_stencil(
+    p_cc: fa.CellKField[float], lsq_pseudoinv_1: Field[[CECDim], float],
+    lsq_pseudoinv_2: Field[[CECDim], float],
+) -> tuple[fa.CellKField[float], fa.CellKField[float], fa.CellKField[float]]:
+    d0, d1, d2 = p_cc(C2E2C[0]) - p_cc, p_cc(C2E2C[1]) - p_cc, p_cc(C2E2C[2]) - p_cc
+    c2 = lsq_pseudoinv_1(C2CEC[0]) * d0 + lsq_pseudoinv_1(C2CEC[1]) * d1 \
+        + lsq_pseudoinv_1(C2CEC[2]) * d2
+    c3 = lsq_pseudoinv_2(C2CEC[0]) * d0 + lsq_pseudoinv_2(C2CEC[1]) * d1 \
+        + lsq_pseudoinv_2(C2CEC[2]) * d2
+    return p_cc, c2, c3
+
+
+@gtx.field_operator
+def _copy_ppm_p1(p_cc: fa.CellKField[float]) -> fa.CellKField[float]:
+    p_face = p_cc(Koff[-1])
+    return p_face
+
+
+@gtx.field_operator
+def _compute_first_vertical_derivative(
+    z_exner_ic: fa.CellKField[vpfloat], inv_ddqz_z_full: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    return (z_exner_ic - z_exner_ic(Koff[1])) * inv_ddqz_z_full
+
+
+@gtx.field_operator
+def _set_zero_cell_field() -> fa.CellKField[float]:
+    return broadcast(0.0, (CellDim, KDim))
+
+
+@gtx.program
+def advection_helpers(
+    p_cc: fa.CellKField[float], lsq_pseudoinv_1: Field[[CECDim], float],
+    lsq_pseudoinv_2: Field[[CECDim], float], z_exner_ic: fa.CellKField[vpfloat],
+    inv_ddqz_z_full: fa.CellKField[vpfloat],
+    p_coeff_1: fa.CellKField[float], p_coeff_2: fa.CellKField[float],
+    p_coeff_3: fa.CellKField[float], p_face: fa.CellKField[float],
+    z_dexner_dz_c_1: fa.CellKField[vpfloat], zero: fa.CellKField[float],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    full = {CellDim: (horizontal_start, horizontal_end), KDim: (vertical_start, vertical_end)}
+    _recon_lsq_cell_l_svd_stencil(p_cc, lsq_pseudoinv_1, lsq_pseudoinv_2,
+                                  out=(p_coeff_1, p_coeff_2, p_coeff_3), domain=full)
+    _copy_ppm_p1(p_coeff_2, out=p_face,
+                 domain={CellDim: (horizontal_start, horizontal_end),
+                         KDim: (vertical_start + 1, vertical_end)})
+    _compute_first_vertical_derivative(z_exner_ic, inv_ddqz_z_full, out=z_dexner_dz_c_1,
+                                       domain=full)
+    _set_zero_cell_field(out=zero)
+
+
+@pytest.mark.parametrize("bounds", [(0, NLEV), (2, NLEV - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_advection_helpers(backend, bounds):
+    hs, he = 1, NC - 1
+    vs, ve = bounds
+    a = dict(p_cc=RNG.standard_normal((NC, NLEV)), lsq_pseudoinv_1=RNG.standard_normal(NC * 3),
+             lsq_pseudoinv_2=RNG.standard_normal(NC * 3),
+             z_exner_ic=RNG.standard_normal((NC, NH)).astype(np.float32),
+             inv_ddqz_z_full=f64(NC, NLEV).astype(np.float32))
+    base = {n: f64(NC, NLEV) for n in ("p_coeff_1", "p_coeff_2", "p_coeff_3", "p_face",
+                                       "zero")}
+    base["z_dexner_dz_c_1"] = f64(NC, NLEV).astype(np.float32)
+    got = {n: v.copy() for n, v in base.items()}
+    advection_helpers(**a, **got, horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                      vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    p = a["p_cc"]
+    d = p[TABLES["C2E2C"]] - p[:, None, :]
+    l1, l2 = a["lsq_pseudoinv_1"].reshape(NC, 3), a["lsq_pseudoinv_2"].reshape(NC, 3)
+    c2 = inside((l1[:, :, None] * d).sum(axis=1), base["p_coeff_2"], hs, he, vs, ve)
+    c3 = (l2[:, :, None] * d).sum(axis=1)
+    face = np.array(base["p_face"])
+    face[hs:he, vs + 1:ve] = c2[hs:he, vs:ve - 1]
+    ex = a["z_exner_ic"]
+    dz = (ex[:, :-1] - ex[:, 1:]) * a["inv_ddqz_z_full"]
+    want = dict(p_coeff_1=inside(p, base["p_coeff_1"], hs, he, vs, ve), p_coeff_2=c2,
+                p_coeff_3=inside(c3, base["p_coeff_3"], hs, he, vs, ve), p_face=face,
+                z_dexner_dz_c_1=inside(dz, base["z_dexner_dz_c_1"], hs, he, vs, ve),
+                zero=np.zeros((NC, NLEV)))
+    check(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_on_the_top_half_levels(backend):
+    # icon4py damps ``w`` in place on the half levels of the upper damping layer.
+    w0, mult, area = RNG.standard_normal((NC, NH)), f64(NH), RNG.uniform(1.0, 2.0, NC)
+    lap = RNG.standard_normal((NC, NH)).astype(np.float32)
+    w = w0.copy()
+    _nabla2_for_w_in_upper_damping_layer(
+        w=w, diff_multfac_n2w=mult, cell_area=area, z_nabla2_c=lap, out=w,
+        domain={KHalfDim: (0, 4), CellDim: (2, NC)}, offset_provider=TABLES, backend=backend)
+    want = inside(w0 + mult * area[:, None] * lap.astype(np.float64), w0, 2, NC, 0, 4)
+    np.testing.assert_allclose(w, want, rtol=1e-12, atol=1e-12)
