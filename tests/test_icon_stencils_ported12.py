@@ -8,12 +8,16 @@ damping layer (a ``KHalf`` profile times a cell area broadcast to
 Then the horizontal diffusion of ``theta`` and of ``vn`` on full levels: the
 ``E2C`` gradient scaled by an edge field, its ``C2E`` divergence and the
 fourth-order operator reading vertex fields through ``E2C2V`` with the
-neighbour slots of its coefficients picked by ``E2C2VDim(i)``.  Last the
+neighbour slots of its coefficients picked by ``E2C2VDim(i)``.  Then the
 advection helpers: the linear least-squares reconstruction (a tuple of three
 reading ``C2E2C`` neighbours and flattened ``C2CEC`` coefficients), the PPM
 face copied from the level above, the first vertical derivative of a field on
 half levels and the constant zero field called with ``out=`` alone from a
-program.
+program.  Last the interpolation helpers: the vertical weights from the
+half-level heights (``Koff[-1]`` and ``Koff[+1]``), the edge-to-cell average,
+the interpolation to half levels and the edge field brought to cell half
+levels by nested calls with keyword arguments, and the RBF reconstruction of
+a cell vector from nine ``C2E2C2E`` edges (a tuple of two sums).
 Each group is one program, interpreted and compiled, compared with NumPy
 written from the formulas."""
 
@@ -48,18 +52,20 @@ C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+C2E2C2EDim = Dimension("C2E2C2E", DimensionKind.LOCAL)
 CECDim = Dimension("CEC")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.C2E2CODim = E2CDim, C2EDim, C2E2CDim, C2E2CODim
-dims.E2C2VDim, dims.CECDim = E2C2VDim, CECDim
+dims.E2C2VDim, dims.CECDim, dims.C2E2C2EDim = E2C2VDim, CECDim, C2E2C2EDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+C2E2C2E = FieldOffset("C2E2C2E", source=EdgeDim, target=(CellDim, C2E2C2EDim))
 C2CEC = FieldOffset("C2CEC", source=CECDim, target=(CellDim, C2E2CDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 
@@ -87,6 +93,7 @@ TABLES = {"E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
           "C2E2CO": np.concatenate([np.arange(NC)[:, None],
                                     _TABLE_RNG.integers(0, NC, (NC, 3))], axis=1),
           "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
+          "C2E2C2E": _TABLE_RNG.integers(0, NE, (NC, 9)),
           "C2CEC": None, "Koff": KDim}
 
 
@@ -385,3 +392,107 @@ def test_direct_call_on_the_top_half_levels(backend):
         domain={KHalfDim: (0, 4), CellDim: (2, NC)}, offset_provider=TABLES, backend=backend)
     want = inside(w0 + mult * area[:, None] * lap.astype(np.float64), w0, 2, NC, 0, 4)
     np.testing.assert_allclose(w, want, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== interpolation
+#
+# icon4py's interpolation helpers: vertical weights, edge-to-cell averages,
+# interpolation to half levels and the RBF vector reconstruction on cells.
+
+
+@gtx.field_operator
+def _calc_wgtfac_c(z_ifc: Field[[CellDim, KDim], wpfloat]) -> Field[[CellDim, KDim], wpfloat]:
+    return (z_ifc(Koff[-1]) - z_ifc) / (z_ifc(Koff[-1]) - z_ifc(Koff[+1]))
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center_wp(
+    interpolant: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return neighbor_sum(e_bln_c_s * interpolant(C2E), axis=C2EDim)
+
+
+@gtx.field_operator
+def _interpolate_to_half_levels_wp(
+    wgtfac_c: fa.CellKField[wpfloat], interpolant: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return wgtfac_c * interpolant + (wpfloat("1.0") - wgtfac_c) * interpolant(Koff[-1])
+
+
+@gtx.field_operator
+def _interpolate_edge_field_to_cell_half_levels_wp(
+    interpolant: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    on_cells = _interpolate_to_cell_center_wp(interpolant=interpolant, e_bln_c_s=e_bln_c_s)
+    return _interpolate_to_half_levels_wp(wgtfac_c=wgtfac_c, interpolant=on_cells)
+
+
+@gtx.field_operator
+def _rbf_vec_interpol_edge2cell(
+    p_e_in: Field[[EdgeDim, KDim], wpfloat], ptr_coeff_1: Field[[CellDim, C2E2C2EDim], wpfloat],
+    ptr_coeff_2: Field[[CellDim, C2E2C2EDim], wpfloat],
+) -> tuple[Field[[CellDim, KDim], wpfloat], Field[[CellDim, KDim], wpfloat]]:
+    u = neighbor_sum(ptr_coeff_1 * p_e_in(C2E2C2E), axis=C2E2C2EDim)
+    return u, neighbor_sum(p_e_in(C2E2C2E) * ptr_coeff_2, axis=C2E2C2EDim)
+
+
+@gtx.program
+def interpolation_helpers(
+    z_ifc: fa.CellKField[wpfloat], vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    theta: fa.CellKField[wpfloat], ptr_coeff_1: Field[[CellDim, C2E2C2EDim], wpfloat],
+    ptr_coeff_2: Field[[CellDim, C2E2C2EDim], wpfloat],
+    wgtfac_c: fa.CellKField[wpfloat], vn_c: fa.CellKField[wpfloat],
+    theta_ic: fa.CellKField[wpfloat], vn_ic: fa.CellKField[wpfloat],
+    u_c: fa.CellKField[wpfloat], v_c: fa.CellKField[wpfloat],
+    cell_start: gtx.int32, cell_end: gtx.int32, nlev: gtx.int32,
+):
+    _calc_wgtfac_c(z_ifc=z_ifc, out=wgtfac_c,
+                   domain={CellDim: (cell_start, cell_end), KDim: (1, nlev)})
+    _interpolate_to_cell_center_wp(vn, e_bln_c_s, out=vn_c,
+                                   domain={CellDim: (cell_start, cell_end), KDim: (0, nlev)})
+    _interpolate_to_half_levels_wp(wgtfac_c, theta, out=theta_ic,
+                                   domain={CellDim: (cell_start, cell_end), KDim: (1, nlev)})
+    _interpolate_edge_field_to_cell_half_levels_wp(
+        interpolant=vn, e_bln_c_s=e_bln_c_s, wgtfac_c=wgtfac_c, out=vn_ic,
+        domain={CellDim: (cell_start, cell_end), KDim: (1, nlev)})
+    _rbf_vec_interpol_edge2cell(vn, ptr_coeff_1, ptr_coeff_2, out=(u_c, v_c),
+                                domain={CellDim: (cell_start, cell_end), KDim: (0, nlev)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interpolation_helpers(backend):
+    cs, ce = 1, NC - 1
+    z_ifc = np.cumsum(RNG.uniform(1.0, 2.0, (NC, NH)), axis=1)[:, ::-1].copy()
+    a = dict(z_ifc=z_ifc, vn=RNG.standard_normal((NE, NLEV)), e_bln_c_s=f64(NC, 3),
+             theta=RNG.standard_normal((NC, NLEV)), ptr_coeff_1=RNG.standard_normal((NC, 9)),
+             ptr_coeff_2=RNG.standard_normal((NC, 9)))
+    base = dict(wgtfac_c=f64(NC, NH))
+    base |= {n: f64(NC, NLEV) for n in ("vn_c", "theta_ic", "vn_ic", "u_c", "v_c")}
+    got = {n: v.copy() for n, v in base.items()}
+    interpolation_helpers(**a, **got, cell_start=cs, cell_end=ce, nlev=NLEV,
+                          offset_provider=TABLES, backend=backend)
+
+    wgtfac = np.array(base["wgtfac_c"])
+    wgtfac[cs:ce, 1:NLEV] = ((z_ifc[:, :-2] - z_ifc[:, 1:-1])
+                             / (z_ifc[:, :-2] - z_ifc[:, 2:]))[cs:ce]
+    vn_c_all = (a["vn"][TABLES["C2E"]] * a["e_bln_c_s"][:, :, None]).sum(axis=1)
+
+    def half(values):
+        out = np.zeros((NC, NLEV))
+        w = wgtfac[:, 1:NLEV]
+        out[:, 1:] = w * values[:, 1:] + (1.0 - w) * values[:, :-1]
+        return out
+
+    c2e2c2e = TABLES["C2E2C2E"]
+    u = (a["ptr_coeff_1"][:, :, None] * a["vn"][c2e2c2e]).sum(axis=1)
+    v = (a["ptr_coeff_2"][:, :, None] * a["vn"][c2e2c2e]).sum(axis=1)
+    want = dict(wgtfac_c=wgtfac, vn_c=inside(vn_c_all, base["vn_c"], cs, ce, 0, NLEV),
+                theta_ic=inside(half(a["theta"]), base["theta_ic"], cs, ce, 1, NLEV),
+                vn_ic=inside(half(vn_c_all), base["vn_ic"], cs, ce, 1, NLEV),
+                u_c=inside(u, base["u_c"], cs, ce, 0, NLEV),
+                v_c=inside(v, base["v_c"], cs, ce, 0, NLEV))
+    check(got, want, rtol=1e-12, atol=1e-12)
