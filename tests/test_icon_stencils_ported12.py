@@ -13,11 +13,13 @@ advection helpers: the linear least-squares reconstruction (a tuple of three
 reading ``C2E2C`` neighbours and flattened ``C2CEC`` coefficients), the PPM
 face copied from the level above, the first vertical derivative of a field on
 half levels and the constant zero field called with ``out=`` alone from a
-program.  Last the interpolation helpers: the vertical weights from the
+program.  Then the interpolation helpers: the vertical weights from the
 half-level heights (``Koff[-1]`` and ``Koff[+1]``), the edge-to-cell average,
 the interpolation to half levels and the edge field brought to cell half
 levels by nested calls with keyword arguments, and the RBF reconstruction of
-a cell vector from nine ``C2E2C2E`` edges (a tuple of two sums).
+a cell vector from nine ``C2E2C2E`` edges (a tuple of two sums), and
+muphys' sedimentation scan of one hydrometeor (a forward scan with a carry of
+three, calling a scalar field operator, fed a ``Koff[1]`` argument).
 Each group is one program, interpreted and compiled, compared with NumPy
 written from the formulas."""
 
@@ -38,7 +40,9 @@ from tensorir_dace.frontend import (
     FieldOffset,
     astype,
     broadcast,
+    minimum,
     neighbor_sum,
+    power,
 )
 
 T = TypeVar("T")
@@ -496,3 +500,81 @@ def test_interpolation_helpers(backend):
                 u_c=inside(u, base["u_c"], cs, ce, 0, NLEV),
                 v_c=inside(v, base["v_c"], cs, ce, 0, NLEV))
     check(got, want, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== precipitation scan
+#
+# muphys' sedimentation of one hydrometeor down the column: a forward scan
+# whose carry is a tuple of three; its third member takes the place of the
+# ``vt`` argument, so each level falls at the speed computed one level above.
+
+
+@gtx.field_operator
+def _fall_speed_scalar(density: wpfloat, prefactor: wpfloat, offset: wpfloat,
+                       exponent: wpfloat) -> wpfloat:
+    return prefactor * power(density + offset, exponent)
+
+
+@gtx.scan_operator(axis=KDim, forward=True, init=(0.0, 0.0, 0.0))
+def _precip(
+    state: tuple[wpfloat, wpfloat, wpfloat], prefactor: wpfloat, exponent: wpfloat,
+    offset: wpfloat, zeta: wpfloat, vc: wpfloat, flx: wpfloat, vt: wpfloat, q: wpfloat,
+    q_kp1: wpfloat, rho: wpfloat,
+) -> tuple[wpfloat, wpfloat, wpfloat]:
+    qx, vx, vt = state
+    rho_x = q * rho
+    flx_eff = (rho_x / zeta) + 2.0 * flx
+    flx_partial = minimum(rho_x * vc * _fall_speed_scalar(rho_x, prefactor, offset, exponent),
+                          flx_eff)
+    update0 = (zeta * (flx_eff - flx_partial)) / ((1.0 + zeta * vt) * rho)
+    update1 = (update0 * rho * vt + flx_partial) * 0.5
+    update2 = vc * _fall_speed_scalar(rho_x, prefactor, offset, exponent)
+    return update0, update1, update2
+
+
+@gtx.program
+def precipitation_scan(
+    zeta: fa.CellKField[wpfloat], vc: fa.CellKField[wpfloat], flx: fa.CellKField[wpfloat],
+    vt: fa.CellKField[wpfloat], q: fa.CellKField[wpfloat], rho: fa.CellKField[wpfloat],
+    prefactor: wpfloat, exponent: wpfloat, offset: wpfloat,
+    q_new: fa.CellKField[wpfloat], flx_new: fa.CellKField[wpfloat],
+    vt_new: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _precip(prefactor, exponent, offset, zeta, vc, flx, vt, q, q(Koff[1]), rho,
+            out=(q_new, flx_new, vt_new),
+            domain={CellDim: (horizontal_start, horizontal_end),
+                    KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("bounds", [(0, NLEV - 1), (3, NLEV - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_precipitation_scan(backend, bounds):
+    hs, he = 1, NC - 2
+    vs, ve = bounds
+    a = dict(zeta=RNG.uniform(0.5, 1.5, (NC, NLEV)), vc=RNG.uniform(0.5, 1.5, (NC, NLEV)),
+             flx=f64(NC, NLEV), vt=f64(NC, NLEV), q=f64(NC, NLEV) * 1e-2,
+             rho=RNG.uniform(0.8, 1.2, (NC, NLEV)))
+    prefactor, exponent, offset = 14.58, 0.111, 1e-12
+    base = {n: f64(NC, NLEV) for n in ("q_new", "flx_new", "vt_new")}
+    got = {n: v.copy() for n, v in base.items()}
+    precipitation_scan(**a, **got, prefactor=prefactor, exponent=exponent, offset=offset,
+                       horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                       vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    want = {n: np.array(v) for n, v in base.items()}
+    vt_prev = np.zeros(NC)
+    for k in range(vs, ve):
+        rho_x = a["q"][:, k] * a["rho"][:, k]
+        zeta, vc = a["zeta"][:, k], a["vc"][:, k]
+        speed = prefactor * (rho_x + offset) ** exponent
+        eff = rho_x / zeta + 2.0 * a["flx"][:, k]
+        partial = np.minimum(rho_x * vc * speed, eff)
+        u0 = zeta * (eff - partial) / ((1.0 + zeta * vt_prev) * a["rho"][:, k])
+        u1 = (u0 * a["rho"][:, k] * vt_prev + partial) * 0.5
+        vt_prev = vc * speed
+        want["q_new"][hs:he, k] = u0[hs:he]
+        want["flx_new"][hs:he, k] = u1[hs:he]
+        want["vt_new"][hs:he, k] = vt_prev[hs:he]
+    check(got, want, rtol=1e-12, atol=1e-14)
