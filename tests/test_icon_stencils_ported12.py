@@ -19,7 +19,9 @@ the interpolation to half levels and the edge field brought to cell half
 levels by nested calls with keyword arguments, and the RBF reconstruction of
 a cell vector from nine ``C2E2C2E`` edges (a tuple of two sums), and
 muphys' sedimentation scan of one hydrometeor (a forward scan with a carry of
-three, calling a scalar field operator, fed a ``Koff[1]`` argument).
+three, calling a scalar field operator, fed a ``Koff[1]`` argument).  Last a
+direct call averaging a half-level cell field on the ``V2C`` cells of each
+vertex.
 Each group is one program, interpreted and compiled, compared with NumPy
 written from the formulas."""
 
@@ -578,3 +580,34 @@ def test_precipitation_scan(backend, bounds):
         want["flx_new"][hs:he, k] = u1[hs:he]
         want["vt_new"][hs:he, k] = vt_prev[hs:he]
     check(got, want, rtol=1e-12, atol=1e-14)
+
+
+# ================================================================== cells to vertices
+#
+# icon4py's average of a half-level cell field on the six cells around each
+# vertex, called directly on part of the vertices and half levels.
+
+V2CDim = Dimension("V2C", DimensionKind.LOCAL)
+V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
+fa.VertexKHalfField = Field[Dims[VertexDim, KHalfDim], T]
+V2C_TABLES = {"V2C": np.random.default_rng(12004).integers(0, NC, (NV, 6))}
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_vertex(
+    cell_in: fa.CellKHalfField[wpfloat], c_int: gtx.Field[gtx.Dims[VertexDim, V2CDim], wpfloat],
+) -> fa.VertexKHalfField[wpfloat]:
+    return neighbor_sum(cell_in(V2C) * c_int, axis=V2CDim)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_from_cells_to_vertices_on_half_levels(backend):
+    cell_in, c_int = RNG.standard_normal((NC, NH)), RNG.standard_normal((NV, 6))
+    base = f64(NV, NH)
+    got = base.copy()
+    _interpolate_cell_field_to_vertex(cell_in=cell_in, c_int=c_int, out=got,
+                                      domain={VertexDim: (1, NV - 1), KHalfDim: (2, NH)},
+                                      offset_provider=V2C_TABLES, backend=backend)
+    avg = (cell_in[V2C_TABLES["V2C"]] * c_int[:, :, None]).sum(axis=1)
+    np.testing.assert_allclose(got, inside(avg, base, 1, NV - 1, 2, NH), rtol=1e-12,
+                               atol=1e-12)
