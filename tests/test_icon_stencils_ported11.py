@@ -33,6 +33,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
+from icon_numpy import check, inside
 from tensorir_dace import frontend as gtx
 from tensorir_dace.frontend import (
     Dimension,
@@ -114,19 +115,8 @@ def _same_data_in_any_order():
     RNG.bit_generator.state = np.random.default_rng(11003).bit_generator.state
 
 
-def check(got, expected, rtol, atol=0.0):
-    for name, want in expected.items():
-        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol, err_msg=name)
 
 
-def inside(value, base, hs, he, vs=None, ve=None):
-    """``base`` with ``value`` written on rows ``hs:he`` (and levels ``vs:ve``)."""
-    out = np.array(base)
-    if vs is None:
-        out[hs:he] = np.asarray(value)[hs:he]
-    else:
-        out[hs:he, vs:ve] = np.asarray(value)[hs:he, vs:ve]
-    return out
 
 
 def f64(*shape):

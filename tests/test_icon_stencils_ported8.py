@@ -46,6 +46,7 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
+from icon_numpy import check, inside, shifted
 from tensorir_dace import frontend as gtx
 from tensorir_dace.frontend import (
     Dimension,
@@ -140,24 +141,10 @@ def _same_data_in_any_order():
     RNG.bit_generator.state = np.random.default_rng(8003).bit_generator.state
 
 
-def check(got, expected, rtol, atol=0.0):
-    for name, want in expected.items():
-        np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol, err_msg=name)
 
 
-def inside(value, base, hs, he, vs, ve):
-    """``base`` with ``value`` written on rows ``hs:he`` and levels ``vs:ve``."""
-    out = np.array(base)
-    out[hs:he, vs:ve] = np.asarray(value)[hs:he, vs:ve]
-    return out
 
 
-def shifted(x, n):
-    """``x(Koff[n])``: level k takes level k + n (NaN outside the column)."""
-    out = np.full(x.shape, np.nan)
-    lo, hi = max(0, -n), min(x.shape[1], x.shape[1] - n)
-    out[:, lo:hi] = x[:, lo + n:hi + n]
-    return out
 
 
 def f32(*shape):
