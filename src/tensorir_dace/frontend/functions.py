@@ -345,6 +345,28 @@ def _declared_result_order(fn: Any, path: Sequence[int] = ()) -> tuple[str, ...]
     return orders.pop() if len(orders) == 1 else None
 
 
+def _with_declared_dims(t: ir.TensorType, order: tuple[str, ...],
+                        params: Sequence[ir.Param]) -> ir.TensorType:
+    """``t`` over the declared result's dimensions it lacks too, each over a size
+    symbol of its own: ``broadcast(0.0, (Cell, K))`` (a number) or
+    ``broadcast(a, (Cell, K))`` of ``a`` over cells is constant along them, and
+    a direct call writes it into ``out=`` over the whole of them."""
+    missing = [n for n in order if n not in t.dim_names]
+    if not missing:
+        return t
+    taken = {p.name for p in params} | {s.name for p in params for d in p.type.dims
+                                        for b in (d.start, d.stop)
+                                        for s in sympy.sympify(b).free_symbols}
+    dims = list(t.dims)
+    for n in missing:
+        size = f"N_{n}"
+        while size in taken:
+            size += "_"
+        taken.add(size)
+        dims.append(ir.Dim(n, 0, ir.size_symbol(size)))
+    return ir.TensorType(t.dtype, tuple(dims))
+
+
 def _runtime_target(domain: Sequence[ir.DimInterval], params: Sequence[ir.Param]
                     ) -> dict[str, tuple[Any, Any]]:
     """``domain``'s bounds with its scalar parameters as runtime symbols."""
@@ -438,13 +460,15 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     else:
         expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
     t = strip_masks(tr.type_of(expr, node))
+    order = _declared_result_order(fn, parts[part][0] if parts else ())
+    if order is not None:
+        t = _with_declared_dims(t, order, params)
     if t.is_scalar:
         raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
                             "function called directly returns a tensor (pass at least one "
                             "array)", loc)
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
-    order = _declared_result_order(fn, parts[part][0] if parts else ())
     if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
         # the array returned has the declared return type's dimension order
         # (``Field[[Cell, K], float]``), whichever order the value's type has

@@ -367,9 +367,10 @@ class Specialization:
         for names, fn in self._extent_fns:
             try:
                 value = fn(*(symbols[n] for n in names))
-            except KeyError as e:  # pragma: no cover - every size comes from an argument
+            except KeyError as e:  # a dimension only the declared result has
                 raise ArgumentError(f"{self.owner}(): the size {e} of the result is not "
-                                    "determined by the arguments") from None
+                                    "determined by the arguments; pass out=, the array to "
+                                    "write") from None
             shape.append(max(int(value), 0))
         return tuple(shape)
 
