@@ -194,3 +194,25 @@ def test_direct_calls_with_an_output_over_its_whole_levels(backend):
     summed(a, out=s, domain=({}, {K: (2, NK)}), backend=backend)
     np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
     np.testing.assert_allclose(s[1], running(a, (0, NC), (2, NK), 2.0, start=0), rtol=1e-12)
+
+
+@field_operator
+def with_lower_level(a: F):
+    return a + 1.0, a(K - 1) * 2.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_refused_output_leaves_every_output_unwritten(backend):
+    a = RNG.random((NC, NK))
+    whole = {Cell: (0, NC), K: (0, NK)}
+    for second in ({Cell: (0, NC), K: (0, NK)},          # reads level -1
+                   {Cell: (0, NC), K: (1, NK + 3)}):     # beyond the arrays
+        x, y = np.zeros((NC, NK)), np.zeros((NC, NK))
+        with pytest.raises(ArgumentError, match="bound"):
+            with_lower_level(a, out=(x, y), domain=(whole, second), backend=backend)
+        assert not x.any() and not y.any()
+    x, y = np.zeros((NC, NK)), np.zeros((NC, NK))
+    with_lower_level(a, out=(x, y), domain=(whole, {K: (1, NK)}), backend=backend)
+    np.testing.assert_array_equal(x, a + 1.0)
+    np.testing.assert_array_equal(y[:, 1:], a[:, :-1] * 2.0)
+    assert not y[:, 0].any()

@@ -471,21 +471,39 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                       for _, _, d in parts)
         literal = given if all(type(b) is int for d in given for _, v in d for b in v) \
             else None
-        for i, (_, o, _) in enumerate(parts):
-            try:
-                derived, all_bounds, new = self._part_program(spec, a, shape, i)
-                values = self._part_values(spec, plain, o, parts, all_bounds)
-                self._run(derived, backend, new, values)
-            except (ArgumentError, FrontendError, TypeCheckError) as e:
-                if literal is None:
-                    raise
-                try:
-                    derived, all_bounds, new = self._part_program(spec, a, shape, i, literal)
-                    values = self._part_values(spec, plain, o, parts, all_bounds)
-                    self._run(derived, backend, new, values)
-                except (ArgumentError, FrontendError, TypeCheckError):
-                    raise e from None
+        # every output's call is checked before any is written: a refused call
+        # leaves all of out= as it was
+        runs = [self._checked_part(spec, a, plain, parts, shape, i, literal)
+                for i in range(len(parts))]
+        for derived, values, new in runs:
+            self._run(derived, backend, new, values)
         return out
+
+    def _checked_part(self, spec: Specialization, a: Analysis | None, plain: dict[str, Any],
+                      parts: list[tuple[tuple[int, ...], Any, dict]],
+                      shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
+                      literal: tuple | None) -> tuple[Specialization, dict[str, Any], bool]:
+        """Output ``i``'s program of a tuple of domains, its arguments and whether
+        it was made now, once its arguments passed the call's checks; the
+        program translated for the bounds' values (``literal``) where the one
+        for parameter bounds refuses them."""
+        def attempt(values_of: tuple | None) -> tuple[Specialization, dict[str, Any], bool]:
+            derived, all_bounds, new = self._part_program(spec, a, shape, i, values_of)
+            values = self._part_values(spec, plain, parts[i][1], parts, all_bounds)
+            try:
+                _check_arguments(derived, values)
+            except ArgumentError as e:
+                raise self._argument_error(e, spec.names) from None
+            return derived, values, new
+        try:
+            return attempt(None)
+        except (ArgumentError, FrontendError, TypeCheckError) as e:
+            if literal is None:
+                raise
+            try:
+                return attempt(literal)
+            except (ArgumentError, FrontendError, TypeCheckError):
+                raise e from None
 
     def _part_program(self, spec: Specialization, a: Analysis | None,
                       shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
@@ -712,6 +730,21 @@ def _gap_miss(spec: Specialization, values: dict[str, Any]) -> float:
                    default=float("inf"))
     except (TensorIRError, KeyError, TypeError, ValueError):
         return float("inf")
+
+
+def _check_arguments(spec: Specialization, values: dict[str, Any]) -> None:
+    """The checks a call of ``spec`` with ``values`` (by Python name) makes
+    before it writes anything: dtypes, shapes, the orders of its bounds,
+    writeable outputs and neighbour tables."""
+    from ..arguments import bind_arguments, check_size_constraints, runtime_values
+    from ..callchecks import CallChecks
+    from ..interpreter import typed_program
+    typed = typed_program(spec.program)
+    where = f"program '{typed.name}'"
+    bound = bind_arguments(typed.params, spec.ir_values(values), where=where)
+    symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
+    check_size_constraints(typed.constraints, symbols, where)
+    CallChecks.for_program(typed).check(bound.values, symbols)
 
 
 def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]
