@@ -1,0 +1,277 @@
+"""A thirteenth round of ICON stencils (icon4py's field operators) in icon4py's
+own spelling, beside ``test_icon_stencils_ported*.py``.
+
+DOCSTRING
+Each group is one program (or a few direct calls), interpreted and compiled,
+compared with NumPy written from the formulas."""
+
+from __future__ import annotations
+
+import types
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from icon_numpy import check, inside
+from tensorir_dace import frontend as gtx
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Dims,
+    Field,
+    FieldOffset,
+    astype,
+    broadcast,
+    concat_where,
+    exp,
+    log,
+    maximum,
+    minimum,
+    neighbor_sum,
+    sqrt,
+)
+
+T = TypeVar("T")
+CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+
+dims = types.ModuleType("icon_dims")
+dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
+dims.KDim, dims.KHalfDim = KDim, KHalfDim
+dims.C2EDim, dims.E2C2VDim = C2EDim, E2C2VDim
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+
+fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.KField = Field[Dims[KDim], T]
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+
+ta = types.ModuleType("icon_type_alias")
+ta.wpfloat, ta.vpfloat = gtx.float64, gtx.float32
+wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 7, 9, 6, 10
+NH = NLEV + 1
+RNG = np.random.default_rng(13001)
+_TABLE_RNG = np.random.default_rng(13002)
+TABLES = {"C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
+          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)), "Koff": KDim}
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(13003).bit_generator.state
+
+
+def f64(*shape):
+    return RNG.random(shape)
+
+
+# ================================================================== diffusion set-up
+#
+# icon4py's diffusion utilities: vertical profiles made from scalars alone
+# (``broadcast`` of a number to ``(KDim,)``, written with ``out=`` and no
+# domain, so the output sizes them), the Smagorinsky enhancement profile read
+# through ``Koff[1]`` of the half-level heights, and the nabla2 factor of the
+# upper damping zone cut by a ``concat_where`` on runtime level bounds.
+
+
+@gtx.field_operator
+def _identity_c_k(field: fa.CellKField[float]) -> fa.CellKField[float]:
+    return field
+
+
+@gtx.field_operator
+def _scale_k(field: fa.KField[float], factor: float) -> fa.KField[float]:
+    return field * factor
+
+
+@gtx.field_operator
+def _setup_smag_limit(diff_multfac_vn: fa.KField[float]) -> fa.KField[float]:
+    return 0.125 - 4.0 * diff_multfac_vn
+
+
+@gtx.field_operator
+def _setup_runtime_diff_multfac_vn(k4: float, dyn_substeps: float) -> fa.KField[float]:
+    con = 1.0 / 128.0
+    dyn = k4 * dyn_substeps / 3.0
+    return broadcast(minimum(con, dyn), (KDim,))
+
+
+@gtx.field_operator
+def _setup_initial_diff_multfac_vn(k4: float, hdiff_efdt_ratio: float) -> fa.KField[float]:
+    return broadcast(k4 / 3.0 * hdiff_efdt_ratio, (KDim,))
+
+
+@gtx.field_operator
+def _setup_fields_for_initial_step(
+    k4: float, hdiff_efdt_ratio: float,
+) -> tuple[fa.KField[float], fa.KField[float]]:
+    diff_multfac_vn = _setup_initial_diff_multfac_vn(k4, hdiff_efdt_ratio)
+    smag_limit = _setup_smag_limit(diff_multfac_vn)
+    return diff_multfac_vn, smag_limit
+
+
+@gtx.field_operator
+def _en_smag_fac_for_zero_nshift(
+    vect_a: fa.KField[float], hdiff_smag_fac: float, hdiff_smag_fac2: float,
+    hdiff_smag_fac3: float, hdiff_smag_fac4: float, hdiff_smag_z: float,
+    hdiff_smag_z2: float, hdiff_smag_z3: float, hdiff_smag_z4: float,
+) -> fa.KField[float]:
+    dz21 = hdiff_smag_z2 - hdiff_smag_z
+    alin = (hdiff_smag_fac2 - hdiff_smag_fac) / dz21
+    df32 = hdiff_smag_fac3 - hdiff_smag_fac2
+    df42 = hdiff_smag_fac4 - hdiff_smag_fac2
+    dz32 = hdiff_smag_z3 - hdiff_smag_z2
+    dz42 = hdiff_smag_z4 - hdiff_smag_z2
+    bqdr = (df42 * dz32 - df32 * dz42) / (dz32 * dz42 * (dz42 - dz32))
+    aqdr = df32 / dz32 - bqdr * dz32
+    zf = 0.5 * (vect_a + vect_a(Koff[1]))
+    zero = broadcast(0.0, (KDim,))
+    dzlin = minimum(broadcast(dz21, (KDim,)), maximum(zero, zf - hdiff_smag_z))
+    dzqdr = minimum(broadcast(dz42, (KDim,)), maximum(zero, zf - hdiff_smag_z2))
+    return hdiff_smag_fac + (dzlin * alin) + dzqdr * (aqdr + dzqdr * bqdr)
+
+
+@gtx.field_operator
+def _init_diffusion_local_fields_for_regular_timestemp(
+    k4: float, dyn_substeps: float, hdiff_smag_fac: float, hdiff_smag_fac2: float,
+    hdiff_smag_fac3: float, hdiff_smag_fac4: float, hdiff_smag_z: float, hdiff_smag_z2: float,
+    hdiff_smag_z3: float, hdiff_smag_z4: float, vect_a: fa.KField[float],
+) -> tuple[fa.KField[float], fa.KField[float], fa.KField[float]]:
+    diff_multfac_vn = _setup_runtime_diff_multfac_vn(k4, dyn_substeps)
+    smag_limit = _setup_smag_limit(diff_multfac_vn)
+    enh_smag_fac = _en_smag_fac_for_zero_nshift(
+        vect_a, hdiff_smag_fac, hdiff_smag_fac2, hdiff_smag_fac3, hdiff_smag_fac4,
+        hdiff_smag_z, hdiff_smag_z2, hdiff_smag_z3, hdiff_smag_z4)
+    return (
+        diff_multfac_vn,
+        smag_limit,
+        enh_smag_fac,
+    )
+
+
+@gtx.field_operator
+def _init_nabla2_factor_in_upper_damping_zone(
+    physical_heights: fa.KField[float], end_index_of_damping_layer: gtx.int32,
+    nshift: gtx.int32, heights_nrd_shift: float, heights_1: float,
+) -> fa.KField[float]:
+    height_sliced = concat_where(
+        ((1 + nshift) <= dims.KDim) & (dims.KDim < (nshift + end_index_of_damping_layer + 1)),
+        physical_heights,
+        0.0,
+    )
+    diff_multfac_n2w = (
+        1.0 / 12.0 * ((height_sliced - heights_nrd_shift) / (heights_1 - heights_nrd_shift)) ** 4
+    )
+    return diff_multfac_n2w
+
+
+@gtx.program
+def diffusion_setup(
+    old_f: fa.CellKField[float], new_f: fa.CellKField[float], vect_a: fa.KField[float],
+    factor: float, scaled_field: fa.KField[float], k4: float, hdiff_efdt_ratio: float,
+    dyn_substeps: float, initial_diff_multfac_vn: fa.KField[float],
+    initial_smag_limit: fa.KField[float], hdiff_smag_fac: float, hdiff_smag_fac2: float,
+    hdiff_smag_fac3: float, hdiff_smag_fac4: float, hdiff_smag_z: float, hdiff_smag_z2: float,
+    hdiff_smag_z3: float, hdiff_smag_z4: float, diff_multfac_vn: fa.KField[float],
+    smag_limit: fa.KField[float], enh_smag_fac: fa.KField[float],
+    diff_multfac_n2w: fa.KField[float], end_index_of_damping_layer: gtx.int32,
+    nshift: gtx.int32, heights_nrd_shift: float, heights_1: float,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _identity_c_k(old_f, out=new_f)
+    _scale_k(vect_a, factor, out=scaled_field)
+    _setup_fields_for_initial_step(k4, hdiff_efdt_ratio,
+                                   out=(initial_diff_multfac_vn, initial_smag_limit))
+    _init_diffusion_local_fields_for_regular_timestemp(
+        k4, dyn_substeps, hdiff_smag_fac, hdiff_smag_fac2, hdiff_smag_fac3, hdiff_smag_fac4,
+        hdiff_smag_z, hdiff_smag_z2, hdiff_smag_z3, hdiff_smag_z4, vect_a,
+        out=(
+            diff_multfac_vn,
+            smag_limit,
+            enh_smag_fac,
+        ),
+    )
+    _init_nabla2_factor_in_upper_damping_zone(
+        physical_heights=vect_a, end_index_of_damping_layer=end_index_of_damping_layer,
+        nshift=nshift, heights_nrd_shift=heights_nrd_shift, heights_1=heights_1,
+        out=diff_multfac_n2w, domain={dims.KDim: (vertical_start, vertical_end)},
+    )
+
+
+SMAG = dict(hdiff_smag_fac=0.15, hdiff_smag_fac2=0.3, hdiff_smag_fac3=0.5, hdiff_smag_fac4=1.0,
+            hdiff_smag_z=3000.0, hdiff_smag_z2=8000.0, hdiff_smag_z3=12000.0,
+            hdiff_smag_z4=17000.0)
+
+
+def en_smag_fac_numpy(vect_a, p):
+    dz21 = p["hdiff_smag_z2"] - p["hdiff_smag_z"]
+    alin = (p["hdiff_smag_fac2"] - p["hdiff_smag_fac"]) / dz21
+    df32 = p["hdiff_smag_fac3"] - p["hdiff_smag_fac2"]
+    df42 = p["hdiff_smag_fac4"] - p["hdiff_smag_fac2"]
+    dz32 = p["hdiff_smag_z3"] - p["hdiff_smag_z2"]
+    dz42 = p["hdiff_smag_z4"] - p["hdiff_smag_z2"]
+    bqdr = (df42 * dz32 - df32 * dz42) / (dz32 * dz42 * (dz42 - dz32))
+    aqdr = df32 / dz32 - bqdr * dz32
+    zf = 0.5 * (vect_a[:-1] + vect_a[1:])
+    dzlin = np.minimum(dz21, np.maximum(0.0, zf - p["hdiff_smag_z"]))
+    dzqdr = np.minimum(dz42, np.maximum(0.0, zf - p["hdiff_smag_z2"]))
+    return p["hdiff_smag_fac"] + dzlin * alin + dzqdr * (aqdr + dzqdr * bqdr)
+
+
+@pytest.mark.parametrize("levels", [(0, NH, 4, 0), (2, NLEV, 6, 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diffusion_setup(backend, levels):
+    vs, ve, damp, nshift = levels
+    vect_a = np.linspace(20000.0, 0.0, NH)            # half-level heights, top first
+    old_f = RNG.standard_normal((NC, NLEV))
+    k4, ratio, substeps, factor = 0.02, 0.9, 5.0, 1.7
+    hnrd, h1 = vect_a[damp + nshift + 1], vect_a[1]
+    base = dict(new_f=f64(NC, NLEV), scaled_field=f64(NH), initial_diff_multfac_vn=f64(NLEV),
+                initial_smag_limit=f64(NLEV), diff_multfac_vn=f64(NLEV), smag_limit=f64(NLEV),
+                enh_smag_fac=f64(NLEV), diff_multfac_n2w=f64(NH))
+    got = {n: v.copy() for n, v in base.items()}
+    diffusion_setup(old_f=old_f, vect_a=vect_a, factor=factor, k4=k4, hdiff_efdt_ratio=ratio,
+                    dyn_substeps=substeps, **SMAG, **got, end_index_of_damping_layer=damp,
+                    nshift=nshift, heights_nrd_shift=hnrd, heights_1=h1, vertical_start=vs,
+                    vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    initial = np.full(NLEV, k4 / 3.0 * ratio)
+    runtime = np.full(NLEV, min(1.0 / 128.0, k4 * substeps / 3.0))
+    k = np.arange(NH)
+    sliced = np.where((k >= 1 + nshift) & (k < nshift + damp + 1), vect_a, 0.0)
+    n2w = 1.0 / 12.0 * ((sliced - hnrd) / (h1 - hnrd)) ** 4
+    want = dict(new_f=old_f, scaled_field=vect_a * factor, initial_diff_multfac_vn=initial,
+                initial_smag_limit=0.125 - 4.0 * initial, diff_multfac_vn=runtime,
+                smag_limit=0.125 - 4.0 * runtime,
+                enh_smag_fac=en_smag_fac_numpy(vect_a, SMAG),
+                diff_multfac_n2w=inside(n2w, base["diff_multfac_n2w"], vs, ve))
+    check(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_of_a_profile_made_from_scalars(backend):
+    # The two profiles of the first step on part of the levels, nothing but
+    # scalars in: ``out=`` and ``domain=`` size them.
+    a, b = f64(NLEV), f64(NLEV)
+    a0, b0 = a.copy(), b.copy()
+    _setup_fields_for_initial_step(0.04, 0.5, out=(a, b), domain={KDim: (2, NLEV - 1)},
+                                   offset_provider={}, backend=backend)
+    prof = np.full(NLEV, 0.04 / 3.0 * 0.5)
+    check({"a": a, "b": b}, {"a": inside(prof, a0, 2, NLEV - 1),
+                             "b": inside(0.125 - 4.0 * prof, b0, 2, NLEV - 1)}, rtol=1e-14)
