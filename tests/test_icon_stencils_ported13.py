@@ -275,3 +275,141 @@ def test_direct_call_of_a_profile_made_from_scalars(backend):
     prof = np.full(NLEV, 0.04 / 3.0 * 0.5)
     check({"a": a, "b": b}, {"a": inside(prof, a0, 2, NLEV - 1),
                              "b": inside(0.125 - 4.0 * prof, b0, 2, NLEV - 1)}, rtol=1e-14)
+
+
+# ================================================================== zero initialisers
+#
+# icon4py's solver set-up: field operators without arguments that return
+# ``broadcast(0.0, ...)`` (one field or a tuple of two, in working or
+# variable precision), called with ``out=`` and a runtime ``domain=`` and
+# followed by the accumulations that start from those zeros.
+
+
+@gtx.field_operator
+def _init_cell_kdim_field_with_zero_wp() -> fa.CellKField[wpfloat]:
+    return broadcast(wpfloat("0.0"), (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _init_cell_kdim_field_with_zero_vp() -> fa.CellKField[vpfloat]:
+    return broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _init_two_edge_kdim_fields_with_zero_wp() -> tuple[
+    fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]
+]:
+    return broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)), broadcast(
+        wpfloat("0.0"), (dims.EdgeDim, dims.KDim))
+
+
+@gtx.field_operator
+def _init_two_cell_kdim_fields_with_zero_vp() -> tuple[
+    fa.CellKField[vpfloat], fa.CellKField[vpfloat]
+]:
+    return broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)), broadcast(
+        vpfloat("0.0"), (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _accumulate_prep_adv_fields(
+    z_vn_avg: fa.EdgeKField[wpfloat], mass_fl_e: fa.EdgeKField[wpfloat],
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat],
+    r_nsubsteps: wpfloat,
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    vn_traj_wp = vn_traj + r_nsubsteps * z_vn_avg
+    mass_flx_me_wp = mass_flx_me + r_nsubsteps * mass_fl_e
+    return vn_traj_wp, mass_flx_me_wp
+
+
+@gtx.field_operator
+def _update_mass_volume_flux(
+    z_contr_w_fl_l: fa.CellKField[vpfloat], rho_ic: fa.CellKField[wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat], w: fa.CellKField[wpfloat],
+    mass_flx_ic: fa.CellKField[wpfloat], r_nsubsteps: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    z_contr_w_fl_l_wp = astype(z_contr_w_fl_l, wpfloat)
+    z_a = r_nsubsteps * (z_contr_w_fl_l_wp + rho_ic * vwind_impl_wgt * w)
+    mass_flx_ic_wp = mass_flx_ic + z_a
+    return mass_flx_ic_wp
+
+
+@gtx.program
+def zero_and_accumulate(
+    z_vn_avg: fa.EdgeKField[wpfloat], mass_fl_e: fa.EdgeKField[wpfloat],
+    vn_traj: fa.EdgeKField[wpfloat], mass_flx_me: fa.EdgeKField[wpfloat],
+    z_contr_w_fl_l: fa.CellKField[vpfloat], rho_ic: fa.CellKField[wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat], w: fa.CellKField[wpfloat],
+    mass_flx_ic: fa.CellKField[wpfloat], z_rho_expl: fa.CellKField[wpfloat],
+    z_dwdz_dd: fa.CellKField[vpfloat], z_exner_expl: fa.CellKField[vpfloat],
+    z_theta_v_pr_ic: fa.CellKField[vpfloat], r_nsubsteps: wpfloat,
+    edge_start: gtx.int32, edge_end: gtx.int32, cell_start: gtx.int32, cell_end: gtx.int32,
+    nlev: gtx.int32, kstart_dd3d: gtx.int32,
+):
+    edges = {dims.EdgeDim: (edge_start, edge_end), dims.KDim: (0, nlev)}
+    _init_two_edge_kdim_fields_with_zero_wp(out=(vn_traj, mass_flx_me), domain=edges)
+    _accumulate_prep_adv_fields(z_vn_avg, mass_fl_e, vn_traj, mass_flx_me, r_nsubsteps,
+                                out=(vn_traj, mass_flx_me), domain=edges)
+    half = {dims.CellDim: (cell_start, cell_end), dims.KDim: (0, nlev + 1)}
+    _init_cell_kdim_field_with_zero_wp(out=mass_flx_ic, domain=half)
+    _update_mass_volume_flux(z_contr_w_fl_l, rho_ic, vwind_impl_wgt, w, mass_flx_ic,
+                             r_nsubsteps, out=mass_flx_ic,
+                             domain={dims.CellDim: (cell_start, cell_end),
+                                     dims.KDim: (1, nlev)})
+    _init_cell_kdim_field_with_zero_wp(out=z_rho_expl)
+    _init_cell_kdim_field_with_zero_vp(out=z_dwdz_dd,
+                                       domain={dims.CellDim: (cell_start, cell_end),
+                                               dims.KDim: (kstart_dd3d, nlev)})
+    _init_two_cell_kdim_fields_with_zero_vp(
+        out=(z_exner_expl, z_theta_v_pr_ic),
+        domain={dims.CellDim: (cell_start, cell_end), dims.KDim: (nlev, nlev + 1)})
+
+
+@pytest.mark.parametrize("bounds", [(0, NE, 0, NC, 0), (2, NE - 1, 1, NC - 2, 4)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zero_and_accumulate(backend, bounds):
+    es, ee, cs, ce, dd3d = bounds
+    a = dict(z_vn_avg=RNG.standard_normal((NE, NLEV)), mass_fl_e=RNG.standard_normal((NE, NLEV)),
+             z_contr_w_fl_l=RNG.standard_normal((NC, NH)).astype(np.float32),
+             rho_ic=f64(NC, NH), vwind_impl_wgt=f64(NC), w=RNG.standard_normal((NC, NH)))
+    base = dict(vn_traj=f64(NE, NLEV), mass_flx_me=f64(NE, NLEV), mass_flx_ic=f64(NC, NH),
+                z_rho_expl=f64(NC, NLEV), z_dwdz_dd=f64(NC, NLEV).astype(np.float32),
+                z_exner_expl=f64(NC, NH).astype(np.float32),
+                z_theta_v_pr_ic=f64(NC, NH).astype(np.float32))
+    got = {n: v.copy() for n, v in base.items()}
+    r = 1.0 / 3.0
+    zero_and_accumulate(**a, **got, r_nsubsteps=r, edge_start=es, edge_end=ee, cell_start=cs,
+                        cell_end=ce, nlev=NLEV, kstart_dd3d=dd3d, offset_provider=TABLES,
+                        backend=backend)
+
+    flx = inside(r * (a["z_contr_w_fl_l"].astype(np.float64)
+                      + a["rho_ic"] * a["vwind_impl_wgt"][:, None] * a["w"]),
+                 inside(np.zeros((NC, NH)), base["mass_flx_ic"], cs, ce), cs, ce, 1, NLEV)
+    zeros = np.zeros((NC, NH), np.float32)
+    want = dict(vn_traj=inside(r * a["z_vn_avg"], base["vn_traj"], es, ee),
+                mass_flx_me=inside(r * a["mass_fl_e"], base["mass_flx_me"], es, ee),
+                mass_flx_ic=flx, z_rho_expl=np.zeros((NC, NLEV)),
+                z_dwdz_dd=inside(zeros, base["z_dwdz_dd"], cs, ce, dd3d, NLEV),
+                z_exner_expl=inside(zeros, base["z_exner_expl"], cs, ce, NLEV, NH),
+                z_theta_v_pr_ic=inside(zeros, base["z_theta_v_pr_ic"], cs, ce, NLEV, NH))
+    check(got, want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_calls_of_zero_initialisers(backend):
+    # icon4py passes its bounds as ``gtx.int32`` values (NumPy integers).
+    hs, he, vs, ve = np.int32(1), np.int32(NE - 2), np.int32(2), np.int32(NLEV)
+    a, b = f64(NE, NLEV), f64(NE, NLEV)
+    a0, b0 = a.copy(), b.copy()
+    _init_two_edge_kdim_fields_with_zero_wp(out=(a, b),
+                                            domain={dims.EdgeDim: (hs, he), dims.KDim: (vs, ve)},
+                                            offset_provider={}, backend=backend)
+    c = f64(NC, NH).astype(np.float32)
+    c0 = c.copy()
+    _init_cell_kdim_field_with_zero_vp(out=c, domain={dims.CellDim: (0, NC),
+                                                      dims.KDim: (NLEV, NH)},
+                                       offset_provider={}, backend=backend)
+    z = np.zeros((NE, NLEV))
+    check({"a": a, "b": b, "c": c},
+          {"a": inside(z, a0, hs, he, vs, ve), "b": inside(z, b0, hs, he, vs, ve),
+           "c": inside(np.zeros((NC, NH)), c0, 0, NC, NLEV, NH)}, rtol=0.0)
