@@ -413,3 +413,166 @@ def test_direct_calls_of_zero_initialisers(backend):
     check({"a": a, "b": b, "c": c},
           {"a": inside(z, a0, hs, he, vs, ve), "b": inside(z, b0, hs, he, vs, ve),
            "c": inside(np.zeros((NC, NH)), c0, 0, NC, NLEV, NH)}, rtol=0.0)
+
+
+# ================================================================== reference atmosphere
+#
+# icon4py's reference atmosphere on cells and edges (``exp``, ``log`` and a
+# field raised to a scalar power, helpers called with keyword arguments in
+# another order than declared), the vertical derivative of the reference
+# Exner pressure on half levels and the update of two fields by their
+# tendencies.
+
+
+@gtx.field_operator
+def compute_z_temp(
+    z_mc: fa.CellKField[wpfloat], t0sl_bg: wpfloat, del_t_bg: wpfloat, h_scal_bg: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    denom = t0sl_bg - del_t_bg
+    z_temp = denom + del_t_bg * exp(-z_mc / h_scal_bg)
+    return z_temp
+
+
+@gtx.field_operator
+def compute_z_aux1_cell(
+    z_mc: fa.CellKField[wpfloat], p0sl_bg: wpfloat, grav: wpfloat, rd: wpfloat,
+    h_scal_bg: wpfloat, t0sl_bg: wpfloat, del_t_bg: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    denom = t0sl_bg - del_t_bg
+    logval = log((exp(z_mc / h_scal_bg) * denom + del_t_bg) / t0sl_bg)
+    return p0sl_bg * exp(-grav / rd * h_scal_bg / denom * logval)
+
+
+@gtx.field_operator
+def _compute_reference_atmosphere_cell_fields(
+    z_mc: fa.CellKField[wpfloat], p0ref: wpfloat, p0sl_bg: wpfloat, grav: wpfloat,
+    cpd: wpfloat, rd: wpfloat, h_scal_bg: wpfloat, t0sl_bg: wpfloat, del_t_bg: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_aux1 = compute_z_aux1_cell(z_mc=z_mc, p0sl_bg=p0sl_bg, grav=grav, rd=rd,
+                                 h_scal_bg=h_scal_bg, t0sl_bg=t0sl_bg, del_t_bg=del_t_bg)
+    rd_o_cpd = rd / cpd
+    exner_ref_mc = (z_aux1 / p0ref) ** rd_o_cpd
+    z_temp = compute_z_temp(z_mc=z_mc, del_t_bg=del_t_bg, t0sl_bg=t0sl_bg, h_scal_bg=h_scal_bg)
+    rho_ref_mc = z_aux1 / (rd * z_temp)
+    theta_ref_mc = z_temp / exner_ref_mc
+    return (
+        theta_ref_mc,
+        exner_ref_mc,
+        rho_ref_mc,
+    )
+
+
+@gtx.field_operator
+def _compute_reference_atmosphere_edge_fields(
+    z_me: fa.EdgeKField[wpfloat], p0ref: wpfloat, p0sl_bg: wpfloat, grav: wpfloat,
+    cpd: wpfloat, rd: wpfloat, h_scal_bg: wpfloat, t0sl_bg: wpfloat, del_t_bg: wpfloat,
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    denom = t0sl_bg - del_t_bg
+    exp_z_me = exp(z_me / h_scal_bg)
+    logval = log((exp_z_me * denom + del_t_bg) / t0sl_bg)
+    z_aux_1 = p0sl_bg * exp(-grav / rd * h_scal_bg / denom * logval)
+    z_temp = denom + del_t_bg * exp(-z_me / h_scal_bg)
+    rho_ref_me = z_aux_1 / (rd * z_temp)
+    rd_o_cpd = rd / cpd
+    theta_ref_me = z_temp / (z_aux_1 / p0ref) ** rd_o_cpd
+    return (rho_ref_me, theta_ref_me)
+
+
+@gtx.field_operator
+def compute_d_exner_dz_ref_ic(
+    theta_ref_ic: fa.CellKField[wpfloat], grav: wpfloat, cpd: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    return -grav / (cpd * theta_ref_ic)
+
+
+@gtx.field_operator
+def _update_two_cell_kdim_fields_with_tendency(
+    field_1: fa.CellKField[wpfloat], field_2: fa.CellKField[wpfloat],
+    tendency_1: fa.CellKField[wpfloat], tendency_2: fa.CellKField[wpfloat], dtime: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    new_field_1 = field_1 + tendency_1 * dtime
+    new_field_2 = field_2 + tendency_2 * dtime
+    return new_field_1, new_field_2
+
+
+@gtx.program
+def reference_atmosphere(
+    z_height: fa.CellKField[wpfloat], z_me: fa.EdgeKField[wpfloat],
+    theta_ref_ic: fa.CellKField[wpfloat], exner_ref_mc: fa.CellKField[wpfloat],
+    rho_ref_mc: fa.CellKField[wpfloat], theta_ref_mc: fa.CellKField[wpfloat],
+    rho_ref_me: fa.EdgeKField[wpfloat], theta_ref_me: fa.EdgeKField[wpfloat],
+    d_exner_dz_ref_ic: fa.CellKField[wpfloat], field_1: fa.CellKField[wpfloat],
+    field_2: fa.CellKField[wpfloat], tendency_1: fa.CellKField[wpfloat],
+    tendency_2: fa.CellKField[wpfloat], new_field_1: fa.CellKField[wpfloat],
+    new_field_2: fa.CellKField[wpfloat], p0ref: wpfloat, p0sl_bg: wpfloat, grav: wpfloat,
+    cpd: wpfloat, rd: wpfloat, h_scal_bg: wpfloat, t0sl_bg: wpfloat, del_t_bg: wpfloat,
+    dtime: wpfloat, cell_start: gtx.int32, cell_end: gtx.int32, edge_start: gtx.int32,
+    edge_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _compute_reference_atmosphere_cell_fields(
+        z_height, p0ref, p0sl_bg, grav, cpd, rd, h_scal_bg, t0sl_bg, del_t_bg,
+        out=(theta_ref_mc, exner_ref_mc, rho_ref_mc),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_reference_atmosphere_edge_fields(
+        z_me, p0ref, p0sl_bg, grav, cpd, rd, h_scal_bg, t0sl_bg, del_t_bg,
+        out=(rho_ref_me, theta_ref_me),
+        domain={dims.EdgeDim: (edge_start, edge_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    compute_d_exner_dz_ref_ic(theta_ref_ic, grav=grav, cpd=cpd, out=d_exner_dz_ref_ic,
+                              domain={dims.CellDim: (cell_start, cell_end),
+                                      dims.KDim: (vertical_start, vertical_end + 1)})
+    _update_two_cell_kdim_fields_with_tendency(
+        field_1=field_1, field_2=field_2, tendency_1=tendency_1, tendency_2=tendency_2,
+        dtime=dtime, out=(new_field_1, new_field_2),
+        domain={dims.CellDim: (cell_start, cell_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+CONSTANTS = dict(p0ref=100000.0, p0sl_bg=101325.0, grav=9.80665, cpd=1004.64, rd=287.04,
+                 h_scal_bg=10000.0, t0sl_bg=288.15, del_t_bg=75.0)
+
+
+def reference_numpy(z, c):
+    denom = c["t0sl_bg"] - c["del_t_bg"]
+    logval = np.log((np.exp(z / c["h_scal_bg"]) * denom + c["del_t_bg"]) / c["t0sl_bg"])
+    pressure = c["p0sl_bg"] * np.exp(-c["grav"] / c["rd"] * c["h_scal_bg"] / denom * logval)
+    temperature = denom + c["del_t_bg"] * np.exp(-z / c["h_scal_bg"])
+    exner = (pressure / c["p0ref"]) ** (c["rd"] / c["cpd"])
+    return temperature / exner, exner, pressure / (c["rd"] * temperature)
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NE, 0, NLEV), (1, NC - 1, 2, NE, 3, NLEV - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reference_atmosphere(backend, bounds):
+    cs, ce, es, ee, vs, ve = bounds
+    a = dict(z_height=RNG.uniform(0.0, 20000.0, (NC, NLEV)),
+             z_me=RNG.uniform(0.0, 20000.0, (NE, NLEV)),
+             theta_ref_ic=RNG.uniform(250.0, 400.0, (NC, NH)),
+             field_1=RNG.standard_normal((NC, NLEV)), field_2=RNG.standard_normal((NC, NLEV)),
+             tendency_1=RNG.standard_normal((NC, NLEV)),
+             tendency_2=RNG.standard_normal((NC, NLEV)))
+    base = {n: f64(NC, NLEV) for n in ("exner_ref_mc", "rho_ref_mc", "theta_ref_mc",
+                                       "new_field_1", "new_field_2")}
+    base |= dict(rho_ref_me=f64(NE, NLEV), theta_ref_me=f64(NE, NLEV),
+                 d_exner_dz_ref_ic=f64(NC, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    dtime = 12.5
+    reference_atmosphere(**a, **got, **CONSTANTS, dtime=dtime, cell_start=cs, cell_end=ce,
+                         edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve,
+                         offset_provider=TABLES, backend=backend)
+
+    theta, exner, rho = reference_numpy(a["z_height"], CONSTANTS)
+    theta_e, _, rho_e = reference_numpy(a["z_me"], CONSTANTS)
+    ddz = -CONSTANTS["grav"] / (CONSTANTS["cpd"] * a["theta_ref_ic"])
+    want = dict(theta_ref_mc=inside(theta, base["theta_ref_mc"], cs, ce, vs, ve),
+                exner_ref_mc=inside(exner, base["exner_ref_mc"], cs, ce, vs, ve),
+                rho_ref_mc=inside(rho, base["rho_ref_mc"], cs, ce, vs, ve),
+                rho_ref_me=inside(rho_e, base["rho_ref_me"], es, ee, vs, ve),
+                theta_ref_me=inside(theta_e, base["theta_ref_me"], es, ee, vs, ve),
+                d_exner_dz_ref_ic=inside(ddz, base["d_exner_dz_ref_ic"], cs, ce, vs, ve + 1),
+                new_field_1=inside(a["field_1"] + a["tendency_1"] * dtime, base["new_field_1"],
+                                   cs, ce, vs, ve),
+                new_field_2=inside(a["field_2"] + a["tendency_2"] * dtime, base["new_field_2"],
+                                   cs, ce, vs, ve))
+    check(got, want, rtol=1e-12)
