@@ -576,3 +576,273 @@ def test_reference_atmosphere(backend, bounds):
                 new_field_2=inside(a["field_2"] + a["tendency_2"] * dtime, base["new_field_2"],
                                    cs, ce, vs, ve))
     check(got, want, rtol=1e-12)
+
+
+# ================================================================== Smagorinsky and turbulence
+#
+# icon4py's fused diffusion stencil: the nabla2 of ``vn`` and the Smagorinsky
+# coefficients on edges (``E2C2V`` vertices, coefficient slots picked by
+# ``E2C2VDim(i)``) and, only when a boolean argument asks for it, the
+# turbulence diagnostics on cell half levels (a conditional expression
+# choosing between a call's tuple and the tuple of the fields passed in),
+# written on a tuple of four domains: two over edges and full levels, two
+# over cells and half levels.
+
+
+@gtx.field_operator
+def _calculate_nabla2_and_smag_coefficients_for_vn(
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat], u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    vn: fa.EdgeKField[wpfloat], smag_limit: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    smag_offset: vpfloat,
+) -> tuple[fa.EdgeKField[vpfloat], fa.EdgeKField[vpfloat], fa.EdgeKField[wpfloat]]:
+    diff_multfac_smag_wp, u_vert_wp, v_vert_wp, smag_offset_wp = astype(
+        (diff_multfac_smag, u_vert, v_vert, smag_offset), wpfloat)
+    u0, u1, u2, u3 = (u_vert_wp(E2C2V[0]), u_vert_wp(E2C2V[1]), u_vert_wp(E2C2V[2]),
+                      u_vert_wp(E2C2V[3]))
+    v0, v1, v2, v3 = (v_vert_wp(E2C2V[0]), v_vert_wp(E2C2V[1]), v_vert_wp(E2C2V[2]),
+                      v_vert_wp(E2C2V[3]))
+    px, py = primal_normal_vert_x, primal_normal_vert_y
+    dx, dy = dual_normal_vert_x, dual_normal_vert_y
+    dvt_tang_wp = -(u0 * dx[E2C2VDim(0)] + v0 * dy[E2C2VDim(0)]) + (
+        u1 * dx[E2C2VDim(1)] + v1 * dy[E2C2VDim(1)])
+    dvt_norm_vp = astype(-(u2 * dx[E2C2VDim(2)] + v2 * dy[E2C2VDim(2)])
+                         + (u3 * dx[E2C2VDim(3)] + v3 * dy[E2C2VDim(3)]), vpfloat)
+    p0 = u0 * px[E2C2VDim(0)] + v0 * py[E2C2VDim(0)]
+    p1 = u1 * px[E2C2VDim(1)] + v1 * py[E2C2VDim(1)]
+    p2 = u2 * px[E2C2VDim(2)] + v2 * py[E2C2VDim(2)]
+    p3 = u3 * px[E2C2VDim(3)] + v3 * py[E2C2VDim(3)]
+    kh_smag_1_vp = -astype(p0, vpfloat) + astype(p1, vpfloat)
+    dvt_tang_vp = astype(dvt_tang_wp * tangent_orientation, vpfloat)
+    kh_smag_1_wp, dvt_norm_wp = astype((kh_smag_1_vp, dvt_norm_vp), wpfloat)
+    kh_smag_1_wp = (kh_smag_1_wp * tangent_orientation * inv_primal_edge_length
+                    + dvt_norm_wp * inv_vert_vert_length)
+    kh_smag_1_wp = kh_smag_1_wp * kh_smag_1_wp
+    kh_smag_2_wp = astype(-astype(p2, vpfloat) + astype(p3, vpfloat), wpfloat)
+    kh_smag_2_wp = (kh_smag_2_wp * inv_vert_vert_length
+                    - astype(dvt_tang_vp, wpfloat) * inv_primal_edge_length)
+    kh_smag_2_wp = kh_smag_2_wp * kh_smag_2_wp
+    kh_smag_e_wp = diff_multfac_smag_wp * sqrt(kh_smag_2_wp + kh_smag_1_wp)
+    z_nabla2_e_wp = (astype(astype(p0, vpfloat) + astype(p1, vpfloat), wpfloat)
+                     - wpfloat("2.0") * vn) * (inv_primal_edge_length * inv_primal_edge_length)
+    z_nabla2_e_wp = z_nabla2_e_wp + (
+        astype(astype(p2, vpfloat) + astype(p3, vpfloat), wpfloat)
+        - wpfloat("2.0") * vn) * (inv_vert_vert_length * inv_vert_vert_length)
+    z_nabla2_e_wp = wpfloat("4.0") * z_nabla2_e_wp
+    kh_smag_e_vp = maximum(vpfloat("0.0"), astype(kh_smag_e_wp - smag_offset_wp, vpfloat))
+    kh_smag_e_vp = minimum(kh_smag_e_vp, smag_limit)
+    return kh_smag_e_vp, astype(kh_smag_e_wp, vpfloat), z_nabla2_e_wp
+
+
+@gtx.field_operator
+def _temporary_fields_for_turbulence_diagnostics(
+    kh_smag_ec: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    diff_multfac_smag: fa.KField[vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    kh_smag_ec_wp, diff_multfac_smag_wp = astype((kh_smag_ec, diff_multfac_smag), wpfloat)
+    kh_c_wp = (neighbor_sum(kh_smag_ec_wp(C2E) * e_bln_c_s, axis=dims.C2EDim)
+               / diff_multfac_smag_wp)
+    div_wp = neighbor_sum(vn(C2E) * geofac_div, axis=dims.C2EDim)
+    return astype((kh_c_wp, div_wp), vpfloat)
+
+
+@gtx.field_operator
+def _calculate_diagnostics_for_turbulence(
+    div: fa.CellKField[vpfloat], kh_c: fa.CellKField[vpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    wgtfac_c_wp, div_wp, kh_c_wp = astype((wgtfac_c, div, kh_c), wpfloat)
+    div_ic_wp = wgtfac_c_wp * div_wp(dims.KHalfDim + 0.5) + (
+        wpfloat("1.0") - wgtfac_c_wp) * div_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = wgtfac_c_wp * kh_c_wp(dims.KHalfDim + 0.5) + (
+        wpfloat("1.0") - wgtfac_c_wp) * kh_c_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = hdef_ic_wp * hdef_ic_wp
+    return astype((div_ic_wp, hdef_ic_wp), vpfloat)
+
+
+@gtx.field_operator
+def _calculate_diagnostic_quantities_for_turbulence(
+    kh_smag_ec: fa.EdgeKField[vpfloat], vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    diff_multfac_smag: fa.KField[vpfloat], wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    kh_c, div = _temporary_fields_for_turbulence_diagnostics(
+        kh_smag_ec, vn, e_bln_c_s, geofac_div, diff_multfac_smag)
+    div_ic_vp, hdef_ic_vp = _calculate_diagnostics_for_turbulence(div, kh_c, wgtfac_c)
+    return div_ic_vp, hdef_ic_vp
+
+
+@gtx.field_operator
+def _calculate_nabla2_smag_and_turbulence_diagnostics(
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat], u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    vn: fa.EdgeKField[wpfloat], smag_limit: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat], div_ic: fa.CellKHalfField[vpfloat],
+    hdef_ic: fa.CellKHalfField[vpfloat], smag_offset: vpfloat,
+    compute_diagnostic_quantities: bool,
+) -> tuple[
+    fa.EdgeKField[vpfloat],
+    fa.EdgeKField[wpfloat],
+    fa.CellKHalfField[vpfloat],
+    fa.CellKHalfField[vpfloat],
+]:
+    kh_smag_e, kh_smag_ec, z_nabla2_e = _calculate_nabla2_and_smag_coefficients_for_vn(
+        diff_multfac_smag=diff_multfac_smag, tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length, u_vert=u_vert, v_vert=v_vert,
+        primal_normal_vert_x=primal_normal_vert_x, primal_normal_vert_y=primal_normal_vert_y,
+        dual_normal_vert_x=dual_normal_vert_x, dual_normal_vert_y=dual_normal_vert_y, vn=vn,
+        smag_limit=smag_limit, smag_offset=smag_offset,
+    )
+    div_ic, hdef_ic = (
+        _calculate_diagnostic_quantities_for_turbulence(
+            kh_smag_ec=kh_smag_ec, vn=vn, e_bln_c_s=e_bln_c_s, geofac_div=geofac_div,
+            diff_multfac_smag=diff_multfac_smag, wgtfac_c=wgtfac_c,
+        )
+        if compute_diagnostic_quantities
+        else (div_ic, hdef_ic)
+    )
+    return kh_smag_e, z_nabla2_e, div_ic, hdef_ic
+
+
+@gtx.program
+def calculate_nabla2_smag_and_turbulence_diagnostics(
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat], inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat], u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    vn: fa.EdgeKField[wpfloat], smag_limit: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat], kh_smag_e: fa.EdgeKField[vpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat], div_ic: fa.CellKHalfField[vpfloat],
+    hdef_ic: fa.CellKHalfField[vpfloat], smag_offset: vpfloat,
+    compute_diagnostic_quantities: bool, edge_horizontal_start: gtx.int32,
+    edge_horizontal_end: gtx.int32, edge_vertical_start: gtx.int32,
+    edge_vertical_end: gtx.int32, cell_horizontal_start: gtx.int32,
+    cell_horizontal_end: gtx.int32, cell_vertical_start: gtx.int32,
+    cell_vertical_end: gtx.int32,
+) -> None:
+    _calculate_nabla2_smag_and_turbulence_diagnostics(
+        diff_multfac_smag=diff_multfac_smag, tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length, u_vert=u_vert, v_vert=v_vert,
+        primal_normal_vert_x=primal_normal_vert_x, primal_normal_vert_y=primal_normal_vert_y,
+        dual_normal_vert_x=dual_normal_vert_x, dual_normal_vert_y=dual_normal_vert_y, vn=vn,
+        smag_limit=smag_limit, e_bln_c_s=e_bln_c_s, geofac_div=geofac_div, wgtfac_c=wgtfac_c,
+        div_ic=div_ic, hdef_ic=hdef_ic, smag_offset=smag_offset,
+        compute_diagnostic_quantities=compute_diagnostic_quantities,
+        out=(kh_smag_e, z_nabla2_e, div_ic, hdef_ic),
+        domain=(
+            {
+                dims.EdgeDim: (edge_horizontal_start, edge_horizontal_end),
+                dims.KDim: (edge_vertical_start, edge_vertical_end),
+            },
+            {
+                dims.EdgeDim: (edge_horizontal_start, edge_horizontal_end),
+                dims.KDim: (edge_vertical_start, edge_vertical_end),
+            },
+            {
+                dims.CellDim: (cell_horizontal_start, cell_horizontal_end),
+                dims.KHalfDim: (cell_vertical_start, cell_vertical_end),
+            },
+            {
+                dims.CellDim: (cell_horizontal_start, cell_horizontal_end),
+                dims.KHalfDim: (cell_vertical_start, cell_vertical_end),
+            },
+        ),
+    )
+
+
+def smag_numpy(a):
+    """Smagorinsky coefficient (clipped and not) and nabla2 of vn, all edges and levels."""
+    e2c2v = TABLES["E2C2V"]
+    u, v = a["u_vert"].astype(np.float64), a["v_vert"].astype(np.float64)
+
+    def proj(nx, ny, j):
+        return u[e2c2v[:, j]] * a[nx][:, j, None] + v[e2c2v[:, j]] * a[ny][:, j, None]
+
+    def dual(j):
+        return proj("dual_normal_vert_x", "dual_normal_vert_y", j)
+
+    def primal(j):
+        return proj("primal_normal_vert_x", "primal_normal_vert_y", j)
+
+    tang = a["tangent_orientation"][:, None]
+    ipe, ivv = a["inv_primal_edge_length"][:, None], a["inv_vert_vert_length"][:, None]
+    dvt_tang = (dual(1) - dual(0)) * tang
+    dvt_norm = dual(3) - dual(2)
+    k1 = ((primal(1) - primal(0)) * tang * ipe + dvt_norm * ivv) ** 2
+    k2 = ((primal(3) - primal(2)) * ivv - dvt_tang * ipe) ** 2
+    kh_ec = a["diff_multfac_smag"].astype(np.float64) * np.sqrt(k1 + k2)
+    vn = a["vn"]
+    nabla2 = 4.0 * ((primal(0) + primal(1) - 2.0 * vn) * ipe ** 2
+                    + (primal(2) + primal(3) - 2.0 * vn) * ivv ** 2)
+    kh_e = np.minimum(np.maximum(0.0, kh_ec - float(a["smag_offset"])),
+                      a["smag_limit"].astype(np.float64))
+    return kh_e, kh_ec, nabla2
+
+
+@pytest.mark.parametrize("diagnostics", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nabla2_smag_and_turbulence_diagnostics(backend, diagnostics):
+    es, ee, evs, eve, cs, ce, cvs, cve = 1, NE - 1, 0, NLEV, 1, NC - 1, 1, NLEV
+    a = dict(diff_multfac_smag=RNG.uniform(0.5, 1.0, NLEV).astype(np.float32),
+             tangent_orientation=RNG.choice([-1.0, 1.0], NE),
+             inv_primal_edge_length=f64(NE) + 0.5, inv_vert_vert_length=f64(NE) + 0.5,
+             u_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
+             v_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
+             primal_normal_vert_x=RNG.standard_normal((NE, 4)),
+             primal_normal_vert_y=RNG.standard_normal((NE, 4)),
+             dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+             dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+             vn=RNG.standard_normal((NE, NLEV)),
+             smag_limit=RNG.uniform(1.0, 3.0, NLEV).astype(np.float32),
+             e_bln_c_s=f64(NC, 3), geofac_div=RNG.standard_normal((NC, 3)),
+             wgtfac_c=f64(NC, NH).astype(np.float32), smag_offset=np.float32(0.25))
+    base = dict(kh_smag_e=f64(NE, NLEV).astype(np.float32), z_nabla2_e=f64(NE, NLEV),
+                div_ic=f64(NC, NH).astype(np.float32), hdef_ic=f64(NC, NH).astype(np.float32))
+    got = {n: v.copy() for n, v in base.items()}
+    calculate_nabla2_smag_and_turbulence_diagnostics(
+        **a, **got, compute_diagnostic_quantities=diagnostics, edge_horizontal_start=es,
+        edge_horizontal_end=ee, edge_vertical_start=evs, edge_vertical_end=eve,
+        cell_horizontal_start=cs, cell_horizontal_end=ce, cell_vertical_start=cvs,
+        cell_vertical_end=cve, offset_provider=TABLES, backend=backend)
+
+    kh_e, kh_ec, nabla2 = smag_numpy(a)
+    want = dict(kh_smag_e=inside(kh_e, base["kh_smag_e"], es, ee, evs, eve),
+                z_nabla2_e=inside(nabla2, base["z_nabla2_e"], es, ee, evs, eve),
+                div_ic=base["div_ic"], hdef_ic=base["hdef_ic"])
+    if diagnostics:
+        c2e = TABLES["C2E"]
+        kh_c = ((kh_ec[c2e] * a["e_bln_c_s"][:, :, None]).sum(axis=1)
+                / a["diff_multfac_smag"].astype(np.float64))
+        div = (a["vn"][c2e] * a["geofac_div"][:, :, None]).sum(axis=1)
+        w = a["wgtfac_c"].astype(np.float64)[:, 1:NLEV]
+        half_div, half_kh = np.zeros((NC, NH)), np.zeros((NC, NH))
+        half_div[:, 1:NLEV] = w * div[:, 1:] + (1.0 - w) * div[:, :-1]
+        half_kh[:, 1:NLEV] = (w * kh_c[:, 1:] + (1.0 - w) * kh_c[:, :-1]) ** 2
+        want["div_ic"] = inside(half_div, base["div_ic"], cs, ce, cvs, cve)
+        want["hdef_ic"] = inside(half_kh, base["hdef_ic"], cs, ce, cvs, cve)
+    check(got, want, rtol=2e-4, atol=2e-4)
