@@ -26,10 +26,13 @@ from tensorir_dace.frontend import (
     concat_where,
     exp,
     log,
+    max_over,
     maximum,
+    min_over,
     minimum,
     neighbor_sum,
     sqrt,
+    where,
 )
 
 T = TypeVar("T")
@@ -40,12 +43,15 @@ KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
 C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+CandDim = Dimension("Cand", DimensionKind.LOCAL)
+CEDim = Dimension("CE")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
-dims.C2EDim, dims.E2C2VDim = C2EDim, E2C2VDim
+dims.C2EDim, dims.E2C2VDim, dims.CandDim, dims.CEDim = C2EDim, E2C2VDim, CandDim, CEDim
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 
@@ -68,7 +74,7 @@ NH = NLEV + 1
 RNG = np.random.default_rng(13001)
 _TABLE_RNG = np.random.default_rng(13002)
 TABLES = {"C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
-          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)), "Koff": KDim}
+          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)), "C2CE": None, "Koff": KDim}
 
 
 @pytest.fixture(autouse=True)
@@ -846,3 +852,153 @@ def test_nabla2_smag_and_turbulence_diagnostics(backend, diagnostics):
         want["div_ic"] = inside(half_div, base["div_ic"], cs, ce, cvs, cve)
         want["hdef_ic"] = inside(half_kh, base["hdef_ic"], cs, ce, cvs, cve)
     check(got, want, rtol=2e-4, atol=2e-4)
+
+
+# ================================================================== zdiff_gradp bounds
+#
+# icon4py's first-match search of ``compute_zdiff_gradp``: a query on
+# ``(Edge, K)`` compared with candidate columns on ``(Edge, Cand)`` (a local
+# dimension with an identity connectivity), reduced over the candidates with
+# ``min_over`` and ``max_over`` of ``int32`` values picked by ``where``.
+
+EdgeKField = gtx.Field[gtx.Dims[dims.EdgeDim, dims.KDim], gtx.float64]
+EdgeCandField = gtx.Field[gtx.Dims[dims.EdgeDim, dims.CandDim], gtx.float64]
+EdgeCandIntField = gtx.Field[gtx.Dims[dims.EdgeDim, dims.CandDim], gtx.int32]
+EdgeIntField = gtx.Field[gtx.Dims[dims.EdgeDim], gtx.int32]
+EdgeKIntField = gtx.Field[gtx.Dims[dims.EdgeDim, dims.KDim], gtx.int32]
+
+
+@gtx.field_operator
+def _zdiff_match_bounds(
+    query: EdgeKField, upper: EdgeCandField, lower: EdgeCandField,
+    cand_idx: EdgeCandIntField, fi: EdgeIntField, nlev: gtx.int32,
+) -> tuple[EdgeKIntField, EdgeKIntField]:
+    deepest = nlev - 1
+    in_range = cand_idx >= fi
+    bracket = (upper >= query) & (query >= lower)
+    unconditional = cand_idx == deepest
+    gated = in_range & (unconditional | bracket)
+    first_match = min_over(where(gated, cand_idx, nlev), axis=dims.CandDim)
+    last_real_match = max_over(where(in_range & bracket, cand_idx, -1), axis=dims.CandDim)
+    return first_match, last_real_match
+
+
+@gtx.program
+def _zdiff_match_bounds_program(
+    query: EdgeKField, upper: EdgeCandField, lower: EdgeCandField,
+    cand_idx: EdgeCandIntField, fi: EdgeIntField, nlev: gtx.int32,
+    out_first: EdgeKIntField, out_last: EdgeKIntField,
+) -> None:
+    _zdiff_match_bounds(query, upper, lower, cand_idx, fi, nlev, out=(out_first, out_last))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zdiff_match_bounds(backend):
+    z_ifc = np.sort(RNG.uniform(0.0, 1000.0, (NE, NH)), axis=1)[:, ::-1].copy()
+    upper, lower = z_ifc[:, :-1].copy(), z_ifc[:, 1:].copy()
+    query = RNG.uniform(0.0, 1000.0, (NE, NLEV))
+    query[:, 3] = upper[:, 5]                       # ties with a bracket's top
+    cand = np.broadcast_to(np.arange(NLEV, dtype=np.int32), (NE, NLEV)).copy()
+    fi = RNG.integers(0, NLEV, NE).astype(np.int32)
+    first, last = np.zeros((NE, NLEV), np.int32), np.zeros((NE, NLEV), np.int32)
+    _zdiff_match_bounds_program(query, upper, lower, cand, fi, np.int32(NLEV), first, last,
+                                offset_provider={"Cand": cand}, backend=backend)
+
+    in_range = cand[:, None, :] >= fi[:, None, None]
+    bracket = ((upper[:, None, :] >= query[:, :, None])
+               & (query[:, :, None] >= lower[:, None, :]))
+    gated = in_range & ((cand[:, None, :] == NLEV - 1) | bracket)
+    want_first = np.where(gated, cand[:, None, :], NLEV).min(axis=2)
+    want_last = np.where(in_range & bracket, cand[:, None, :], -1).max(axis=2)
+    np.testing.assert_array_equal(first, want_first)
+    np.testing.assert_array_equal(last, want_last)
+    assert first.dtype == np.int32 and (want_last >= 0).any()
+
+
+# ================================================================== contravariant correction
+#
+# icon4py's contravariant correction brought from edges to cell half levels:
+# a ``concat_where`` on a runtime ``nflatlev`` between a nested call (the
+# edge-to-cell average through flattened ``C2CE`` weights) and a zero
+# broadcast, then a second one between the interpolation to half levels and
+# zero.
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center(
+    interpolant: fa.EdgeKField[vpfloat], e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    interpolant_wp = astype(interpolant, wpfloat)
+    interpolation_wp = neighbor_sum(e_bln_c_s(C2CE) * interpolant_wp(C2E), axis=dims.C2EDim)
+    return astype(interpolation_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_vp(
+    wgtfac_c: fa.CellKField[vpfloat], interpolant: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    interpolation_to_half_levels_vp = wgtfac_c * interpolant + (
+        vpfloat("1.0") - wgtfac_c) * interpolant(Koff[-1])
+    return interpolation_to_half_levels_vp
+
+
+@gtx.field_operator
+def _interpolate_contravariant_correction_to_cells_on_half_levels(
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], ta.wpfloat],
+    wgtfac_c: fa.CellKField[ta.vpfloat], nflatlev: gtx.int32,
+) -> fa.CellKField[ta.vpfloat]:
+    contravariant_correction_at_cells_model_levels = concat_where(
+        dims.KDim >= nflatlev,
+        _interpolate_to_cell_center(contravariant_correction_at_edges_on_model_levels, e_bln_c_s),
+        broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)),
+    )
+    contravariant_correction_at_cells_model_levels = astype(
+        contravariant_correction_at_cells_model_levels, vpfloat)
+    contravariant_correction_at_cells_on_half_levels = concat_where(
+        dims.KDim >= nflatlev + 1,
+        _interpolate_cell_field_to_half_levels_vp(
+            wgtfac_c=wgtfac_c, interpolant=contravariant_correction_at_cells_model_levels),
+        broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)),
+    )
+    return contravariant_correction_at_cells_on_half_levels
+
+
+@gtx.program
+def interpolate_contravariant_correction_to_cells_on_half_levels(
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CEDim], ta.wpfloat], wgtfac_c: fa.CellKField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    nflatlev: gtx.int32, horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _interpolate_contravariant_correction_to_cells_on_half_levels(
+        contravariant_correction_at_edges_on_model_levels, e_bln_c_s, wgtfac_c, nflatlev,
+        out=contravariant_correction_at_cells_on_half_levels,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+
+
+@pytest.mark.parametrize("levels", [(0, NLEV, 0), (1, NLEV, 3), (2, NLEV - 1, NLEV - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_contravariant_correction_to_cells_on_half_levels(backend, levels):
+    vs, ve, nflatlev = levels
+    hs, he = 1, NC - 1
+    corr = RNG.standard_normal((NE, NLEV)).astype(np.float32)
+    e_bln_c_s, wgtfac_c = f64(NC * 3), f64(NC, NH).astype(np.float32)
+    base = f64(NC, NH).astype(np.float32)
+    got = base.copy()
+    interpolate_contravariant_correction_to_cells_on_half_levels(
+        corr, e_bln_c_s, wgtfac_c, got, nflatlev=nflatlev, horizontal_start=hs,
+        horizontal_end=he, vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+        backend=backend)
+
+    cells = (corr.astype(np.float64)[TABLES["C2E"]]
+             * e_bln_c_s.reshape(NC, 3)[:, :, None]).sum(axis=1).astype(np.float32)
+    k = np.arange(NLEV)
+    cells = np.where(k >= nflatlev, cells, np.float32(0.0))
+    w = wgtfac_c[:, :NLEV]
+    half = np.zeros((NC, NLEV), np.float32)
+    half[:, 1:] = w[:, 1:] * cells[:, 1:] + (np.float32(1.0) - w[:, 1:]) * cells[:, :-1]
+    half = np.where(k >= nflatlev + 1, half, np.float32(0.0))
+    np.testing.assert_allclose(got, inside(half, base, hs, he, vs, ve), rtol=1e-5, atol=1e-6)
