@@ -44,12 +44,15 @@ KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
 C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 CandDim = Dimension("Cand", DimensionKind.LOCAL)
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
 CEDim = Dimension("CE")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
 dims.C2EDim, dims.E2C2VDim, dims.CandDim, dims.CEDim = C2EDim, E2C2VDim, CandDim, CEDim
+dims.E2CDim = E2CDim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
@@ -74,7 +77,8 @@ NH = NLEV + 1
 RNG = np.random.default_rng(13001)
 _TABLE_RNG = np.random.default_rng(13002)
 TABLES = {"C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
-          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)), "C2CE": None, "Koff": KDim}
+          "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
+          "E2C": _TABLE_RNG.integers(0, NC, (NE, 2)), "C2CE": None, "Koff": KDim}
 
 
 @pytest.fixture(autouse=True)
@@ -501,6 +505,34 @@ def _update_two_cell_kdim_fields_with_tendency(
     return new_field_1, new_field_2
 
 
+@gtx.field_operator
+def _compute_advection_deepatmo_fields(
+    height_u: fa.KField[gtx.float64], height_l: fa.KField[gtx.float64],
+    grid_sphere_radius: gtx.float64,
+) -> tuple[fa.KField[gtx.float64], fa.KField[gtx.float64], fa.KField[gtx.float64]]:
+    height = 0.5 * (height_l + height_u)
+    radial_distance = height + grid_sphere_radius
+    radial_distance_l = grid_sphere_radius + height_l
+    radial_distance_u = grid_sphere_radius + height_u
+    deepatmo_gradh = grid_sphere_radius / radial_distance
+    deepatmo_divh = (
+        deepatmo_gradh
+        * 3.0
+        / 4.0
+        / (
+            1.0
+            - radial_distance_l * radial_distance_u / (radial_distance_l + radial_distance_u) ** 2
+        )
+    )
+    deepatmo_divzL = 3.0 / (
+        1.0 + radial_distance_u / radial_distance_l + (radial_distance_u / radial_distance_l) ** 2
+    )
+    deepatmo_divzU = 3.0 / (
+        1.0 + radial_distance_l / radial_distance_u + (radial_distance_l / radial_distance_u) ** 2
+    )
+    return deepatmo_divh, deepatmo_divzL, deepatmo_divzU
+
+
 @gtx.program
 def reference_atmosphere(
     z_height: fa.CellKField[wpfloat], z_me: fa.EdgeKField[wpfloat],
@@ -510,7 +542,10 @@ def reference_atmosphere(
     d_exner_dz_ref_ic: fa.CellKField[wpfloat], field_1: fa.CellKField[wpfloat],
     field_2: fa.CellKField[wpfloat], tendency_1: fa.CellKField[wpfloat],
     tendency_2: fa.CellKField[wpfloat], new_field_1: fa.CellKField[wpfloat],
-    new_field_2: fa.CellKField[wpfloat], p0ref: wpfloat, p0sl_bg: wpfloat, grav: wpfloat,
+    new_field_2: fa.CellKField[wpfloat], height_u: fa.KField[gtx.float64],
+    height_l: fa.KField[gtx.float64], deepatmo_divh: fa.KField[gtx.float64],
+    deepatmo_divzL: fa.KField[gtx.float64], deepatmo_divzU: fa.KField[gtx.float64],
+    grid_sphere_radius: gtx.float64, p0ref: wpfloat, p0sl_bg: wpfloat, grav: wpfloat,
     cpd: wpfloat, rd: wpfloat, h_scal_bg: wpfloat, t0sl_bg: wpfloat, del_t_bg: wpfloat,
     dtime: wpfloat, cell_start: gtx.int32, cell_end: gtx.int32, edge_start: gtx.int32,
     edge_end: gtx.int32, vertical_start: gtx.int32, vertical_end: gtx.int32,
@@ -533,6 +568,10 @@ def reference_atmosphere(
         dtime=dtime, out=(new_field_1, new_field_2),
         domain={dims.CellDim: (cell_start, cell_end),
                 dims.KDim: (vertical_start, vertical_end)})
+    _compute_advection_deepatmo_fields(
+        height_u=height_u, height_l=height_l, grid_sphere_radius=grid_sphere_radius,
+        out=(deepatmo_divh, deepatmo_divzL, deepatmo_divzU),
+        domain={dims.KDim: (vertical_start, vertical_end)})
 
 
 CONSTANTS = dict(p0ref=100000.0, p0sl_bg=101325.0, grav=9.80665, cpd=1004.64, rd=287.04,
@@ -561,10 +600,14 @@ def test_reference_atmosphere(backend, bounds):
     base = {n: f64(NC, NLEV) for n in ("exner_ref_mc", "rho_ref_mc", "theta_ref_mc",
                                        "new_field_1", "new_field_2")}
     base |= dict(rho_ref_me=f64(NE, NLEV), theta_ref_me=f64(NE, NLEV),
-                 d_exner_dz_ref_ic=f64(NC, NH))
+                 d_exner_dz_ref_ic=f64(NC, NH), deepatmo_divh=f64(NLEV),
+                 deepatmo_divzL=f64(NLEV), deepatmo_divzU=f64(NLEV))
     got = {n: v.copy() for n, v in base.items()}
-    dtime = 12.5
-    reference_atmosphere(**a, **got, **CONSTANTS, dtime=dtime, cell_start=cs, cell_end=ce,
+    dtime, radius = 12.5, 6.371229e6
+    vct_a = np.linspace(40000.0, 0.0, NH)
+    reference_atmosphere(**a, **got, **CONSTANTS, height_u=vct_a[:NLEV].copy(),
+                         height_l=vct_a[1:].copy(), grid_sphere_radius=radius,
+                         dtime=dtime, cell_start=cs, cell_end=ce,
                          edge_start=es, edge_end=ee, vertical_start=vs, vertical_end=ve,
                          offset_provider=TABLES, backend=backend)
 
@@ -581,6 +624,14 @@ def test_reference_atmosphere(backend, bounds):
                                    cs, ce, vs, ve),
                 new_field_2=inside(a["field_2"] + a["tendency_2"] * dtime, base["new_field_2"],
                                    cs, ce, vs, ve))
+    r_u, r_l = radius + vct_a[:NLEV], radius + vct_a[1:]
+    r_mid = radius + 0.5 * (vct_a[:NLEV] + vct_a[1:])
+    want["deepatmo_divh"] = inside(radius / r_mid * 0.75 / (1.0 - r_l * r_u / (r_l + r_u) ** 2),
+                                   base["deepatmo_divh"], vs, ve)
+    want["deepatmo_divzL"] = inside(3.0 / (1.0 + r_u / r_l + (r_u / r_l) ** 2),
+                                    base["deepatmo_divzL"], vs, ve)
+    want["deepatmo_divzU"] = inside(3.0 / (1.0 + r_l / r_u + (r_l / r_u) ** 2),
+                                    base["deepatmo_divzU"], vs, ve)
     check(got, want, rtol=1e-12)
 
 
@@ -1002,3 +1053,166 @@ def test_contravariant_correction_to_cells_on_half_levels(backend, levels):
     half[:, 1:] = w[:, 1:] * cells[:, 1:] + (np.float32(1.0) - w[:, 1:]) * cells[:, :-1]
     half = np.where(k >= nflatlev + 1, half, np.float32(0.0))
     np.testing.assert_allclose(got, inside(half, base, hs, he, vs, ve), rtol=1e-5, atol=1e-6)
+
+
+# ================================================================== Miura edge fluxes
+#
+# icon4py's alternative Miura steps on edges: the barycentric back-trajectory
+# (upwind cell slots picked by ``E2CDim(0)``/``E2CDim(1)`` under a boolean
+# field), the linear reconstruction's flux from the upwind cell chosen by an
+# ``int32`` field (``where(cell_rel_idx_dsl == 1, c(E2C[1]), c(E2C[0]))``)
+# reading the distances just written, and the monotone flux limiter's factors
+# from the ``E2C`` cells.
+
+
+@gtx.field_operator
+def _compute_barycentric_backtrajectory_alt(
+    p_vn: fa.EdgeKField[ta.wpfloat], p_vt: fa.EdgeKField[ta.wpfloat],
+    pos_on_tplane_e_1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    pos_on_tplane_e_2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    primal_normal_cell_1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    dual_normal_cell_1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    primal_normal_cell_2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    dual_normal_cell_2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    p_dthalf: ta.wpfloat,
+) -> tuple[fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat]]:
+    lvn_pos = p_vn >= 0.0
+    z_ntdistv_bary_1 = -(
+        p_vn * p_dthalf
+        + where(lvn_pos, pos_on_tplane_e_1[E2CDim(0)], pos_on_tplane_e_1[E2CDim(1)]))
+    z_ntdistv_bary_2 = -(
+        p_vt * p_dthalf
+        + where(lvn_pos, pos_on_tplane_e_2[E2CDim(0)], pos_on_tplane_e_2[E2CDim(1)]))
+    p_distv_bary_1 = where(
+        lvn_pos,
+        z_ntdistv_bary_1 * primal_normal_cell_1[E2CDim(0)]
+        + z_ntdistv_bary_2 * dual_normal_cell_1[E2CDim(0)],
+        z_ntdistv_bary_1 * primal_normal_cell_1[E2CDim(1)]
+        + z_ntdistv_bary_2 * dual_normal_cell_1[E2CDim(1)],
+    )
+    p_distv_bary_2 = where(
+        lvn_pos,
+        z_ntdistv_bary_1 * primal_normal_cell_2[E2CDim(0)]
+        + z_ntdistv_bary_2 * dual_normal_cell_2[E2CDim(0)],
+        z_ntdistv_bary_1 * primal_normal_cell_2[E2CDim(1)]
+        + z_ntdistv_bary_2 * dual_normal_cell_2[E2CDim(1)],
+    )
+    return (astype(p_distv_bary_1, vpfloat), astype(p_distv_bary_2, vpfloat))
+
+
+@gtx.field_operator
+def _compute_horizontal_tracer_flux_from_linear_coefficients(
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat], z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat], distv_bary_1: fa.EdgeKField[ta.vpfloat],
+    distv_bary_2: fa.EdgeKField[ta.vpfloat], p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+) -> fa.EdgeKField[ta.wpfloat]:
+    p_out_e = (
+        where(cell_rel_idx_dsl == 1, z_lsq_coeff_1(E2C[1]), z_lsq_coeff_1(E2C[0]))
+        + astype(distv_bary_1, wpfloat)
+        * where(cell_rel_idx_dsl == 1, z_lsq_coeff_2(E2C[1]), z_lsq_coeff_2(E2C[0]))
+        + astype(distv_bary_2, wpfloat)
+        * where(cell_rel_idx_dsl == 1, z_lsq_coeff_3(E2C[1]), z_lsq_coeff_3(E2C[0]))
+    ) * p_mass_flx_e
+    return p_out_e
+
+
+@gtx.field_operator
+def _apply_monotone_horizontal_multiplicative_flux_factors_alt(
+    z_anti: fa.EdgeKField[ta.wpfloat], z_mflx_low: fa.EdgeKField[ta.wpfloat],
+    r_m: fa.CellKField[ta.wpfloat], r_p: fa.CellKField[ta.wpfloat],
+) -> fa.EdgeKField[ta.wpfloat]:
+    z_signum = where((z_anti > 0.0), 1.0, -1.0)
+    r_frac = 0.5 * (
+        (1.0 + z_signum) * minimum(r_m(E2C[0]), r_p(E2C[1]))
+        + (1.0 - z_signum) * minimum(r_m(E2C[1]), r_p(E2C[0]))
+    )
+    p_mflx_tracer_h = z_mflx_low + minimum(1.0, r_frac) * z_anti
+    return p_mflx_tracer_h
+
+
+@gtx.program
+def miura_edge_fluxes(
+    p_vn: fa.EdgeKField[ta.wpfloat], p_vt: fa.EdgeKField[ta.wpfloat],
+    pos_on_tplane_e_1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    pos_on_tplane_e_2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    primal_normal_cell_1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    dual_normal_cell_1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    primal_normal_cell_2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    dual_normal_cell_2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    p_distv_bary_1: fa.EdgeKField[ta.vpfloat], p_distv_bary_2: fa.EdgeKField[ta.vpfloat],
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat], z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat], p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32], p_out_e: fa.EdgeKField[ta.wpfloat],
+    z_anti: fa.EdgeKField[ta.wpfloat], z_mflx_low: fa.EdgeKField[ta.wpfloat],
+    r_m: fa.CellKField[ta.wpfloat], r_p: fa.CellKField[ta.wpfloat],
+    p_mflx_tracer_h: fa.EdgeKField[ta.wpfloat], p_dthalf: ta.wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32, vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    edges = {dims.EdgeDim: (horizontal_start, horizontal_end),
+             dims.KDim: (vertical_start, vertical_end)}
+    _compute_barycentric_backtrajectory_alt(
+        p_vn, p_vt, pos_on_tplane_e_1, pos_on_tplane_e_2, primal_normal_cell_1,
+        dual_normal_cell_1, primal_normal_cell_2, dual_normal_cell_2, p_dthalf,
+        out=(p_distv_bary_1, p_distv_bary_2), domain=edges)
+    _compute_horizontal_tracer_flux_from_linear_coefficients(
+        z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, p_distv_bary_1, p_distv_bary_2,
+        p_mass_flx_e, cell_rel_idx_dsl, out=p_out_e, domain=edges)
+    _apply_monotone_horizontal_multiplicative_flux_factors_alt(
+        z_anti, z_mflx_low, r_m, r_p, out=p_mflx_tracer_h, domain=edges)
+
+
+@pytest.mark.parametrize("bounds", [(0, NE, 0, NLEV), (2, NE - 1, 1, NLEV - 3)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_miura_edge_fluxes(backend, bounds):
+    hs, he, vs, ve = bounds
+    e2c = TABLES["E2C"]
+    slot = ("pos_on_tplane_e_1", "pos_on_tplane_e_2", "primal_normal_cell_1",
+            "dual_normal_cell_1", "primal_normal_cell_2", "dual_normal_cell_2")
+    a = {n: RNG.standard_normal((NE, 2)) for n in slot}
+    a |= dict(p_vn=RNG.standard_normal((NE, NLEV)), p_vt=RNG.standard_normal((NE, NLEV)),
+              z_lsq_coeff_1=RNG.standard_normal((NC, NLEV)),
+              z_lsq_coeff_2=RNG.standard_normal((NC, NLEV)),
+              z_lsq_coeff_3=RNG.standard_normal((NC, NLEV)),
+              p_mass_flx_e=RNG.standard_normal((NE, NLEV)),
+              cell_rel_idx_dsl=RNG.integers(0, 2, (NE, NLEV)).astype(np.int32),
+              z_anti=RNG.standard_normal((NE, NLEV)), z_mflx_low=RNG.standard_normal((NE, NLEV)),
+              r_m=RNG.uniform(0.0, 2.0, (NC, NLEV)), r_p=RNG.uniform(0.0, 2.0, (NC, NLEV)))
+    base = dict(p_distv_bary_1=f64(NE, NLEV).astype(np.float32),
+                p_distv_bary_2=f64(NE, NLEV).astype(np.float32), p_out_e=f64(NE, NLEV),
+                p_mflx_tracer_h=f64(NE, NLEV))
+    got = {n: v.copy() for n, v in base.items()}
+    dthalf = 30.0
+    miura_edge_fluxes(**a, **got, p_dthalf=dthalf, horizontal_start=hs, horizontal_end=he,
+                      vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                      backend=backend)
+
+    pos = a["p_vn"] >= 0.0
+
+    def upwind(name):
+        return np.where(pos, a[name][:, 0, None], a[name][:, 1, None])
+
+    d1 = -(a["p_vn"] * dthalf + upwind("pos_on_tplane_e_1"))
+    d2 = -(a["p_vt"] * dthalf + upwind("pos_on_tplane_e_2"))
+    bary_1 = (d1 * upwind("primal_normal_cell_1") + d2 * upwind("dual_normal_cell_1"))
+    bary_2 = (d1 * upwind("primal_normal_cell_2") + d2 * upwind("dual_normal_cell_2"))
+    bary_1 = inside(bary_1.astype(np.float32), base["p_distv_bary_1"], hs, he, vs, ve)
+    bary_2 = inside(bary_2.astype(np.float32), base["p_distv_bary_2"], hs, he, vs, ve)
+    second = a["cell_rel_idx_dsl"] == 1
+
+    def upwind_cell(c):
+        return np.where(second, c[e2c[:, 1]], c[e2c[:, 0]])
+
+    flux = (upwind_cell(a["z_lsq_coeff_1"])
+            + bary_1.astype(np.float64) * upwind_cell(a["z_lsq_coeff_2"])
+            + bary_2.astype(np.float64) * upwind_cell(a["z_lsq_coeff_3"])) * a["p_mass_flx_e"]
+    sign = np.where(a["z_anti"] > 0.0, 1.0, -1.0)
+    r_m, r_p = a["r_m"], a["r_p"]
+    frac = 0.5 * ((1.0 + sign) * np.minimum(r_m[e2c[:, 0]], r_p[e2c[:, 1]])
+                  + (1.0 - sign) * np.minimum(r_m[e2c[:, 1]], r_p[e2c[:, 0]]))
+    limited = a["z_mflx_low"] + np.minimum(1.0, frac) * a["z_anti"]
+    want = dict(p_distv_bary_1=bary_1, p_distv_bary_2=bary_2,
+                p_out_e=inside(flux, base["p_out_e"], hs, he, vs, ve),
+                p_mflx_tracer_h=inside(limited, base["p_mflx_tracer_h"], hs, he, vs, ve))
+    check(got, want, rtol=1e-5, atol=1e-5)
