@@ -861,32 +861,29 @@ def smag_numpy(a):
     return kh_e, kh_ec, nabla2
 
 
-@pytest.mark.parametrize("diagnostics", [True, False])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_nabla2_smag_and_turbulence_diagnostics(backend, diagnostics):
-    es, ee, evs, eve, cs, ce, cvs, cve = 1, NE - 1, 0, NLEV, 1, NC - 1, 1, NLEV
-    a = dict(diff_multfac_smag=RNG.uniform(0.5, 1.0, NLEV).astype(np.float32),
-             tangent_orientation=RNG.choice([-1.0, 1.0], NE),
-             inv_primal_edge_length=f64(NE) + 0.5, inv_vert_vert_length=f64(NE) + 0.5,
-             u_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
-             v_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
-             primal_normal_vert_x=RNG.standard_normal((NE, 4)),
-             primal_normal_vert_y=RNG.standard_normal((NE, 4)),
-             dual_normal_vert_x=RNG.standard_normal((NE, 4)),
-             dual_normal_vert_y=RNG.standard_normal((NE, 4)),
-             vn=RNG.standard_normal((NE, NLEV)),
-             smag_limit=RNG.uniform(1.0, 3.0, NLEV).astype(np.float32),
-             e_bln_c_s=f64(NC, 3), geofac_div=RNG.standard_normal((NC, 3)),
-             wgtfac_c=f64(NC, NH).astype(np.float32), smag_offset=np.float32(0.25))
-    base = dict(kh_smag_e=f64(NE, NLEV).astype(np.float32), z_nabla2_e=f64(NE, NLEV),
-                div_ic=f64(NC, NH).astype(np.float32), hdef_ic=f64(NC, NH).astype(np.float32))
-    got = {n: v.copy() for n, v in base.items()}
-    calculate_nabla2_smag_and_turbulence_diagnostics(
-        **a, **got, compute_diagnostic_quantities=diagnostics, edge_horizontal_start=es,
-        edge_horizontal_end=ee, edge_vertical_start=evs, edge_vertical_end=eve,
-        cell_horizontal_start=cs, cell_horizontal_end=ce, cell_vertical_start=cvs,
-        cell_vertical_end=cve, offset_provider=TABLES, backend=backend)
+def smag_inputs():
+    return dict(diff_multfac_smag=RNG.uniform(0.5, 1.0, NLEV).astype(np.float32),
+                tangent_orientation=RNG.choice([-1.0, 1.0], NE),
+                inv_primal_edge_length=f64(NE) + 0.5, inv_vert_vert_length=f64(NE) + 0.5,
+                u_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
+                v_vert=RNG.standard_normal((NV, NLEV)).astype(np.float32),
+                primal_normal_vert_x=RNG.standard_normal((NE, 4)),
+                primal_normal_vert_y=RNG.standard_normal((NE, 4)),
+                dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+                dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+                vn=RNG.standard_normal((NE, NLEV)),
+                smag_limit=RNG.uniform(1.0, 3.0, NLEV).astype(np.float32),
+                e_bln_c_s=f64(NC, 3), geofac_div=RNG.standard_normal((NC, 3)),
+                wgtfac_c=f64(NC, NH).astype(np.float32), smag_offset=np.float32(0.25))
 
+
+def smag_outputs():
+    return dict(kh_smag_e=f64(NE, NLEV).astype(np.float32), z_nabla2_e=f64(NE, NLEV),
+                div_ic=f64(NC, NH).astype(np.float32), hdef_ic=f64(NC, NH).astype(np.float32))
+
+
+def smag_expected(a, base, diagnostics, bounds):
+    es, ee, evs, eve, cs, ce, cvs, cve = bounds
     kh_e, kh_ec, nabla2 = smag_numpy(a)
     want = dict(kh_smag_e=inside(kh_e, base["kh_smag_e"], es, ee, evs, eve),
                 z_nabla2_e=inside(nabla2, base["z_nabla2_e"], es, ee, evs, eve),
@@ -902,7 +899,39 @@ def test_nabla2_smag_and_turbulence_diagnostics(backend, diagnostics):
         half_kh[:, 1:NLEV] = (w * kh_c[:, 1:] + (1.0 - w) * kh_c[:, :-1]) ** 2
         want["div_ic"] = inside(half_div, base["div_ic"], cs, ce, cvs, cve)
         want["hdef_ic"] = inside(half_kh, base["hdef_ic"], cs, ce, cvs, cve)
-    check(got, want, rtol=2e-4, atol=2e-4)
+    return want
+
+
+@pytest.mark.parametrize("diagnostics", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nabla2_smag_and_turbulence_diagnostics(backend, diagnostics):
+    bounds = es, ee, evs, eve, cs, ce, cvs, cve = 1, NE - 1, 0, NLEV, 1, NC - 1, 1, NLEV
+    a, base = smag_inputs(), smag_outputs()
+    got = {n: v.copy() for n, v in base.items()}
+    calculate_nabla2_smag_and_turbulence_diagnostics(
+        **a, **got, compute_diagnostic_quantities=diagnostics, edge_horizontal_start=es,
+        edge_horizontal_end=ee, edge_vertical_start=evs, edge_vertical_end=eve,
+        cell_horizontal_start=cs, cell_horizontal_end=ce, cell_vertical_start=cvs,
+        cell_vertical_end=cve, offset_provider=TABLES, backend=backend)
+    check(got, smag_expected(a, base, diagnostics, bounds), rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_on_edge_and_half_level_cell_domains(backend):
+    # The fused operator called directly, as icon4py's program calls it: one
+    # domain per output, over other dimensions and with NumPy integer bounds,
+    # the half-level outputs passed in and written in place.
+    bounds = es, ee, evs, eve, cs, ce, cvs, cve = 0, NE - 2, 2, NLEV, 2, NC, 2, NLEV - 1
+    i32 = np.int32
+    a, base = smag_inputs(), smag_outputs()
+    got = {n: v.copy() for n, v in base.items()}
+    edges = {dims.EdgeDim: (i32(es), i32(ee)), dims.KDim: (i32(evs), i32(eve))}
+    cells = {dims.CellDim: (i32(cs), i32(ce)), dims.KHalfDim: (i32(cvs), i32(cve))}
+    _calculate_nabla2_smag_and_turbulence_diagnostics(
+        **a, div_ic=got["div_ic"], hdef_ic=got["hdef_ic"], compute_diagnostic_quantities=True,
+        out=(got["kh_smag_e"], got["z_nabla2_e"], got["div_ic"], got["hdef_ic"]),
+        domain=(edges, edges, cells, cells), offset_provider=TABLES, backend=backend)
+    check(got, smag_expected(a, base, True, bounds), rtol=2e-4, atol=2e-4)
 
 
 # ================================================================== zdiff_gradp bounds

@@ -45,6 +45,7 @@ from .values import (
     describe,
     is_ir,
     is_trivial,
+    project,
     strip_masks,
 )
 
@@ -420,12 +421,15 @@ def _union_intervals(domains: list[list[ir.DimInterval]]) -> list[ir.DimInterval
 
 
 def _part_of(e: ir.Expr, k: int, t: ir.TensorType, fn: Any, loc: Any) -> ir.Expr:
-    """Element ``k`` of the tuple value ``e`` (of type ``t``) of a direct call."""
+    """Element ``k`` of the tuple value ``e`` (of type ``t``) of a direct call,
+    the selection pushed into the lets and the tuple that make it: the tuple of
+    parts over other dimensions (``(kh_e, div_ic)`` over edges and over cells)
+    has all their dimensions, an element of it only its own."""
     if not isinstance(t.dtype, ir.TupleType) or k >= len(t.dtype.elements):
         raise ArgumentError(f"{fn.__name__}(): domain= gives output {k} of a value of type "
                             f"{t.dtype}, which has no such element; give one domain per "
                             "element of the value (nested as it is)", loc)
-    return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(k, loc=loc)), loc=loc)
+    return project(e, k, loc)
 
 
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
