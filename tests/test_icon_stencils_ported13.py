@@ -1,7 +1,28 @@
 """A thirteenth round of ICON stencils (icon4py's field operators) in icon4py's
 own spelling, beside ``test_icon_stencils_ported*.py``.
 
-DOCSTRING
+First the diffusion set-up: vertical profiles made from scalars alone
+(``broadcast`` of a number to ``(KDim,)``, nested calls, a tuple of three
+written with ``out=`` and no domain), the Smagorinsky enhancement read
+through ``Koff[1]`` of the half-level heights, the nabla2 factor of the upper
+damping zone cut by a ``concat_where`` on runtime bounds, and the same
+profiles called directly on part of the levels.  Then the solver's zero
+initialisers, field operators without arguments (one field or a tuple, in
+working or variable precision) called with ``out=`` and runtime domains
+before the accumulations that start from them, and called directly with
+NumPy integer bounds.  Then the reference atmosphere on cells and edges
+(``exp``, ``log``, a power, helpers called with keyword arguments), the
+reference Exner derivative on half levels, the update of two fields by their
+tendencies and the deep-atmosphere metric profiles.  Then the fused
+Smagorinsky and turbulence diagnostics: a conditional expression choosing
+between a call's tuple and the arguments' tuple, written on a tuple of four
+domains (edges on full levels, cells on half levels) from a program and
+called directly.  Then the first-match bounds of ``compute_zdiff_gradp``
+(``min_over``/``max_over`` over a local candidate dimension of ``int32``
+values), the contravariant correction brought to cell half levels through
+two ``concat_where`` on a runtime ``nflatlev``, and the alternative Miura
+edge steps (back-trajectory, the linear flux from the upwind cell chosen by
+an ``int32`` field, the monotone limiter's factors).
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
