@@ -42,6 +42,7 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    abs,
     astype,
     broadcast,
     concat_where,
@@ -52,6 +53,7 @@ from tensorir_dace.frontend import (
     min_over,
     minimum,
     neighbor_sum,
+    sin,
     sqrt,
     where,
 )
@@ -66,14 +68,16 @@ C2EDim = Dimension("C2E", DimensionKind.LOCAL)
 E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
 CandDim = Dimension("Cand", DimensionKind.LOCAL)
 E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 CEDim = Dimension("CE")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
 dims.C2EDim, dims.E2C2VDim, dims.CandDim, dims.CEDim = C2EDim, E2C2VDim, CandDim, CEDim
-dims.E2CDim = E2CDim
+dims.E2CDim, dims.E2VDim = E2CDim, E2VDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
@@ -82,6 +86,7 @@ Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 fa = types.ModuleType("icon_field_aliases")
 fa.CellField = Field[Dims[CellDim], T]
 fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.VertexField = Field[Dims[VertexDim], T]
 fa.KField = Field[Dims[KDim], T]
 fa.CellKField = Field[Dims[CellDim, KDim], T]
 fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
@@ -99,7 +104,9 @@ RNG = np.random.default_rng(13001)
 _TABLE_RNG = np.random.default_rng(13002)
 TABLES = {"C2E": _TABLE_RNG.integers(0, NE, (NC, 3)),
           "E2C2V": _TABLE_RNG.integers(0, NV, (NE, 4)),
-          "E2C": _TABLE_RNG.integers(0, NC, (NE, 2)), "C2CE": None, "Koff": KDim}
+          "E2C": _TABLE_RNG.integers(0, NC, (NE, 2)),
+          "E2V": np.array([_TABLE_RNG.choice(NV, 2, replace=False) for _ in range(NE)]),
+          "C2CE": None, "Koff": KDim}
 
 
 @pytest.fixture(autouse=True)
@@ -1266,3 +1273,223 @@ def test_miura_edge_fluxes(backend, bounds):
                 p_out_e=inside(flux, base["p_out_e"], hs, he, vs, ve),
                 p_mflx_tracer_h=inside(limited, base["p_mflx_tracer_h"], hs, he, vs, ve))
     check(got, want, rtol=1e-5, atol=1e-5)
+
+
+# ================================================================== torus geometry
+#
+# icon4py's edge geometry on a doubly periodic (torus) grid: differences of
+# vertex coordinates wrapped by the domain's length and height (parameters
+# reassigned by nested ``where``), the normalized tangent and normal (a tuple
+# of ten in which two pairs repeat one value each, an unused parameter), the
+# distance between the far vertices of the ``E2C2V`` diamond, the edge area
+# under an owner mask and the Coriolis parameter.
+
+
+@gtx.field_operator
+def dot_product_on_edges(
+    x1: fa.EdgeField[wpfloat], x2: fa.EdgeField[wpfloat], y1: fa.EdgeField[wpfloat],
+    y2: fa.EdgeField[wpfloat], z1: fa.EdgeField[wpfloat], z2: fa.EdgeField[wpfloat],
+) -> fa.EdgeField[wpfloat]:
+    return x1 * x2 + y1 * y2 + z1 * z2
+
+
+@gtx.field_operator
+def norm2_on_edges(
+    x: fa.EdgeField[wpfloat], y: fa.EdgeField[wpfloat], z: fa.EdgeField[wpfloat],
+) -> fa.EdgeField[wpfloat]:
+    return sqrt(dot_product_on_edges(x, x, y, y, z, z))
+
+
+@gtx.field_operator
+def normalize_cartesian_vector_on_edges(
+    v_x: fa.EdgeField[wpfloat], v_y: fa.EdgeField[wpfloat], v_z: fa.EdgeField[wpfloat],
+) -> tuple[fa.EdgeField[wpfloat], fa.EdgeField[wpfloat], fa.EdgeField[wpfloat]]:
+    norm = norm2_on_edges(v_x, v_y, v_z)
+    return v_x / norm, v_y / norm, v_z / norm
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def diff_on_edges_torus(
+    x0: fa.EdgeField[wpfloat], x1: fa.EdgeField[wpfloat], y0: fa.EdgeField[wpfloat],
+    y1: fa.EdgeField[wpfloat], domain_length: wpfloat, domain_height: wpfloat,
+) -> tuple[fa.EdgeField[wpfloat], fa.EdgeField[wpfloat]]:
+    x1 = where(
+        abs(x1 - x0) <= wpfloat(0.5) * domain_length,
+        x1,
+        where(x0 > x1, x1 + domain_length, x1 - domain_length),
+    )
+    y1 = where(
+        abs(y1 - y0) <= wpfloat(0.5) * domain_height,
+        y1,
+        where(y0 > y1, y1 + domain_height, y1 - domain_height),
+    )
+    return (x1 - x0, y1 - y0)
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def distance_on_edges_torus(
+    x0: fa.EdgeField[wpfloat], x1: fa.EdgeField[wpfloat], y0: fa.EdgeField[wpfloat],
+    y1: fa.EdgeField[wpfloat], domain_length: wpfloat, domain_height: wpfloat,
+) -> fa.EdgeField[wpfloat]:
+    xdiff, ydiff = diff_on_edges_torus(x0, x1, y0, y1, domain_length, domain_height)
+    return sqrt(xdiff**2 + ydiff**2)
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def cartesian_coordinates_of_edge_tangent_torus(
+    vertex_x: fa.VertexField[ta.wpfloat], vertex_y: fa.VertexField[ta.wpfloat],
+    edge_orientation: fa.EdgeField[ta.wpfloat], domain_length: ta.wpfloat,
+    domain_height: ta.wpfloat,
+) -> tuple[fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat]]:
+    xdiff, ydiff = diff_on_edges_torus(
+        vertex_x(E2V[0]), vertex_x(E2V[1]), vertex_y(E2V[0]), vertex_y(E2V[1]),
+        domain_length, domain_height,
+    )
+    x = edge_orientation * xdiff
+    y = edge_orientation * ydiff
+    z = 0.0 * x
+    return normalize_cartesian_vector_on_edges(x, y, z)
+
+
+@gtx.field_operator
+def cartesian_coordinates_of_edge_normal_torus(
+    edge_tangent_x: fa.EdgeField[ta.wpfloat], edge_tangent_y: fa.EdgeField[ta.wpfloat],
+) -> tuple[fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat]]:
+    z = 0.0 * edge_tangent_x
+    return normalize_cartesian_vector_on_edges(-edge_tangent_y, edge_tangent_x, z)
+
+
+@gtx.field_operator
+def cartesian_coordinates_edge_tangent_and_normal_torus(
+    vertex_x: fa.VertexField[ta.wpfloat], vertex_y: fa.VertexField[ta.wpfloat],
+    edge_x: fa.EdgeField[ta.wpfloat], edge_y: fa.EdgeField[ta.wpfloat],
+    edge_orientation: fa.EdgeField[ta.wpfloat], domain_length: ta.wpfloat,
+    domain_height: ta.wpfloat,
+) -> tuple[
+    fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat],
+    fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat],
+    fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat], fa.EdgeField[ta.wpfloat],
+    fa.EdgeField[ta.wpfloat],
+]:
+    tangent_x, tangent_y, tangent_z = cartesian_coordinates_of_edge_tangent_torus(
+        vertex_x=vertex_x, vertex_y=vertex_y, edge_orientation=edge_orientation,
+        domain_length=domain_length, domain_height=domain_height,
+    )
+    tangent_u = tangent_x
+    tangent_v = tangent_y
+    normal_x, normal_y, normal_z = cartesian_coordinates_of_edge_normal_torus(
+        edge_tangent_x=tangent_x, edge_tangent_y=tangent_y,
+    )
+    normal_u = normal_x
+    normal_v = normal_y
+    return (
+        tangent_x, tangent_y, tangent_z, tangent_u, tangent_v,
+        normal_x, normal_y, normal_z, normal_u, normal_v,
+    )
+
+
+@gtx.field_operator
+def distance_of_far_edges_in_diamond_torus(
+    vertex_x: fa.VertexField[ta.wpfloat], vertex_y: fa.VertexField[ta.wpfloat],
+    domain_length: ta.wpfloat, domain_height: ta.wpfloat,
+) -> fa.EdgeField[ta.wpfloat]:
+    return distance_on_edges_torus(
+        vertex_x(E2C2V[2]), vertex_x(E2C2V[3]), vertex_y(E2C2V[2]), vertex_y(E2C2V[3]),
+        domain_length, domain_height,
+    )
+
+
+@gtx.field_operator
+def edge_area(
+    owner_mask: fa.EdgeField[bool], primal_edge_length: fa.EdgeField[ta.wpfloat],
+    dual_edge_length: fa.EdgeField[ta.wpfloat],
+) -> fa.EdgeField[ta.wpfloat]:
+    return where(owner_mask, primal_edge_length * dual_edge_length, 0.0)
+
+
+@gtx.field_operator
+def coriolis_parameter_on_edges(
+    edge_center_lat: fa.EdgeField[ta.wpfloat], angular_velocity: ta.wpfloat,
+) -> fa.EdgeField[ta.wpfloat]:
+    return 2.0 * angular_velocity * sin(edge_center_lat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def torus_edge_geometry(
+    vertex_x: fa.VertexField[ta.wpfloat], vertex_y: fa.VertexField[ta.wpfloat],
+    edge_x: fa.EdgeField[ta.wpfloat], edge_y: fa.EdgeField[ta.wpfloat],
+    edge_orientation: fa.EdgeField[ta.wpfloat], tangent_x: fa.EdgeField[ta.wpfloat],
+    tangent_y: fa.EdgeField[ta.wpfloat], tangent_z: fa.EdgeField[ta.wpfloat],
+    tangent_u: fa.EdgeField[ta.wpfloat], tangent_v: fa.EdgeField[ta.wpfloat],
+    normal_x: fa.EdgeField[ta.wpfloat], normal_y: fa.EdgeField[ta.wpfloat],
+    normal_z: fa.EdgeField[ta.wpfloat], normal_u: fa.EdgeField[ta.wpfloat],
+    normal_v: fa.EdgeField[ta.wpfloat], far_vertex_distance: fa.EdgeField[ta.wpfloat],
+    owner_mask: fa.EdgeField[bool], primal_edge_length: fa.EdgeField[ta.wpfloat],
+    dual_edge_length: fa.EdgeField[ta.wpfloat], area: fa.EdgeField[ta.wpfloat],
+    edge_center_lat: fa.EdgeField[ta.wpfloat], coriolis_parameter: fa.EdgeField[ta.wpfloat],
+    domain_length: ta.wpfloat, domain_height: ta.wpfloat, angular_velocity: ta.wpfloat,
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+):
+    cartesian_coordinates_edge_tangent_and_normal_torus(
+        vertex_x=vertex_x, vertex_y=vertex_y, edge_x=edge_x, edge_y=edge_y,
+        edge_orientation=edge_orientation, domain_length=domain_length,
+        domain_height=domain_height,
+        out=(
+            tangent_x, tangent_y, tangent_z, tangent_u, tangent_v,
+            normal_x, normal_y, normal_z, normal_u, normal_v,
+        ),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end)},
+    )
+    distance_of_far_edges_in_diamond_torus(
+        vertex_x=vertex_x, vertex_y=vertex_y, domain_length=domain_length,
+        domain_height=domain_height, out=far_vertex_distance,
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end)},
+    )
+    edge_area(owner_mask=owner_mask, primal_edge_length=primal_edge_length,
+              dual_edge_length=dual_edge_length, out=area,
+              domain={EdgeDim: (horizontal_start, horizontal_end)})
+    coriolis_parameter_on_edges(edge_center_lat=edge_center_lat,
+                                angular_velocity=angular_velocity, out=coriolis_parameter,
+                                domain={dims.EdgeDim: (horizontal_start, horizontal_end)})
+
+
+def torus_diff(x0, x1, length):
+    x1 = np.where(np.abs(x1 - x0) <= 0.5 * length, x1,
+                  np.where(x0 > x1, x1 + length, x1 - length))
+    return x1 - x0
+
+
+@pytest.mark.parametrize("bounds", [(0, NE), (2, NE - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_torus_edge_geometry(backend, bounds):
+    hs, he = bounds
+    length, height, omega = 50000.0, 43301.27, 7.29212e-5
+    a = dict(vertex_x=RNG.uniform(0.0, length, NV), vertex_y=RNG.uniform(0.0, height, NV),
+             edge_x=RNG.uniform(0.0, length, NE), edge_y=RNG.uniform(0.0, height, NE),
+             edge_orientation=RNG.choice([-1.0, 1.0], NE), owner_mask=RNG.random(NE) > 0.3,
+             primal_edge_length=f64(NE) * 1000.0, dual_edge_length=f64(NE) * 1000.0,
+             edge_center_lat=RNG.uniform(-1.5, 1.5, NE))
+    names = ("tangent_x", "tangent_y", "tangent_z", "tangent_u", "tangent_v", "normal_x",
+             "normal_y", "normal_z", "normal_u", "normal_v", "far_vertex_distance", "area",
+             "coriolis_parameter")
+    base = {n: f64(NE) for n in names}
+    got = {n: v.copy() for n, v in base.items()}
+    torus_edge_geometry(**a, **got, domain_length=length, domain_height=height,
+                        angular_velocity=omega, horizontal_start=hs, horizontal_end=he,
+                        offset_provider=TABLES, backend=backend)
+
+    vx, vy, e2v, e2c2v = a["vertex_x"], a["vertex_y"], TABLES["E2V"], TABLES["E2C2V"]
+    tx = a["edge_orientation"] * torus_diff(vx[e2v[:, 0]], vx[e2v[:, 1]], length)
+    ty = a["edge_orientation"] * torus_diff(vy[e2v[:, 0]], vy[e2v[:, 1]], height)
+    norm = np.sqrt(tx * tx + ty * ty)
+    tx, ty = tx / norm, ty / norm
+    far = np.hypot(torus_diff(vx[e2c2v[:, 2]], vx[e2c2v[:, 3]], length),
+                   torus_diff(vy[e2c2v[:, 2]], vy[e2c2v[:, 3]], height))
+    values = dict(tangent_x=tx, tangent_y=ty, tangent_z=np.zeros(NE), tangent_u=tx,
+                  tangent_v=ty, normal_x=-ty, normal_y=tx, normal_z=np.zeros(NE),
+                  normal_u=-ty, normal_v=tx, far_vertex_distance=far,
+                  area=np.where(a["owner_mask"],
+                                a["primal_edge_length"] * a["dual_edge_length"], 0.0),
+                  coriolis_parameter=2.0 * omega * np.sin(a["edge_center_lat"]))
+    check(got, {n: inside(v, base[n], hs, he) for n, v in values.items()}, rtol=1e-12,
+          atol=1e-14)
