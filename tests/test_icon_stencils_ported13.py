@@ -22,7 +22,11 @@ called directly.  Then the first-match bounds of ``compute_zdiff_gradp``
 values), the contravariant correction brought to cell half levels through
 two ``concat_where`` on a runtime ``nflatlev``, and the alternative Miura
 edge steps (back-trajectory, the linear flux from the upwind cell chosen by
-an ``int32`` field, the monotone limiter's factors).
+an ``int32`` field, the monotone limiter's factors).  Last the edge geometry
+of a torus grid: vertex differences wrapped by the domain's size through
+parameters reassigned by nested ``where``, the normalized tangent and normal
+as a tuple of ten that repeats two values each, the distance between the far
+vertices of the ``E2C2V`` diamond, the edge area and the Coriolis parameter.
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
