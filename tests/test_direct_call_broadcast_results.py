@@ -3,7 +3,9 @@ directly with ``out=`` (icon4py's ``_set_zero_c_k(out=f, domain=…)`` and its
 tuple-valued relatives): ``broadcast(0.0, (Cell, K))`` has no argument to size
 it, ``broadcast(a, (Cell, K))`` of ``a`` over ``K`` none for ``Cell``; the
 value is constant along those dimensions and ``out=`` gives their extent, as a
-program's ``out=`` target does.  Interpreter and compiled code are compared
+program's ``out=`` target does.  A ``concat_where`` along such a dimension
+(``concat_where(K < nflat, 0.0, broadcast(a, (Cell, K)))``) is defined over
+the whole of ``out=``'s extent too.  Interpreter and compiled code are compared
 with NumPy."""
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     broadcast,
+    concat_where,
     field_operator,
     int32,
     program,
@@ -143,3 +146,86 @@ def test_out_longer_than_the_argument_is_refused(backend):
 def test_wrong_out_dtype_is_refused():
     with pytest.raises(ArgumentError, match="dtype|int32|float"):
         _zero_int(out=np.zeros((2, 3)))
+
+
+# A concat_where along a dimension that only the declared result has (no
+# argument has K): the value is defined over the whole of out='s K, which the
+# condition cuts, whether it is a literal or runtime bound.
+
+
+@field_operator
+def _top_levels_zero(a: Field[Dims[CellDim], float], nflat: int32,
+                     nlev: int32) -> tuple[Field[Dims[CellDim, KDim], float],
+                                           Field[Dims[CellDim, KDim], float]]:
+    x = concat_where(KDim < nflat, 0.0, broadcast(a, (CellDim, KDim)))
+    y = concat_where((KDim >= nflat) & (KDim < nlev - 1), broadcast(a, (CellDim, KDim)) * 2.0,
+                     -1.0)
+    return x, y
+
+
+@field_operator
+def _surface_marked(nlev: int32) -> Field[Dims[CellDim, KDim], float]:
+    return concat_where(KDim == nlev, 2.0, broadcast(1.0, (CellDim, KDim)))
+
+
+@field_operator
+def _below_two() -> Field[Dims[CellDim, KDim], float]:
+    return concat_where(KDim < 2, broadcast(0.0, (CellDim, KDim)), broadcast(1.0, (CellDim, KDim)))
+
+
+def _top_levels_zero_numpy(a, nflat, nlev, levels):
+    k = np.arange(levels)
+    return (np.where(k < nflat, 0.0, a[:, None]),
+            np.where((k >= nflat) & (k < nlev - 1), 2.0 * a[:, None], -1.0))
+
+
+@pytest.mark.parametrize("nlev", [6, 8])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_where_along_a_dimension_only_the_result_has(backend, nlev):
+    a = np.arange(1.0, 6.0)
+    x, y = np.full((5, nlev), 7.0), np.full((5, nlev), 7.0)
+    _top_levels_zero(a, 2, nlev, out=(x, y), offset_provider={}, backend=backend)
+    wx, wy = _top_levels_zero_numpy(a, 2, nlev, nlev)
+    np.testing.assert_array_equal(x, wx)
+    np.testing.assert_array_equal(y, wy)
+    # on a domain of NumPy integers, and on a tuple of domains into outputs of
+    # different lengths
+    x, y = np.full((5, nlev), 7.0), np.full((5, nlev), 7.0)
+    _top_levels_zero(a, np.int32(2), np.int32(nlev), out=(x, y),
+                     domain={CellDim: (np.int32(1), np.int32(4)),
+                             KDim: (np.int32(1), np.int32(nlev))},
+                     offset_provider={}, backend=backend)
+    want_x, want_y = np.full((5, nlev), 7.0), np.full((5, nlev), 7.0)
+    want_x[1:4, 1:], want_y[1:4, 1:] = wx[1:4, 1:], wy[1:4, 1:]
+    np.testing.assert_array_equal(x, want_x)
+    np.testing.assert_array_equal(y, want_y)
+    x, y = np.full((5, nlev), 7.0), np.full((5, nlev + 1), 7.0)
+    _top_levels_zero(a, 2, nlev, out=(x, y),
+                     domain=({CellDim: (0, 5), KDim: (0, nlev)},
+                             {CellDim: (1, 5), KDim: (np.int32(2), np.int32(nlev + 1))}),
+                     offset_provider={}, backend=backend)
+    wy = _top_levels_zero_numpy(a, 2, nlev, nlev + 1)[1]
+    want_y = np.full((5, nlev + 1), 7.0)
+    want_y[1:, 2:] = wy[1:, 2:]
+    np.testing.assert_array_equal(x, wx)
+    np.testing.assert_array_equal(y, want_y)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_where_of_numbers_only(backend):
+    f = np.full((3, 7), 9.0)
+    _surface_marked(6, out=f, offset_provider={}, backend=backend)
+    want = np.ones((3, 7))
+    want[:, 6] = 2.0
+    np.testing.assert_array_equal(f, want)
+    g = np.full((3, 5), 9.0)
+    _below_two(out=g, domain={CellDim: (1, 3), KDim: (np.int32(1), np.int32(5))},
+               offset_provider={}, backend=backend)
+    want = np.full((3, 5), 9.0)
+    want[1:, 1], want[1:, 2:] = 0.0, 1.0
+    np.testing.assert_array_equal(g, want)
+
+
+def test_concat_where_without_out_asks_for_it():
+    with pytest.raises(ArgumentError, match="pass out="):
+        _surface_marked(6)

@@ -532,3 +532,61 @@ def test_a_piece_outside_a_literal_domain_of_a_direct_call_needs_no_level(backen
     with pytest.raises(ArgumentError):
         op(x, out=ifc3, domain={Cell: (0, NC), KHalf: (0, NLEV + 2)}, backend=backend)
     np.testing.assert_array_equal(ifc3, 0.0)
+
+
+Edge = Dimension("Edge")
+
+
+@field_operator
+def _edges_and_half_levels(e: Field[[Edge, K], float], c: Field[[Cell, KHalf], float],
+                           flag: bool) -> tuple[Field[[Edge, K], float],
+                                                Field[[Cell, KHalf], float]]:
+    """Parts over other dimensions, the half-level one chosen by a condition (a
+    tuple made in the IR, both parts in one value)."""
+    low, high = (c + 1.0, c - 1.0) if flag else (c, c)
+    return e * 2.0, low + high
+
+
+@field_operator
+def _two_half_level_parts(x: Field[[Cell, K], float], w: Field[[Cell, KHalf], float]
+                          ) -> tuple[Field[[Cell, KHalf], float], Field[[Cell, KHalf], float]]:
+    return w * x(KHalf - 0.5), w + x(KHalf + 0.5)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_into_full_and_half_level_outputs_of_full_and_half_level_inputs(
+        backend, flag):
+    """A direct call whose outputs are on full levels over edges and on half
+    levels over cells, from inputs of both lengths: each output is as long as
+    its own part, on a tuple of domains (NumPy integer bounds) or without."""
+    ne = 4
+    e, c = RNG.random((ne, NLEV)), RNG.random((NC, NLEV + 1))
+    x, y = np.zeros((ne, NLEV)), np.zeros((NC, NLEV + 1))
+    _edges_and_half_levels(e, c, flag, out=(x, y), backend=backend)
+    np.testing.assert_allclose(x, 2.0 * e, rtol=1e-14)
+    np.testing.assert_allclose(y, 2.0 * c, rtol=1e-14, atol=1e-14)
+    x, y = np.zeros((ne, NLEV)), np.zeros((NC, NLEV + 1))
+    i32 = np.int32
+    _edges_and_half_levels(e, c, flag, out=(x, y),
+                           domain=({Edge: (i32(1), i32(ne)), K: (i32(0), i32(NLEV))},
+                                   {Cell: (i32(0), i32(NC)), KHalf: (i32(2), i32(NLEV + 1))}),
+                           backend=backend)
+    want_x, want_y = np.zeros((ne, NLEV)), np.zeros((NC, NLEV + 1))
+    want_x[1:], want_y[:, 2:] = 2.0 * e[1:], 2.0 * c[:, 2:]
+    np.testing.assert_allclose(x, want_x, rtol=1e-14)
+    np.testing.assert_allclose(y, want_y, rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_of_a_half_level_tuple_on_one_domain(backend):
+    """Two half-level outputs on one domain, longer than the full-level input."""
+    x, w = RNG.random((NC, NLEV)), RNG.random((NC, NLEV + 1))
+    a, b = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+    _two_half_level_parts(x, w, out=(a, b), domain={Cell: (1, NC), KHalf: (1, NLEV)},
+                          backend=backend)
+    want_a, want_b = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+    want_a[1:, 1:NLEV] = w[1:, 1:NLEV] * x[1:, :NLEV - 1]
+    want_b[1:, 1:NLEV] = w[1:, 1:NLEV] + x[1:, 1:NLEV]
+    np.testing.assert_allclose(a, want_a, rtol=1e-14)
+    np.testing.assert_allclose(b, want_b, rtol=1e-14)

@@ -216,3 +216,43 @@ def test_a_refused_output_leaves_every_output_unwritten(backend):
     np.testing.assert_array_equal(x, a + 1.0)
     np.testing.assert_array_equal(y[:, 1:], a[:, :-1] * 2.0)
     assert not y[:, 0].any()
+
+
+Edge = dims("Edge")
+FE = Field[[Edge, K], float64]
+
+
+@field_operator
+def _moments(a: F) -> tuple[F, F]:
+    """A tuple returned by a call whose body is large enough to be bound once."""
+    s = a * a + 2.0 * a - 1.0
+    t = s * s - a / (1.0 + s * s)
+    u = t * s + a * t - s * a + t / (2.0 + s * s)
+    return s + t + u, s - t - u
+
+
+@field_operator
+def _edges_and_cells(e: FE, c: F, flag: bool) -> tuple[FE, F]:
+    """Parts over other dimensions made from tuples the body binds: a call's
+    and a conditional expression's."""
+    p, q = _moments(c)
+    r, s = (p, q) if flag else (q, p)
+    return e * 2.0, r - s
+
+
+@pytest.mark.parametrize("flag", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_domain_per_output_of_parts_over_other_dimensions(backend, flag):
+    e, c = RNG.random((4, NK)), RNG.random((NC, NK))
+    x, y = np.zeros((4, NK)), np.zeros((NC, NK))
+    _edges_and_cells(e, c, flag, out=(x, y),
+                     domain=({Edge: (1, 4), K: (0, NK)}, {Cell: (2, NC), K: (np.int32(1), NK)}),
+                     backend=backend)
+    s = c * c + 2.0 * c - 1.0
+    t = s * s - c / (1.0 + s * s)
+    u = t * s + c * t - s * c + t / (2.0 + s * s)
+    diff = (2.0 if flag else -2.0) * (t + u)
+    want_x, want_y = np.zeros((4, NK)), np.zeros((NC, NK))
+    want_x[1:], want_y[2:, 1:] = 2.0 * e[1:], diff[2:, 1:]
+    np.testing.assert_allclose(x, want_x, rtol=1e-12)
+    np.testing.assert_allclose(y, want_y, rtol=1e-12)

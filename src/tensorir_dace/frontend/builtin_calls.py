@@ -335,6 +335,15 @@ class BuiltinTranslator(ExpressionTranslator):
             xa = self.with_dim(xa, D, node)
             ta = self.type_of(xa, node)
             da = ta.dim(D)
+        if da is None and db is None and D in self.ctx.result_dims:
+            # ... or, in a direct call, the declared result's, which out= gives
+            whole = self.ctx.result_dims[D]
+            xa = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc),
+                                                      self.bound_ir(whole.start, node),
+                                                      self.bound_ir(whole.stop, node), xa),
+                         loc=loc)
+            ta = self.type_of(xa, node)
+            da = ta.dim(D)
         if da is None and db is None:
             raise self.error(node, f"concat_where on {D}: neither branch has dimension {D}")
         what = "concat_where"

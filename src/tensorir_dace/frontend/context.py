@@ -59,6 +59,10 @@ class ProgramContext:
         # union): a concat_where with a gap in the union may keep the pieces one
         # output's domain needs (the others' values not needing them)
         self.part_domains: list[dict[str, ir.DimInterval]] = []
+        # a direct call's declared result dimensions that no parameter has, each
+        # over a size symbol of its own that ``out=`` gives: a concat_where along
+        # one of them with neither branch over it is defined over the whole of it
+        self.result_dims: dict[str, ir.Dim] = {}
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()

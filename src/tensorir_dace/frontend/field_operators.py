@@ -191,6 +191,25 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         names = self._out_dims.get(len(shape))
         return None if names is None else (names, tuple(shape))
 
+    def _part_extra(self, out: Any, path: tuple[int, ...]) -> analysis.Extra:
+        """Output ``out`` at ``path`` of a tuple ``out=`` as :meth:`_out_extra`
+        sees a single one: its shape over the dimensions of its part of the tuple
+        return annotation; None where they are unknown."""
+        shape = getattr(out, "shape", None)
+        has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+        if shape is None or not has:
+            return None
+        for k in path:
+            elements = typing.get_args(ann) if typing.get_origin(ann) is tuple else ()
+            if k >= len(elements):
+                return None
+            ann = elements[k]
+        spec = annotation_spec(ann)
+        if not isinstance(spec, TensorSpec) or len(spec.dims) != len(shape):
+            return None
+        return (tuple(d.name if analysis.bare_dimension(d) else "" for d in spec.dims),
+                tuple(shape))
+
     def _call_description(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
                           ) -> tuple[dict[str, Any], tuple] | None:
         """The arguments by name (tables of ``offset_provider=`` merged in) and the
@@ -275,8 +294,17 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             record = (lambda: self._call_description(args, kwargs, into)) if plain_call \
                 else None
             longer = self._specializer().out_length_offsets(values, self._out_extra(into))
+
+            def longer_of(o: Any, path: tuple[int, ...]) -> dict[str, int]:
+                return self._specializer().out_length_offsets(values,
+                                                              self._part_extra(o, path))
+            if type(into["out"]) is tuple and not longer:
+                # a tuple written on one domain: as long as all its outputs are
+                each = [longer_of(o, p) for p, o in _out_leaves(into["out"])]
+                if each and all(x == each[0] for x in each):
+                    longer = each[0]
             return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
-                                   record, new, longer=longer)
+                                   record, new, longer=longer, longer_of=longer_of)
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
             from ..arguments import bind_arguments
@@ -299,7 +327,9 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                    plain: dict[str, Any], out: Any, domain: Any,
                    record: Callable[[], tuple | None] | None = None,
                    translated: bool = False, path: tuple[int, ...] = (),
-                   longer: dict[str, int] | None = None) -> Any:
+                   longer: dict[str, int] | None = None,
+                   longer_of: Callable[[Any, tuple[int, ...]], dict[str, int]] | None = None
+                   ) -> Any:
         """``f(args, out=o, domain={D: (start, stop), …})``: write the value into ``o``
         on those coordinates (a dimension left out: its whole interval); one
         program per specialisation and set of dimensions, whatever the bounds.
@@ -309,14 +339,15 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         ``out=(a, b)``, nested as ``out=`` is) writes each output on its own;
         ``path``: the part of the value ``out`` takes; ``longer``: how much longer
         ``out`` is than the inputs over a dimension (half levels written from
-        full levels)."""
+        full levels); ``longer_of``: the same for each output of a tuple, from
+        the output and its path."""
         if domain is None and not path and type(out) is tuple:
             # a tuple value of parts over other dimensions (-> tuple[Field[[Cell, K], …],
             # Field[[K], …]]): each part written on its own, over its whole array
             domain = self._whole_domains(out)
         if isinstance(domain, (tuple, list)):
             return self._call_into_parts(spec, a, backend, plain, out,
-                                         self._domain_parts(out, domain, path))
+                                         self._domain_parts(out, domain, path), longer_of)
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         self._check_domain(spec.result, domain)
@@ -451,19 +482,24 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _call_into_parts(self, spec: Specialization, a: Analysis | None, backend: str,
                          plain: dict[str, Any], out: Any,
-                         parts: list[tuple[tuple[int, ...], Any, dict]]) -> Any:
+                         parts: list[tuple[tuple[int, ...], Any, dict]],
+                         longer_of: Callable[[Any, tuple[int, ...]], dict[str, int]] | None = None
+                         ) -> Any:
         """GT4Py's tuple of domains (``parts``: per output, the path of its part of
         the value, the output and its dict): each output written on its own
         domain, and, as in a program body (GT4Py's domain inference), each scan
         runs over the union of the domains of the outputs that read it.  One
-        program per output, each taking the bounds of all the domains."""
+        program per output, each taking the bounds of all the domains;
+        ``longer_of``: how much longer than the inputs an output is (a part on
+        half levels beside one on full levels), from the output and its path."""
         assert spec.result is not None   # only a function specialisation has ``out=``
         for _, _, d in parts:
             self._check_domain(spec.result, d)
         shape = tuple((p, tuple(sorted(k.name for k in d))) for p, _, d in parts)
+        longer = [longer_of(o, p) if longer_of is not None else {} for p, o, _ in parts]
         if not any(names for _, names in shape):
-            for p, o, d in parts:       # no domain restricts anything: whole intervals
-                self._call_into(spec, a, backend, plain, o, d, path=p)
+            for (p, o, d), more in zip(parts, longer):   # no domain restricts anything
+                self._call_into(spec, a, backend, plain, o, d, path=p, longer=more)
             return out
         # the bounds, where all are Python ints: translated for those values where
         # the program for parameter bounds refuses them (see _call_on_literals)
@@ -473,7 +509,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             else None
         # every output's call is checked before any is written: a refused call
         # leaves all of out= as it was
-        runs = [self._checked_part(spec, a, plain, parts, shape, i, literal)
+        runs = [self._checked_part(spec, a, plain, parts, shape, i, literal,
+                                   longer[i])
                 for i in range(len(parts))]
         for derived, values, new in runs:
             self._run(derived, backend, new, values)
@@ -482,13 +519,15 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
     def _checked_part(self, spec: Specialization, a: Analysis | None, plain: dict[str, Any],
                       parts: list[tuple[tuple[int, ...], Any, dict]],
                       shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
-                      literal: tuple | None) -> tuple[Specialization, dict[str, Any], bool]:
+                      literal: tuple | None, longer: dict[str, int]
+                      ) -> tuple[Specialization, dict[str, Any], bool]:
         """Output ``i``'s program of a tuple of domains, its arguments and whether
         it was made now, once its arguments passed the call's checks; the
         program translated for the bounds' values (``literal``) where the one
-        for parameter bounds refuses them."""
+        for parameter bounds refuses them; ``longer``: how much longer than the
+        inputs the output is over a dimension."""
         def attempt(values_of: tuple | None) -> tuple[Specialization, dict[str, Any], bool]:
-            derived, all_bounds, new = self._part_program(spec, a, shape, i, values_of)
+            derived, all_bounds, new = self._part_program(spec, a, shape, i, values_of, longer)
             values = self._part_values(spec, plain, parts[i][1], parts, all_bounds)
             try:
                 _check_arguments(derived, values)
@@ -507,17 +546,21 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _part_program(self, spec: Specialization, a: Analysis | None,
                       shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
-                      literal: tuple | None = None) -> tuple[Specialization, list, bool]:
+                      literal: tuple | None = None, longer: dict[str, int] | None = None
+                      ) -> tuple[Specialization, list, bool]:
         """The program of output ``i`` of a tuple of domains (made once), its
         bound parameters per domain and whether it was made now; ``literal``:
-        the domains' bounds, translated for those values."""
-        key = (spec.key, shape, i) + (() if literal is None else ("literal", literal))
+        the domains' bounds, translated for those values; ``longer``: how much
+        longer than the inputs the output is over a dimension."""
+        longer = longer or {}
+        key = (spec.key, shape, i, tuple(sorted(longer.items()))) + \
+            (() if literal is None else ("literal", literal))
         hit = self._into.get(key)
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
             prog, result, all_bounds = self._in_domains(spec, a, shape, i, literal)
-            prog, _ = into_program(prog, result, shape[i][1], all_bounds[i])
+            prog, _ = into_program(prog, result, shape[i][1], all_bounds[i], longer=longer)
             with lengths_noted(a), python_messages(self.fn, spec.names):
                 checked(prog)
             hit = self._into[key] = (
@@ -846,3 +889,12 @@ def _applying(op: ScanOperator) -> Callable:
     wrapper = namespace[name]
     wrapper.__qualname__ = op.fn.__qualname__
     return wrapper
+
+
+def _out_leaves(out: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Any]]:
+    """The arrays of a (nested) tuple ``out=``, each with its path."""
+    if type(out) is tuple:
+        for k, o in enumerate(out):
+            yield from _out_leaves(o, path + (k,))
+    else:
+        yield path, out

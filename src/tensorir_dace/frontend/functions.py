@@ -45,6 +45,7 @@ from .values import (
     describe,
     is_ir,
     is_trivial,
+    project,
     strip_masks,
 )
 
@@ -345,20 +346,48 @@ def _declared_result_order(fn: Any, path: Sequence[int] = ()) -> tuple[str, ...]
     return orders.pop() if len(orders) == 1 else None
 
 
+def _result_only_dims(order: tuple[str, ...] | None, params: Sequence[ir.Param]
+                      ) -> dict[str, ir.Dim]:
+    """The declared result's dimensions (``order``) that no parameter has, each
+    over a size symbol of its own (``N_K``, not one a parameter uses)."""
+    if order is None:
+        return {}
+    have = {d.name for p in params for d in p.type.dims}
+    taken = {p.name for p in params} | {s.name for p in params for d in p.type.dims
+                                        for b in (d.start, d.stop)
+                                        for s in sympy.sympify(b).free_symbols}
+    out = {}
+    for n in order:
+        if n in have:
+            continue
+        size = f"N_{n}"
+        while size in taken:
+            size += "_"
+        taken.add(size)
+        out[n] = ir.Dim(n, 0, ir.size_symbol(size))
+    return out
+
+
 def _with_declared_dims(t: ir.TensorType, order: tuple[str, ...],
-                        params: Sequence[ir.Param]) -> ir.TensorType:
+                        params: Sequence[ir.Param], result_dims: dict[str, ir.Dim]
+                        ) -> ir.TensorType:
     """``t`` over the declared result's dimensions it lacks too, each over a size
-    symbol of its own: ``broadcast(0.0, (Cell, K))`` (a number) or
-    ``broadcast(a, (Cell, K))`` of ``a`` over cells is constant along them, and
-    a direct call writes it into ``out=`` over the whole of them."""
+    symbol of its own (``result_dims``' where no parameter has it):
+    ``broadcast(0.0, (Cell, K))`` (a number) or ``broadcast(a, (Cell, K))`` of
+    ``a`` over cells is constant along them, and a direct call writes it into
+    ``out=`` over the whole of them."""
     missing = [n for n in order if n not in t.dim_names]
     if not missing:
         return t
     taken = {p.name for p in params} | {s.name for p in params for d in p.type.dims
                                         for b in (d.start, d.stop)
-                                        for s in sympy.sympify(b).free_symbols}
+                                        for s in sympy.sympify(b).free_symbols} | \
+        {s.name for d in result_dims.values() for s in sympy.sympify(d.stop).free_symbols}
     dims = list(t.dims)
     for n in missing:
+        if n in result_dims:
+            dims.append(result_dims[n])
+            continue
         size = f"N_{n}"
         while size in taken:
             size += "_"
@@ -392,12 +421,15 @@ def _union_intervals(domains: list[list[ir.DimInterval]]) -> list[ir.DimInterval
 
 
 def _part_of(e: ir.Expr, k: int, t: ir.TensorType, fn: Any, loc: Any) -> ir.Expr:
-    """Element ``k`` of the tuple value ``e`` (of type ``t``) of a direct call."""
+    """Element ``k`` of the tuple value ``e`` (of type ``t``) of a direct call,
+    the selection pushed into the lets and the tuple that make it: the tuple of
+    parts over other dimensions (``(kh_e, div_ic)`` over edges and over cells)
+    has all their dimensions, an element of it only its own."""
     if not isinstance(t.dtype, ir.TupleType) or k >= len(t.dtype.elements):
         raise ArgumentError(f"{fn.__name__}(): domain= gives output {k} of a value of type "
                             f"{t.dtype}, which has no such element; give one domain per "
                             "element of the value (nested as it is)", loc)
-    return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(k, loc=loc)), loc=loc)
+    return project(e, k, loc)
 
 
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
@@ -435,6 +467,14 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx.target = _runtime_target(domain, params) if domain else target
     ctx.gap_below_stop = gap_below_stop
     ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
+    order = _declared_result_order(fn, parts[part][0] if parts else ())
+    ctx.result_dims = _result_only_dims(order, params)
+    ctx.checker.dim_names |= set(ctx.result_dims)     # the result's, as a parameter's
+    ctx.used |= set(ctx.result_dims)
+    for d in ctx.result_dims.values():
+        for sym in sympy.sympify(d.stop).free_symbols:
+            ctx.scope.bindings[sym.name] = Binding(sym.name, "size", ir.TensorType(ir.INT64))
+            ctx.used.add(sym.name)
     ctx.rename(names)
     ctx.used.add(result_name)
     tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
@@ -460,9 +500,8 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     else:
         expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
     t = strip_masks(tr.type_of(expr, node))
-    order = _declared_result_order(fn, parts[part][0] if parts else ())
     if order is not None:
-        t = _with_declared_dims(t, order, params)
+        t = _with_declared_dims(t, order, params, ctx.result_dims)
     if t.is_scalar:
         raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
                             "function called directly returns a tensor (pass at least one "

@@ -108,6 +108,10 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         # a branch defined everywhere along D (a broadcast literal) fills the
         # program's intervals of D, as a static condition's does
         known += tr.ctx.dim_intervals(D)
+    if not known and D in tr.ctx.result_dims:
+        # ... or, in a direct call where no parameter has D, the declared
+        # result's interval of D, which out= gives
+        known = [tr.ctx.result_dims[D]]
     if not known:
         raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
 
@@ -133,8 +137,9 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     # bounds are sizes), the hull of the parameters' and of the pieces where it is
     # static (the other branch may reach past the parameters: ``x(Koff[-1])`` to
     # level N_K), cut to the pieces below
-    wide = [d for d in tr.ctx.dim_intervals(D)
-            if not any(ir.has_runtime(b) for b in (d.start, d.stop))]
+    of_d = tr.ctx.dim_intervals(D) or \
+        ([tr.ctx.result_dims[D]] if D in tr.ctx.result_dims else [])
+    wide = [d for d in of_d if not any(ir.has_runtime(b) for b in (d.start, d.stop))]
     starts = [d.start for d in wide] + ([lo] if wide and not ir.has_runtime(lo) else [])
     stops = [d.stop for d in wide] + ([hi] if wide and not ir.has_runtime(hi) else [])
     w_lo, w_hi = (lo, hi) if not wide else tr.ctx.decide(
@@ -254,9 +259,14 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
     taken = {p.name for p in prog.params} | {s.name for p in prog.params
                                              for d in p.type.dims
                                              for b in (d.start, d.stop) for s in b.free_symbols}
+    given = {s for p in inputs for d in p.type.dims for b in (d.start, d.stop)
+             for s in b.free_symbols}
     dims = []
     for d in result.type.dims:
         stop = out_stop(inputs, d.name, longer)
+        if stop is None and d.start == 0 and isinstance(d.stop, sympy.Symbol) and \
+                d.stop not in given:
+            stop = d.stop    # a dimension only the result has: out= gives its size
         if stop is None:
             stop = ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))
