@@ -344,11 +344,12 @@ def case_fails(case: GtxCase, seed: int = 0) -> str | None:
     return out.crash or next(iter(out.failed.values()), None)
 
 
-def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None,
-                                       tuple[str, ...]]:
+def run_gtx_batch(job: tuple) -> tuple[int, tuple[int, int, int], list[tuple[int, str]],
+                                       str | None, tuple[str, ...]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
-    count and optionally how many mutated calls to make): (first, runs, [(seed,
-    why)] of failed cases, crash, broken calls)."""
+    count and optionally how many mutated calls to make): (first, (runs of the
+    program, runs of direct calls, runs refused as expected), [(seed, why)] of
+    failed cases, crash, broken calls)."""
     first, count = job[:2]
     calls = int(job[2]) if len(job) > 2 else 0
     cases = gtx_batch(first, count)
@@ -365,7 +366,7 @@ def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | No
             alone = case_fails(generate_gtx_case(c.seed), first)
             if alone:
                 bad.append((c.seed, alone))
-    return first, out.runs, bad, out.crash, out.calls
+    return first, (out.runs, out.direct, out.refused), bad, out.crash, out.calls
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
@@ -398,9 +399,10 @@ def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.P
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
         out.mkdir(parents=True, exist_ok=True)
         (out / f"gtx_case_{s}.py").write_text(reproducer(s, why, first))
-    runs = sum(r[1] for r in results)
+    runs, direct, refused = (sum(r[1][i] for r in results) for i in range(3))
     summary = (f"GT4Py front: programs {programs}, compiles {len(work)}, runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"direct-call runs {direct}, refused as expected {refused}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"{time.time() - start:.0f} s")
     return summary, bool(failures or crashes or broken_calls)
