@@ -176,20 +176,33 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
     def _out_extra(self, into: dict[str, Any]) -> analysis.Extra:
         """``out=`` as :meth:`.Specializer.length_offsets` sees it: its shape over
         the dimensions of the return annotation (else of the first annotated
-        parameter of its rank); None for a tuple or where they are unknown."""
-        out = into.get("out")
-        shape = getattr(out, "shape", None)
-        if shape is None or type(out) is tuple:
+        parameter of its rank); a tuple of arrays of one shape (GT4Py's
+        ``out=(a, b)``) as one of them where the parts of a tuple annotation
+        name the same dimensions; None for other tuples or where they are
+        unknown."""
+        leaves = list(_leaves(into.get("out")))
+        shapes = {getattr(o, "shape", None) for o in leaves}
+        if len(shapes) != 1:
+            return None
+        shape = shapes.pop()
+        if shape is None:
             return None
         if self._out_dims is None:
             has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-            spec = annotation_spec(ann) if has else None
-            specs = [spec] if isinstance(spec, TensorSpec) else \
-                [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
-            self._out_dims = {len(s.dims): tuple(d.name if analysis.bare_dimension(d) else ""
-                                                 for d in s.dims) for s in reversed(specs)}
-        names = self._out_dims.get(len(shape))
-        return None if names is None else (names, tuple(shape))
+            parts = [annotation_spec(p) for p in _leaves(ann, typing_tuple=True)] if has else []
+            names = {tuple(d.name for d in sp.dims) if isinstance(sp, TensorSpec) else None
+                     for sp in parts}
+            if len(parts) > 1 and (len(names) != 1 or None in names):
+                self._out_dims = {}      # parts over different dimensions: no one shape
+            else:
+                spec = parts[0] if parts else None
+                specs = [spec] if isinstance(spec, TensorSpec) else \
+                    [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
+                self._out_dims = {len(s.dims): tuple(d.name if analysis.bare_dimension(d)
+                                                     else "" for d in s.dims)
+                                  for s in reversed(specs)}
+        names_ = self._out_dims.get(len(shape))
+        return None if names_ is None else (names_, tuple(shape))
 
     def _call_description(self, args: tuple, kwargs: dict[str, Any], into: dict[str, Any]
                           ) -> tuple[dict[str, Any], tuple] | None:
@@ -316,7 +329,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             domain = self._whole_domains(out)
         if isinstance(domain, (tuple, list)):
             return self._call_into_parts(spec, a, backend, plain, out,
-                                         self._domain_parts(out, domain, path))
+                                         self._domain_parts(out, domain, path), longer or {})
         domain = {} if domain is None else domain
         assert spec.result is not None   # only a function specialisation has ``out=``
         self._check_domain(spec.result, domain)
@@ -451,19 +464,22 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _call_into_parts(self, spec: Specialization, a: Analysis | None, backend: str,
                          plain: dict[str, Any], out: Any,
-                         parts: list[tuple[tuple[int, ...], Any, dict]]) -> Any:
+                         parts: list[tuple[tuple[int, ...], Any, dict]],
+                         longer: dict[str, int]) -> Any:
         """GT4Py's tuple of domains (``parts``: per output, the path of its part of
         the value, the output and its dict): each output written on its own
         domain, and, as in a program body (GT4Py's domain inference), each scan
         runs over the union of the domains of the outputs that read it.  One
-        program per output, each taking the bounds of all the domains."""
+        program per output, each taking the bounds of all the domains;
+        ``longer``: how much longer the outputs are than the inputs (half
+        levels written from full levels)."""
         assert spec.result is not None   # only a function specialisation has ``out=``
         for _, _, d in parts:
             self._check_domain(spec.result, d)
         shape = tuple((p, tuple(sorted(k.name for k in d))) for p, _, d in parts)
         if not any(names for _, names in shape):
             for p, o, d in parts:       # no domain restricts anything: whole intervals
-                self._call_into(spec, a, backend, plain, o, d, path=p)
+                self._call_into(spec, a, backend, plain, o, d, path=p, longer=longer)
             return out
         # the bounds, where all are Python ints: translated for those values where
         # the program for parameter bounds refuses them (see _call_on_literals)
@@ -473,14 +489,15 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             else None
         for i, (_, o, _) in enumerate(parts):
             try:
-                derived, all_bounds, new = self._part_program(spec, a, shape, i)
+                derived, all_bounds, new = self._part_program(spec, a, shape, i, longer)
                 values = self._part_values(spec, plain, o, parts, all_bounds)
                 self._run(derived, backend, new, values)
             except (ArgumentError, FrontendError, TypeCheckError) as e:
                 if literal is None:
                     raise
                 try:
-                    derived, all_bounds, new = self._part_program(spec, a, shape, i, literal)
+                    derived, all_bounds, new = self._part_program(spec, a, shape, i, longer,
+                                                                  literal)
                     values = self._part_values(spec, plain, o, parts, all_bounds)
                     self._run(derived, backend, new, values)
                 except (ArgumentError, FrontendError, TypeCheckError):
@@ -489,17 +506,20 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _part_program(self, spec: Specialization, a: Analysis | None,
                       shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
-                      literal: tuple | None = None) -> tuple[Specialization, list, bool]:
+                      longer: dict[str, int], literal: tuple | None = None
+                      ) -> tuple[Specialization, list, bool]:
         """The program of output ``i`` of a tuple of domains (made once), its
-        bound parameters per domain and whether it was made now; ``literal``:
-        the domains' bounds, translated for those values."""
-        key = (spec.key, shape, i) + (() if literal is None else ("literal", literal))
+        bound parameters per domain and whether it was made now; ``longer``: how
+        much longer the outputs are than the inputs; ``literal``: the domains'
+        bounds, translated for those values."""
+        key = (spec.key, shape, i, tuple(sorted(longer.items()))) + (
+            () if literal is None else ("literal", literal))
         hit = self._into.get(key)
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
             prog, result, all_bounds = self._in_domains(spec, a, shape, i, literal)
-            prog, _ = into_program(prog, result, shape[i][1], all_bounds[i])
+            prog, _ = into_program(prog, result, shape[i][1], all_bounds[i], longer=longer)
             with lengths_noted(a), python_messages(self.fn, spec.names):
                 checked(prog)
             hit = self._into[key] = (
@@ -685,6 +705,19 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
                                   names=renamed)
         return make
+
+
+def _leaves(x: Any, typing_tuple: bool = False) -> Iterator[Any]:
+    """The leaves of a nested tuple (``typing_tuple``: of a ``tuple[…]``
+    annotation)."""
+    if typing_tuple and typing.get_origin(x) is tuple:
+        for p in typing.get_args(x):
+            yield from _leaves(p, typing_tuple)
+    elif not typing_tuple and type(x) is tuple:
+        for p in x:
+            yield from _leaves(p)
+    else:
+        yield x
 
 
 def _domain_dicts(domain: Any) -> Iterator[Any]:
