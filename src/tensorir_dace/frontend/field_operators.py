@@ -432,32 +432,34 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         per dimension of the domain its bound parameters; ``below_stop``: a
         ``concat_where`` gap is taken to lie above the domain where both its
         bounds are parameters (see :func:`.translate_call`).  Without ``domain=``,
-        into an ``out=`` longer than the inputs, the function translated with
-        ``out=``'s whole interval as its target; the specialisation's own
-        program where that fails and it does not.  ``literal``: the domain's
+        the function translated with ``out=``'s whole interval as its target (a
+        scan in a ``concat_where`` piece runs over the piece's part of it, as in
+        a program body; ``out=`` may be longer than the inputs); the
+        specialisation's own program where that fails and it does not.  ``literal``: the domain's
         bounds, translated for those values (see :meth:`_call_on_literals`)."""
         hit = self._into.get(into_key)
         if hit is None:
             assert spec.result is not None   # only a function specialisation has ``out=``
             from .runtime_bounds import into_program
 
-            def made(as_target: dict[str, int]) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+            def made(as_target: dict[str, int] | None
+                     ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
                 prog, result, given = self._in_domain(spec, a, names, path, below_stop,
                                                       as_target, literal)
                 prog, bounds = into_program(prog, result, names, given, longer=longer)
                 with lengths_noted(a), python_messages(self.fn, spec.names):
                     checked(prog)
                 return prog, bounds
-            if longer and not names:
+            if not names:
                 try:
                     prog, bounds = made(longer)
                 except TensorIRError as e:
                     try:
-                        prog, bounds = made({})
+                        prog, bounds = made(None)
                     except TensorIRError:
                         raise e from None
             else:
-                prog, bounds = made({})
+                prog, bounds = made(None)
             hit = self._into[into_key] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         return hit
@@ -626,12 +628,15 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         translated again with the domain's bounds as parameters, so that its
         scans run over the domain's range (as in a program body); ``path``: the
         part of the value written (of a tuple value, one per domain).  Without
-        ``domain=``, into an ``out=`` longer than the inputs (``longer``), the
-        function translated again with ``out=``'s whole interval as its target,
-        as in a program body: a runtime ``concat_where``'s piece at an end of
-        ``out=`` (``KHalf == nlev``) is kept and checked at call time."""
+        ``domain=``, given how much longer ``out=`` is than the inputs
+        (``longer``, maybe nothing), the function translated again with
+        ``out=``'s whole interval as its target, as in a program body: a scan
+        in a ``concat_where`` piece runs over the piece's part of it, a runtime
+        ``concat_where``'s piece at an end of ``out=`` (``KHalf == nlev``) is
+        kept and checked at call time; ``longer`` None: the specialisation's
+        own program."""
         assert spec.result is not None     # a direct call's specialisation has one
-        if not names and longer:
+        if not names and longer is not None:
             prog = self._target_program(spec, a, longer)
             return _value_part(prog, prog.params[-1], path) + (None,)
         if not names:
