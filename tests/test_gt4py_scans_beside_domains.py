@@ -2,8 +2,9 @@
 the front end refused them: a scan in a tuple result under a literal level
 stop, a scan of a ``concat_where`` on a runtime bound, a broadcast along K
 read through a table by a K-annotated field operator, and a scan in a nested
-``concat_where`` branch that is empty.  Each is computed by both backends and
-compared with NumPy."""
+``concat_where`` branch that is empty; and a scan in a ``concat_where`` piece
+called directly without ``domain=``, which it once ran from level 0.  Each is
+computed by both backends and compared with NumPy."""
 
 from __future__ import annotations
 
