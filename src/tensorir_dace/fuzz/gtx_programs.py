@@ -209,8 +209,8 @@ def _high_ok(c: tuple | None, need: int) -> bool:
     """Whether a branch ending at bound ``c`` never reads above the field."""
     if need == NOC:
         return True
-    if c is None:
-        return need <= 0
+    if c is None:       # up to the domain's end: nlev + 1 on half levels
+        return need <= -1
     if c[0] == "n":     # nlev - j: j < 0 on half levels
         return c[1] >= need
     if need <= 0:
