@@ -489,11 +489,14 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                       for _, _, d in parts)
         literal = given if all(type(b) is int for d in given for _, v in d for b in v) \
             else None
+        # every output's program and its checks first: a domain one of them
+        # refuses is refused before any output is written
+        runs = []
         for i, (_, o, _) in enumerate(parts):
             try:
                 derived, all_bounds, new = self._part_program(spec, a, shape, i, longer)
                 values = self._part_values(spec, plain, o, parts, all_bounds)
-                self._run(derived, backend, new, values)
+                self._check_run(derived, values)
             except (ArgumentError, FrontendError, TypeCheckError) as e:
                 if literal is None:
                     raise
@@ -501,10 +504,30 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                     derived, all_bounds, new = self._part_program(spec, a, shape, i, longer,
                                                                   literal)
                     values = self._part_values(spec, plain, o, parts, all_bounds)
-                    self._run(derived, backend, new, values)
+                    self._check_run(derived, values)
                 except (ArgumentError, FrontendError, TypeCheckError):
                     raise e from None
+            runs.append((derived, new, values))
+        for derived, new, values in runs:
+            self._run(derived, backend, new, values)
         return out
+
+    def _check_run(self, spec: Specialization, plain: dict[str, Any]) -> None:
+        """What running ``spec`` on ``plain`` (by Python name) checks before it
+        writes anything, without running it: the arguments against the
+        parameters, and the sizes and runtime bounds against the orders the
+        program relies on (a domain meeting a ``concat_where`` gap)."""
+        from ..arguments import bind_arguments, check_size_constraints, runtime_values
+        from ..interpreter import typed_program
+        typed = typed_program(spec.program)
+        where = f"program '{typed.name}'"
+        try:
+            bound = bind_arguments(typed.params, spec.ir_values(plain), where=where)
+            check_size_constraints(typed.constraints,
+                                   {**runtime_values(typed.params, bound.values),
+                                    **bound.symbols}, where)
+        except ArgumentError as e:
+            raise self._argument_error(e, spec.names) from None
 
     def _part_program(self, spec: Specialization, a: Analysis | None,
                       shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,

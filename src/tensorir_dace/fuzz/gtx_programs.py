@@ -23,6 +23,16 @@ runtime start ``k0``, as may a value read two levels below it: such a
 program's calls with ``k0 = 1`` must be refused with a TensorIRError before
 writing (``GtxCase.k0_min``), unless their domain is empty.
 
+A third of the cases (drawn from a generator of their own, so that the
+programs stay as they were) also make their calls directly from Python, as
+icon4py does (``GtxCase.direct``): ``_f(a, b, out=f, domain={CellDim: (hs,
+he), KDim: (k0, nlev)})`` with the program's domain (its bounds Python ints
+at run time), without ``domain=`` where the reads allow the whole ``out=``,
+or for two outputs a tuple of domains (the same dict twice, or one each);
+some arguments by keyword; and half of them a field operator that only
+broadcasts a number (no argument) or an argument of fewer dimensions (a
+level profile, a horizontal field, a scalar), one result or two.
+
 The generator keeps every read it makes within its field for every point of
 the domain it writes, as GT4Py's domain inference requires: expressions carry
 how many levels below and above they read (``lo``, ``hi``), and a
