@@ -2,8 +2,9 @@
 the front end refused them: a scan in a tuple result under a literal level
 stop, a scan of a ``concat_where`` on a runtime bound, a broadcast along K
 read through a table by a K-annotated field operator, and a scan in a nested
-``concat_where`` branch that is empty.  Each is computed by both backends and
-compared with NumPy."""
+``concat_where`` branch that is empty; and a scan in a ``concat_where`` piece
+called directly without ``domain=``, which it once ran from level 0.  Each is
+computed by both backends and compared with NumPy."""
 
 from __future__ import annotations
 
@@ -116,3 +117,39 @@ def test_number_broadcasts_fit_parameters_annotated_with_their_dimensions(backen
     from_number_broadcasts(o, 2, backend=backend)
     want = np.where(np.arange(4)[:, None] < 2, 2.0 * 3.0 + 2.0 * 0.5, 2.0 * -0.75 + 2.0)
     np.testing.assert_allclose(o, np.broadcast_to(want, (4, 6)))
+
+
+@scan_operator(axis=K, forward=True, init=1.0)
+def decaying_sum(state: float, y: float) -> float:
+    return 0.5 * state + y
+
+
+@field_operator
+def scan_from_level_one(x: Field[[C, K], float]) -> Field[[C, K], float]:
+    return concat_where(K > 0, decaying_sum(x), x)
+
+
+@program
+def scan_from_level_one_program(x: Field[[C, K], float], out: Field[[C, K], float]):
+    scan_from_level_one(x, out=out)
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, None])
+def test_a_direct_call_without_domain_starts_a_piece_scan_at_the_piece(backend):
+    """``out=`` without ``domain=``: its whole interval is the target, as in a
+    program body, so the scan of the piece from level 1 starts there with its
+    ``init`` (no ``backend=``: found by the source on the second call)."""
+    named = {} if backend is None else {"backend": backend}
+    for _ in range(2):
+        x = np.random.default_rng(3).random((4, 5))
+        want = x.copy()
+        state = 1.0
+        for k in range(1, 5):
+            state = 0.5 * state + x[:, k]
+            want[:, k] = state
+        out = np.zeros((4, 5))
+        scan_from_level_one(x, out=out, **named)
+        np.testing.assert_allclose(out, want, rtol=1e-14)
+        in_program = np.zeros((4, 5))
+        scan_from_level_one_program(x, in_program, **named)
+        np.testing.assert_allclose(in_program, want, rtol=1e-14)

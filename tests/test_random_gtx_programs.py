@@ -2,9 +2,12 @@
 icon4py-style field operators, scan operators and a program, each field
 operator written a second time as NumPy code over the whole mesh; the program
 interpreted, compiled and compiled without the optimising passes must agree
-with it at two sets of sizes and three runtime bound sets each.  Fixed
-seeded batches run here (one of them with half levels, GT4Py's ``KHalf``);
-the command ``python -m tensorir_dace.fuzz --front gtx`` runs any number."""
+with it at two sets of sizes and three runtime bound sets each.  A third of
+the cases also make their calls directly from Python (``op(…, out=…,
+domain=…, offset_provider=…)``), compared with a reference of their own.
+Fixed seeded batches run here (one of them with half levels, GT4Py's
+``KHalf``, one of direct calls); the command ``python -m tensorir_dace.fuzz
+--front gtx`` runs any number."""
 
 from __future__ import annotations
 
@@ -17,6 +20,13 @@ from tensorir_dace.fuzz import gtx_programs, gtx_reference, gtx_runner
 
 FIRST, COUNT = 0, 5
 HALF_FIRST, HALF_COUNT = 20000, 4     # the first cases from here writing half levels
+# cases made as direct calls too (besides 1 and 2 of the first batch: a tuple
+# of domains, the same dict twice (1), one each (2); keyword arguments, no
+# domain= (1); broadcasts of arguments (1, 2); compiled calls without
+# backend=): keyword arguments, a broadcast of a number (10); no domain= and
+# a tuple of broadcasts on a tuple of domains (11); compiled calls naming
+# their backend (10)
+DIRECT_SEEDS = (10, 11)
 
 
 def test_the_gtx_generator_covers_its_constructs():
@@ -40,6 +50,19 @@ def test_the_gtx_generator_covers_its_constructs():
                       "KDim: (0, 3)", "concat_where(KDim > 0, ", "(Koff[-2])"):
         assert construct in half, construct
     assert re.search(r"_sc\d+_\d+\(\w+\(KDim [+-] [01]\.5\)", half)   # a scan of half levels
+    # direct calls: one domain, a tuple of domains, none; keyword arguments;
+    # broadcasts of a number and of arguments of fewer dimensions, compiled
+    # calls with and without backend=
+    for construct in ("def direct_", "def direct_reference_", ", domain=({", ", domain={",
+                      "'plain': True", "'plain': False", ", n0=", "x0=",
+                      "broadcast(x0, (CellDim, KDim,))", "broadcast(x0, (EdgeDim,))"):
+        assert construct in source, construct
+    assert re.search(r"call\(\d, _f\d+_\d+, [^\n]*out=\(\w+, \w+\), domain=\(\{", source)
+    assert re.search(r"call\(\d, _f\d+_\d+, [^\n]*out=\w+\)\n", source)     # no domain=
+    assert re.search(r"def _b\d+_\d+\(\) -> [^\n]*:\n    return broadcast\(", source)
+    assert re.search(r"def _b\d+_\d+\(\) -> tuple\[", source)
+    direct = [c for c in fuzz.gtx_batch(0, 200) if c.direct]
+    assert 50 < len(direct) < 85      # a third
 
 
 def half_level_cases() -> list[gtx_programs.GtxCase]:
@@ -59,6 +82,8 @@ def test_generated_gtx_programs_match_their_reference():
     assert outcome.failed == {}, outcome.failed
     runs = len(gtx_runner.BACKENDS) * sum(len(b) for b in gtx_programs.BOUNDS)
     assert outcome.runs == runs
+    direct = [c.seed for c in fuzz.gtx_batch(FIRST, COUNT) if c.direct]
+    assert direct == [1, 2] and outcome.direct == len(direct) * runs
 
 
 def test_calls_with_a_runtime_start_inside_a_gap_are_refused():
@@ -71,6 +96,52 @@ def test_calls_with_a_runtime_start_inside_a_gap_are_refused():
     assert outcome.crash is None, outcome.crash
     assert outcome.failed == {}, outcome.failed
     assert outcome.refused > 0
+
+
+def test_generated_direct_calls_match_their_reference():
+    cases = [fuzz.generate_gtx_case(s) for s in DIRECT_SEEDS]
+    assert all(c.direct is not None for c in cases)
+    outcome = fuzz.run_gtx(cases, seed=DIRECT_SEEDS[0])
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    bound_sets = sum(len(b) for b in gtx_programs.BOUNDS)
+    assert outcome.direct == len(gtx_runner.BACKENDS) * len(cases) * bound_sets
+
+
+def test_direct_calls_with_a_runtime_start_inside_a_gap_are_refused():
+    """A case whose second call needs ``k0 >= 2``: made directly with ``k0 = 1``,
+    the first call runs and matches the reference, the second is refused with
+    a TensorIRError before writing, as the program is."""
+    case = next(c for c in map(fuzz.generate_gtx_case, range(50000, 50400))
+                if c.direct and [k for _, k in c.direct.calls][:2] == [1, 2])
+    outcome = fuzz.run_gtx([case], seed=case.seed)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    refused = sum(k0 < 2 for bounds in gtx_programs.BOUNDS for _, _, k0 in bounds)
+    assert outcome.refused == 2 * len(gtx_runner.BACKENDS) * refused    # program and calls
+
+
+def test_wrong_direct_calls_are_reported(monkeypatch):
+    """The runner must see direct calls that write nothing, and those that raise
+    something other than a TensorIRError."""
+    case = fuzz.generate_gtx_case(DIRECT_SEEDS[1])
+    first = case.outputs[0][0]
+
+    def nothing(*args):
+        return lambda i, op, *a, **k: None
+    monkeypatch.setattr(gtx_runner, "_caller", nothing)
+    outcome = fuzz.run_gtx([case], seed=case.seed)
+    assert set(outcome.failed) == {first}, outcome.failed
+    assert "direct calls: interpreter at" in outcome.failed[first]
+    assert "differs from the reference" in outcome.failed[first]
+
+    def raising(*args):
+        def call(i, op, *a, **k):
+            raise gtx_runner._Crash(i, "ValueError: made up")
+        return call
+    monkeypatch.setattr(gtx_runner, "_caller", raising)
+    outcome = fuzz.run_gtx([case], seed=case.seed)
+    assert "call 0 crashed: ValueError: made up" in outcome.failed[first], outcome.failed
 
 
 def first_float_case() -> gtx_programs.GtxCase:

@@ -590,3 +590,34 @@ def test_direct_call_of_a_half_level_tuple_on_one_domain(backend):
     want_b[1:, 1:NLEV] = w[1:, 1:NLEV] + x[1:, 1:NLEV]
     np.testing.assert_allclose(a, want_a, rtol=1e-14)
     np.testing.assert_allclose(b, want_b, rtol=1e-14)
+
+
+@field_operator
+def _half_level_pair(x: Field[[Cell, K], float], h: Field[[Cell, KHalf], float]
+                     ) -> tuple[Field[[Cell, KHalf], float], Field[[Cell, KHalf], float]]:
+    """Two half-level results of a full-level and a half-level argument."""
+    return x(KHalf - 0.5) + h, h * 2.0
+
+
+@pytest.mark.parametrize("backend", [*BACKENDS, None])
+@pytest.mark.parametrize("tuple_of_domains", [False, True])
+def test_direct_call_writes_a_tuple_of_half_level_results(backend, tuple_of_domains):
+    """``out=(a, b)`` one level longer than ``x``, with one domain or a tuple of
+    domains (no ``backend=``: found by the source on later calls)."""
+    named = {} if backend is None else {"backend": backend}
+    for _ in range(2):
+        x, h = RNG.random((NC, NLEV)), RNG.random((NC, NLEV + 1))
+        a, b = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+        dom = {Cell: (1, NC), KHalf: (1, NLEV)}
+        _half_level_pair(x, h, out=(a, b), domain=(dom, dom) if tuple_of_domains else dom,
+                         **named)
+        want_a, want_b = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+        want_a[1:, 1:NLEV] = x[1:, :NLEV - 1] + h[1:, 1:NLEV]
+        want_b[1:, 1:NLEV] = 2.0 * h[1:, 1:NLEV]
+        np.testing.assert_allclose(a, want_a, rtol=1e-14)
+        np.testing.assert_allclose(b, want_b, rtol=1e-14)
+    # the whole of out= needs full level -1: refused, nothing written
+    a, b = np.zeros((NC, NLEV + 1)), np.zeros((NC, NLEV + 1))
+    with pytest.raises(ShapeMismatchError, match="K"):
+        _half_level_pair(x, h, out=(a, b), **named)
+    assert not a.any() and not b.any()

@@ -5,7 +5,8 @@ output covers its leaves), in a ``@program`` body and in direct calls of a
 domain only.  In a program body and in a direct call alike, a scan runs over
 the union of the domains of the outputs reading it (GT4Py's domain
 inference): one scan whose state feeds two outputs starts at the earlier
-first level, two scans each at their own output's.
+first level, two scans each at their own output's.  A domain that one
+output's value cannot fill is refused before any output is written.
 Interpreter and compiled code are compared with hand-written NumPy.
 """
 
@@ -256,3 +257,26 @@ def test_a_domain_per_output_of_parts_over_other_dimensions(backend, flag):
     want_x[1:], want_y[2:, 1:] = 2.0 * e[1:], diff[2:, 1:]
     np.testing.assert_allclose(x, want_x, rtol=1e-12)
     np.testing.assert_allclose(y, want_y, rtol=1e-12)
+
+
+@field_operator
+def now_and_two_below(a: F) -> tuple[F, F]:
+    return 2.0 * a, a(K - 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_later_output_refusing_its_domain_leaves_the_earlier_unwritten(backend):
+    """The second output reads two levels below: its domain from level
+    ``k0 = 1`` is refused, and the first output, whose domain is fine, is
+    not written either; from ``k0 = 2`` both are."""
+    a = RNG.random((NC, NK))
+    o1, o2 = np.zeros((NC, NK)), np.zeros((NC, NK))
+    with pytest.raises(ArgumentError, match="outside its allowed range"):
+        now_and_two_below(a, out=(o1, o2), domain=({K: (0, NK)}, {K: (1, NK)}),
+                          backend=backend)
+    assert not o1.any() and not o2.any()
+    now_and_two_below(a, out=(o1, o2), domain=({K: (0, NK)}, {K: (2, NK)}), backend=backend)
+    np.testing.assert_allclose(o1, 2.0 * a, rtol=1e-14)
+    want = np.zeros((NC, NK))
+    want[:, 2:] = a[:, :-2]
+    np.testing.assert_allclose(o2, want, rtol=1e-14)

@@ -176,20 +176,33 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
     def _out_extra(self, into: dict[str, Any]) -> analysis.Extra:
         """``out=`` as :meth:`.Specializer.length_offsets` sees it: its shape over
         the dimensions of the return annotation (else of the first annotated
-        parameter of its rank); None for a tuple or where they are unknown."""
-        out = into.get("out")
-        shape = getattr(out, "shape", None)
-        if shape is None or type(out) is tuple:
+        parameter of its rank); a tuple of arrays of one shape (GT4Py's
+        ``out=(a, b)``) as one of them where the parts of a tuple annotation
+        name the same dimensions; None for other tuples or where they are
+        unknown."""
+        leaves = list(_leaves(into.get("out")))
+        shapes = {getattr(o, "shape", None) for o in leaves}
+        if len(shapes) != 1:
+            return None
+        shape = shapes.pop()
+        if shape is None:
             return None
         if self._out_dims is None:
             has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-            spec = annotation_spec(ann) if has else None
-            specs = [spec] if isinstance(spec, TensorSpec) else \
-                [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
-            self._out_dims = {len(s.dims): tuple(d.name if analysis.bare_dimension(d) else ""
-                                                 for d in s.dims) for s in reversed(specs)}
-        names = self._out_dims.get(len(shape))
-        return None if names is None else (names, tuple(shape))
+            parts = [annotation_spec(p) for p in _leaves(ann, typing_tuple=True)] if has else []
+            names = {tuple(d.name for d in sp.dims) if isinstance(sp, TensorSpec) else None
+                     for sp in parts}
+            if len(parts) > 1 and (len(names) != 1 or None in names):
+                self._out_dims = {}      # parts over different dimensions: no one shape
+            else:
+                spec = parts[0] if parts else None
+                specs = [spec] if isinstance(spec, TensorSpec) else \
+                    [p.spec for p in self._param_infos() if isinstance(p.spec, TensorSpec)]
+                self._out_dims = {len(s.dims): tuple(d.name if analysis.bare_dimension(d)
+                                                     else "" for d in s.dims)
+                                  for s in reversed(specs)}
+        names_ = self._out_dims.get(len(shape))
+        return None if names_ is None else (names_, tuple(shape))
 
     def _part_extra(self, out: Any, path: tuple[int, ...]) -> analysis.Extra:
         """Output ``out`` at ``path`` of a tuple ``out=`` as :meth:`_out_extra`
@@ -450,32 +463,34 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         per dimension of the domain its bound parameters; ``below_stop``: a
         ``concat_where`` gap is taken to lie above the domain where both its
         bounds are parameters (see :func:`.translate_call`).  Without ``domain=``,
-        into an ``out=`` longer than the inputs, the function translated with
-        ``out=``'s whole interval as its target; the specialisation's own
-        program where that fails and it does not.  ``literal``: the domain's
+        the function translated with ``out=``'s whole interval as its target (a
+        scan in a ``concat_where`` piece runs over the piece's part of it, as in
+        a program body; ``out=`` may be longer than the inputs); the
+        specialisation's own program where that fails and it does not.  ``literal``: the domain's
         bounds, translated for those values (see :meth:`_call_on_literals`)."""
         hit = self._into.get(into_key)
         if hit is None:
             assert spec.result is not None   # only a function specialisation has ``out=``
             from .runtime_bounds import into_program
 
-            def made(as_target: dict[str, int]) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+            def made(as_target: dict[str, int] | None
+                     ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
                 prog, result, given = self._in_domain(spec, a, names, path, below_stop,
                                                       as_target, literal)
                 prog, bounds = into_program(prog, result, names, given, longer=longer)
                 with lengths_noted(a), python_messages(self.fn, spec.names):
                     checked(prog)
                 return prog, bounds
-            if longer and not names:
+            if not names:
                 try:
                     prog, bounds = made(longer)
                 except TensorIRError as e:
                     try:
-                        prog, bounds = made({})
+                        prog, bounds = made(None)
                     except TensorIRError:
                         raise e from None
             else:
-                prog, bounds = made({})
+                prog, bounds = made(None)
             hit = self._into[into_key] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         return hit
@@ -667,12 +682,15 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         translated again with the domain's bounds as parameters, so that its
         scans run over the domain's range (as in a program body); ``path``: the
         part of the value written (of a tuple value, one per domain).  Without
-        ``domain=``, into an ``out=`` longer than the inputs (``longer``), the
-        function translated again with ``out=``'s whole interval as its target,
-        as in a program body: a runtime ``concat_where``'s piece at an end of
-        ``out=`` (``KHalf == nlev``) is kept and checked at call time."""
+        ``domain=``, given how much longer ``out=`` is than the inputs
+        (``longer``, maybe nothing), the function translated again with
+        ``out=``'s whole interval as its target, as in a program body: a scan
+        in a ``concat_where`` piece runs over the piece's part of it, a runtime
+        ``concat_where``'s piece at an end of ``out=`` (``KHalf == nlev``) is
+        kept and checked at call time; ``longer`` None: the specialisation's
+        own program."""
         assert spec.result is not None     # a direct call's specialisation has one
-        if not names and longer:
+        if not names and longer is not None:
             prog = self._target_program(spec, a, longer)
             return _value_part(prog, prog.params[-1], path) + (None,)
         if not names:
@@ -746,6 +764,19 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             return Specialization(self.fn.__name__, key, prog, result=prog.params[-1],
                                   names=renamed)
         return make
+
+
+def _leaves(x: Any, typing_tuple: bool = False) -> Iterator[Any]:
+    """The leaves of a nested tuple (``typing_tuple``: of a ``tuple[…]``
+    annotation)."""
+    if typing_tuple and typing.get_origin(x) is tuple:
+        for p in typing.get_args(x):
+            yield from _leaves(p, typing_tuple)
+    elif not typing_tuple and type(x) is tuple:
+        for p in x:
+            yield from _leaves(p)
+    else:
+        yield x
 
 
 def _domain_dicts(domain: Any) -> Iterator[Any]:

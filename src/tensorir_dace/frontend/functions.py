@@ -462,6 +462,10 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ctx = ProgramContext(src.name, params, loc, table_dims)
     ctx.rank_generic = rank_generic
     ctx.domain = {i.name: i for i in domain}
+    if not domain and target:
+        # a whole out= target, as in a program body: a scan in a concat_where
+        # piece runs over the piece's part of it
+        ctx.domain = {n: ir.DimInterval(n, lo, hi, loc=loc) for n, (lo, hi) in target.items()}
     # the domain is the target's range, as an out= target's is in a program: a
     # runtime concat_where's pieces are clamped to it and checked at call time
     ctx.target = _runtime_target(domain, params) if domain else target

@@ -5,8 +5,10 @@ the parser); ``--front python`` the Python front (failures as runnable ``.py``
 reproducers); ``--front gtx`` programs in GT4Py's spelling (icon4py style:
 ``@gtx.field_operator``s calling each other, ``@gtx.program`` with ``out=`` and
 ``domain=``, ``FieldOffset`` shifts over mesh tables with absent neighbours,
-``concat_where``, ``scan_operator``s), compared with a NumPy reference written
-beside each field operator (failures as runnable ``.py`` reproducers);
+``concat_where``, ``scan_operator``s; a third of the cases also call their
+field operators directly from Python with ``out=``, ``domain=`` and
+``offset_provider=``), compared with a NumPy reference written beside each
+field operator (failures as runnable ``.py`` reproducers);
 ``--front both`` runs the text and Python fronts, ``--front all`` the three."""
 
 from __future__ import annotations

@@ -23,6 +23,16 @@ runtime start ``k0``, as may a value read two levels below it: such a
 program's calls with ``k0 = 1`` must be refused with a TensorIRError before
 writing (``GtxCase.k0_min``), unless their domain is empty.
 
+A third of the cases (drawn from a generator of their own, so that the
+programs stay as they were) also make their calls directly from Python, as
+icon4py does (``GtxCase.direct``): ``_f(a, b, out=f, domain={CellDim: (hs,
+he), KDim: (k0, nlev)})`` with the program's domain (its bounds Python ints
+at run time), without ``domain=`` where the reads allow the whole ``out=``,
+or for two outputs a tuple of domains (the same dict twice, or one each);
+some arguments by keyword; and half of them a field operator that only
+broadcasts a number (no argument) or an argument of fewer dimensions (a
+level profile, a horizontal field, a scalar), one result or two.
+
 The generator keeps every read it makes within its field for every point of
 the domain it writes, as GT4Py's domain inference requires: expressions carry
 how many levels below and above they read (``lo``, ``hi``), and a
@@ -40,6 +50,7 @@ from dataclasses import dataclass, field
 NOC = -99          # no constraint on the levels read
 MAX_REACH = 2      # the most levels an expression reads below or above
 NK_MIN = 5         # the fewest levels of any run (SIZES)
+DIRECT_SHARE = 1 / 3   # the cases whose statements are also made as direct calls
 
 DIM = {"C": "CellDim", "E": "EdgeDim", "V": "VertexDim", "K": "KDim", "KH": "KHalfDim",
        "E2C": "E2CDim",
@@ -208,8 +219,8 @@ def _high_ok(c: tuple | None, need: int) -> bool:
     """Whether a branch ending at bound ``c`` never reads above the field."""
     if need == NOC:
         return True
-    if c is None:
-        return need <= 0
+    if c is None:       # up to the domain's end: nlev + 1 on half levels
+        return need <= -1
     if c[0] == "n":     # nlev - j: j < 0 on half levels
         return c[1] >= need
     if need <= 0:
@@ -231,6 +242,7 @@ class GtxGen:
         self.k = k
         self.defs: list[str] = []
         self.fresh = 0
+        self.params: dict[str, list[str]] = {}     # a field operator's parameters
 
     def name(self, stem: str) -> str:
         self.fresh += 1
@@ -657,6 +669,7 @@ class GtxGen:
                          f"{lines_py}    return {ret_py}\n")
         params_np = ", ".join(["dom"] + [v.name for v in params] + [n for n, _ in ints])
         self.defs.append(f"def ref{name}({params_np}):\n{lines_np}    return {ret_np}\n")
+        self.params[name] = [v.name for v in params] + [n for n, _ in ints]
         return name, results, args_py, args_np
 
     def tuple_choice(self, rets: list[T], d: int, b: Body) -> tuple[list[E], str, str]:
@@ -768,6 +781,23 @@ class GtxGen:
 
 
 @dataclass
+class Direct:
+    """A case's statements as direct calls of its field operators from Python, as
+    icon4py makes them (``op(a, b, out=f, domain={CellDim: (hs, he), …},
+    offset_provider=…)``): the statements of ``direct_K(a, call)`` (each
+    ``call(i, op, …)``), those of its reference, the outputs of calls the
+    program does not make (broadcasts), per call its outputs and the smallest
+    runtime start ``k0`` its domains allow, and whether compiled calls leave
+    out ``backend=`` (found by the source)."""
+
+    py: list[str] = field(default_factory=list)
+    np: list[str] = field(default_factory=list)
+    outputs: list[tuple[str, T]] = field(default_factory=list)
+    calls: list[tuple[list[str], int]] = field(default_factory=list)
+    plain: bool = False
+
+
+@dataclass
 class GtxCase:
     """One case: its definitions in both spellings, its outputs (name, type) and
     its program statements (Python) and reference statements."""
@@ -780,16 +810,20 @@ class GtxCase:
     # the smallest runtime start k0 its domains allow (a larger one where a
     # value reads two levels below it: calls with a smaller k0 are refused)
     k0_min: int = 1
+    # its statements also made as direct calls (a share of the cases)
+    direct: Direct | None = None
 
 
-def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E]
+def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E],
+            r: random.Random | None = None, whole: bool = True
             ) -> tuple[str | None, dict[str, tuple[str, str]]]:
     """A ``domain=`` for ``outs`` keeping the reads of ``results`` in their fields:
-    (its Python spelling or None, the bounds by dimension)."""
-    r = g.r
+    (its Python spelling or None, the bounds by dimension); ``whole``: None
+    (no ``domain=``) may be chosen."""
+    r = r or g.r
     t = outs[0][1]
     lo, hi = _m(*(x.lo for x in results)), _m(*(x.hi for x in results))
-    if r.random() < 0.15 and lo <= 0 and hi <= (-1 if t.s else 0):
+    if whole and r.random() < 0.15 and lo <= 0 and hi <= (-1 if t.s else 0):
         return None, {}
     bounds: dict[str, tuple[str, str]] = {}
     if t.h:
@@ -809,6 +843,30 @@ def _domain(g: GtxGen, outs: list[tuple[str, T]], results: list[E]
     return py, bounds
 
 
+def _k0_min(bounds: dict[str, tuple[str, str]], results: list[E]) -> int:
+    """The smallest runtime start ``k0`` a domain of these ``bounds`` allows."""
+    if any(lo_hi[0] == "k0" for lo_hi in bounds.values()):
+        return max(1, *(x.lo for x in results))
+    return 1
+
+
+def _writes(name: str, anp: list[str], outs: list[tuple[str, T]],
+            domains: list[dict[str, tuple[str, str]]], res: str) -> list[str]:
+    """The reference of a call of ``name`` writing ``outs``, each on its own
+    domain's bounds (the same dict for all, or one each)."""
+    lines = []
+    calls: dict[tuple[str, str], str] = {}
+    for i, ((o, t), bounds) in enumerate(zip(outs, domains)):
+        kdom = bounds.get("K", ("0", "nlev"))      # the levels a scan runs on
+        if kdom not in calls:
+            calls[kdom] = res if not calls else f"{res}_{i}"
+            lines.append(f"{calls[kdom]} = ref{name}(({kdom[0]}, {kdom[1]}), {', '.join(anp)})")
+        value = calls[kdom] if len(outs) == 1 else f"{calls[kdom]}[{i}]"
+        dom_np = "{" + ", ".join(f'"{dim}": ({a}, {b})' for dim, (a, b) in bounds.items()) + "}"
+        lines.append(f"R.write(a, {o!r}, {value}, {t.dims()!r}, {dom_np}, bad)")
+    return lines
+
+
 def generate_gtx_case(seed: int, index: int | None = None) -> GtxCase:
     """The case of ``seed``; its names hold ``index`` (default: the seed)."""
     r = random.Random(seed)
@@ -819,6 +877,7 @@ def generate_gtx_case(seed: int, index: int | None = None) -> GtxCase:
                      (-1 if i.half or i.t.s else 0) if i.t.k else NOC)
                  for i in INPUTS], list(INTS), program=True)
     statements = 2 if r.random() < 0.3 else 1
+    made = []
     for s in range(statements):
         rets = [r.choice(OUT_TYPES)]
         if r.random() < 0.3:
@@ -828,23 +887,146 @@ def generate_gtx_case(seed: int, index: int | None = None) -> GtxCase:
         d = r.randint(2, 4)
         name, results, apy, anp = g.function(prog, rets, d)
         domain_py, bounds = _domain(g, outs, results)
-        if any(lo_hi[0] == "k0" for lo_hi in bounds.values()):
-            case.k0_min = max(case.k0_min, *(x.lo for x in results))
+        case.k0_min = max(case.k0_min, _k0_min(bounds, results))
         target = outs[0][0] if len(outs) == 1 else f"({', '.join(o for o, _ in outs)})"
         case.py_body.append(f"{name}({', '.join(apy)}, out={target}"
                             + (f", domain={domain_py})" if domain_py else ")"))
-        kdom = bounds.get("K", ("0", "nlev"))      # the levels a scan runs on
-        dom_np = "{" + ", ".join(f'"{dim}": ({a}, {b})' for dim, (a, b) in bounds.items()) + "}"
-        res = f"_r{k}_{s}"
-        case.np_body.append(f"{res} = ref{name}(({kdom[0]}, {kdom[1]}), {', '.join(anp)})")
-        for i, (o, t) in enumerate(outs):
-            value = res if len(outs) == 1 else f"{res}[{i}]"
-            case.np_body.append(f"R.write(a, {o!r}, {value}, {t.dims()!r}, {dom_np}, bad)")
+        case.np_body += _writes(name, anp, outs, [bounds] * len(outs), f"_r{k}_{s}")
         case.outputs += outs
         for o, t in outs:      # a later statement may read what this one wrote
             prog.vars.append(Var(o, t, 0 if t.k else NOC, (-1 if t.s else 0) if t.k else NOC))
+        made.append((name, results, apy, anp, outs, domain_py, bounds))
     case.defs = g.defs
+    # drawn from a generator of its own: the cases' programs stay as they were
+    direct = random.Random(f"gtx direct {seed}")
+    if direct.random() < DIRECT_SHARE:
+        g.r = direct
+        case.direct = Direct(plain=direct.random() < 0.5)
+        for s, call in enumerate(made):
+            _direct_call(g, case.direct, s, *call)
+        if direct.random() < 0.5:
+            _broadcast_call(g, case.direct, len(made))
     return case
+
+
+def _direct_call(g: GtxGen, d: Direct, s: int, name: str, results: list[E], apy: list[str],
+                 anp: list[str], outs: list[tuple[str, T]], domain_py: str | None,
+                 bounds: dict[str, tuple[str, str]]) -> None:
+    """Statement ``s`` of the program as a direct call: on the program's domain,
+    on the whole of ``out=`` (no ``domain=``) where the reads allow it, or for
+    two outputs on a tuple of domains (the same dict twice, or one each)."""
+    r = g.r
+    t = outs[0][1]
+    lo, hi = _m(*(x.lo for x in results)), _m(*(x.hi for x in results))
+    forms = ["same", "same"]
+    if lo <= 0 and hi <= (-1 if t.s else 0):
+        forms.append("whole")
+    if len(outs) > 1:
+        forms += ["tuple", "each", "each"]
+    form = r.choice(forms)
+    if form == "whole":
+        domain_py, bounds = None, {}
+    if form in ("same", "whole"):
+        _call(g, d, s, name, apy, anp, outs, [(domain_py, bounds)], _k0_min(bounds, results),
+              False)
+        return
+    if form == "tuple":
+        if domain_py is None:
+            domain_py, bounds = _domain(g, outs, results, whole=False)
+        doms = [(domain_py, bounds)] * len(outs)
+        k0_min = _k0_min(bounds, results)
+    else:
+        doms = [_domain(g, [o], [x], whole=False) for o, x in zip(outs, results)]
+        k0_min = max(_k0_min(b, [x]) for (_, b), x in zip(doms, results))
+    _call(g, d, s, name, apy, anp, outs, doms, k0_min, True)
+
+
+def _call(g: GtxGen, d: Direct, s: int, name: str, apy: list[str], anp: list[str],
+          outs: list[tuple[str, T]], doms: list[tuple[str | None, dict]], k0_min: int,
+          per_output: bool) -> None:
+    """A direct call of ``name``: its arguments (a suffix of them by keyword,
+    sometimes), ``out=`` and ``domain=`` (``per_output``: a tuple of domains)."""
+    r = g.r
+    params = g.params.get(name, [])
+    args = list(apy)
+    if params and len(params) == len(args) and r.random() < 0.3:
+        j = r.randrange(len(args))
+        named = [f"{p}={a}" for p, a in zip(params[j:], args[j:])]
+        r.shuffle(named)
+        args = args[:j] + named
+    target = outs[0][0] if len(outs) == 1 else f"({', '.join(o for o, _ in outs)})"
+    if per_output:
+        domain = f", domain=({', '.join(str(p) for p, _ in doms)})"
+    else:
+        domain = f", domain={doms[0][0]}" if doms[0][0] else ""
+    d.py.append(f"call({s}, {name}, {''.join(a + ', ' for a in args)}out={target}{domain})")
+    d.np += _writes(name, anp, outs, [b for _, b in doms] if per_output
+                    else [doms[0][1]] * len(outs), f"_d{g.k}_{s}")
+    d.calls.append(([o for o, _ in outs], k0_min))
+
+
+# inputs a top-level broadcast may take: a profile on levels, a horizontal
+# field, a scalar
+BROADCAST_SOURCES = ("kw", "c0", "e0", "v0", "alpha", "beta")
+
+
+def _broadcast_targets(src: T | None, dt: str) -> list[T]:
+    """The types a broadcast of ``src`` (None: a number of ``dt``) may have."""
+    out = []
+    for h in ("C", "E", "V"):
+        for k, s in ((True, False), (True, True), (False, False)):
+            t = T(h, k, src.dt if src else dt, s=s)
+            if src is None or (set(src.dims()) < set(t.dims())
+                               and (src.h is None or src.h == h)
+                               and (not src.k or not t.s)):
+                out.append(t)
+    return out
+
+
+def _broadcast_call(g: GtxGen, d: Direct, s: int) -> None:
+    """A direct call of a field operator that only broadcasts: a number (no
+    argument, icon4py's ``_set_zero_c_k``) or an argument of fewer dimensions
+    (``broadcast(k_profile, (CellDim, KDim))``), one result or two."""
+    r = g.r
+    name = g.name("_b")
+    inputs = {i.name: i for i in INPUTS}
+    src = inputs[r.choice(BROADCAST_SOURCES)] if r.random() < 0.6 else None
+    t = r.choice(_broadcast_targets(src.t if src else None,
+                                    r.choice(["float64", "float64", "float32", "int32"])))
+    parts: list[Input | None] = [src]
+    if r.random() < 0.3:     # a second result of the same dimensions
+        others = [i for i in INPUTS if i.name in BROADCAST_SOURCES
+                  and t in _broadcast_targets(i.t, t.dt)]
+        parts.append(r.choice(others) if others and r.random() < 0.5 else None)
+    params: list[str] = []
+    args: list[str] = []
+    rets_py, rets_np = [], []
+    for p in parts:
+        if p is None:
+            py, np_ = g.lit(t.dt)
+        else:
+            py = np_ = f"x{len(params)}"
+            params.append(f"{py}: {g.ann(p.t)}")
+            args.append(p.name)
+        rets_py.append(g.broadcast_py(py, t))
+        rets_np.append(f"R.broadcast({np_}, {t.dims()!r})")
+    ann = g.ann(t) if len(parts) == 1 else f"tuple[{g.ann(t)}, {g.ann(t)}]"
+    g.defs.append(f"@gtx.field_operator\ndef {name}({', '.join(params)}) -> {ann}:\n"
+                  f"    return {', '.join(rets_py)}\n")
+    g.defs.append(f"def ref{name}({', '.join(['dom'] + [f'x{i}' for i in range(len(args))])}):"
+                  f"\n    return {', '.join(rets_np)}\n")
+    g.params[name] = [f"x{i}" for i in range(len(args))]
+    outs = [(f"o{g.k}_d{s}{i}", t) for i in range(len(parts))]
+    d.outputs += outs
+    whole = E("", "", t)         # defined everywhere
+    form = r.choice(["whole", "one", "one"] + (["tuple", "each"] if len(outs) > 1 else []))
+    if form == "whole":
+        doms: list[tuple[str | None, dict]] = [(None, {})]
+    elif form == "each":
+        doms = [_domain(g, [o], [whole], whole=False) for o in outs]
+    else:
+        doms = [_domain(g, outs, [whole], whole=False)] * (len(outs) if form == "tuple" else 1)
+    _call(g, d, s, name, args, args, outs, doms, 1, form in ("tuple", "each"))
 
 
 def gtx_batch(first_seed: int, count: int) -> list[GtxCase]:
@@ -852,7 +1034,10 @@ def gtx_batch(first_seed: int, count: int) -> list[GtxCase]:
 
 
 def gtx_source(cases: list[GtxCase], name: str = "fuzz") -> str:
-    """The module: definitions, the program, and ``reference(a, bad)``."""
+    """The module: definitions, the program, ``reference(a, bad)``, and for the
+    cases made as direct calls ``direct_K(a, call)``, ``direct_reference_K(a,
+    bad)`` and ``DIRECT``, a dict per case (its seed, the two functions, per call
+    its outputs and smallest ``k0``, whether compiled calls name no backend)."""
     params = [f"{i.name}: {_plain_ann(i.t)}" for i in INPUTS]
     params += [f"{o}: {_plain_ann(t)}" for c in cases for o, t in c.outputs]
     params += [f"{n}: gtx.int32" for n, _ in INTS]
@@ -860,20 +1045,55 @@ def gtx_source(cases: list[GtxCase], name: str = "fuzz") -> str:
     body = [f"    {line}" for c in cases for line in c.py_body] or ["    pass"]
     prog = ("@gtx.program\ndef " + name + "(\n        " + ",\n        ".join(params) + "):\n"
             + "\n".join(body) + "\n")
-    unpack = ["    " + ", ".join(n for n, _ in INTS) + " = " + ", ".join(
-        f'a["{n}"]' for n, _ in INTS)]
-    unpack += [f"    {i.name} = R.field(a[{i.name!r}], {i.t.dims()!r})" if i.t.dims()
-               else f"    {i.name} = a[{i.name!r}]" for i in INPUTS]
     ref = ["def reference(a, bad):", '    """The NumPy reference: writes the outputs in a."""']
-    ref += unpack
+    ref += _unpack()
     for c in cases:
-        for line in c.np_body:
-            ref.append(f"    {line}")
-            if line.startswith("R.write("):
-                o = line.split("'")[1]
-                t = dict(c.outputs)[o]
-                ref.append(f"    {o} = R.field(a[{o!r}], {t.dims()!r})")
-    return HEADER + "\n\n" + defs + "\n\n" + prog + "\n\n" + "\n".join(ref) + "\n"
+        ref += _reference_lines(c.np_body, c.outputs)
+    direct = [c for c in cases if c.direct is not None]
+    more = "".join(_direct_source(c) for c in direct)
+    table = "".join(f"\n    {{'seed': {c.seed}, 'run': direct_{c.seed}, "
+                    f"'reference': direct_reference_{c.seed}, 'calls': {c.direct.calls!r}, "
+                    f"'plain': {c.direct.plain}}}," for c in direct if c.direct)
+    return (HEADER + "\n\n" + defs + "\n\n" + prog + "\n\n" + "\n".join(ref) + "\n" + more
+            + f"\n\nDIRECT = [{table}\n]\n")
+
+
+def _unpack() -> list[str]:
+    """The reference's inputs: ints, and values of the arrays."""
+    lines = ["    " + ", ".join(n for n, _ in INTS) + " = " + ", ".join(
+        f'a["{n}"]' for n, _ in INTS)]
+    lines += [f"    {i.name} = R.field(a[{i.name!r}], {i.t.dims()!r})" if i.t.dims()
+              else f"    {i.name} = a[{i.name!r}]" for i in INPUTS]
+    return lines
+
+
+def _reference_lines(body: list[str], outputs: list[tuple[str, T]]) -> list[str]:
+    """Reference statements, each output read again after it is written."""
+    lines = []
+    types = dict(outputs)
+    for line in body:
+        lines.append(f"    {line}")
+        if line.startswith("R.write("):
+            o = line.split("'")[1]
+            lines.append(f"    {o} = R.field(a[{o!r}], {types[o].dims()!r})")
+    return lines
+
+
+def _direct_source(c: GtxCase) -> str:
+    """``direct_K(a, call)``: the case's direct calls, each ``call(i, op, *args,
+    **kw)`` (the caller adds ``offset_provider=`` and ``backend=``), and its
+    reference ``direct_reference_K(a, bad)``."""
+    assert c.direct is not None
+    outputs = c.outputs + c.direct.outputs
+    names = [n for n, _ in INTS] + [i.name for i in INPUTS] + [o for o, _ in outputs]
+    run = [f"def direct_{c.seed}(a, call):",
+           f'    """The calls of case {c.seed} made directly from Python."""']
+    run += [f"    {n} = a[{n!r}]" for n in names]
+    run += [f"    {line}" for line in c.direct.py]
+    ref = [f"def direct_reference_{c.seed}(a, bad):",
+           '    """The NumPy reference of the direct calls: writes their outputs in a."""']
+    ref += _unpack() + _reference_lines(c.direct.np, outputs)
+    return "\n\n" + "\n".join(run) + "\n\n\n" + "\n".join(ref) + "\n"
 
 
 def _plain_ann(t: T) -> str:

@@ -1,7 +1,9 @@
 """Differential runs of the GT4Py-spelled random programs (:mod:`.gtx_programs`):
 the ``@gtx.program`` interpreted, compiled, and compiled without the optimising
 passes, at both sizes and every runtime bound set, against the NumPy reference
-written beside it.
+written beside it; then the calls of the cases made directly from Python
+(``op(…, out=…, domain=…, offset_provider=…)``) with each backend on the same
+arguments, against their own reference.
 
 A batch's module is written to a file and imported, as for the Python front."""
 
@@ -15,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TensorIRError
 from . import gtx_reference as R
 from .compare import same_values
 from .gtx_programs import (
@@ -71,10 +74,33 @@ def arguments(cases: list[GtxCase], sizes: dict[str, int], seed: int) -> dict[st
 
 def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0) -> PyOutcome:
     """Run ``module.fuzz`` with each backend and ``module.reference`` on the same
-    arguments; compare ``outputs``; then ``calls`` mutated calls, compiled
-    against interpreted (:mod:`.gtx_calls`)."""
-    from ..frontend import program
+    arguments; compare ``outputs``; then the direct calls of ``module.DIRECT``
+    (:func:`direct_runs`); then ``calls`` mutated calls, compiled against
+    interpreted (:mod:`.gtx_calls`)."""
     out = PyOutcome()
+    program_runs(module, outputs, seed, out)
+    if out.crash is None:
+        direct_runs(module, seed, out)
+    if calls and not out.failed:
+        import random
+
+        from .gtx_calls import gtx_call_contract
+        sizes = SIZES[0]
+        hs, he, k0 = next(b for b in BOUNDS[0] if b[2] >= module.K0_MIN)
+        args = arguments([], sizes, seed) | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed))
+        args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
+        try:
+            out.calls = tuple(gtx_call_contract(module.fuzz, args, tables(sizes, seed),
+                                                random.Random(seed), calls))
+        except Exception as err:   # noqa: BLE001 - the valid call it starts from failed
+            out.failed.setdefault("*", f"the valid call of the call contract failed: "
+                                       f"{type(err).__name__}: {err}")
+    return out
+
+
+def program_runs(module: Any, outputs: list[str], seed: int, out: PyOutcome) -> None:
+    """The program's runs of :func:`differential`, noted in ``out``."""
+    from ..frontend import program
     progs = {"interpreter": module.fuzz, "compiled": module.fuzz,
              "unoptimised": program(module.fuzz.fn, optimize="none")}
     for n, sizes in enumerate(SIZES):
@@ -96,7 +122,7 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
                     continue
                 if verdict != "ran":
                     out.failed.setdefault("*", verdict)
-                    return out
+                    return
             ref = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
             bad: list[str] = []
             R.set_mesh(sizes, provider)
@@ -105,10 +131,10 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
             except Exception as err:    # noqa: BLE001
                 out.failed.setdefault("*", f"reference failed (a generator bug) at {where}: "
                                            f"{type(err).__name__}: {err}")
-                return out
+                return
             if bad:
                 out.failed.setdefault("*", f"generator bug at {where}: {bad}")
-                return out
+                return
             for backend in BACKENDS:
                 kw = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
                 prog = progs[backend]
@@ -119,29 +145,145 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
                 out.runs += 1
                 if status == "crash":
                     out.crash = f"{backend} at {where}: {detail}"
-                    return out
+                    return
                 if status == "error":
                     out.failed.setdefault("*", f"{backend} at {where}: {detail!r}")
-                    return out
+                    return
                 for o in outputs:
                     if not same_values(kw[o], ref[o], loose=True):
                         out.failed.setdefault(o, f"{backend} differs from the reference at "
                                                  f"{where}")
-    if calls and not out.failed:
-        import random
 
-        from .gtx_calls import gtx_call_contract
-        sizes = SIZES[0]
-        hs, he, k0 = next(b for b in BOUNDS[0] if b[2] >= module.K0_MIN)
-        args = arguments([], sizes, seed) | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed))
-        args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
+
+class _Refused(Exception):
+    """A direct call refused with a TensorIRError: its index, the error and the
+    outputs it wrote before (by position in ``out=``)."""
+
+    def __init__(self, index: int, error: TensorIRError, wrote: list[int]):
+        super().__init__(index)
+        self.index, self.error, self.wrote = index, error, wrote
+
+
+class _Crash(Exception):
+    """A direct call that raised something other than a TensorIRError."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(index)
+        self.index, self.message = index, message
+
+
+def direct_runs(module: Any, seed: int, out: PyOutcome) -> None:
+    """The cases of ``module.DIRECT`` made as direct calls of their field operators
+    (``op(…, out=…, domain=…, offset_provider=…)``, the bounds Python ints) with
+    each backend on the arguments of the program's runs, against their own
+    reference; a failure is noted under the case's first output."""
+    cases = getattr(module, "DIRECT", [])
+    unoptimised: dict[int, Any] = {}
+    failed: set[int] = set()
+    for n, sizes in enumerate(SIZES):
+        provider = tables(sizes, seed + n)
+        base = arguments([], sizes, seed + n)
+        for hs, he, k0 in BOUNDS[n]:
+            args = base | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed + 7 * n + hs))
+            args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
+            where = f"{sizes} hs={hs} he={he} k0={k0}"
+            for c in cases:
+                if c["seed"] in failed:
+                    continue
+                why = _direct_case(c, args, sizes, provider, unoptimised, where, out)
+                if why is not None:
+                    failed.add(c["seed"])
+                    out.failed.setdefault(c["calls"][0][0][0], f"direct calls: {why}")
+
+
+def _direct_case(c: dict[str, Any], args: dict[str, Any], sizes: dict[str, int],
+                 provider: dict[str, Any], unoptimised: dict[int, Any], where: str,
+                 out: PyOutcome) -> str | None:
+    """Case ``c`` of ``DIRECT`` at one bound set with every backend: what went
+    wrong, or None.  A call whose domain starts below what it allows (its
+    smallest ``k0``) is refused with a TensorIRError before writing its
+    outputs (then the later calls are not made), or runs: where its domain
+    needs no level of the gap, or where the levels the reference leaves
+    undefined are GT4Py's (a value shifted up, then down again, is defined
+    below level 0 in between); from there on the backends are compared with
+    each other.  Every other call runs and matches the reference."""
+    def copies(a: dict[str, Any]) -> dict[str, Any]:
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in a.items()}
+    k0 = args["k0"]
+    ref, bad = copies(args), list[str]()
+    R.set_mesh(sizes, provider)
+    try:
+        c["reference"](ref, bad)
+    except Exception as err:    # noqa: BLE001
+        return f"reference failed (a generator bug) at {where}: {type(err).__name__}: {err}"
+    stops: dict[str, int | None] = {}
+    first: dict[str, Any] | None = None      # the first backend's outputs
+    for backend in BACKENDS:
+        kw = copies(args)
+        out.direct += 1
+        stop = None
         try:
-            out.calls = tuple(gtx_call_contract(module.fuzz, args, tables(sizes, seed),
-                                                random.Random(seed), calls))
-        except Exception as err:   # noqa: BLE001 - the valid call it starts from failed
-            out.failed.setdefault("*", f"the valid call of the call contract failed: "
-                                       f"{type(err).__name__}: {err}")
-    return out
+            c["run"](kw, _caller(backend, c["plain"], provider, unoptimised))
+        except _Crash as crash:
+            return f"{backend} at {where}: call {crash.index} crashed: {crash.message}"
+        except _Refused as refused:
+            i, why = refused.index, refused.error
+            if k0 >= c["calls"][i][1]:
+                return f"{backend} at {where}: call {i} refused: {why}"
+            if refused.wrote:
+                names = [c["calls"][i][0][j] for j in refused.wrote]
+                return (f"{backend} at {where}: call {i} refused after writing "
+                        f"{', '.join(names)}: {why}")
+            stop = i
+        stops[backend] = stop
+        made = c["calls"] if stop is None else c["calls"][:stop]
+        checked = True     # against the reference, else against the first backend
+        for j, (outputs, k0_min) in enumerate(made):
+            undefined = [b for b in bad if b.split(":")[0] in outputs]
+            if undefined and k0 >= k0_min:
+                return (f"generator bug at {where}: call {j} writes undefined points: "
+                        f"{undefined}")
+            checked = checked and not undefined
+            for o in outputs:
+                if checked and not same_values(kw[o], ref[o], loose=True):
+                    return f"{backend} at {where}: call {j} differs from the reference in {o}"
+                if not checked and first is not None and \
+                        not same_values(kw[o], first[o], loose=True):
+                    return (f"{backend} at {where}: call {j} (k0 below its smallest, "
+                            f"{k0_min}) differs from {BACKENDS[0]} in {o}")
+        if first is None:
+            first = kw
+    if len(set(stops.values())) > 1:
+        return f"the backends disagree on refusing at {where}: {stops}"
+    if stops.get(BACKENDS[0]) is not None:
+        out.refused += len(BACKENDS)
+    return None
+
+
+def _caller(backend: str, plain: bool, provider: dict[str, Any], unoptimised: dict[int, Any]
+            ) -> Any:
+    """The ``call(i, op, *args, **kw)`` of a case's ``direct_K``: ``op`` called
+    with ``offset_provider=`` and ``backend=`` (none for compiled calls where
+    ``plain``; the unoptimised backend: ``op`` decorated again without the
+    optimising passes)."""
+    from ..frontend import function
+
+    def call(i: int, op: Any, *a: Any, **k: Any) -> None:
+        outs = list(k["out"]) if isinstance(k["out"], tuple) else [k["out"]]
+        before = [o.copy() for o in outs]
+        if backend == "unoptimised":
+            op = unoptimised.setdefault(id(op), function(op.fn, optimize="none"))
+        named = {} if plain and backend != "interpreter" else \
+            {"backend": "interpreter" if backend == "interpreter" else "compiled"}
+        try:
+            op(*a, **k, offset_provider=provider, **named)
+        except TensorIRError as err:
+            wrote = [j for j, (o, b) in enumerate(zip(outs, before))
+                     if not np.array_equal(o, b, equal_nan=True)]
+            raise _Refused(i, err, wrote) from None
+        except Exception as err:    # noqa: BLE001 - only a TensorIRError may come out
+            raise _Crash(i, f"{type(err).__name__}: {err}") from None
+    return call
 
 
 def _refused(progs: dict[str, Any], args: dict[str, Any], provider: dict[str, Any],
@@ -172,9 +314,9 @@ def _refused(progs: dict[str, Any], args: dict[str, Any], provider: dict[str, An
 def source(cases: list[GtxCase]) -> str:
     """The module of ``cases`` with ``OUTPUT_ARRAYS(sizes, rng)``."""
     shapes = []
-    for c in cases:
-        for o, t in c.outputs:
-            shapes.append(f"    {o!r}: ({', '.join(repr(d) for d in t.dims())}, {t.dt!r}),")
+    direct = [x for c in cases if c.direct for x in c.direct.outputs]
+    for o, t in [x for c in cases for x in c.outputs] + direct:
+        shapes.append(f"    {o!r}: ({', '.join(repr(d) for d in t.dims())}, {t.dt!r}),")
     return (gtx_source(cases) + "\n\nOUTPUTS = {\n" + "\n".join(shapes) + "\n}\n\n\n"
             f"K0_MIN = {max((c.k0_min for c in cases), default=1)}\n\n\n"
             "def OUTPUT_ARRAYS(sizes, rng):\n"
@@ -214,18 +356,19 @@ def case_fails(case: GtxCase, seed: int = 0) -> str | None:
     return out.crash or next(iter(out.failed.values()), None)
 
 
-def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | None,
-                                       tuple[str, ...]]:
+def run_gtx_batch(job: tuple) -> tuple[int, tuple[int, int, int], list[tuple[int, str]],
+                                       str | None, tuple[str, ...]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
-    count and optionally how many mutated calls to make): (first, runs, [(seed,
-    why)] of failed cases, crash, broken calls)."""
+    count and optionally how many mutated calls to make): (first, (runs of the
+    program, runs of direct calls, runs refused as expected), [(seed, why)] of
+    failed cases, crash, broken calls)."""
     first, count = job[:2]
     calls = int(job[2]) if len(job) > 2 else 0
     cases = gtx_batch(first, count)
     out = run_gtx(cases, seed=first, calls=calls)
     bad = []
     for c in cases:
-        outputs = {o for o, _ in c.outputs}
+        outputs = {o for o, _ in c.outputs + (c.direct.outputs if c.direct else [])}
         for name, why in out.failed.items():
             if name in outputs:
                 bad.append((c.seed, why))
@@ -235,7 +378,7 @@ def run_gtx_batch(job: tuple) -> tuple[int, int, list[tuple[int, str]], str | No
             alone = case_fails(generate_gtx_case(c.seed), first)
             if alone:
                 bad.append((c.seed, alone))
-    return first, out.runs, bad, out.crash, out.calls
+    return first, (out.runs, out.direct, out.refused), bad, out.crash, out.calls
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
@@ -268,9 +411,10 @@ def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.P
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
         out.mkdir(parents=True, exist_ok=True)
         (out / f"gtx_case_{s}.py").write_text(reproducer(s, why, first))
-    runs = sum(r[1] for r in results)
+    runs, direct, refused = (sum(r[1][i] for r in results) for i in range(3))
     summary = (f"GT4Py front: programs {programs}, compiles {len(work)}, runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"direct-call runs {direct}, refused as expected {refused}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"{time.time() - start:.0f} s")
     return summary, bool(failures or crashes or broken_calls)

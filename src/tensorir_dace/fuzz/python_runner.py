@@ -59,6 +59,7 @@ class PyOutcome:
     runs: int = 0
     calls: tuple[str, ...] = ()     # mutated calls that broke the call contract
     refused: int = 0                # runs refused as expected (a bound outside its range)
+    direct: int = 0                 # runs of direct calls of field operators (GT4Py spelling)
 
 
 def _attempt(run, kw: dict[str, Any]) -> tuple[str, Any]:
