@@ -18,7 +18,7 @@ import ast
 import builtins
 import inspect
 import typing
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -346,26 +346,29 @@ def _declared_result_order(fn: Any, path: Sequence[int] = ()) -> tuple[str, ...]
     return orders.pop() if len(orders) == 1 else None
 
 
+def _sized_dims(names: Sequence[str], params: Sequence[ir.Param],
+                taken: Collection[str] = ()) -> dict[str, ir.Dim]:
+    """A dimension per name of ``names`` over a size symbol of its own (``N_K``,
+    not one that ``params`` or ``taken`` use)."""
+    used = set(taken) | {p.name for p in params} | {
+        s.name for p in params for d in p.type.dims for b in (d.start, d.stop)
+        for s in sympy.sympify(b).free_symbols}
+    out = {}
+    for n in names:
+        size = f"N_{n}"
+        while size in used:
+            size += "_"
+        used.add(size)
+        out[n] = ir.Dim(n, 0, ir.size_symbol(size))
+    return out
+
+
 def _result_only_dims(order: tuple[str, ...] | None, params: Sequence[ir.Param]
                       ) -> dict[str, ir.Dim]:
     """The declared result's dimensions (``order``) that no parameter has, each
-    over a size symbol of its own (``N_K``, not one a parameter uses)."""
-    if order is None:
-        return {}
+    over a size symbol of its own."""
     have = {d.name for p in params for d in p.type.dims}
-    taken = {p.name for p in params} | {s.name for p in params for d in p.type.dims
-                                        for b in (d.start, d.stop)
-                                        for s in sympy.sympify(b).free_symbols}
-    out = {}
-    for n in order:
-        if n in have:
-            continue
-        size = f"N_{n}"
-        while size in taken:
-            size += "_"
-        taken.add(size)
-        out[n] = ir.Dim(n, 0, ir.size_symbol(size))
-    return out
+    return _sized_dims([n for n in order or () if n not in have], params)
 
 
 def _with_declared_dims(t: ir.TensorType, order: tuple[str, ...],
@@ -379,20 +382,9 @@ def _with_declared_dims(t: ir.TensorType, order: tuple[str, ...],
     missing = [n for n in order if n not in t.dim_names]
     if not missing:
         return t
-    taken = {p.name for p in params} | {s.name for p in params for d in p.type.dims
-                                        for b in (d.start, d.stop)
-                                        for s in sympy.sympify(b).free_symbols} | \
-        {s.name for d in result_dims.values() for s in sympy.sympify(d.stop).free_symbols}
-    dims = list(t.dims)
-    for n in missing:
-        if n in result_dims:
-            dims.append(result_dims[n])
-            continue
-        size = f"N_{n}"
-        while size in taken:
-            size += "_"
-        taken.add(size)
-        dims.append(ir.Dim(n, 0, ir.size_symbol(size)))
+    taken = {s.name for d in result_dims.values() for s in sympy.sympify(d.stop).free_symbols}
+    own = _sized_dims([n for n in missing if n not in result_dims], params, taken)
+    dims = list(t.dims) + [result_dims.get(n) or own[n] for n in missing]
     return ir.TensorType(t.dtype, tuple(dims))
 
 
