@@ -459,23 +459,31 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             assert spec.result is not None   # only a function specialisation has ``out=``
             from .runtime_bounds import into_program
 
-            def made(as_target: dict[str, int]) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
+            def made(as_target: dict[str, int] | None
+                     ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
                 prog, result, given = self._in_domain(spec, a, names, path, below_stop,
                                                       as_target, literal)
                 prog, bounds = into_program(prog, result, names, given, longer=longer)
                 with lengths_noted(a), python_messages(self.fn, spec.names):
                     checked(prog)
                 return prog, bounds
-            if longer and not names:
+            if not names:
+                # the function translated with out='s whole interval as its target (a
+                # runtime concat_where's piece at an end of out= kept and checked at
+                # call time), or the specialisation's own program where that fails
+                # and it does not; into an out= as long as the inputs, the other way
+                # round
+                first: dict[str, int] | None = longer if longer else None
+                then: dict[str, int] | None = None if longer else {}
                 try:
-                    prog, bounds = made(longer)
+                    prog, bounds = made(first)
                 except TensorIRError as e:
                     try:
-                        prog, bounds = made({})
+                        prog, bounds = made(then)
                     except TensorIRError:
                         raise e from None
             else:
-                prog, bounds = made({})
+                prog, bounds = made(None)
             hit = self._into[into_key] = (
                 Specialization(self.fn.__name__, spec.key, prog, names=spec.names), bounds)
         return hit
@@ -648,12 +656,14 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         translated again with the domain's bounds as parameters, so that its
         scans run over the domain's range (as in a program body); ``path``: the
         part of the value written (of a tuple value, one per domain).  Without
-        ``domain=``, into an ``out=`` longer than the inputs (``longer``), the
-        function translated again with ``out=``'s whole interval as its target,
-        as in a program body: a runtime ``concat_where``'s piece at an end of
-        ``out=`` (``KHalf == nlev``) is kept and checked at call time."""
+        ``domain=``, where ``longer`` is given (how much longer ``out=`` is than
+        the inputs, empty for none), the function translated again with
+        ``out=``'s whole interval as its target, as in a program body: a runtime
+        ``concat_where``'s piece at an end of ``out=`` (``KHalf == nlev``,
+        ``K == nlev - 1``) is kept and checked at call time; else the
+        specialisation's own program."""
         assert spec.result is not None     # a direct call's specialisation has one
-        if not names and longer:
+        if not names and longer is not None:
             prog = self._target_program(spec, a, longer)
             return _value_part(prog, prog.params[-1], path) + (None,)
         if not names:
