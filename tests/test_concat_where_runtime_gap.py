@@ -330,3 +330,29 @@ def test_a_tuple_of_domains_whose_gapped_output_covers_the_gap_is_refused(fields
     with pytest.raises(TensorIRError, match="gap"):
         gap_in_the_first_outputs_domain(a, b, o1, o2)
     np.testing.assert_array_equal(o1, 0.0)
+
+
+# A runtime condition that picks a branch at the last level of out= in a
+# direct call without domain= (ICON's one-sided slope at ``K == nlev - 1``):
+# the other branch stops a level short, and the call writes out='s whole
+# interval as a program body's out= target, checking nlev there.
+
+
+@field_operator
+def _forward_difference_one_sided_at_the_bottom(a: Field[[Cell, K], float], nlev: int32
+                                                ) -> Field[[Cell, K], float]:
+    return concat_where(K == nlev - 1, a - a(K - 1), a(K + 1) - a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_runtime_branch_at_the_end_of_out_without_domain(backend, fields):
+    a, _ = fields
+    o = np.zeros((4, 6))
+    _forward_difference_one_sided_at_the_bottom(a, 6, out=o, backend=backend)
+    want = np.empty((4, 6))
+    want[:, :-1] = a[:, 1:] - a[:, :-1]
+    want[:, -1] = a[:, -1] - a[:, -2]
+    np.testing.assert_allclose(o, want)
+    with pytest.raises(TensorIRError, match="nlev"):    # level 5 is then in neither piece
+        _forward_difference_one_sided_at_the_bottom(a, 5, out=np.zeros((4, 6)),
+                                                    backend=backend)

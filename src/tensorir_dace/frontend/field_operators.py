@@ -686,9 +686,9 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         (``longer``, maybe nothing), the function translated again with
         ``out=``'s whole interval as its target, as in a program body: a scan
         in a ``concat_where`` piece runs over the piece's part of it, a runtime
-        ``concat_where``'s piece at an end of ``out=`` (``KHalf == nlev``) is
-        kept and checked at call time; ``longer`` None: the specialisation's
-        own program."""
+        ``concat_where``'s piece at an end of ``out=`` (``KHalf == nlev``,
+        ``K == nlev - 1``) is kept and checked at call time; ``longer`` None: the
+        specialisation's own program."""
         assert spec.result is not None     # a direct call's specialisation has one
         if not names and longer is not None:
             prog = self._target_program(spec, a, longer)
