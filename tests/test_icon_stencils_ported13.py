@@ -26,7 +26,9 @@ an ``int32`` field, the monotone limiter's factors).  Last the edge geometry
 of a torus grid: vertex differences wrapped by the domain's size through
 parameters reassigned by nested ``where``, the normalized tangent and normal
 as a tuple of ten that repeats two values each, the distance between the far
-vertices of the ``E2C2V`` diamond, the edge area and the Coriolis parameter.
+vertices of the ``E2C2V`` diamond, the edge area and the Coriolis parameter,
+and the PPM slope (a ``concat_where`` on a runtime ``elev`` between nested
+calls) called directly on a domain of NumPy integers.
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -1497,3 +1499,77 @@ def test_torus_edge_geometry(backend, bounds):
                   coriolis_parameter=2.0 * omega * np.sin(a["edge_center_lat"]))
     check(got, {n: inside(v, base[n], hs, he) for n, v in values.items()}, rtol=1e-12,
           atol=1e-14)
+
+
+# ================================================================== PPM slope, called directly
+#
+# icon4py's PPM slope: a ``concat_where`` on a runtime ``elev`` between two
+# nested calls reading ``Koff[-1]`` and ``Koff[+1]``, the one-sided slope at
+# the last level, called directly on a domain of NumPy integers.
+
+
+@gtx.field_operator
+def _compute_ppm_slope_a(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    zfac_m1 = (p_cc - p_cc(Koff[-1])) / (p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[-1]))
+    zfac = (p_cc(Koff[+1]) - p_cc) / (p_cellhgt_mc_now(Koff[+1]) + p_cellhgt_mc_now)
+    z_slope = (
+        p_cellhgt_mc_now
+        / (p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[+1]))
+    ) * (
+        (2.0 * p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now) * zfac
+        + (p_cellhgt_mc_now + 2.0 * p_cellhgt_mc_now(Koff[+1])) * zfac_m1
+    )
+    return z_slope
+
+
+@gtx.field_operator
+def _compute_ppm_slope_b(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+) -> fa.CellKField[ta.wpfloat]:
+    zfac_m1 = (p_cc - p_cc(Koff[-1])) / (p_cellhgt_mc_now + p_cellhgt_mc_now(Koff[-1]))
+    z_slope = (
+        (p_cellhgt_mc_now / (p_cellhgt_mc_now(Koff[-1]) + p_cellhgt_mc_now + p_cellhgt_mc_now))
+        * (p_cellhgt_mc_now + 2.0 * p_cellhgt_mc_now)
+        * zfac_m1
+    )
+    return z_slope
+
+
+@gtx.field_operator
+def _compute_ppm_slope(
+    p_cc: fa.CellKField[ta.wpfloat], p_cellhgt_mc_now: fa.CellKField[ta.wpfloat],
+    elev: gtx.int32,
+) -> fa.CellKField[ta.wpfloat]:
+    z_slope = concat_where(
+        dims.KDim == elev,
+        _compute_ppm_slope_b(p_cc, p_cellhgt_mc_now),
+        _compute_ppm_slope_a(p_cc, p_cellhgt_mc_now),
+    )
+    return z_slope
+
+
+@pytest.mark.parametrize("levels", [(1, NLEV), (3, NLEV - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_call_of_the_ppm_slope(backend, levels):
+    vs, ve = levels
+    hs, he = 1, NC - 1
+    i32 = np.int32
+    p, h = RNG.standard_normal((NC, NLEV)), RNG.uniform(100.0, 500.0, (NC, NLEV))
+    base = f64(NC, NLEV)
+    got = base.copy()
+    _compute_ppm_slope(p, h, i32(ve - 1), out=got,
+                       domain={dims.CellDim: (i32(hs), i32(he)), dims.KDim: (i32(vs), i32(ve))},
+                       offset_provider=TABLES, backend=backend)
+    want = np.array(base)
+    for k in range(vs, ve):
+        zfac_m1 = (p[:, k] - p[:, k - 1]) / (h[:, k] + h[:, k - 1])
+        if k == ve - 1:
+            slope = h[:, k] / (h[:, k - 1] + 2.0 * h[:, k]) * 3.0 * h[:, k] * zfac_m1
+        else:
+            zfac = (p[:, k + 1] - p[:, k]) / (h[:, k + 1] + h[:, k])
+            slope = h[:, k] / (h[:, k - 1] + h[:, k] + h[:, k + 1]) * (
+                (2.0 * h[:, k - 1] + h[:, k]) * zfac + (h[:, k] + 2.0 * h[:, k + 1]) * zfac_m1)
+        want[hs:he, k] = slope[hs:he]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
