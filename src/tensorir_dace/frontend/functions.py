@@ -397,7 +397,26 @@ def _part_of(e: ir.Expr, k: int, t: ir.TensorType, fn: Any, loc: Any) -> ir.Expr
         raise ArgumentError(f"{fn.__name__}(): domain= gives output {k} of a value of type "
                             f"{t.dtype}, which has no such element; give one domain per "
                             "element of the value (nested as it is)", loc)
+    element = _element_of(e, k)
+    if element is not None:
+        return element
     return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(k, loc=loc)), loc=loc)
+
+
+def _element_of(e: ir.Expr, k: int) -> ir.Expr | None:
+    """Element ``k`` of a tuple made by ``make_tuple``, also under lets (a local
+    the body reads more than once): ``(λt. make_tuple(a, b))(v)`` gives
+    ``(λt. a)(v)``, so that a scan read by one output only is fitted to that
+    output's domain; None for other values."""
+    if not isinstance(e, ir.Call):
+        return None
+    if isinstance(e.func, ir.Sym) and e.func.name == "make_tuple":
+        return e.args[k] if k < len(e.args) else None
+    if isinstance(e.func, ir.Lambda) and len(e.func.params) == len(e.args):
+        inner = _element_of(e.func.body, k)
+        if inner is not None:
+            return ir.Call(ir.Lambda(e.func.params, inner, loc=e.func.loc), e.args, loc=e.loc)
+    return None
 
 
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
