@@ -280,3 +280,24 @@ def test_a_later_output_refusing_its_domain_leaves_the_earlier_unwritten(backend
     want = np.zeros((NC, NK))
     want[:, 2:] = a[:, :-2]
     np.testing.assert_allclose(o2, want, rtol=1e-14)
+
+
+@field_operator
+def scan_beside_a_local(a: F) -> tuple[F, F]:
+    t = 2.0 * a            # read twice: a let around the tuple value
+    return running_sum(a), t + t(K - 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_fits_a_scan_beside_a_local_to_its_reader(backend):
+    """The scan is read by the first output only: it starts at that output's
+    first level, though the second's domain starts lower."""
+    a = RNG.random((NC, NK))
+    o1, o2 = np.zeros((NC, NK)), np.zeros((NC, NK))
+    scan_beside_a_local(a, out=(o1, o2), domain=({K: (3, NK)}, {K: (1, NK)}),
+                        backend=backend)
+    want1, want2 = np.zeros((NC, NK)), np.zeros((NC, NK))
+    want1[:, 3:] = np.cumsum(a[:, 3:], axis=1)
+    want2[:, 1:] = 2.0 * a[:, 1:] + 2.0 * a[:, :-1]
+    np.testing.assert_allclose(o1, want1, rtol=1e-14)
+    np.testing.assert_allclose(o2, want2, rtol=1e-14)

@@ -424,6 +424,7 @@ def _part_of(e: ir.Expr, k: int, t: ir.TensorType, fn: Any, loc: Any) -> ir.Expr
     return project(e, k, loc)
 
 
+
 def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, NeighborDimension],
                    result_name: str, *, static: dict[str, Any] | None = None,
                    rank_generic: bool = True, report: dict[str, Any] | None = None,
