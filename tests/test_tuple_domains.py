@@ -301,3 +301,22 @@ def test_a_direct_call_fits_a_scan_beside_a_local_to_its_reader(backend):
     want2[:, 1:] = 2.0 * a[:, 1:] + 2.0 * a[:, :-1]
     np.testing.assert_allclose(o1, want1, rtol=1e-14)
     np.testing.assert_allclose(o2, want2, rtol=1e-14)
+
+
+@program
+def scan_beside_a_local_in_a_program(a: F, o1: F, o2: F):
+    scan_beside_a_local(a, out=(o1, o2), domain=({K: (3, NK)}, {K: (1, NK)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_program_fits_a_scan_beside_a_local_to_its_reader(backend):
+    """As in the direct call: the scan read by the first output only starts at
+    that output's first level."""
+    a = RNG.random((NC, NK))
+    o1, o2 = np.zeros((NC, NK)), np.zeros((NC, NK))
+    scan_beside_a_local_in_a_program(a, o1, o2, backend=backend)
+    want1, want2 = np.zeros((NC, NK)), np.zeros((NC, NK))
+    want1[:, 3:] = np.cumsum(a[:, 3:], axis=1)
+    want2[:, 1:] = 2.0 * a[:, 1:] + 2.0 * a[:, :-1]
+    np.testing.assert_allclose(o1, want1, rtol=1e-14)
+    np.testing.assert_allclose(o2, want2, rtol=1e-14)

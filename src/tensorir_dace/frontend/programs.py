@@ -29,7 +29,7 @@ from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .runtime_bounds import interval
 from .source import source_info
-from .values import LocalCallable, contains_ir, describe
+from .values import LocalCallable, contains_ir, describe, project
 
 if TYPE_CHECKING:
     import sympy
@@ -200,13 +200,16 @@ class ProgramTranslator(AssignmentTranslator):
                 finally:
                     self.ctx.part_domains = []
                 parts = []
+                # the part of the value these outputs take: a plain tuple_get, so
+                # that the targets share one temporary, unless scans run over their
+                # readers' domains: then the selection is pushed into the lets, so
+                # that a scan only one output reads is fitted to that output's domain
+                element = project if self.ctx.domain_scans else _element
                 for path, *_ in groups:
                     whole = value
-                    for k in path:              # the part of the value these outputs take
-                        # (a plain tuple_get: the targets then share one temporary,
-                        # where a projection pushed into lets copies them per part)
+                    for k in path:
                         whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                            else _element(self.to_ir(whole, call), k, self.loc(call))
+                            else element(self.to_ir(whole, call), k, self.loc(call))
                     parts.append(whole)
                 # each scan runs over the union of the domains of the outputs reading it
                 parts = self.fit_domain_scans(parts, call, doms)
