@@ -311,12 +311,17 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             def longer_of(o: Any, path: tuple[int, ...]) -> dict[str, int]:
                 return self._specializer().out_length_offsets(values,
                                                               self._part_extra(o, path))
+            domain = into.get("domain")
             if type(into["out"]) is tuple and not longer:
                 # a tuple written on one domain: as long as all its outputs are
                 each = [longer_of(o, p) for p, o in _out_leaves(into["out"])]
                 if each and all(x == each[0] for x in each):
                     longer = each[0]
-            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
+                elif isinstance(domain, dict):
+                    # outputs of different lengths (half levels beside full levels)
+                    # on one domain: that domain for each of them
+                    domain = _same_domain_each(into["out"], domain)
+            return self._call_into(spec, a, backend, plain, into["out"], domain,
                                    record, new, longer=longer, longer_of=longer_of)
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
@@ -929,3 +934,11 @@ def _out_leaves(out: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[in
             yield from _out_leaves(o, path + (k,))
     else:
         yield path, out
+
+
+def _same_domain_each(out: Any, domain: dict) -> Any:
+    """One domain for a (nested) tuple ``out=`` as GT4Py's tuple of domains:
+    ``domain`` for each of its outputs, nested as ``out=`` is."""
+    if type(out) is tuple:
+        return tuple(_same_domain_each(o, domain) for o in out)
+    return domain
