@@ -777,3 +777,13 @@ def test_direct_call_of_the_cfl_clipping_into_a_bool_and_half_levels(backend):
     check({"vcfl": vcfl, "w": wout},
           {"vcfl": inside(cfl32, vcfl0, hs, he, vs, ve),
            "w": inside(wide, wout0, hs, he, vs, ve)}, rtol=1e-6, atol=1e-6)
+
+    # without domain=: the levels all three outputs have (GT4Py's intersection
+    # of their domains), the surface half level left as it was
+    clip, vcfl, wout = clip0.copy(), vcfl0.copy(), wout0.copy()
+    _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+        ddqz, wcon, cfl_w_limit, dtime, out=(clip, vcfl, wout), offset_provider={},
+        backend=backend)
+    np.testing.assert_array_equal(clip, want_clip)
+    wide[:, NLEV] = wout0[:, NLEV]
+    check({"vcfl": vcfl, "w": wout}, {"vcfl": cfl32, "w": wide}, rtol=1e-6, atol=1e-6)

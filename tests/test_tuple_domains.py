@@ -301,7 +301,7 @@ def summed_annotated(a: F) -> tuple[F, F]:
 def test_one_domain_for_outputs_of_different_lengths(backend):
     # GT4Py's one dict for all of out=: each output written on it, whatever its
     # length (a half-level output beside full-level ones), nested or not, with
-    # outputs of other element types
+    # outputs of other element types; without a dict, on the levels all have
     a = RNG.random((NC, NK))
     for hs, he, vs, ve in [(1, 5, 1, NK), (0, NC, 0, NK)]:
         o = (np.full((NC, NK + 1), 7.0), (np.full((NC, NK), 7, np.int32),
@@ -320,6 +320,17 @@ def test_one_domain_for_outputs_of_different_lengths(backend):
         np.testing.assert_allclose(s[0][:, :NK], running(a, (hs, he), (vs, ve)), rtol=1e-12)
         np.testing.assert_array_equal(s[0][:, NK], 0.0)
         np.testing.assert_allclose(s[1], running(a, (hs, he), (vs, ve), 2.0), rtol=1e-12)
+
+    # without domain=, GT4Py's intersection of the outputs' domains: the
+    # levels they all have, the half level beyond them left as it was
+    o = (np.full((NC, NK + 1), 7.0), (np.full((NC, NK), 7, np.int32),
+                                      np.full((NC, NK + 1), 7.0)))
+    flagged(a, 0.25, out=o, backend=backend)
+    np.testing.assert_allclose(o[0][:, :NK], a - 0.25, rtol=1e-12)
+    np.testing.assert_array_equal(o[1][0], np.where(a > 0.25, 1, 0))
+    np.testing.assert_allclose(o[1][1][:, :NK], 2.0 * a, rtol=1e-12)
+    np.testing.assert_array_equal(o[0][:, NK], 7.0)
+    np.testing.assert_array_equal(o[1][1][:, NK], 7.0)
 
 
 def part(value, base, cells, levels):
