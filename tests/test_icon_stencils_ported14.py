@@ -13,12 +13,20 @@ between the far vertices of the diamond and between the two cell centres
 (``arccos`` of a dot product).  One program writes them all on runtime edge
 bounds; then the same operators are called directly: a tuple of eight
 domains made from unpacked bindings and a conditional tuple, bounds as NumPy
-``int32`` values, ``out=`` as a nested tuple.
+``int32`` values, domains over vertices.
 Then the kinetic energy at cells and the contravariant correction on cell
 half levels called directly on one domain whose outputs differ in length (a
-full-level and a half-level field, as icon4py's program writes them), and the
-derived operators in ``int32`` and ``bool``: the flags of the levels where
-the correction is applied, written by one call beside a ``float`` result.
+full-level and a half-level field, as icon4py's program writes them) and on a
+tuple of domains, the corrected contravariant wind on every half level, and
+the vertical CFL check with its clipping: a ``bool`` and a full-level output
+beside a half-level one, on one domain and without ``domain=`` (GT4Py's
+intersection of the outputs' domains).
+Last the turbulence set-up on cell half levels: a full-level field
+interpolated to half levels with extrapolated top and bottom half levels
+(``concat_where`` on ``KDim == 0`` and a runtime ``KDim == nlev``, shifts
+spelled ``KDim + 1``) into an out= a level longer than its input, and the
+constant eddy viscosity and diffusivity with their boundary half levels
+copied, from a program and called directly with and without ``domain=``.
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -42,6 +50,7 @@ from tensorir_dace.frontend import (
     arccos,
     astype,
     broadcast,
+    concat_where,
     cos,
     neighbor_sum,
     sin,
@@ -787,3 +796,177 @@ def test_direct_call_of_the_cfl_clipping_into_a_bool_and_half_levels(backend):
     np.testing.assert_array_equal(clip, want_clip)
     wide[:, NLEV] = wout0[:, NLEV]
     check({"vcfl": vcfl, "w": wout}, {"vcfl": cfl32, "w": wide}, rtol=1e-6, atol=1e-6)
+
+
+# ============================================================ turbulence half levels
+#
+# icon4py's turbulence (tmx) set-up on cell half levels: a full-level field
+# interpolated to half levels with its top and bottom half levels extrapolated
+# quadratically (``concat_where`` on ``KDim == 0`` and on a runtime
+# ``KDim == nlev``, shifts spelled ``KDim + 1``), written into an out= one
+# level longer than its input, and the constant eddy viscosity and
+# diffusivity from the half-level density, its boundary half levels copied
+# from their neighbours: one program on runtime bounds, and direct calls with
+# and without ``domain=``.
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_wp(
+    wgtfac_c: fa.CellKField[wpfloat], interpolant: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    interpolation_to_half_levels_wp = wgtfac_c * interpolant + (
+        wpfloat("1.0") - wgtfac_c
+    ) * interpolant(Koff[-1])
+    return interpolation_to_half_levels_wp
+
+
+@gtx.field_operator
+def _interpolate_cell_to_half_levels(
+    interpolant: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKField[wpfloat],
+    wgtfacq1_c_1: fa.CellField[wpfloat],
+    wgtfacq1_c_2: fa.CellField[wpfloat],
+    wgtfacq1_c_3: fa.CellField[wpfloat],
+    wgtfacq_c_1: fa.CellField[wpfloat],
+    wgtfacq_c_2: fa.CellField[wpfloat],
+    wgtfacq_c_3: fa.CellField[wpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKField[wpfloat]:
+    interpolation_interior = _interpolate_cell_field_to_half_levels_wp(
+        wgtfac_c=wgtfac_c, interpolant=interpolant
+    )
+    interpolation_top = (
+        wgtfacq1_c_1 * interpolant
+        + wgtfacq1_c_2 * interpolant(KDim + 1)
+        + wgtfacq1_c_3 * interpolant(KDim + 2)
+    )
+    interpolation_bottom = (
+        wgtfacq_c_1 * interpolant(KDim - 1)
+        + wgtfacq_c_2 * interpolant(KDim - 2)
+        + wgtfacq_c_3 * interpolant(KDim - 3)
+    )
+    interpolation = concat_where(dims.KDim == 0, interpolation_top, interpolation_interior)
+    return concat_where(dims.KDim == nlev, interpolation_bottom, interpolation)
+
+
+@gtx.field_operator
+def _assign_constant_viscosity(
+    rho_ic: fa.CellKField[wpfloat],
+    km_const: wpfloat,
+    rturb_prandtl: wpfloat,
+    nlev: gtx.int32,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    km = rho_ic * km_const
+    km_ic = concat_where(dims.KDim == 0, km(KDim + 1), km)
+    km_ic = concat_where(dims.KDim == nlev, km(KDim - 1), km_ic)
+    kh_ic = km_ic * rturb_prandtl
+    return km_ic, kh_ic
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def turbulence_half_levels(
+    rho: fa.CellKField[wpfloat],
+    wgtfac_c: fa.CellKField[wpfloat],
+    wgtfacq1_c_1: fa.CellField[wpfloat],
+    wgtfacq1_c_2: fa.CellField[wpfloat],
+    wgtfacq1_c_3: fa.CellField[wpfloat],
+    wgtfacq_c_1: fa.CellField[wpfloat],
+    wgtfacq_c_2: fa.CellField[wpfloat],
+    wgtfacq_c_3: fa.CellField[wpfloat],
+    rho_ic: fa.CellKField[wpfloat],
+    km_ic: fa.CellKField[wpfloat],
+    kh_ic: fa.CellKField[wpfloat],
+    km_const: wpfloat,
+    rturb_prandtl: wpfloat,
+    nlev: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _interpolate_cell_to_half_levels(
+        interpolant=rho, wgtfac_c=wgtfac_c, wgtfacq1_c_1=wgtfacq1_c_1,
+        wgtfacq1_c_2=wgtfacq1_c_2, wgtfacq1_c_3=wgtfacq1_c_3, wgtfacq_c_1=wgtfacq_c_1,
+        wgtfacq_c_2=wgtfacq_c_2, wgtfacq_c_3=wgtfacq_c_3, nlev=nlev, out=rho_ic,
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (0, nlev + 1)},
+    )
+    _assign_constant_viscosity(
+        rho_ic=rho_ic, km_const=km_const, rturb_prandtl=rturb_prandtl, nlev=nlev,
+        out=(km_ic, kh_ic),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)},
+    )
+
+
+def half_level_inputs():
+    a = dict(rho=RNG.uniform(0.5, 1.2, (NC, NLEV)), wgtfac_c=RNG.uniform(0.3, 0.7, (NC, NH)))
+    for name in ("wgtfacq1_c_1", "wgtfacq1_c_2", "wgtfacq1_c_3", "wgtfacq_c_1", "wgtfacq_c_2",
+                 "wgtfacq_c_3"):
+        a[name] = RNG.uniform(-0.5, 1.5, NC)
+    return a
+
+
+def rho_ic_numpy(a):
+    rho, g = a["rho"], a["wgtfac_c"]
+    out = np.empty((NC, NH))
+    out[:, 1:NLEV] = g[:, 1:NLEV] * rho[:, 1:] + (1.0 - g[:, 1:NLEV]) * rho[:, :-1]
+    out[:, 0] = sum(a[f"wgtfacq1_c_{j + 1}"] * rho[:, j] for j in range(3))
+    out[:, NLEV] = sum(a[f"wgtfacq_c_{j + 1}"] * rho[:, NLEV - 1 - j] for j in range(3))
+    return out
+
+
+def viscosity_numpy(rho_ic, km_const, rturb_prandtl):
+    km = rho_ic * km_const
+    km[:, 0], km[:, NLEV] = km[:, 1], km[:, NLEV - 1]
+    return km, km * rturb_prandtl
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 0, NH), (1, NC - 2, 1, NLEV)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_turbulence_half_levels(backend, bounds):
+    hs, he, vs, ve = bounds
+    a = half_level_inputs()
+    base = {n: f64(NC, NH) for n in ("rho_ic", "km_ic", "kh_ic")}
+    got = {n: v.copy() for n, v in base.items()}
+    km_const, rturb_prandtl = 75.0, 1.0 / 0.74
+    turbulence_half_levels(**a, **got, km_const=km_const, rturb_prandtl=rturb_prandtl,
+                           nlev=NLEV, horizontal_start=hs, horizontal_end=he,
+                           vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                           backend=backend)
+    rho_ic = inside(rho_ic_numpy(a), base["rho_ic"], hs, he)
+    km, kh = viscosity_numpy(rho_ic, km_const, rturb_prandtl)
+    check(got, {"rho_ic": rho_ic, "km_ic": inside(km, base["km_ic"], hs, he, vs, ve),
+                "kh_ic": inside(kh, base["kh_ic"], hs, he, vs, ve)}, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_calls_onto_half_levels_from_full_levels(backend):
+    i32 = np.int32
+    a = half_level_inputs()
+    want = rho_ic_numpy(a)
+    a["interpolant"] = a.pop("rho")
+    # the whole of out=, a level longer than the interpolant
+    rho_ic = f64(NC, NH)
+    _interpolate_cell_to_half_levels(**a, nlev=NLEV, out=rho_ic, offset_provider=TABLES,
+                                     backend=backend)
+    check({"rho_ic": rho_ic}, {"rho_ic": want}, rtol=1e-12, atol=1e-12)
+    # the bottom half levels only, on a domain of NumPy integers
+    part0 = f64(NC, NH)
+    part = part0.copy()
+    _interpolate_cell_to_half_levels(
+        **a, nlev=i32(NLEV), out=part,
+        domain={dims.CellDim: (i32(2), i32(NC)), dims.KDim: (i32(NLEV - 2), i32(NH))},
+        offset_provider=TABLES, backend=backend)
+    check({"part": part}, {"part": inside(want, part0, 2, NC, NLEV - 2, NH)}, rtol=1e-12,
+          atol=1e-12)
+    # the viscosity and diffusivity, each on its own levels
+    km0, kh0 = f64(NC, NH), f64(NC, NH)
+    km_ic, kh_ic = km0.copy(), kh0.copy()
+    top, rest = {dims.KDim: (0, 1)}, {dims.KDim: (1, NH)}
+    _assign_constant_viscosity(rho_ic, 50.0, 1.25, NLEV, out=(km_ic, kh_ic),
+                               domain=(rest, top), offset_provider=TABLES, backend=backend)
+    km, kh = viscosity_numpy(want, 50.0, 1.25)
+    check({"km": km_ic, "kh": kh_ic}, {"km": inside(km, km0, 0, NC, 1, NH),
+                                       "kh": inside(kh, kh0, 0, NC, 0, 1)},
+          rtol=1e-12, atol=1e-12)
