@@ -447,8 +447,8 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     domain, not below it, where both its bounds are parameters.  ``target``:
     the intervals of the target written without ``domain=`` ({dimension:
     (start, stop)} over size symbols), as an ``out=`` target's are in a program;
-    ``extent``: the same for ``out=`` where it is longer than the inputs, under a
-    ``domain=``."""
+    ``extent``: the whole intervals of an ``out=`` longer than the inputs under a
+    ``domain=`` (without it, ``target``'s)."""
     if parts:
         domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)

@@ -105,8 +105,9 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
     doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
     known = [d for d in doms.values() if d is not None]
-    # a static target's interval (out= longer than the parameters, half levels
-    # written from full levels): where a branch defined everywhere along D reaches
+    # the whole of a direct call's out= along D (maybe longer than the parameters:
+    # half levels written from full levels): where a branch defined everywhere
+    # along D reaches
     whole = [_Interval(*tr.ctx.extent[D])] if D in tr.ctx.extent else []
     if None in doms.values():
         # a branch defined everywhere along D (a broadcast literal) fills the
