@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tensorir_dace import TensorIRError
 from tensorir_dace.frontend import (
     Dimension,
     DimensionKind,
@@ -87,3 +88,72 @@ def test_everywhere_branch_beside_a_shifted_one(backend, k0):
     levels(x, *outs, k0, NLEV, backend=backend)
     for got, ref in zip(outs, want):
         np.testing.assert_allclose(got, ref, rtol=1e-12)
+
+
+# Direct calls into an out= a level longer than the inputs (half levels
+# written from full levels): the everywhere branch at a runtime last level
+# (``K == nlev``, or past ``K < nlev``) covers the level the inputs lack, with
+# domain= or without it, and a tuple of domains; a level that neither branch
+# covers is refused at the call.
+
+
+@field_operator
+def surface_literal(x: Field[[V, K], float], nlev: int32) -> Field[[V, K], float]:
+    return concat_where(K == nlev, 0.0, x)
+
+
+@field_operator
+def below_broadcast(x: Field[[V, K], float], nlev: int32
+                    ) -> tuple[Field[[V, K], float], Field[[V, K], float]]:
+    return concat_where(K < nlev, x, broadcast(1.0, (V, K))), concat_where(K == nlev, 2.0, -x)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_everywhere_branch_at_the_last_level_of_a_longer_out(backend):
+    x = np.random.default_rng(9).random((NV, NLEV))
+    want = np.concatenate([x, np.zeros((NV, 1))], axis=1)
+    o = np.full((NV, NLEV + 1), 7.0)
+    surface_literal(x, NLEV, out=o, backend=backend)
+    np.testing.assert_allclose(o, want)
+    o = np.full((NV, NLEV + 1), 7.0)
+    surface_literal(x, np.int32(NLEV), out=o, domain={V: (1, NV), K: (np.int32(2), NLEV + 1)},
+                    backend=backend)
+    np.testing.assert_allclose(o[1:, 2:], want[1:, 2:])
+    assert (o[0] == 7.0).all() and (o[:, :2] == 7.0).all()
+    o1, o2 = np.full((NV, NLEV + 1), 7.0), np.full((NV, NLEV + 1), 7.0)
+    below_broadcast(x, NLEV, out=(o1, o2), backend=backend)
+    np.testing.assert_allclose(o1, np.concatenate([x, np.ones((NV, 1))], axis=1))
+    np.testing.assert_allclose(o2, np.concatenate([-x, np.full((NV, 1), 2.0)], axis=1))
+    o1, o2 = np.full((NV, NLEV + 1), 7.0), np.full((NV, NLEV + 1), 7.0)
+    below_broadcast(x, NLEV, out=(o1, o2),
+                    domain=({V: (0, NV), K: (1, NLEV + 1)}, {V: (0, 2), K: (NLEV, NLEV + 1)}),
+                    backend=backend)
+    np.testing.assert_allclose(o1[:, 1:], np.concatenate([x, np.ones((NV, 1))], axis=1)[:, 1:])
+    np.testing.assert_array_equal(o1[:, 0], 7.0)
+    np.testing.assert_allclose(o2[:2, NLEV], 2.0)
+    np.testing.assert_array_equal(o2[:, :NLEV], 7.0)
+    np.testing.assert_array_equal(o2[2:], 7.0)
+    with pytest.raises(TensorIRError):      # level NLEV in neither piece
+        surface_literal(x, NLEV - 1, out=np.zeros((NV, NLEV + 1)), backend=backend)
+    with pytest.raises(TensorIRError):
+        surface_literal(x, NLEV - 1, out=np.zeros((NV, NLEV + 1)),
+                        domain={V: (0, NV), K: (0, NLEV + 1)}, backend=backend)
+
+
+@program
+def both_below_broadcast(x: Field[[V, K], float], o1: Field[[V, K], float],
+                         o2: Field[[V, K], float], nlev: int32):
+    below_broadcast(x, nlev, out=(o1, o2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_everywhere_branch_at_the_last_level_of_longer_outputs_in_a_program(backend):
+    # the same in a program body: out=(o1, o2) over the same levels is the
+    # statement's target, as one output is
+    x = np.random.default_rng(10).random((NV, NLEV))
+    o1, o2 = np.full((NV, NLEV + 1), 7.0), np.full((NV, NLEV + 1), 7.0)
+    both_below_broadcast(x, o1, o2, NLEV, backend=backend)
+    np.testing.assert_allclose(o1, np.concatenate([x, np.ones((NV, 1))], axis=1))
+    np.testing.assert_allclose(o2, np.concatenate([-x, np.full((NV, 1), 2.0)], axis=1))
+    with pytest.raises(TensorIRError):      # level NLEV in neither piece of o2
+        both_below_broadcast(x, o1, o2, NLEV - 1, backend=backend)

@@ -21,8 +21,10 @@ from tensorir_dace.frontend import (
     dims,
     field_operator,
     float64,
+    int32,
     program,
     scan_operator,
+    where,
     with_dims,
 )
 
@@ -320,3 +322,58 @@ def test_a_program_fits_a_scan_beside_a_local_to_its_reader(backend):
     want2[:, 1:] = 2.0 * a[:, 1:] + 2.0 * a[:, :-1]
     np.testing.assert_allclose(o1, want1, rtol=1e-14)
     np.testing.assert_allclose(o2, want2, rtol=1e-14)
+
+
+Fi = Field[[Cell, K], int32]
+
+
+@field_operator
+def flagged(a: F, t: float64) -> tuple[F, tuple[Fi, F]]:
+    return a - t, (where(a > t, 1, 0), 2.0 * a)
+
+
+@field_operator
+def summed_annotated(a: F) -> tuple[F, F]:
+    return sums(a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_one_domain_for_outputs_of_different_lengths(backend):
+    # GT4Py's one dict for all of out=: each output written on it, whatever its
+    # length (a half-level output beside full-level ones), nested or not, with
+    # outputs of other element types; without a dict, on the levels all have
+    a = RNG.random((NC, NK))
+    for hs, he, vs, ve in [(1, 5, 1, NK), (0, NC, 0, NK)]:
+        o = (np.full((NC, NK + 1), 7.0), (np.full((NC, NK), 7, np.int32),
+                                          np.full((NC, NK + 1), 7.0)))
+        flagged(a, 0.5, out=o, domain={Cell: (np.int32(hs), he), K: (vs, np.int32(ve))},
+                backend=backend)
+        seven = np.full((NC, NK + 1), 7.0)
+        want = [part(np.pad(a - 0.5, ((0, 0), (0, 1))), seven, (hs, he), (vs, ve)),
+                part(np.where(a > 0.5, 1, 0), seven[:, :NK], (hs, he), (vs, ve)),
+                part(np.pad(2.0 * a, ((0, 0), (0, 1))), seven, (hs, he), (vs, ve))]
+        for k, (got, w) in enumerate(zip((o[0], o[1][0], o[1][1]), want)):
+            np.testing.assert_allclose(got, w, rtol=1e-12, err_msg=f"output {k}")
+        assert o[1][0].dtype == np.int32
+        s = (np.zeros((NC, NK + 1)), np.zeros((NC, NK)))
+        summed_annotated(a, out=s, domain={Cell: (hs, he), K: (vs, ve)}, backend=backend)
+        np.testing.assert_allclose(s[0][:, :NK], running(a, (hs, he), (vs, ve)), rtol=1e-12)
+        np.testing.assert_array_equal(s[0][:, NK], 0.0)
+        np.testing.assert_allclose(s[1], running(a, (hs, he), (vs, ve), 2.0), rtol=1e-12)
+
+    # without domain=, GT4Py's intersection of the outputs' domains: the
+    # levels they all have, the half level beyond them left as it was
+    o = (np.full((NC, NK + 1), 7.0), (np.full((NC, NK), 7, np.int32),
+                                      np.full((NC, NK + 1), 7.0)))
+    flagged(a, 0.25, out=o, backend=backend)
+    np.testing.assert_allclose(o[0][:, :NK], a - 0.25, rtol=1e-12)
+    np.testing.assert_array_equal(o[1][0], np.where(a > 0.25, 1, 0))
+    np.testing.assert_allclose(o[1][1][:, :NK], 2.0 * a, rtol=1e-12)
+    np.testing.assert_array_equal(o[0][:, NK], 7.0)
+    np.testing.assert_array_equal(o[1][1][:, NK], 7.0)
+
+
+def part(value, base, cells, levels):
+    out = np.array(base)
+    out[cells[0]:cells[1], levels[0]:levels[1]] = value[cells[0]:cells[1], levels[0]:levels[1]]
+    return out

@@ -319,6 +319,9 @@ class AssignmentTranslator(FunctionTranslator):
                 expr = ir.Sym(self.env[target.id].name)
             elif isinstance(target, ast.Subscript):
                 expr = self.subset_target(target)
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                # a tuple of targets over the same intervals: those intervals
+                expr = self.common_target(target)
             if isinstance(expr, ir.Expr):
                 t = self.type_of(expr, target if isinstance(target, ast.AST) else None)
                 self.ctx.target = {d.name: (d.start, d.stop) for d in t.dims}
@@ -328,6 +331,26 @@ class AssignmentTranslator(FunctionTranslator):
             yield
         finally:
             self.ctx.target = saved
+
+    def common_target(self, target: ast.Tuple | ast.List) -> ir.Expr | None:
+        """The first of a (nested) tuple of parameters or temporaries whose types
+        all have the same intervals; None where they differ or are others."""
+        leaves: list[ast.expr] = []
+        stack: list[ast.expr] = [target]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Tuple, ast.List)):
+                stack.extend(reversed(node.elts))
+            else:
+                leaves.append(node)
+        exprs: list[ir.Expr] = []
+        for leaf in leaves:
+            if not (isinstance(leaf, ast.Name) and self.kinds.get(leaf.id) in ("param", "temp")):
+                return None
+            exprs.append(ir.Sym(self.env[leaf.id].name))
+        dims = {tuple((d.name, d.start, d.stop) for d in self.type_of(e, target).dims)
+                for e in exprs}
+        return exprs[0] if exprs and len(dims) == 1 else None
 
     def assign_tuple(self, tgt: ast.Tuple | ast.List, value: Any, s: ast.stmt) -> list[ir.Stmt]:
         targets = list(tgt.elts)

@@ -40,6 +40,10 @@ class ProgramContext:
         self.constraints: list[ir.SizeConstraint] = []
         self.loops: list[tuple[str, Any, Any]] = []
         self.target: dict[str, tuple[Any, Any]] | None = None
+        # the static intervals of a direct call's out= (maybe longer than the
+        # inputs: half levels written from full levels), with or without domain=:
+        # where a runtime concat_where's branch defined everywhere reaches
+        self.extent: dict[str, tuple[Any, Any]] = {}
         # values of broadcast(x, dims) (by id, with the value): a parameter annotated
         # with those dimensions takes them, though x has not got them all
         self.broadcasts: dict[int, tuple[ir.Expr, frozenset[str]]] = {}

@@ -311,12 +311,23 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             def longer_of(o: Any, path: tuple[int, ...]) -> dict[str, int]:
                 return self._specializer().out_length_offsets(values,
                                                               self._part_extra(o, path))
+            domain = into.get("domain")
             if type(into["out"]) is tuple and not longer:
                 # a tuple written on one domain: as long as all its outputs are
                 each = [longer_of(o, p) for p, o in _out_leaves(into["out"])]
                 if each and all(x == each[0] for x in each):
                     longer = each[0]
-            return self._call_into(spec, a, backend, plain, into["out"], into.get("domain"),
+                elif isinstance(domain, dict):
+                    # outputs of different lengths (half levels beside full levels)
+                    # on one domain: that domain for each of them
+                    domain = _same_domain_each(into["out"], domain)
+                elif domain is None:
+                    # without domain=, as GT4Py: the intersection of the outputs'
+                    # domains, for each of them
+                    common = self._common_domain(into["out"])
+                    if common is not None:
+                        domain = _same_domain_each(into["out"], common)
+            return self._call_into(spec, a, backend, plain, into["out"], domain,
                                    record, new, longer=longer, longer_of=longer_of)
         symbols = a.sizes if a is not None else {}
         if not spec.result_symbols() <= symbols.keys():
@@ -481,7 +492,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                 with lengths_noted(a), python_messages(self.fn, spec.names):
                     checked(prog)
                 return prog, bounds
-            if not names:
+            if not names or longer:
                 try:
                     prog, bounds = made(longer)
                 except TensorIRError as e:
@@ -574,7 +585,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         new = hit is None
         if hit is None:
             from .runtime_bounds import into_program
-            prog, result, all_bounds = self._in_domains(spec, a, shape, i, literal)
+            prog, result, all_bounds = self._in_domains(spec, a, shape, i, literal, longer)
             prog, _ = into_program(prog, result, shape[i][1], all_bounds[i], longer=longer)
             with lengths_noted(a), python_messages(self.fn, spec.names):
                 checked(prog)
@@ -599,16 +610,18 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _in_domains(self, spec: Specialization, a: Analysis | None,
                     shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
-                    literal: tuple | None = None):
+                    literal: tuple | None = None, longer: dict[str, int] | None = None):
         """The function translated for output ``i`` of a tuple of domains
         (``shape``: per output, its path and the dimensions its dict restricts),
         with the bounds of all the domains as parameters: the program, its
         result parameter and per domain its bound parameters.  ``literal``: per
         domain, the values of its bounds, which the value is translated for
-        (the parameters are still the targets')."""
+        (the parameters are still the targets'); ``longer``: how much longer than
+        the inputs output ``i`` is."""
         from .functions import translate_call
-        from .runtime_bounds import domain_bounds, interval
+        from .runtime_bounds import domain_bounds, interval, out_target
         params, static = self._ir_params(spec.key)
+        extent = out_target(params, list(longer), longer) if longer else None
         taken = list(params)
         all_bounds: list[dict] = []
         scalars: list[ir.Param] = []
@@ -628,7 +641,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         with python_messages(self.fn, spec.names):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
-                                  names=spec.names, parts=parts, part=i)
+                                  names=spec.names, parts=parts, part=i, extent=extent)
         return prog, prog.params[-1], all_bounds
 
     def _whole_domains(self, out: tuple) -> tuple | None:
@@ -652,6 +665,29 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                 return None
             domains.append({d: (0, int(n)) for d, n in zip(sp.dims, shape)})
         return tuple(domains)
+
+    def _common_domain(self, out: tuple) -> dict | None:
+        """For ``out=`` of a tuple return annotation whose parts all name the same
+        dimensions: the intersection of its arrays' ranges (each from 0 to the
+        shortest length over a dimension); else None."""
+        has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+        parts = [annotation_spec(p) for p in _leaves(ann, typing_tuple=True)] if has else []
+        leaves = [o for _, o in _out_leaves(out)]
+        if len(parts) != len(leaves) or not all(
+                isinstance(sp, TensorSpec) and all(isinstance(d, Dimension) for d in sp.dims)
+                for sp in parts):
+            return None
+        specs = typing.cast(list[TensorSpec], parts)
+        if len({tuple(d.name for d in sp.dims) for sp in specs}) != 1:
+            return None
+        shapes: list[tuple[int, ...]] = []
+        for o in leaves:
+            sh = getattr(o, "shape", None)
+            if sh is None or len(sh) != len(specs[0].dims):
+                return None
+            shapes.append(tuple(sh))
+        return {d: (0, min(int(sh[i]) for sh in shapes))
+                for i, d in enumerate(specs[0].dims)}
 
     def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
                       ) -> list[tuple[tuple[int, ...], Any, dict]]:
@@ -696,7 +732,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if not names:
             return _value_part(spec.program, spec.result, path) + (None,)
         prog, bounds = self._domain_program(spec.key, spec.names, a, names, below_stop,
-                                            literal)
+                                            literal, longer)
         return _value_part(prog, prog.params[-1], path) + (bounds,)
 
     def _target_program(self, spec: Specialization, a: Analysis | None,
@@ -717,18 +753,20 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     def _domain_program(self, key: tuple[ParamSig, ...], renamed: dict[str, str],
                         a: Analysis | None, names: tuple[str, ...], below_stop: bool = False,
-                        literal: dict[str, tuple[int, int]] | None = None
+                        literal: dict[str, tuple[int, int]] | None = None,
+                        longer: dict[str, int] | None = None
                         ) -> tuple[ir.Program, dict[str, tuple[str, str]]]:
         """The function translated for specialisation ``key`` (``renamed``: its
         parameters named otherwise in the IR) with bound parameters of the
         dimensions ``names`` as its domain: the program and per dimension the
         names of its start and stop parameters.  ``literal``: the values of the
         bounds, which the value is translated for (the parameters are still
-        the target's)."""
+        the target's); ``longer``: how much longer than the inputs ``out=`` is."""
         from .functions import translate_call
-        from .runtime_bounds import domain_bounds, interval
+        from .runtime_bounds import domain_bounds, interval, out_target
         params, static = self._ir_params(key)
         bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
+        extent = out_target(params, list(longer), longer) if longer else None
         if literal:
             intervals = [interval(i.name, ir.as_bound(literal[i.name][0]),
                                   ir.as_bound(literal[i.name][1]), i.loc) for i in intervals]
@@ -737,7 +775,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         with python_messages(self.fn, renamed):
             prog = translate_call(self.fn, list(params) + scalars, sp.table_dims(analysis_),
                                   self._result_name(), static=static, rank_generic=sp.generic,
-                                  domain=intervals, names=renamed, gap_below_stop=below_stop)
+                                  domain=intervals, names=renamed, gap_below_stop=below_stop,
+                                  extent=extent)
         return prog, bounds
 
     def _for_domain(self, domain: Any) -> Callable[[tuple[ParamSig, ...], Analysis | None],
@@ -929,3 +968,11 @@ def _out_leaves(out: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[in
             yield from _out_leaves(o, path + (k,))
     else:
         yield path, out
+
+
+def _same_domain_each(out: Any, domain: dict) -> Any:
+    """One domain for a (nested) tuple ``out=`` as GT4Py's tuple of domains:
+    ``domain`` for each of its outputs, nested as ``out=`` is."""
+    if type(out) is tuple:
+        return tuple(_same_domain_each(o, domain) for o in out)
+    return domain

@@ -432,7 +432,8 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                    names: dict[str, str] | None = None,
                    parts: Sequence[tuple[tuple[int, ...], Sequence[ir.DimInterval]]] = (),
                    part: int = 0, gap_below_stop: bool = False,
-                   target: dict[str, tuple[Any, Any]] | None = None) -> ir.Program:
+                   target: dict[str, tuple[Any, Any]] | None = None,
+                   extent: dict[str, tuple[Any, Any]] | None = None) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
@@ -446,7 +447,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     ``gap_below_stop``: a ``concat_where`` gap is taken to lie above the
     domain, not below it, where both its bounds are parameters.  ``target``:
     the intervals of the target written without ``domain=`` ({dimension:
-    (start, stop)} over size symbols), as an ``out=`` target's are in a program."""
+    (start, stop)} over size symbols), as an ``out=`` target's are in a program;
+    ``extent``: the whole intervals of an ``out=`` longer than the inputs under a
+    ``domain=`` (without it, ``target``'s)."""
     if parts:
         domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)
@@ -462,6 +465,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     # the domain is the target's range, as an out= target's is in a program: a
     # runtime concat_where's pieces are clamped to it and checked at call time
     ctx.target = _runtime_target(domain, params) if domain else target
+    ctx.extent = dict(extent or target or {})
     ctx.gap_below_stop = gap_below_stop
     ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
     order = _declared_result_order(fn, parts[part][0] if parts else ())

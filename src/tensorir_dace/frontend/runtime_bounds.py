@@ -12,6 +12,7 @@ empty pieces, and each branch stays lazy (evaluated on its own piece only).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -104,10 +105,14 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
     doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
     known = [d for d in doms.values() if d is not None]
+    # the whole of a direct call's out= along D (maybe longer than the parameters:
+    # half levels written from full levels): where a branch defined everywhere
+    # along D reaches
+    whole = [_Interval(*tr.ctx.extent[D])] if D in tr.ctx.extent else []
     if None in doms.values():
         # a branch defined everywhere along D (a broadcast literal) fills the
-        # program's intervals of D, as a static condition's does
-        known += tr.ctx.dim_intervals(D)
+        # program's intervals of D, as a static condition's does, and the target's
+        known += tr.ctx.dim_intervals(D) + whole
     if not known and D in tr.ctx.result_dims:
         # ... or, in a direct call where no parameter has D, the declared
         # result's interval of D, which out= gives
@@ -137,8 +142,8 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     # bounds are sizes), the hull of the parameters' and of the pieces where it is
     # static (the other branch may reach past the parameters: ``x(Koff[-1])`` to
     # level N_K), cut to the pieces below
-    of_d = tr.ctx.dim_intervals(D) or \
-        ([tr.ctx.result_dims[D]] if D in tr.ctx.result_dims else [])
+    of_d = (tr.ctx.dim_intervals(D) or
+            ([tr.ctx.result_dims[D]] if D in tr.ctx.result_dims else [])) + whole
     wide = [d for d in of_d if not any(ir.has_runtime(b) for b in (d.start, d.stop))]
     starts = [d.start for d in wide] + ([lo] if wide and not ir.has_runtime(lo) else [])
     stops = [d.stop for d in wide] + ([hi] if wide and not ir.has_runtime(hi) else [])
@@ -154,6 +159,13 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         exprs.append(ir.Call(ir.Sym("subset", loc=loc), (x, interval(D, p_lo, p_hi, loc)),
                              loc=loc))
     return ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Interval:
+    """The bounds of an interval, as an ``ir.Dim``'s."""
+    start: Any
+    stop: Any
 
 
 def _open_ends(segs, doms: dict, lo: sympy.Expr, hi: sympy.Expr, at_call: bool
