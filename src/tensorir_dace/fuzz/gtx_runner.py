@@ -184,7 +184,8 @@ def direct_runs(module: Any, seed: int, out: PyOutcome) -> None:
         provider = tables(sizes, seed + n)
         base = arguments([], sizes, seed + n)
         for hs, he, k0 in BOUNDS[n]:
-            args = base | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed + 7 * n + hs))
+            args = base | module.OUTPUT_ARRAYS(sizes, np.random.default_rng(seed + 7 * n + hs),
+                                               direct=True)
             args |= {"hs": hs, "he": he, "k0": k0, "nlev": sizes["N_K"]}
             where = f"{sizes} hs={hs} he={he} k0={k0}"
             for c in cases:
@@ -317,12 +318,17 @@ def source(cases: list[GtxCase]) -> str:
     direct = [x for c in cases if c.direct for x in c.direct.outputs]
     for o, t in [x for c in cases for x in c.outputs] + direct:
         shapes.append(f"    {o!r}: ({', '.join(repr(d) for d in t.dims())}, {t.dt!r}),")
+    direct_only = sorted({o for o, _ in direct} - {o for c in cases for o, _ in c.outputs})
     return (gtx_source(cases) + "\n\nOUTPUTS = {\n" + "\n".join(shapes) + "\n}\n\n\n"
+            f"DIRECT_ONLY = {direct_only!r}\n\n\n"
             f"K0_MIN = {max((c.k0_min for c in cases), default=1)}\n\n\n"
-            "def OUTPUT_ARRAYS(sizes, rng):\n"
-            '    """Random initial values of the outputs."""\n'
+            "def OUTPUT_ARRAYS(sizes, rng, direct=False):\n"
+            '    """Random initial values of the program\'s outputs (``direct``: also\n'
+            '    of those only the direct calls write)."""\n'
             "    from tensorir_dace.fuzz.gtx_runner import output_arrays\n"
-            "    return output_arrays(OUTPUTS, sizes, rng)\n")
+            "    res = output_arrays(OUTPUTS, sizes, rng)\n"
+            "    return res if direct else {o: v for o, v in res.items()\n"
+            "                               if o not in DIRECT_ONLY}\n")
 
 
 def output_arrays(outputs: dict[str, tuple], sizes: dict[str, int], rng: Any) -> dict:
