@@ -22,7 +22,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -419,3 +420,14 @@ def annotation_scope(fn: Any) -> dict[str, Any]:
         except ValueError:          # a variable not yet assigned
             pass
     return scope
+
+
+def tuple_element(ann: Any, path: Sequence[int]) -> Any | None:
+    """The element at ``path`` of a (nested) ``tuple[…]`` annotation; None where
+    it has no such element."""
+    for k in path:
+        elements = typing.get_args(ann) if typing.get_origin(ann) is tuple else ()
+        if k >= len(elements):
+            return None
+        ann = elements[k]
+    return ann

@@ -28,6 +28,7 @@ from .annotations import (
     TensorSpec,
     annotation_spec,
     generic_spec,
+    tuple_element,
 )
 from .callables import InlinedFunction, ScanOperator
 from .connectivities import (
@@ -212,12 +213,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
         if shape is None or not has:
             return None
-        for k in path:
-            elements = typing.get_args(ann) if typing.get_origin(ann) is tuple else ()
-            if k >= len(elements):
-                return None
-            ann = elements[k]
-        spec = annotation_spec(ann)
+        element = tuple_element(ann, path)
+        spec = None if element is None else annotation_spec(element)
         if not isinstance(spec, TensorSpec) or len(spec.dims) != len(shape):
             return None
         return (tuple(d.name if analysis.bare_dimension(d) else "" for d in spec.dims),

@@ -29,7 +29,7 @@ from ..errors import ArgumentError, FrontendError
 from ..typing.scope import Binding, Scope
 from ..typing.util import is_weak
 from . import api
-from .annotations import annotation_spec, evaluated_annotation, generic_spec
+from .annotations import annotation_spec, evaluated_annotation, generic_spec, tuple_element
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext
@@ -330,11 +330,9 @@ def _declared_result_order(fn: Any, path: Sequence[int] = ()) -> tuple[str, ...]
         ann = evaluated_annotation(fn, (getattr(fn, "__annotations__", None) or {}).get("return"))
     except Exception:  # noqa: BLE001 - an unreadable annotation is none
         return None
-    for k in path:
-        elements = typing.get_args(ann) if typing.get_origin(ann) is tuple else ()
-        if k >= len(elements):
-            return None
-        ann = elements[k]
+    ann = tuple_element(ann, path)
+    if ann is None:
+        return None
     parts = typing.get_args(ann) if typing.get_origin(ann) is tuple else (ann,)
     orders = set()
     for part in parts:
