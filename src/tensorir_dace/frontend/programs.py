@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -199,18 +199,15 @@ class ProgramTranslator(AssignmentTranslator):
                     value = self.expr(call)     # once: GT4Py computes it once too
                 finally:
                     self.ctx.part_domains = []
-                parts = []
                 # the part of the value these outputs take: a plain tuple_get, so
-                # that the targets share one temporary, unless scans run over their
-                # readers' domains: then the selection is pushed into the lets, so
-                # that a scan only one output reads is fitted to that output's domain
-                element = project if self.ctx.domain_scans else _element
-                for path, *_ in groups:
-                    whole = value
-                    for k in path:
-                        whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                            else element(self.to_ir(whole, call), k, self.loc(call))
-                    parts.append(whole)
+                # that the targets share one temporary, unless the selection pushed
+                # into the lets leaves a scan to some of the outputs only: that scan
+                # is then fitted to their domains alone
+                parts = self.parts_of(value, [path for path, *_ in groups], _element, call)
+                if self.ctx.domain_scans:
+                    own = self.parts_of(value, [path for path, *_ in groups], project, call)
+                    if _scans_differ(own, {id(c) for c in self.ctx.domain_scans}):
+                        parts = own
                 # each scan runs over the union of the domains of the outputs reading it
                 parts = self.fit_domain_scans(parts, call, doms)
             for (path, *_), part in zip(groups, parts):
@@ -223,6 +220,18 @@ class ProgramTranslator(AssignmentTranslator):
         differ = len({_target_intervals(t) for t in targets}) > 1
         out, parts = self.nested_parts(value, out_node, names, s, differ)
         return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
+
+    def parts_of(self, value: Any, paths: list[tuple[int, ...]],
+                 element: Callable[[ir.Expr, int, Any], ir.Expr], call: ast.Call) -> list[Any]:
+        """The parts of ``value`` at ``paths``, an IR tuple's taken by ``element``."""
+        parts = []
+        for path in paths:
+            whole = value
+            for k in path:
+                whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                    else element(self.to_ir(whole, call), k, self.loc(call))
+            parts.append(whole)
+        return parts
 
     def nested_parts(self, value: Any, node: ast.Tuple | ast.List, names: set[str],
                      s: ast.stmt, targets_differ: bool = False
@@ -512,6 +521,16 @@ def _either(decided: Any, symbolic: Any, a: Any, b: Any) -> Any:
         return decided(a, b)
     except iv.Undecidable:      # runtime bounds: left to the run
         return symbolic(a, b)
+
+
+def _scans_differ(parts: list[Any], scans: set[int]) -> bool:
+    """Whether the parts read different sets of the scans ``scans`` (by identity)."""
+    def read(part: Any) -> frozenset[int]:
+        if isinstance(part, tuple):
+            return frozenset().union(*(read(x) for x in part))
+        return frozenset(id(n) for n in ir.walk(part) if id(n) in scans) \
+            if isinstance(part, ir.Node) else frozenset()
+    return len({read(p) for p in parts}) > 1
 
 
 def _element(e: ir.Expr, k: int, loc: Any) -> ir.Expr:
