@@ -373,6 +373,40 @@ def test_one_domain_for_outputs_of_different_lengths(backend):
     np.testing.assert_array_equal(o[1][1][:, NK], 7.0)
 
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_of_with_dims_arrays_into_outputs_of_different_lengths(backend):
+    # the scan operator itself called with with_dims arrays (no annotation
+    # names the outputs' dimensions): a full-level and a half-level output, on
+    # one domain and without domain= (the levels both have)
+    a = RNG.random((NC, NK))
+    s = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0))
+    sums(with_dims(a, Cell, K), out=s, domain={Cell: (1, 5), K: (np.int32(1), NK)},
+         offset_provider={}, backend=backend)
+    seven = np.full((NC, NK + 1), 7.0)
+    np.testing.assert_allclose(s[0], part(running(a, (1, 5), (1, NK)), seven[:, :NK],
+                                          (1, 5), (1, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1][:, :NK], part(running(a, (1, 5), (1, NK), 2.0),
+                                                  seven[:, :NK], (1, 5), (1, NK)), rtol=1e-12)
+    np.testing.assert_array_equal(s[1][:, NK], 7.0)
+    s = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0))
+    sums(with_dims(a, Cell, K), out=s, offset_provider={}, backend=backend)
+    np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1][:, :NK], running(a, (0, NC), (0, NK), 2.0), rtol=1e-12)
+    np.testing.assert_array_equal(s[1][:, NK], 7.0)
+    # and a field operator of with_dims arrays
+    o = (np.full((NC, NK + 1), 7.0), np.full((NC, NK), 7.0))
+    nested_pair(with_dims(a, Cell, K), out=o, backend=backend)
+    np.testing.assert_allclose(o[0][:, :NK], 2.0 * a, rtol=1e-12)
+    np.testing.assert_array_equal(o[0][:, NK], 7.0)
+    np.testing.assert_allclose(o[1], a + 1.0, rtol=1e-12)
+
+
+@field_operator
+def nested_pair(a: F) -> tuple[F, F]:
+    return 2.0 * a, a + 1.0
+
+
 def part(value, base, cells, levels):
     out = np.array(base)
     out[cells[0]:cells[1], levels[0]:levels[1]] = value[cells[0]:cells[1], levels[0]:levels[1]]
