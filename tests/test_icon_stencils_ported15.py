@@ -19,6 +19,12 @@ program on runtime bounds, each on its own dimension; the backward scan is
 then called directly with ``with_dims`` arrays into a full-level and a
 half-level output (the levels both have) and the forward one with
 ``domain=`` over half levels.
+Last the cloud top of a column (a forward scan carrying a ``bool`` and an
+``int32`` with a tuple ``init``, into a ``bool`` and an ``int32`` output) and
+the implicit vertical diffusion of a tracer (a tridiagonal forward sweep with
+a carry of two and a backward substitution in one field operator), written
+by one program on runtime bounds; the cloud top is then called directly
+without ``domain=``.
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -338,3 +344,132 @@ def test_direct_column_integrals(backend):
                                      offset_provider={}, backend=backend)
     want = a["p_top"] + _down(GRAV * a["rho_ic"] * a["dz_ic"], 3, NH)
     np.testing.assert_allclose(p, inside(want, base, 0, NC - 2, 3, NH), rtol=1e-12)
+
+
+# ============================================================ cloud top, implicit diffusion
+#
+# the cloud top of a column: a forward scan carrying whether cloud was met and
+# the level where it was first met (a bool and an int32 carry with a tuple
+# ``init``), from icon4py's level field; and the implicit vertical diffusion of
+# a tracer, a tridiagonal system solved by a forward sweep (carry of two) and
+# a backward substitution, both in one field operator.
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(False, gtx.int32(0)))
+def _search_cloud_top(state: tuple[bool, gtx.int32], qc: wpfloat, k: gtx.int32,
+                      qc_threshold: wpfloat) -> tuple[bool, gtx.int32]:
+    found_above, top_above = state
+    here = qc > qc_threshold
+    return found_above | here, top_above if found_above else k
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(0.0, 0.0))
+def _tridiagonal_forward_sweep(state: tuple[wpfloat, wpfloat], a: wpfloat, b: wpfloat,
+                               c: wpfloat, d: wpfloat) -> tuple[wpfloat, wpfloat]:
+    c_prime_above, d_prime_above = state
+    denominator = b - a * c_prime_above
+    return c / denominator, (d - a * d_prime_above) / denominator
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=0.0)
+def _tridiagonal_back_substitution(x_below: wpfloat, c_prime: wpfloat,
+                                   d_prime: wpfloat) -> wpfloat:
+    return d_prime - c_prime * x_below
+
+
+@gtx.field_operator
+def _diffuse_tracer_implicitly(
+    tracer: fa.CellKField[wpfloat], kh: fa.CellKField[wpfloat],
+    inv_dz2: fa.CellKField[wpfloat], dtime: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    a = -dtime * kh * inv_dz2
+    c = a
+    b = 1.0 - 2.0 * a
+    c_prime, d_prime = _tridiagonal_forward_sweep(a, b, c, tracer)
+    return _tridiagonal_back_substitution(c_prime, d_prime)
+
+
+@gtx.field_operator
+def _cloud_top(qc: fa.CellKField[wpfloat], k_field: fa.CellKField[gtx.int32],
+               qc_threshold: wpfloat
+               ) -> tuple[fa.CellKField[bool], fa.CellKField[gtx.int32]]:
+    return _search_cloud_top(qc, k_field, qc_threshold)
+
+
+@gtx.program
+def cloud_top_and_implicit_diffusion(
+    qc: fa.CellKField[wpfloat], k_field: fa.CellKField[gtx.int32], qc_threshold: wpfloat,
+    tracer: fa.CellKField[wpfloat], kh: fa.CellKField[wpfloat],
+    inv_dz2: fa.CellKField[wpfloat], dtime: wpfloat,
+    cloud_found: fa.CellKField[bool], cloud_top: fa.CellKField[gtx.int32],
+    tracer_new: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32, horizontal_end: gtx.int32,
+    vertical_start: gtx.int32, vertical_end: gtx.int32,
+):
+    _cloud_top(qc, k_field, qc_threshold, out=(cloud_found, cloud_top),
+               domain={dims.CellDim: (horizontal_start, horizontal_end),
+                       dims.KDim: (vertical_start, vertical_end)})
+    _diffuse_tracer_implicitly(tracer, kh, inv_dz2, dtime, out=tracer_new,
+                               domain={dims.CellDim: (horizontal_start, horizontal_end),
+                                       dims.KDim: (vertical_start, vertical_end)})
+
+
+def _cloud_top_numpy(qc, thr, vs, ve):
+    found, top = np.zeros((NC, NLEV), bool), np.zeros((NC, NLEV), np.int32)
+    f, t = np.zeros(NC, bool), np.zeros(NC, np.int32)
+    for k in range(vs, ve):
+        t = np.where(f, t, k).astype(np.int32)
+        f = f | (qc[:, k] > thr)
+        found[:, k], top[:, k] = f, t
+    return found, top
+
+
+def _implicit_diffusion_numpy(tracer, kh, inv_dz2, dtime, vs, ve):
+    a = -dtime * kh * inv_dz2
+    b = 1.0 - 2.0 * a
+    out = np.zeros(tracer.shape)
+    cp, dp = np.zeros(tracer.shape), np.zeros(tracer.shape)
+    c_above, d_above = np.zeros(NC), np.zeros(NC)
+    for k in range(vs, ve):
+        den = b[:, k] - a[:, k] * c_above
+        c_above, d_above = a[:, k] / den, (tracer[:, k] - a[:, k] * d_above) / den
+        cp[:, k], dp[:, k] = c_above, d_above
+    x = np.zeros(NC)
+    for k in range(ve - 1, vs - 1, -1):
+        x = dp[:, k] - cp[:, k] * x
+        out[:, k] = x
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cloud_top_and_implicit_diffusion(backend):
+    qc = f64(NC, NLEV) * np.where(RNG.random((NC, NLEV)) < 0.3, 1.0, 1e-3)
+    k_field = np.broadcast_to(np.arange(NLEV, dtype=np.int32), (NC, NLEV)).copy()
+    tracer, kh = f64(NC, NLEV), f64(NC, NLEV)
+    inv_dz2, dtime, thr = RNG.uniform(0.5, 1.0, (NC, NLEV)), 0.4, 0.1
+    hs, he, vs, ve = 0, NC - 1, 1, NLEV - 1
+    found = np.zeros((NC, NLEV), bool)
+    top = np.full((NC, NLEV), -5, np.int32)
+    base = f64(NC, NLEV)
+    new = base.copy()
+    cloud_top_and_implicit_diffusion(
+        qc=qc, k_field=k_field, qc_threshold=thr, tracer=tracer, kh=kh, inv_dz2=inv_dz2,
+        dtime=dtime, cloud_found=found, cloud_top=top, tracer_new=new,
+        horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+        offset_provider={}, backend=backend)
+    want_found, want_top = _cloud_top_numpy(qc, thr, vs, ve)
+    np.testing.assert_array_equal(found, inside(want_found, np.zeros((NC, NLEV), bool),
+                                                hs, he, vs, ve))
+    np.testing.assert_array_equal(top, inside(want_top, np.full((NC, NLEV), -5, np.int32),
+                                              hs, he, vs, ve))
+    want = _implicit_diffusion_numpy(tracer, kh, inv_dz2, dtime, vs, ve)
+    np.testing.assert_allclose(new, inside(want, base, hs, he, vs, ve), rtol=1e-12)
+
+    # the cloud-top field operator called directly, without domain= (the whole
+    # column), into a bool and an int32 output
+    found = np.zeros((NC, NLEV), bool)
+    top = np.full((NC, NLEV), -5, np.int32)
+    _cloud_top(qc, k_field, thr, out=(found, top), offset_provider={}, backend=backend)
+    want_found, want_top = _cloud_top_numpy(qc, thr, 0, NLEV)
+    np.testing.assert_array_equal(found, want_found)
+    np.testing.assert_array_equal(top, want_top)
