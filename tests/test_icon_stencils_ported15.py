@@ -14,7 +14,9 @@ their levels).
 Then two column integrations on half and full levels: the hydrostatic
 pressure summed down the half levels (a forward scan over ``KHalfDim``) and
 the height above the surface and the column water summed up the full levels
-(a backward scan whose carry and ``init`` are tuples), written by one
+(a backward scan whose carry and ``init`` are tuples; once more of layer
+depths read from the half-level heights, ``z_ifc(KDim - 0.5) - z_ifc(KDim +
+0.5)``), written by one
 program on runtime bounds, each on its own dimension; the backward scan is
 then called directly with ``with_dims`` arrays into a full-level and a
 half-level output (the levels both have) and the forward one with
@@ -249,13 +251,22 @@ def _compute_height_and_column_water(
     return z - 0.5 * ddqz_z_full, column
 
 
+@gtx.field_operator
+def _compute_column_water_from_interface_heights(
+    z_ifc: fa.CellKHalfField[wpfloat], q: fa.CellKField[wpfloat], rho: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    _, column = _integrate_column_up_from_surface(
+        z_ifc(dims.KDim - 0.5) - z_ifc(dims.KDim + 0.5), q, rho)
+    return column
+
+
 @gtx.program
 def compute_column_integrals(
     p_top: fa.CellKHalfField[wpfloat], rho_ic: fa.CellKHalfField[wpfloat],
     dz_ic: fa.CellKHalfField[wpfloat], ddqz_z_full: fa.CellKField[wpfloat],
-    q: fa.CellKField[wpfloat], rho: fa.CellKField[wpfloat],
+    q: fa.CellKField[wpfloat], rho: fa.CellKField[wpfloat], z_ifc: fa.CellKHalfField[wpfloat],
     pressure_ifc: fa.CellKHalfField[wpfloat], z_mc: fa.CellKField[wpfloat],
-    column_water: fa.CellKField[wpfloat],
+    column_water: fa.CellKField[wpfloat], column_water_ifc: fa.CellKField[wpfloat],
     horizontal_start: gtx.int32, horizontal_end: gtx.int32,
     vertical_start: gtx.int32, vertical_end: gtx.int32,
 ):
@@ -265,6 +276,10 @@ def compute_column_integrals(
                 dims.KHalfDim: (vertical_start, vertical_end + 1)})
     _compute_height_and_column_water(
         ddqz_z_full, q, rho, out=(z_mc, column_water),
+        domain={dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KDim: (vertical_start, vertical_end)})
+    _compute_column_water_from_interface_heights(
+        z_ifc, q, rho, out=column_water_ifc,
         domain={dims.CellDim: (horizontal_start, horizontal_end),
                 dims.KDim: (vertical_start, vertical_end)})
 
@@ -287,7 +302,8 @@ def _column_inputs():
     return dict(p_top=RNG.uniform(1e3, 2e3, (NC, NH)), rho_ic=RNG.uniform(0.8, 1.2, (NC, NH)),
                 dz_ic=RNG.uniform(50.0, 200.0, (NC, NH)),
                 ddqz_z_full=RNG.uniform(50.0, 200.0, (NC, NLEV)), q=f64(NC, NLEV) * 1e-2,
-                rho=RNG.uniform(0.8, 1.2, (NC, NLEV)))
+                rho=RNG.uniform(0.8, 1.2, (NC, NLEV)),
+                z_ifc=np.cumsum(RNG.uniform(50.0, 200.0, (NC, NH))[:, ::-1], axis=1)[:, ::-1])
 
 
 @pytest.mark.parametrize("bounds", [(0, NLEV), (2, NLEV - 1)])
@@ -296,7 +312,8 @@ def test_column_integrals(backend, bounds):
     a = _column_inputs()
     hs, he = 1, NC - 1
     vs, ve = bounds
-    base = dict(pressure_ifc=f64(NC, NH), z_mc=f64(NC, NLEV), column_water=f64(NC, NLEV))
+    base = dict(pressure_ifc=f64(NC, NH), z_mc=f64(NC, NLEV), column_water=f64(NC, NLEV),
+                column_water_ifc=f64(NC, NLEV))
     got = {n: v.copy() for n, v in base.items()}
     compute_column_integrals(**a, **got, horizontal_start=hs, horizontal_end=he,
                              vertical_start=vs, vertical_end=ve, offset_provider={},
@@ -304,9 +321,11 @@ def test_column_integrals(backend, bounds):
     p = a["p_top"] + _down(GRAV * a["rho_ic"] * a["dz_ic"], vs, ve + 1)
     z = _up(a["ddqz_z_full"], vs, ve) - 0.5 * a["ddqz_z_full"]
     col = _up(a["rho"] * a["q"] * a["ddqz_z_full"], vs, ve)
+    col_ifc = _up(a["rho"] * a["q"] * (a["z_ifc"][:, :-1] - a["z_ifc"][:, 1:]), vs, ve)
     check(got, {"pressure_ifc": inside(p, base["pressure_ifc"], hs, he, vs, ve + 1),
                 "z_mc": inside(z, base["z_mc"], hs, he, vs, ve),
-                "column_water": inside(col, base["column_water"], hs, he, vs, ve)},
+                "column_water": inside(col, base["column_water"], hs, he, vs, ve),
+                "column_water_ifc": inside(col_ifc, base["column_water_ifc"], hs, he, vs, ve)},
           rtol=1e-12)
 
 
