@@ -402,6 +402,39 @@ def test_scan_of_with_dims_arrays_into_outputs_of_different_lengths(backend):
     np.testing.assert_allclose(o[1], a + 1.0, rtol=1e-12)
 
 
+
+@program
+def on_first_output(a: F, o1: F, o2: F, o3: F, s1: F, s2: F):
+    flagged_pair(a, out=(o1, (o2, o3)))
+    summed(a, out=(s1, s2))
+
+
+@field_operator
+def flagged_pair(a: F) -> tuple[F, tuple[F, F]]:
+    return a + 1.0, (2.0 * a, a - 1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_program_tuple_out_of_different_lengths_without_domain(backend):
+    # in a program body without domain=, as GT4Py: the first output's domain
+    # for each output (a half-level output after a full-level one keeps its
+    # last level); a first output longer than another is refused
+    a = RNG.random((NC, NK))
+    o = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0), np.full((NC, NK), 7.0))
+    s = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0))
+    on_first_output(a, *o, *s, backend=backend)
+    np.testing.assert_allclose(o[0], a + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(o[1][:, :NK], 2.0 * a, rtol=1e-12)
+    np.testing.assert_array_equal(o[1][:, NK], 7.0)
+    np.testing.assert_allclose(o[2], a - 1.0, rtol=1e-12)
+    np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1][:, :NK], running(a, (0, NC), (0, NK), 2.0), rtol=1e-12)
+    np.testing.assert_array_equal(s[1][:, NK], 7.0)
+    o = (np.full((NC, NK + 1), 7.0), np.full((NC, NK), 7.0), np.full((NC, NK), 7.0))
+    with pytest.raises((ArgumentError, FrontendError)):
+        on_first_output(a, *o, *s, backend=backend)
+
+
 @field_operator
 def nested_pair(a: F) -> tuple[F, F]:
     return 2.0 * a, a + 1.0
