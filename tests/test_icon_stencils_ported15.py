@@ -19,7 +19,8 @@ depths read from the half-level heights, ``z_ifc(KDim - 0.5) - z_ifc(KDim +
 0.5)``), written by one
 program on runtime bounds, each on its own dimension; the backward scan is
 then called directly with ``with_dims`` arrays into a full-level and a
-half-level output (the levels both have) and the forward one with
+half-level output (the levels both have), and from a program without
+``domain=`` (the first output's levels), and the forward one with
 ``domain=`` over half levels.
 Last the cloud top of a column (a forward scan carrying a ``bool`` and an
 ``int32`` with a tuple ``init``, into a ``bool`` and an ``int32`` output) and
@@ -284,6 +285,15 @@ def compute_column_integrals(
                 dims.KDim: (vertical_start, vertical_end)})
 
 
+@gtx.program
+def integrate_column_into_full_and_half_levels(
+    ddqz_z_full: fa.CellKField[wpfloat], q: fa.CellKField[wpfloat],
+    rho: fa.CellKField[wpfloat], z_above_surface: fa.CellKField[wpfloat],
+    column_water: fa.CellKHalfField[wpfloat],
+):
+    _integrate_column_up_from_surface(ddqz_z_full, q, rho, out=(z_above_surface, column_water))
+
+
 def _down(a, vs, ve):
     """Sums of ``a`` down levels vs:ve (zero elsewhere)."""
     out = np.zeros(a.shape)
@@ -355,6 +365,15 @@ def test_direct_column_integrals(backend):
     np.testing.assert_allclose(
         col, inside(np.pad(_up(a["rho"] * a["q"] * a["ddqz_z_full"], 1, NLEV - 2),
                            ((0, 0), (0, 1))), seven, 2, NC, 1, NLEV - 2), rtol=1e-12)
+    # the scan operator called in a program without domain=: the first
+    # output's domain, the full levels, for the half-level output too
+    z, col = np.full((NC, NLEV), 7.0), np.full((NC, NH), 7.0)
+    integrate_column_into_full_and_half_levels(a["ddqz_z_full"], a["q"], a["rho"], z, col,
+                                               offset_provider={}, backend=backend)
+    np.testing.assert_allclose(z, _up(a["ddqz_z_full"], 0, NLEV), rtol=1e-12)
+    np.testing.assert_allclose(col[:, :NLEV], _up(a["rho"] * a["q"] * a["ddqz_z_full"], 0,
+                                                  NLEV), rtol=1e-12)
+    np.testing.assert_array_equal(col[:, NLEV], 7.0)
     # the half-level field operator on part of the half levels
     base = f64(NC, NH)
     p = base.copy()
