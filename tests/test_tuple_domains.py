@@ -435,6 +435,36 @@ def test_program_tuple_out_of_different_lengths_without_domain(backend):
         on_first_output(a, *o, *s, backend=backend)
 
 
+
+@scan_operator(axis=K, forward=True, init=(0.0, 0.0))
+def sum_and_decay(state: tuple[float, float], b: float) -> tuple[float, float]:
+    return state[0] + b, 0.5 * state[1] + b
+
+
+@field_operator
+def plain_and_scanned(a: F, b: F) -> tuple[F, F]:
+    x, y = sum_and_decay(b)
+    return a + 1.0, x + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_tuple_of_domains_one_output_without_the_scan(backend):
+    # the first output's program reads none of the second domain's level
+    # bounds (the scan only the second output reads is left out of it): the
+    # compiled program runs without them as the interpreter does
+    a, b = RNG.random((NC, NK)), RNG.random((NC, NK))
+    o = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+    plain_and_scanned(a, b, out=o,
+                      domain=({Cell: (0, NC), K: (0, NK)}, {Cell: (1, NC), K: (2, NK)}),
+                      backend=backend)
+    x, y, want = np.zeros(NC), np.zeros(NC), np.zeros((NC, NK))
+    for k in range(2, NK):
+        x, y = x + b[:, k], 0.5 * y + b[:, k]
+        want[1:, k] = (x + y)[1:]
+    np.testing.assert_allclose(o[0], a + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(o[1], want, rtol=1e-12)
+
+
 @field_operator
 def nested_pair(a: F) -> tuple[F, F]:
     return 2.0 * a, a + 1.0

@@ -691,8 +691,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             if len({tuple(d.name for d in sp.dims) for sp in specs}) != 1:
                 return None
             dims = list(specs[0].dims)
-        elif spec is not None and spec.result is not None and all(
-                not isinstance(sp, TensorSpec) for sp in parts):
+        elif spec is not None and spec.result is not None and (not has or all(
+                not isinstance(sp, TensorSpec) for sp in parts) and parts):
             dims = [Dimension(d.name) for d in spec.result.type.dims]
         else:
             return None
