@@ -373,6 +373,103 @@ def test_one_domain_for_outputs_of_different_lengths(backend):
     np.testing.assert_array_equal(o[1][1][:, NK], 7.0)
 
 
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_of_with_dims_arrays_into_outputs_of_different_lengths(backend):
+    # the scan operator itself called with with_dims arrays (no annotation
+    # names the outputs' dimensions): a full-level and a half-level output, on
+    # one domain and without domain= (the levels both have)
+    a = RNG.random((NC, NK))
+    s = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0))
+    sums(with_dims(a, Cell, K), out=s, domain={Cell: (1, 5), K: (np.int32(1), NK)},
+         offset_provider={}, backend=backend)
+    seven = np.full((NC, NK + 1), 7.0)
+    np.testing.assert_allclose(s[0], part(running(a, (1, 5), (1, NK)), seven[:, :NK],
+                                          (1, 5), (1, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1][:, :NK], part(running(a, (1, 5), (1, NK), 2.0),
+                                                  seven[:, :NK], (1, 5), (1, NK)), rtol=1e-12)
+    np.testing.assert_array_equal(s[1][:, NK], 7.0)
+    s = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0))
+    sums(with_dims(a, Cell, K), out=s, offset_provider={}, backend=backend)
+    np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1][:, :NK], running(a, (0, NC), (0, NK), 2.0), rtol=1e-12)
+    np.testing.assert_array_equal(s[1][:, NK], 7.0)
+    # and a field operator of with_dims arrays
+    o = (np.full((NC, NK + 1), 7.0), np.full((NC, NK), 7.0))
+    nested_pair(with_dims(a, Cell, K), out=o, backend=backend)
+    np.testing.assert_allclose(o[0][:, :NK], 2.0 * a, rtol=1e-12)
+    np.testing.assert_array_equal(o[0][:, NK], 7.0)
+    np.testing.assert_allclose(o[1], a + 1.0, rtol=1e-12)
+
+
+
+@program
+def on_first_output(a: F, o1: F, o2: F, o3: F, s1: F, s2: F):
+    flagged_pair(a, out=(o1, (o2, o3)))
+    summed(a, out=(s1, s2))
+
+
+@field_operator
+def flagged_pair(a: F) -> tuple[F, tuple[F, F]]:
+    return a + 1.0, (2.0 * a, a - 1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_program_tuple_out_of_different_lengths_without_domain(backend):
+    # in a program body without domain=, as GT4Py: the first output's domain
+    # for each output (a half-level output after a full-level one keeps its
+    # last level); a first output longer than another is refused
+    a = RNG.random((NC, NK))
+    o = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0), np.full((NC, NK), 7.0))
+    s = (np.full((NC, NK), 7.0), np.full((NC, NK + 1), 7.0))
+    on_first_output(a, *o, *s, backend=backend)
+    np.testing.assert_allclose(o[0], a + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(o[1][:, :NK], 2.0 * a, rtol=1e-12)
+    np.testing.assert_array_equal(o[1][:, NK], 7.0)
+    np.testing.assert_allclose(o[2], a - 1.0, rtol=1e-12)
+    np.testing.assert_allclose(s[0], running(a, (0, NC), (0, NK)), rtol=1e-12)
+    np.testing.assert_allclose(s[1][:, :NK], running(a, (0, NC), (0, NK), 2.0), rtol=1e-12)
+    np.testing.assert_array_equal(s[1][:, NK], 7.0)
+    o = (np.full((NC, NK + 1), 7.0), np.full((NC, NK), 7.0), np.full((NC, NK), 7.0))
+    with pytest.raises((ArgumentError, FrontendError)):
+        on_first_output(a, *o, *s, backend=backend)
+
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 0.0))
+def sum_and_decay(state: tuple[float, float], b: float) -> tuple[float, float]:
+    return state[0] + b, 0.5 * state[1] + b
+
+
+@field_operator
+def plain_and_scanned(a: F, b: F) -> tuple[F, F]:
+    x, y = sum_and_decay(b)
+    return a + 1.0, x + y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_direct_tuple_of_domains_one_output_without_the_scan(backend):
+    # the first output's program reads none of the second domain's level
+    # bounds (the scan only the second output reads is left out of it): the
+    # compiled program runs without them as the interpreter does
+    a, b = RNG.random((NC, NK)), RNG.random((NC, NK))
+    o = (np.zeros((NC, NK)), np.zeros((NC, NK)))
+    plain_and_scanned(a, b, out=o,
+                      domain=({Cell: (0, NC), K: (0, NK)}, {Cell: (1, NC), K: (2, NK)}),
+                      backend=backend)
+    x, y, want = np.zeros(NC), np.zeros(NC), np.zeros((NC, NK))
+    for k in range(2, NK):
+        x, y = x + b[:, k], 0.5 * y + b[:, k]
+        want[1:, k] = (x + y)[1:]
+    np.testing.assert_allclose(o[0], a + 1.0, rtol=1e-12)
+    np.testing.assert_allclose(o[1], want, rtol=1e-12)
+
+
+@field_operator
+def nested_pair(a: F) -> tuple[F, F]:
+    return 2.0 * a, a + 1.0
+
+
 def part(value, base, cells, levels):
     out = np.array(base)
     out[cells[0]:cells[1], levels[0]:levels[1]] = value[cells[0]:cells[1], levels[0]:levels[1]]

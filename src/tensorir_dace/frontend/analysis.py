@@ -217,26 +217,39 @@ class Specializer:
         """How much longer than the shortest array over each dimension ``out=`` of
         a direct call is (``extra``): {dimension: extra length}, where it is
         longer (a half-level output of full-level inputs)."""
-        return {dname: more for who, dname, more in self._excess(values, extra) if who is None}
+        return {dname: more for who, dname, more in self._excess(values, extra, wrapped=True)
+                if who is None}
 
-    def _excess(self, values: dict[str, Any], extra: Extra
+    def _excess(self, values: dict[str, Any], extra: Extra, wrapped: bool = False
                 ) -> list[tuple[str | None, str, int]]:
         """``(array, dimension, extra length)`` for each array longer than the
-        shortest one over a dimension (``out=`` named None)."""
+        shortest one over a dimension (``out=`` named None); ``wrapped``: arrays
+        given by ``with_dims`` count too."""
         found = []
-        for dname, uses in self._lengths(values, extra).items():
+        for dname, uses in self._lengths(values, extra, wrapped).items():
             low = min(n for _, n in uses)
             found += [(who, dname, n - low) for who, n in uses if n != low]
         return found
 
-    def _lengths(self, values: dict[str, Any], extra: Extra
+    def _lengths(self, values: dict[str, Any], extra: Extra, wrapped: bool = False
                  ) -> dict[str, list[tuple[str | None, int]]]:
         """Per dimension, the lengths of the plain annotated arrays over it (and
-        of ``out=``, named None)."""
+        of ``out=``, named None); ``wrapped``: also those of arrays given by
+        ``with_dims`` over a dimension without an explicit interval."""
         plain = self.plain_axes()
-        if not plain:
-            return {}
         lengths: dict[str, list[tuple[str | None, int]]] = {}
+        if wrapped:
+            for name, v in values.items():
+                if not isinstance(v, TensorArg) or v.dims is None:
+                    continue
+                shape = getattr(v.value, "shape", None)
+                if shape is None or len(shape) != len(v.dims):
+                    continue
+                for d, n in zip(v.dims, shape):
+                    if isinstance(d, Dimension) and d.name not in v.intervals:
+                        lengths.setdefault(d.name, []).append((name, int(n)))
+        if not plain and not lengths:
+            return {}
         for name, k, dname in plain:
             v = values.get(name)
             if v is None or isinstance(v, TensorArg):

@@ -205,12 +205,18 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         names_ = self._out_dims.get(len(shape))
         return None if names_ is None else (names_, tuple(shape))
 
-    def _part_extra(self, out: Any, path: tuple[int, ...]) -> analysis.Extra:
+    def _part_extra(self, out: Any, path: tuple[int, ...],
+                    spec_: Specialization | None = None) -> analysis.Extra:
         """Output ``out`` at ``path`` of a tuple ``out=`` as :meth:`_out_extra`
         sees a single one: its shape over the dimensions of its part of the tuple
-        return annotation; None where they are unknown."""
+        return annotation; None where they are unknown.  Without a return
+        annotation (a scan operator's call: its parts are scalars per point),
+        the dimensions of ``spec_``'s result, which all parts share."""
         shape = getattr(out, "shape", None)
         has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+        if shape is not None and not has and spec_ is not None \
+                and spec_.result is not None and len(spec_.result.type.dims) == len(shape):
+            return (tuple(d.name for d in spec_.result.type.dims), tuple(shape))
         if shape is None or not has:
             return None
         element = tuple_element(ann, path)
@@ -306,13 +312,14 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             longer = self._specializer().out_length_offsets(values, self._out_extra(into))
 
             def longer_of(o: Any, path: tuple[int, ...]) -> dict[str, int]:
-                return self._specializer().out_length_offsets(values,
-                                                              self._part_extra(o, path))
+                return self._specializer().out_length_offsets(
+                    values, self._part_extra(o, path, spec))
             domain = into.get("domain")
             if type(into["out"]) is tuple and not longer:
                 # a tuple written on one domain: as long as all its outputs are
                 each = [longer_of(o, p) for p, o in _out_leaves(into["out"])]
-                if each and all(x == each[0] for x in each):
+                shapes = {getattr(o, "shape", None) for _, o in _out_leaves(into["out"])}
+                if each and all(x == each[0] for x in each) and (each[0] or len(shapes) == 1):
                     longer = each[0]
                 elif isinstance(domain, dict):
                     # outputs of different lengths (half levels beside full levels)
@@ -321,7 +328,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                 elif domain is None:
                     # without domain=, as GT4Py: the intersection of the outputs'
                     # domains, for each of them
-                    common = self._common_domain(into["out"])
+                    common = self._common_domain(into["out"], spec)
                     if common is not None:
                         domain = _same_domain_each(into["out"], common)
             return self._call_into(spec, a, backend, plain, into["out"], domain,
@@ -663,28 +670,36 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             domains.append({d: (0, int(n)) for d, n in zip(sp.dims, shape)})
         return tuple(domains)
 
-    def _common_domain(self, out: tuple) -> dict | None:
+    def _common_domain(self, out: tuple, spec: Specialization | None = None
+                       ) -> dict | None:
         """For ``out=`` of a tuple return annotation whose parts all name the same
         dimensions: the intersection of its arrays' ranges (each from 0 to the
-        shortest length over a dimension); else None."""
+        shortest length over a dimension); else None.  A scan's return annotation
+        names no dimensions (its parts are scalars per level): then those of the
+        specialisation's result, which all parts share."""
         has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
         parts = [annotation_spec(p) for p in _leaves(ann, typing_tuple=True)] if has else []
         leaves = [o for _, o in _out_leaves(out)]
-        if len(parts) != len(leaves) or not all(
+        dims: list[Dimension]
+        if len(parts) == len(leaves) and all(
                 isinstance(sp, TensorSpec) and all(isinstance(d, Dimension) for d in sp.dims)
                 for sp in parts):
-            return None
-        specs = typing.cast(list[TensorSpec], parts)
-        if len({tuple(d.name for d in sp.dims) for sp in specs}) != 1:
+            specs = typing.cast(list[TensorSpec], parts)
+            if len({tuple(d.name for d in sp.dims) for sp in specs}) != 1:
+                return None
+            dims = list(specs[0].dims)
+        elif spec is not None and spec.result is not None and (not has or all(
+                not isinstance(sp, TensorSpec) for sp in parts) and parts):
+            dims = [Dimension(d.name) for d in spec.result.type.dims]
+        else:
             return None
         shapes: list[tuple[int, ...]] = []
         for o in leaves:
             sh = getattr(o, "shape", None)
-            if sh is None or len(sh) != len(specs[0].dims):
+            if sh is None or len(sh) != len(dims):
                 return None
             shapes.append(tuple(sh))
-        return {d: (0, min(int(sh[i]) for sh in shapes))
-                for i, d in enumerate(specs[0].dims)}
+        return {d: (0, min(int(sh[i]) for sh in shapes)) for i, d in enumerate(dims)}
 
     def _domain_parts(self, out: Any, domain: tuple | list, path: tuple[int, ...]
                       ) -> list[tuple[tuple[int, ...], Any, dict]]:

@@ -96,6 +96,10 @@ class ProgramTranslator(AssignmentTranslator):
             if domain is not None:      # GT4Py's spelling: write only that sub-domain
                 return self.emit_in_domain(self.domain_target(out_node, domain), inner, s)
             first = next(iter(_leaves_of(out_node)), None)
+            if isinstance(out_node, (ast.Tuple, ast.List)):
+                on_first = self.tuple_on_first(out_node)
+                if on_first is not None:
+                    return self.emit_tuple_on(out_node, on_first, inner, s)
             if isinstance(first, ast.Name) and self.kinds.get(first.id) in ("param", "temp"):
                 # GT4Py: the domain is the output's whole field (scans run over it,
                 # and from a concat_where's first level where they are its branch);
@@ -167,6 +171,46 @@ class ProgramTranslator(AssignmentTranslator):
             dataclasses.replace(other_side(c), guard=c.guard + ((start, end),))
             if c.guard else c for c in second]
         return [ir.IfStmt(cond, tuple(above), tuple(below), loc=self.loc(s))]
+
+    def tuple_on_first(self, out_node: ast.Tuple | ast.List) -> list[ir.Expr] | None:
+        """``out=(a, b)`` without ``domain=`` whose outputs differ in length (a
+        half-level output beside a full-level one): as in GT4Py, the domain is
+        the first output's, so each output restricted to the first one's
+        intervals; None where they all have the same intervals or an output is
+        not a parameter or temporary."""
+        leaves = [t for t in _leaves(out_node) if isinstance(t, ast.Name)
+                  and self.kinds.get(t.id) in ("param", "temp")]
+        if not leaves or len(leaves) != len(_leaves(out_node)):
+            return None
+        types = [self.tensor_type(self.env[t.id].name) for t in leaves]
+        first = types[0]
+        if len({tuple((d.name, d.start, d.stop) for d in t.dims) for t in types}) == 1 or \
+                not all(tuple(d.name for d in t.dims) == tuple(d.name for d in first.dims)
+                        for t in types):
+            return None
+        targets: list[ir.Expr] = []
+        for node, t in zip(leaves, types):
+            loc = self.loc(node)
+            sym = ir.Sym(self.env[node.id].name, loc=loc)
+            if all(d.start == f.start and d.stop == f.stop for d, f in zip(t.dims, first.dims)):
+                targets.append(sym)
+                continue
+            targets.append(ir.Call(ir.Sym("subset", loc=loc), (sym,) + tuple(
+                interval(f.name, f.start, f.stop, loc) for f in first.dims), loc=loc))
+        return targets
+
+    def emit_tuple_on(self, out_node: ast.Tuple | ast.List, targets: list[ir.Expr],
+                      call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
+        """Each part of ``call``'s tuple value written into its target of
+        ``targets`` (the leaves of ``out_node``, each restricted to one domain)."""
+        first = targets[0]
+        with self.target_intervals(first), self.scans_in(first):
+            value = self.fit_domain_scans(self.expr(call), call)
+        names = {b.name for t in targets
+                 if isinstance(b := t.args[0] if isinstance(t, ir.Call) else t, ir.Sym)}
+        differ = len({_target_intervals(t) for t in targets}) > 1
+        out, parts = self.nested_parts(value, out_node, names, s, differ)
+        return out + [self.emit(t, self.to_ir(p, call), s) for t, p in zip(targets, parts)]
 
     def emit_tuple_in_domain(self, out_node: ast.Tuple | ast.List, domain: ast.AST,
                              call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:

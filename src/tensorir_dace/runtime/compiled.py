@@ -276,6 +276,8 @@ class SDFGCallable:
                                     f"is {p.type}, not an integer scalar")
                     continue
                 self._arrays.append((b, sdfg_symbols[b.data], want, "symbol"))
+            elif p.type.is_scalar and leaf.is_int and b.data not in sdfg.arrays:
+                continue    # an integer the SDFG does not use (e.g. simplified away)
             else:
                 problems.append(f"'{b.data}' (parameter '{b.param}') is not an argument of the "
                                 f"SDFG (its arguments: {', '.join(sig)})")
