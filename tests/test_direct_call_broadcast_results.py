@@ -229,3 +229,20 @@ def test_concat_where_of_numbers_only(backend):
 def test_concat_where_without_out_asks_for_it():
     with pytest.raises(ArgumentError, match="pass out="):
         _surface_marked(6)
+
+
+def test_a_broadcast_read_through_a_table_without_the_tables_source_is_refused_clearly():
+    """Not supported yet: nothing gives ``Edge``'s extent (no parameter is over
+    it), which a shift through ``C2E`` needs; the message says so."""
+    from tensorir_dace.frontend import FieldOffset, neighbor_sum
+    c2e_dim = Dimension("C2E", DimensionKind.LOCAL)
+    c2e = FieldOffset("C2E", source=EdgeDim, target=(CellDim, c2e_dim))
+
+    @field_operator
+    def _edge_profile_at_cells(p: Field[Dims[KDim], float]) -> Field[Dims[CellDim, KDim], float]:
+        t = broadcast(p, (EdgeDim, KDim))
+        return neighbor_sum(t(c2e), axis=c2e_dim)
+
+    with pytest.raises(TensorIRError, match="no dimension Edge.*pass a field over Edge"):
+        _edge_profile_at_cells(np.ones(3), out=np.zeros((4, 3)),
+                               offset_provider={"C2E": np.zeros((4, 3), np.int32)})

@@ -265,6 +265,12 @@ class BuiltinTranslator(ExpressionTranslator):
                     if d.neighbor_source is not None), None)
         if src is not None:    # a broadcast value is read at any neighbour
             x = self.with_dim(x, src, node)
+            if src not in self.type_of(x, node).dim_names:
+                raise self.error(node, f"this value has no dimension {src}, which the "
+                                       f"neighbour table reads: a value broadcast along "
+                                       f"{src} is read through a table only where a "
+                                       f"parameter over {src} gives {src}'s extent (not "
+                                       f"supported otherwise yet); pass a field over {src}")
         if isinstance(table, ir.Sym):
             static = (table,) if k is None else (table, ir.Literal(k, loc=aloc))
             head = ir.Call(ir.Sym("shift", loc=loc), static, loc=loc)
