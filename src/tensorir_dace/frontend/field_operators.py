@@ -181,7 +181,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         ``out=(a, b)``) as one of them where the parts of a tuple annotation
         name the same dimensions; None for other tuples or where they are
         unknown."""
-        leaves = list(_leaves(into.get("out")))
+        leaves = [o for _, o in _out_leaves(into.get("out"))]
         shapes = {getattr(o, "shape", None) for o in leaves}
         if len(shapes) != 1:
             return None
@@ -190,7 +190,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             return None
         if self._out_dims is None:
             has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-            parts = [annotation_spec(p) for p in _leaves(ann, typing_tuple=True)] if has else []
+            parts = [annotation_spec(p) for p in _annotation_leaves(ann)] if has else []
             names = {tuple(d.name for d in sp.dims) if isinstance(sp, TensorSpec) else None
                      for sp in parts}
             if len(parts) > 1 and (len(names) != 1 or None in names):
@@ -383,7 +383,6 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         longer = longer or {}
         into_key = (spec.key, names, path, tuple(sorted(longer.items())))
         new = into_key not in self._into
-        result = spec.result.name
         try:
             derived, bounds = self._into_program(spec, a, names, path, longer, into_key)
         except TensorIRError as e:
@@ -391,12 +390,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
             return out
 
         def given(bounds: dict[str, tuple[str, str]]) -> dict[str, Any]:
-            values = dict(plain)
-            values[result] = out
-            for dim, pair in domain.items():
-                for name, v in zip(bounds[dim.name], pair):
-                    values[name] = v
-            return values
+            return _with_bounds(plain, spec, out, [(domain, bounds)])
         try:
             self._run(derived, backend, new, given(bounds))
         except ArgumentError as e:
@@ -445,12 +439,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         try:
             derived, bounds = self._into_program(spec, a, into_key[1], path, dict(into_key[3]),
                                                  key, literal=literal)
-            values = dict(plain)
-            values[spec.result.name] = out
-            for dim, pair in domain.items():
-                for name, v in zip(bounds[dim.name], pair):
-                    values[name] = v
-            self._run(derived, backend, new, values)
+            self._run(derived, backend, new, _with_bounds(plain, spec, out, [(domain, bounds)]))
         except (ArgumentError, FrontendError, TypeCheckError):
             raise error from None
 
@@ -558,7 +547,8 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         inputs the output is over a dimension."""
         def attempt(values_of: tuple | None) -> tuple[Specialization, dict[str, Any], bool]:
             derived, all_bounds, new = self._part_program(spec, a, shape, i, values_of, longer)
-            values = self._part_values(spec, plain, parts[i][1], parts, all_bounds)
+            values = _with_bounds(plain, spec, parts[i][1],
+                                  [(d, b) for (_, _, d), b in zip(parts, all_bounds)])
             try:
                 _check_arguments(derived, values)
             except ArgumentError as e:
@@ -598,20 +588,6 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         bounds: Any = hit[1]        # (per domain, where one is per output)
         return hit[0], bounds, new
 
-    @staticmethod
-    def _part_values(spec: Specialization, plain: dict[str, Any], o: Any,
-                     parts: list[tuple[tuple[int, ...], Any, dict]], all_bounds: list
-                     ) -> dict[str, Any]:
-        """The arguments of an output's program of a tuple of domains."""
-        assert spec.result is not None   # only a function specialisation has ``out=``
-        values = dict(plain)
-        values[spec.result.name] = o
-        for (_, _, dk), bounds in zip(parts, all_bounds):
-            for dim, pair in dk.items():
-                for name, v in zip(bounds[dim.name], pair):
-                    values[name] = v
-        return values
-
     def _in_domains(self, spec: Specialization, a: Analysis | None,
                     shape: tuple[tuple[tuple[int, ...], tuple[str, ...]], ...], i: int,
                     literal: tuple | None = None, longer: dict[str, int] | None = None):
@@ -623,7 +599,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         (the parameters are still the targets'); ``longer``: how much longer than
         the inputs output ``i`` is."""
         from .functions import translate_call
-        from .runtime_bounds import domain_bounds, interval, out_target
+        from .runtime_bounds import domain_bounds, out_target
         params, static = self._ir_params(spec.key)
         extent = out_target(params, list(longer), longer) if longer else None
         taken = list(params)
@@ -633,10 +609,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         for k, (path, names) in enumerate(shape):
             bounds, more, intervals = domain_bounds(taken + scalars, names, self._def_loc())
             if literal is not None:
-                values = dict(literal[k])
-                intervals = [interval(v.name, ir.as_bound(values[v.name][0]),
-                                      ir.as_bound(values[v.name][1]), v.loc)
-                             for v in intervals]
+                intervals = _at_values(intervals, dict(literal[k]))
             all_bounds.append(bounds)
             scalars += more
             parts.append((path, intervals))
@@ -678,7 +651,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         names no dimensions (its parts are scalars per level): then those of the
         specialisation's result, which all parts share."""
         has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-        parts = [annotation_spec(p) for p in _leaves(ann, typing_tuple=True)] if has else []
+        parts = [annotation_spec(p) for p in _annotation_leaves(ann)] if has else []
         leaves = [o for _, o in _out_leaves(out)]
         dims: list[Dimension]
         if len(parts) == len(leaves) and all(
@@ -775,13 +748,12 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         bounds, which the value is translated for (the parameters are still
         the target's); ``longer``: how much longer than the inputs ``out=`` is."""
         from .functions import translate_call
-        from .runtime_bounds import domain_bounds, interval, out_target
+        from .runtime_bounds import domain_bounds, out_target
         params, static = self._ir_params(key)
         bounds, scalars, intervals = domain_bounds(params, names, self._def_loc())
         extent = out_target(params, list(longer), longer) if longer else None
         if literal:
-            intervals = [interval(i.name, ir.as_bound(literal[i.name][0]),
-                                  ir.as_bound(literal[i.name][1]), i.loc) for i in intervals]
+            intervals = _at_values(intervals, literal)
         sp = self._specializer()
         analysis_ = a if a is not None else self._default_analysis()
         with python_messages(self.fn, renamed):
@@ -817,17 +789,13 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         return make
 
 
-def _leaves(x: Any, typing_tuple: bool = False) -> Iterator[Any]:
-    """The leaves of a nested tuple (``typing_tuple``: of a ``tuple[…]``
-    annotation)."""
-    if typing_tuple and typing.get_origin(x) is tuple:
-        for p in typing.get_args(x):
-            yield from _leaves(p, typing_tuple)
-    elif not typing_tuple and type(x) is tuple:
-        for p in x:
-            yield from _leaves(p)
+def _annotation_leaves(ann: Any) -> Iterator[Any]:
+    """The leaves of a (nested) ``tuple[…]`` annotation."""
+    if typing.get_origin(ann) is tuple:
+        for p in typing.get_args(ann):
+            yield from _annotation_leaves(p)
     else:
-        yield x
+        yield ann
 
 
 def _domain_dicts(domain: Any) -> Iterator[Any]:
@@ -857,19 +825,34 @@ def _gap_miss(spec: Specialization, values: dict[str, Any]) -> float:
         return float("inf")
 
 
+def _at_values(intervals: list, values: dict[str, tuple[int, int]]) -> list:
+    """``intervals`` with their bounds replaced by ``values`` ({dimension: (start,
+    stop)}): a domain translated for the values of its bounds."""
+    from .runtime_bounds import interval
+    return [interval(i.name, ir.as_bound(values[i.name][0]), ir.as_bound(values[i.name][1]),
+                     i.loc) for i in intervals]
+
+
+def _with_bounds(plain: dict[str, Any], spec: Specialization, out: Any,
+                 domains: list[tuple[dict, dict[str, tuple[str, str]]]]) -> dict[str, Any]:
+    """The arguments (by Python name) of a program ``spec`` writing ``out``:
+    ``plain`` and, per domain, its bounds given to its bound parameters."""
+    assert spec.result is not None   # only a function specialisation has ``out=``
+    values = dict(plain)
+    values[spec.result.name] = out
+    for domain, bounds in domains:
+        for dim, pair in domain.items():
+            for name, v in zip(bounds[dim.name], pair):
+                values[name] = v
+    return values
+
+
 def _check_arguments(spec: Specialization, values: dict[str, Any]) -> None:
     """The checks a call of ``spec`` with ``values`` (by Python name) makes
     before it writes anything: dtypes, shapes, the orders of its bounds,
     writeable outputs and neighbour tables."""
-    from ..arguments import bind_arguments, check_size_constraints, runtime_values
-    from ..callchecks import CallChecks
-    from ..interpreter import typed_program
-    typed = typed_program(spec.program)
-    where = f"program '{typed.name}'"
-    bound = bind_arguments(typed.params, spec.ir_values(values), where=where)
-    symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
-    check_size_constraints(typed.constraints, symbols, where)
-    CallChecks.for_program(typed).check(bound.values, symbols)
+    from ..interpreter import checked_arguments, typed_program
+    checked_arguments(typed_program(spec.program), spec.ir_values(values))
 
 
 def _value_part(prog: ir.Program, result: ir.Param, path: tuple[int, ...]

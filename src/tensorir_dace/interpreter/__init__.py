@@ -74,9 +74,21 @@ def interpret(program: ir.Program, /, *positional: Any, **args: Any) -> None:
     typed = typed_program(program)
     if positional:
         args = merge_positional(typed.params, positional, args, f"program '{typed.name}'")
-    bound = bind_arguments(typed.params, args, where=f"program '{typed.name}'")
-    require_host_arrays(bound.values, f"program '{typed.name}'", "the interpreter")
-    symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
-    check_size_constraints(typed.constraints, symbols, f"program '{typed.name}'")
-    values, _ = CallChecks.for_program(typed).check(bound.values, symbols)
+    values, symbols = checked_arguments(typed, args, host_only=True)
     interpret_program(typed, values, symbols)
+
+
+def checked_arguments(typed: ir.Program, args: dict[str, Any], host_only: bool = False
+                      ) -> tuple[dict[str, Any], dict[str, int]]:
+    """The checks a call of the type-checked ``typed`` makes before it writes
+    anything (dtypes, shapes, orders of sizes and bounds, writeable outputs,
+    neighbour tables; ``host_only``: NumPy arrays only): the arguments as the
+    program reads them, and the sizes."""
+    where = f"program '{typed.name}'"
+    bound = bind_arguments(typed.params, args, where=where)
+    if host_only:
+        require_host_arrays(bound.values, where, "the interpreter")
+    symbols = {**runtime_values(typed.params, bound.values), **bound.symbols}
+    check_size_constraints(typed.constraints, symbols, where)
+    values, _ = CallChecks.for_program(typed).check(bound.values, symbols)
+    return values, symbols
