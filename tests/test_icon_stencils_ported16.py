@@ -828,3 +828,1023 @@ def test_rho_theta_pgrad_and_update_vn_called_directly(backend):
     check(dict(zip(_PGRAD_OUTPUTS, outs)),
           {n: inside(w, base[n], 1, NE, 1, NLEV) for n, w in zip(_PGRAD_OUTPUTS, want)},
           rtol=1e-11, atol=1e-12)
+
+
+# ================================================================== cartesian vectors, cubic flux
+#
+# The geometry's cartesian vector of zonal and meridional components at a
+# point (normalized by its norm), on edges and on cells; the Miura cubic
+# intermediate flux reading the ten least squares coefficients of the upwind
+# cell; the hydrostatic correction written over the pressure gradient.
+
+
+@gtx.field_operator
+def norm2_on_edges(
+    x: fa.EdgeField[gtx.float64], y: fa.EdgeField[gtx.float64], z: fa.EdgeField[gtx.float64]
+) -> fa.EdgeField[gtx.float64]:
+    return sqrt(x * x + y * y + z * z)
+
+
+@gtx.field_operator
+def norm2_on_cells(
+    x: fa.CellField[gtx.float64], y: fa.CellField[gtx.float64], z: fa.CellField[gtx.float64]
+) -> fa.CellField[gtx.float64]:
+    return sqrt(x * x + y * y + z * z)
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def cartesian_coordinates_from_zonal_and_meridional_components_on_edges(
+    lat: fa.EdgeField[gtx.float64],
+    lon: fa.EdgeField[gtx.float64],
+    u: fa.EdgeField[gtx.float64],
+    v: fa.EdgeField[gtx.float64],
+) -> tuple[fa.EdgeField[gtx.float64], fa.EdgeField[gtx.float64], fa.EdgeField[gtx.float64]]:
+    cos_lat = cos(lat)
+    sin_lat = sin(lat)
+    cos_lon = cos(lon)
+    sin_lon = sin(lon)
+
+    x = -u * sin_lon - v * sin_lat * cos_lon
+    y = u * cos_lon - v * sin_lat * sin_lon
+    z = cos_lat * v
+
+    norm = norm2_on_edges(x, y, z)
+    return x / norm, y / norm, z / norm
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_cartesian_coordinates_from_zonal_and_meridional_components_on_edges(
+    edge_lat: fa.EdgeField[gtx.float64],
+    edge_lon: fa.EdgeField[gtx.float64],
+    u: fa.EdgeField[gtx.float64],
+    v: fa.EdgeField[gtx.float64],
+    x: fa.EdgeField[gtx.float64],
+    y: fa.EdgeField[gtx.float64],
+    z: fa.EdgeField[gtx.float64],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+):
+    cartesian_coordinates_from_zonal_and_meridional_components_on_edges(
+        lat=edge_lat,
+        lon=edge_lon,
+        u=u,
+        v=v,
+        out=(x, y, z),
+        domain={dims.EdgeDim: (horizontal_start, horizontal_end)},
+    )
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def cartesian_coordinates_from_zonal_and_meridional_components_on_cells(
+    lat: fa.CellField[gtx.float64],
+    lon: fa.CellField[gtx.float64],
+    u: fa.CellField[gtx.float64],
+    v: fa.CellField[gtx.float64],
+) -> tuple[fa.CellField[gtx.float64], fa.CellField[gtx.float64], fa.CellField[gtx.float64]]:
+    cos_lat = cos(lat)
+    sin_lat = sin(lat)
+    cos_lon = cos(lon)
+    sin_lon = sin(lon)
+
+    x = -u * sin_lon - v * sin_lat * cos_lon
+    y = u * cos_lon - v * sin_lat * sin_lon
+    z = cos_lat * v
+
+    norm = norm2_on_cells(x, y, z)
+    return x / norm, y / norm, z / norm
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_cartesian_coordinates_from_zonal_and_meridional_components_on_cells(
+    cell_lat: fa.CellField[gtx.float64],
+    cell_lon: fa.CellField[gtx.float64],
+    u: fa.CellField[gtx.float64],
+    v: fa.CellField[gtx.float64],
+    x: fa.CellField[gtx.float64],
+    y: fa.CellField[gtx.float64],
+    z: fa.CellField[gtx.float64],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+):
+    cartesian_coordinates_from_zonal_and_meridional_components_on_cells(
+        lat=cell_lat,
+        lon=cell_lon,
+        u=u,
+        v=v,
+        out=(x, y, z),
+        domain={dims.CellDim: (horizontal_start, horizontal_end)},
+    )
+
+
+def _cartesian_numpy(lat, lon, u, v):
+    x = -u * np.sin(lon) - v * np.sin(lat) * np.cos(lon)
+    y = u * np.cos(lon) - v * np.sin(lat) * np.sin(lon)
+    z = np.cos(lat) * v
+    n = np.sqrt(x * x + y * y + z * z)
+    return x / n, y / n, z / n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cartesian_coordinates_from_zonal_and_meridional_components(backend):
+    for n, program, names, (hs, he) in (
+        (NE, compute_cartesian_coordinates_from_zonal_and_meridional_components_on_edges,
+         ("edge_lat", "edge_lon"), (1, NE - 2)),
+        (NC, compute_cartesian_coordinates_from_zonal_and_meridional_components_on_cells,
+         ("cell_lat", "cell_lon"), (0, NC - 1)),
+    ):
+        lat, lon = RNG.uniform(-1.5, 1.5, n), RNG.uniform(-3.1, 3.1, n)
+        u, v = sym(n), sym(n)
+        base = {c: f64(n) for c in "xyz"}
+        got = {c: b.copy() for c, b in base.items()}
+        program(**{names[0]: lat, names[1]: lon}, u=u, v=v, **got, horizontal_start=hs,
+                horizontal_end=he, offset_provider={}, backend=backend)
+        want = dict(zip("xyz", _cartesian_numpy(lat, lon, u, v)))
+        check(got, {c: inside(w, base[c], hs, he) for c, w in want.items()}, rtol=1e-12)
+        norm = np.sqrt(sum(got[c][hs:he] ** 2 for c in "xyz"))
+        np.testing.assert_allclose(norm, 1.0, rtol=1e-12)
+
+    # called directly on NumPy int32 bounds, the components as keywords
+    lat, lon, u, v = RNG.uniform(-1.5, 1.5, NC), RNG.uniform(-3.1, 3.1, NC), sym(NC), sym(NC)
+    outs = (np.zeros(NC), np.zeros(NC), np.zeros(NC))
+    cartesian_coordinates_from_zonal_and_meridional_components_on_cells(
+        lat=lat, lon=lon, u=u, v=v, out=outs,
+        domain={dims.CellDim: (np.int32(2), np.int32(NC))}, offset_provider={}, backend=backend)
+    for got, want in zip(outs, _cartesian_numpy(lat, lon, u, v)):
+        np.testing.assert_allclose(got, inside(want, np.zeros(NC), 2, NC), rtol=1e-12)
+
+
+@gtx.field_operator
+def _compute_intermediate_horizontal_tracer_flux_from_cubic_coeffs_alt(
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_4: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_5: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_6: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_7: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_8: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_9: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_10: fa.CellKField[ta.wpfloat],
+    z_quad_vector_sum_1: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_2: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_3: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_4: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_5: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_6: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_7: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_8: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_9: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_10: fa.EdgeKField[ta.vpfloat],
+    z_dreg_area: fa.EdgeKField[ta.vpfloat],
+    p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+) -> fa.EdgeKField[ta.wpfloat]:
+    p_out_e_miura3 = (
+        (
+            where(cell_rel_idx_dsl == 1, z_lsq_coeff_1(E2C[1]), z_lsq_coeff_1(E2C[0]))
+            * astype(z_quad_vector_sum_1, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_2(E2C[1]), z_lsq_coeff_2(E2C[0]))
+            * astype(z_quad_vector_sum_2, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_3(E2C[1]), z_lsq_coeff_3(E2C[0]))
+            * astype(z_quad_vector_sum_3, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_4(E2C[1]), z_lsq_coeff_4(E2C[0]))
+            * astype(z_quad_vector_sum_4, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_5(E2C[1]), z_lsq_coeff_5(E2C[0]))
+            * astype(z_quad_vector_sum_5, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_6(E2C[1]), z_lsq_coeff_6(E2C[0]))
+            * astype(z_quad_vector_sum_6, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_7(E2C[1]), z_lsq_coeff_7(E2C[0]))
+            * astype(z_quad_vector_sum_7, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_8(E2C[1]), z_lsq_coeff_8(E2C[0]))
+            * astype(z_quad_vector_sum_8, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_9(E2C[1]), z_lsq_coeff_9(E2C[0]))
+            * astype(z_quad_vector_sum_9, wpfloat)
+            + where(cell_rel_idx_dsl == 1, z_lsq_coeff_10(E2C[1]), z_lsq_coeff_10(E2C[0]))
+            * astype(z_quad_vector_sum_10, wpfloat)
+        )
+        / astype(z_dreg_area, wpfloat)
+        * p_mass_flx_e
+    )
+    return p_out_e_miura3
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_intermediate_horizontal_tracer_flux_from_cubic_coeffs_alt(
+    z_lsq_coeff_1: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_2: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_3: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_4: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_5: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_6: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_7: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_8: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_9: fa.CellKField[ta.wpfloat],
+    z_lsq_coeff_10: fa.CellKField[ta.wpfloat],
+    z_quad_vector_sum_1: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_2: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_3: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_4: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_5: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_6: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_7: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_8: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_9: fa.EdgeKField[ta.vpfloat],
+    z_quad_vector_sum_10: fa.EdgeKField[ta.vpfloat],
+    z_dreg_area: fa.EdgeKField[ta.vpfloat],
+    p_mass_flx_e: fa.EdgeKField[ta.wpfloat],
+    cell_rel_idx_dsl: fa.EdgeKField[gtx.int32],
+    p_out_e_miura3: fa.EdgeKField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_intermediate_horizontal_tracer_flux_from_cubic_coeffs_alt(
+        z_lsq_coeff_1, z_lsq_coeff_2, z_lsq_coeff_3, z_lsq_coeff_4, z_lsq_coeff_5,
+        z_lsq_coeff_6, z_lsq_coeff_7, z_lsq_coeff_8, z_lsq_coeff_9, z_lsq_coeff_10,
+        z_quad_vector_sum_1, z_quad_vector_sum_2, z_quad_vector_sum_3, z_quad_vector_sum_4,
+        z_quad_vector_sum_5, z_quad_vector_sum_6, z_quad_vector_sum_7, z_quad_vector_sum_8,
+        z_quad_vector_sum_9, z_quad_vector_sum_10, z_dreg_area, p_mass_flx_e, cell_rel_idx_dsl,
+        out=p_out_e_miura3,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_intermediate_horizontal_tracer_flux_from_cubic_coeffs(backend):
+    coeffs = [sym(NC, NLEV) for _ in range(10)]
+    sums = [sym(NE, NLEV) for _ in range(10)]
+    area, flux = f64(NE, NLEV) + 0.5, sym(NE, NLEV)
+    rel = RNG.integers(0, 2, (NE, NLEV)).astype(np.int32)
+    base = f64(NE, NLEV)
+    got = base.copy()
+    hs, he, vs, ve = 1, NE - 1, 2, NLEV
+    compute_intermediate_horizontal_tracer_flux_from_cubic_coeffs_alt(
+        *coeffs, *sums, area, flux, rel, got, hs, he, vs, ve, offset_provider=TABLES,
+        backend=backend)
+    e2c = TABLES["E2C"]
+    total = sum(np.where(rel == 1, c[e2c[:, 1]], c[e2c[:, 0]]) * s for c, s in zip(coeffs, sums))
+    np.testing.assert_allclose(got, inside(total / area * flux, base, hs, he, vs, ve),
+                               rtol=1e-12, atol=1e-14)
+
+
+@gtx.field_operator
+def _apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure_original(
+    ipeidx_dsl: fa.EdgeKField[bool],
+    pg_exdist: fa.EdgeKField[vpfloat],
+    z_hydro_corr: gtx.Field[gtx.Dims[dims.EdgeDim], vpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    z_gradh_exner_vp = where(ipeidx_dsl, z_gradh_exner + z_hydro_corr * pg_exdist, z_gradh_exner)
+    return z_gradh_exner_vp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure_original(
+    ipeidx_dsl: fa.EdgeKField[bool],
+    pg_exdist: fa.EdgeKField[vpfloat],
+    z_hydro_corr: gtx.Field[gtx.Dims[dims.EdgeDim], vpfloat],
+    z_gradh_exner: fa.EdgeKField[vpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure_original(
+        ipeidx_dsl,
+        pg_exdist,
+        z_hydro_corr,
+        z_gradh_exner,
+        out=z_gradh_exner,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_hydrostatic_correction_in_place(backend):
+    mask, dist, corr, grad = RNG.random((NE, NLEV)) < 0.5, sym(NE, NLEV), sym(NE), sym(NE, NLEV)
+    got = grad.copy()
+    hs, he, vs, ve = 2, NE, NLEV - 3, NLEV
+    apply_hydrostatic_correction_to_horizontal_gradient_of_exner_pressure_original(
+        mask, dist, corr, got, hs, he, vs, ve, offset_provider={}, backend=backend)
+    want = np.where(mask, grad + corr[:, None] * dist, grad)
+    np.testing.assert_allclose(got, inside(want, grad, hs, he, vs, ve), rtol=1e-14)
+
+
+# ================================================================== vertical advection of w
+#
+# The velocity advection in the vertical momentum equation on ``KDim`` fields
+# of ``nlev + 1`` levels: the contravariant correction at cell half levels
+# from the edges, the corrected w with its CFL clipping (a ``concat_where``
+# choosing a tuple of a field, ``broadcast(False, ...)`` and a broadcast
+# zero), the vertical and interpolated horizontal advection of w from level 1
+# down, the extra diffusion near the CFL limit, and w averaged to full levels.
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center(
+    interpolant: fa.EdgeKField[vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    interpolant_wp = astype(interpolant, wpfloat)
+    interpolation_wp = neighbor_sum(e_bln_c_s * interpolant_wp(C2E), axis=dims.C2EDim)
+    return astype(interpolation_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_vp(
+    wgtfac_c: fa.CellKField[vpfloat], interpolant: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    interpolation_to_half_levels_vp = wgtfac_c * interpolant + (
+        vpfloat("1.0") - wgtfac_c
+    ) * interpolant(Koff[-1])
+    return interpolation_to_half_levels_vp
+
+
+@gtx.field_operator
+def _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(
+    p_cell_in: fa.CellKField[wpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+) -> gtx.Field[gtx.Dims[dims.VertexDim, dims.KDim], wpfloat]:
+    p_vert_out = neighbor_sum(c_intp * p_cell_in(V2C), axis=dims.V2CDim)
+    return p_vert_out
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_term_for_vertical_velocity(
+    vn_ie: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    w: fa.CellKField[wpfloat],
+    z_vt_ie: fa.EdgeKField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    z_w_v: gtx.Field[gtx.Dims[dims.VertexDim, dims.KDim], wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    vn_ie_wp = astype(vn_ie, wpfloat)
+    z_v_grad_w_wp = vn_ie_wp * inv_dual_edge_length * (
+        w(E2C[0]) - w(E2C[1])
+    ) + z_vt_ie * inv_primal_edge_length * tangent_orientation * (z_w_v(E2V[0]) - z_w_v(E2V[1]))
+    return astype(z_v_grad_w_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_contravariant_vertical_velocity_to_full_levels(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKField[vpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKField[vpfloat]:
+    return concat_where(
+        dims.KDim < nlev - 1,
+        vpfloat("0.5")
+        * (
+            contravariant_corrected_w_at_cells_on_half_levels
+            + contravariant_corrected_w_at_cells_on_half_levels(Koff[1])
+        ),
+        vpfloat("0.5") * contravariant_corrected_w_at_cells_on_half_levels,
+    )
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_of_w(
+    w: fa.CellKField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    w_at_vertices = _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(w, c_intp)
+    horizontal_advection_of_w_at_edges_on_half_levels = (
+        _compute_horizontal_advection_term_for_vertical_velocity(
+            vn_on_half_levels,
+            inv_dual_edge_length,
+            w,
+            tangential_wind_on_half_levels,
+            inv_primal_edge_length,
+            tangent_orientation,
+            w_at_vertices,
+        )
+    )
+    return astype(horizontal_advection_of_w_at_edges_on_half_levels, vpfloat)
+
+
+@gtx.field_operator
+def _add_vertical_advection_of_w_to_advective_vertical_wind_tendency(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKField[vpfloat],
+    w: fa.CellKField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat],
+    coeff2_dwdz: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    w_con_wp = astype(contravariant_corrected_w_at_cells_on_half_levels, wpfloat)
+    coeff1_dwdz_wp, coeff2_dwdz_wp = astype((coeff1_dwdz, coeff2_dwdz), wpfloat)
+    vertical_wind_advective_tendency_wp = -w_con_wp * (
+        w(Koff[-1]) * coeff1_dwdz_wp
+        - w(Koff[1]) * coeff2_dwdz_wp
+        + w * astype(coeff2_dwdz - coeff1_dwdz, wpfloat)
+    )
+    return astype(vertical_wind_advective_tendency_wp, vpfloat)
+
+
+@gtx.field_operator
+def _add_interpolated_horizontal_advection_of_w(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    z_v_grad_w: fa.EdgeKField[vpfloat],
+    ddt_w_adv: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_v_grad_w_wp, ddt_w_adv_wp = astype((z_v_grad_w, ddt_w_adv), wpfloat)
+    ddt_w_adv_wp = ddt_w_adv_wp + neighbor_sum(
+        z_v_grad_w_wp(C2E) * e_bln_c_s, axis=dims.C2EDim)
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _add_extra_diffusion_for_w_con_approaching_cfl(
+    cfl_clipping: fa.CellKField[bool],
+    owner_mask: fa.CellField[bool],
+    z_w_con_c: fa.CellKField[vpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat],
+    area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    w: fa.CellKField[wpfloat],
+    ddt_w_adv: fa.CellKField[vpfloat],
+    scalfac_exdiff: wpfloat,
+    cfl_w_limit: vpfloat,
+    dtime: wpfloat,
+) -> fa.CellKField[vpfloat]:
+    z_w_con_c_wp, ddqz_z_half_wp, ddt_w_adv_wp, cfl_w_limit_wp = astype(
+        (z_w_con_c, ddqz_z_half, ddt_w_adv, cfl_w_limit), wpfloat)
+    difcoef = where(
+        cfl_clipping & owner_mask,
+        scalfac_exdiff * minimum(
+            wpfloat("0.85") - cfl_w_limit_wp * dtime,
+            abs(z_w_con_c_wp) * dtime / ddqz_z_half_wp - cfl_w_limit_wp * dtime,
+        ),
+        wpfloat("0.0"),
+    )
+    ddt_w_adv_wp = where(
+        cfl_clipping & owner_mask,
+        ddt_w_adv_wp + difcoef * area * neighbor_sum(w(C2E2CO) * geofac_n2s, axis=dims.C2E2CODim),
+        ddt_w_adv_wp,
+    )
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> tuple[fa.CellKField[ta.vpfloat], fa.CellKField[bool], fa.CellKField[ta.vpfloat]]:
+    w_con_wp, ddqz_z_half_wp = astype(
+        (contravariant_corrected_w_at_cells_on_half_levels, ddqz_z_half), wpfloat)
+    cfl_clipping = where(
+        abs(contravariant_corrected_w_at_cells_on_half_levels) > cfl_w_limit * ddqz_z_half,
+        broadcast(True, (dims.CellDim, dims.KDim)),
+        False,
+    )
+    vertical_cfl = where(
+        cfl_clipping,
+        w_con_wp * dtime / ddqz_z_half_wp,
+        broadcast(wpfloat("0.0"), (dims.CellDim, dims.KDim)),
+    )
+    vertical_cfl_vp = astype(vertical_cfl, vpfloat)
+    w_con_wp = where(
+        (cfl_clipping) & (vertical_cfl_vp < -vpfloat("0.85")),
+        astype(-vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime,
+        w_con_wp,
+    )
+    w_con_wp = where(
+        (cfl_clipping) & (vertical_cfl_vp > vpfloat("0.85")),
+        astype(vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime,
+        w_con_wp,
+    )
+    return astype(w_con_wp, vpfloat), cfl_clipping, vertical_cfl_vp
+
+
+@gtx.field_operator
+def _compute_contravariant_corrected_w(
+    w: fa.CellKField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+) -> fa.CellKField[ta.vpfloat]:
+    return astype(w, vpfloat) - contravariant_correction_at_cells_on_half_levels
+
+
+@gtx.field_operator
+def _compute_contravariant_corrected_w_and_cfl(
+    w: fa.CellKField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[fa.CellKField[ta.vpfloat], fa.CellKField[bool], fa.CellKField[ta.vpfloat]]:
+    contravariant_corrected_w_at_cells_on_half_levels = _compute_contravariant_corrected_w(
+        w, contravariant_correction_at_cells_on_half_levels
+    )
+    (contravariant_corrected_w_at_cells_on_half_levels, cfl_clipping, vertical_cfl) = concat_where(
+        (dims.KDim >= maximum(2, end_index_of_damping_layer - 2)) & (dims.KDim < nlev - 3),
+        _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+            ddqz_z_half,
+            contravariant_corrected_w_at_cells_on_half_levels,
+            cfl_w_limit,
+            dtime,
+        ),
+        (
+            contravariant_corrected_w_at_cells_on_half_levels,
+            broadcast(False, (dims.CellDim, dims.KDim)),
+            broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)),
+        ),
+    )
+    return contravariant_corrected_w_at_cells_on_half_levels, cfl_clipping, vertical_cfl
+
+
+@gtx.field_operator
+def _compute_advective_vertical_wind_tendency(
+    vertical_wind_advective_tendency: fa.CellKField[ta.vpfloat],
+    w: fa.CellKField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKField[ta.wpfloat],
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKField[ta.wpfloat],
+    cfl_clipping: fa.CellKField[bool],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> fa.CellKField[ta.vpfloat]:
+    vertical_wind_advective_tendency = concat_where(
+        dims.KDim >= 1,
+        _add_vertical_advection_of_w_to_advective_vertical_wind_tendency(
+            contravariant_corrected_w_at_cells_on_half_levels, w, coeff1_dwdz, coeff2_dwdz
+        ),
+        vertical_wind_advective_tendency,
+    )
+    vertical_wind_advective_tendency = concat_where(
+        dims.KDim >= 1,
+        _add_interpolated_horizontal_advection_of_w(
+            e_bln_c_s,
+            horizontal_advection_of_w_at_edges_on_half_levels,
+            vertical_wind_advective_tendency,
+        ),
+        vertical_wind_advective_tendency,
+    )
+    vertical_wind_advective_tendency = _add_extra_diffusion_for_w_con_approaching_cfl(
+        cfl_clipping,
+        owner_mask,
+        contravariant_corrected_w_at_cells_on_half_levels,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        w,
+        vertical_wind_advective_tendency,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+    )
+    return vertical_wind_advective_tendency
+
+
+@gtx.field_operator
+def _compute_advection_in_vertical_momentum_equation(
+    vertical_wind_advective_tendency: fa.CellKField[ta.vpfloat],
+    w: fa.CellKField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[fa.CellKField[ta.vpfloat], fa.CellKField[ta.vpfloat], fa.CellKField[ta.vpfloat]]:
+    horizontal_advection_of_w_at_edges_on_half_levels = _compute_horizontal_advection_of_w(
+        w,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        c_intp,
+        inv_dual_edge_length,
+        inv_primal_edge_length,
+        tangent_orientation,
+    )
+    (
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        vertical_cfl,
+    ) = _compute_contravariant_corrected_w_and_cfl(
+        w,
+        contravariant_correction_at_cells_on_half_levels,
+        ddqz_z_half,
+        cfl_w_limit,
+        dtime,
+        nlev,
+        end_index_of_damping_layer,
+    )
+    vertical_wind_advective_tendency = _compute_advective_vertical_wind_tendency(
+        vertical_wind_advective_tendency,
+        w,
+        horizontal_advection_of_w_at_edges_on_half_levels,
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        coeff1_dwdz,
+        coeff2_dwdz,
+        e_bln_c_s,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        owner_mask,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+    )
+    contravariant_corrected_w_at_cells_on_model_levels = (
+        _interpolate_contravariant_vertical_velocity_to_full_levels(
+            contravariant_corrected_w_at_cells_on_half_levels, nlev
+        )
+    )
+    return (
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_advection_in_vertical_momentum_equation(
+    vertical_wind_advective_tendency: fa.CellKField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    vertical_cfl: fa.CellKField[ta.vpfloat],
+    w: fa.CellKField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    end_index_of_damping_layer: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_advection_in_vertical_momentum_equation(
+        vertical_wind_advective_tendency,
+        w,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        contravariant_correction_at_cells_on_half_levels,
+        coeff1_dwdz,
+        coeff2_dwdz,
+        c_intp,
+        inv_dual_edge_length,
+        inv_primal_edge_length,
+        tangent_orientation,
+        e_bln_c_s,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        owner_mask,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+        vertical_end,
+        end_index_of_damping_layer,
+        out=(
+            vertical_wind_advective_tendency,
+            contravariant_corrected_w_at_cells_on_model_levels,
+            vertical_cfl,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _interpolate_contravariant_correction_to_cells_on_half_levels(
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    nflatlev: gtx.int32,
+) -> fa.CellKField[ta.vpfloat]:
+    contravariant_correction_at_cells_model_levels = _interpolate_to_cell_center(
+        contravariant_correction_at_edges_on_model_levels, e_bln_c_s
+    )
+    contravariant_correction_at_cells_model_levels = astype(
+        contravariant_correction_at_cells_model_levels, vpfloat
+    )
+    contravariant_correction_at_cells_on_half_levels = concat_where(
+        dims.KDim >= nflatlev + 1,
+        _interpolate_cell_field_to_half_levels_vp(
+            wgtfac_c=wgtfac_c, interpolant=contravariant_correction_at_cells_model_levels
+        ),
+        broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim)),
+    )
+    return contravariant_correction_at_cells_on_half_levels
+
+
+@gtx.field_operator
+def _compute_contravariant_correction_and_advection_in_vertical_momentum_equation(
+    vertical_wind_advective_tendency: fa.CellKField[ta.vpfloat],
+    w: fa.CellKField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKField[ta.wpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.vpfloat],
+]:
+    contravariant_correction_at_cells_on_half_levels = (
+        _interpolate_contravariant_correction_to_cells_on_half_levels(
+            contravariant_correction_at_edges_on_model_levels,
+            e_bln_c_s,
+            wgtfac_c,
+            nflatlev,
+        )
+    )
+    (
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        vertical_cfl,
+    ) = _compute_contravariant_corrected_w_and_cfl(
+        w,
+        contravariant_correction_at_cells_on_half_levels,
+        ddqz_z_half,
+        cfl_w_limit,
+        dtime,
+        nlev,
+        end_index_of_damping_layer,
+    )
+
+    if not skip_compute_predictor_vertical_advection:
+        vertical_wind_advective_tendency = _compute_advective_vertical_wind_tendency(
+            vertical_wind_advective_tendency,
+            w,
+            horizontal_advection_of_w_at_edges_on_half_levels,
+            contravariant_corrected_w_at_cells_on_half_levels,
+            cfl_clipping,
+            coeff1_dwdz,
+            coeff2_dwdz,
+            e_bln_c_s,
+            ddqz_z_half,
+            area,
+            geofac_n2s,
+            owner_mask,
+            scalfac_exdiff,
+            cfl_w_limit,
+            dtime,
+        )
+
+    contravariant_corrected_w_at_cells_on_model_levels = (
+        _interpolate_contravariant_vertical_velocity_to_full_levels(
+            contravariant_corrected_w_at_cells_on_half_levels, nlev
+        )
+    )
+    return (
+        contravariant_correction_at_cells_on_half_levels,
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_contravariant_correction_and_advection_in_vertical_momentum_equation(
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    vertical_wind_advective_tendency: fa.CellKField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    vertical_cfl: fa.CellKField[ta.vpfloat],
+    w: fa.CellKField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKField[ta.wpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_contravariant_correction_and_advection_in_vertical_momentum_equation(
+        vertical_wind_advective_tendency,
+        w,
+        horizontal_advection_of_w_at_edges_on_half_levels,
+        contravariant_correction_at_edges_on_model_levels,
+        coeff1_dwdz,
+        coeff2_dwdz,
+        e_bln_c_s,
+        wgtfac_c,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        owner_mask,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+        skip_compute_predictor_vertical_advection,
+        nflatlev,
+        vertical_end,
+        end_index_of_damping_layer,
+        out=(
+            contravariant_correction_at_cells_on_half_levels,
+            vertical_wind_advective_tendency,
+            contravariant_corrected_w_at_cells_on_model_levels,
+            vertical_cfl,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+NH = NLEV + 1
+
+
+def _vadv_inputs():
+    return dict(
+        w=RNG.normal(0.0, 3.0, (NC, NH)), coeff1_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)),
+        coeff2_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)), e_bln_c_s=RNG.uniform(0.2, 0.5, (NC, 3)),
+        ddqz_z_half=RNG.uniform(10.0, 50.0, (NC, NH)), area=RNG.uniform(0.5, 2.0, NC),
+        geofac_n2s=RNG.standard_normal((NC, 4)), owner_mask=RNG.random(NC) < 0.7)
+
+
+def _vadv_numpy(a, cc_half, hadv, tend_in, nlev, edl, dtime, scalfac, lim, skip):
+    """(tendency, w averaged to full levels, vertical cfl) on levels 0 .. nlev - 1."""
+    w, ddqz = a["w"], a["ddqz_z_half"]
+    wc = w[:, :nlev] - cc_half[:, :nlev]
+    k = np.arange(nlev)[None, :]
+    region = (k >= max(2, edl - 2)) & (k < nlev - 3)
+    dq = ddqz[:, :nlev]
+    clip = region & (np.abs(wc) > lim * dq)
+    vcfl = np.where(clip, wc * dtime / dq, 0.0)
+    wc = np.where(clip & (vcfl < -0.85), -0.85 * dq / dtime, wc)
+    wc = np.where(clip & (vcfl > 0.85), 0.85 * dq / dtime, wc)
+    c1, c2 = a["coeff1_dwdz"][:, :nlev], a["coeff2_dwdz"][:, :nlev]
+    tend = np.array(tend_in[:, :nlev])
+    c2e = TABLES["C2E"]
+    interp = (hadv[c2e][:, :, :nlev] * a["e_bln_c_s"][:, :, None]).sum(1)
+    vadv = -wc[:, 1:] * (w[:, :nlev - 1] * c1[:, 1:] - w[:, 2:nlev + 1] * c2[:, 1:]
+                         + w[:, 1:nlev] * (c2[:, 1:] - c1[:, 1:]))
+    tend[:, 1:] = vadv + interp[:, 1:]
+    difcoef = scalfac * np.minimum(0.85 - lim * dtime, np.abs(wc) * dtime / dq - lim * dtime)
+    lap = (w[TABLES["C2E2CO"]][:, :, :nlev] * a["geofac_n2s"][:, :, None]).sum(1)
+    extra = clip & a["owner_mask"][:, None]
+    tend = np.where(extra, tend + difcoef * a["area"][:, None] * lap, tend)
+    if skip:
+        tend = np.array(tend_in[:, :nlev])
+    full = np.empty((NC, nlev))
+    full[:, :nlev - 1] = 0.5 * (wc[:, :nlev - 1] + wc[:, 1:nlev])
+    full[:, nlev - 1] = 0.5 * wc[:, nlev - 1]
+    return tend, full, vcfl, clip
+
+
+def _pad(x, n):
+    out = np.full((x.shape[0], n), np.nan)
+    out[:, :x.shape[1]] = x
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bounds", [(1, NC - 1, 1, 5), (0, NC, 0, 3)])
+def test_advection_in_vertical_momentum_equation(backend, bounds):
+    hs, he, vs, edl = bounds
+    a = _vadv_inputs()
+    a.update(tangential_wind_on_half_levels=RNG.standard_normal((NE, NH)),
+             vn_on_half_levels=RNG.standard_normal((NE, NH)),
+             contravariant_correction_at_cells_on_half_levels=RNG.normal(0, 0.3, (NC, NH)),
+             c_intp=RNG.uniform(0.1, 0.3, (NV, 6)),
+             inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+             inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+             tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0))
+    base = dict(vertical_wind_advective_tendency=f64(NC, NH),
+                contravariant_corrected_w_at_cells_on_model_levels=f64(NC, NLEV),
+                vertical_cfl=f64(NC, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    dtime, scalfac, lim = 10.0, 0.15, 0.065
+    compute_advection_in_vertical_momentum_equation(
+        **got, **a, scalfac_exdiff=scalfac, cfl_w_limit=lim, dtime=dtime,
+        end_index_of_damping_layer=edl, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=NLEV, offset_provider=TABLES, backend=backend)
+    w, e2c, e2v = a["w"], TABLES["E2C"], TABLES["E2V"]
+    w_v = (a["c_intp"][:, :, None] * w[TABLES["V2C"]]).sum(1)
+    hadv = (a["vn_on_half_levels"] * a["inv_dual_edge_length"][:, None]
+            * (w[e2c[:, 0]] - w[e2c[:, 1]])
+            + a["tangential_wind_on_half_levels"]
+            * (a["inv_primal_edge_length"] * a["tangent_orientation"])[:, None]
+            * (w_v[e2v[:, 0]] - w_v[e2v[:, 1]]))
+    tend, full, vcfl, clip = _vadv_numpy(
+        a, a["contravariant_correction_at_cells_on_half_levels"], hadv,
+        base["vertical_wind_advective_tendency"], NLEV, edl, dtime, scalfac, lim, False)
+    check(got, dict(
+        vertical_wind_advective_tendency=inside(
+            _pad(tend, NH), base["vertical_wind_advective_tendency"], hs, he, vs, NLEV),
+        contravariant_corrected_w_at_cells_on_model_levels=inside(
+            full, base["contravariant_corrected_w_at_cells_on_model_levels"], hs, he, vs, NLEV),
+        vertical_cfl=inside(_pad(vcfl, NH), base["vertical_cfl"], hs, he, vs, NLEV)),
+        rtol=1e-11, atol=1e-12)
+    assert clip[hs:he].any() and (np.abs(vcfl) > 0.85).any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", [(False, 2, 5, 1), (True, 0, 3, 0), (False, 4, 2, 0)])
+def test_contravariant_correction_and_advection_in_vertical_momentum(backend, case):
+    skip, nflatlev, edl, vs = case
+    hs, he = 1, NC
+    a = _vadv_inputs()
+    a.update(horizontal_advection_of_w_at_edges_on_half_levels=RNG.standard_normal((NE, NH)),
+             contravariant_correction_at_edges_on_model_levels=RNG.normal(0, 0.3, (NE, NLEV)),
+             wgtfac_c=RNG.uniform(0.3, 0.7, (NC, NH)))
+    base = dict(contravariant_correction_at_cells_on_half_levels=f64(NC, NH),
+                vertical_wind_advective_tendency=f64(NC, NH),
+                contravariant_corrected_w_at_cells_on_model_levels=f64(NC, NLEV),
+                vertical_cfl=f64(NC, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    dtime, scalfac, lim = 10.0, 0.15, 0.065
+    compute_contravariant_correction_and_advection_in_vertical_momentum_equation(
+        **got, **a, scalfac_exdiff=scalfac, cfl_w_limit=lim, dtime=dtime,
+        skip_compute_predictor_vertical_advection=skip, nflatlev=nflatlev,
+        end_index_of_damping_layer=edl, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=NLEV, offset_provider=TABLES, backend=backend)
+    c2e = TABLES["C2E"]
+    cc_cells = (a["e_bln_c_s"][:, :, None]
+                * a["contravariant_correction_at_edges_on_model_levels"][c2e]).sum(1)
+    wg = a["wgtfac_c"][:, :NLEV]
+    cc_half = np.zeros((NC, NLEV))
+    cc_half[:, 1:] = wg[:, 1:] * cc_cells[:, 1:] + (1.0 - wg[:, 1:]) * cc_cells[:, :-1]
+    cc_half = np.where(np.arange(NLEV)[None, :] >= nflatlev + 1, cc_half, 0.0)
+    tend, full, vcfl, clip = _vadv_numpy(
+        a, cc_half, a["horizontal_advection_of_w_at_edges_on_half_levels"],
+        base["vertical_wind_advective_tendency"], NLEV, edl, dtime, scalfac, lim, skip)
+    check(got, dict(
+        contravariant_correction_at_cells_on_half_levels=inside(
+            _pad(cc_half, NH), base["contravariant_correction_at_cells_on_half_levels"],
+            hs, he, vs, NLEV),
+        vertical_wind_advective_tendency=inside(
+            _pad(tend, NH), base["vertical_wind_advective_tendency"], hs, he, vs, NLEV),
+        contravariant_corrected_w_at_cells_on_model_levels=inside(
+            full, base["contravariant_corrected_w_at_cells_on_model_levels"], hs, he, vs, NLEV),
+        vertical_cfl=inside(_pad(vcfl, NH), base["vertical_cfl"], hs, he, vs, NLEV)),
+        rtol=1e-11, atol=1e-12)
+    assert clip[hs:he].any()
