@@ -137,7 +137,7 @@ def sym(*shape):
     return RNG.random(shape) - 0.5
 
 
-# ================================================================== rho, theta, pressure gradient, vn
+# ================================================================== rho, theta, gradient, vn
 #
 # The predictor's edge diagnostics: rho and theta_v upwinded to edges, the
 # horizontal pressure gradient by level ranges with the hydrostatic
