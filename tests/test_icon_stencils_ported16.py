@@ -43,6 +43,7 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    StridedNeighborOffsetProvider,
     abs,
     as_offset,
     astype,
@@ -68,17 +69,19 @@ E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 CEDim = Dimension("CE")
+ECDim = Dimension("EC")
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim, dims.KDim = CellDim, EdgeDim, VertexDim, KDim
 dims.E2CDim, dims.C2EDim, dims.E2VDim, dims.V2CDim = E2CDim, C2EDim, E2VDim, V2CDim
-dims.C2E2CODim, dims.CEDim = C2E2CODim, CEDim
+dims.C2E2CODim, dims.CEDim, dims.ECDim = C2E2CODim, CEDim, ECDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
+E2EC = FieldOffset("E2EC", source=ECDim, target=(EdgeDim, E2CDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 
 fa = types.ModuleType("icon_field_aliases")
@@ -120,7 +123,8 @@ def _c2e2co():
 
 
 TABLES = {"E2C": _distinct(NE, NC, 2), "C2E": _distinct(NC, NE, 3), "E2V": _distinct(NE, NV, 2),
-          "V2C": _distinct(NV, NC, 6), "C2E2CO": _c2e2co(), "C2CE": None, "Koff": KDim}
+          "V2C": _distinct(NV, NC, 6), "C2E2CO": _c2e2co(), "C2CE": None,
+          "E2EC": np.arange(2 * NE).reshape(NE, 2), "Koff": KDim}   # icon4py's E2EC layout
 
 
 @pytest.fixture(autouse=True)
@@ -1848,3 +1852,299 @@ def test_contravariant_correction_and_advection_in_vertical_momentum(backend, ca
         vertical_cfl=inside(_pad(vcfl, NH), base["vertical_cfl"], hs, he, vs, NLEV)),
         rtol=1e-11, atol=1e-12)
     assert clip[hs:he].any()
+
+
+# ================================================================== flux area patches
+#
+# The FFSL flux area split into two patches: the patch vertices moved into
+# the system of the upwind cell's butterfly neighbour (read through the
+# strided ``E2EC`` from ``Field[[ECDim], float]``), and the neighbour's index
+# and block broadcast from ``int32`` edge fields to ``(EdgeDim, KDim)``;
+# twenty outputs written in place without ``domain=``, sixteen of them also
+# inputs.
+
+int32 = gtx.int32
+
+
+@gtx.field_operator
+def _divide_flux_area_list_stencil_02(
+    famask_int: fa.EdgeKField[int32],
+    p_vn: fa.EdgeKField[float],
+    bf_cc_patch1_lon: Field[[ECDim], float],
+    bf_cc_patch1_lat: Field[[ECDim], float],
+    bf_cc_patch2_lon: Field[[ECDim], float],
+    bf_cc_patch2_lat: Field[[ECDim], float],
+    butterfly_idx_patch1_vnpos: fa.EdgeField[int32],
+    butterfly_idx_patch1_vnneg: fa.EdgeField[int32],
+    butterfly_blk_patch1_vnpos: fa.EdgeField[int32],
+    butterfly_blk_patch1_vnneg: fa.EdgeField[int32],
+    butterfly_idx_patch2_vnpos: fa.EdgeField[int32],
+    butterfly_idx_patch2_vnneg: fa.EdgeField[int32],
+    butterfly_blk_patch2_vnpos: fa.EdgeField[int32],
+    butterfly_blk_patch2_vnneg: fa.EdgeField[int32],
+    dreg_patch1_1_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_1_lat_vmask: fa.EdgeKField[float],
+    dreg_patch1_2_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_2_lat_vmask: fa.EdgeKField[float],
+    dreg_patch1_3_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_3_lat_vmask: fa.EdgeKField[float],
+    dreg_patch1_4_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_4_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_1_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_1_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_2_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_2_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_3_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_3_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_4_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_4_lat_vmask: fa.EdgeKField[float],
+) -> tuple[
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[float],
+    fa.EdgeKField[int32],
+    fa.EdgeKField[int32],
+    fa.EdgeKField[int32],
+    fa.EdgeKField[int32],
+]:
+    famask_bool = where(famask_int == 1, True, False)
+    lvn_pos = where(p_vn >= 0.0, True, False)
+    bf_cc_patch1_lon = where(
+        famask_bool,
+        where(lvn_pos, bf_cc_patch1_lon(E2EC[0]), bf_cc_patch1_lon(E2EC[1])),
+        0.0,
+    )
+    bf_cc_patch1_lat = where(
+        famask_bool,
+        where(lvn_pos, bf_cc_patch1_lat(E2EC[0]), bf_cc_patch1_lat(E2EC[1])),
+        0.0,
+    )
+    bf_cc_patch2_lon = where(
+        famask_bool,
+        where(lvn_pos, bf_cc_patch2_lon(E2EC[0]), bf_cc_patch2_lon(E2EC[1])),
+        0.0,
+    )
+    bf_cc_patch2_lat = where(
+        famask_bool,
+        where(lvn_pos, bf_cc_patch2_lat(E2EC[0]), bf_cc_patch2_lat(E2EC[1])),
+        0.0,
+    )
+    dreg_patch1_1_lon_vmask = dreg_patch1_1_lon_vmask - bf_cc_patch1_lon
+    dreg_patch1_1_lat_vmask = dreg_patch1_1_lat_vmask - bf_cc_patch1_lat
+    dreg_patch1_2_lon_vmask = dreg_patch1_2_lon_vmask - bf_cc_patch1_lon
+    dreg_patch1_2_lat_vmask = dreg_patch1_2_lat_vmask - bf_cc_patch1_lat
+    dreg_patch1_3_lon_vmask = dreg_patch1_3_lon_vmask - bf_cc_patch1_lon
+    dreg_patch1_3_lat_vmask = dreg_patch1_3_lat_vmask - bf_cc_patch1_lat
+    dreg_patch1_4_lon_vmask = dreg_patch1_4_lon_vmask - bf_cc_patch1_lon
+    dreg_patch1_4_lat_vmask = dreg_patch1_4_lat_vmask - bf_cc_patch1_lat
+    dreg_patch2_1_lon_vmask = dreg_patch2_1_lon_vmask - bf_cc_patch2_lon
+    dreg_patch2_1_lat_vmask = dreg_patch2_1_lat_vmask - bf_cc_patch2_lat
+    dreg_patch2_2_lon_vmask = dreg_patch2_2_lon_vmask - bf_cc_patch2_lon
+    dreg_patch2_2_lat_vmask = dreg_patch2_2_lat_vmask - bf_cc_patch2_lat
+    dreg_patch2_3_lon_vmask = dreg_patch2_3_lon_vmask - bf_cc_patch2_lon
+    dreg_patch2_3_lat_vmask = dreg_patch2_3_lat_vmask - bf_cc_patch2_lat
+    dreg_patch2_4_lon_vmask = dreg_patch2_4_lon_vmask - bf_cc_patch2_lon
+    dreg_patch2_4_lat_vmask = dreg_patch2_4_lat_vmask - bf_cc_patch2_lat
+    butterfly_idx_patch1_vnpos_3d = broadcast(butterfly_idx_patch1_vnpos, (EdgeDim, KDim))
+    butterfly_idx_patch1_vnneg_3d = broadcast(butterfly_idx_patch1_vnneg, (EdgeDim, KDim))
+    butterfly_blk_patch1_vnpos_3d = broadcast(butterfly_blk_patch1_vnpos, (EdgeDim, KDim))
+    butterfly_blk_patch1_vnneg_3d = broadcast(butterfly_blk_patch1_vnneg, (EdgeDim, KDim))
+    butterfly_idx_patch2_vnpos_3d = broadcast(butterfly_idx_patch2_vnpos, (EdgeDim, KDim))
+    butterfly_idx_patch2_vnneg_3d = broadcast(butterfly_idx_patch2_vnneg, (EdgeDim, KDim))
+    butterfly_blk_patch2_vnpos_3d = broadcast(butterfly_blk_patch2_vnpos, (EdgeDim, KDim))
+    butterfly_blk_patch2_vnneg_3d = broadcast(butterfly_blk_patch2_vnneg, (EdgeDim, KDim))
+    patch1_cell_idx_vmask = where(
+        famask_bool,
+        where(lvn_pos, butterfly_idx_patch1_vnpos_3d, butterfly_idx_patch1_vnneg_3d),
+        0,
+    )
+    patch2_cell_idx_vmask = where(
+        famask_bool,
+        where(lvn_pos, butterfly_idx_patch2_vnpos_3d, butterfly_idx_patch2_vnneg_3d),
+        0,
+    )
+    patch1_cell_blk_vmask = where(
+        famask_bool,
+        where(lvn_pos, butterfly_blk_patch1_vnpos_3d, butterfly_blk_patch1_vnneg_3d),
+        0,
+    )
+    patch2_cell_blk_vmask = where(
+        famask_bool,
+        where(lvn_pos, butterfly_blk_patch2_vnpos_3d, butterfly_blk_patch2_vnneg_3d),
+        0,
+    )
+    return (
+        dreg_patch1_1_lon_vmask,
+        dreg_patch1_1_lat_vmask,
+        dreg_patch1_2_lon_vmask,
+        dreg_patch1_2_lat_vmask,
+        dreg_patch1_3_lon_vmask,
+        dreg_patch1_3_lat_vmask,
+        dreg_patch1_4_lon_vmask,
+        dreg_patch1_4_lat_vmask,
+        dreg_patch2_1_lon_vmask,
+        dreg_patch2_1_lat_vmask,
+        dreg_patch2_2_lon_vmask,
+        dreg_patch2_2_lat_vmask,
+        dreg_patch2_3_lon_vmask,
+        dreg_patch2_3_lat_vmask,
+        dreg_patch2_4_lon_vmask,
+        dreg_patch2_4_lat_vmask,
+        patch1_cell_idx_vmask,
+        patch1_cell_blk_vmask,
+        patch2_cell_idx_vmask,
+        patch2_cell_blk_vmask,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def divide_flux_area_list_stencil_02(
+    famask_int: fa.EdgeKField[int32],
+    p_vn: fa.EdgeKField[float],
+    bf_cc_patch1_lon: Field[[ECDim], float],
+    bf_cc_patch1_lat: Field[[ECDim], float],
+    bf_cc_patch2_lon: Field[[ECDim], float],
+    bf_cc_patch2_lat: Field[[ECDim], float],
+    butterfly_idx_patch1_vnpos: fa.EdgeField[int32],
+    butterfly_idx_patch1_vnneg: fa.EdgeField[int32],
+    butterfly_blk_patch1_vnpos: fa.EdgeField[int32],
+    butterfly_blk_patch1_vnneg: fa.EdgeField[int32],
+    butterfly_idx_patch2_vnpos: fa.EdgeField[int32],
+    butterfly_idx_patch2_vnneg: fa.EdgeField[int32],
+    butterfly_blk_patch2_vnpos: fa.EdgeField[int32],
+    butterfly_blk_patch2_vnneg: fa.EdgeField[int32],
+    dreg_patch1_1_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_1_lat_vmask: fa.EdgeKField[float],
+    dreg_patch1_2_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_2_lat_vmask: fa.EdgeKField[float],
+    dreg_patch1_3_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_3_lat_vmask: fa.EdgeKField[float],
+    dreg_patch1_4_lon_vmask: fa.EdgeKField[float],
+    dreg_patch1_4_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_1_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_1_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_2_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_2_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_3_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_3_lat_vmask: fa.EdgeKField[float],
+    dreg_patch2_4_lon_vmask: fa.EdgeKField[float],
+    dreg_patch2_4_lat_vmask: fa.EdgeKField[float],
+    patch1_cell_idx_vmask: fa.EdgeKField[int32],
+    patch1_cell_blk_vmask: fa.EdgeKField[int32],
+    patch2_cell_idx_vmask: fa.EdgeKField[int32],
+    patch2_cell_blk_vmask: fa.EdgeKField[int32],
+):
+    _divide_flux_area_list_stencil_02(
+        famask_int,
+        p_vn,
+        bf_cc_patch1_lon,
+        bf_cc_patch1_lat,
+        bf_cc_patch2_lon,
+        bf_cc_patch2_lat,
+        butterfly_idx_patch1_vnpos,
+        butterfly_idx_patch1_vnneg,
+        butterfly_blk_patch1_vnpos,
+        butterfly_blk_patch1_vnneg,
+        butterfly_idx_patch2_vnpos,
+        butterfly_idx_patch2_vnneg,
+        butterfly_blk_patch2_vnpos,
+        butterfly_blk_patch2_vnneg,
+        dreg_patch1_1_lon_vmask,
+        dreg_patch1_1_lat_vmask,
+        dreg_patch1_2_lon_vmask,
+        dreg_patch1_2_lat_vmask,
+        dreg_patch1_3_lon_vmask,
+        dreg_patch1_3_lat_vmask,
+        dreg_patch1_4_lon_vmask,
+        dreg_patch1_4_lat_vmask,
+        dreg_patch2_1_lon_vmask,
+        dreg_patch2_1_lat_vmask,
+        dreg_patch2_2_lon_vmask,
+        dreg_patch2_2_lat_vmask,
+        dreg_patch2_3_lon_vmask,
+        dreg_patch2_3_lat_vmask,
+        dreg_patch2_4_lon_vmask,
+        dreg_patch2_4_lat_vmask,
+        out=(
+            dreg_patch1_1_lon_vmask,
+            dreg_patch1_1_lat_vmask,
+            dreg_patch1_2_lon_vmask,
+            dreg_patch1_2_lat_vmask,
+            dreg_patch1_3_lon_vmask,
+            dreg_patch1_3_lat_vmask,
+            dreg_patch1_4_lon_vmask,
+            dreg_patch1_4_lat_vmask,
+            dreg_patch2_1_lon_vmask,
+            dreg_patch2_1_lat_vmask,
+            dreg_patch2_2_lon_vmask,
+            dreg_patch2_2_lat_vmask,
+            dreg_patch2_3_lon_vmask,
+            dreg_patch2_3_lat_vmask,
+            dreg_patch2_4_lon_vmask,
+            dreg_patch2_4_lat_vmask,
+            patch1_cell_idx_vmask,
+            patch1_cell_blk_vmask,
+            patch2_cell_idx_vmask,
+            patch2_cell_blk_vmask,
+        ),
+    )
+
+
+_PATCH_NAMES = [f"dreg_patch{p}_{i}_{c}_vmask" for p in (1, 2) for i in range(1, 5)
+                for c in ("lon", "lat")]
+_BUTTERFLY_NAMES = [f"butterfly_{k}_patch{p}_{s}" for p in (1, 2) for k in ("idx", "blk")
+                    for s in ("vnpos", "vnneg")]
+_CELL_OUTPUTS = ["patch1_cell_idx_vmask", "patch1_cell_blk_vmask", "patch2_cell_idx_vmask",
+                 "patch2_cell_blk_vmask"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_divide_flux_area_list(backend):
+    famask = RNG.integers(0, 2, (NE, NLEV)).astype(np.int32)
+    p_vn = sym(NE, NLEV)
+    bf = {f"bf_cc_patch{p}_{c}": sym(NE * 2) for p in (1, 2) for c in ("lon", "lat")}
+    butterfly = {n: RNG.integers(0, 50, NE).astype(np.int32) for n in _BUTTERFLY_NAMES}
+    patches = {n: sym(NE, NLEV) for n in _PATCH_NAMES}
+    cells = {n: np.full((NE, NLEV), -7, np.int32) for n in _CELL_OUTPUTS}
+    got_patches = {n: v.copy() for n, v in patches.items()}
+    # GT4Py's strided provider for E2EC: the neighbour count is its max_neighbors
+    divide_flux_area_list_stencil_02(
+        famask, p_vn, **bf, **butterfly, **got_patches, **cells,
+        offset_provider={"E2EC": StridedNeighborOffsetProvider(EdgeDim, ECDim, 2)},
+        backend=backend)
+    mask, pos = famask == 1, p_vn >= 0.0
+
+    def moved(name):
+        flat = bf[name].reshape(NE, 2)
+        return np.where(mask, np.where(pos, flat[:, :1], flat[:, 1:]), 0.0)
+
+    want = {}
+    for n in _PATCH_NAMES:
+        p, c = n[len("dreg_patch")], "lon" if "_lon_" in n else "lat"
+        want[n] = patches[n] - moved(f"bf_cc_patch{p}_{c}")
+    for n in _CELL_OUTPUTS:
+        p, k = n[len("patch")], n.split("_")[2]
+        want[n] = np.where(mask, np.where(pos, butterfly[f"butterfly_{k}_patch{p}_vnpos"][:, None],
+                                          butterfly[f"butterfly_{k}_patch{p}_vnneg"][:, None]), 0)
+    check({**got_patches, **cells}, want, rtol=1e-14)
+    assert all(cells[n].dtype == np.int32 for n in _CELL_OUTPUTS)
+
+    # icon4py's grid offset providers: an explicit E2EC table of the strided layout
+    again = {n: v.copy() for n, v in patches.items()}
+    cells_again = {n: np.zeros((NE, NLEV), np.int32) for n in _CELL_OUTPUTS}
+    divide_flux_area_list_stencil_02(famask, p_vn, **bf, **butterfly, **again, **cells_again,
+                                     offset_provider=TABLES, backend=backend)
+    check({**again, **cells_again}, want, rtol=1e-14)

@@ -305,3 +305,37 @@ def test_a_provider_entry_that_is_no_table_is_an_argument_error(value):
 
     with pytest.raises(ArgumentError, match="E2X"):
         edge_sum.with_backend(None)(RNG.random(NV), offset_provider={"E2X": value})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_strided_offset_given_none_takes_its_count_from_a_later_call(backend):
+    """``None`` for a strided offset says how it reads but not how many
+    neighbours it has: the call that has nothing else to size the local
+    dimension says so, and a later call with icon4py's layout table (or GT4Py's
+    strided provider) gives the count and runs."""
+    E2YDim = Dimension("E2Y", DimensionKind.LOCAL)
+    E2EX = FieldOffset("E2EX", source=CEDim, target=(EdgeDim, E2YDim))
+
+    @field_operator
+    def _upwind(f: Field[[CEDim], float], vn: Field[[EdgeDim, KDim], float]
+                ) -> Field[[EdgeDim, KDim], float]:
+        return where(vn >= 0.0, f(E2EX[0]), f(E2EX[1]))
+
+    @program
+    def upwind(f: Field[[CEDim], float], vn: Field[[EdgeDim, KDim], float],
+               out: Field[[EdgeDim, KDim], float]):
+        _upwind(f, vn, out=out)
+
+    f, vn = RNG.random(2 * NE), RNG.random((NE, NK)) - 0.5
+    out = np.zeros((NE, NK))
+    with pytest.raises(FrontendError, match="neighbour count of the local dimension E2Y"):
+        upwind(f, vn, out, offset_provider={"E2EX": None}, backend=backend)
+    upwind(f, vn, out, offset_provider={"E2EX": np.arange(2 * NE).reshape(NE, 2)},
+           backend=backend)
+    pairs = f.reshape(NE, 2)
+    expected = np.where(vn >= 0.0, pairs[:, :1], pairs[:, 1:])
+    np.testing.assert_array_equal(out, expected)
+    again = np.zeros((NE, NK))
+    upwind(f, vn, again, offset_provider={"E2EX": StridedNeighborOffsetProvider(
+        EdgeDim, CEDim, 2)}, backend=backend)
+    np.testing.assert_array_equal(again, expected)

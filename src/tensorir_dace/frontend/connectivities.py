@@ -220,6 +220,8 @@ def bind_local_offsets(offsets: Iterable[LocalOffset], tables: Mapping[str, Any]
             off.resolve(tables[off.name], where, loc)
         else:
             left = True
+        if not off.local.bound:
+            left = True     # None gives no count: a later table (or argument) still may
     return left
 
 
