@@ -287,3 +287,30 @@ def test_half_level_output_written_from_full_level_inputs(backend):
     expected = np.full((NC, NLEV + 1), -7.0)
     expected[1:, 1:NLEV] = wg[1:, 1:NLEV] * z[1:, 1:] + (1 - wg[1:, 1:NLEV]) * z[1:, :-1]
     np.testing.assert_allclose(w_c, expected, rtol=1e-14)
+
+
+@program
+def scaled_on_levels(w: Field[[Cell, K], float], theta: Field[[Cell, K], float],
+                     o: Field[[Cell, K], float], vertical_end: int):
+    # reads the levels of the domain only: equal lengths do, and so do half
+    # levels (w, nlev + 1) beside full levels (theta and o, nlev)
+    difference_to_level_below(w, theta, out=o, domain={Cell: (0, NC), K: (0, vertical_end)})
+
+
+def test_compile_serves_calls_with_other_lengths_than_its_binary():
+    """``compile()`` of a program that takes equal lengths compiles the binary
+    for equal lengths; a call of that compiled program with half levels one
+    longer than full levels (as icon4py calls what it compiled up front) runs
+    the program's own specialisation for those lengths, compiled."""
+    fast = scaled_on_levels.compile(offset_provider={"Koff": K}, enable_jit=False)
+    w, theta = RNG.random((NC, NLEV)), RNG.random((NC, NLEV))
+    o = np.zeros((NC, NLEV))
+    fast(w, theta, o, NLEV)                                   # the binary's own lengths
+    np.testing.assert_allclose(o, half_levels_numpy(np.hstack([w, w[:, -1:]]), theta)[1])
+    half = RNG.random((NC, NLEV + 1))
+    o2 = np.zeros((NC, NLEV))
+    fast(w=half, theta=theta, o=o2, vertical_end=NLEV)        # half and full levels
+    np.testing.assert_allclose(o2, half_levels_numpy(half, theta)[1])
+    assert any("K[0:N_K+1]" in s for s in scaled_on_levels.specializations())
+    with pytest.raises(TensorIRError, match="'o'"):           # a mistake is still one
+        fast(half, theta, np.zeros(NC), NLEV)

@@ -14,6 +14,7 @@ from ..errors import (
     CoverageError,
     FrontendError,
     SourceLoc,
+    TensorIRError,
 )
 from ..interop import SDFGConvertible
 from ..ir import Param, Program
@@ -214,6 +215,7 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
             if takes_offsets:
                 # GT4Py passes offset_provider= to compiled programs too (Cartesian offsets as well)
                 wrapped = TablesCall(wrapped, self._tables, self.__name__, self._strided)
+            wrapped = _OrOtherLengths(wrapped, self)
             self._last_compiled = (compiled, wrapped)
         if takes_offsets and offset_provider is not None:
             return _DefaultOffsets(wrapped, offset_provider)
@@ -330,6 +332,33 @@ class _DefaultOffsets:
                  **kwargs: Any) -> Any:
         provider = self._offset_provider if offset_provider is None else offset_provider
         return self._compiled(*args, offset_provider=provider, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._compiled, name)
+
+
+class _OrOtherLengths:
+    """What ``compile()`` returns for a program it could compile: the binary
+    for arrays of equal lengths along each dimension, which serves the calls
+    whose arrays fit it.  A call that it refuses (arrays of other lengths the
+    program also takes, half levels one longer than full levels, or a mistake)
+    is made as a call of the program, compiled: its own specialisation runs,
+    compiled when first met; a call that the program refuses too is reported
+    by the binary's message.  The binary checks its arguments before it writes
+    anything."""
+
+    def __init__(self, compiled: Any, program: ProgramObject):
+        self._compiled = compiled
+        self._program_call = _CompiledAtFirstCall(program, None)
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self._compiled(*args, **kwargs)
+        except ArgumentError as refused:
+            try:
+                return self._program_call(*args, **kwargs)
+            except TensorIRError:
+                raise refused from None     # a mistake: the binary's message names it
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._compiled, name)
