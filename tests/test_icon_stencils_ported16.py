@@ -2148,3 +2148,47 @@ def test_divide_flux_area_list(backend):
     divide_flux_area_list_stencil_02(famask, p_vn, **bf, **butterfly, **again, **cells_again,
                                      offset_provider=TABLES, backend=backend)
     check({**again, **cells_again}, want, rtol=1e-14)
+
+
+def test_contravariant_correction_and_advection_compiled_up_front():
+    """icon4py compiles its programs up front (``with_backend(...).compile(
+    enable_jit=False, offset_provider=..., vertical_start=[...], ...)``) and
+    then calls them with half-level fields beside full-level ones."""
+    fast = compute_contravariant_correction_and_advection_in_vertical_momentum_equation \
+        .with_backend("compiled").compile(
+            enable_jit=False, offset_provider=TABLES, vertical_start=[1], vertical_end=[NLEV],
+            skip_compute_predictor_vertical_advection=[False])
+    a = _vadv_inputs()
+    a.update(horizontal_advection_of_w_at_edges_on_half_levels=RNG.standard_normal((NE, NH)),
+             contravariant_correction_at_edges_on_model_levels=RNG.normal(0, 0.3, (NE, NLEV)),
+             wgtfac_c=RNG.uniform(0.3, 0.7, (NC, NH)))
+    base = dict(contravariant_correction_at_cells_on_half_levels=f64(NC, NH),
+                vertical_wind_advective_tendency=f64(NC, NH),
+                contravariant_corrected_w_at_cells_on_model_levels=f64(NC, NLEV),
+                vertical_cfl=f64(NC, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    dtime, scalfac, lim, nflatlev, edl = 10.0, 0.15, 0.065, 2, 5
+    fast(**got, **a, scalfac_exdiff=scalfac, cfl_w_limit=lim, dtime=dtime,
+         skip_compute_predictor_vertical_advection=False, nflatlev=nflatlev,
+         end_index_of_damping_layer=edl, horizontal_start=0, horizontal_end=NC,
+         vertical_start=1, vertical_end=NLEV)
+    c2e = TABLES["C2E"]
+    cc_cells = (a["e_bln_c_s"][:, :, None]
+                * a["contravariant_correction_at_edges_on_model_levels"][c2e]).sum(1)
+    wg = a["wgtfac_c"][:, :NLEV]
+    cc_half = np.zeros((NC, NLEV))
+    cc_half[:, 1:] = wg[:, 1:] * cc_cells[:, 1:] + (1.0 - wg[:, 1:]) * cc_cells[:, :-1]
+    cc_half = np.where(np.arange(NLEV)[None, :] >= nflatlev + 1, cc_half, 0.0)
+    tend, full, vcfl, _ = _vadv_numpy(
+        a, cc_half, a["horizontal_advection_of_w_at_edges_on_half_levels"],
+        base["vertical_wind_advective_tendency"], NLEV, edl, dtime, scalfac, lim, False)
+    check(got, dict(
+        contravariant_correction_at_cells_on_half_levels=inside(
+            _pad(cc_half, NH), base["contravariant_correction_at_cells_on_half_levels"],
+            0, NC, 1, NLEV),
+        vertical_wind_advective_tendency=inside(
+            _pad(tend, NH), base["vertical_wind_advective_tendency"], 0, NC, 1, NLEV),
+        contravariant_corrected_w_at_cells_on_model_levels=inside(
+            full, base["contravariant_corrected_w_at_cells_on_model_levels"], 0, NC, 1, NLEV),
+        vertical_cfl=inside(_pad(vcfl, NH), base["vertical_cfl"], 0, NC, 1, NLEV)),
+        rtol=1e-11, atol=1e-12)
