@@ -1036,3 +1036,31 @@ def test_a_direct_call_writes_a_tuple_of_parts_over_other_dimensions(backend):
         want_b[levels] = 2 * k[levels]
         np.testing.assert_array_equal(a, want_a)
         np.testing.assert_array_equal(b, want_b)
+
+
+def test_with_compilation_options_as_icon4py_sets_programs_up():
+    """icon4py's set-up of a program: ``with_backend(...)``, then
+    ``with_compilation_options(enable_jit=False)``, ``compile(name=[values],
+    offset_provider=...)``, and calls of the program through a
+    ``functools.partial`` binding the constant arguments.  The options are
+    accepted without effect; a name that is no GT4Py option is refused."""
+    import functools
+
+    @field_operator
+    def shifted(w: Field[[CellDim, KDim], float]) -> Field[[CellDim, KDim], float]:
+        return w(Koff[1]) - w
+
+    @program
+    def differences(w: Field[[CellDim, KDim], float], o: Field[[CellDim, KDim], float],
+                    vertical_start: int32, vertical_end: int32):
+        shifted(w, out=o, domain={CellDim: (0, 3), KDim: (vertical_start, vertical_end)})
+
+    prog = differences.with_backend("compiled").with_compilation_options(enable_jit=False)
+    prog.compile(vertical_start=[0], vertical_end=[4], offset_provider={"Koff": KDim})
+    run = functools.partial(prog, vertical_start=0, vertical_end=4,
+                            offset_provider={"Koff": KDim})
+    w, o = RNG.random((3, 5)), np.zeros((3, 4))            # w on half levels
+    run(w=w, o=o)
+    np.testing.assert_allclose(o, w[:, 1:] - w[:, :-1], rtol=1e-15)
+    with pytest.raises(FrontendError, match="enable_jti"):
+        differences.with_compilation_options(enable_jti=False)

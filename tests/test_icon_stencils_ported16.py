@@ -2192,3 +2192,35 @@ def test_contravariant_correction_and_advection_compiled_up_front():
             full, base["contravariant_corrected_w_at_cells_on_model_levels"], 0, NC, 1, NLEV),
         vertical_cfl=inside(_pad(vcfl, NH), base["vertical_cfl"], 0, NC, 1, NLEV)),
         rtol=1e-11, atol=1e-12)
+
+
+def test_rho_theta_pgrad_and_update_vn_set_up_as_icon4py_does():
+    """icon4py's set-up of a program: the backend, ``enable_jit=False``,
+    ``compile`` with the run's sizes and the variants of its flags, then calls
+    through a ``functools.partial`` that binds the constant fields, the
+    bounds and the offset provider."""
+    import functools
+
+    a = _pgrad_inputs()
+    constants = {n: a.pop(n) for n in (
+        "geofac_grg_x", "geofac_grg_y", "pos_on_tplane_e_x", "pos_on_tplane_e_y",
+        "primal_normal_cell_x", "dual_normal_cell_x", "primal_normal_cell_y",
+        "dual_normal_cell_y", "ddxn_z_full", "c_lin_e", "ikoffset", "zdiff_gradp",
+        "ipeidx_dsl", "pg_exdist", "inv_dual_edge_length")}
+    constants.update(nflatlev=2, nflat_gradp=4, start_edge_lateral_boundary=0,
+                     start_edge_lateral_boundary_level_7=2, start_edge_nudging_level_2=3,
+                     end_edge_nudging=5, end_edge_halo=NE - 1)
+    sizes = dict(horizontal_start=1, horizontal_end=NE, vertical_start=0, vertical_end=NLEV)
+    prog = compute_rho_theta_pgrad_and_update_vn.with_backend("compiled") \
+        .with_compilation_options(enable_jit=False)
+    prog.compile(**{k: [v] for k, v in sizes.items()}, is_iau_active=[False, True],
+                 limited_area=[False, True], offset_provider=TABLES)
+    run = functools.partial(prog, **constants, **sizes, offset_provider=TABLES)
+    for iau, lam in ((False, True), (True, False)):
+        base = {n: f64(NE, NLEV) for n in _PGRAD_OUTPUTS}
+        got = {n: v.copy() for n, v in base.items()}
+        run(**got, **a, dtime=10.0, iau_wgt_dyn=0.5, is_iau_active=iau, limited_area=lam)
+        want = _pgrad_numpy({**a, **constants}, base["next_vn"], 10.0, 0.5, iau, lam, 2, 4,
+                            0, 2, 3, 5, NE - 1)
+        check(got, {n: inside(w, base[n], 1, NE, 0, NLEV) for n, w in zip(_PGRAD_OUTPUTS, want)},
+              rtol=1e-11, atol=1e-12)

@@ -59,6 +59,11 @@ else:
 BACKENDS = ("compiled", "interpreter")
 
 
+# GT4Py's compilation options (``with_compilation_options``)
+_COMPILATION_OPTIONS = frozenset({"enable_jit", "static_params", "connectivities",
+                                  "static_domains"})
+
+
 class SpecializedCallable:
     """What ``@program`` and ``@function`` objects share: parameters, the
     specialisation cache and its inspection."""
@@ -336,6 +341,19 @@ class SpecializedCallable:
     def with_grid_type(self, grid_type: Any) -> Any:
         """GT4Py's ``with_grid_type``: accepted, without effect (as the
         decorators' ``grid_type=``: tables and offsets say what a grid is)."""
+        return self
+
+    def with_compilation_options(self, **options: Any) -> Any:
+        """GT4Py's ``with_compilation_options(enable_jit=False, ...)``, as icon4py
+        sets its programs up before ``compile(...)``: accepted, without effect.
+        A specialisation is made for the arguments' types when a call first
+        meets them (or by ``compile()``), so a call never needs the precompiling
+        that ``enable_jit=False`` asks for; the names are GT4Py's options."""
+        unknown = sorted(set(options) - _COMPILATION_OPTIONS)
+        if unknown:
+            raise DefinitionError(f"{self.fn.__name__}.with_compilation_options() got "
+                                  f"{unknown}, which are not GT4Py's compilation options "
+                                  f"({', '.join(sorted(_COMPILATION_OPTIONS))})")
         return self
 
     def _backend(self, backend: str | None) -> str:
