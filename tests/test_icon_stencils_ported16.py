@@ -23,7 +23,15 @@ Last the contravariant correction brought to cell half levels with the
 vertical advection of ``w`` in one field operator (``concat_where`` against
 ``broadcast(vpfloat("0.0"), ...)``, ``astype``, a ``KDim`` CFL region bounded
 by ``maximum``, a GT4Py ``if not`` statement on a ``bool`` reassigning a
-field, a tuple of four outputs on one domain).
+field, a tuple of four outputs on one domain), also compiled up front and
+then called with half-level fields beside full-level ones; and the FFSL flux
+area split into two patches (twenty outputs written in place without
+``domain=``, ``Field[[ECDim], float]`` read through the strided ``E2EC``
+given by GT4Py's strided provider or icon4py's layout table, ``int32`` edge
+fields broadcast to ``(EdgeDim, KDim)``).  The fused edge diagnostics are
+also set up as icon4py sets its programs up (``with_backend``,
+``with_compilation_options(enable_jit=False)``, ``compile`` with the sizes
+and flag variants, calls through ``functools.partial``).
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
