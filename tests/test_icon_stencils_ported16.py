@@ -31,7 +31,11 @@ given by GT4Py's strided provider or icon4py's layout table, ``int32`` edge
 fields broadcast to ``(EdgeDim, KDim)``).  The fused edge diagnostics are
 also set up as icon4py sets its programs up (``with_backend``,
 ``with_compilation_options(enable_jit=False)``, ``compile`` with the sizes
-and flag variants, calls through ``functools.partial``).
+and flag variants, calls through ``functools.partial``).  Last the
+solver's divergence damping profiles from scalars (an ``if``-expression on
+an ``int32`` order, a scalar squared, a tuple of ``KField``s, an operator
+without arguments zeroing three fields) called directly as icon4py calls
+them.
 Each group is one program (or a few direct calls), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -2232,3 +2236,128 @@ def test_rho_theta_pgrad_and_update_vn_set_up_as_icon4py_does():
                             0, 2, 3, 5, NE - 1)
         check(got, {n: inside(w, base[n], 1, NE, 0, NLEV) for n, w in zip(_PGRAD_OUTPUTS, want)},
               rtol=1e-11, atol=1e-12)
+
+
+# ================================================================== divergence damping set-up
+#
+# The solver's per-step vertical profiles from scalars: the fourth order
+# divergence damping coefficient (an ``if``-expression on an ``int32`` order
+# choosing a ``maximum`` against a literal, a scalar squared), its reduced
+# value at the nest boundary, both at once as a tuple of ``KField``s, the
+# Rayleigh damping factor, a profile scaled by a factor, and three edge
+# fields zeroed by an operator without arguments.  icon4py calls these field
+# operators directly (``with_backend(...)(..., out=..., offset_provider={})``).
+
+
+@gtx.field_operator
+def _scale_k(field: fa.KField[float], factor: float) -> fa.KField[float]:
+    return field * factor
+
+
+@gtx.program
+def scale_k(field: fa.KField[float], factor: float, scaled_field: fa.KField[float]):
+    _scale_k(field, factor, out=scaled_field)
+
+
+@gtx.field_operator
+def _broadcast_zero_to_three_edge_kdim_fields_wp() -> tuple[
+    fa.EdgeKField[wpfloat],
+    fa.EdgeKField[wpfloat],
+    fa.EdgeKField[wpfloat],
+]:
+    return (
+        broadcast(wpfloat("0.0"), (EdgeDim, KDim)),
+        broadcast(wpfloat("0.0"), (EdgeDim, KDim)),
+        broadcast(wpfloat("0.0"), (EdgeDim, KDim)),
+    )
+
+
+@gtx.field_operator
+def _calculate_reduced_fourth_order_divdamp_coeff_at_nest_boundary(
+    fourth_order_divdamp_scaling_coeff: fa.KField[float],
+    max_nudging_coefficient: float,
+    dbl_eps: float,
+) -> fa.KField[float]:
+    return 0.75 / (max_nudging_coefficient + dbl_eps) * abs(fourth_order_divdamp_scaling_coeff)
+
+
+@gtx.field_operator
+def _calculate_fourth_order_divdamp_scaling_coeff(
+    interpolated_fourth_order_divdamp_factor: fa.KField[float],
+    divdamp_order: gtx.int32,
+    mean_cell_area: float,
+    second_order_divdamp_factor: float,
+) -> fa.KField[float]:
+    interpolated_fourth_order_divdamp_factor = (
+        maximum(0.0, interpolated_fourth_order_divdamp_factor - 0.25 * second_order_divdamp_factor)
+        if divdamp_order == 24
+        else interpolated_fourth_order_divdamp_factor
+    )
+    return -interpolated_fourth_order_divdamp_factor * mean_cell_area**2
+
+
+@gtx.field_operator
+def _calculate_divdamp_fields(
+    interpolated_fourth_order_divdamp_factor: fa.KField[float],
+    divdamp_order: gtx.int32,
+    mean_cell_area: float,
+    second_order_divdamp_factor: float,
+    max_nudging_coefficient: float,
+    dbl_eps: float,
+) -> tuple[fa.KField[float], fa.KField[float]]:
+    fourth_order_divdamp_scaling_coeff = _calculate_fourth_order_divdamp_scaling_coeff(
+        interpolated_fourth_order_divdamp_factor,
+        divdamp_order,
+        mean_cell_area,
+        second_order_divdamp_factor,
+    )
+    reduced_fourth_order_divdamp_coeff_at_nest_boundary = (
+        _calculate_reduced_fourth_order_divdamp_coeff_at_nest_boundary(
+            fourth_order_divdamp_scaling_coeff, max_nudging_coefficient, dbl_eps
+        )
+    )
+    return (fourth_order_divdamp_scaling_coeff, reduced_fourth_order_divdamp_coeff_at_nest_boundary)
+
+
+@gtx.field_operator
+def _compute_rayleigh_damping_factor(
+    rayleigh_w: fa.KField[float], dtime: float
+) -> fa.KField[float]:
+    return 1.0 / (1.0 + dtime * rayleigh_w)
+
+
+@gtx.program
+def compute_rayleigh_damping_factor(
+    rayleigh_w: fa.KField[float], dtime: float, rayleigh_damping_factor: fa.KField[float]
+):
+    _compute_rayleigh_damping_factor(rayleigh_w, dtime, out=rayleigh_damping_factor)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_divergence_damping_profiles_called_directly(backend):
+    run = None if backend == "interpreter" else "compiled"
+    factor = RNG.uniform(0.0, 0.01, NLEV)
+    area, o2, nudge, eps = 2.5e3, 0.02, 0.375, 1e-12
+    for order in (24, 4):
+        fourth, reduced = np.zeros(NLEV), np.zeros(NLEV)
+        _calculate_divdamp_fields.with_backend(run)(
+            factor, np.int32(order), area, o2, nudge, eps, out=(fourth, reduced),
+            offset_provider={})
+        f = np.maximum(0.0, factor - 0.25 * o2) if order == 24 else factor
+        want = -f * area**2
+        np.testing.assert_allclose(fourth, want, rtol=1e-14)
+        np.testing.assert_allclose(reduced, 0.75 / (nudge + eps) * np.abs(want), rtol=1e-14)
+    assert (fourth != reduced).any()
+
+    zeros = tuple(f64(NE, NLEV) for _ in range(3))
+    _broadcast_zero_to_three_edge_kdim_fields_wp.with_backend(run)(
+        out=zeros, offset_provider={})
+    assert not any(z.any() for z in zeros)
+
+    rayleigh_w, damping = f64(NLEV), np.zeros(NLEV)
+    compute_rayleigh_damping_factor(rayleigh_w, 12.0, damping, offset_provider={},
+                                    backend=backend)
+    np.testing.assert_allclose(damping, 1.0 / (1.0 + 12.0 * rayleigh_w), rtol=1e-14)
+    scaled = np.zeros(NLEV)
+    scale_k(rayleigh_w, 3.0, scaled, offset_provider={}, backend=backend)
+    np.testing.assert_allclose(scaled, 3.0 * rayleigh_w, rtol=1e-15)
