@@ -127,6 +127,18 @@ def _through_two_tables(p: Field[Dims[K], float]) -> Field[Dims[Cell, K], float]
 
 
 @field_operator
+def _sparse_through_two_tables(p: Field[Dims[K], float]) -> Field[Dims[Cell, K], float]:
+    at_edges = broadcast(p, (Vertex, K))(E2V)       # over (Edge, E2V, K)
+    return neighbor_sum(neighbor_sum(at_edges(C2E), axis=E2VDim), axis=C2EDim)
+
+
+@field_operator
+def _summed_then_gathered(p: Field[Dims[K], float]) -> Field[Dims[Cell, K], float]:
+    at_edges = neighbor_sum(broadcast(p, (Vertex, K))(E2V), axis=E2VDim)
+    return neighbor_sum(at_edges(C2E), axis=C2EDim)
+
+
+@field_operator
 def _beside_an_edge_field(p: Field[Dims[K], float], e: Field[Dims[Edge, K], float]
                           ) -> Field[Dims[Cell, K], float]:
     return neighbor_sum(broadcast(p, (Edge, K))(C2E) * e(C2E), axis=C2EDim) \
@@ -247,6 +259,17 @@ def test_through_two_tables_skips_absent_entries_of_both(backend):
     out = np.zeros((NC, NK))
     _through_two_tables(P, out=out, offset_provider=MESH, backend=backend)
     np.testing.assert_allclose(out, two_tables_ref(P), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fop", [_sparse_through_two_tables, _summed_then_gathered],
+                         ids=["nested partial shifts", "summed, then gathered"])
+def test_every_neighbour_of_every_neighbour(fop, backend):
+    out = np.zeros((NC, NK))
+    fop(P, out=out, offset_provider=MESH, backend=backend)
+    c2e, e2v = MESH["C2E"], MESH["E2V"]
+    both = present(c2e)[:, :, None] & present(e2v[np.maximum(c2e, 0)])
+    np.testing.assert_allclose(out, both.sum((1, 2))[:, None] * P[None, :], rtol=1e-14)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
