@@ -27,6 +27,7 @@ from tensorir_dace.frontend import (
     broadcast,
     concat_where,
     field_operator,
+    int32,
     max_over,
     min_over,
     neighbor_sum,
@@ -89,6 +90,11 @@ def _profile_sum(p: Field[Dims[K], float]) -> Field[Dims[Cell, K], float]:
 @field_operator
 def _number_sum() -> Field[Dims[Cell, K], float]:
     return neighbor_sum(broadcast(1.5, (Edge, K))(C2E), axis=C2EDim)
+
+
+@field_operator
+def _neighbour_count() -> Field[Dims[Cell, K], int32]:
+    return neighbor_sum(broadcast(int32(1), (Edge, K))(C2E), axis=C2EDim)
 
 
 @field_operator
@@ -212,6 +218,13 @@ def test_a_number_read_at_every_neighbour(backend):
     out = np.zeros((NC, NK))
     _number_sum(out=out, offset_provider=MESH, backend=backend)
     np.testing.assert_allclose(out, 1.5 * count(MESH["C2E"]) * np.ones((1, NK)), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_int_counts_the_neighbours(backend):
+    out = np.full((NC, NK), 9, np.int32)
+    _neighbour_count(out=out, offset_provider=MESH, backend=backend)
+    np.testing.assert_array_equal(out, count(MESH["C2E"]) * np.ones((1, NK), np.int32))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
