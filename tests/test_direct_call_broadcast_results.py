@@ -231,9 +231,12 @@ def test_concat_where_without_out_asks_for_it():
         _surface_marked(6)
 
 
-def test_a_broadcast_read_through_a_table_without_the_tables_source_is_refused_clearly():
-    """Not supported yet: nothing gives ``Edge``'s extent (no parameter is over
-    it), which a shift through ``C2E`` needs; the message says so."""
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_broadcast_read_through_a_table_without_the_tables_source(backend):
+    """Nothing gives ``Edge``'s extent (no parameter is over it): the value is
+    constant along ``Edge``, so every neighbour reads it, and ``-1`` entries
+    are skipped by the sum (more in test_broadcast_through_tables)."""
     from tensorir_dace.frontend import FieldOffset, neighbor_sum
     c2e_dim = Dimension("C2E", DimensionKind.LOCAL)
     c2e = FieldOffset("C2E", source=EdgeDim, target=(CellDim, c2e_dim))
@@ -243,6 +246,8 @@ def test_a_broadcast_read_through_a_table_without_the_tables_source_is_refused_c
         t = broadcast(p, (EdgeDim, KDim))
         return neighbor_sum(t(c2e), axis=c2e_dim)
 
-    with pytest.raises(TensorIRError, match="no dimension Edge.*pass a field over Edge"):
-        _edge_profile_at_cells(np.ones(3), out=np.zeros((4, 3)),
-                               offset_provider={"C2E": np.zeros((4, 3), np.int32)})
+    table = np.array([[0, 1, 2], [3, -1, 4], [-1, -1, -1], [5, 0, 1]], np.int32)
+    out = np.zeros((4, 3))
+    p = np.array([1.0, 2.0, 3.0])
+    _edge_profile_at_cells(p, out=out, offset_provider={"C2E": table}, backend=backend)
+    np.testing.assert_allclose(out, (table >= 0).sum(1)[:, None] * p[None, :])

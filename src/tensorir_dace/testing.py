@@ -54,10 +54,9 @@ def random_arguments(program: ir.Program, *, sizes: dict[str, int] | None = None
             return (rng.random(shape) + 0.5).astype(np_t)
         src = next((d.neighbor_source for d in t.dims if d.neighbor_source), None)
         if src is not None:
-            if src not in intervals:
-                raise TensorIRError(f"cannot make a random neighbour table for {src}: no "
-                                    f"parameter has dimension {src}")
-            lo, hi = ranges.get(name, intervals[src])
+            # no parameter over the source: only values constant along it are
+            # read through the table, at any entry
+            lo, hi = ranges.get(name, intervals.get(src, (0, DEFAULT_SIZE)))
             values = rng.integers(lo, max(hi, lo + 1), shape)
             if hi <= lo:
                 values[...] = -1

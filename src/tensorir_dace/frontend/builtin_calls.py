@@ -261,16 +261,22 @@ class BuiltinTranslator(ExpressionTranslator):
 
     def table_shift(self, x: ir.Expr, table: ir.Expr, k: int | None, node, aloc) -> ir.Expr:
         loc = self.loc(node)
-        src = next((d.neighbor_source for d in self.type_of(table, node).dims
-                    if d.neighbor_source is not None), None)
-        if src is not None:    # a broadcast value is read at any neighbour
+        ttype = self.type_of(table, node)
+        src = next((d.neighbor_source for d in ttype.dims if d.neighbor_source is not None),
+                   None)
+        dst = next((d.name for d in ttype.dims if not d.is_neighbor), None)
+        xdims = self.type_of(x, node).dim_names
+        if src is not None and src not in xdims and dst in xdims:
+            # a value broadcast along the source but over the destination: read at
+            # every neighbour over the parameters' extent of the source (a value
+            # over neither is read through the table as it is, see the shift rules)
             x = self.with_dim(x, src, node)
             if src not in self.type_of(x, node).dim_names:
-                raise self.error(node, f"this value has no dimension {src}, which the "
-                                       f"neighbour table reads: a value broadcast along "
-                                       f"{src} is read through a table only where a "
-                                       f"parameter over {src} gives {src}'s extent (not "
-                                       f"supported otherwise yet); pass a field over {src}")
+                raise self.error(node, f"this value has dimension {dst} but not {src}, "
+                                       f"which the neighbour table reads: a value broadcast "
+                                       f"along {src} and over {dst} is read through the "
+                                       f"table only where a parameter over {src} gives "
+                                       f"{src}'s extent; pass a field over {src}")
         if isinstance(table, ir.Sym):
             static = (table,) if k is None else (table, ir.Literal(k, loc=aloc))
             head = ir.Call(ir.Sym("shift", loc=loc), static, loc=loc)

@@ -251,7 +251,13 @@ def gather(value: Value, src: str, coords: np.ndarray, coord_dims: CDims,
     If ``value`` also has a dimension of ``coord_dims`` (other than ``src``),
     the result takes the diagonal: ``result[d, …] = value[src = coords[d, …],
     d, …]`` over the intersection of the two intervals.
+    A ``value`` without dimension ``src`` is constant along it: every
+    non-negative coordinate reads it.
     """
+    if src not in value.names:
+        value = Value(((src, 0, 1),) + value.dims,
+                      map_leaves(lambda a: np.asarray(a)[np.newaxis], value.data))
+        coords = np.where(coords >= 0, 0, -1)
     axis = value.names.index(src)
     _, s0, s1 = value.dims[axis]
     n = s1 - s0

@@ -388,7 +388,10 @@ class ExprGen:
                      scope: CScope):
         """``operand`` at the point ``inner`` where ``guard`` holds, else the absent
         value: nothing is read when the guard is false."""
-        if self.allow_materialize and not is_leaf(operand):
+        if self.allow_materialize and not is_leaf(operand) and \
+                isinstance(operand.type, ir.TensorType) and operand.type.dims:
+            # (a value without dimensions, read through a table at every
+            # neighbour alike, is computed where it is read)
             assert self.low is not None   # allow_materialize needs it
             stored = self.low.materialize(operand, scope)
             compute = lambda: self.read_stored(operand, stored, inner)  # noqa: E731

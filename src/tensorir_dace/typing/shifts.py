@@ -139,10 +139,14 @@ class ShiftRules(Rules):
                                 f"dimension and one _NB_<Source> dimension, got {t}")
         return t_expr, dst[0], nb[0]
 
-    def unstructured_operand(self, e, x: ir.Expr, src: str | None,
+    def unstructured_operand(self, e, x: ir.Expr, src: str | None, dst: str,
                              table_name: str) -> ir.TensorType:
+        """The operand's type: it has the table's source dimension, or neither the
+        source nor the destination dimension (a value constant along the source,
+        read the same at every neighbour; one over the destination but not the
+        source is more likely a slip than a broadcast)."""
         t = self.tensor(x)
-        if src is None or t.dim(src) is None:
+        if src is None or (t.dim(src) is None and t.dim(dst) is not None):
             raise self.error(e, f"shifting with {table_name} needs an operand with dimension "
                                 f"{src}, got {t}")
         return t
@@ -152,6 +156,8 @@ class ShiftRules(Rules):
         """The dimensions of ``t`` after a partial shift: Dst and the new ``_NB_<n>``
         where the source dimension was."""
         dims: list[ir.Dim] = []
+        if t.dim(ir.neighbor_source_of(nb)) is None:    # constant along the source
+            dims += [dst, new_nb]
         for d in t.dims:
             if d.name == nb.neighbor_source:
                 dims += [dst, new_nb]
@@ -167,6 +173,8 @@ class ShiftRules(Rules):
         """The dimensions of ``t`` after a full shift: Dst where the source was."""
         dims = []
         other = t.dim(dst.name) if dst.name != nb.neighbor_source else None
+        if t.dim(ir.neighbor_source_of(nb)) is None:    # constant along the source
+            dims.append(dst)
         for d in t.dims:
             if d.name == nb.neighbor_source:
                 dims.append(self.decide(e, lambda: iv.intersect(dst, other)) if other else dst)
@@ -194,7 +202,7 @@ class ShiftRules(Rules):
             raise self.error(e, "shift_init takes a neighbour table: shift_init(V2E)(x)")
         tbl, dst, nb = self.table(func.args[0], scope)
         x = self.expr(e.args[0], scope, expected)
-        t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
+        t = self.unstructured_operand(e, x, nb.neighbor_source, dst.name, name_of(func.args[0]))
         counter = 1 + max((d.neighbor_counter for d in t.dims
                            if d.neighbor_counter is not None), default=-1)
         new_nb = ir.Dim(f"_NB_{counter}", nb.start, nb.stop, mask=tbl)
@@ -213,7 +221,7 @@ class ShiftRules(Rules):
         k = int(func.args[1].value)
         self.check_neighbor_index(func.args[1], k, nb)
         x = self.expr(e.args[0], scope, expected)
-        t = self.unstructured_operand(e, x, nb.neighbor_source, name_of(func.args[0]))
+        t = self.unstructured_operand(e, x, nb.neighbor_source, dst.name, name_of(func.args[0]))
         index = replace(func.args[1], type=ir.TensorType(ir.INT64))
         head = replace(func, args=(tbl, index))
         dims = self.carry_masks(t, self.full_dims(e, t, dst, nb), ir.neighbor_source_of(nb), head,
