@@ -187,8 +187,31 @@ def test_the_reference_skips_absent_neighbours_and_marks_undefined_levels():
                            {"C2E2C": np.array([[1, -1, 0], [-1, -1, -1]])})
     x = gtx_reference.field(np.array([[1.0, 2.0], [10.0, 20.0]]), ("C", "K"))
     total = gtx_reference.nsum(gtx_reference.nb(x, "C2E2C"))
-    np.testing.assert_array_equal(total.a[:, :2], [[11.0, 22.0], [0.0, 0.0]])
-    assert total.d[:, :2].all() and not total.d[0, 2]      # the half level is not x's
-    assert total.d[1, 2]                 # a cell without neighbours: the sum is 0
+    k = gtx_reference.BELOW          # the index of level 0
+    np.testing.assert_array_equal(total.a[:, k:k + 2], [[11.0, 22.0], [0.0, 0.0]])
+    assert total.d[:, k:k + 2].all() and not total.d[0, k + 2]   # the half level is not x's
+    assert total.d[1, k + 2]             # a cell without neighbours: the sum is 0
+    assert not total.d[0, :k].any()      # nor the levels below 0
     below = gtx_reference.koff(x, -1)
-    assert not below.d[:, 0].any() and below.d[:, 1].all()
+    assert not below.d[:, k].any() and below.d[:, k + 1].all()
+    # one level up: x's level 0 is defined at level -1
+    up = gtx_reference.koff(x, 1)
+    assert up.d[:, k - 1].all() and up.a[0, k - 1] == 1.0 and not up.d[:, k + 1].any()
+
+
+def test_the_reference_holds_broadcasts_below_and_above_the_levels():
+    """A concat_where of broadcasts has no end along K: read one level below
+    level 0 and past the half levels, it is defined, and written from level 0."""
+    gtx_reference.set_mesh({"N_C": 2, "N_E": 3, "N_V": 1, "N_K": 3}, {})
+    R = gtx_reference
+    pieces = R.cw_k(None, 1, None, lambda _: R.broadcast(2.0, ("C", "K")),
+                    lambda _: R.broadcast(5.0, ("C", "K")))
+    down, up = R.koff(pieces, -1), R.koff(pieces, 2)
+    out = {"o": np.zeros((2, 4))}
+    bad: list[str] = []
+    R.write(out, "o", R.stagger(down, -0.5, "KH"), ("C", "KH"), {}, bad)
+    assert not bad
+    np.testing.assert_array_equal(out["o"][0], [5.0, 5.0, 5.0, 2.0])
+    R.write(out, "o", R.stagger(up, 0.5, "KH"), ("C", "KH"), {}, bad)
+    assert not bad
+    np.testing.assert_array_equal(out["o"][0], [2.0, 2.0, 2.0, 2.0])

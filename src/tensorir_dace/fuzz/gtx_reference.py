@@ -14,7 +14,8 @@ Dimensions are named by one letter: ``C``, ``E``, ``V`` (horizontal), ``K``
 (vertical), ``KH`` (the half levels, GT4Py's ``KHalf``), and local dimensions
 by their table's name (``C2E``).  A value's axes follow the order horizontal,
 vertical, local.  Both vertical axes hold :func:`levels` points: the
-``N_K + 1`` half levels, and the ``N_K`` full levels padded by one undefined.
+``N_K + 1`` half levels, and the ``N_K`` full levels padded by one undefined,
+then :data:`ABOVE` more (undefined in fields, defined in broadcasts).
 Half level ``h`` lies at height ``h``, full level ``k`` at ``k + 1/2`` (half
 level ``h`` is the top face of full level ``h``): :func:`stagger` reads across
 by that rule."""
@@ -170,9 +171,18 @@ def set_mesh(sizes: dict[str, int], tables: dict[str, Any]) -> None:
     Mesh.tables = {k: np.asarray(v) for k, v in tables.items() if k in TABLES}
 
 
+#: Levels below level 0 and past the half levels that values hold: a value
+#: constant along the vertical (a broadcast, or a ``concat_where`` piece of
+#: one) has no end, and a shifted field is defined past its own levels, so a
+#: shift may read there.  Level ``k`` is at index ``k + BELOW`` of an axis.
+BELOW = 4
+ABOVE = 4
+
+
 def levels() -> int:
-    """The length of the vertical axis of values: the half levels."""
-    return Mesh.sizes["N_K"] + 1
+    """The length of the vertical axis of values: the half levels and
+    :data:`BELOW` and :data:`ABOVE` more."""
+    return BELOW + Mesh.sizes["N_K"] + 1 + ABOVE
 
 
 def field(a: Any, dims: tuple[str, ...]) -> V:
@@ -187,7 +197,7 @@ def field(a: Any, dims: tuple[str, ...]) -> V:
     shape = list(a.shape)
     shape[k] = levels()
     full, d = np.zeros(shape, a.dtype), np.zeros(shape, bool)
-    index = tuple(slice(0, n) if i == k else slice(None) for i in range(a.ndim))
+    index = tuple(slice(BELOW, BELOW + n) if i == k else slice(None) for i in range(a.ndim))
     full[index], d[index] = a, True
     return V(full, d, dims)
 
@@ -292,7 +302,7 @@ Dom = tuple[int, int] | None
 
 
 def _levels_mask(lo: int | None, hi: int | None, vert: str = "K") -> V:
-    k = np.arange(levels())
+    k = np.arange(levels()) - BELOW
     m = np.ones(levels(), bool)
     if lo is not None:
         m &= k >= lo
@@ -343,7 +353,7 @@ def scan(dom: Dom, fn: Callable, forward: bool, init: Any, *args: Any) -> Any:
     nh = Mesh.sizes[SIZE_NAMES[h]]
     n = levels()
     state = init
-    d0, d1 = max(dom[0], 0), min(dom[1], n)
+    d0, d1 = max(dom[0], 0) + BELOW, min(dom[1], Mesh.sizes["N_K"] + 1) + BELOW
     order = range(d0, d1) if forward else range(d1 - 1, d0 - 1, -1)
 
     def at(v: V, k: int) -> V:
@@ -382,11 +392,13 @@ def write(args: dict[str, Any], name: str, value: Any, dims: tuple[str, ...],
         lo, hi = domain.get(n, (0, out.shape[i]))
         lo, hi = max(lo, 0), min(hi, out.shape[i])
         index.append(slice(lo, max(lo, hi)))
-    full = tuple(slice(0, out.shape[i]) for i in range(len(dims)))
     a = np.broadcast_to(v.a, np.broadcast_shapes(v.a.shape, v.d.shape))
     d = np.broadcast_to(v.d, a.shape)
-    shape = tuple(max(x, y) for x, y in zip(a.shape, out.shape))
-    a, d = np.broadcast_to(a, shape)[full], np.broadcast_to(d, shape)[full]
+    # the array's points: from level 0 on a vertical axis the value holds
+    full = tuple(slice(BELOW, BELOW + out.shape[i]) if n in VERTICAL and a.shape[i] > 1
+                 else slice(0, out.shape[i]) if a.shape[i] > 1 else slice(None)
+                 for i, n in enumerate(dims))
+    a, d = np.broadcast_to(a[full], out.shape), np.broadcast_to(d[full], out.shape)
     sub = tuple(index)
     if not d[sub].all():
         bad.append(f"{name}: undefined points written")
