@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -67,6 +67,16 @@ class ProgramContext:
         # over a size symbol of its own that ``out=`` gives: a concat_where along
         # one of them with neither branch over it is defined over the whole of it
         self.result_dims: dict[str, ir.Dim] = {}
+        # a concat_where piece of a branch without its dimension at an open end of
+        # the condition (``concat_where(K < 1, a, broadcast(s, (Cell, K)))`` above
+        # level 0) is defined without end there, as in GT4Py: it reaches past the
+        # hull of the dimension's intervals by ``open_margin`` (per dimension), at
+        # least the sum of the Cartesian offsets along it (``reach``), so that no
+        # chain of shifts of the value draws its end inside a target;
+        # ``open_dims``: the dimensions along which such pieces were made
+        self.open_margin: dict[str, int] = {}
+        self.reach: dict[str, int] = {}
+        self.open_dims: set[str] = set()
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()
@@ -156,3 +166,33 @@ class ProgramContext:
         except iv.Undecidable as e:
             raise FrontendError(f"{what}: cannot decide whether {e.a} <= {e.b} for all "
                                 "sizes", loc) from None
+
+
+def with_open_margins(translate: Callable[[dict[str, int], list[ProgramContext]], Any]
+                      ) -> Any:
+    """``translate(margins, made)`` (a translation that sets ``open_margin =
+    margins`` on its context and appends that context to ``made``), done once
+    more where it made ``concat_where`` pieces without end along a dimension
+    that it shifts along (or failed having made them): each such piece then
+    reaches past the hull by the sum of the offsets along its dimension found
+    the first time, as GT4Py's broadcast has an unbounded domain that no shift
+    draws inside a target."""
+    margins: dict[str, int] = {}
+    for _ in range(4):
+        made: list[ProgramContext] = []
+        try:
+            result = translate(margins, made)
+            failure = None
+        except (FrontendError, TypeCheckError) as err:
+            if not made:
+                raise
+            result, failure = None, err
+        ctx = made[-1]
+        wanted = {d: ctx.reach[d] for d in ctx.open_dims
+                  if ctx.reach.get(d, 0) > margins.get(d, 0)}
+        if not wanted:
+            break
+        margins = {**margins, **wanted}
+    if failure is not None:
+        raise failure
+    return result

@@ -32,7 +32,7 @@ from . import api
 from .annotations import annotation_spec, evaluated_annotation, generic_spec, tuple_element
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
-from .context import ProgramContext
+from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
 from .meshes import is_namedtuple_class, named_value, typed_literal
@@ -453,65 +453,72 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     src = source_info(fn)
     node = src.node
     loc = src.loc(node)
-    ctx = ProgramContext(src.name, params, loc, table_dims)
-    ctx.rank_generic = rank_generic
-    ctx.domain = {i.name: i for i in domain}
-    if not domain and target:
-        # a whole out= target, as in a program body: a scan in a concat_where
-        # piece runs over the piece's part of it
-        ctx.domain = {n: ir.DimInterval(n, lo, hi, loc=loc) for n, (lo, hi) in target.items()}
-    # the domain is the target's range, as an out= target's is in a program: a
-    # runtime concat_where's pieces are clamped to it and checked at call time
-    ctx.target = _runtime_target(domain, params) if domain else target
-    ctx.extent = dict(extent or target or {})
-    ctx.gap_below_stop = gap_below_stop
-    ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
-    order = _declared_result_order(fn, parts[part][0] if parts else ())
-    ctx.result_dims = _result_only_dims(order, params)
-    ctx.checker.dim_names |= set(ctx.result_dims)     # the result's, as a parameter's
-    ctx.used |= set(ctx.result_dims)
-    for d in ctx.result_dims.values():
-        for sym in sympy.sympify(d.stop).free_symbols:
-            ctx.scope.bindings[sym.name] = Binding(sym.name, "size", ir.TensorType(ir.INT64))
-            ctx.used.add(sym.name)
-    ctx.rename(names)
-    ctx.used.add(result_name)
-    tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
-    own = set(inspect.signature(fn).parameters)     # not the declared connectivities
-    kwargs: dict[str, Any] = {ctx.python_name(p): ir.Sym(p.name, loc=p.loc) for p in params
-                              if ctx.python_name(p) in own}
-    kwargs.update(static or {})
-    value = tr.inline(fn, [], kwargs, node, src.name)
-    if not contains_ir(value):
-        raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
-                            "not a tensor", loc)
-    if parts:
-        pieces = []
-        for path, _ in parts:
-            whole = value
-            for k in path:          # the part of the value this output takes
-                whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                    else _part_of(tr.to_ir(whole, node), k, tr.type_of(tr.to_ir(whole, node),
-                                                                     node), fn, loc)
-            pieces.append(whole)
-        fitted = tr.fit_domain_scans(pieces, node, [{i.name: i for i in d} for _, d in parts])
-        expr = tr.to_ir(fitted[part], node)
-    else:
-        expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
-    t = strip_masks(tr.type_of(expr, node))
-    if order is not None:
-        t = _with_declared_dims(t, order, params, ctx.result_dims)
-    if t.is_scalar:
-        raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
-                            "function called directly returns a tensor (pass at least one "
-                            "array)", loc)
-    if report is not None:
-        report["dropped"] = dict(ctx.dropped)
-    if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
-        # the array returned has the declared return type's dimension order
-        # (``Field[[Cell, K], float]``), whichever order the value's type has
-        t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
-    out = ir.Param(result_name, t, loc=loc)
-    body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
-    return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc,
-                      constraints=tuple(dict.fromkeys(ctx.constraints)))
+
+    def translate(margins: dict[str, int], made: list[ProgramContext]) -> ir.Program:
+        ctx = ProgramContext(src.name, params, loc, table_dims)
+        made.append(ctx)
+        ctx.open_margin = margins
+        ctx.rank_generic = rank_generic
+        ctx.domain = {i.name: i for i in domain}
+        if not domain and target:
+            # a whole out= target, as in a program body: a scan in a concat_where
+            # piece runs over the piece's part of it
+            ctx.domain = {n: ir.DimInterval(n, lo, hi, loc=loc)
+                          for n, (lo, hi) in target.items()}
+        # the domain is the target's range, as an out= target's is in a program: a
+        # runtime concat_where's pieces are clamped to it and checked at call time
+        ctx.target = _runtime_target(domain, params) if domain else target
+        ctx.extent = dict(extent or target or {})
+        ctx.gap_below_stop = gap_below_stop
+        ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
+        order = _declared_result_order(fn, parts[part][0] if parts else ())
+        ctx.result_dims = _result_only_dims(order, params)
+        ctx.checker.dim_names |= set(ctx.result_dims)     # the result's, as a parameter's
+        ctx.used |= set(ctx.result_dims)
+        for d in ctx.result_dims.values():
+            for sym in sympy.sympify(d.stop).free_symbols:
+                ctx.scope.bindings[sym.name] = Binding(sym.name, "size", ir.TensorType(ir.INT64))
+                ctx.used.add(sym.name)
+        ctx.rename(names)
+        ctx.used.add(result_name)
+        tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
+        own = set(inspect.signature(fn).parameters)     # not the declared connectivities
+        kwargs: dict[str, Any] = {ctx.python_name(p): ir.Sym(p.name, loc=p.loc) for p in params
+                                  if ctx.python_name(p) in own}
+        kwargs.update(static or {})
+        value = tr.inline(fn, [], kwargs, node, src.name)
+        if not contains_ir(value):
+            raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
+                                "not a tensor", loc)
+        if parts:
+            pieces = []
+            for path, _ in parts:
+                whole = value
+                for k in path:          # the part of the value this output takes
+                    whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                        else _part_of(tr.to_ir(whole, node), k,
+                                      tr.type_of(tr.to_ir(whole, node), node), fn, loc)
+                pieces.append(whole)
+            fitted = tr.fit_domain_scans(pieces, node,
+                                         [{i.name: i for i in d} for _, d in parts])
+            expr = tr.to_ir(fitted[part], node)
+        else:
+            expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
+        t = strip_masks(tr.type_of(expr, node))
+        if order is not None:
+            t = _with_declared_dims(t, order, params, ctx.result_dims)
+        if t.is_scalar:
+            raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
+                                "function called directly returns a tensor (pass at least one "
+                                "array)", loc)
+        if report is not None:
+            report["dropped"] = dict(ctx.dropped)
+        if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
+            # the array returned has the declared return type's dimension order
+            # (``Field[[Cell, K], float]``), whichever order the value's type has
+            t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
+        out = ir.Param(result_name, t, loc=loc)
+        body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
+        return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body,
+                          loc=loc, constraints=tuple(dict.fromkeys(ctx.constraints)))
+    return with_open_margins(translate)

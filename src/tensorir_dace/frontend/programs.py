@@ -24,7 +24,7 @@ from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .assignments import AssignmentTranslator
 from .builtin_calls import GAP_CHECK, either_side
-from .context import ProgramContext
+from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .runtime_bounds import interval
@@ -518,15 +518,22 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     src = source_info(fn)
     if not isinstance(src.node, ast.FunctionDef):
         raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
-    ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
-    ctx.rank_generic = rank_generic
-    ctx.rename(names)
-    tr = ProgramTranslator(ctx, src, size_of, static)
-    body = tr.statements(list(src.node.body))
-    if report is not None:
-        report["dropped"] = dict(ctx.dropped)
-    return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
-                      loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))
+    stmts = list(src.node.body)
+
+    def translate(margins: dict[str, int], made: list[ProgramContext]) -> ir.Program:
+        ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
+        made.append(ctx)
+        ctx.open_margin = margins
+        ctx.rank_generic = rank_generic
+        ctx.rename(names)
+        tr = ProgramTranslator(ctx, src, size_of, static)
+        body = tr.statements(stmts)
+        if report is not None:
+            report["dropped"] = dict(ctx.dropped)
+        return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
+                          loc=src.loc(src.node),
+                          constraints=tuple(dict.fromkeys(ctx.constraints)))
+    return with_open_margins(translate)
 
 
 def _target_intervals(target: ir.Expr) -> tuple:
