@@ -219,3 +219,15 @@ def test_intersected_domains_stay_refused(backend):
     with pytest.raises(TensorIRError, match="defined on K"):
         bounded_piece_beyond(s, x, out=o, offset_provider=OFFSETS, **kw)
     assert (o == 0).all()
+
+
+@pytest.mark.parametrize("case", [0, 2, 3])
+def test_shifted_pieces_returned_over_the_inputs_levels(case):
+    # called without out=: the value is returned over the inputs' levels (a
+    # constant piece reaches beyond them, but nothing gives it an end there)
+    s, m, x = arguments(20 + case)
+    fn, names = DIRECT[case]
+    given = {"s": s, "m": m, "x": x}
+    got = fn(*(given[c] for c in names), offset_provider=OFFSETS)
+    assert np.shape(got) == (NC, NK)
+    np.testing.assert_allclose(got, expected(s, m, x, 2)[case], rtol=1e-12)
