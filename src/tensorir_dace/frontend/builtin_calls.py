@@ -347,7 +347,7 @@ class BuiltinTranslator(ExpressionTranslator):
             ta = self.type_of(xa, node)
             da = ta.dim(D)
             if da is not None:
-                self.ctx.open_dims.add(D)
+                self.ctx.made_open(D)
         if da is None and db is None and D in self.ctx.result_dims:
             # ... or, in a direct call, the declared result's, which out= gives
             whole = self.ctx.result_dims[D]
@@ -382,7 +382,7 @@ class BuiltinTranslator(ExpressionTranslator):
                     p_lo, p_hi = _max(seg_lo, s0), _min(seg_hi, s1)
                     if dom is None and sympy.oo in (-seg_lo, seg_hi):
                         # defined without end there (see ProgramContext.open_margin)
-                        self.ctx.open_dims.add(D)
+                        self.ctx.made_open(D)
                         p_lo = p_lo - margin if seg_lo == -sympy.oo else p_lo
                         p_hi = p_hi + margin if seg_hi == sympy.oo else p_hi
                     if not _is_empty(p_lo, p_hi):

@@ -62,6 +62,7 @@ class ProgramTranslator(AssignmentTranslator):
         method = handler(PROGRAM_STATEMENTS, self, s)
         if method is None:
             raise self.unsupported(s)
+        self.ctx.close_open()       # (values of other statements are not shifted here)
         return method(s)
 
     def p_Assign(self, s: ast.Assign) -> list[ir.Stmt]:

@@ -156,7 +156,7 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     margin = tr.ctx.open_margin.get(D, 0)
     low, high = (bool(pieces) and doms[pieces[k][2]] is None for k in (0, -1))
     if low or high:
-        tr.ctx.open_dims.add(D)
+        tr.ctx.made_open(D)
     if margin and low:
         pieces[0] = (pieces[0][0] - margin,) + pieces[0][1:]
         w_lo -= margin
