@@ -458,7 +458,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                    parts: Sequence[tuple[tuple[int, ...], Sequence[ir.DimInterval]]] = (),
                    part: int = 0, gap_below_stop: bool = False,
                    target: dict[str, tuple[Any, Any]] | None = None,
-                   extent: dict[str, tuple[Any, Any]] | None = None) -> ir.Program:
+                   extent: dict[str, tuple[Any, Any]] | None = None,
+                   open_margin: dict[str, int] | None = None,
+                   made: list[ProgramContext] | None = None) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
@@ -474,79 +476,81 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     the intervals of the target written without ``domain=`` ({dimension:
     (start, stop)} over size symbols), as an ``out=`` target's are in a program;
     ``extent``: the whole intervals of an ``out=`` longer than the inputs under a
-    ``domain=`` (without it, ``target``'s)."""
+    ``domain=`` (without it, ``target``'s).  ``open_margin`` and ``made``: see
+    :func:`~.context.with_open_margins`, which translates the call without them."""
+    if made is None:
+        return with_open_margins(lambda margins, made: translate_call(
+            fn, params, table_dims, result_name, static=static, rank_generic=rank_generic,
+            report=report, domain=domain, names=names, parts=parts, part=part,
+            gap_below_stop=gap_below_stop, target=target, extent=extent,
+            open_margin=margins, made=made))
     if parts:
         domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)
     node = src.node
     loc = src.loc(node)
-
-    def translate(margins: dict[str, int], made: list[ProgramContext]) -> ir.Program:
-        ctx = ProgramContext(src.name, params, loc, table_dims)
-        made.append(ctx)
-        ctx.open_margin = margins
-        ctx.rank_generic = rank_generic
-        ctx.domain = {i.name: i for i in domain}
-        if not domain and target:
-            # a whole out= target, as in a program body: a scan in a concat_where
-            # piece runs over the piece's part of it
-            ctx.domain = {n: ir.DimInterval(n, lo, hi, loc=loc)
-                          for n, (lo, hi) in target.items()}
-        # the domain is the target's range, as an out= target's is in a program: a
-        # runtime concat_where's pieces are clamped to it and checked at call time
-        ctx.target = _runtime_target(domain, params) if domain else target
-        ctx.extent = dict(extent or target or {})
-        ctx.gap_below_stop = gap_below_stop
-        ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
-        order = _declared_result_order(fn, parts[part][0] if parts else ())
-        ctx.result_dims = _result_only_dims(order, params)
-        ctx.checker.dim_names |= set(ctx.result_dims)     # the result's, as a parameter's
-        ctx.used |= set(ctx.result_dims)
-        for d in ctx.result_dims.values():
-            for sym in sympy.sympify(d.stop).free_symbols:
-                ctx.scope.bindings[sym.name] = Binding(sym.name, "size", ir.TensorType(ir.INT64))
-                ctx.used.add(sym.name)
-        ctx.rename(names)
-        ctx.used.add(result_name)
-        tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
-        own = set(inspect.signature(fn).parameters)     # not the declared connectivities
-        kwargs: dict[str, Any] = {ctx.python_name(p): ir.Sym(p.name, loc=p.loc) for p in params
-                                  if ctx.python_name(p) in own}
-        kwargs.update(static or {})
-        value = tr.inline(fn, [], kwargs, node, src.name)
-        if not contains_ir(value):
-            raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
-                                "not a tensor", loc)
-        if parts:
-            pieces = []
-            for path, _ in parts:
-                whole = value
-                for k in path:          # the part of the value this output takes
-                    whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                        else _part_of(tr.to_ir(whole, node), k,
-                                      tr.type_of(tr.to_ir(whole, node), node), fn, loc)
-                pieces.append(whole)
-            fitted = tr.fit_domain_scans(pieces, node,
-                                         [{i.name: i for i in d} for _, d in parts])
-            expr = tr.to_ir(fitted[part], node)
-        else:
-            expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
-        expr = _within_hull(expr, strip_masks(tr.type_of(expr, node)), ctx, loc)
-        t = strip_masks(tr.type_of(expr, node))
-        if order is not None:
-            t = _with_declared_dims(t, order, params, ctx.result_dims)
-        if t.is_scalar:
-            raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
-                                "function called directly returns a tensor (pass at least one "
-                                "array)", loc)
-        if report is not None:
-            report["dropped"] = dict(ctx.dropped)
-        if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
-            # the array returned has the declared return type's dimension order
-            # (``Field[[Cell, K], float]``), whichever order the value's type has
-            t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
-        out = ir.Param(result_name, t, loc=loc)
-        body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
-        return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body,
-                          loc=loc, constraints=tuple(dict.fromkeys(ctx.constraints)))
-    return with_open_margins(translate)
+    ctx = ProgramContext(src.name, params, loc, table_dims)
+    made.append(ctx)
+    ctx.open_margin = open_margin or {}
+    ctx.rank_generic = rank_generic
+    ctx.domain = {i.name: i for i in domain}
+    if not domain and target:
+        # a whole out= target, as in a program body: a scan in a concat_where
+        # piece runs over the piece's part of it
+        ctx.domain = {n: ir.DimInterval(n, lo, hi, loc=loc) for n, (lo, hi) in target.items()}
+    # the domain is the target's range, as an out= target's is in a program: a
+    # runtime concat_where's pieces are clamped to it and checked at call time
+    ctx.target = _runtime_target(domain, params) if domain else target
+    ctx.extent = dict(extent or target or {})
+    ctx.gap_below_stop = gap_below_stop
+    ctx.part_domains = [{i.name: i for i in d} for _, d in parts]
+    order = _declared_result_order(fn, parts[part][0] if parts else ())
+    ctx.result_dims = _result_only_dims(order, params)
+    ctx.checker.dim_names |= set(ctx.result_dims)     # the result's, as a parameter's
+    ctx.used |= set(ctx.result_dims)
+    for d in ctx.result_dims.values():
+        for sym in sympy.sympify(d.stop).free_symbols:
+            ctx.scope.bindings[sym.name] = Binding(sym.name, "size", ir.TensorType(ir.INT64))
+            ctx.used.add(sym.name)
+    ctx.rename(names)
+    ctx.used.add(result_name)
+    tr = FunctionTranslator(ctx, src, {}, ctx.scope, None)
+    own = set(inspect.signature(fn).parameters)     # not the declared connectivities
+    kwargs: dict[str, Any] = {ctx.python_name(p): ir.Sym(p.name, loc=p.loc) for p in params
+                              if ctx.python_name(p) in own}
+    kwargs.update(static or {})
+    value = tr.inline(fn, [], kwargs, node, src.name)
+    if not contains_ir(value):
+        raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
+                            "not a tensor", loc)
+    if parts:
+        pieces = []
+        for path, _ in parts:
+            whole = value
+            for k in path:          # the part of the value this output takes
+                whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                    else _part_of(tr.to_ir(whole, node), k, tr.type_of(tr.to_ir(whole, node),
+                                                                     node), fn, loc)
+            pieces.append(whole)
+        fitted = tr.fit_domain_scans(pieces, node, [{i.name: i for i in d} for _, d in parts])
+        expr = tr.to_ir(fitted[part], node)
+    else:
+        expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
+    expr = _within_hull(expr, strip_masks(tr.type_of(expr, node)), ctx, loc)
+    t = strip_masks(tr.type_of(expr, node))
+    if order is not None:
+        t = _with_declared_dims(t, order, params, ctx.result_dims)
+    if t.is_scalar:
+        raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
+                            "function called directly returns a tensor (pass at least one "
+                            "array)", loc)
+    if report is not None:
+        report["dropped"] = dict(ctx.dropped)
+    if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
+        # the array returned has the declared return type's dimension order
+        # (``Field[[Cell, K], float]``), whichever order the value's type has
+        t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
+    out = ir.Param(result_name, t, loc=loc)
+    body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
+    return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc,
+                      constraints=tuple(dict.fromkeys(ctx.constraints)))

@@ -507,34 +507,37 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
                       table_dims: dict[str, NeighborDimension], *,
                       static: dict[str, Any] | None = None, rank_generic: bool = False,
                       report: dict[str, Any] | None = None,
-                      names: dict[str, str] | None = None) -> ir.Program:
+                      names: dict[str, str] | None = None,
+                      open_margin: dict[str, int] | None = None,
+                      made: list[ProgramContext] | None = None) -> ir.Program:
     """The (unchecked) Tensor IR program of a ``@program`` function.
 
     ``static`` binds parameters to Python values (static arguments); ``names``
     gives the Python names of parameters named otherwise in the IR ({Python
     name: IR name});
     ``rank_generic`` makes shifts along dimensions that no parameter has no-ops
-    (their names and places go to ``report["dropped"]``).
+    (their names and places go to ``report["dropped"]``). ``open_margin`` and
+    ``made``: see :func:`~.context.with_open_margins`, which translates the
+    program without them.
     """
+    if made is None:
+        return with_open_margins(lambda margins, made: translate_program(
+            fn, params, size_of, table_dims, static=static, rank_generic=rank_generic,
+            report=report, names=names, open_margin=margins, made=made))
     src = source_info(fn)
     if not isinstance(src.node, ast.FunctionDef):
         raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
-    stmts = list(src.node.body)
-
-    def translate(margins: dict[str, int], made: list[ProgramContext]) -> ir.Program:
-        ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
-        made.append(ctx)
-        ctx.open_margin = margins
-        ctx.rank_generic = rank_generic
-        ctx.rename(names)
-        tr = ProgramTranslator(ctx, src, size_of, static)
-        body = tr.statements(stmts)
-        if report is not None:
-            report["dropped"] = dict(ctx.dropped)
-        return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
-                          loc=src.loc(src.node),
-                          constraints=tuple(dict.fromkeys(ctx.constraints)))
-    return with_open_margins(translate)
+    ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
+    made.append(ctx)
+    ctx.open_margin = open_margin or {}
+    ctx.rank_generic = rank_generic
+    ctx.rename(names)
+    tr = ProgramTranslator(ctx, src, size_of, static)
+    body = tr.statements(list(src.node.body))
+    if report is not None:
+        report["dropped"] = dict(ctx.dropped)
+    return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
+                      loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))
 
 
 def _target_intervals(target: ir.Expr) -> tuple:
