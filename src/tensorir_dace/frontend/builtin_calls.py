@@ -237,6 +237,8 @@ class BuiltinTranslator(ExpressionTranslator):
                     continue
                 if a.offset != 0:
                     items += [ir.Sym(a.dim.name, loc=aloc), ir.Literal(a.offset, loc=aloc)]
+                    reach = self.ctx.reach
+                    reach[a.dim.name] = reach.get(a.dim.name, 0) + abs(a.offset)
             elif isinstance(a, Dimension):
                 raise self.error(a_node, f"x({a.name}) needs an offset: x({a.name} + 1) or "
                                          f"x({a.name} - 1)")
@@ -287,10 +289,11 @@ class BuiltinTranslator(ExpressionTranslator):
                            (table, ir.Literal(k, loc=aloc)), loc=loc)
         return ir.Call(head, (x,), loc=loc)
 
-    def with_dim(self, x: ir.Expr, D: str, node: ast.AST) -> ir.Expr:
+    def with_dim(self, x: ir.Expr, D: str, node: ast.AST, margin: int = 0) -> ir.Expr:
         """``x``, given dimension ``D`` where it has not got it (a value
         broadcast along ``D``, GT4Py's ``broadcast(s, (Cell,))``): over the hull
-        of the parameters' static intervals of ``D``; unchanged if they have none."""
+        of the parameters' static intervals of ``D``, widened by ``margin`` at
+        both ends; unchanged if they have none."""
         if D in self.type_of(x, node).dim_names:
             return x
         wide = [d for d in self.ctx.dim_intervals(D)
@@ -301,6 +304,7 @@ class BuiltinTranslator(ExpressionTranslator):
         lo, hi = self.ctx.decide(
             lambda: functools.reduce(lambda p, d: (iv.smin(p[0], d.start), iv.smax(p[1], d.stop)),
                                      wide[1:], (wide[0].start, wide[0].stop)), loc, "broadcast")
+        lo, hi = lo - margin, hi + margin
         return ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), self.bound_ir(lo, node),
                                                     self.bound_ir(hi, node), x), loc=loc)
 
@@ -343,10 +347,13 @@ class BuiltinTranslator(ExpressionTranslator):
             # a runtime condition, or a branch from one (a compound condition)
             target = self.ctx.target.get(D) if self.ctx.target else None
             return runtime_concat_where(self, mask, xa, xb, node, target)
+        margin = self.ctx.open_margin.get(D, 0)
         if da is None and db is None:     # two broadcast values: the parameters' D
-            xa = self.with_dim(xa, D, node)
+            xa = self.with_dim(xa, D, node, margin)
             ta = self.type_of(xa, node)
             da = ta.dim(D)
+            if da is not None:
+                self.ctx.made_open(D)
         if da is None and db is None and D in self.ctx.result_dims:
             # ... or, in a direct call, the declared result's, which out= gives
             whole = self.ctx.result_dims[D]
@@ -379,6 +386,11 @@ class BuiltinTranslator(ExpressionTranslator):
                 s0, s1 = (dom.start, dom.stop) if dom is not None else (lo, hi)
                 for seg_lo, seg_hi in segs:
                     p_lo, p_hi = _max(seg_lo, s0), _min(seg_hi, s1)
+                    if dom is None and sympy.oo in (-seg_lo, seg_hi):
+                        # defined without end there (see ProgramContext.open_margin)
+                        self.ctx.made_open(D)
+                        p_lo = p_lo - margin if seg_lo == -sympy.oo else p_lo
+                        p_hi = p_hi + margin if seg_hi == sympy.oo else p_hi
                     if not _is_empty(p_lo, p_hi):
                         pieces.append((p_lo, p_hi, x, dom, which))
             _sort_pieces(pieces)

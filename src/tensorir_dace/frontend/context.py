@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -67,6 +67,19 @@ class ProgramContext:
         # over a size symbol of its own that ``out=`` gives: a concat_where along
         # one of them with neither branch over it is defined over the whole of it
         self.result_dims: dict[str, ir.Dim] = {}
+        # a concat_where piece of a branch without its dimension at an open end of
+        # the condition (``concat_where(K < 1, a, broadcast(s, (Cell, K)))`` above
+        # level 0) is defined without end there, as in GT4Py: it reaches past the
+        # hull of the dimension's intervals by ``open_margin`` (per dimension), at
+        # least the sum of the Cartesian offsets along it translated after the
+        # first such piece in its statement (``reach``, and ``open_dims``: its
+        # value then, per dimension along which such pieces were made in the
+        # statement; ``open_needed``: that sum, the most over the statements),
+        # so that no chain of shifts of the value draws its end inside a target
+        self.open_margin: dict[str, int] = {}
+        self.reach: dict[str, int] = {}
+        self.open_dims: dict[str, int] = {}
+        self.open_needed: dict[str, int] = {}
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()
@@ -88,6 +101,18 @@ class ProgramContext:
         # parameter has is a no-op (dropped here, remembered for the log)
         self.rank_generic = False
         self.dropped: dict[str, SourceLoc] = {}
+
+    def made_open(self, name: str) -> None:
+        """Note a ``concat_where`` piece without end along dimension ``name``."""
+        self.open_dims.setdefault(name, self.reach.get(name, 0))
+
+    def close_open(self) -> None:
+        """End a statement for :meth:`made_open`: the offsets translated since
+        its first piece without end along each dimension go to ``open_needed``."""
+        for name, at in self.open_dims.items():
+            self.open_needed[name] = max(self.open_needed.get(name, 0),
+                                         self.reach.get(name, 0) - at)
+        self.open_dims.clear()
 
     def rename(self, names: dict[str, str] | None) -> None:
         """Parameters named in the IR otherwise than in Python ({Python name: IR
@@ -156,3 +181,34 @@ class ProgramContext:
         except iv.Undecidable as e:
             raise FrontendError(f"{what}: cannot decide whether {e.a} <= {e.b} for all "
                                 "sizes", loc) from None
+
+
+def with_open_margins(translate: Callable[[dict[str, int], list[ProgramContext]], Any]
+                      ) -> Any:
+    """``translate(margins, made)`` (a translation that sets ``open_margin =
+    margins`` on its context and appends that context to ``made``), done once
+    more where it made ``concat_where`` pieces without end along a dimension
+    that it then shifts along in the same statement (or failed having made
+    them): each such piece then reaches past the hull by the sum of the
+    offsets along its dimension translated after the first such piece of a
+    statement (the most over the statements), as GT4Py's broadcast has an
+    unbounded domain that no shift draws inside a target."""
+    margins: dict[str, int] = {}
+    for _ in range(4):
+        made: list[ProgramContext] = []
+        try:
+            result = translate(margins, made)
+            failure = None
+        except (FrontendError, TypeCheckError) as err:
+            if not made:
+                raise
+            result, failure = None, err
+        ctx = made[-1]
+        ctx.close_open()
+        wanted = {d: n for d, n in ctx.open_needed.items() if n > margins.get(d, 0)}
+        if not wanted:
+            break
+        margins = {**margins, **wanted}
+    if failure is not None:
+        raise failure
+    return result

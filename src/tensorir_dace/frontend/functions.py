@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import typing
 from collections.abc import Collection, Sequence
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 import sympy
 
+from .. import intervals as iv
 from .. import ir
 from ..errors import ArgumentError, FrontendError
 from ..typing.scope import Binding, Scope
@@ -32,7 +34,7 @@ from . import api
 from .annotations import annotation_spec, evaluated_annotation, generic_spec, tuple_element
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
-from .context import ProgramContext
+from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
 from .meshes import is_namedtuple_class, named_value, typed_literal
@@ -386,6 +388,31 @@ def _with_declared_dims(t: ir.TensorType, order: tuple[str, ...],
     return ir.TensorType(t.dtype, tuple(dims))
 
 
+def _within_hull(expr: ir.Expr, t: ir.TensorType, ctx: ProgramContext, loc: Any
+                 ) -> ir.Expr:
+    """``expr`` (of type ``t``) cut, along each dimension whose ``concat_where``
+    pieces reach past the hull (``ctx.open_margin``), to the hull of the static
+    intervals of the parameters and of ``out=`` there: a value constant along
+    it beyond the inputs is returned over their levels, not over the margin."""
+    for D in ctx.open_margin:
+        d = t.dim(D)
+        known = [(x.start, x.stop) for x in ctx.dim_intervals(D)] + \
+            ([ctx.extent[D]] if D in ctx.extent else [])
+        known = [b for b in known if not any(ir.has_runtime(x) for x in b)]
+        if d is None or not known or any(ir.has_runtime(x) for x in (d.start, d.stop)):
+            continue
+        try:
+            lo = functools.reduce(iv.smin, [b[0] for b in known])
+            hi = functools.reduce(iv.smax, [b[1] for b in known])
+            start, stop = iv.smax(d.start, lo), iv.smin(d.stop, hi)
+        except iv.Undecidable:
+            continue
+        if (start, stop) != (d.start, d.stop) and iv.maybe_le(stop, start) is not True:
+            expr = ir.Call(ir.Sym("subset", loc=loc),
+                           (expr, ir.DimInterval(D, start, stop, loc=loc)), loc=loc)
+    return expr
+
+
 def _runtime_target(domain: Sequence[ir.DimInterval], params: Sequence[ir.Param]
                     ) -> dict[str, tuple[Any, Any]]:
     """``domain``'s bounds with its scalar parameters as runtime symbols."""
@@ -431,7 +458,9 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
                    parts: Sequence[tuple[tuple[int, ...], Sequence[ir.DimInterval]]] = (),
                    part: int = 0, gap_below_stop: bool = False,
                    target: dict[str, tuple[Any, Any]] | None = None,
-                   extent: dict[str, tuple[Any, Any]] | None = None) -> ir.Program:
+                   extent: dict[str, tuple[Any, Any]] | None = None,
+                   open_margin: dict[str, int] | None = None,
+                   made: list[ProgramContext] | None = None) -> ir.Program:
     """The (unchecked) program ``result ← fn(params…)`` of a ``@function`` called
     directly with arrays: the parameters are the function's (those not given are
     left to their defaults; ``static`` ones are Python values), plus
@@ -447,13 +476,22 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     the intervals of the target written without ``domain=`` ({dimension:
     (start, stop)} over size symbols), as an ``out=`` target's are in a program;
     ``extent``: the whole intervals of an ``out=`` longer than the inputs under a
-    ``domain=`` (without it, ``target``'s)."""
+    ``domain=`` (without it, ``target``'s).  ``open_margin`` and ``made``: see
+    :func:`~.context.with_open_margins`, which translates the call without them."""
+    if made is None:
+        return with_open_margins(lambda margins, made: translate_call(
+            fn, params, table_dims, result_name, static=static, rank_generic=rank_generic,
+            report=report, domain=domain, names=names, parts=parts, part=part,
+            gap_below_stop=gap_below_stop, target=target, extent=extent,
+            open_margin=margins, made=made))
     if parts:
         domain = _union_intervals([list(d) for _, d in parts])
     src = source_info(fn)
     node = src.node
     loc = src.loc(node)
     ctx = ProgramContext(src.name, params, loc, table_dims)
+    made.append(ctx)
+    ctx.open_margin = open_margin or {}
     ctx.rank_generic = rank_generic
     ctx.domain = {i.name: i for i in domain}
     if not domain and target:
@@ -498,6 +536,7 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
         expr = tr.to_ir(fitted[part], node)
     else:
         expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
+    expr = _within_hull(expr, strip_masks(tr.type_of(expr, node)), ctx, loc)
     t = strip_masks(tr.type_of(expr, node))
     if order is not None:
         t = _with_declared_dims(t, order, params, ctx.result_dims)

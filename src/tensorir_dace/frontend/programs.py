@@ -24,7 +24,7 @@ from ..typing.scope import Binding
 from .annotations import annotation_spec
 from .assignments import AssignmentTranslator
 from .builtin_calls import GAP_CHECK, either_side
-from .context import ProgramContext
+from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .nodes import PROGRAM_STATEMENTS, handler
 from .runtime_bounds import interval
@@ -62,6 +62,7 @@ class ProgramTranslator(AssignmentTranslator):
         method = handler(PROGRAM_STATEMENTS, self, s)
         if method is None:
             raise self.unsupported(s)
+        self.ctx.close_open()       # (values of other statements are not shifted here)
         return method(s)
 
     def p_Assign(self, s: ast.Assign) -> list[ir.Stmt]:
@@ -506,19 +507,29 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
                       table_dims: dict[str, NeighborDimension], *,
                       static: dict[str, Any] | None = None, rank_generic: bool = False,
                       report: dict[str, Any] | None = None,
-                      names: dict[str, str] | None = None) -> ir.Program:
+                      names: dict[str, str] | None = None,
+                      open_margin: dict[str, int] | None = None,
+                      made: list[ProgramContext] | None = None) -> ir.Program:
     """The (unchecked) Tensor IR program of a ``@program`` function.
 
     ``static`` binds parameters to Python values (static arguments); ``names``
     gives the Python names of parameters named otherwise in the IR ({Python
     name: IR name});
     ``rank_generic`` makes shifts along dimensions that no parameter has no-ops
-    (their names and places go to ``report["dropped"]``).
+    (their names and places go to ``report["dropped"]``). ``open_margin`` and
+    ``made``: see :func:`~.context.with_open_margins`, which translates the
+    program without them.
     """
+    if made is None:
+        return with_open_margins(lambda margins, made: translate_program(
+            fn, params, size_of, table_dims, static=static, rank_generic=rank_generic,
+            report=report, names=names, open_margin=margins, made=made))
     src = source_info(fn)
     if not isinstance(src.node, ast.FunctionDef):
         raise FrontendError("a @program is written with def, not lambda", src.loc(src.node))
     ctx = ProgramContext(src.name, params, src.loc(src.node), table_dims)
+    made.append(ctx)
+    ctx.open_margin = open_margin or {}
     ctx.rank_generic = rank_generic
     ctx.rename(names)
     tr = ProgramTranslator(ctx, src, size_of, static)

@@ -150,8 +150,21 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     w_lo, w_hi = (lo, hi) if not wide else tr.ctx.decide(
         lambda: (functools.reduce(iv.smin, starts), functools.reduce(iv.smax, stops)),
         loc, "concat_where")
+    pieces = runtime_pieces(mask.segments, lo, hi)
+    # a branch without D chosen at an end of the condition is defined without end
+    # there (see ProgramContext.open_margin)
+    margin = tr.ctx.open_margin.get(D, 0)
+    low, high = (bool(pieces) and doms[pieces[k][2]] is None for k in (0, -1))
+    if low or high:
+        tr.ctx.made_open(D)
+    if margin and low:
+        pieces[0] = (pieces[0][0] - margin,) + pieces[0][1:]
+        w_lo -= margin
+    if margin and high:
+        pieces[-1] = (pieces[-1][0], pieces[-1][1] + margin, pieces[-1][2])
+        w_hi += margin
     exprs = []
-    for p_lo, p_hi, which in runtime_pieces(mask.segments, lo, hi):
+    for p_lo, p_hi, which in pieces:
         x = xs[which]
         if doms[which] is None:      # defined everywhere along D
             x = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc), tr.bound_ir(w_lo, node),
