@@ -356,3 +356,76 @@ def test_a_runtime_branch_at_the_end_of_out_without_domain(backend, fields):
     with pytest.raises(TensorIRError, match="nlev"):    # level 5 is then in neither piece
         _forward_difference_one_sided_at_the_bottom(a, 5, out=np.zeros((4, 6)),
                                                     backend=backend)
+
+
+# A gap in a tuple element that the caller drops: GT4Py never computes that
+# element, so the domain's start needs no check; the element a caller uses
+# keeps its check.
+@field_operator
+def doubled_and_gapped(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                       ) -> tuple[Field[[Cell, K], float], Field[[Cell, K], float]]:
+    return 2.0 * a, concat_where(K > 0, b(K - 2), b)
+
+
+@field_operator
+def first_of_pair(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                  ) -> Field[[Cell, K], float]:
+    return doubled_and_gapped(a, b)[0]
+
+
+@field_operator
+def second_of_pair(a: Field[[Cell, K], float], b: Field[[Cell, K], float]
+                   ) -> Field[[Cell, K], float]:
+    return doubled_and_gapped(a, b)[1]
+
+
+@program
+def first_from(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+               o: Field[[Cell, K], float], kstart: int32, nlev: int32):
+    first_of_pair(a, b, out=o, domain={Cell: (0, 4), K: (kstart, nlev)})
+
+
+@program
+def second_from(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                o: Field[[Cell, K], float], kstart: int32, nlev: int32):
+    second_of_pair(a, b, out=o, domain={Cell: (0, 4), K: (kstart, nlev)})
+
+
+@pytest.fixture(scope="module")
+def direct_pairs():
+    return {"first": field_operator(first_of_pair.fn), "second": field_operator(second_of_pair.fn)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart", [0, 1, 2])
+def test_a_gap_in_a_dropped_tuple_element_needs_no_check(backend, kstart, fields, direct_pairs):
+    a, b = fields
+    want = np.zeros((4, 6))
+    want[:, kstart:] = 2.0 * a[:, kstart:]
+    o = np.zeros((4, 6))
+    first_from(a, b, o, kstart, 6, backend=backend)
+    np.testing.assert_allclose(o, want)
+    o = np.zeros((4, 6))
+    direct_pairs["first"](a, b, out=o, domain={Cell: (0, 4), K: (np.int32(kstart), 6)},
+                          backend=backend)
+    np.testing.assert_allclose(o, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kstart", [0, 1, 2])
+def test_a_gap_in_the_tuple_element_used_keeps_its_check(backend, kstart, fields, direct_pairs):
+    a, b = fields
+    o = np.zeros((4, 6))
+    if kstart < 2:
+        with pytest.raises(TensorIRError, match=rf"(?s)kstart = {kstart}.*gap K\[1:2\]"):
+            second_from(a, b, o, kstart, 6, backend=backend)
+        with pytest.raises(TensorIRError, match=rf"(?s)K_start = {kstart}.*gap K\[1:2\]"):
+            direct_pairs["second"](a, b, out=o, domain={Cell: (0, 4), K: (kstart, 6)},
+                                   backend=backend)
+        np.testing.assert_array_equal(o, 0.0)
+        return
+    second_from(a, b, o, kstart, 6, backend=backend)
+    np.testing.assert_allclose(o, gap_below_formula(b, b, kstart, 6))
+    o = np.zeros((4, 6))
+    direct_pairs["second"](a, b, out=o, domain={Cell: (0, 4), K: (kstart, 6)}, backend=backend)
+    np.testing.assert_allclose(o, gap_below_formula(b, b, kstart, 6))

@@ -397,8 +397,10 @@ class BuiltinTranslator(ExpressionTranslator):
             return pieces
 
         pieces = self.ctx.decide(go, loc, what)
+        n_checks = len(self.ctx.constraints)
         if D in self.ctx.domain:
             pieces = self.pieces_in_domain(pieces, D, loc)
+        gap_checks = self.ctx.constraints[n_checks:]
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
@@ -421,7 +423,13 @@ class BuiltinTranslator(ExpressionTranslator):
             else:
                 exprs.append(ir.Call(ir.Sym("subset", loc=loc),
                                      (x, ir.DimInterval(D, p_lo, p_hi, loc=loc)), loc=loc))
+        for check in gap_checks:     # made only where this value is used
+            self.ctx.gap_checks[check] = loc
         if len(exprs) == 1:
+            if gap_checks and exprs[0] is pieces[0][2]:
+                # (a node from here, which tells that the value is used)
+                return ir.Call(ir.Sym("subset", loc=loc), (exprs[0], ir.DimInterval(
+                    D, pieces[0][0], pieces[0][1], loc=loc)), loc=loc)
             return exprs[0]
         out = ir.Call(ir.Sym("concat", loc=loc), (ir.Sym(D, loc=loc),) + tuple(exprs), loc=loc)
         if D in self.ctx.domain:     # pieces outside the domain may be left out

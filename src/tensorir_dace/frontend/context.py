@@ -80,6 +80,10 @@ class ProgramContext:
         self.reach: dict[str, int] = {}
         self.open_dims: dict[str, int] = {}
         self.open_needed: dict[str, int] = {}
+        # the call-time checks that a domain lies beside a concat_where gap, by
+        # the place of that concat_where: a check whose concat_where the program
+        # no longer holds (a tuple element that the caller drops) is not made
+        self.gap_checks: dict[ir.SizeConstraint, SourceLoc | None] = {}
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()
@@ -113,6 +117,19 @@ class ProgramContext:
             self.open_needed[name] = max(self.open_needed.get(name, 0),
                                          self.reach.get(name, 0) - at)
         self.open_dims.clear()
+
+    def derived(self, old: ir.SizeConstraint, new: ir.SizeConstraint) -> ir.SizeConstraint:
+        """``new``, a check made from ``old``: a gap check of the same place."""
+        if old in self.gap_checks:
+            self.gap_checks[new] = self.gap_checks[old]
+        return new
+
+    def live_constraints(self, body: Sequence[ir.Node]) -> tuple[ir.SizeConstraint, ...]:
+        """The constraints the program ``body`` needs: all but the gap checks of
+        a ``concat_where`` that no node of ``body`` comes from."""
+        places = {n.loc for stmt in body for n in ir.walk(stmt) if isinstance(n, ir.Call)}
+        return tuple(c for c in dict.fromkeys(self.constraints)
+                     if c not in self.gap_checks or self.gap_checks[c] in places)
 
     def rename(self, names: dict[str, str] | None) -> None:
         """Parameters named in the IR otherwise than in Python ({Python name: IR

@@ -553,4 +553,4 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     out = ir.Param(result_name, t, loc=loc)
     body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
     return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc,
-                      constraints=tuple(dict.fromkeys(ctx.constraints)))
+                      constraints=ctx.live_constraints(body))

@@ -167,9 +167,10 @@ class ProgramTranslator(AssignmentTranslator):
                 reason=f"{checked.reason}, or the domain must lie below the gap: its "
                        f"stop at {c.upper} or below")
         self.ctx.constraints[n:] = [
-            dataclasses.replace(c, guard=c.guard + ((end, start + 1),)) if c.guard else c
-            for c in first if c is not checked] + [
-            dataclasses.replace(other_side(c), guard=c.guard + ((start, end),))
+            self.ctx.derived(c, dataclasses.replace(c, guard=c.guard + ((end, start + 1),)))
+            if c.guard else c for c in first if c is not checked] + [
+            self.ctx.derived(c, dataclasses.replace(other_side(c),
+                                                    guard=c.guard + ((start, end),)))
             if c.guard else c for c in second]
         return [ir.IfStmt(cond, tuple(above), tuple(below), loc=self.loc(s))]
 
@@ -537,7 +538,7 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
-                      loc=src.loc(src.node), constraints=tuple(dict.fromkeys(ctx.constraints)))
+                      loc=src.loc(src.node), constraints=ctx.live_constraints(body))
 
 
 def _target_intervals(target: ir.Expr) -> tuple:
