@@ -188,7 +188,7 @@ def test_laplacian_rows_are_streamed(sizes, monkeypatch):
     streaming_stores(sdfg)
     sdfg.validate()
     maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
-    assert [m.map.params for m in maps] == [["_i_I", "_i_J"]]
+    assert [m.map.params for m in maps] == [["_i_I"]]     # J and K rows end to end: one run
     code = "\n".join(tasklets(sdfg))
     assert "_tir_stream256_pd" in code and "_tir_sfence();" in code
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), sizes)
@@ -200,17 +200,61 @@ def test_laplacian_rows_are_streamed(sizes, monkeypatch):
     assert "_tir_sfence();" not in "\n".join(tasklets(off)) and counts(off) == (1, 0)
 
 
+#: The Laplacian plus a read one level up: ``inp``'s rows of levels are one
+#: longer than ``out``'s, so they do not lie end to end in both.
+LAPLACIAN_UP = """
+laplacian_up(out: tensor<float, I[0:N], J[0:M], K[0:L]>,
+             inp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L+1]>) {
+  out ← -4.0 × inp + ⟪I, -1⟫(inp) + ⟪I, 1⟫(inp) + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp) + ⟪K, 1⟫(inp)
+}
+"""
+
+
+def test_rows_that_are_not_end_to_end_stay_rows():
+    """Rows of levels are flattened with the rows of J only where they lie
+    end to end in every array: with ``inp`` one level longer, the map keeps
+    J and each row streams its own levels."""
+    prog = tir.parse(LAPLACIAN_UP)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    streaming_stores(sdfg)
+    sdfg.validate()
+    maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert [m.map.params for m in maps] == [["_i_I", "_i_J"]]
+    fn = CompiledProgram.from_sdfg(prog, sdfg)
+    for seed, sizes in enumerate([{"N": 3, "M": 2, "L": 37}, {"N": 40, "M": 64, "L": 411}]):
+        matches_interpreter(prog, fn, sizes, seed)
+
+
+def test_flattened_rows_cover_a_part_of_j_and_a_level_range():
+    """A map over part of J and a range of levels that is all of every
+    array's levels is flattened; results hold streamed and not."""
+    src = """
+part(out: tensor<float, I[0:N], J[0:M], K[0:L]>, inp: tensor<float, I[0:N], J[0:M], K[0:L]>) {
+  subset(out, J[1:M - 1]) ← 2.0 × inp + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp)
+}
+"""
+    prog = tir.parse(src)
+    sdfg = lower(tir.check(prog), fused=True).sdfg
+    streaming_stores(sdfg)
+    sdfg.validate()
+    maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert [m.map.params for m in maps] == [["_i_I"]]
+    fn = CompiledProgram.from_sdfg(prog, sdfg)
+    for seed, sizes in enumerate([{"N": 3, "M": 4, "L": 5}, {"N": 30, "M": 90, "L": 411}]):
+        matches_interpreter(prog, fn, sizes, seed)
+
+
 def test_laplacian_rows_prefetch_the_leading_input_row():
-    """One prefetch block per row, for the read furthest ahead in memory
-    (I + 1), clamped to the map's last J; results hold with one J (the clamp
-    at once), one level, and rows shorter than a cache line."""
-    prog = tir.parse(LAPLACIAN)
+    """One prefetch block per row (rows not end to end), for the read furthest
+    ahead in memory (I + 1), clamped to the map's last J; results hold with
+    one J (the clamp at once), one level, and rows shorter than a cache line."""
+    prog = tir.parse(LAPLACIAN_UP)
     sdfg = lower(tir.check(prog), fused=True).sdfg
     streaming_stores(sdfg)
     sdfg.validate()
     (code,) = [c for c in tasklets(sdfg) if "_point" in c]
     assert code.count("__builtin_prefetch(") == 1
-    assert_address(code, "_sp_inp", "L*(M + 2)*(_i_I + 2) + L*(_pf_row + 1) + _pf_lo")
+    assert_address(code, "_sp_inp", "(L + 1)*(M + 2)*(_i_I + 2) + (L + 1)*(_pf_row + 1) + _pf_lo")
     assert "std::min<long long>(_i_J + _pf_ahead, (M) - 1)" in code
     assert code.index("__builtin_prefetch(") < code.index("auto _point")
     fn = CompiledProgram.from_sdfg(prog, sdfg)

@@ -22,6 +22,21 @@ follows the map, so the streamed lines are visible before anything reads them.
 Each row first prefetches the row its leading input read reaches a few
 rows later (:mod:`.prefetch`).
 
+The buffer's block is computed by a ``#pragma omp simd`` loop calling a
+lambda that captures by value: without both, GCC 12 unrolls the block and
+assembles each vector from scalar loads (the Laplacian 256x256x80 at 20 GB/s
+against 37 GB/s with the pragma and the copies, measured in one process).
+
+Rows are short (80 levels: 640 bytes, ten lines, with a part-line at each
+end when the array is 16 bytes past a line).  Where the rows of the
+dimension before the innermost lie end to end in every array the map
+touches (the innermost range spans each array's whole dimension, and the
+point code does not use the two coordinates), the pass *flattens* them: one
+run over both dimensions per point of the map's outer dimensions, whose
+parts are long enough for the hardware prefetcher and whose only part-lines
+are at its ends (the Laplacian at 1.3-1.4x the bandwidth of per-row
+streaming).  The map keeps at least one dimension, so it stays parallel.
+
 Streaming pays only when the output does not fit in the cache (otherwise
 the next statement would read it back from memory): the generated code
 streams only when the output is at least :data:`MIN_BYTES` large, checked at
@@ -42,6 +57,7 @@ rows against 2.4-2.9 ms without, in one process, interleaved.
 from __future__ import annotations
 
 import os
+import re
 
 import dace
 from dace import symbolic
@@ -274,14 +290,24 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
     size = symbolic.symstr(entry.map.range.num_elements() * odesc.dtype.bytes, cpp_mode=True)
     lo, hi = (symbolic.symstr(x, cpp_mode=True) for x in (begin, end + 1))
     ahead = []
-    row_end = symbolic.symstr(entry.map.range.ranges[-2][1] + 1, cpp_mode=True)
-    for data, coords in prefetch.leading_reads(reads, params).items():
-        ahead += prefetch.row_prefetch(pointers[data], sdfg.arrays[data], coords, params,
-                                       row_end, lo, hi)
+    flat = _flattenable(entry, tasklet, out, odesc, reads)
+    if flat:
+        (jb, je, _), = entry.map.range.ranges[-2:-1]
+        row_subset = ", ".join(f"{jb}:{je} + 1" if str(b) == params[-2] else
+                               f"{begin}:{end} + 1" if str(b) == inner else str(b)
+                               for b, _, _ in out.data.subset.ranges)
+        hi = symbolic.symstr(begin + (je + 1 - jb) * (end + 1 - begin), cpp_mode=True)
+        prelude.insert(0, f"const long long {params[-2]} = "
+                          f"{symbolic.symstr(jb, cpp_mode=True)};")
+    else:
+        row_end = symbolic.symstr(entry.map.range.ranges[-2][1] + 1, cpp_mode=True)
+        for data, coords in prefetch.leading_reads(reads, params).items():
+            ahead += prefetch.row_prefetch(pointers[data], sdfg.arrays[data], coords, params,
+                                           row_end, lo, hi)
     body = "\n".join(prelude + [f"{ctype} {out.src_conn};", tasklet.code.as_string,
                                 f"return {out.src_conn};"])
     code = "\n".join(ahead) + f"""
-auto _point = [&](long long {inner}) -> {ctype} {{
+auto _point = [=](long long {inner}) -> {ctype} {{
 {body}
 }};
 const long long _lo = {lo}, _hi = {hi};
@@ -294,6 +320,7 @@ if ((long long)({size}) >= {MIN_BYTES}LL) {{
     constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
     for (; _k + _B <= _hi; _k += _B) {{
         {ctype} _buf[_B];
+        #pragma omp simd
         for (int _t = 0; _t < _B; ++_t) _buf[_t] = _point(_k + _t);
         for (int _t = 0; _t < _B; _t += _W) _TIR_STREAM(_st_out + (_k - _lo) + _t, _buf + _t);
     }}
@@ -305,8 +332,9 @@ for (; _k < _hi; ++_k) _st_out[_k - _lo] = _point(_k);"""
     new = state.add_tasklet(tasklet.label + "_rows", {}, {"_st_out": dace.pointer(odesc.dtype)},
                             code, language=dace.Language.CPP,
                             code_global=NONTEMPORAL + prefetch.HEADERS)
-    entry.map.params = params[:-1]
-    entry.map.range = dace.subsets.Range(entry.map.range.ranges[:-1])
+    kept = len(params) - (2 if flat else 1)
+    entry.map.params = params[:kept]
+    entry.map.range = dace.subsets.Range(entry.map.range.ranges[:kept])
     for conn, ctype_, src, memlet in inputs:
         new.add_in_connector(conn, ctype_)
         # the whole array inside the map is the whole array outside: nothing to
@@ -326,3 +354,29 @@ for (; _k < _hi; ++_k) _st_out[_k - _lo] = _point(_k);"""
     fence = state.add_tasklet("sfence", {}, {}, "_tir_sfence();", language=dace.Language.CPP,
                               code_global=NONTEMPORAL)
     state.add_nedge(out_node, fence, dace.Memlet())
+
+
+def _flattenable(entry, tasklet, out, odesc, reads) -> bool:
+    """Whether the map's last two dimensions can run as one contiguous run
+    (see the module docstring): the map keeps a dimension, the point code
+    does not name the two, and in the output and every read one step along
+    the dimension before the innermost moves as far in memory as the
+    innermost range's length of steps along the innermost."""
+    params = entry.map.params
+    if len(params) < 3 or entry.map.range.ranges[-2][2] != 1:
+        return False
+    if any(re.search(rf"\b{re.escape(p)}\b", tasklet.code.as_string) for p in params[-2:]):
+        return False
+    row, inner = (symbolic.pystr_to_symbolic(p) for p in params[-2:])
+    begin, end, _ = entry.map.range.ranges[-1]
+    length = symbolic.pystr_to_symbolic(str(end + 1 - begin))
+    accesses = [(odesc, [b for b, _, _ in out.data.subset.ranges])]
+    accesses += [(desc, coords) for _, desc, coords in reads]
+    for desc, coords in accesses:
+        flat = symbolic.pystr_to_symbolic(str(index_algebra.flat_index(desc, coords)))
+        along = index_algebra.normalised(flat.subs(inner, inner + 1) - flat)
+        across = index_algebra.normalised(flat.subs(row, row + 1) - flat)
+        if {row, inner} & (along.free_symbols | across.free_symbols) \
+                or index_algebra.normalised(across - length * along) != 0:
+            return False
+    return True
