@@ -190,6 +190,7 @@ def test_laplacian_rows_are_streamed(sizes, monkeypatch):
     maps = [n for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
     assert [m.map.params for m in maps] == [["_i_I"]]     # J and K rows end to end: one run
     code = "\n".join(tasklets(sdfg))
+    assert code.count("__builtin_prefetch(") == 1 and "_pf_at" in code   # along the run
     assert "_tir_stream256_pd" in code and "_tir_sfence();" in code
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), sizes)
     fn = tir.compile(prog)

@@ -86,5 +86,24 @@ def row_prefetch(pointer: str, desc, coords, params: list[str], row_end: str,
     ]
 
 
+def run_prefetch(pointer: str, desc, coords, params: list[str], at: str, last: str) -> list[str]:
+    """C++ lines prefetching, inside a loop along one contiguous run of
+    ``params[-1]`` (rows flattened end to end), the line that the read
+    ``pointer[coords]`` reaches :data:`AHEAD_BYTES` after the run's position
+    ``at``, clamped to the run's ``last`` position.  Empty when the read does
+    not move along the run with unit stride."""
+    inner = symbolic.pystr_to_symbolic(params[-1])
+    flat = symbolic.pystr_to_symbolic(str(flat_index(desc, coords)))
+    if index_algebra.normalised(flat.subs(inner, inner + 1) - flat) != 1:
+        return []
+    index = index_algebra.cpp(flat.subs(inner, symbolic.pystr_to_symbolic("_pf_at")))
+    ctype = desc.dtype.ctype
+    return ["{",
+            f"const long long _pf_at = std::min<long long>(({at}) + {AHEAD_BYTES}LL / "
+            f"(long long)sizeof({ctype}), {last});",
+            f"__builtin_prefetch(&{pointer}[{index}], 0, 3);",
+            "}"]
+
+
 #: Headers the prefetch code needs (``std::min``/``std::max``).
 HEADERS = "#include <algorithm>\n"

@@ -36,6 +36,8 @@ run over both dimensions per point of the map's outer dimensions, whose
 parts are long enough for the hardware prefetcher and whose only part-lines
 are at its ends (the Laplacian at 1.3-1.4x the bandwidth of per-row
 streaming).  The map keeps at least one dimension, so it stays parallel.
+Each line of the run prefetches the leading read's line
+:data:`.prefetch.AHEAD_BYTES` ahead (:func:`.prefetch.run_prefetch`).
 
 Streaming pays only when the output does not fit in the cache (otherwise
 the next statement would read it back from memory): the generated code
@@ -289,16 +291,18 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
                            for b, _, _ in out.data.subset.ranges)
     size = symbolic.symstr(entry.map.range.num_elements() * odesc.dtype.bytes, cpp_mode=True)
     lo, hi = (symbolic.symstr(x, cpp_mode=True) for x in (begin, end + 1))
-    ahead = []
+    ahead, run_ahead = [], []
     flat = _flattenable(entry, tasklet, out, odesc, reads)
     if flat:
+        for data, coords in prefetch.leading_reads(reads, params).items():
+            run_ahead += prefetch.run_prefetch(pointers[data], sdfg.arrays[data], coords,
+                                               params, "_k", "_hi - 1")
         (jb, je, _), = entry.map.range.ranges[-2:-1]
         row_subset = ", ".join(f"{jb}:{je} + 1" if str(b) == params[-2] else
                                f"{begin}:{end} + 1" if str(b) == inner else str(b)
                                for b, _, _ in out.data.subset.ranges)
         hi = symbolic.symstr(begin + (je + 1 - jb) * (end + 1 - begin), cpp_mode=True)
-        prelude.insert(0, f"const long long {params[-2]} = "
-                          f"{symbolic.symstr(jb, cpp_mode=True)};")
+        ahead.append(f"const long long {params[-2]} = {symbolic.symstr(jb, cpp_mode=True)};")
     else:
         row_end = symbolic.symstr(entry.map.range.ranges[-2][1] + 1, cpp_mode=True)
         for data, coords in prefetch.leading_reads(reads, params).items():
@@ -306,6 +310,7 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
                                            row_end, lo, hi)
     body = "\n".join(prelude + [f"{ctype} {out.src_conn};", tasklet.code.as_string,
                                 f"return {out.src_conn};"])
+    run_prefetches = "\n".join(run_ahead)
     code = "\n".join(ahead) + f"""
 auto _point = [=](long long {inner}) -> {ctype} {{
 {body}
@@ -319,6 +324,7 @@ if ((long long)({size}) >= {MIN_BYTES}LL) {{
         _st_out[_k - _lo] = _point(_k);
     constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
     for (; _k + _B <= _hi; _k += _B) {{
+{run_prefetches}
         {ctype} _buf[_B];
         #pragma omp simd
         for (int _t = 0; _t < _B; ++_t) _buf[_t] = _point(_k + _t);
