@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from dace.sdfg import nodes
 
 import tensorir_dace as tir
 from conftest import assert_same_results
@@ -235,6 +236,41 @@ def test_random_program_streamed_rows_match_interpreter(seed, monkeypatch):
     tir.interpret(prog, **ref)
     fn(**out)
     assert_same_results(out, ref, 1e-11)
+
+
+def random_program_with_levels(seed: int) -> str:
+    """``random_program`` with a level dimension ``K`` innermost in every
+    array: ``a`` and the outputs over ``K[0:L]`` (rows of levels end to end),
+    ``b`` with a level of halo on each side (rows not end to end), ``c`` with
+    ``J`` before ``I``."""
+    src = random_program(seed)
+    src = src.replace(f"tensor<float, {HALO}>", f"tensor<float, {HALO}, K[0:L]>", 1)
+    src = src.replace(f"b: tensor<float, {HALO}>", f"b: tensor<float, {HALO}, K[-1:L+1]>")
+    src = src.replace("J[-3:M+3], I[-3:N+3]>", "J[-3:M+3], I[-3:N+3], K[0:L]>")
+    src = src.replace("I[0:N], J[0:M]>", "I[0:N], J[0:M], K[0:L]>")
+    return src.replace(f"q: tensor<float, {HALO}>", f"q: tensor<float, {HALO}, K[0:L]>") \
+        .replace(f"p: tensor<float, {HALO}>", f"p: tensor<float, {HALO}, K[0:L]>")
+
+
+@pytest.mark.parametrize("seed", [5, 17])
+def test_random_program_flattened_streamed_runs_match_interpreter(seed, monkeypatch):
+    """Three-dimensional random programs, streamed with the size threshold at
+    zero: maps reading only ``a`` stream one run over J and K (flattened),
+    maps reading ``b`` or ``c`` stream per row; on sizes whose rows are not
+    whole cache lines, so runs cross rows mid-line."""
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(random_program_with_levels(seed))
+    fn = tir.compile(prog)
+    params = [len(n.map.params) for n, _ in fn.sdfg.all_nodes_recursive()
+              if isinstance(n, nodes.MapEntry)]
+    assert 1 in params                              # some map flattened to I alone
+    for sizes in ({"N": 4, "M": 7, "L": 13}, {"N": 3, "M": 5, "L": 1}):
+        args = random_arguments(prog, sizes=sizes, seed=seed)
+        ref, out = clone(args), clone(args)
+        tir.interpret(prog, **ref)
+        fn(**out)
+        assert_same_results(out, ref, 1e-11)
 
 
 # --------------------------------------------------------------------------- tensorir_dace.fuzz
