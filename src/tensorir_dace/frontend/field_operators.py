@@ -27,6 +27,7 @@ from .annotations import (
     GenericSpec,
     TensorSpec,
     annotation_spec,
+    evaluated_annotation,
     generic_spec,
     tuple_element,
 )
@@ -953,6 +954,17 @@ def _applying(op: ScanOperator) -> Callable:
     exec(compile(text, filename, "exec"), namespace)
     wrapper = namespace[name]
     wrapper.__qualname__ = op.fn.__qualname__
+    # an operand annotated with a scalar type (``nlev: int32``) takes arrays of any
+    # dimensions, and a Python number given to it takes that type, as in GT4Py
+    anns = getattr(op.fn, "__annotations__", None) or {}
+    wrapper.__annotations__ = {}
+    for n in names:
+        try:
+            spec = annotation_spec(evaluated_annotation(op.fn, anns[n])) if n in anns else None
+        except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
+            spec = None
+        if spec is not None and not spec.dims and isinstance(spec.element(), ir.ScalarType):
+            wrapper.__annotations__[n] = GenericSpec(numbers=spec.dtype)
     return wrapper
 
 
