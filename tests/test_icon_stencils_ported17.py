@@ -58,6 +58,7 @@ from tensorir_dace.frontend import (
     maximum,
     neighbor_sum,
     where,
+    with_dims,
 )
 
 T = TypeVar("T")
@@ -279,8 +280,7 @@ def _thomas_numpy(rhs, impl, inv, fac, vs, ve):
     return sol
 
 
-@pytest.mark.parametrize(("bounds", "momentum"), [((0, NLEV), True), ((2, NLEV - 1), False),
-                                                  ((1, NLEV), False)])
+@pytest.mark.parametrize(("bounds", "momentum"), [((0, NLEV), True), ((2, NLEV - 1), False)])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_calc_impl_vert_diff(backend, bounds, momentum):
     a = _diffusion_inputs()
@@ -323,6 +323,304 @@ def test_vertical_diffusion_solve_called_directly(backend):
     want = _thomas_numpy(rhs, a["implicit_diffusion_momentum"],
                          a["inverted_diffusion_momentum"], a["inversion_factor"], 0, NLEV)
     np.testing.assert_allclose(out, want, rtol=1e-12)
+
+
+# ================================================================== diffusion matrix of a type
+#
+# turbdiff's prep_impl_vert_diff: the diffusion momentum inside and at the
+# surface flux level, its implicit part (one row further for the momentum
+# type than for the scalars), the explicit rest in place, and the forward
+# elimination's reciprocal pivots by a scan reading the level below.
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), True))
+def _invert_diffusion_momentum(
+    state: tuple[wpfloat, bool],
+    discretisation_momentum: wpfloat,
+    implicit_diffusion_momentum: wpfloat,
+    implicit_diffusion_momentum_below: wpfloat,
+) -> tuple[wpfloat, bool]:
+    inverted_above, at_the_top = state
+    inversion_factor = inverted_above * implicit_diffusion_momentum
+    inverted = (
+        wpfloat("1.0") / (discretisation_momentum + implicit_diffusion_momentum_below)
+        if at_the_top
+        else wpfloat("1.0")
+        / (
+            discretisation_momentum
+            + implicit_diffusion_momentum_below
+            + implicit_diffusion_momentum * (wpfloat("1.0") - inversion_factor)
+        )
+    )
+    return inverted, False
+
+
+@gtx.field_operator
+def _compute_inverted_diffusion_momentum(
+    discretisation_momentum: fa.CellKField[wpfloat],
+    implicit_diffusion_momentum: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    inverted, _ = _invert_diffusion_momentum(
+        discretisation_momentum,
+        implicit_diffusion_momentum,
+        implicit_diffusion_momentum(Koff[1]),
+    )
+    return inverted
+
+
+@gtx.field_operator
+def _compute_diffusion_momentum(
+    diffusion_coefficient: fa.CellKField[wpfloat],
+    air_density: fa.CellKField[wpfloat],
+    diffusion_depth: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return diffusion_coefficient * air_density / diffusion_depth
+
+
+@gtx.field_operator
+def _compute_surface_diffusion_momentum(
+    air_density: fa.CellKField[wpfloat],
+    surface_transfer_velocity: fa.CellField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return air_density * broadcast(surface_transfer_velocity, (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _compute_surface_diffusion_depth(
+    diffusion_coefficient: fa.CellKField[wpfloat],
+    surface_transfer_velocity: fa.CellField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return diffusion_coefficient / broadcast(surface_transfer_velocity, (dims.CellDim, dims.KDim))
+
+
+@gtx.field_operator
+def _compute_implicit_diffusion_momentum(
+    diffusion_momentum: fa.CellKField[wpfloat],
+    implicit_weight: fa.KField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return diffusion_momentum * implicit_weight
+
+
+@gtx.field_operator
+def _subtract_implicit_diffusion_momentum(
+    diffusion_momentum: fa.CellKField[wpfloat],
+    implicit_diffusion_momentum: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return diffusion_momentum - implicit_diffusion_momentum
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def prep_impl_vert_diff(
+    diffusion_coefficient: fa.CellKField[wpfloat],
+    air_density: fa.CellKField[wpfloat],
+    surface_transfer_velocity: fa.CellField[wpfloat],
+    implicit_weight: fa.KField[wpfloat],
+    discretisation_momentum: fa.CellKField[wpfloat],
+    elimination_end: gtx.int32,
+    diffusion_momentum: fa.CellKField[wpfloat],
+    diffusion_depth: fa.CellKField[wpfloat],
+    implicit_diffusion_momentum: fa.CellKField[wpfloat],
+    inverted_diffusion_momentum: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_diffusion_momentum(
+        diffusion_coefficient=diffusion_coefficient,
+        air_density=air_density,
+        diffusion_depth=diffusion_depth,
+        out=diffusion_momentum,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_surface_diffusion_momentum(
+        air_density=air_density,
+        surface_transfer_velocity=surface_transfer_velocity,
+        out=diffusion_momentum,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_end, vertical_end + 1),
+        },
+    )
+    _compute_surface_diffusion_depth(
+        diffusion_coefficient=diffusion_coefficient,
+        surface_transfer_velocity=surface_transfer_velocity,
+        out=diffusion_depth,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_end, vertical_end + 1),
+        },
+    )
+    _compute_implicit_diffusion_momentum(
+        diffusion_momentum=diffusion_momentum,
+        implicit_weight=implicit_weight,
+        out=implicit_diffusion_momentum,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, elimination_end + 1),
+        },
+    )
+    _subtract_implicit_diffusion_momentum(
+        diffusion_momentum=diffusion_momentum,
+        implicit_diffusion_momentum=implicit_diffusion_momentum,
+        out=diffusion_momentum,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_inverted_diffusion_momentum(
+        discretisation_momentum=discretisation_momentum,
+        implicit_diffusion_momentum=implicit_diffusion_momentum,
+        out=inverted_diffusion_momentum,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start - 1, elimination_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("momentum", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prep_impl_vert_diff(backend, momentum):
+    hs, he, vs, ve = 1, NC - 1, 1, NLEV
+    ee = NLEV if momentum else NLEV - 1
+    a = dict(diffusion_coefficient=f64(NC, NH) + 0.5, air_density=f64(NC, NH) + 0.5,
+             surface_transfer_velocity=f64(NC) + 0.1, implicit_weight=f64(NH),
+             discretisation_momentum=f64(NC, NH) + 1.0)
+    base = dict(diffusion_momentum=f64(NC, NH), diffusion_depth=f64(NC, NH) + 0.5,
+                implicit_diffusion_momentum=f64(NC, NH), inverted_diffusion_momentum=f64(NC, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    prep_impl_vert_diff(**a, **got, elimination_end=ee, horizontal_start=hs, horizontal_end=he,
+                        vertical_start=vs, vertical_end=ve, offset_provider=TABLES,
+                        backend=backend)
+
+    tkv, rho, tsv = a["diffusion_coefficient"], a["air_density"], a["surface_transfer_velocity"]
+    dm, depth, impl, inv = (np.array(base[n]) for n in (
+        "diffusion_momentum", "diffusion_depth", "implicit_diffusion_momentum",
+        "inverted_diffusion_momentum"))
+    dm[:, vs:ve] = (tkv * rho / depth)[:, vs:ve]
+    dm[:, ve] = rho[:, ve] * tsv
+    depth[:, ve] = tkv[:, ve] / tsv
+    impl[:, vs:ee + 1] = (dm * a["implicit_weight"])[:, vs:ee + 1]
+    dm[:, vs:ve] -= impl[:, vs:ve]
+    disc = a["discretisation_momentum"]
+    inv[:, vs - 1] = 1.0 / (disc[:, vs - 1] + impl[:, vs])
+    for k in range(vs, ee):
+        inv[:, k] = 1.0 / (disc[:, k] + impl[:, k + 1]
+                           + impl[:, k] * (1.0 - inv[:, k - 1] * impl[:, k]))
+    want = dict(diffusion_momentum=dm, diffusion_depth=depth, implicit_diffusion_momentum=impl,
+                inverted_diffusion_momentum=inv)
+    check(got, {n: inside(v, base[n], hs, he) for n, v in want.items()}, rtol=1e-12)
+
+
+# ================================================================== vertical smoothing
+#
+# turbdiff's vert_smooth of a TKE forcing: a three-point stencil with one-sided
+# ends, chosen by nested concat_where half-spaces on a runtime nlev so that no
+# branch reads beyond the column; the top and surface rows are copied through.
+
+
+@gtx.field_operator
+def _smooth_tke_forcing_vertically(
+    tke_forcing: fa.CellKField[wpfloat],
+    discretisation_momentum: fa.CellKField[wpfloat],
+    smoothing_mask: fa.CellField[wpfloat],
+    smoothing_weight: wpfloat,
+    nlev: gtx.int32,
+) -> fa.CellKField[wpfloat]:
+    smoothing = smoothing_weight * smoothing_mask
+    remaining_at_an_end = wpfloat("1.0") - smoothing
+    remaining_inside = wpfloat("1.0") - wpfloat("2.0") * smoothing
+
+    at_the_top = (
+        remaining_at_an_end * tke_forcing
+        + smoothing
+        * tke_forcing(Koff[1])
+        * discretisation_momentum(Koff[1])
+        / discretisation_momentum
+    )
+    inside = (
+        remaining_inside * tke_forcing
+        + smoothing
+        * (
+            tke_forcing(Koff[-1]) * discretisation_momentum(Koff[-1])
+            + tke_forcing(Koff[1]) * discretisation_momentum(Koff[1])
+        )
+        / discretisation_momentum
+    )
+    at_the_bottom = (
+        remaining_at_an_end * tke_forcing
+        + smoothing
+        * tke_forcing(Koff[-1])
+        * discretisation_momentum(Koff[-1])
+        / discretisation_momentum
+    )
+
+    smoothed = concat_where(dims.KDim < nlev, at_the_bottom, tke_forcing)
+    smoothed = concat_where(dims.KDim < nlev - 1, inside, smoothed)
+    smoothed = concat_where(dims.KDim < 2, at_the_top, smoothed)
+    return concat_where(dims.KDim < 1, tke_forcing, smoothed)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def smooth_tke_forcing_vertically(
+    tke_forcing: fa.CellKField[wpfloat],
+    discretisation_momentum: fa.CellKField[wpfloat],
+    smoothing_mask: fa.CellField[wpfloat],
+    smoothing_weight: wpfloat,
+    nlev: gtx.int32,
+    smoothed_tke_forcing: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _smooth_tke_forcing_vertically(
+        tke_forcing=tke_forcing,
+        discretisation_momentum=discretisation_momentum,
+        smoothing_mask=smoothing_mask,
+        smoothing_weight=smoothing_weight,
+        nlev=nlev,
+        out=smoothed_tke_forcing,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _smooth_numpy(f, dm, s, nlev):
+    s = s[:, None]
+    out = np.array(f)
+    out[:, 1] = ((1 - s) * f + s * np.roll(f, -1, 1) * np.roll(dm, -1, 1) / dm)[:, 1]
+    for k in range(2, nlev - 1):
+        out[:, k] = ((1 - 2 * s[:, 0]) * f[:, k]
+                     + s[:, 0] * (f[:, k - 1] * dm[:, k - 1] + f[:, k + 1] * dm[:, k + 1])
+                     / dm[:, k])
+    k = nlev - 1
+    out[:, k] = (1 - s[:, 0]) * f[:, k] + s[:, 0] * f[:, k - 1] * dm[:, k - 1] / dm[:, k]
+    return out
+
+
+@pytest.mark.parametrize("nlev", [NLEV, NLEV - 3])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_smooth_tke_forcing_vertically(backend, nlev):
+    # the whole column, top and surface rows included; nlev below the arrays' last
+    # half level smooths a shorter column inside longer arrays
+    hs, he = 0, NC - 1
+    f, dm = RNG.standard_normal((NC, NH)), f64(NC, NH) + 0.5
+    mask = (RNG.random(NC) < 0.7).astype(float)
+    base = f64(NC, NH)
+    got = base.copy()
+    smooth_tke_forcing_vertically(f, dm, mask, 0.2, nlev, got, horizontal_start=hs,
+                                  horizontal_end=he, vertical_start=0, vertical_end=nlev + 1,
+                                  offset_provider=TABLES, backend=backend)
+    want = _smooth_numpy(f, dm, 0.2 * mask, nlev)
+    np.testing.assert_allclose(got, inside(want, base, hs, he, 0, nlev + 1), rtol=1e-12)
 
 
 # ================================================================== turbulent length scale
@@ -423,6 +721,20 @@ def test_turbulent_length_scale(backend, bounds):
     want = 0.4 * np.maximum(1.0, l_scal[:, None] * acc / (l_scal[:, None] + acc))
     np.testing.assert_allclose(got, inside(want, base, hs, he, vs, NH), rtol=1e-12)
     assert np.any(want[3] == 0.4)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_turbulent_length_scale_called_directly(backend):
+    # no domain=: the output's levels, one more than the layer depths have
+    depth = RNG.uniform(20.0, 300.0, (NC, NLEV))
+    gz0, l_scal = RNG.uniform(0.1, 5.0, NC), RNG.uniform(100.0, 500.0, NC)
+    out = np.zeros((NC, NH))
+    _compute_turbulent_length_scale(depth, gz0, l_scal, NLEV, 0.4, 1.0, out=out,
+                                    offset_provider={}, backend=backend)
+    inc = np.concatenate([depth, (gz0 / 9.80665)[:, None]], axis=1)
+    acc = np.cumsum(inc[:, ::-1], axis=1)[:, ::-1]
+    np.testing.assert_allclose(
+        out, 0.4 * np.maximum(1.0, l_scal[:, None] * acc / (l_scal[:, None] + acc)), rtol=1e-12)
 
 
 # ================================================================== tridiagonal solve for w
@@ -558,7 +870,7 @@ def _w_solve_numpy(a, rayleigh_type, end_damping, vs, ve):
     return out
 
 
-@pytest.mark.parametrize(("rayleigh_type", "vs"), [(2, 0), (1, 0), (2, 1)])
+@pytest.mark.parametrize(("rayleigh_type", "vs"), [(2, 1), (1, 0)])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tridiagonal_solve_for_w_with_klemp_damping(backend, rayleigh_type, vs):
     hs, he, end_damping = 1, NC - 1, 4
@@ -575,6 +887,31 @@ def test_tridiagonal_solve_for_w_with_klemp_damping(backend, rayleigh_type, vs):
     np.testing.assert_allclose(got, inside(want, base, hs, he, vs, NLEV), rtol=2e-5, atol=1e-6)
     undamped = _w_solve_numpy(a, 1, end_damping, vs, NLEV)
     assert np.array_equal(want, undamped) == (rayleigh_type != 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tridiagonal_scans_for_w_called_directly(backend):
+    # the scans called as icon4py's tests call them: numbers for the int32
+    # operands, the profile over K, every output of the carry written
+    a = dict(z_a=-f32(NC, NLEV) * 0.3, z_b=f32(NC, NLEV) + 1.5, z_c=-f32(NC, NLEV) * 0.3,
+             w_prep=RNG.standard_normal((NC, NLEV)),
+             rayleigh_damping_factor=RNG.uniform(0.5, 1.0, NLEV))
+    ck = [with_dims(a[n], CellDim, KDim) for n in ("z_a", "z_b", "z_c", "w_prep")]
+    q, wf = np.zeros((NC, NLEV), np.float32), np.zeros((NC, NLEV))
+    tridiagonal_forward_sweep_for_w(*ck, out=(q, wf),
+                                    domain={CellDim: (np.int32(0), np.int32(NC)),
+                                            KDim: (np.int32(0), np.int32(NLEV))},
+                                    offset_provider={}, backend=backend)
+    w, undamped, count = np.zeros((NC, NLEV)), np.zeros((NC, NLEV)), np.zeros((NC, NLEV),
+                                                                             np.int32)
+    _solve_tridiagonal_matrix_for_w_back_substitution_scan_with_klemp(
+        with_dims(q, CellDim, KDim), with_dims(wf, CellDim, KDim), RayleighType.KLEMP,
+        with_dims(a["rayleigh_damping_factor"], KDim), 4, NLEV, out=(w, undamped, count),
+        offset_provider={}, backend=backend)
+    np.testing.assert_allclose(w, _w_solve_numpy(a, 2, 4, 0, NLEV), rtol=2e-5, atol=1e-6)
+    np.testing.assert_allclose(undamped, _w_solve_numpy(a, 1, 4, 0, NLEV), rtol=2e-5,
+                               atol=1e-6)
+    np.testing.assert_array_equal(count, np.tile(np.arange(NLEV, 0, -1), (NC, 1)))
 
 
 # ================================================================== velocity advection 8 to 14
@@ -844,7 +1181,7 @@ def test_fused_velocity_advection_stencil_8_to_14(backend, istep, nrdmax):
         assert not region.any()
 
 
-# ================================================================== quadrature for cubic reconstruction
+# ================================================================== cubic quadrature
 #
 # The Gauss quadrature over each flux area's four corners: weights times the
 # Jacobian's determinant at four points, and the moments up to third order.

@@ -387,9 +387,11 @@ class ReductionTranslator(BuiltinTranslator):
         except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
             return x
         want = None if spec is None or spec.dims else spec.element()
-        if not isinstance(want, ir.ScalarType) or self.type_of(x, node).dtype == want:
+        got = self.type_of(x, node).dtype
+        if not isinstance(want, ir.ScalarType) or not isinstance(got, ir.ScalarType) \
+                or got == want:
             return x
-        if want.is_bool != self.type_of(x, node).dtype.is_bool:
+        if want.is_bool != got.is_bool:
             return x        # a number for a bool (or the reverse): the body reports it
         loc = self.loc(node)
         return ir.Call(ir.Sym("cast", loc=loc), (x, ir.Sym(want.name, loc=loc)), loc=loc)
