@@ -13,12 +13,21 @@ Then the turbulent master length scale: a ``concat_where`` on a runtime
 ``KDim == nlev`` putting a cell field on the surface half level below a
 full-level field, summed up by a backward scan and capped by ``maximum`` of a
 scalar and a field, on half levels one more than the input has.
+Then turbdiff's factorisation of the matrix of one variable type: six
+statements on domains built from the runtime bounds and the type's
+``elimination_end``, a ``CellField`` broadcast to ``(Cell, K)``, a ``KField``
+weight, a field reduced in place, and a forward scan reading the level below;
+and the vertical smoothing of a TKE forcing by nested ``concat_where``
+half-spaces on a runtime ``nlev``, so that no branch reads beyond the column.
 Then the vertically implicit solver's tridiagonal solve for ``w`` with the
 Klemp damping: a forward sweep carrying ``(vpfloat, float)`` and a backward
 substitution carrying ``(wpfloat, wpfloat, int32)`` whose ``if`` statement
 compares an ``int32`` scalar with a module constant and whose ``if``
 expression tests ``(a < b) & (a > 0)`` of scalars, a ``KField`` passed to the
-scan beside ``(Cell, K)`` fields, and the scan's tuple indexed ``[0]``.
+scan beside ``(Cell, K)`` fields, and the scan's tuple indexed ``[0]``; both
+scans are also called directly as icon4py's tests call them, with Python
+numbers for the ``int32`` operands and ``out=`` arrays given with their
+dimensions.
 Then velocity advection stencils 8 to 14: ``where`` on chained comparisons of
 a ``KField[int32]`` with scalars and ``maximum(3, nrdmax - 2)``, ``if``
 expressions on an ``int32`` ``istep``, an operator without arguments as a
@@ -892,7 +901,8 @@ def test_tridiagonal_solve_for_w_with_klemp_damping(backend, rayleigh_type, vs):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_tridiagonal_scans_for_w_called_directly(backend):
     # the scans called as icon4py's tests call them: numbers for the int32
-    # operands, the profile over K, every output of the carry written
+    # operands, the profile over K, every output of the carry written into
+    # arrays given with their dimensions (icon4py's fields)
     a = dict(z_a=-f32(NC, NLEV) * 0.3, z_b=f32(NC, NLEV) + 1.5, z_c=-f32(NC, NLEV) * 0.3,
              w_prep=RNG.standard_normal((NC, NLEV)),
              rayleigh_damping_factor=RNG.uniform(0.5, 1.0, NLEV))
@@ -906,7 +916,8 @@ def test_tridiagonal_scans_for_w_called_directly(backend):
                                                                              np.int32)
     _solve_tridiagonal_matrix_for_w_back_substitution_scan_with_klemp(
         with_dims(q, CellDim, KDim), with_dims(wf, CellDim, KDim), RayleighType.KLEMP,
-        with_dims(a["rayleigh_damping_factor"], KDim), 4, NLEV, out=(w, undamped, count),
+        with_dims(a["rayleigh_damping_factor"], KDim), 4, NLEV,
+        out=tuple(with_dims(o, CellDim, KDim) for o in (w, undamped, count)),
         offset_provider={}, backend=backend)
     np.testing.assert_allclose(w, _w_solve_numpy(a, 2, 4, 0, NLEV), rtol=2e-5, atol=1e-6)
     np.testing.assert_allclose(undamped, _w_solve_numpy(a, 1, 4, 0, NLEV), rtol=2e-5,
