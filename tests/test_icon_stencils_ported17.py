@@ -9,16 +9,16 @@ right-hand side), written in place, then solved by a forward scan and a
 backward scan that each carry a ``bool`` first-row flag beside the value
 (``eliminated, _ = scan(...)``), the backward one reading a field one level
 down (``inversion_factor(Koff[1])``); the solve is also called directly.
-Then the turbulent master length scale: a ``concat_where`` on a runtime
-``KDim == nlev`` putting a cell field on the surface half level below a
-full-level field, summed up by a backward scan and capped by ``maximum`` of a
-scalar and a field, on half levels one more than the input has.
 Then turbdiff's factorisation of the matrix of one variable type: six
 statements on domains built from the runtime bounds and the type's
 ``elimination_end``, a ``CellField`` broadcast to ``(Cell, K)``, a ``KField``
 weight, a field reduced in place, and a forward scan reading the level below;
 and the vertical smoothing of a TKE forcing by nested ``concat_where``
 half-spaces on a runtime ``nlev``, so that no branch reads beyond the column.
+Then the turbulent master length scale (also called directly): a ``concat_where`` on a runtime
+``KDim == nlev`` putting a cell field on the surface half level below a
+full-level field, summed up by a backward scan and capped by ``maximum`` of a
+scalar and a field, on half levels one more than the input has.
 Then the vertically implicit solver's tridiagonal solve for ``w`` with the
 Klemp damping: a forward sweep carrying ``(vpfloat, float)`` and a backward
 substitution carrying ``(wpfloat, wpfloat, int32)`` whose ``if`` statement
