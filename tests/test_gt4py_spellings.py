@@ -1064,3 +1064,82 @@ def test_with_compilation_options_as_icon4py_sets_programs_up():
     np.testing.assert_allclose(o, w[:, 1:] - w[:, :-1], rtol=1e-15)
     with pytest.raises(FrontendError, match="enable_jti"):
         differences.with_compilation_options(enable_jti=False)
+
+
+# ------------------------------------------------------------------ numbers given to scans
+#
+# icon4py passes numbers to scan operators whose operands are annotated with
+# scalar types (``nlev: gtx.int32``): in GT4Py the number takes that type, so
+# ``nlev - 1 - count`` with an ``int32`` carry is ``int32`` arithmetic.
+
+
+@scan_operator(axis=K, forward=False, init=(0.0, int32(0)))
+def damp_below(state: tuple[float, int32], w: float, nlev: int32, top: int32,
+               factor: float) -> tuple[float, int32]:
+    _, count = state
+    k_index = nlev - 1 - count
+    return (factor * w if k_index < top else w), count + 1
+
+
+@field_operator
+def damped_with_literals(w: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return damp_below(w, 6, 2, 0.5)[0]
+
+
+def _damped(w, top, factor):
+    out = np.array(w)
+    out[:, :top] *= factor
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_operands_given_as_numbers_take_their_annotated_types(backend):
+    w = RNG.random((3, 6))
+    out = np.zeros((3, 6))
+    damped_with_literals(w, out=out, backend=backend)
+    np.testing.assert_allclose(out, _damped(w, 2, 0.5))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scan_called_directly_with_numbers_for_annotated_operands(backend):
+    w = RNG.random((3, 6))
+    out = (np.zeros((3, 6)), np.zeros((3, 6), np.int32))
+    damp_below(with_dims(w, Cell, K), 6, 3, 0.25, out=out, backend=backend)
+    np.testing.assert_allclose(out[0], _damped(w, 3, 0.25))
+    np.testing.assert_array_equal(out[1], np.tile(np.arange(6, 0, -1, dtype=np.int32), (3, 1)))
+
+
+# ------------------------------------------------------------------ out= with its dimensions
+#
+# GT4Py's out= is a field with its dimensions; with_dims(o, Cell, K) is that
+# here, beside with_dims on the inputs of a scan called directly.
+
+
+@field_operator
+def twice_over(x: Field[[Cell, K], float]) -> Field[[Cell, K], float]:
+    return 2.0 * x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_out_given_with_its_dimensions(backend):
+    w = RNG.random((3, 6))
+    out = np.zeros((3, 6))
+    twice_over(w, out=with_dims(out, Cell, K), domain={K: (1, 6)}, backend=backend)
+    np.testing.assert_allclose(out[:, 1:], 2.0 * w[:, 1:])
+    assert (out[:, 0] == 0).all()
+    out = (np.zeros((3, 6)), np.zeros((3, 6), np.int32))
+    damp_below(with_dims(w, Cell, K), 6, 3, 0.25,
+               out=(with_dims(out[0], Cell, K), with_dims(out[1], Cell, K)), backend=backend)
+    np.testing.assert_allclose(out[0], _damped(w, 3, 0.25))
+
+
+def test_out_with_other_dimensions_is_refused():
+    w, out = RNG.random((3, 6)), np.zeros((3, 6))
+    with pytest.raises(ArgumentError, match=r"out= is with_dims over \(K, Cell\) but the value "
+                                            r"written there is over \(Cell, K\)"):
+        twice_over(w, out=with_dims(out, K, Cell), backend="interpreter")
+    with pytest.raises(ArgumentError, match=r"out=\[1\] is with_dims over \(K, Cell\)"):
+        damp_below(with_dims(w, Cell, K), 6, 3, 0.25,
+                   out=(out, with_dims(np.zeros((3, 6), np.int32), K, Cell)),
+                   backend="interpreter")
+    assert (out == 0).all()

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tensorir_dace import ArgumentError, FrontendError
+from tensorir_dace.errors import CoverageError
 from tensorir_dace.frontend import (
     Field,
     dims,
@@ -474,3 +475,34 @@ def part(value, base, cells, levels):
     out = np.array(base)
     out[cells[0]:cells[1], levels[0]:levels[1]] = value[cells[0]:cells[1], levels[0]:levels[1]]
     return out
+
+
+# A tuple value written without domain= to outputs of one extent: the output
+# a part cannot fill is the one named (the tuple held as one value is defined
+# where all its parts are, which the first output does not need).
+
+
+@field_operator
+def _clipped(a: F, b: F) -> tuple[Field[[Cell, K], bool], F]:
+    c = a > b
+    return c, where(c, b, a)
+
+
+@field_operator
+def doubled_and_clipped(a: F, m: Field[[Cell, K], bool], v: F, o: F
+                        ) -> tuple[F, Field[[Cell, K], bool], F]:
+    m, v = where(a > 0.5, _clipped(0.5 * (a + a(K - 1)), a), (m, v))
+    return where(a > 0.2, 2.0 * a, o), m, v
+
+
+@program
+def doubled_and_clipped_everywhere(a: F, m: Field[[Cell, K], bool], v: F, o: F):
+    doubled_and_clipped(2.0 * a, m, v, o, out=(o, m, v))
+
+
+def test_the_output_a_part_cannot_fill_is_named():
+    with pytest.raises(CoverageError, match=r"part 1 of the value is defined on K\[1:N_K\] but "
+                                            r"its output 'm' needs K\[0:N_K\]"):
+        doubled_and_clipped_everywhere(RNG.random((NC, NK)), np.zeros((NC, NK), bool),
+                                       np.zeros((NC, NK)), np.zeros((NC, NK)),
+                                       backend="interpreter")

@@ -303,7 +303,7 @@ class Specializer:
             elif d[0] == "S":
                 plain[p.name] = v
                 descs[p.name] = d
-                if type(v) is float:
+                if type(v) is float and p.spec.number_element() is None:
                     weak.append(p.name)
             else:
                 statics[p.name] = v
@@ -347,7 +347,7 @@ class Specializer:
                 if spec.tensor_only:
                     raise self.error(p, f"'{p.name}' ({spec!r}) expects an array, got "
                                         f"{_kind(value)} {value!r}")
-                return ("S", self._scalar_type(p, value))
+                return ("S", self._number_type(p, spec, value))
             if isinstance(value, list):
                 raise self.error(p, f"'{p.name}' got a list; pass a NumPy array "
                                     "(np.asarray(…)) or a tuple of arrays")
@@ -458,6 +458,18 @@ class Specializer:
                     and p.spec.dims:
                 add(p.spec.element())
         return out
+
+    def _number_type(self, p: ParamInfo, spec: GenericSpec, v: Any) -> ir.ElementType:
+        """The type of the number ``v``: a Python number takes the element type the
+        parameter gives numbers (``Tensor[int32, ...]``, a scan operator's ``nlev:
+        int32``) where it is of its kind (an ``int`` for an integer or float type,
+        a ``float`` for a float type, a ``bool`` for ``bool``)."""
+        want = spec.number_element()
+        if isinstance(want, ir.ScalarType) and type(v) in (bool, int, float):
+            if want.is_bool if type(v) is bool else \
+                    (want.is_int or want.is_float) if type(v) is int else want.is_float:
+                return want
+        return self._scalar_type(p, v)
 
     def _scalar_type(self, p: ParamInfo, v: Any) -> ir.ElementType:
         if isinstance(v, (bool, np.bool_)):

@@ -239,13 +239,21 @@ class FieldAlias:
 class GenericSpec:
     """A rank-generic parameter: no annotation (``dtype`` None, tensors or scalars),
     a bare ``Tensor`` (any tensor) or ``Tensor[T, ...]`` (a tensor of element
-    type ``T`` over any dimensions).  Specialised from the arguments at call time."""
+    type ``T`` over any dimensions).  Specialised from the arguments at call time.
+    ``numbers``: the element type a Python number given to it takes (the scalar
+    annotation of a scan operator's operand, for the scan's direct call)."""
 
     dtype: Any = None
     tensor_only: bool = False
+    numbers: Any = None
 
     def element(self) -> ir.ElementType | None:
         return None if self.dtype is None else element_type(self.dtype)
+
+    def number_element(self) -> ir.ElementType | None:
+        """The element type a Python number given to this parameter takes, if any."""
+        t = self.numbers if self.numbers is not None else self.dtype
+        return None if t is None else element_type(t)
 
     def __repr__(self) -> str:
         if self.dtype is not None:

@@ -25,8 +25,10 @@ from ..tracebacks import api_boundary
 from . import by_source
 from .annotations import (
     GenericSpec,
+    TensorArg,
     TensorSpec,
     annotation_spec,
+    evaluated_annotation,
     generic_spec,
     tuple_element,
 )
@@ -292,6 +294,10 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if "domain" in into and "out" not in into:
             raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
                                 "write", self._def_loc())
+        named: list[tuple[tuple[int, ...], Any, tuple[str, ...]]] = []
+        if "out" in into:
+            into["out"] = self._unwrapped_out(into["out"], (), named)
+            self._check_out_dims(named, None)
         if self._locals_pending is not False:
             self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
         # as for programs: looked up by the source until one is translated here
@@ -306,6 +312,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                                       fallback=self._for_domain(into.get("domain")))
         new = self._cache.misses != misses
         assert spec.result is not None
+        self._check_out_dims(named, spec)
         if into:
             record = (lambda: self._call_description(args, kwargs, into)) if plain_call \
                 else None
@@ -350,6 +357,37 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                                   spec)
         return result
 
+
+    def _unwrapped_out(self, out: Any, path: tuple[int, ...],
+                       named: list[tuple[tuple[int, ...], Any, tuple[str, ...]]]) -> Any:
+        """``out=`` with the arrays of its ``with_dims(o, Cell, K)`` (GT4Py's fields
+        with their dimensions), noting each such array's path and dimension names
+        in ``named`` for :meth:`_check_out_dims`."""
+        if type(out) is tuple:
+            parts = tuple(self._unwrapped_out(o, path + (k,), named) for k, o in enumerate(out))
+            return out if all(p is o for p, o in zip(parts, out)) else parts
+        if not isinstance(out, TensorArg):
+            return out
+        if out.intervals or out.dims is None or type(out.value) is tuple:
+            raise ArgumentError(
+                f"{self.fn.__name__}(): out= takes arrays, or with_dims(o, D1, D2, …) naming "
+                f"the dimensions of the value in order, got {out!r}; to write part of an "
+                "array give domain=", self._def_loc())
+        named.append((path, out.value, tuple(_dim_label(d) for d in out.dims)))
+        return out.value
+
+    def _check_out_dims(self, named: list[tuple[tuple[int, ...], Any, tuple[str, ...]]],
+                        spec: Specialization | None) -> None:
+        """The dimensions ``with_dims`` gives an array of ``out=`` are those of its
+        part of the value (of the return annotation, else of ``spec``'s result)."""
+        for path, o, names in named:
+            extra = self._part_extra(o, path, spec)
+            if extra is None or "" in extra[0] or tuple(extra[0]) == names:
+                continue
+            where = "out=" if not path else f"out={''.join(f'[{k}]' for k in path)}"
+            raise ArgumentError(
+                f"{self.fn.__name__}(): {where} is with_dims over ({', '.join(names)}) but "
+                f"the value written there is over ({', '.join(extra[0])})", self._def_loc())
 
     def _call_into(self, spec: Specialization, a: Analysis | None, backend: str,
                    plain: dict[str, Any], out: Any, domain: Any,
@@ -953,7 +991,22 @@ def _applying(op: ScanOperator) -> Callable:
     exec(compile(text, filename, "exec"), namespace)
     wrapper = namespace[name]
     wrapper.__qualname__ = op.fn.__qualname__
+    # an operand annotated with a scalar type (``nlev: int32``) takes arrays of any
+    # dimensions, and a Python number given to it takes that type, as in GT4Py
+    anns = getattr(op.fn, "__annotations__", None) or {}
+    wrapper.__annotations__ = {}
+    for n in names:
+        try:
+            spec = annotation_spec(evaluated_annotation(op.fn, anns[n])) if n in anns else None
+        except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
+            spec = None
+        if spec is not None and not spec.dims and isinstance(spec.element(), ir.ScalarType):
+            wrapper.__annotations__[n] = GenericSpec(numbers=spec.dtype)
     return wrapper
+
+
+def _dim_label(d: Any) -> str:
+    return d.name if isinstance(d, Dimension) else repr(d)
 
 
 def _out_leaves(out: Any, path: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], Any]]:

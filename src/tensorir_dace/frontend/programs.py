@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import intervals as iv
 from .. import ir
-from ..errors import FrontendError, TensorIRError
+from ..errors import CoverageError, FrontendError, TensorIRError
 from ..lazy import lazy_module
 from ..typing.runtime import bound_of
 from ..typing.scope import Binding
@@ -108,11 +108,56 @@ class ProgramTranslator(AssignmentTranslator):
                 whole = ir.Sym(self.env[first.id].name, loc=self.loc(first))
                 with self.target_intervals(out_node), self.scans_in(whole):
                     value = self.fit_domain_scans(self.expr(inner), inner)
+                self.check_parts_cover(out_node, value, inner)
                 return self.assign(out_node, value, s)
             with self.target_intervals(out_node):
-                return self.assign(out_node, self.expr(inner), s)
+                value = self.expr(inner)
+            self.check_parts_cover(out_node, value, inner)
+            return self.assign(out_node, value, s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
                             "an output (out[...] = …) or pass out=…")
+
+    def check_parts_cover(self, out_node: ast.AST, value: Any, call: ast.Call) -> None:
+        """``f(…, out=(a, b))`` without ``domain=``: each part of the tuple value
+        covers its output, else the error names that output and that part's own
+        intervals (one tensor of the tuple holds only the intervals all its parts
+        share, so the first output would otherwise be named for another's part)."""
+        if not isinstance(out_node, (ast.Tuple, ast.List)):
+            return
+        loc = self.loc(call)
+        for k, node in enumerate(out_node.elts):
+            if isinstance(value, tuple):
+                if len(value) != len(out_node.elts):
+                    return          # assign() reports the mismatch
+                part = value[k]
+            elif contains_ir(value):
+                part = project(self.to_ir(value, call), k, loc)
+            else:
+                return
+            if isinstance(node, (ast.Tuple, ast.List)):
+                self.check_parts_cover(node, part, call)
+                continue
+            if not (isinstance(node, ast.Name) and self.kinds.get(node.id) in ("param", "temp")
+                    and contains_ir(part)):
+                continue
+            try:
+                pt = self.type_of(self.to_ir(part, call), call)
+            except TensorIRError:
+                return              # assign() reports it
+            tt = self.tensor_type(self.env[node.id].name)
+            for d in tt.dims:
+                vd = pt.dim(d.name)
+                if vd is None:
+                    continue
+                try:
+                    ok = iv.covers(vd, d)
+                except iv.Undecidable:
+                    continue
+                if not ok:
+                    raise CoverageError(
+                        f"part {k} of the value is defined on {d.name}[{vd.start}:{vd.stop}] "
+                        f"but its output '{node.id}' needs {d.name}[{d.start}:{d.stop}]; give "
+                        "domain= (or a tuple of domains, one per output)", loc)
 
     def emit_in_domain(self, target: ir.Expr, call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
         """``f(…, out=o, domain={…})``: the value written into the sub-domain

@@ -21,8 +21,9 @@ from .. import ir
 from ..errors import FrontendError, TensorIRError, did_you_mean
 from ..lazy import lazy_module
 from ..typing.scope import Binding, Scope
+from ..typing.util import is_weak
 from . import api
-from .annotations import annotation_spec, element_type, generic_spec
+from .annotations import annotation_spec, element_type, evaluated_annotation, generic_spec
 from .builtin_calls import BuiltinTranslator
 from .callables import InlinedFunction, ScanOperator
 from .dims import Dimension, NeighborDimension
@@ -371,6 +372,30 @@ class ReductionTranslator(BuiltinTranslator):
             return trim(value, self.ctx.domain)
         return [trim(part, d) for part, d in zip(value, domains)]
 
+    def scan_operand(self, op: ScanOperator, name: str, x: ir.Expr, node: ast.AST) -> ir.Expr:
+        """The operand ``x`` of the scan parameter ``name``: one built from Python
+        numbers alone (``scan(w, 4, nlev - 1)`` with a literal, whose numbers would
+        otherwise keep Tensor IR's default ``int64``) takes the element type of the
+        parameter's scalar annotation (``nlev: int32``), as GT4Py types it."""
+        if not is_weak(x):
+            return x
+        ann = (getattr(op.fn, "__annotations__", None) or {}).get(name)
+        if ann is None:
+            return x
+        try:
+            spec = annotation_spec(evaluated_annotation(op.fn, ann))
+        except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
+            return x
+        want = None if spec is None or spec.dims else spec.element()
+        got = self.type_of(x, node).dtype
+        if not isinstance(want, ir.ScalarType) or not isinstance(got, ir.ScalarType) \
+                or got == want:
+            return x
+        if want.is_bool != got.is_bool:
+            return x        # a number for a bool (or the reverse): the body reports it
+        loc = self.loc(node)
+        return ir.Call(ir.Sym("cast", loc=loc), (x, ir.Sym(want.name, loc=loc)), loc=loc)
+
     def scan(self, op: ScanOperator, args: list, kwargs: dict, node: ast.Call) -> ir.Expr:
         loc = self.loc(node)
         src = source_info(op.fn)
@@ -378,7 +403,7 @@ class ReductionTranslator(BuiltinTranslator):
         if not names:
             raise self.error(node, f"scan operator '{op.__name__}' needs a state parameter")
         bound = self.bind_arguments(names[1:], {}, args, kwargs, node, op.__name__)
-        xs = [self.to_ir(bound[n], node) for n in names[1:]]
+        xs = [self.scan_operand(op, n, self.to_ir(bound[n], node), node) for n in names[1:]]
         types = [self.type_of(x, node) for x in xs]
         axis = op.axis.name
         whole = self.ctx.broadcast(types, loc, "scan")
