@@ -959,3 +959,119 @@ def test_compute_wgtfac_e(backend):
                      vertical_start=0, vertical_end=NH, offset_provider=TABLES, backend=backend)
     want = np.einsum("en,enk->ek", c_lin_e, wgtfac_c[TABLES["E2C"]])
     np.testing.assert_allclose(got, inside(want, base, 2, NE), rtol=1e-14)
+
+
+# ================================================================== turbulence diagnostics on half levels
+#
+# icon4py's diagnostic quantities for turbulence with a half-level dimension:
+# the divergence and the diffusion coefficient at cells on full levels, then
+# brought to the half levels by a half-level weight times a full-level field
+# read half a level below (in variable precision, then cast) plus the rest of
+# the weight times the one half a level above; called directly as icon4py's
+# tests call them.
+
+
+@gtx.field_operator
+def _temporary_fields_for_turbulence_diagnostics(
+    kh_smag_ec: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    kh_smag_ec_wp, diff_multfac_smag_wp = astype((kh_smag_ec, diff_multfac_smag), wpfloat)
+
+    kh_c_wp = neighbor_sum(kh_smag_ec_wp(C2E) * e_bln_c_s, axis=dims.C2EDim) / diff_multfac_smag_wp
+    div_wp = neighbor_sum(vn(C2E) * geofac_div, axis=dims.C2EDim)
+    return astype((kh_c_wp, div_wp), vpfloat)
+
+
+@gtx.field_operator
+def _diagnostics_for_turbulence(
+    div: fa.CellKField[vpfloat],
+    kh_c: fa.CellKField[vpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    wgtfac_c_wp = astype(wgtfac_c, wpfloat)
+    div_wp, kh_c_wp = astype((div, kh_c), wpfloat)
+
+    div_ic_wp = astype(wgtfac_c * div(dims.KHalfDim + 0.5), wpfloat) + (
+        wpfloat("1.0") - wgtfac_c_wp
+    ) * div_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = astype(wgtfac_c * kh_c(dims.KHalfDim + 0.5), wpfloat) + (
+        wpfloat("1.0") - wgtfac_c_wp
+    ) * kh_c_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = hdef_ic_wp * hdef_ic_wp
+
+    return astype((div_ic_wp, hdef_ic_wp), vpfloat)
+
+
+@gtx.field_operator
+def _diagnostic_quantities_for_turbulence(
+    kh_smag_ec: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    kh_c, div = _temporary_fields_for_turbulence_diagnostics(
+        kh_smag_ec, vn, e_bln_c_s, geofac_div, diff_multfac_smag
+    )
+    div_ic_vp, hdef_ic_vp = _diagnostics_for_turbulence(div, kh_c, wgtfac_c)
+    return div_ic_vp, hdef_ic_vp
+
+
+def _turbulence_inputs():
+    return dict(kh_smag_ec=f32(NE, NLEV), vn=RNG.standard_normal((NE, NLEV)),
+                e_bln_c_s=f64(NC, 3), geofac_div=RNG.standard_normal((NC, 3)),
+                diff_multfac_smag=f32(NLEV) + 0.5, wgtfac_c=f32(NC, NH))
+
+
+def _to_half_levels(wgt, full, lo, hi):
+    """``wgt * full(KHalf + 0.5) + (1 - wgt) * full(KHalf - 0.5)`` on half levels lo..hi."""
+    out = np.full(wgt.shape, np.nan)
+    w64 = wgt.astype(np.float64)
+    above = (wgt[:, lo:hi] * full[:, lo:hi]).astype(np.float64)
+    out[:, lo:hi] = above + (1.0 - w64[:, lo:hi]) * full[:, lo - 1:hi - 1].astype(np.float64)
+    return out
+
+
+def _turbulence_numpy(a, lo, hi):
+    c2e = TABLES["C2E"]
+    kh_c = (np.einsum("cn,cnk->ck", a["e_bln_c_s"], a["kh_smag_ec"].astype(np.float64)[c2e])
+            / a["diff_multfac_smag"].astype(np.float64)).astype(np.float32)
+    div = np.einsum("cn,cnk->ck", a["geofac_div"], a["vn"][c2e]).astype(np.float32)
+    hdef = _to_half_levels(a["wgtfac_c"], kh_c, lo, hi)
+    return (_to_half_levels(a["wgtfac_c"], div, lo, hi).astype(np.float32),
+            (hdef * hdef).astype(np.float32))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diagnostic_quantities_for_turbulence_called_directly(backend):
+    a = _turbulence_inputs()
+    base_div, base_hdef = f32(NC, NH), f32(NC, NH)
+    div_ic, hdef_ic = base_div.copy(), base_hdef.copy()
+    _diagnostic_quantities_for_turbulence(
+        **a, out=(div_ic, hdef_ic), domain={CellDim: (1, NC), KHalfDim: (1, NLEV)},
+        offset_provider=TABLES, backend=backend)
+    want_div, want_hdef = _turbulence_numpy(a, 1, NLEV)
+    check(dict(div_ic=div_ic, hdef_ic=hdef_ic),
+          dict(div_ic=inside(want_div, base_div, 1, NC, 1, NLEV),
+               hdef_ic=inside(want_hdef, base_hdef, 1, NC, 1, NLEV)), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diagnostics_for_turbulence_from_full_levels_called_directly(backend):
+    div, kh_c, wgtfac_c = f32(NC, NLEV) - 0.5, f32(NC, NLEV), f32(NC, NH)
+    div_ic, hdef_ic = np.zeros((NC, NH), np.float32), np.zeros((NC, NH), np.float32)
+    _diagnostics_for_turbulence(div, kh_c, wgtfac_c, out=(div_ic, hdef_ic),
+                                domain={CellDim: (0, NC), KHalfDim: (2, NLEV)},
+                                offset_provider=TABLES, backend=backend)
+    want_div = np.zeros((NC, NH), np.float32)
+    want_hdef = np.zeros((NC, NH), np.float32)
+    want_div[:, 2:NLEV] = _to_half_levels(wgtfac_c, div, 2, NLEV)[:, 2:NLEV]
+    hdef = _to_half_levels(wgtfac_c, kh_c, 2, NLEV)
+    want_hdef[:, 2:NLEV] = (hdef * hdef)[:, 2:NLEV]
+    check(dict(div_ic=div_ic, hdef_ic=hdef_ic), dict(div_ic=want_div, hdef_ic=want_hdef),
+          rtol=2e-5, atol=1e-6)
