@@ -19,10 +19,15 @@ a ``KHalf`` dimension of its own: an ``if`` expression on an ``int32``
 on ``KHalfDim`` and ``CellDim`` bounds, a ``KHalfField`` weight and a
 ``CellField`` broadcast to ``(Cell, KHalf)``, written through a tuple of
 three domains; the gradients and the Laplacian alone as programs on
-``KHalfDim``.
-Last the common vertical averages of two levels on edges and on cells
+``KHalfDim``; the fused operator also called directly with NumPy ``int32``
+scalars, ``out=`` a tuple of three and ``domain=`` a tuple of three.
+Then the common vertical averages of two levels on edges and on cells
 (``wpfloat(0.5)`` of a Python float), and the edge weights ``wgtfac_e`` from
 cells by the cell-to-edge interpolation called with keyword arguments.
+Last the diagnostic quantities for turbulence on half levels: a half-level
+``vpfloat`` weight times a full-level field read at ``KHalfDim + 0.5``, cast
+by ``astype``, plus the rest of the weight times ``x(KHalfDim - 0.5)``,
+called directly with ``out=`` a tuple of two on a ``KHalfDim`` domain.
 Each group is one program (or a direct call), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -421,7 +426,8 @@ def _momentum_numpy(a, tendency, nrdmax, vlb, veh, enl, eel):
     return np.where(on_edges & levels, extra, tend)
 
 
-@pytest.mark.parametrize(("bounds", "nrdmax"), [((0, NE, 0, NLEV), 3), ((2, NE - 1, 1, NLEV - 1), 8)])
+@pytest.mark.parametrize(("bounds", "nrdmax"),
+                         [((0, NE, 0, NLEV), 3), ((2, NE - 1, 1, NLEV - 1), 8)])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_advection_in_horizontal_momentum_equation(backend, bounds, nrdmax):
     hs, he, vs, ve = bounds
@@ -453,7 +459,7 @@ def test_advection_in_horizontal_momentum_equation_called_directly(backend):
     np.testing.assert_allclose(out, want, rtol=2e-5, atol=2e-5)
 
 
-# ================================================================== kinetic energy at cells, w on half levels
+# ================================================================== kinetic energy, half-level w
 #
 # icon4py's compute_horizontal_kinetic_energy_and_khalf_contravariant_corrected_w:
 # the kinetic energy at cells on the full levels, then w less the
@@ -838,6 +844,33 @@ def test_horizontal_gradients_and_nabla2_for_w_on_half_levels(backend):
           rtol=2e-6, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diffusion_for_w_called_directly_with_a_domain_per_output(backend):
+    ii, hi = np.int32(1), np.int32(NC - 2)
+    a = _w_diffusion_inputs()
+    base = dict(w=f64(NC, NH), dwdx=f32(NC, NH), dwdy=f32(NC, NH))
+    got = {n: v.copy() for n, v in base.items()}
+    _diffusion_for_w_and_horizontal_gradients_for_turbulence(
+        a["area"], a["geofac_n2s"], a["geofac_grg_x"], a["geofac_grg_y"], a["w_old"],
+        np.int32(2), got["dwdx"], got["dwdy"], 0.25, a["diff_multfac_n2w"], np.int32(3), ii, hi,
+        out=(got["w"], got["dwdx"], got["dwdy"]),
+        domain=({CellDim: (ii, hi), KHalfDim: (0, NH)},
+                {CellDim: (0, NC), KHalfDim: (1, NH)},
+                {CellDim: (0, NC), KHalfDim: (1, NH)}),
+        offset_provider=TABLES, backend=backend)
+    w_old, n2s, area = a["w_old"], a["geofac_n2s"], a["area"]
+    dwdx, dwdy = _gradients_numpy(w_old, a["geofac_grg_x"], a["geofac_grg_y"])
+    n2 = _nabla2_numpy(w_old, n2s)
+    w = w_old - 0.25 * (area * area)[:, None] * np.einsum(
+        "cn,cnk->ck", n2s, n2.astype(np.float64)[TABLES["C2E2CO"]])
+    hh, cc = np.arange(NH)[None, :], np.arange(NC)[:, None]
+    damp = (0 < hh) & (hh < 3) & (ii <= cc) & (cc < hi)
+    w = np.where(damp, w + a["diff_multfac_n2w"][None, :] * area[:, None] * n2, w)
+    check(got, dict(w=inside(w, base["w"], ii, hi),
+                    dwdx=inside(dwdx, base["dwdx"], 0, NC, 1, NH),
+                    dwdy=inside(dwdy, base["dwdy"], 0, NC, 1, NH)), rtol=2e-6, atol=1e-5)
+
+
 # ================================================================== vertical averages, wgtfac_e
 #
 # icon4py's common vertical operations (the mean of a level and the one
@@ -961,7 +994,7 @@ def test_compute_wgtfac_e(backend):
     np.testing.assert_allclose(got, inside(want, base, 2, NE), rtol=1e-14)
 
 
-# ================================================================== turbulence diagnostics on half levels
+# ================================================================== turbulence diagnostics
 #
 # icon4py's diagnostic quantities for turbulence with a half-level dimension:
 # the divergence and the diffusion coefficient at cells on full levels, then
