@@ -292,8 +292,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if "domain" in into and "out" not in into:
             raise ArgumentError(f"{self.fn.__name__}(): domain= needs out=, the array to "
                                 "write", self._def_loc())
-        if self._locals_pending is not False:
-            self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
+        self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
         # as for programs: looked up by the source until one is translated here
         if plain_call and (self._serving or not len(self._cache)):
             result = self._call_by_source(args, kwargs, into)

@@ -289,9 +289,12 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
     dims = []
     for d in result.type.dims:
         stop = out_stop(inputs, d.name, longer)
-        if stop is None and d.start == 0 and isinstance(d.stop, sympy.Symbol) and \
-                d.stop not in given:
-            stop = d.stop    # a dimension only the result has: out= gives its size
+        if stop is None:
+            # a dimension only the result has: out= gives the size its value is
+            # over (``K[0:N_K]``, or ``K[-1:N_K]`` where the value is shifted)
+            own = {s for b in (d.start, d.stop) for s in b.free_symbols} - given
+            if len(own) == 1 and not ir.has_runtime(d.start) and not ir.has_runtime(d.stop):
+                stop = next(iter(own))
         if stop is None:
             stop = ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))
