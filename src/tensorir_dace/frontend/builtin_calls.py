@@ -43,7 +43,7 @@ from .meshes import (
     cast_tuple,
     offset_shift,
 )
-from .runtime_bounds import runtime_concat_where
+from .runtime_bounds import no_extent_message, runtime_concat_where
 from .scan_ranges import ConcatPieces
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
@@ -366,7 +366,7 @@ class BuiltinTranslator(ExpressionTranslator):
             da = ta.dim(D)
             self.ctx.made_open(D)
         if da is None and db is None:
-            raise self.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+            raise self.error(node, no_extent_message(D))
         what = "concat_where"
 
         def go():

@@ -89,6 +89,7 @@ class ProgramContext:
         # errors of values that are errors only where the program keeps them (a
         # concat_where with a gap), by the place of the value (see :meth:`defer`)
         self.deferred: dict[SourceLoc | None, TensorIRError] = {}
+        self.defer_now = False      # raised at once instead (see :meth:`undeferred`)
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()
@@ -134,7 +135,19 @@ class ProgramContext:
         it): raised by :meth:`live_constraints` where the program keeps a node
         from ``loc``, and in place of any error the translation meets after it
         (:meth:`deferred_first`)."""
+        if self.defer_now:
+            raise error
         self.deferred.setdefault(loc, error)
+
+    @contextlib.contextmanager
+    def undeferred(self) -> Iterator[None]:
+        """A translation tried as an alternative (that falls back on another
+        where it fails): errors are raised at once, not deferred."""
+        saved, self.defer_now = self.defer_now, True
+        try:
+            yield
+        finally:
+            self.defer_now = saved
 
     @contextlib.contextmanager
     def deferred_first(self) -> Iterator[None]:

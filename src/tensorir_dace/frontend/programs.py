@@ -142,7 +142,8 @@ class ProgramTranslator(AssignmentTranslator):
         del self.ctx.constraints[n:]
         temporaries = len(self.ctx.temporaries)
         try:
-            below = translate(True)
+            with self.ctx.undeferred():
+                below = translate(True)
         except TensorIRError:
             below = None
             del self.ctx.temporaries[temporaries:]

@@ -118,7 +118,7 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         # result's interval of D, which out= gives
         known = [tr.ctx.result_dims[D]]
     if not known:
-        raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+        raise tr.error(node, no_extent_message(D))
 
     def hull():
         lo, hi = known[0].start, known[0].stop
@@ -246,6 +246,15 @@ def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any
         scalars += [ir.Param(n, ir.TensorType(ir.INT64), loc=loc) for n in (lo, hi)]
         intervals.append(interval(name, sympy.Symbol(lo), sympy.Symbol(hi), loc))
     return names, scalars, intervals
+
+
+def no_extent_message(D: str) -> str:
+    """The error of a ``concat_where`` on ``D`` between values without ``D`` where
+    nothing gives ``D``'s extent."""
+    return (f"concat_where on {D}: neither branch has dimension {D}, and no parameter has it "
+            f"to give its extent (GT4Py's broadcasts have no end along {D}; a value here is "
+            f"computed over a known extent): pass a field over {D} as an argument (the "
+            f"function need not read it), or broadcast a field over {D} in a branch")
 
 
 def out_stop(inputs: Sequence[ir.Param], name: str, longer: dict[str, int] | None = None
