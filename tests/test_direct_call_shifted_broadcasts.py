@@ -115,3 +115,28 @@ def test_runtime_condition(backend, n):
     _below_runtime(X, n, out=out, offset_provider=OFFSETS, backend=backend)
     want = np.stack([_t(X, k - 1, n) for k in range(6)], axis=1)
     np.testing.assert_array_equal(out, want)
+
+
+@field_operator
+def _down_and_up(x: Field[Dims[CellDim], float]
+                 ) -> tuple[Field[Dims[CellDim, KDim], float], Field[Dims[CellDim, KDim], float]]:
+    t = concat_where(KDim < 1, broadcast(x, (CellDim, KDim)), broadcast(2.0, (CellDim, KDim)))
+    return t(Koff[-1]), t(Koff[1]) * 3.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tuple_on_the_whole_of_out_and_on_a_tuple_of_domains(backend):
+    down = np.stack([_t(X, k - 1) for k in range(5)], axis=1)
+    up = np.stack([3.0 * _t(X, k + 1) for k in range(5)], axis=1)
+    a, b = np.full((4, 5), 7.0), np.full((4, 5), 7.0)
+    _down_and_up(X, out=(a, b), offset_provider=OFFSETS, backend=backend)
+    np.testing.assert_array_equal(a, down)
+    np.testing.assert_array_equal(b, up)
+    a, b = np.full((4, 5), 7.0), np.full((4, 5), 7.0)
+    _down_and_up(X, out=(a, b), domain=({CellDim: (0, 4), KDim: (0, 2)},
+                                        {CellDim: (1, 4), KDim: (np.int32(2), np.int32(5))}),
+                 offset_provider=OFFSETS, backend=backend)
+    want_a, want_b = np.full((4, 5), 7.0), np.full((4, 5), 7.0)
+    want_a[:, :2], want_b[1:, 2:] = down[:, :2], up[1:, 2:]
+    np.testing.assert_array_equal(a, want_a)
+    np.testing.assert_array_equal(b, want_b)
