@@ -133,7 +133,12 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             pass    # static branches keep their hull: the value may be read shifted past
             #         the target (a temporary's ``t(Koff[1])`` at the target's last level)
         elif target is not None:
-            lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
+            # (widened by the shifts of the value that follow in the statement:
+            # ``t(Koff[1])`` at the target's last level reads one above it)
+            tr.ctx.made_open(D)
+            margin = tr.ctx.open_margin.get(D, 0)
+            lo = _within(lo, target[0] - margin, iv.runtime_max)
+            hi = _within(hi, target[1] + margin, iv.runtime_min)
         at_call = target is not None
         return _open_ends(mask.segments, doms, lo, hi, at_call)
 
