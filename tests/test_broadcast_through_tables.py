@@ -396,3 +396,38 @@ def test_the_shift_rule_in_the_text_syntax(run):
 def test_random_arguments_need_no_parameter_over_the_source():
     args = tir.testing.random_arguments(parsed(TEXT), sizes={"NC": 4, "NE": 6, "NK": 3})
     assert args["C2E"].max() >= 0 and args["E2C"].shape == (6, 2)
+
+
+# A concat_where along the table's source dimension between values without it:
+# GT4Py's broadcasts have no end there, but a value here is computed over a
+# known extent, which a field over the source dimension gives (read or not).
+
+
+@field_operator
+def _first_edges_halved(a: Field[Dims[Cell, K], float]) -> Field[Dims[Cell, K], float]:
+    b = concat_where(Edge < 3, broadcast(0.5, (Edge, K)), broadcast(2.0, (Edge, K)))
+    return neighbor_sum(b(C2E), axis=C2EDim) + a
+
+
+@field_operator
+def _first_edges_halved_sized(a: Field[Dims[Cell, K], float], e: Field[Dims[Edge], float]
+                              ) -> Field[Dims[Cell, K], float]:
+    b = concat_where(Edge < 3, broadcast(0.5, (Edge, K)), broadcast(2.0, (Edge, K)))
+    return neighbor_sum(b(C2E), axis=C2EDim) + a
+
+
+def test_concat_where_along_the_source_without_its_extent_is_refused_clearly():
+    with pytest.raises(TensorIRError, match="concat_where on Edge: neither branch has "
+                                            "dimension Edge.*pass a field over Edge"):
+        _first_edges_halved(A, out=np.zeros((NC, NK)), offset_provider=MESH,
+                            backend="interpreter")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_where_along_the_source_sized_by_a_field_over_it(backend):
+    out = np.zeros((NC, NK))
+    _first_edges_halved_sized(A, np.zeros(NE), out=out, offset_provider=MESH, backend=backend)
+    c2e = MESH["C2E"]
+    at_edges = np.where(np.arange(NE) < 3, 0.5, 2.0)
+    want = np.where(present(c2e), at_edges[c2e], 0.0).sum(1)[:, None] + A
+    np.testing.assert_allclose(out, want, rtol=1e-14)

@@ -429,3 +429,52 @@ def test_a_gap_in_the_tuple_element_used_keeps_its_check(backend, kstart, fields
     o = np.zeros((4, 6))
     direct_pairs["second"](a, b, out=o, domain={Cell: (0, 4), K: (kstart, 6)}, backend=backend)
     np.testing.assert_allclose(o, gap_below_formula(b, b, kstart, 6))
+
+
+# The same with a literal domain (or none): the dropped element's gap is not
+# an error, as GT4Py never computes that element; the element used keeps the
+# error of its gap.
+@program
+def first_on_literal_levels(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                            o: Field[[Cell, K], float]):
+    first_of_pair(a, b, out=o, domain={Cell: (1, 4), K: (0, 6)})
+
+
+@program
+def first_everywhere(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                     o: Field[[Cell, K], float]):
+    first_of_pair(a, b, out=o)
+
+
+@program
+def second_on_literal_levels(a: Field[[Cell, K], float], b: Field[[Cell, K], float],
+                             o: Field[[Cell, K], float]):
+    second_of_pair(a, b, out=o, domain={Cell: (0, 4), K: (0, 6)})
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_gap_in_a_dropped_tuple_element_on_a_literal_domain(backend, fields, direct_pairs):
+    a, b = fields
+    o = np.zeros((4, 6))
+    first_on_literal_levels(a, b, o, backend=backend)
+    want = np.zeros((4, 6))
+    want[1:] = 2.0 * a[1:]
+    np.testing.assert_allclose(o, want)
+    o = np.zeros((4, 6))
+    first_everywhere(a, b, o, backend=backend)
+    np.testing.assert_allclose(o, 2.0 * a)
+    for domain in [{Cell: (0, 4), K: (0, 6)}, None]:
+        o = np.zeros((4, 6))
+        direct_pairs["first"](a, b, out=o, backend=backend,
+                              **({"domain": domain} if domain else {}))
+        np.testing.assert_allclose(o, 2.0 * a)
+
+
+def test_a_gap_in_the_tuple_element_used_on_a_literal_domain_is_an_error(fields, direct_pairs):
+    a, b = fields
+    o = np.zeros((4, 6))
+    with pytest.raises(TensorIRError, match=r"gap between K\[0:1\]"):
+        second_on_literal_levels(a, b, o, backend="interpreter")
+    with pytest.raises(TensorIRError, match=r"gap between K\[0:1\]"):
+        direct_pairs["second"](a, b, out=o, backend="interpreter")
+    np.testing.assert_array_equal(o, 0.0)

@@ -339,3 +339,38 @@ def test_a_strided_offset_given_none_takes_its_count_from_a_later_call(backend):
     upwind(f, vn, again, offset_provider={"E2EX": StridedNeighborOffsetProvider(
         EdgeDim, CEDim, 2)}, backend=backend)
     np.testing.assert_array_equal(again, expected)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_strided_offset_given_a_table_first_takes_none_later(backend):
+    """icon4py's ``E2EC`` given its layout table in the first call of the process
+    and ``None`` or GT4Py's strided provider later (from the program, from the
+    field operator called directly, and again from the program translated with
+    the table): each call runs, and the table is still taken afterwards."""
+    E2ZDim = Dimension("E2Z", DimensionKind.LOCAL)
+    E2EZ = FieldOffset("E2EZ", source=CEDim, target=(EdgeDim, E2ZDim))
+
+    @field_operator
+    def _upwind(f: Field[[CEDim], float], vn: Field[[EdgeDim, KDim], float]
+                ) -> Field[[EdgeDim, KDim], float]:
+        return where(vn >= 0.0, f(E2EZ[0]), f(E2EZ[1]))
+
+    @program
+    def upwind(f: Field[[CEDim], float], vn: Field[[EdgeDim, KDim], float],
+               out: Field[[EdgeDim, KDim], float]):
+        _upwind(f, vn, out=out)
+
+    f, vn = RNG.random(2 * NE), RNG.random((NE, NK)) - 0.5
+    pairs = f.reshape(NE, 2)
+    expected = np.where(vn >= 0.0, pairs[:, :1], pairs[:, 1:])
+    layout = np.arange(2 * NE).reshape(NE, 2)
+    strided = StridedNeighborOffsetProvider(EdgeDim, CEDim, 2)
+    for call, value in [("program", layout), ("direct", None), ("program", None),
+                        ("program", strided), ("direct", layout), ("program", layout),
+                        ("direct", strided)]:
+        out = np.zeros((NE, NK))
+        if call == "program":
+            upwind(f, vn, out, offset_provider={"E2EZ": value}, backend=backend)
+        else:
+            _upwind(f, vn, out=out, offset_provider={"E2EZ": value}, backend=backend)
+        np.testing.assert_array_equal(out, expected)

@@ -43,7 +43,7 @@ from .meshes import (
     cast_tuple,
     offset_shift,
 )
-from .runtime_bounds import runtime_concat_where
+from .runtime_bounds import no_extent_message, runtime_concat_where
 from .scan_ranges import ConcatPieces
 from .values import TableIndex, contains_ir, describe, is_ir, is_table_type
 
@@ -355,16 +355,18 @@ class BuiltinTranslator(ExpressionTranslator):
             if da is not None:
                 self.ctx.made_open(D)
         if da is None and db is None and D in self.ctx.result_dims:
-            # ... or, in a direct call, the declared result's, which out= gives
+            # ... or, in a direct call, the declared result's, which out= gives;
+            # as GT4Py's broadcasts, the value has no end there: it reaches past
+            # out='s extent by the margin of the shifts of it that follow
             whole = self.ctx.result_dims[D]
-            xa = ir.Call(ir.Sym("add_dim", loc=loc), (ir.Sym(D, loc=loc),
-                                                      self.bound_ir(whole.start, node),
-                                                      self.bound_ir(whole.stop, node), xa),
-                         loc=loc)
+            xa = ir.Call(ir.Sym("add_dim", loc=loc),
+                         (ir.Sym(D, loc=loc), self.bound_ir(whole.start - margin, node),
+                          self.bound_ir(whole.stop + margin, node), xa), loc=loc)
             ta = self.type_of(xa, node)
             da = ta.dim(D)
+            self.ctx.made_open(D)
         if da is None and db is None:
-            raise self.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+            raise self.error(node, no_extent_message(D))
         what = "concat_where"
 
         def go():
@@ -404,14 +406,21 @@ class BuiltinTranslator(ExpressionTranslator):
         if not pieces:
             raise self.error(node, f"concat_where on {D}: the result is empty (neither "
                                    "branch is defined where it is selected)")
-        for p, q in itertools.pairwise(pieces):
+        gapped = False
+        for i, (p, q) in enumerate(itertools.pairwise(pieces)):
             if not iv.equal(p[1], q[0]):
-                raise self.error(node, f"concat_where on {D}: the result would have a gap "
-                                       f"between {D}[{p[0]}:{p[1]}] "
-                                       f"({'true' if p[4] == 'a' else 'false'}"
-                                       f" branch) and {D}[{q[0]}:{q[1]}] "
-                                       f"({'true' if q[4] == 'a' else 'false'} branch); "
-                                       "extend the branches' domains")
+                # an error where the program keeps this value: GT4Py never computes
+                # a value that nothing uses (a tuple element that the caller drops);
+                # until then the pieces below the gap stand for it
+                self.ctx.defer(loc, self.error(
+                    node, f"concat_where on {D}: the result would have a gap "
+                          f"between {D}[{p[0]}:{p[1]}] "
+                          f"({'true' if p[4] == 'a' else 'false'}"
+                          f" branch) and {D}[{q[0]}:{q[1]}] "
+                          f"({'true' if q[4] == 'a' else 'false'} branch); "
+                          "extend the branches' domains"))
+                pieces, gapped = pieces[:i + 1], True
+                break
         exprs = []
         for p_lo, p_hi, x, dom, _ in pieces:
             if dom is None:
@@ -426,7 +435,7 @@ class BuiltinTranslator(ExpressionTranslator):
         for check in gap_checks:     # made only where this value is used
             self.ctx.gap_checks[check] = loc
         if len(exprs) == 1:
-            if gap_checks and exprs[0] is pieces[0][2]:
+            if (gap_checks or gapped) and exprs[0] is pieces[0][2]:
                 # (a node from here, which tells that the value is used)
                 return ir.Call(ir.Sym("subset", loc=loc), (exprs[0], ir.DimInterval(
                     D, pieces[0][0], pieces[0][1], loc=loc)), loc=loc)

@@ -123,16 +123,18 @@ class LocalOffset:
     def resolve(self, value: Any, where: str, loc: SourceLoc | None = None) -> None:
         """Become a table or a strided offset by the provider's ``value`` (an
         array or connectivity object: a table; ``None`` or a strided provider:
-        strided), and bind the local dimension's count where the value has one."""
-        arr = _table_array(value)
-        if value is None or (arr is value and not hasattr(value, "shape") and
-                             hasattr(value, "max_neighbors")):
+        strided), and bind the local dimension's count where the value has one.
+        A table becomes strided where a later call gives ``None`` or a strided
+        provider (:meth:`turns_strided`): a strided offset takes the table of
+        its layout too (:func:`check_strided`), so both kinds of call work."""
+        if _is_strided_value(value):
             count = getattr(value, "max_neighbors", None)
             if count is not None:
                 self.local.bind(count, f"{where}: offset_provider['{self.name}']")
-            if self.resolved is None:
+            if not isinstance(self.resolved, StridedOffset):
                 self.resolved = StridedOffset(self.name, self.rows, self.local, self.source)
             return
+        arr = _table_array(value)
         if not hasattr(arr, "shape") and isinstance(arr, (list, tuple)):
             arr = np.asarray(arr)           # a table written as nested lists
         shape = getattr(arr, "shape", None)
@@ -146,9 +148,22 @@ class LocalOffset:
             nb.local = self.local
             self.resolved = Connectivity(self.name, self.rows, nb)
 
+    def turns_strided(self, provider: Any) -> bool:
+        """Whether ``provider`` (a call's ``offset_provider``) gives ``None`` or a
+        strided provider for this offset, which is a table so far."""
+        return isinstance(self.resolved, Connectivity) and isinstance(provider, Mapping) \
+            and self.name in provider and _is_strided_value(provider[self.name])
+
     def __repr__(self) -> str:
         return (f"FieldOffset({self.name!r}, source={self.source.name}, "
                 f"target=({self.rows.name}, {self.local.name}))")
+
+
+def _is_strided_value(value: Any) -> bool:
+    """An offset provider entry that makes a local offset strided: ``None`` or a
+    strided provider (GT4Py's ``StridedNeighborOffsetProvider``)."""
+    return value is None or (not hasattr(value, "shape") and hasattr(value, "max_neighbors")
+                             and _table_array(value) is value)
 
 
 class NeighborTableOffsetProvider:
@@ -212,7 +227,7 @@ def bind_local_offsets(offsets: Iterable[LocalOffset], tables: Mapping[str, Any]
     left unresolved (not given)."""
     left = False
     for off in offsets:
-        if off.resolved is not None and off.local.bound:
+        if off.resolved is not None and off.local.bound and not off.turns_strided(provider):
             continue
         if provider is not None and isinstance(provider, Mapping) and off.name in provider:
             off.resolve(provider[off.name], where, loc)

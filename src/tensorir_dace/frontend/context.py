@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -11,6 +12,7 @@ from .. import ir
 from ..errors import (
     FrontendError,
     SourceLoc,
+    TensorIRError,
     TypeCheckError,
 )
 from ..typing.checker import Checker
@@ -84,6 +86,10 @@ class ProgramContext:
         # the place of that concat_where: a check whose concat_where the program
         # no longer holds (a tuple element that the caller drops) is not made
         self.gap_checks: dict[ir.SizeConstraint, SourceLoc | None] = {}
+        # errors of values that are errors only where the program keeps them (a
+        # concat_where with a gap), by the place of the value (see :meth:`defer`)
+        self.deferred: dict[SourceLoc | None, TensorIRError] = {}
+        self.defer_now = False      # raised at once instead (see :meth:`undeferred`)
         self.checker = Checker(ir.Program("__frontend__", tuple(params)))
         self.scope = Scope()
         sizes: set[str] = set()
@@ -124,10 +130,46 @@ class ProgramContext:
             self.gap_checks[new] = self.gap_checks[old]
         return new
 
+    def defer(self, loc: SourceLoc | None, error: TensorIRError) -> None:
+        """``error``, of the value made at ``loc`` (a node of that place stands for
+        it): raised by :meth:`live_constraints` where the program keeps a node
+        from ``loc``, and in place of any error the translation meets after it
+        (:meth:`deferred_first`)."""
+        if self.defer_now:
+            raise error
+        self.deferred.setdefault(loc, error)
+
+    @contextlib.contextmanager
+    def undeferred(self) -> Iterator[None]:
+        """A translation tried as an alternative (that falls back on another
+        where it fails): errors are raised at once, not deferred."""
+        saved, self.defer_now = self.defer_now, True
+        try:
+            yield
+        finally:
+            self.defer_now = saved
+
+    @contextlib.contextmanager
+    def deferred_first(self) -> Iterator[None]:
+        """A translation's errors, where it has deferred one (:meth:`defer`): the
+        first deferred error instead (the value that stands for the one in error
+        may be what the later error is about)."""
+        try:
+            yield
+        except TensorIRError:
+            if self.deferred:
+                raise next(iter(self.deferred.values())) from None
+            raise
+
     def live_constraints(self, body: Sequence[ir.Node]) -> tuple[ir.SizeConstraint, ...]:
         """The constraints the program ``body`` needs: all but the gap checks of
-        a ``concat_where`` that no node of ``body`` comes from."""
+        a ``concat_where`` that no node of ``body`` comes from.  A deferred
+        error (:meth:`defer`) of a place that a node of ``body`` comes from is
+        raised."""
         places = {n.loc for stmt in body for n in ir.walk(stmt) if isinstance(n, ir.Call)}
+        for loc, error in self.deferred.items():
+            if loc in places:
+                raise error
         return tuple(c for c in dict.fromkeys(self.constraints)
                      if c not in self.gap_checks or self.gap_checks[c] in places)
 

@@ -298,8 +298,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if "out" in into:
             into["out"] = self._unwrapped_out(into["out"], (), named)
             self._check_out_dims(named, None)
-        if self._locals_pending is not False:
-            self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
+        self._bind_locals(args, kwargs, kwargs.get("offset_provider"))
         # as for programs: looked up by the source until one is translated here
         if plain_call and (self._serving or not len(self._cache)):
             result = self._call_by_source(args, kwargs, into)

@@ -519,38 +519,39 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
     kwargs: dict[str, Any] = {ctx.python_name(p): ir.Sym(p.name, loc=p.loc) for p in params
                               if ctx.python_name(p) in own}
     kwargs.update(static or {})
-    value = tr.inline(fn, [], kwargs, node, src.name)
-    if not contains_ir(value):
-        raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
-                            "not a tensor", loc)
-    if parts:
-        pieces = []
-        for path, _ in parts:
-            whole = value
-            for k in path:          # the part of the value this output takes
-                whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
-                    else _part_of(tr.to_ir(whole, node), k, tr.type_of(tr.to_ir(whole, node),
-                                                                     node), fn, loc)
-            pieces.append(whole)
-        fitted = tr.fit_domain_scans(pieces, node, [{i.name: i for i in d} for _, d in parts])
-        expr = tr.to_ir(fitted[part], node)
-    else:
-        expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
-    expr = _within_hull(expr, strip_masks(tr.type_of(expr, node)), ctx, loc)
-    t = strip_masks(tr.type_of(expr, node))
-    if order is not None:
-        t = _with_declared_dims(t, order, params, ctx.result_dims)
-    if t.is_scalar:
-        raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
-                            "function called directly returns a tensor (pass at least one "
-                            "array)", loc)
-    if report is not None:
-        report["dropped"] = dict(ctx.dropped)
-    if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
-        # the array returned has the declared return type's dimension order
-        # (``Field[[Cell, K], float]``), whichever order the value's type has
-        t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
-    out = ir.Param(result_name, t, loc=loc)
-    body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
+    with ctx.deferred_first():
+        value = tr.inline(fn, [], kwargs, node, src.name)
+        if not contains_ir(value):
+            raise FrontendError(f"{src.name}() returns {describe(value)} for these arguments, "
+                                "not a tensor", loc)
+        if parts:
+            pieces = []
+            for path, _ in parts:
+                whole = value
+                for k in path:          # the part of the value this output takes
+                    whole = whole[k] if isinstance(whole, tuple) and k < len(whole) \
+                        else _part_of(tr.to_ir(whole, node), k, tr.type_of(tr.to_ir(whole, node),
+                                                                         node), fn, loc)
+                pieces.append(whole)
+            fitted = tr.fit_domain_scans(pieces, node, [{i.name: i for i in d} for _, d in parts])
+            expr = tr.to_ir(fitted[part], node)
+        else:
+            expr = tr.fit_domain_scans(tr.to_ir(value, node), node)
+        expr = _within_hull(expr, strip_masks(tr.type_of(expr, node)), ctx, loc)
+        t = strip_masks(tr.type_of(expr, node))
+        if order is not None:
+            t = _with_declared_dims(t, order, params, ctx.result_dims)
+        if t.is_scalar:
+            raise FrontendError(f"{src.name}() returns a scalar ({t}) for these arguments; a "
+                                "function called directly returns a tensor (pass at least one "
+                                "array)", loc)
+        if report is not None:
+            report["dropped"] = dict(ctx.dropped)
+        if order is not None and order != t.dim_names and sorted(order) == sorted(t.dim_names):
+            # the array returned has the declared return type's dimension order
+            # (``Field[[Cell, K], float]``), whichever order the value's type has
+            t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
+        out = ir.Param(result_name, t, loc=loc)
+        body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
     return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc,
                       constraints=ctx.live_constraints(body))

@@ -192,8 +192,7 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
         has no binary for equal lengths: it is compiled at its first call, for
         the length differences of that call's arrays.
         """
-        if self._locals_pending is not False:
-            self._bind_locals((), static_args, offset_provider)
+        self._bind_locals((), static_args, offset_provider)
         names = {p.name for p in self._param_infos()}
         unknown = sorted(set(static_args) - names)
         if unknown:
@@ -291,8 +290,7 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
     def __call__(self, /, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
         plain_call = backend is None and self.backend == "compiled"
-        if self._locals_pending is not False:
-            self._bind_locals(args, kwargs, offset_provider)
+        self._bind_locals(args, kwargs, offset_provider)
         # looked up by the source while nothing was translated in this process, or
         # while some call was served that way (translating records the call's
         # description in memory): else the specialisations serve it

@@ -187,7 +187,8 @@ class ProgramTranslator(AssignmentTranslator):
         del self.ctx.constraints[n:]
         temporaries = len(self.ctx.temporaries)
         try:
-            below = translate(True)
+            with self.ctx.undeferred():
+                below = translate(True)
         except TensorIRError:
             below = None
             del self.ctx.temporaries[temporaries:]
@@ -579,7 +580,8 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
     ctx.rank_generic = rank_generic
     ctx.rename(names)
     tr = ProgramTranslator(ctx, src, size_of, static)
-    body = tr.statements(list(src.node.body))
+    with ctx.deferred_first():
+        body = tr.statements(list(src.node.body))
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
     return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),

@@ -118,7 +118,7 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
         # result's interval of D, which out= gives
         known = [tr.ctx.result_dims[D]]
     if not known:
-        raise tr.error(node, f"concat_where on {D}: neither branch has dimension {D}")
+        raise tr.error(node, no_extent_message(D))
 
     def hull():
         lo, hi = known[0].start, known[0].stop
@@ -133,7 +133,12 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
             pass    # static branches keep their hull: the value may be read shifted past
             #         the target (a temporary's ``t(Koff[1])`` at the target's last level)
         elif target is not None:
-            lo, hi = _within(lo, target[0], iv.runtime_max), _within(hi, target[1], iv.runtime_min)
+            # (widened by the shifts of the value that follow in the statement:
+            # ``t(Koff[1])`` at the target's last level reads one above it)
+            tr.ctx.made_open(D)
+            margin = tr.ctx.open_margin.get(D, 0)
+            lo = _within(lo, target[0] - margin, iv.runtime_max)
+            hi = _within(hi, target[1] + margin, iv.runtime_min)
         at_call = target is not None
         return _open_ends(mask.segments, doms, lo, hi, at_call)
 
@@ -248,6 +253,15 @@ def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any
     return names, scalars, intervals
 
 
+def no_extent_message(D: str) -> str:
+    """The error of a ``concat_where`` on ``D`` between values without ``D`` where
+    nothing gives ``D``'s extent."""
+    return (f"concat_where on {D}: neither branch has dimension {D}, and no parameter has it "
+            f"to give its extent (GT4Py's broadcasts have no end along {D}; a value here is "
+            f"computed over a known extent): pass a field over {D} as an argument (the "
+            f"function need not read it), or broadcast a field over {D} in a branch")
+
+
 def out_stop(inputs: Sequence[ir.Param], name: str, longer: dict[str, int] | None = None
              ) -> sympy.Expr | None:
     """The stop of ``out=``'s dimension ``name`` in the program of a direct call
@@ -289,9 +303,12 @@ def into_program(prog: ir.Program, result: ir.Param, domain: tuple[str, ...],
     dims = []
     for d in result.type.dims:
         stop = out_stop(inputs, d.name, longer)
-        if stop is None and d.start == 0 and isinstance(d.stop, sympy.Symbol) and \
-                d.stop not in given:
-            stop = d.stop    # a dimension only the result has: out= gives its size
+        if stop is None:
+            # a dimension only the result has: out= gives the size its value is
+            # over (``K[0:N_K]``, or ``K[-1:N_K]`` where the value is shifted)
+            own = {s for b in (d.start, d.stop) for s in b.free_symbols} - given
+            if len(own) == 1 and not ir.has_runtime(d.start) and not ir.has_runtime(d.stop):
+                stop = next(iter(own))
         if stop is None:
             stop = ir.size_symbol(_fresh(f"N_{result.name}_{d.name}", taken))
         dims.append(ir.Dim(d.name, 0, stop))

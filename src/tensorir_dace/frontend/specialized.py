@@ -78,6 +78,9 @@ class SpecializedCallable:
     _strided: dict[str, Any] = {}    # strided offsets used: offset_provider entries checked
     # GT4Py local dimensions or offsets into them left to bind (None: not looked at yet)
     _locals_pending: bool | None = None
+    # the offsets into local dimensions used, and what each was when last bound
+    _local_offsets: list[LocalOffset] = []
+    _resolved_as: list[Any] = []
 
     def _setup(self, fn: Callable, decorator: str, backend: Any,
                compile_options: dict[str, Any]) -> None:
@@ -246,14 +249,22 @@ class SpecializedCallable:
         strided) and their neighbour counts from this call's tables and
         arguments (see :class:`.LocalDimension`); nothing once all are bound."""
         if self._locals_pending is False:
-            return
+            # bound: but a table offset given None (or a strided provider) becomes
+            # strided, here or in another function using it
+            if not self._local_offsets or not any(
+                    o.resolved is not was or o.turns_strided(provider)
+                    for o, was in zip(self._local_offsets, self._resolved_as)):
+                return
         if not LocalDimension.made:
             # a local dimension the function uses exists before its first call
             self._locals_pending = False
             return
         offsets = used_connectivities(self.fn, LocalOffset)
-        before = [o.resolved for o in offsets]
+        before = self._resolved_as if self._locals_pending is False else \
+            [o.resolved for o in offsets]
         left = bind_local_offsets(offsets, kwargs, provider, self.fn.__name__, self._def_loc())
+        self._local_offsets = offsets
+        self._resolved_as = [o.resolved for o in offsets]
         if any(o.resolved is not was for o, was in zip(offsets, before)):
             self._infos = None          # the tables it takes changed
             self._spz = None
