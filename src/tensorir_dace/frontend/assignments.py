@@ -42,6 +42,22 @@ else:
     sympy = lazy_module("sympy")
 
 
+def uncovered(value_type, target_type):
+    """The dimensions of ``target_type`` that ``value_type`` is known not to
+    cover, each with the value's interval along it.  Where coverage cannot
+    be decided here the type checker decides (and names both bounds)."""
+    for d in target_type.dims:
+        vd = value_type.dim(d.name)
+        if vd is None:
+            continue
+        try:
+            ok = iv.covers(vd, d)
+        except iv.Undecidable:
+            continue
+        if not ok:
+            yield d, vd
+
+
 class AssignmentTranslator(FunctionTranslator):
     """Adds the names of a program body and assignments to them; ``kinds`` says
     what each name is (``param``, ``scalar_param``, ``temp``, ``loop``, ``alias``)."""
@@ -140,18 +156,10 @@ class AssignmentTranslator(FunctionTranslator):
             if tt.dim(d.name) is None:
                 raise TypeCheckError(f"the expression has dimension {d.name} that the target "
                                      f"'{name}' ({tt}) lacks", loc)
-        for d in tt.dims:
-            vd = vt.dim(d.name)
-            if vd is None:
-                continue
-            try:
-                ok = iv.covers(vd, d)
-            except iv.Undecidable:
-                continue   # the type checker decides (and names both bounds)
-            if not ok:
-                raise CoverageError(f"the expression is defined on {d.name}[{vd.start}:"
-                                     f"{vd.stop}] but the target '{name}' needs {d.name}"
-                                     f"[{d.start}:{d.stop}]", loc)
+        for d, vd in uncovered(vt, tt):
+            raise CoverageError(f"the expression is defined on {d.name}[{vd.start}:"
+                                f"{vd.stop}] but the target '{name}' needs {d.name}"
+                                f"[{d.start}:{d.stop}]", loc)
         return ir.Assign(target, value, loc=loc)
 
     def alias(self, name: str, value: Any) -> list[ir.Stmt]:

@@ -22,7 +22,7 @@ from ..lazy import lazy_module
 from ..typing.runtime import bound_of
 from ..typing.scope import Binding
 from .annotations import annotation_spec
-from .assignments import AssignmentTranslator
+from .assignments import AssignmentTranslator, uncovered
 from .builtin_calls import GAP_CHECK, either_side
 from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
@@ -145,19 +145,11 @@ class ProgramTranslator(AssignmentTranslator):
             except TensorIRError:
                 return              # assign() reports it
             tt = self.tensor_type(self.env[node.id].name)
-            for d in tt.dims:
-                vd = pt.dim(d.name)
-                if vd is None:
-                    continue
-                try:
-                    ok = iv.covers(vd, d)
-                except iv.Undecidable:
-                    continue
-                if not ok:
-                    raise CoverageError(
-                        f"part {k} of the value is defined on {d.name}[{vd.start}:{vd.stop}] "
-                        f"but its output '{node.id}' needs {d.name}[{d.start}:{d.stop}]; give "
-                        "domain= (or a tuple of domains, one per output)", loc)
+            for d, vd in uncovered(pt, tt):
+                raise CoverageError(
+                    f"part {k} of the value is defined on {d.name}[{vd.start}:{vd.stop}] "
+                    f"but its output '{node.id}' needs {d.name}[{d.start}:{d.stop}]; give "
+                    "domain= (or a tuple of domains, one per output)", loc)
 
     def emit_in_domain(self, target: ir.Expr, call: ast.Call, s: ast.stmt) -> list[ir.Stmt]:
         """``f(…, out=o, domain={…})``: the value written into the sub-domain
