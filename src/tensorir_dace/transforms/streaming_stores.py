@@ -287,27 +287,26 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
         prelude.append(f"const {desc.dtype.ctype} {e_in.dst_conn} = "
                        f"{pointers[m.data]}[{index_algebra.flat_cpp(desc, coords)}];")
 
-    row_subset = ", ".join(f"{begin}:{end} + 1" if str(b) == inner else str(b)
-                           for b, _, _ in out.data.subset.ranges)
     size = symbolic.symstr(entry.map.range.num_elements() * odesc.dtype.bytes, cpp_mode=True)
     lo, hi = (symbolic.symstr(x, cpp_mode=True) for x in (begin, end + 1))
-    ahead, run_ahead = [], []
     flat = _flattenable(entry, tasklet, out, odesc, reads)
+    moved = {inner: f"{begin}:{end} + 1"}           # the map ranges the tasklet loops over
+    ahead, run_ahead = [], []
+    leading = prefetch.leading_reads(reads, params).items()
     if flat:
-        for data, coords in prefetch.leading_reads(reads, params).items():
-            run_ahead += prefetch.run_prefetch(pointers[data], sdfg.arrays[data], coords,
-                                               params, "_k", "_hi - 1")
         (jb, je, _), = entry.map.range.ranges[-2:-1]
-        row_subset = ", ".join(f"{jb}:{je} + 1" if str(b) == params[-2] else
-                               f"{begin}:{end} + 1" if str(b) == inner else str(b)
-                               for b, _, _ in out.data.subset.ranges)
+        moved[params[-2]] = f"{jb}:{je} + 1"
         hi = symbolic.symstr(begin + (je + 1 - jb) * (end + 1 - begin), cpp_mode=True)
         ahead.append(f"const long long {params[-2]} = {symbolic.symstr(jb, cpp_mode=True)};")
+        for data, coords in leading:
+            run_ahead += prefetch.run_prefetch(pointers[data], sdfg.arrays[data], coords,
+                                               params, "_k", "_hi - 1")
     else:
         row_end = symbolic.symstr(entry.map.range.ranges[-2][1] + 1, cpp_mode=True)
-        for data, coords in prefetch.leading_reads(reads, params).items():
+        for data, coords in leading:
             ahead += prefetch.row_prefetch(pointers[data], sdfg.arrays[data], coords, params,
                                            row_end, lo, hi)
+    row_subset = ", ".join(moved.get(str(b), str(b)) for b, _, _ in out.data.subset.ranges)
     body = "\n".join(prelude + [f"{ctype} {out.src_conn};", tasklet.code.as_string,
                                 f"return {out.src_conn};"])
     run_prefetches = "\n".join(run_ahead)
