@@ -114,6 +114,8 @@ def test_output_rows_are_streamed(src, monkeypatch):
     fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
     assert "_tir_stage_end_double(" in code and "_tir_sfence();" in code
+    # the staging row starts on a page, so its stores never straddle two pages
+    assert f"(reinterpret_cast<uintptr_t>(_frow_v.get()) + {fs.ROW_ALIGN - 1})" in code
     assert f"{fs.BUFFER_BYTES}LL / (3 * (long long)sizeof(double) * (L))" in code
     for seed, sizes in enumerate([{"N": 37, "M": 70, "L": 21}, {"N": 5, "M": 70, "L": 300},
                                   {"N": 33, "M": 3, "L": 1}]):

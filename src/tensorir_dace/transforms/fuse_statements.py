@@ -110,6 +110,13 @@ MATH_OPS = 8
 #: line measured 15% slower than to rings on a line (2-core AMD EPYC, AVX-512).
 ALIGN = 64
 
+#: Bytes the staging row of streamed output rows is aligned to (a page).  Its
+#: vector stores start part-way into a line, so a row that crosses a page
+#: boundary has one store split across two pages in every row: the
+#: lap-of-lap chain measured 1.6-1.7x slower in the processes (about one in
+#: five) whose staging row happened to cross one (2-core AMD EPYC, AVX-512).
+ROW_ALIGN = 4096
+
 _ASSIGN = re.compile(r"=(?!=)")
 _CALL = re.compile(r"\b[A-Za-z_][A-Za-z0-9_:]*\s*\(")
 
@@ -427,7 +434,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         ctype = odesc.dtype.ctype
         row = f"({ends[-1]} - ({cpp(sink.ranges[-1][0])}))"
         size = " * ".join(f"({cpp(e - b + 1)})" for b, e in sink.ranges)
-        lines += _scratch("_frow", ctype, f"{row} + 128 / sizeof({ctype})") + [
+        lines += _scratch("_frow", ctype, f"{row} + 128 / sizeof({ctype})", ROW_ALIGN) + [
                   f"_tir_carry_{ctype} _fcarry;", "_fcarry.n = 0;",
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
                   f">= {streaming_stores.MIN_BYTES}LL;"]
@@ -667,20 +674,21 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         sdfg.remove_data(data, validate=False)
 
 
-def _scratch(name: str, ctype: str, size: str) -> list[str]:
+def _scratch(name: str, ctype: str, size: str, align: int = ALIGN) -> list[str]:
     """C++ lines declaring ``name``, a buffer of at least ``size`` values of the
     thread, kept between calls (so it stays in the cache) and grown when
     needed (a ``unique_ptr`` array: ``std::vector<bool>`` has no ``data()``).
-    It starts on a cache line (:data:`ALIGN`): vector loads and stores of
-    rows whose length is a multiple of the line then never straddle two."""
-    pad = f"({ALIGN} / sizeof({ctype}))"
+    It starts on a multiple of ``align`` bytes (by default a cache line,
+    :data:`ALIGN`): vector loads and stores of rows whose length is a multiple
+    of the line then never straddle two."""
+    pad = f"({align} / sizeof({ctype}))"
     return [f"static thread_local std::unique_ptr<{ctype}[]> {name}_v;",
             f"static thread_local long long {name}_n = 0;",
             f"if ({name}_n < (long long)({size})) {{ {name}_n = (long long)({size}); "
             f"{name}_v.reset(new {ctype}[{name}_n + {pad}]); }}",
             f"{ctype}* const __restrict__ {name} = reinterpret_cast<{ctype}*>("
-            f"(reinterpret_cast<uintptr_t>({name}_v.get()) + {ALIGN - 1}) & "
-            f"~(uintptr_t){ALIGN - 1});"]
+            f"(reinterpret_cast<uintptr_t>({name}_v.get()) + {align - 1}) & "
+            f"~(uintptr_t){align - 1});"]
 
 
 def _run_bounds(begin: str, end: str) -> list[str]:

@@ -324,7 +324,7 @@ if ((long long)({size}) >= {MIN_BYTES}LL) {{
     constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
     for (; _k + _B <= _hi; _k += _B) {{
 {run_prefetches}
-        {ctype} _buf[_B];
+        alignas(64) {ctype} _buf[_B];
         #pragma omp simd
         for (int _t = 0; _t < _B; ++_t) _buf[_t] = _point(_k + _t);
         for (int _t = 0; _t < _B; _t += _W) _TIR_STREAM(_st_out + (_k - _lo) + _t, _buf + _t);
