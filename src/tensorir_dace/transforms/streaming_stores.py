@@ -215,7 +215,7 @@ def staged_rows_functions(ctype: str) -> str:
     return NONTEMPORAL + f"""\
 #ifndef {begin.upper()}
 #define {begin.upper()}
-struct {carry} {{ {ctype} v[64 / sizeof({ctype})]; {ctype}* dst; int n; }};
+struct alignas(64) {carry} {{ {ctype} v[64 / sizeof({ctype})]; {ctype}* dst; int n; }};
 static inline void {flush}({carry}& c) {{
     for (int t = 0; t < c.n; ++t) c.dst[t] = c.v[t];
     c.n = 0;
