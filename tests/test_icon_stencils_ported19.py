@@ -41,13 +41,16 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    abs,
     astype,
     broadcast,
     concat_where,
     exp,
     log,
     maximum,
+    minimum,
     neighbor_sum,
+    sqrt,
     where,
 )
 
@@ -1642,3 +1645,573 @@ def test_compute_perturbed_quantities_and_interpolation(backend, limited_area, i
         nflat_gradp, h2, lb3, e_halo, e_h2, vs, ve)
     check(got, {n: inside(want[n], base[n], hs, he, vs, ve) for n in _PERTURBED_OUTPUTS},
           rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== turbulent budgets
+#
+# icon4py's solve_turb_budgets (turbulence, section 3 of turbdiff): five
+# statements on two vertical domains (one of them ``vertical_end + 1``), the
+# later statements reading what the earlier ones wrote, a field operator
+# called from two others with keyword arguments, a ``where`` choosing between
+# two solutions of which the unchosen one may be NaN, and a caller that passes
+# the same array as an input of the third statement and the output of the
+# fourth (the order of the statements then decides the result).
+
+
+@gtx.field_operator
+def _effective_tke_forcing(
+    stability_length_for_momentum: fa.CellKField[wpfloat],
+    stability_length_for_scalars: fa.CellKField[wpfloat],
+    mechanical_forcing: fa.CellKField[wpfloat],
+    thermal_forcing: fa.CellKField[wpfloat],
+    frcsecu: wpfloat,
+    rim: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    shear_production = stability_length_for_momentum * mechanical_forcing
+    buoyancy_loss = stability_length_for_scalars * thermal_forcing
+    return maximum(shear_production - buoyancy_loss, frcsecu * rim * shear_production)
+
+
+@gtx.field_operator
+def _compute_turbulent_velocity_scale(
+    master_length_scale: fa.CellKField[wpfloat],
+    stability_length_for_momentum: fa.CellKField[wpfloat],
+    stability_length_for_scalars: fa.CellKField[wpfloat],
+    mechanical_forcing: fa.CellKField[wpfloat],
+    thermal_forcing: fa.CellKField[wpfloat],
+    previous_velocity_scale: fa.CellKField[wpfloat],
+    transport_tendency: fa.CellKField[wpfloat],
+    d_m: wpfloat,
+    d_4: wpfloat,
+    b_m: wpfloat,
+    rim: wpfloat,
+    frcsecu: wpfloat,
+    tkesecu: wpfloat,
+    tkesmot: wpfloat,
+    vel_min: wpfloat,
+    tke_time_step: wpfloat,
+    inverse_tke_time_step: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    dissipation_length = master_length_scale * d_m
+    forcing_length = master_length_scale * d_4 * (wpfloat("1.0") / b_m)
+    forcing = _effective_tke_forcing(
+        stability_length_for_momentum=stability_length_for_momentum,
+        stability_length_for_scalars=stability_length_for_scalars,
+        mechanical_forcing=mechanical_forcing,
+        thermal_forcing=thermal_forcing,
+        frcsecu=frcsecu,
+        rim=rim,
+    )
+
+    q1 = dissipation_length * inverse_tke_time_step
+    q2 = (
+        maximum(wpfloat("0.0"), previous_velocity_scale + transport_tendency * tke_time_step)
+        + forcing * tke_time_step
+    )
+    updated = (
+        q1 * (sqrt(wpfloat("1.0") + wpfloat("4.0") * q2 / q1) - wpfloat("1.0")) * wpfloat("0.5")
+    )
+
+    equilibrium_floor = sqrt(forcing_length * maximum(forcing, wpfloat("0.0")))
+    smoothed = tkesmot * previous_velocity_scale + (wpfloat("1.0") - tkesmot) * updated
+    return maximum(maximum(tkesecu * vel_min, tkesecu * equilibrium_floor), smoothed)
+
+
+@gtx.field_operator
+def _compute_stability_lengths(
+    master_length_scale: fa.CellKField[wpfloat],
+    stability_length_for_momentum: fa.CellKField[wpfloat],
+    stability_length_for_scalars: fa.CellKField[wpfloat],
+    mechanical_forcing: fa.CellKField[wpfloat],
+    thermal_forcing: fa.CellKField[wpfloat],
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    a_h: wpfloat,
+    a_m: wpfloat,
+    b_h: wpfloat,
+    b_m: wpfloat,
+    d_m: wpfloat,
+    d_1: wpfloat,
+    d_2: wpfloat,
+    d_3: wpfloat,
+    d_4: wpfloat,
+    d_5: wpfloat,
+    d_6: wpfloat,
+    rim: wpfloat,
+    frcsecu: wpfloat,
+    stbsecu: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    forcing = _effective_tke_forcing(
+        stability_length_for_momentum=stability_length_for_momentum,
+        stability_length_for_scalars=stability_length_for_scalars,
+        mechanical_forcing=mechanical_forcing,
+        thermal_forcing=thermal_forcing,
+        frcsecu=frcsecu,
+        rim=rim,
+    )
+
+    turbulent_time_scale = master_length_scale / turbulent_velocity_scale
+    tim2 = turbulent_time_scale * turbulent_time_scale
+    gh = thermal_forcing * tim2
+    gm = mechanical_forcing * tim2
+
+    a11 = d_1 + (d_5 - d_4) * gh
+    a12 = d_4 * gm
+    a21 = (d_6 - d_4) * gh
+    a22 = d_2 + d_3 * gh + d_4 * gm
+
+    determinant = a11 * a22 - a12 * a21
+    numerator_h = b_h * a22 - b_m * a12
+    numerator_m = b_m * a11 - b_h * a21
+    inverse_determinant = wpfloat("1.0") / determinant
+
+    gam0 = stbsecu / d_m + (wpfloat("1.0") - stbsecu) * b_m / d_4
+    gama = minimum(gam0, forcing * tim2 / master_length_scale)
+    wert = d_4 * gama
+    bb1 = (b_h - wert) * a_h
+    bb2 = (b_m - wert) * a_m
+    a3 = d_3 * gama * a_m
+    a5 = d_5 * gama * a_h
+    a6 = d_6 * gama * a_m
+
+    val1 = (mechanical_forcing * bb2 + (a5 - a3 + bb1) * thermal_forcing) / (wpfloat("2.0") * bb1)
+    val2 = val1 + sqrt(val1 * val1 - (a6 + bb2) * thermal_forcing * mechanical_forcing / bb1)
+    fakt = thermal_forcing / (val2 - thermal_forcing)
+    corrected_h = bb1 - a5 * fakt
+    corrected_m = corrected_h * (bb2 - a6 * fakt) / (bb1 - (a5 - a3) * fakt)
+
+    solvable = (
+        (thermal_forcing >= wpfloat("0.0"))
+        & (determinant > wpfloat("0.0"))
+        & (numerator_h > wpfloat("0.0"))
+        & (numerator_m > wpfloat("0.0"))
+    )
+    sh = where(solvable, numerator_h * inverse_determinant, corrected_h)
+    sm = where(solvable, numerator_m * inverse_determinant, corrected_m)
+    return master_length_scale * sm, master_length_scale * sh
+
+
+@gtx.field_operator
+def _compute_circulation_acceleration(
+    cloud_cover: fa.CellKField[wpfloat],
+    master_length_scale: fa.CellKField[wpfloat],
+    thermal_forcing: fa.CellKField[wpfloat],
+    half_level_pressure: fa.CellKField[wpfloat],
+    air_density: fa.CellKField[wpfloat],
+    pattern_length_scale: fa.CellField[wpfloat],
+    horizontal_grid_scale: fa.CellField[wpfloat],
+    gravitational_acceleration: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    coherence_factor = wpfloat("1.0") - wpfloat("2.0") * abs(cloud_cover - wpfloat("0.5"))
+    coherence_length = maximum(
+        pattern_length_scale,
+        sqrt(coherence_factor * master_length_scale * horizontal_grid_scale),
+    )
+    virtual_temperature_gradient = (
+        thermal_forcing
+        * half_level_pressure
+        / (air_density * (gravitational_acceleration * gravitational_acceleration))
+    )
+    coherence_length = coherence_length * maximum(
+        -wpfloat("1.0"), minimum(virtual_temperature_gradient, wpfloat("1.0"))
+    )
+    return coherence_length * thermal_forcing
+
+
+@gtx.field_operator
+def _compute_supersaturation_standard_deviation(
+    master_length_scale: fa.CellKField[wpfloat],
+    stability_length_for_scalars: fa.CellKField[wpfloat],
+    exner_factor: fa.CellKField[wpfloat],
+    saturation_humidity_derivative: fa.CellKField[wpfloat],
+    gradient_of_liquid_water_potential_temperature: fa.CellKField[wpfloat],
+    gradient_of_total_water: fa.CellKField[wpfloat],
+    d_h: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    length_scale = sqrt(master_length_scale * stability_length_for_scalars * d_h)
+    supersaturation_gradient = (
+        exner_factor
+        * saturation_humidity_derivative
+        * gradient_of_liquid_water_potential_temperature
+        - gradient_of_total_water
+    )
+    return length_scale * abs(supersaturation_gradient)
+
+
+@gtx.field_operator
+def _compute_diffusion_coefficients_from_stability_lengths(
+    stability_length_for_momentum: fa.CellKField[wpfloat],
+    stability_length_for_scalars: fa.CellKField[wpfloat],
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    molecular_diffusivity_for_scalars: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    return (
+        stability_length_for_momentum * turbulent_velocity_scale,
+        maximum(
+            stability_length_for_scalars * turbulent_velocity_scale,
+            molecular_diffusivity_for_scalars,
+        ),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def solve_turb_budgets(
+    master_length_scale: fa.CellKField[wpfloat],
+    stability_length_for_momentum: fa.CellKField[wpfloat],
+    stability_length_for_scalars: fa.CellKField[wpfloat],
+    mechanical_forcing: fa.CellKField[wpfloat],
+    thermal_forcing: fa.CellKField[wpfloat],
+    previous_velocity_scale: fa.CellKField[wpfloat],
+    transport_tendency: fa.CellKField[wpfloat],
+    cloud_cover: fa.CellKField[wpfloat],
+    half_level_pressure: fa.CellKField[wpfloat],
+    air_density: fa.CellKField[wpfloat],
+    exner_factor: fa.CellKField[wpfloat],
+    saturation_humidity_derivative: fa.CellKField[wpfloat],
+    gradient_of_liquid_water_potential_temperature: fa.CellKField[wpfloat],
+    gradient_of_total_water: fa.CellKField[wpfloat],
+    pattern_length_scale: fa.CellField[wpfloat],
+    horizontal_grid_scale: fa.CellField[wpfloat],
+    a_h: wpfloat,
+    a_m: wpfloat,
+    b_h: wpfloat,
+    b_m: wpfloat,
+    d_h: wpfloat,
+    d_m: wpfloat,
+    d_1: wpfloat,
+    d_2: wpfloat,
+    d_3: wpfloat,
+    d_4: wpfloat,
+    d_5: wpfloat,
+    d_6: wpfloat,
+    rim: wpfloat,
+    frcsecu: wpfloat,
+    stbsecu: wpfloat,
+    tkesecu: wpfloat,
+    tkesmot: wpfloat,
+    vel_min: wpfloat,
+    tke_time_step: wpfloat,
+    inverse_tke_time_step: wpfloat,
+    gravitational_acceleration: wpfloat,
+    molecular_diffusivity_for_scalars: wpfloat,
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    updated_stability_length_for_momentum: fa.CellKField[wpfloat],
+    updated_stability_length_for_scalars: fa.CellKField[wpfloat],
+    circulation_acceleration: fa.CellKField[wpfloat],
+    supersaturation_standard_deviation: fa.CellKField[wpfloat],
+    diffusion_coefficient_for_momentum: fa.CellKField[wpfloat],
+    diffusion_coefficient_for_scalars: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_turbulent_velocity_scale(
+        master_length_scale=master_length_scale,
+        stability_length_for_momentum=stability_length_for_momentum,
+        stability_length_for_scalars=stability_length_for_scalars,
+        mechanical_forcing=mechanical_forcing,
+        thermal_forcing=thermal_forcing,
+        previous_velocity_scale=previous_velocity_scale,
+        transport_tendency=transport_tendency,
+        d_m=d_m,
+        d_4=d_4,
+        b_m=b_m,
+        rim=rim,
+        frcsecu=frcsecu,
+        tkesecu=tkesecu,
+        tkesmot=tkesmot,
+        vel_min=vel_min,
+        tke_time_step=tke_time_step,
+        inverse_tke_time_step=inverse_tke_time_step,
+        out=turbulent_velocity_scale,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_stability_lengths(
+        master_length_scale=master_length_scale,
+        stability_length_for_momentum=stability_length_for_momentum,
+        stability_length_for_scalars=stability_length_for_scalars,
+        mechanical_forcing=mechanical_forcing,
+        thermal_forcing=thermal_forcing,
+        turbulent_velocity_scale=turbulent_velocity_scale,
+        a_h=a_h,
+        a_m=a_m,
+        b_h=b_h,
+        b_m=b_m,
+        d_m=d_m,
+        d_1=d_1,
+        d_2=d_2,
+        d_3=d_3,
+        d_4=d_4,
+        d_5=d_5,
+        d_6=d_6,
+        rim=rim,
+        frcsecu=frcsecu,
+        stbsecu=stbsecu,
+        out=(updated_stability_length_for_momentum, updated_stability_length_for_scalars),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_circulation_acceleration(
+        cloud_cover=cloud_cover,
+        master_length_scale=master_length_scale,
+        thermal_forcing=thermal_forcing,
+        half_level_pressure=half_level_pressure,
+        air_density=air_density,
+        pattern_length_scale=pattern_length_scale,
+        horizontal_grid_scale=horizontal_grid_scale,
+        gravitational_acceleration=gravitational_acceleration,
+        out=circulation_acceleration,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end + 1),
+        },
+    )
+    _compute_supersaturation_standard_deviation(
+        master_length_scale=master_length_scale,
+        stability_length_for_scalars=updated_stability_length_for_scalars,
+        exner_factor=exner_factor,
+        saturation_humidity_derivative=saturation_humidity_derivative,
+        gradient_of_liquid_water_potential_temperature=gradient_of_liquid_water_potential_temperature,  # noqa: E501
+        gradient_of_total_water=gradient_of_total_water,
+        d_h=d_h,
+        out=supersaturation_standard_deviation,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_diffusion_coefficients_from_stability_lengths(
+        stability_length_for_momentum=updated_stability_length_for_momentum,
+        stability_length_for_scalars=updated_stability_length_for_scalars,
+        turbulent_velocity_scale=turbulent_velocity_scale,
+        molecular_diffusivity_for_scalars=molecular_diffusivity_for_scalars,
+        out=(diffusion_coefficient_for_momentum, diffusion_coefficient_for_scalars),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _turbulence_constants():
+    a_h, a_m, b_h, b_m, d_h, d_m = 0.74, 0.92, 10.1, 6.08, 10.1, 16.6
+    d_4 = 6.0 * a_m
+    d_5 = 3.0 * (d_h + d_4)
+    d_3 = 9.0 * a_h
+    return dict(a_h=a_h, a_m=a_m, b_h=b_h, b_m=b_m, d_h=d_h, d_m=d_m, d_1=1.0 / a_h,
+                d_2=1.0 / a_m, d_3=d_3, d_4=d_4, d_5=d_5, d_6=d_3 + 3.0 * d_4,
+                rim=1.0 / (1.0 + (d_m - d_4) / d_5), frcsecu=1.0, stbsecu=0.0, tkesecu=1.0,
+                tkesmot=0.15, vel_min=0.01, tke_time_step=60.0, inverse_tke_time_step=1.0 / 60.0,
+                gravitational_acceleration=9.80665, molecular_diffusivity_for_scalars=2.2e-5)
+
+
+def _turbulence_inputs():
+    s = (NC, NH)
+    return dict(
+        master_length_scale=RNG.uniform(10.0, 100.0, s),
+        stability_length_for_momentum=RNG.uniform(1.0, 10.0, s),
+        stability_length_for_scalars=RNG.uniform(1.0, 10.0, s),
+        mechanical_forcing=RNG.uniform(1e-5, 1e-3, s),
+        thermal_forcing=RNG.uniform(-1e-3, 1e-3, s),
+        previous_velocity_scale=RNG.uniform(0.1, 2.0, s),
+        transport_tendency=RNG.uniform(-1e-3, 1e-3, s),
+        cloud_cover=RNG.uniform(0.0, 1.0, s),
+        half_level_pressure=RNG.uniform(5e4, 1e5, s),
+        air_density=RNG.uniform(0.5, 1.2, s),
+        exner_factor=RNG.uniform(0.8, 1.0, s),
+        saturation_humidity_derivative=RNG.uniform(1e-4, 1e-3, s),
+        gradient_of_liquid_water_potential_temperature=RNG.standard_normal(s) * 1e-2,
+        gradient_of_total_water=RNG.standard_normal(s) * 1e-5,
+        pattern_length_scale=RNG.uniform(100.0, 1000.0, NC),
+        horizontal_grid_scale=RNG.uniform(1e3, 1e4, NC))
+
+
+_TURBULENCE_OUTPUTS = ("turbulent_velocity_scale", "updated_stability_length_for_momentum",
+                       "updated_stability_length_for_scalars", "circulation_acceleration",
+                       "supersaturation_standard_deviation", "diffusion_coefficient_for_momentum",
+                       "diffusion_coefficient_for_scalars")
+
+
+def _turbulence_numpy(a, c):
+    tls, lsm, lsh = a["master_length_scale"], a["stability_length_for_momentum"], \
+        a["stability_length_for_scalars"]
+    fm2, fh2 = a["mechanical_forcing"], a["thermal_forcing"]
+    shear = lsm * fm2
+    forcing = np.maximum(shear - lsh * fh2, c["frcsecu"] * c["rim"] * shear)
+    q1 = tls * c["d_m"] * c["inverse_tke_time_step"]
+    q2 = (np.maximum(0.0, a["previous_velocity_scale"]
+                     + a["transport_tendency"] * c["tke_time_step"])
+          + forcing * c["tke_time_step"])
+    updated = q1 * (np.sqrt(1.0 + 4.0 * q2 / q1) - 1.0) * 0.5
+    floor = np.sqrt(tls * c["d_4"] * (1.0 / c["b_m"]) * np.maximum(forcing, 0.0))
+    smoothed = c["tkesmot"] * a["previous_velocity_scale"] + (1.0 - c["tkesmot"]) * updated
+    tke = np.maximum(np.maximum(c["tkesecu"] * c["vel_min"], c["tkesecu"] * floor), smoothed)
+
+    tim2 = (tls / tke) ** 2
+    gh, gm = fh2 * tim2, fm2 * tim2
+    a11 = c["d_1"] + (c["d_5"] - c["d_4"]) * gh
+    a12 = c["d_4"] * gm
+    a21 = (c["d_6"] - c["d_4"]) * gh
+    a22 = c["d_2"] + c["d_3"] * gh + c["d_4"] * gm
+    det = a11 * a22 - a12 * a21
+    num_h = c["b_h"] * a22 - c["b_m"] * a12
+    num_m = c["b_m"] * a11 - c["b_h"] * a21
+    gam0 = c["stbsecu"] / c["d_m"] + (1.0 - c["stbsecu"]) * c["b_m"] / c["d_4"]
+    gama = np.minimum(gam0, forcing * tim2 / tls)
+    wert = c["d_4"] * gama
+    bb1, bb2 = (c["b_h"] - wert) * c["a_h"], (c["b_m"] - wert) * c["a_m"]
+    a3, a5, a6 = (c["d_3"] * gama * c["a_m"], c["d_5"] * gama * c["a_h"],
+                  c["d_6"] * gama * c["a_m"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        val1 = (fm2 * bb2 + (a5 - a3 + bb1) * fh2) / (2.0 * bb1)
+        val2 = val1 + np.sqrt(val1 * val1 - (a6 + bb2) * fh2 * fm2 / bb1)
+        fakt = fh2 / (val2 - fh2)
+        corr_h = bb1 - a5 * fakt
+        corr_m = corr_h * (bb2 - a6 * fakt) / (bb1 - (a5 - a3) * fakt)
+        solvable = (fh2 >= 0.0) & (det > 0.0) & (num_h > 0.0) & (num_m > 0.0)
+        sh = np.where(solvable, num_h / det, corr_h)
+        sm = np.where(solvable, num_m / det, corr_m)
+    new_lsm, new_lsh = tls * sm, tls * sh
+
+    coherence = 1.0 - 2.0 * np.abs(a["cloud_cover"] - 0.5)
+    length = np.maximum(a["pattern_length_scale"][:, None],
+                        np.sqrt(coherence * tls * a["horizontal_grid_scale"][:, None]))
+    grad = fh2 * a["half_level_pressure"] / (a["air_density"]
+                                              * c["gravitational_acceleration"] ** 2)
+    circulation = length * np.clip(grad, -1.0, 1.0) * fh2
+    with np.errstate(invalid="ignore"):
+        sdss = np.sqrt(tls * new_lsh * c["d_h"]) * np.abs(
+            a["exner_factor"] * a["saturation_humidity_derivative"]
+            * a["gradient_of_liquid_water_potential_temperature"] - a["gradient_of_total_water"])
+    return dict(turbulent_velocity_scale=tke, updated_stability_length_for_momentum=new_lsm,
+                updated_stability_length_for_scalars=new_lsh,
+                circulation_acceleration=circulation, supersaturation_standard_deviation=sdss,
+                diffusion_coefficient_for_momentum=new_lsm * tke,
+                diffusion_coefficient_for_scalars=np.maximum(
+                    new_lsh * tke, c["molecular_diffusivity_for_scalars"]))
+
+
+@pytest.mark.parametrize("aliased", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_solve_turb_budgets(backend, aliased):
+    hs, he, vs, ve = 1, NC - 1, 1, NLEV
+    a, c = _turbulence_inputs(), _turbulence_constants()
+    base = {n: RNG.standard_normal((NC, NH)) for n in _TURBULENCE_OUTPUTS}
+    got = {n: v.copy() for n, v in base.items()}
+    inputs = dict(a)
+    if aliased:   # icon4py's granule: the cloud cover comes in where the SDSS goes out
+        got["supersaturation_standard_deviation"] = inputs["cloud_cover"] = a["cloud_cover"].copy()
+        base["supersaturation_standard_deviation"] = a["cloud_cover"]
+    solve_turb_budgets(**inputs, **c, **got, horizontal_start=hs, horizontal_end=he,
+                       vertical_start=vs, vertical_end=ve, offset_provider={}, backend=backend)
+    want = _turbulence_numpy(a, c)
+    check(got, {n: inside(want[n], base[n], hs, he, vs,
+                          ve + 1 if n == "circulation_acceleration" else ve)
+                for n in _TURBULENCE_OUTPUTS}, rtol=1e-11, atol=1e-14)
+
+
+# ================================================================== TKE diffusion solve
+#
+# icon4py's solve_tke_diffusion_equation (turbulence): a forward scan and a
+# backward scan each carrying a ``tuple[wpfloat, bool]`` state whose flag
+# marks the first row of the scan (``init=(wpfloat("0.0"), True)``), a
+# conditional expression on the flag, the scans' tuple results unpacked with
+# ``_``, the backward scan reading ``inversion_factor(Koff[1])``; the rows of
+# the scans are those of the program's ``vertical_start``/``vertical_end``.
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), True))
+def _eliminate_downward(
+    state: tuple[wpfloat, bool],
+    right_hand_side: wpfloat,
+    implicit_diffusion_momentum: wpfloat,
+    inverted_diffusion_momentum: wpfloat,
+) -> tuple[wpfloat, bool]:
+    eliminated_above, at_the_top = state
+    eliminated = (
+        right_hand_side * inverted_diffusion_momentum
+        if at_the_top
+        else (right_hand_side + implicit_diffusion_momentum * eliminated_above)
+        * inverted_diffusion_momentum
+    )
+    return eliminated, False
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=(wpfloat("0.0"), True))
+def _substitute_upward(
+    state: tuple[wpfloat, bool],
+    eliminated: wpfloat,
+    inversion_factor_below: wpfloat,
+) -> tuple[wpfloat, bool]:
+    solution_below, at_the_bottom = state
+    solution = eliminated if at_the_bottom else eliminated + inversion_factor_below * solution_below
+    return solution, False
+
+
+@gtx.field_operator
+def _solve_tke_diffusion_equation(
+    right_hand_side: fa.CellKField[wpfloat],
+    implicit_diffusion_momentum: fa.CellKField[wpfloat],
+    inverted_diffusion_momentum: fa.CellKField[wpfloat],
+    inversion_factor: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    eliminated, _ = _eliminate_downward(
+        right_hand_side, implicit_diffusion_momentum, inverted_diffusion_momentum
+    )
+    solution, _ = _substitute_upward(eliminated, inversion_factor(Koff[1]))
+    return solution
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def solve_tke_diffusion_equation(
+    right_hand_side: fa.CellKField[wpfloat],
+    implicit_diffusion_momentum: fa.CellKField[wpfloat],
+    inverted_diffusion_momentum: fa.CellKField[wpfloat],
+    inversion_factor: fa.CellKField[wpfloat],
+    updated_tke_profile: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _solve_tke_diffusion_equation(
+        right_hand_side=right_hand_side,
+        implicit_diffusion_momentum=implicit_diffusion_momentum,
+        inverted_diffusion_momentum=inverted_diffusion_momentum,
+        inversion_factor=inversion_factor,
+        out=updated_tke_profile,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 1, NLEV), (2, NC - 1, 3, NLEV - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_solve_tke_diffusion_equation(backend, bounds):
+    hs, he, vs, ve = bounds
+    s = (NC, NH)
+    a = dict(right_hand_side=RNG.standard_normal(s), implicit_diffusion_momentum=f64(*s),
+             inverted_diffusion_momentum=f64(*s) + 0.5, inversion_factor=f64(*s) * 0.5)
+    base = RNG.standard_normal(s)
+    got = base.copy()
+    solve_tke_diffusion_equation(**a, updated_tke_profile=got, horizontal_start=hs,
+                                 horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                                 offset_provider={"Koff": KDim}, backend=backend)
+    rhs, impl, inv, fac = (a[n] for n in ("right_hand_side", "implicit_diffusion_momentum",
+                                          "inverted_diffusion_momentum", "inversion_factor"))
+    want = np.array(base)
+    e = np.zeros(s)
+    e[:, vs] = rhs[:, vs] * inv[:, vs]
+    for k in range(vs + 1, ve):
+        e[:, k] = (rhs[:, k] + impl[:, k] * e[:, k - 1]) * inv[:, k]
+    want[:, ve - 1] = e[:, ve - 1]
+    for k in range(ve - 2, vs - 1, -1):
+        want[:, k] = e[:, k] + fac[:, k + 1] * want[:, k + 1]
+    np.testing.assert_allclose(got, inside(want, base, hs, he, vs, ve), rtol=1e-12, atol=1e-14)
