@@ -2215,3 +2215,367 @@ def test_solve_tke_diffusion_equation(backend, bounds):
     for k in range(ve - 2, vs - 1, -1):
         want[:, k] = e[:, k] + fac[:, k + 1] * want[:, k + 1]
     np.testing.assert_allclose(got, inside(want, base, hs, he, vs, ve), rtol=1e-12, atol=1e-14)
+
+
+# ================================================================== turbulence, section 1
+#
+# icon4py's compute_vertical_gradients_of_conserved_variables: three
+# statements on three domains (one naming ``CellDim`` alone, for two
+# ``CellField`` outputs), the gradients choosing by ``concat_where(dims.KDim ==
+# nlev, ...)`` between a ``CellField`` (no vertical axis) and a ``CellKField``
+# the statement before wrote; then compute_tke_forcing_functions (two
+# statements, the second on ``vertical_end - 1``) and the three-dimensional
+# shear forcing.
+
+
+@gtx.field_operator
+def _compute_surface_transfer_ratios(
+    tvm: fa.CellField[wpfloat],
+    tvh: fa.CellField[wpfloat],
+    tkvm_at_surface: fa.CellField[wpfloat],
+    tkvh_at_surface: fa.CellField[wpfloat],
+    tfm: fa.CellField[wpfloat],
+    tfh: fa.CellField[wpfloat],
+) -> tuple[fa.CellField[wpfloat], fa.CellField[wpfloat]]:
+    surface_transfer_ratio_for_momentum = tvm / (tkvm_at_surface * tfm)
+    surface_transfer_ratio_for_scalars = tvh / (tkvh_at_surface * tfh)
+    return surface_transfer_ratio_for_momentum, surface_transfer_ratio_for_scalars
+
+
+@gtx.field_operator
+def _compute_inverse_layer_depth_and_tke_discretisation_momentum(
+    hhl: fa.CellKField[wpfloat],
+    rhon: fa.CellKField[wpfloat],
+    inverse_tke_time_step: wpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    half = wpfloat("0.5")
+    one = wpfloat("1.0")
+    layer_depth = (hhl(Koff[-1]) - hhl(Koff[1])) * half
+    inverse_layer_depth = one / layer_depth
+    tke_discretisation_momentum = rhon * layer_depth * inverse_tke_time_step
+    return inverse_layer_depth, tke_discretisation_momentum
+
+
+@gtx.field_operator
+def _gradient_of_conserved_variable(
+    variable: fa.CellKField[wpfloat],
+    inverse_depth: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return (variable(Koff[-1]) - variable) * inverse_depth
+
+
+@gtx.field_operator
+def _compute_vertical_gradients_of_conserved_variables(
+    zonal_wind: fa.CellKField[wpfloat],
+    meridional_wind: fa.CellKField[wpfloat],
+    liquid_water_potential_temperature: fa.CellKField[wpfloat],
+    total_water: fa.CellKField[wpfloat],
+    liquid_water: fa.CellKField[wpfloat],
+    inverse_layer_depth: fa.CellKField[wpfloat],
+    surface_transfer_ratio_for_momentum: fa.CellField[wpfloat],
+    surface_transfer_ratio_for_scalars: fa.CellField[wpfloat],
+    nlev: gtx.int32,
+) -> tuple[
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+]:
+    inverse_depth_for_momentum = concat_where(
+        dims.KDim == nlev, surface_transfer_ratio_for_momentum, inverse_layer_depth
+    )
+    inverse_depth_for_scalars = concat_where(
+        dims.KDim == nlev, surface_transfer_ratio_for_scalars, inverse_layer_depth
+    )
+    return (
+        _gradient_of_conserved_variable(zonal_wind, inverse_depth_for_momentum),
+        _gradient_of_conserved_variable(meridional_wind, inverse_depth_for_momentum),
+        _gradient_of_conserved_variable(
+            liquid_water_potential_temperature, inverse_depth_for_scalars
+        ),
+        _gradient_of_conserved_variable(total_water, inverse_depth_for_scalars),
+        _gradient_of_conserved_variable(liquid_water, inverse_depth_for_scalars),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_vertical_gradients_of_conserved_variables(
+    tvm: fa.CellField[wpfloat],
+    tvh: fa.CellField[wpfloat],
+    tkvm_at_surface: fa.CellField[wpfloat],
+    tkvh_at_surface: fa.CellField[wpfloat],
+    tfm: fa.CellField[wpfloat],
+    tfh: fa.CellField[wpfloat],
+    hhl: fa.CellKField[wpfloat],
+    rhon: fa.CellKField[wpfloat],
+    inverse_tke_time_step: wpfloat,
+    zonal_wind: fa.CellKField[wpfloat],
+    meridional_wind: fa.CellKField[wpfloat],
+    liquid_water_potential_temperature: fa.CellKField[wpfloat],
+    total_water: fa.CellKField[wpfloat],
+    liquid_water: fa.CellKField[wpfloat],
+    nlev: gtx.int32,
+    surface_transfer_ratio_for_momentum: fa.CellField[wpfloat],
+    surface_transfer_ratio_for_scalars: fa.CellField[wpfloat],
+    inverse_layer_depth: fa.CellKField[wpfloat],
+    tke_discretisation_momentum: fa.CellKField[wpfloat],
+    zonal_wind_gradient: fa.CellKField[wpfloat],
+    meridional_wind_gradient: fa.CellKField[wpfloat],
+    liquid_water_potential_temperature_gradient: fa.CellKField[wpfloat],
+    total_water_gradient: fa.CellKField[wpfloat],
+    liquid_water_gradient: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_surface_transfer_ratios(
+        tvm=tvm,
+        tvh=tvh,
+        tkvm_at_surface=tkvm_at_surface,
+        tkvh_at_surface=tkvh_at_surface,
+        tfm=tfm,
+        tfh=tfh,
+        out=(surface_transfer_ratio_for_momentum, surface_transfer_ratio_for_scalars),
+        domain={dims.CellDim: (horizontal_start, horizontal_end)},
+    )
+    _compute_inverse_layer_depth_and_tke_discretisation_momentum(
+        hhl=hhl,
+        rhon=rhon,
+        inverse_tke_time_step=inverse_tke_time_step,
+        out=(inverse_layer_depth, tke_discretisation_momentum),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end - 1),
+        },
+    )
+    _compute_vertical_gradients_of_conserved_variables(
+        zonal_wind=zonal_wind,
+        meridional_wind=meridional_wind,
+        liquid_water_potential_temperature=liquid_water_potential_temperature,
+        total_water=total_water,
+        liquid_water=liquid_water,
+        inverse_layer_depth=inverse_layer_depth,
+        surface_transfer_ratio_for_momentum=surface_transfer_ratio_for_momentum,
+        surface_transfer_ratio_for_scalars=surface_transfer_ratio_for_scalars,
+        nlev=nlev,
+        out=(
+            zonal_wind_gradient,
+            meridional_wind_gradient,
+            liquid_water_potential_temperature_gradient,
+            total_water_gradient,
+            liquid_water_gradient,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+_GRADIENTS = {"zonal_wind": "zonal_wind_gradient", "meridional_wind": "meridional_wind_gradient",
+              "liquid_water_potential_temperature": "liquid_water_potential_temperature_gradient",
+              "total_water": "total_water_gradient", "liquid_water": "liquid_water_gradient"}
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 1, NH), (2, NC - 1, 3, NH)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vertical_gradients_of_conserved_variables(backend, bounds):
+    hs, he, vs, ve = bounds
+    s = (NC, NH)
+    surface = {n: RNG.uniform(0.5, 1.5, NC) for n in ("tvm", "tvh", "tkvm_at_surface",
+                                                       "tkvh_at_surface", "tfm", "tfh")}
+    hhl = np.cumsum(RNG.uniform(50.0, 150.0, s)[:, ::-1], axis=1)[:, ::-1]
+    columns = dict(hhl=hhl, rhon=RNG.uniform(0.5, 1.2, s),
+                   **{n: RNG.standard_normal(s) for n in _GRADIENTS})
+    base = {n: RNG.standard_normal(NC) for n in ("surface_transfer_ratio_for_momentum",
+                                                 "surface_transfer_ratio_for_scalars")}
+    base |= {n: RNG.standard_normal(s) for n in ("inverse_layer_depth",
+                                                 "tke_discretisation_momentum",
+                                                 *_GRADIENTS.values())}
+    got = {n: v.copy() for n, v in base.items()}
+    compute_vertical_gradients_of_conserved_variables(
+        **surface, **columns, inverse_tke_time_step=1.0 / 30.0, nlev=NLEV, **got,
+        horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+        offset_provider={"Koff": KDim}, backend=backend)
+
+    ratio_m = surface["tvm"] / (surface["tkvm_at_surface"] * surface["tfm"])
+    ratio_s = surface["tvh"] / (surface["tkvh_at_surface"] * surface["tfh"])
+    want = {}
+    for name, value in (("surface_transfer_ratio_for_momentum", ratio_m),
+                        ("surface_transfer_ratio_for_scalars", ratio_s)):
+        want[name] = np.array(base[name])
+        want[name][hs:he] = value[hs:he]
+    depth = (_up(hhl) - _down(hhl)) * 0.5
+    hlp = inside(1.0 / depth, base["inverse_layer_depth"], hs, he, vs, ve - 1)
+    want["inverse_layer_depth"] = hlp
+    want["tke_discretisation_momentum"] = inside(
+        columns["rhon"] * depth / 30.0, base["tke_discretisation_momentum"], hs, he, vs, ve - 1)
+    kk = np.arange(NH)
+    for var, grad in _GRADIENTS.items():
+        ratio = ratio_m if var in ("zonal_wind", "meridional_wind") else ratio_s
+        inverse_depth = np.where(kk == NLEV, want["surface_transfer_ratio_for_momentum"
+                                                  if ratio is ratio_m else
+                                                  "surface_transfer_ratio_for_scalars"][:, None],
+                                 hlp)
+        x = columns[var]
+        want[grad] = inside((_up(x) - x) * inverse_depth, base[grad], hs, he, vs, ve)
+    check(got, want, rtol=1e-12, atol=1e-14)
+
+
+@gtx.field_operator
+def _compute_thermal_forcing(
+    buoyancy_factor_tet_l: fa.CellKField[wpfloat],
+    buoyancy_factor_h2o_g: fa.CellKField[wpfloat],
+    vertical_gradient_tet_l: fa.CellKField[wpfloat],
+    vertical_gradient_h2o_g: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return (
+        buoyancy_factor_tet_l * vertical_gradient_tet_l
+        + buoyancy_factor_h2o_g * vertical_gradient_h2o_g
+    )
+
+
+@gtx.field_operator
+def _compute_mechanical_forcing(
+    vertical_gradient_u: fa.CellKField[wpfloat],
+    vertical_gradient_v: fa.CellKField[wpfloat],
+    min_forcing: fa.CellField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return maximum(
+        vertical_gradient_u * vertical_gradient_u + vertical_gradient_v * vertical_gradient_v,
+        min_forcing,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_tke_forcing_functions(
+    buoyancy_factor_tet_l: fa.CellKField[wpfloat],
+    buoyancy_factor_h2o_g: fa.CellKField[wpfloat],
+    vertical_gradient_tet_l: fa.CellKField[wpfloat],
+    vertical_gradient_h2o_g: fa.CellKField[wpfloat],
+    vertical_gradient_u: fa.CellKField[wpfloat],
+    vertical_gradient_v: fa.CellKField[wpfloat],
+    min_forcing: fa.CellField[wpfloat],
+    thermal_forcing: fa.CellKField[wpfloat],
+    mechanical_forcing: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_thermal_forcing(
+        buoyancy_factor_tet_l=buoyancy_factor_tet_l,
+        buoyancy_factor_h2o_g=buoyancy_factor_h2o_g,
+        vertical_gradient_tet_l=vertical_gradient_tet_l,
+        vertical_gradient_h2o_g=vertical_gradient_h2o_g,
+        out=thermal_forcing,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_mechanical_forcing(
+        vertical_gradient_u=vertical_gradient_u,
+        vertical_gradient_v=vertical_gradient_v,
+        min_forcing=min_forcing,
+        out=mechanical_forcing,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end - 1),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_three_dimensional_shear_forcing(
+    vertical_gradient_u: fa.CellKField[wpfloat],
+    vertical_gradient_v: fa.CellKField[wpfloat],
+    dwdx: fa.CellKField[wpfloat],
+    dwdy: fa.CellKField[wpfloat],
+    horizontal_divergence: fa.CellKField[wpfloat],
+    horizontal_deformation_square: fa.CellKField[wpfloat],
+    min_forcing: fa.CellField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    shear_u = vertical_gradient_u + dwdx
+    shear_v = vertical_gradient_v + dwdy
+    single_column_and_vertical_wind_shear = maximum(
+        shear_u * shear_u
+        + shear_v * shear_v
+        + wpfloat("3.0") * (horizontal_divergence * horizontal_divergence),
+        min_forcing,
+    )
+    return single_column_and_vertical_wind_shear + horizontal_deformation_square
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_three_dimensional_shear_forcing(
+    vertical_gradient_u: fa.CellKField[wpfloat],
+    vertical_gradient_v: fa.CellKField[wpfloat],
+    dwdx: fa.CellKField[wpfloat],
+    dwdy: fa.CellKField[wpfloat],
+    horizontal_divergence: fa.CellKField[wpfloat],
+    horizontal_deformation_square: fa.CellKField[wpfloat],
+    min_forcing: fa.CellField[wpfloat],
+    mean_shear_forcing: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_three_dimensional_shear_forcing(
+        vertical_gradient_u=vertical_gradient_u,
+        vertical_gradient_v=vertical_gradient_v,
+        dwdx=dwdx,
+        dwdy=dwdy,
+        horizontal_divergence=horizontal_divergence,
+        horizontal_deformation_square=horizontal_deformation_square,
+        min_forcing=min_forcing,
+        out=mean_shear_forcing,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tke_forcing_functions_and_three_dimensional_shear(backend):
+    hs, he, vs, ve = 1, NC, 1, NH
+    s = (NC, NH)
+    g = {n: RNG.standard_normal(s) * 1e-2 for n in (
+        "buoyancy_factor_tet_l", "buoyancy_factor_h2o_g", "vertical_gradient_tet_l",
+        "vertical_gradient_h2o_g", "vertical_gradient_u", "vertical_gradient_v", "dwdx", "dwdy",
+        "horizontal_divergence")}
+    g["horizontal_deformation_square"] = f64(*s) * 1e-4
+    min_forcing = f64(NC) * 2e-4
+    base = {n: RNG.standard_normal(s) for n in ("thermal_forcing", "mechanical_forcing",
+                                               "mean_shear_forcing")}
+    got = {n: v.copy() for n, v in base.items()}
+    dom = dict(horizontal_start=hs, horizontal_end=he, vertical_start=vs, vertical_end=ve,
+               offset_provider={}, backend=backend)
+    compute_tke_forcing_functions(
+        **{n: g[n] for n in ("buoyancy_factor_tet_l", "buoyancy_factor_h2o_g",
+                             "vertical_gradient_tet_l", "vertical_gradient_h2o_g",
+                             "vertical_gradient_u", "vertical_gradient_v")},
+        min_forcing=min_forcing, thermal_forcing=got["thermal_forcing"],
+        mechanical_forcing=got["mechanical_forcing"], **dom)
+    compute_three_dimensional_shear_forcing(
+        **{n: g[n] for n in ("vertical_gradient_u", "vertical_gradient_v", "dwdx", "dwdy",
+                             "horizontal_divergence", "horizontal_deformation_square")},
+        min_forcing=min_forcing, mean_shear_forcing=got["mean_shear_forcing"], **dom)
+
+    u, v = g["vertical_gradient_u"], g["vertical_gradient_v"]
+    su, sv = u + g["dwdx"], v + g["dwdy"]
+    check(got, dict(
+        thermal_forcing=inside(g["buoyancy_factor_tet_l"] * g["vertical_gradient_tet_l"]
+                               + g["buoyancy_factor_h2o_g"] * g["vertical_gradient_h2o_g"],
+                               base["thermal_forcing"], hs, he, vs, ve),
+        mechanical_forcing=inside(np.maximum(u * u + v * v, min_forcing[:, None]),
+                                  base["mechanical_forcing"], hs, he, vs, ve - 1),
+        mean_shear_forcing=inside(
+            np.maximum(su * su + sv * sv + 3.0 * g["horizontal_divergence"] ** 2,
+                       min_forcing[:, None]) + g["horizontal_deformation_square"],
+            base["mean_shear_forcing"], hs, he, vs, ve)),
+        rtol=1e-12, atol=1e-16)
