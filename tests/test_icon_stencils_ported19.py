@@ -2579,3 +2579,167 @@ def test_tke_forcing_functions_and_three_dimensional_shear(backend):
                        min_forcing[:, None]) + g["horizontal_deformation_square"],
             base["mean_shear_forcing"], hs, he, vs, ve)),
         rtol=1e-12, atol=1e-16)
+
+
+# ================================================================== turbulence, section 6
+#
+# icon4py's prepare_the_tke_diffusion: four statements on two vertical domains
+# (``vertical_start + 1``), a field operator called on shifted fields
+# (``mixing_length(Koff[-1])``), a main-level field (``NLEV`` levels) read one
+# level up beside half-level fields (``NLEV + 1``), the last statement reading
+# what the one before wrote one level up.
+
+
+@gtx.field_operator
+def _compute_saved_tke_profile(
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return wpfloat("0.5") * (turbulent_velocity_scale * turbulent_velocity_scale)
+
+
+@gtx.field_operator
+def _tke_diffusion_coefficient(
+    mixing_length: fa.CellKField[wpfloat],
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    tke_diffusion_factor: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    return tke_diffusion_factor * mixing_length * turbulent_velocity_scale
+
+
+@gtx.field_operator
+def _compute_explicit_tke_diffusion_momentum(
+    mixing_length: fa.CellKField[wpfloat],
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    air_density_at_main_levels: fa.CellKField[wpfloat],
+    half_level_height: fa.CellKField[wpfloat],
+    tke_diffusion_factor: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    coefficient_above = _tke_diffusion_coefficient(
+        mixing_length(Koff[-1]), turbulent_velocity_scale(Koff[-1]), tke_diffusion_factor
+    )
+    coefficient_here = _tke_diffusion_coefficient(
+        mixing_length, turbulent_velocity_scale, tke_diffusion_factor
+    )
+    return (
+        air_density_at_main_levels(Koff[-1])
+        * wpfloat("0.5")
+        * (coefficient_above + coefficient_here)
+        / (half_level_height(Koff[-1]) - half_level_height)
+    )
+
+
+@gtx.field_operator
+def _compute_cke_flux_density(
+    air_density: fa.CellKField[wpfloat],
+    scalar_diffusion_coefficient: fa.CellKField[wpfloat],
+    circulation_acceleration: fa.CellKField[wpfloat],
+    mixing_length: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return air_density * scalar_diffusion_coefficient * circulation_acceleration * mixing_length
+
+
+@gtx.field_operator
+def _compute_cke_flux_at_main_levels(
+    cke_flux_density: fa.CellKField[wpfloat],
+    mixing_length: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return (cke_flux_density + cke_flux_density(Koff[-1])) / (
+        mixing_length + mixing_length(Koff[-1])
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def prepare_the_tke_diffusion(
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    mixing_length: fa.CellKField[wpfloat],
+    air_density_at_main_levels: fa.CellKField[wpfloat],
+    half_level_height: fa.CellKField[wpfloat],
+    tke_diffusion_factor: wpfloat,
+    air_density: fa.CellKField[wpfloat],
+    scalar_diffusion_coefficient: fa.CellKField[wpfloat],
+    circulation_acceleration: fa.CellKField[wpfloat],
+    saved_tke_profile: fa.CellKField[wpfloat],
+    explicit_diffusion_momentum: fa.CellKField[wpfloat],
+    cke_flux_density: fa.CellKField[wpfloat],
+    cke_flux_at_main_levels: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_saved_tke_profile(
+        turbulent_velocity_scale=turbulent_velocity_scale,
+        out=saved_tke_profile,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_explicit_tke_diffusion_momentum(
+        mixing_length=mixing_length,
+        turbulent_velocity_scale=turbulent_velocity_scale,
+        air_density_at_main_levels=air_density_at_main_levels,
+        half_level_height=half_level_height,
+        tke_diffusion_factor=tke_diffusion_factor,
+        out=explicit_diffusion_momentum,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start + 1, vertical_end),
+        },
+    )
+    _compute_cke_flux_density(
+        air_density=air_density,
+        scalar_diffusion_coefficient=scalar_diffusion_coefficient,
+        circulation_acceleration=circulation_acceleration,
+        mixing_length=mixing_length,
+        out=cke_flux_density,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_cke_flux_at_main_levels(
+        cke_flux_density=cke_flux_density,
+        mixing_length=mixing_length,
+        out=cke_flux_at_main_levels,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start + 1, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 1, NH), (2, NC - 1, 2, NH - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prepare_the_tke_diffusion(backend, bounds):
+    hs, he, vs, ve = bounds
+    s = (NC, NH)
+    hhl = np.cumsum(RNG.uniform(50.0, 150.0, s)[:, ::-1], axis=1)[:, ::-1]
+    a = dict(turbulent_velocity_scale=RNG.uniform(0.1, 2.0, s),
+             mixing_length=RNG.uniform(10.0, 100.0, s),
+             air_density_at_main_levels=RNG.uniform(0.5, 1.2, (NC, NLEV)),
+             half_level_height=hhl, air_density=RNG.uniform(0.5, 1.2, s),
+             scalar_diffusion_coefficient=f64(*s), circulation_acceleration=f64(*s) - 0.5)
+    base = {n: RNG.standard_normal(s) for n in ("saved_tke_profile",
+                                               "explicit_diffusion_momentum",
+                                               "cke_flux_density", "cke_flux_at_main_levels")}
+    got = {n: v.copy() for n, v in base.items()}
+    prepare_the_tke_diffusion(**a, tke_diffusion_factor=0.2, **got, horizontal_start=hs,
+                              horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                              offset_provider={"Koff": KDim}, backend=backend)
+
+    q, tls = a["turbulent_velocity_scale"], a["mixing_length"]
+    coefficient = 0.2 * tls * q
+    rho_main = np.concatenate([np.full((NC, 1), np.nan), a["air_density_at_main_levels"]],
+                              axis=1)   # level k holds the main level k - 1
+    expl = rho_main * 0.5 * (_up(coefficient) + coefficient) / (_up(hhl) - hhl)
+    flux = inside(a["air_density"] * a["scalar_diffusion_coefficient"]
+                  * a["circulation_acceleration"] * tls, base["cke_flux_density"], hs, he, vs, ve)
+    check(got, dict(
+        saved_tke_profile=inside(0.5 * q * q, base["saved_tke_profile"], hs, he, vs, ve),
+        explicit_diffusion_momentum=inside(expl, base["explicit_diffusion_momentum"],
+                                           hs, he, vs + 1, ve),
+        cke_flux_density=flux,
+        cke_flux_at_main_levels=inside((flux + _up(flux)) / (tls + _up(tls)),
+                                       base["cke_flux_at_main_levels"], hs, he, vs + 1, ve)),
+        rtol=1e-12, atol=1e-15)
