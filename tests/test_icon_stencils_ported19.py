@@ -2743,3 +2743,126 @@ def test_prepare_the_tke_diffusion(backend, bounds):
         cke_flux_at_main_levels=inside((flux + _up(flux)) / (tls + _up(tls)),
                                        base["cke_flux_at_main_levels"], hs, he, vs + 1, ve)),
         rtol=1e-12, atol=1e-15)
+
+
+# ================================================================== turbulence, section 0
+#
+# icon4py's interpolate_variables_onto_half_levels: seven profiles moved from
+# main levels to the half levels between them by one shared weight, a tuple of
+# seven written under one domain.  ICON interpolates five of them in place, so
+# a caller passes the same array as the profile and as its result: every row
+# must still read the main-level values of itself and of the row above.
+
+
+@gtx.field_operator
+def _interpolate_onto_half_levels(
+    main_level_profile: fa.CellKField[wpfloat],
+    interpolation_weight: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return main_level_profile * interpolation_weight + main_level_profile(Koff[-1]) * (
+        wpfloat("1.0") - interpolation_weight
+    )
+
+
+@gtx.field_operator
+def _interpolate_variables_onto_half_levels(
+    cloud_cover: fa.CellKField[wpfloat],
+    exner_factor: fa.CellKField[wpfloat],
+    dqsat_dt: fa.CellKField[wpfloat],
+    buoyancy_factor_tet_l: fa.CellKField[wpfloat],
+    buoyancy_factor_h2o_g: fa.CellKField[wpfloat],
+    pressure: fa.CellKField[wpfloat],
+    air_density: fa.CellKField[wpfloat],
+    interpolation_weight: fa.CellKField[wpfloat],
+) -> tuple[
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+]:
+    return (
+        _interpolate_onto_half_levels(cloud_cover, interpolation_weight),
+        _interpolate_onto_half_levels(exner_factor, interpolation_weight),
+        _interpolate_onto_half_levels(dqsat_dt, interpolation_weight),
+        _interpolate_onto_half_levels(buoyancy_factor_tet_l, interpolation_weight),
+        _interpolate_onto_half_levels(buoyancy_factor_h2o_g, interpolation_weight),
+        _interpolate_onto_half_levels(pressure, interpolation_weight),
+        _interpolate_onto_half_levels(air_density, interpolation_weight),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def interpolate_variables_onto_half_levels(
+    cloud_cover: fa.CellKField[wpfloat],
+    exner_factor: fa.CellKField[wpfloat],
+    dqsat_dt: fa.CellKField[wpfloat],
+    buoyancy_factor_tet_l: fa.CellKField[wpfloat],
+    buoyancy_factor_h2o_g: fa.CellKField[wpfloat],
+    pressure: fa.CellKField[wpfloat],
+    air_density: fa.CellKField[wpfloat],
+    interpolation_weight: fa.CellKField[wpfloat],
+    cloud_cover_on_half_levels: fa.CellKField[wpfloat],
+    exner_factor_on_half_levels: fa.CellKField[wpfloat],
+    dqsat_dt_on_half_levels: fa.CellKField[wpfloat],
+    buoyancy_factor_tet_l_on_half_levels: fa.CellKField[wpfloat],
+    buoyancy_factor_h2o_g_on_half_levels: fa.CellKField[wpfloat],
+    pressure_on_half_levels: fa.CellKField[wpfloat],
+    air_density_on_half_levels: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _interpolate_variables_onto_half_levels(
+        cloud_cover=cloud_cover,
+        exner_factor=exner_factor,
+        dqsat_dt=dqsat_dt,
+        buoyancy_factor_tet_l=buoyancy_factor_tet_l,
+        buoyancy_factor_h2o_g=buoyancy_factor_h2o_g,
+        pressure=pressure,
+        air_density=air_density,
+        interpolation_weight=interpolation_weight,
+        out=(
+            cloud_cover_on_half_levels,
+            exner_factor_on_half_levels,
+            dqsat_dt_on_half_levels,
+            buoyancy_factor_tet_l_on_half_levels,
+            buoyancy_factor_h2o_g_on_half_levels,
+            pressure_on_half_levels,
+            air_density_on_half_levels,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+_PROFILES = ("cloud_cover", "exner_factor", "dqsat_dt", "buoyancy_factor_tet_l",
+             "buoyancy_factor_h2o_g", "pressure", "air_density")
+_IN_PLACE = ("cloud_cover", "dqsat_dt", "buoyancy_factor_tet_l", "buoyancy_factor_h2o_g")
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interpolate_variables_onto_half_levels(backend, in_place):
+    hs, he, vs, ve = 1, NC - 1, 1, NLEV
+    s = (NC, NH)
+    profiles = {n: RNG.standard_normal(s) for n in _PROFILES}
+    weight = f64(*s)
+    base = {n + "_on_half_levels": RNG.standard_normal(s) for n in _PROFILES}
+    got = {n: v.copy() for n, v in base.items()}
+    inputs = {n: v.copy() for n, v in profiles.items()}
+    if in_place:   # ICON's own call: the profile is overwritten by its interpolation
+        for n in _IN_PLACE:
+            got[n + "_on_half_levels"] = inputs[n]
+            base[n + "_on_half_levels"] = profiles[n]
+    interpolate_variables_onto_half_levels(
+        **inputs, interpolation_weight=weight, **got, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=ve, offset_provider={"Koff": KDim}, backend=backend)
+    check(got, {n + "_on_half_levels": inside(p * weight + _up(p) * (1.0 - weight),
+                                              base[n + "_on_half_levels"], hs, he, vs, ve)
+                for n, p in profiles.items()}, rtol=1e-12, atol=1e-15)
