@@ -119,7 +119,7 @@ def vp(*shape):
     return RNG.random(shape).astype(VP)
 
 
-# ================================================================== cell diagnostics, velocity advection
+# ================================================================== cell diagnostics of advection
 #
 # icon4py's interpolate_horizontal_kinetic_energy_to_cells_and_compute_contravariant_terms
 # (formerly fused_velocity_advection_stencil_8_to_13_predictor) and its
@@ -764,7 +764,7 @@ def test_physics_to_dynamics_thermodynamic_update(backend, bounds):
         rtol=1e-10, atol=1e-12)
 
 
-# ================================================================== perturbed quantities, one operator
+# ================================================================== perturbed quantities at once
 #
 # icon4py's newest compute_perturbed_quantities_and_interpolation (formerly
 # fused_solve_nonhydro_stencil_1_to_13_predictor): one field operator of
@@ -1453,8 +1453,8 @@ def compute_perturbed_quantities_and_interpolation(
 
     _compute_perturbed_quantities_and_interpolation_wrapper(
         temporal_extrapolation_of_perturbed_exner=temporal_extrapolation_of_perturbed_exner,
-        ddz_of_temporal_extrapolation_of_perturbed_exner_on_model_levels=ddz_of_temporal_extrapolation_of_perturbed_exner_on_model_levels,  # noqa: E501
-        d2dz2_of_temporal_extrapolation_of_perturbed_exner_on_model_levels=d2dz2_of_temporal_extrapolation_of_perturbed_exner_on_model_levels,  # noqa: E501
+        ddz_of_temporal_extrapolation_of_perturbed_exner_on_model_levels=ddz_of_temporal_extrapolation_of_perturbed_exner_on_model_levels,
+        d2dz2_of_temporal_extrapolation_of_perturbed_exner_on_model_levels=d2dz2_of_temporal_extrapolation_of_perturbed_exner_on_model_levels,
         perturbed_exner_at_cells_on_model_levels=perturbed_exner_at_cells_on_model_levels,
         exner_at_cells_on_half_levels=exner_at_cells_on_half_levels,
         perturbed_rho_at_cells_on_model_levels=perturbed_rho_at_cells_on_model_levels,
@@ -1470,9 +1470,9 @@ def compute_perturbed_quantities_and_interpolation(
         wgtfacq_c=wgtfacq_c,
         wgtfac_c=wgtfac_c,
         vwind_expl_wgt=vwind_expl_wgt,
-        ddz_of_reference_exner_at_cells_on_half_levels=ddz_of_reference_exner_at_cells_on_half_levels,  # noqa: E501
+        ddz_of_reference_exner_at_cells_on_half_levels=ddz_of_reference_exner_at_cells_on_half_levels,
         ddqz_z_half=ddqz_z_half,
-        pressure_buoyancy_acceleration_at_cells_on_half_levels=pressure_buoyancy_acceleration_at_cells_on_half_levels,  # noqa: E501
+        pressure_buoyancy_acceleration_at_cells_on_half_levels=pressure_buoyancy_acceleration_at_cells_on_half_levels,
         time_extrapolation_parameter_for_exner=time_extrapolation_parameter_for_exner,
         current_exner=current_exner,
         reference_exner_at_cells_on_model_levels=reference_exner_at_cells_on_model_levels,
@@ -1596,7 +1596,8 @@ def _perturbed_quantities_numpy(g, base, limited_area, taylor, nflatlev, nflat_g
         o.exner_at_cells_on_half_levels)
     # the vertical derivatives of the Exner pressure
     if taylor:
-        e_ic, th_pr_ic = o.exner_at_cells_on_half_levels, o.perturbed_theta_v_at_cells_on_half_levels
+        e_ic = o.exner_at_cells_on_half_levels
+        th_pr_ic = o.perturbed_theta_v_at_cells_on_half_levels
         name = "ddz_of_temporal_extrapolation_of_perturbed_exner_on_model_levels"
         setattr(o, name, np.where(model & (kk >= nflatlev),
                                   (e_ic - _down(e_ic)) * g.inv_ddqz_z_full, getattr(o, name)))
@@ -1976,7 +1977,7 @@ def solve_turb_budgets(
         stability_length_for_scalars=updated_stability_length_for_scalars,
         exner_factor=exner_factor,
         saturation_humidity_derivative=saturation_humidity_derivative,
-        gradient_of_liquid_water_potential_temperature=gradient_of_liquid_water_potential_temperature,  # noqa: E501
+        gradient_of_liquid_water_potential_temperature=gradient_of_liquid_water_potential_temperature,
         gradient_of_total_water=gradient_of_total_water,
         d_h=d_h,
         out=supersaturation_standard_deviation,

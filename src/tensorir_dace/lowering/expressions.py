@@ -17,6 +17,7 @@ unstructured shifts are.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Protocol
 
@@ -191,7 +192,7 @@ class ExprGen:
                 return self.sym(e, env, scope)
             case ir.Call(func=ir.Lambda() as lam, args=args):
                 bindings = lambda_bindings(lam, args, scope, self.allow_materialize)
-                self.store_shared_choices(lam, args, scope, bindings)
+                self.store_shared_choices(lam, args, bindings)
                 return self.value(lam.body, env, self.child_scope(scope, bindings), root=root)
             case ir.Call(func=ir.Sym(name=name), args=args):
                 return self.builtin(e, name, args, env, scope, cond)
@@ -199,23 +200,22 @@ class ExprGen:
                 return self.curried(e, name, static, args, env, scope)
         raise self.fail(e, f"cannot lower expression {type(e).__name__}")
 
-    def store_shared_choices(self, lam: ir.Lambda, args, scope: CScope,
-                             bindings: dict[str, Binding]) -> None:
+    def store_shared_choices(self, lam: ir.Lambda, args, bindings: dict[str, Binding]) -> None:
         """Fused, a parameter read more than once whose argument chooses by ``concat``
-        is computed once into transient arrays.  Evaluated where it is read, each read
-        would repeat the argument's code in the branches of every choice around it
-        (each branch is a block of its own, whose values the next branch cannot use),
-        and a chain of choices each reading the one before (``x = concat_where(c, f(x),
-        x)`` repeated) would grow as the product of the reads."""
+        is computed once, at its first read, into transient arrays the later reads
+        read.  Evaluated where it is read, each read would repeat the argument's code
+        in the branches of every choice around it (each branch is a block of its own,
+        whose values the next branch cannot use), and a chain of choices each reading
+        the one before (``x = concat_where(c, f(x), x)`` repeated) would grow as the
+        product of the reads."""
         if not (self.fused and self.allow_materialize):
             return
-        assert self.low is not None   # allow_materialize needs it
         for p, a in zip(lam.params, args):
             b = bindings[p.name]
             if (isinstance(b, Deferred) and not b.may_be_absent
                     and isinstance(a.type, ir.TensorType) and a.type.dims
                     and _reads_of(lam.body, p.name) > 1 and _chooses(a)):
-                bindings[p.name] = self.low.materialize(a, scope)
+                bindings[p.name] = dataclasses.replace(b, shared=True)
 
     def sym(self, e: ir.Sym, env: Env, scope: CScope) -> Any:
         b = scope.lookup(e.name)
@@ -226,6 +226,10 @@ class ExprGen:
                 return self.tb.scalar(data)
             case SymbolValue(name=name):
                 return f"((long long)({name}))"
+            case Deferred(expr=expr, scope=dscope, extra_env=extra, may_materialize=may,
+                          shared=True) if may and self.low is not None:
+                stored = self.low.materialize(expr, dscope)
+                return self.read_stored(e, stored, {**env, **dict(extra)})
             case Deferred(expr=expr, scope=dscope, extra_env=extra, may_materialize=may):
                 saved = self.allow_materialize
                 self.allow_materialize = may and self.low is not None
@@ -651,7 +655,8 @@ class _null:
 
 def _reads_of(body: ir.Expr, name: str) -> int:
     """How many times ``body`` names ``name`` (not counting lambdas that rebind it)."""
-    count, stack = 0, [body]
+    count = 0
+    stack: list[ir.Node] = [body]
     while stack:
         n = stack.pop()
         if isinstance(n, ir.Sym):
