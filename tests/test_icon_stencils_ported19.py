@@ -2867,3 +2867,51 @@ def test_interpolate_variables_onto_half_levels(backend, in_place):
     check(got, {n + "_on_half_levels": inside(p * weight + _up(p) * (1.0 - weight),
                                               base[n + "_on_half_levels"], hs, he, vs, ve)
                 for n, p in profiles.items()}, rtol=1e-12, atol=1e-15)
+
+
+# ================================================================== turbulence, the model top
+#
+# icon4py's set_turbulent_velocity_scale_at_model_top: the row below copied
+# up, ``Koff[1]`` of the input; ICON passes the same array as input and output.
+# On more than one row in place, each row still reads the value the row below
+# had before the call.
+
+
+@gtx.field_operator
+def _set_turbulent_velocity_scale_at_model_top(
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return turbulent_velocity_scale(Koff[1])
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def set_turbulent_velocity_scale_at_model_top(
+    turbulent_velocity_scale: fa.CellKField[wpfloat],
+    turbulent_velocity_scale_with_top: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _set_turbulent_velocity_scale_at_model_top(
+        turbulent_velocity_scale=turbulent_velocity_scale,
+        out=turbulent_velocity_scale_with_top,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize(("in_place", "rows"), [(False, 1), (True, 1), (True, 4)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_turbulent_velocity_scale_at_model_top(backend, in_place, rows):
+    tke = RNG.standard_normal((NC, NH))
+    out = tke.copy() if in_place else RNG.standard_normal((NC, NH))
+    before = out.copy()
+    set_turbulent_velocity_scale_at_model_top(
+        out if in_place else tke, out, horizontal_start=1, horizontal_end=NC,
+        vertical_start=0, vertical_end=rows, offset_provider={"Koff": KDim}, backend=backend)
+    want = before.copy()
+    want[1:, :rows] = tke[1:, 1:rows + 1]
+    np.testing.assert_array_equal(out, want)
