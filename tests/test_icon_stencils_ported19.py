@@ -2915,3 +2915,95 @@ def test_turbulent_velocity_scale_at_model_top(backend, in_place, rows):
     want = before.copy()
     want[1:, :rows] = tke[1:, 1:rows + 1]
     np.testing.assert_array_equal(out, want)
+
+
+# ================================================================== turbulence, section 8
+#
+# icon4py's compute_virtual_tke_profile: a forward scan whose flag marks its
+# first row (the program's ``vertical_start``), a scalar among its operands,
+# one operand the profile read one level up; the quotient on the first row is
+# formed but not chosen (there the divisor holds what no statement wrote).
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), True))
+def _accumulate_virtual_tke_profile(
+    state: tuple[wpfloat, bool],
+    saved_tke_profile: wpfloat,
+    saved_tke_profile_above: wpfloat,
+    cke_flux_at_main_levels: wpfloat,
+    explicit_diffusion_momentum: wpfloat,
+    tke_diffusion_limit_correction: wpfloat,
+) -> tuple[wpfloat, bool]:
+    virtual_profile_above, at_the_top = state
+    circulation_increment = cke_flux_at_main_levels / explicit_diffusion_momentum
+    virtual_profile = (
+        saved_tke_profile
+        if at_the_top
+        else (virtual_profile_above - saved_tke_profile_above) * tke_diffusion_limit_correction
+        + circulation_increment
+        + saved_tke_profile
+    )
+    return virtual_profile, False
+
+
+@gtx.field_operator
+def _compute_virtual_tke_profile(
+    saved_tke_profile: fa.CellKField[wpfloat],
+    cke_flux_at_main_levels: fa.CellKField[wpfloat],
+    explicit_diffusion_momentum: fa.CellKField[wpfloat],
+    tke_diffusion_limit_correction: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    virtual_profile, _ = _accumulate_virtual_tke_profile(
+        saved_tke_profile,
+        saved_tke_profile(Koff[-1]),
+        cke_flux_at_main_levels,
+        explicit_diffusion_momentum,
+        tke_diffusion_limit_correction,
+    )
+    return virtual_profile
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_virtual_tke_profile(
+    saved_tke_profile: fa.CellKField[wpfloat],
+    cke_flux_at_main_levels: fa.CellKField[wpfloat],
+    explicit_diffusion_momentum: fa.CellKField[wpfloat],
+    tke_diffusion_limit_correction: wpfloat,
+    virtual_tke_profile: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_virtual_tke_profile(
+        saved_tke_profile=saved_tke_profile,
+        cke_flux_at_main_levels=cke_flux_at_main_levels,
+        explicit_diffusion_momentum=explicit_diffusion_momentum,
+        tke_diffusion_limit_correction=tke_diffusion_limit_correction,
+        out=virtual_tke_profile,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 1, NH), (1, NC - 2, 3, NH - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_compute_virtual_tke_profile(backend, bounds):
+    hs, he, vs, ve = bounds
+    s = (NC, NH)
+    saved, flux = f64(*s), RNG.standard_normal(s)
+    expl = f64(*s) + 0.5
+    expl[:, vs] = 0.0                     # not written there: the quotient is not chosen
+    base = RNG.standard_normal(s)
+    got = base.copy()
+    compute_virtual_tke_profile(saved, flux, expl, 0.8, got, horizontal_start=hs,
+                                horizontal_end=he, vertical_start=vs, vertical_end=ve,
+                                offset_provider={"Koff": KDim}, backend=backend)
+    want = np.array(base)
+    want[:, vs] = saved[:, vs]
+    for k in range(vs + 1, ve):
+        want[:, k] = ((want[:, k - 1] - saved[:, k - 1]) * 0.8 + flux[:, k] / expl[:, k]
+                      + saved[:, k])
+    np.testing.assert_allclose(got, inside(want, base, hs, he, vs, ve), rtol=1e-12, atol=1e-14)
