@@ -22,6 +22,22 @@ Exner and ``theta_v`` by ``exp`` and ``log``, constants read as class
 attributes of a namespace class, ``wpfloat("1.0")``, programs declared
 ``-> None`` calling their field operators with keyword arguments, one with
 ``out=`` a tuple of two.
+Then the newest predictor of the perturbed quantities at cells: one field
+operator of eleven outputs whose parts are chosen by ``concat_where`` over a
+cell range and a level range at once (built from ``vertical_start`` and
+``vertical_end`` arguments), a chain of such choices each reading the tuple
+the one before chose (compiled once per value, not once per branch).
+Last icon4py's turbulence (turbdiff): the turbulent budgets (five statements
+on two vertical domains, a caller passing one array as an input of the third
+statement and the output of the fourth), the TKE diffusion solve (a forward
+and a backward scan with a ``tuple[wpfloat, bool]`` state), the vertical
+gradients of the conserved variables (a statement on ``CellDim`` alone,
+``concat_where(dims.KDim == nlev, CellField, CellKField)``), the TKE forcing
+functions, the three-dimensional shear forcing, the preparation of the TKE
+diffusion (field operators called on shifted fields, main-level and
+half-level fields together), the interpolation of seven profiles onto half
+levels (in place, as ICON calls it), the TKE at the model top (in place) and
+the virtual TKE profile (a scan with a scalar operand).
 Each group is one program (or two), interpreted and compiled, compared with
 NumPy written from the formulas."""
 
