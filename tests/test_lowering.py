@@ -282,6 +282,29 @@ def test_laplacian_default_is_one_map_without_transients():
     assert len(_maps(raw)) > 1 and _transients(raw)   # one map per operation before
 
 
+def _chained_choices(depth: int) -> str:
+    """``a = concat(a × 2 on I[0:3], a + 1 after)`` ``depth`` times, each choice a
+    lambda's argument reading the value before it in both pieces."""
+    t = "tensor<float, I[0:N]>"
+    value = "x"
+    for d in range(depth):
+        value = (f"(λ(a{d}: {t}) → concat(subset(a{d} × 2.0, I[0:3]), "
+                 f"subset(a{d} + 1.0, I[3:N])))({value})")
+    return f"chain(x: {t}, o: {t}) {{\n  o ← {value};\n}}"
+
+
+def test_chained_choices_reading_the_one_before_are_computed_once():
+    # Each value is read in both pieces of the next choice: evaluated where it is
+    # read, its code would be repeated in each branch, 2 ** depth times in all.
+    import dace
+    src = _chained_choices(14)
+    sdfg = tir.to_sdfg(parsed(src), optimize="default")
+    code = sum(len(n.code.as_string) for s in sdfg.states() for n in s.nodes()
+               if isinstance(n, dace.nodes.Tasklet))
+    assert code < 30_000, code
+    check_against_interpreter(src, "default", sizes={"N": 7})
+
+
 def test_sdfg_names_are_mangled():
     src = ("k(new: tensor<float, I[0:3]>, int: tensor<float, I[0:3]>, _x: tensor<float, I[0:3]>) "
            "{ new ← int + _x; }")

@@ -17,6 +17,7 @@ unstructured shifts are.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Protocol
 
@@ -191,12 +192,30 @@ class ExprGen:
                 return self.sym(e, env, scope)
             case ir.Call(func=ir.Lambda() as lam, args=args):
                 bindings = lambda_bindings(lam, args, scope, self.allow_materialize)
+                self.store_shared_choices(lam, args, bindings)
                 return self.value(lam.body, env, self.child_scope(scope, bindings), root=root)
             case ir.Call(func=ir.Sym(name=name), args=args):
                 return self.builtin(e, name, args, env, scope, cond)
             case ir.Call(func=ir.Call(func=ir.Sym(name=name), args=static), args=args):
                 return self.curried(e, name, static, args, env, scope)
         raise self.fail(e, f"cannot lower expression {type(e).__name__}")
+
+    def store_shared_choices(self, lam: ir.Lambda, args, bindings: dict[str, Binding]) -> None:
+        """Fused, a parameter read more than once whose argument chooses by ``concat``
+        is computed once, at its first read, into transient arrays the later reads
+        read.  Evaluated where it is read, each read would repeat the argument's code
+        in the branches of every choice around it (each branch is a block of its own,
+        whose values the next branch cannot use), and a chain of choices each reading
+        the one before (``x = concat_where(c, f(x), x)`` repeated) would grow as the
+        product of the reads."""
+        if not (self.fused and self.allow_materialize):
+            return
+        for p, a in zip(lam.params, args):
+            b = bindings[p.name]
+            if (isinstance(b, Deferred) and not b.may_be_absent
+                    and isinstance(a.type, ir.TensorType) and a.type.dims
+                    and _reads_of(lam.body, p.name) > 1 and _chooses(a)):
+                bindings[p.name] = dataclasses.replace(b, shared=True)
 
     def sym(self, e: ir.Sym, env: Env, scope: CScope) -> Any:
         b = scope.lookup(e.name)
@@ -207,6 +226,10 @@ class ExprGen:
                 return self.tb.scalar(data)
             case SymbolValue(name=name):
                 return f"((long long)({name}))"
+            case Deferred(expr=expr, scope=dscope, extra_env=extra, may_materialize=may,
+                          shared=True) if may and self.low is not None:
+                stored = self.low.materialize(expr, dscope)
+                return self.read_stored(e, stored, {**env, **dict(extra)})
             case Deferred(expr=expr, scope=dscope, extra_env=extra, may_materialize=may):
                 saved = self.allow_materialize
                 self.allow_materialize = may and self.low is not None
@@ -628,6 +651,27 @@ class _null:
 
     def __exit__(self, *exc):
         return False
+
+
+def _reads_of(body: ir.Expr, name: str) -> int:
+    """How many times ``body`` names ``name`` (not counting lambdas that rebind it)."""
+    count = 0
+    stack: list[ir.Node] = [body]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ir.Sym):
+            count += n.name == name
+        elif isinstance(n, ir.Lambda) and any(q.name == name for q in n.params):
+            continue
+        else:
+            stack.extend(ir.children(n))
+    return count
+
+
+def _chooses(e: ir.Expr) -> bool:
+    """``e`` has a ``concat`` (whose pieces are lowered as branches of their own)."""
+    return any(isinstance(n, ir.Call) and isinstance(n.func, ir.Sym) and n.func.name == "concat"
+               for n in ir.walk(e))
 
 
 def _map_tree(fn, tree):

@@ -132,6 +132,9 @@ class Deferred:
     # An applied lambda's parameter whose argument can be absent beyond its
     # masks: ``can_deref`` and ``reduce`` test the argument's presence.
     may_be_absent: bool = False
+    # Computed once into transient arrays at its first read, which later reads
+    # read (a parameter read more than once whose argument is costly to repeat).
+    shared: bool = False
 
 
 @dataclass(frozen=True)
