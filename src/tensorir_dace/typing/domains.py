@@ -122,8 +122,9 @@ class DomainRules(Rules):
             new[a.name] = sub
         guard = tuple((sub.start, sub.stop) for _, _, sub in runtime)
         for a, d, sub in runtime:
-            self.runtime_subset(a, d, sub, guard, f"subset {a.name}[{a.start}:{a.stop}]"
-                                + (f" at {a.loc}" if a.loc else ""))
+            def subset_text(a: ir.DimInterval = a) -> str:
+                return f"subset {a.name}[{a.start}:{a.stop}]" + (f" at {a.loc}" if a.loc else "")
+            self.runtime_subset(a, d, sub, guard, subset_text)
         return replace(e, args=(x,) + tuple(intervals),
                        type=ir.TensorType(t.dtype, tuple(new[d.name] for d in t.dims)))
 

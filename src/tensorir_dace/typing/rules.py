@@ -69,7 +69,7 @@ class Rules:
         raise NotImplementedError
 
     def runtime_subset(self, a: ir.DimInterval, d: ir.Dim, sub: ir.Dim, guard: tuple,
-                       where: str) -> None:
+                       where: Callable[[], str]) -> None:
         raise NotImplementedError
 
     def runtime_concat(self, node: ir.Node, axis: str, ds: list[ir.Dim]) -> None:

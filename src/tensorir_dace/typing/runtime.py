@@ -12,7 +12,7 @@ by its non-emptiness.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .. import intervals as iv
@@ -220,24 +220,28 @@ class RuntimeBounds(Rules):
         return tuple((v, lo, hi) for v, lo, hi in self.loops)
 
     def runtime_order(self, node: ir.Node, lower: sympy.Expr, upper: sympy.Expr,
-                      guard: tuple, bound: sympy.Expr, allowed: tuple, reason: str,
-                      false_message: str) -> None:
+                      guard: tuple, bound: sympy.Expr, allowed: tuple,
+                      reason: Callable[[], str], false_message: Callable[[], str]) -> None:
         """Require ``lower <= upper`` where the ranges in ``guard`` are non-empty:
-        statically when SymPy can decide it, else at call time."""
+        statically when SymPy can decide it, else at call time.  The messages are
+        functions: most orders are decided statically, and printing SymPy bounds
+        into every message took a third of the time of checking programs with
+        many runtime ranges."""
         ok = iv.maybe_le(lower, upper)
         if ok is True:
             return
         if ok is False:
-            raise self.error(node, false_message)
+            raise self.error(node, false_message())
         self.constraints.append(ir.SizeConstraint(
-            lower, upper, reason, guard=guard,
+            lower, upper, reason(), guard=guard,
             loops=self.enclosing_loops(lower, upper, *[x for g in guard for x in g]),
             bound=bound, allowed=allowed))
 
     def runtime_subset(self, a: ir.DimInterval, d: ir.Dim, sub: ir.Dim, guard: tuple,
-                       where: str) -> None:
+                       where: Callable[[], str]) -> None:
         """A non-empty runtime range must lie within the interval it restricts."""
-        outside = f"{where} is not within {d.name}[{d.start}:{d.stop}] for any value"
+        def outside() -> str:
+            return f"{where()} is not within {d.name}[{d.start}:{d.stop}] for any value"
         self.runtime_order(a, d.start, sub.start, guard, sub.start, (d.start, d.stop),
                            where, outside)
         self.runtime_order(a, sub.stop, d.stop, guard, sub.stop, (d.start, d.stop),
@@ -248,11 +252,15 @@ class RuntimeBounds(Rules):
         """The expression must be defined on every point of a non-empty target range."""
         guard = tuple((x.start, x.stop) for x in target.dims
                       if ir.has_runtime(x.start) or ir.has_runtime(x.stop))
-        where = (f"the target range {d.name}[{d.start}:{d.stop}] of '{name}' reads an "
-                 f"expression defined on {d.name}[{vd.start}:{vd.stop}]"
-                 + (f" at {node.loc}" if node.loc else ""))
-        never = (f"the expression is defined on {d.name}[{vd.start}:{vd.stop}] but the "
-                 f"target '{name}' needs {d.name}[{d.start}:{d.stop}] for every value")
+
+        def where() -> str:
+            return (f"the target range {d.name}[{d.start}:{d.stop}] of '{name}' reads an "
+                    f"expression defined on {d.name}[{vd.start}:{vd.stop}]"
+                    + (f" at {node.loc}" if node.loc else ""))
+
+        def never() -> str:
+            return (f"the expression is defined on {d.name}[{vd.start}:{vd.stop}] but "
+                    f"the target '{name}' needs {d.name}[{d.start}:{d.stop}] for every value")
         self.runtime_order(node, vd.start, d.start, guard, d.start, (vd.start, vd.stop),
                            where, never)
         self.runtime_order(node, d.stop, vd.stop, guard, d.stop, (vd.start, vd.stop),
@@ -263,8 +271,10 @@ class RuntimeBounds(Rules):
         the concatenation's interval in order."""
         for d in ds:
             if ir.has_runtime(d.start) or ir.has_runtime(d.stop):
-                where = (f"concat piece {axis}[{d.start}:{d.stop}]"
-                         + (f" at {node.loc}" if node.loc else ""))
+                def where(d: ir.Dim = d) -> str:
+                    return (f"concat piece {axis}[{d.start}:{d.stop}]"
+                            + (f" at {node.loc}" if node.loc else ""))
+                def inverted(where: Callable[[], str] = where) -> str:
+                    return f"{where()} is inverted for every value"
                 self.runtime_order(node, d.start, d.stop, (), d.stop,
-                                   (d.start, ds[-1].stop), where,
-                                   f"{where} is inverted for every value")
+                                   (d.start, ds[-1].stop), where, inverted)
