@@ -185,6 +185,8 @@ def test_loop_variables_and_runtime_temporaries(optimize):
      "cannot be used in a parameter type"),
     ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:N+1]) <- 1.0 }",
      "not within I\\[0:N\\] for any value"),
+    ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:N+1]) <- 1.0 }",
+     "subset I\\[a:N \\+ 1\\] at 1:57 is not within I\\[0:N\\] for any value"),
     ("p(x: tensor<float, I[0:N]>, f: tensor<float>) { subset(x, I[f:N]) <- 1.0 }",
      "cannot be used in a bound"),
     ("p(x: tensor<float, I[0:N]>, a: tensor<int>) { subset(x, I[a:a+1]) <- "
