@@ -117,10 +117,13 @@ def has_runtime(expr: sympy.Expr) -> bool:
     return any(is_runtime_symbol(s) for s in expr.free_symbols)
 
 
+@functools.lru_cache(maxsize=4096)
 def text_bound(expr: sympy.Expr) -> sympy.Expr:
     """A bound as the text syntax reads it back: names are size symbols, except
     inside ``Max``/``Min`` (clamped runtime ranges), where no size assumption may
-    simplify them.  The type checker tells runtime values apart by name."""
+    simplify them.  The type checker tells runtime values apart by name.
+    Remembered: rebuilding a ``Max``/``Min`` simplifies it again, about 3 ms
+    each, and programs with runtime domains ask for the same bounds often."""
     if isinstance(expr, (sympy.Max, sympy.Min)):
         return expr.func(*[a.xreplace({s: runtime_symbol(s.name) for s in a.free_symbols})
                            for a in expr.args])

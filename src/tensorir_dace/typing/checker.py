@@ -74,6 +74,10 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         self.dim_names = collect_dim_names(program)
         self.constraints: list[ir.SizeConstraint] = []
         self.weak_memo: dict[int, tuple[ir.Expr, bool]] = {}
+        # typed calls of single-expression checks, by node: (node, expected type,
+        # bindings of its names, typed node); see :meth:`remembered_call`
+        self.call_memo: dict[int, tuple[ir.Call, Any, tuple, ir.Expr]] = {}
+        self.names_memo: dict[int, tuple[ir.Expr, tuple[str, ...]]] = {}
         # enclosing for loops (var, start, stop as SymPy or None) while checking a
         # whole program; None when checking single expressions (the front end)
         self.loops: list[tuple[str, sympy.Expr | None, sympy.Expr | None]] | None = None
@@ -345,8 +349,37 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             case ir.DimInterval():
                 raise self.error(e, f"'{e.name}[…:…]' is only allowed as an argument of subset")
             case ir.Call():
+                if self.loops is None:
+                    return self.remembered_call(e, scope, expected)
                 return self.call(e, scope, expected)
         raise self.error(e, f"unknown expression {type(e).__name__}")
+
+    def remembered_call(self, e: ir.Call, scope: Scope, expected) -> ir.Expr:
+        """``call``, remembered for single-expression checks (the front ends'):
+        they type each new expression built from ones typed before, so without
+        it checking a chain of nested choices took time quadratic in its depth.
+        A typed call is reused for the same node, expected type and bindings
+        of the names it uses (the objects themselves: a name rebound, or a
+        lambda parameter of another application, is checked again).  Only the
+        checked result is reused: the constraints it added were added the first
+        time, and single-expression checks do not collect them."""
+        bindings = tuple(scope.lookup(n) for n in self.names_of(e))
+        hit = self.call_memo.get(id(e))
+        if hit is not None and hit[0] is e and hit[1] == expected and \
+                len(hit[2]) == len(bindings) and all(a is b for a, b in zip(hit[2], bindings)):
+            return hit[3]
+        typed = self.call(e, scope, expected)
+        self.call_memo[id(e)] = (e, expected, bindings, typed)
+        return typed
+
+    def names_of(self, e: ir.Expr) -> tuple[str, ...]:
+        """The names ``e`` uses (symbols anywhere in it), remembered by node."""
+        hit = self.names_memo.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        names = tuple(dict.fromkeys(n.name for n in ir.walk(e) if isinstance(n, ir.Sym)))
+        self.names_memo[id(e)] = (e, names)
+        return names
 
     def literal(self, e: ir.Literal, expected: ir.ElementType | None) -> ir.Literal:
         if e.kind == "bool":
