@@ -45,7 +45,7 @@ class _SameParameters(MapFusionHorizontal):
 
 def fuse_maps_horizontally(sdfg: dace.SDFG) -> None:
     """Fuse independent sibling maps with equal ranges (see the module docstring)."""
-    if sdfg.apply_transformations_repeated(_SameParameters):
+    if sdfg.apply_transformations_repeated(_SameParameters, print_report=False, progress=False):
         merge_sibling_tasklets(sdfg)
 
 

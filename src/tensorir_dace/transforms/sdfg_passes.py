@@ -29,7 +29,7 @@ def simplify(sdfg: dace.SDFG) -> None:
 
 def fuse_maps_vertically(sdfg: dace.SDFG) -> None:
     """Fuse producer/consumer maps over the same range (point-wise chains)."""
-    sdfg.apply_transformations_repeated(MapFusionVertical)
+    sdfg.apply_transformations_repeated(MapFusionVertical, print_report=False, progress=False)
 
 
 def persistent_transients(sdfg: dace.SDFG) -> None:
