@@ -205,3 +205,62 @@ def test_an_entry_past_the_tables_is_not_possible_but_a_negative_one_is_absent()
     out = np.ones(NE)
     below_n(X, 1, out=out, offset_provider={"E2C": none}, backend="compiled")
     np.testing.assert_allclose(out, -X, rtol=1e-14)
+
+
+# --------------------------------------------------------------------------- a new process
+
+MODULE = '''
+from tensorir_dace.frontend import (Dimension, DimensionKind, Field, FieldOffset, broadcast,
+                                    concat_where, field_operator, neighbor_sum, program)
+
+Cell, Edge = Dimension("Cell"), Dimension("Edge")
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+E2C = FieldOffset("E2C", source=Cell, target=(Edge, E2CDim))
+
+
+@field_operator
+def below_n(x: Field[[Edge], float], n: int) -> Field[[Edge], float]:
+    t = concat_where(Cell < n, broadcast(1.5, (Cell,)), 2.0)
+    return neighbor_sum(t(E2C), axis=E2CDim) - x
+
+
+@program
+def run(x: Field[[Edge], float], o: Field[[Edge], float], n: int):
+    below_n(x, n, out=o)
+'''
+
+# argv: the module's folder, the largest entry of the table
+CALLS = '''
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import numpy as np
+    import source_extent_calls as m
+    from tensorir_dace.runtime.cachedir import compile_count
+    top = int(sys.argv[2])
+    e2c = np.array([[0, -1], [top, 1], [2, 3], [-1, -1], [top - 1, 0]])
+    x = np.arange(5.0)
+    o, d = np.zeros(5), np.zeros(5)
+    m.run(x, o, 3, offset_provider={"E2C": e2c})
+    m.below_n(x, 3, out=d, offset_provider={"E2C": e2c})
+    heavy = sorted({k.split(".")[0] for k in sys.modules} & {"sympy", "dace"})
+    print(json.dumps({"o": o.tolist(), "d": d.tolist(), "heavy": heavy,
+                      "compiled": compile_count()}))
+'''
+
+
+def test_a_new_process_binds_the_extent_without_translating(tmp_path):
+    """The program found by the Python source takes its extent from the tables
+    of each call too: another table, nothing translated or compiled."""
+    from test_startup import run_fresh
+
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    (src / "source_extent_calls.py").write_text(MODULE)
+    for top, fresh in [(4, True), (9, False)]:
+        got = run_fresh(CALLS, cache, src, str(top))
+        e2c = np.array([[0, -1], [top, 1], [2, 3], [-1, -1], [top - 1, 0]])
+        want = gathered(cells(16, lambda c: np.where(c < 3, 1.5, 2.0)), e2c) - np.arange(5.0)
+        np.testing.assert_allclose(got["o"], want, rtol=1e-14)
+        np.testing.assert_allclose(got["d"], want, rtol=1e-14)
+        if not fresh:
+            assert got["heavy"] == [] and got["compiled"] == 0
