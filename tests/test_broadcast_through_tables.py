@@ -399,8 +399,9 @@ def test_random_arguments_need_no_parameter_over_the_source():
 
 
 # A concat_where along the table's source dimension between values without it:
-# GT4Py's broadcasts have no end there, but a value here is computed over a
-# known extent, which a field over the source dimension gives (read or not).
+# GT4Py's broadcasts have no end there; a value here is computed over a known
+# extent, which a field over the source dimension gives (read or not), or else
+# the tables that index it (their largest entry plus one).
 
 
 @field_operator
@@ -416,11 +417,14 @@ def _first_edges_halved_sized(a: Field[Dims[Cell, K], float], e: Field[Dims[Edge
     return neighbor_sum(b(C2E), axis=C2EDim) + a
 
 
-def test_concat_where_along_the_source_without_its_extent_is_refused_clearly():
-    with pytest.raises(TensorIRError, match="concat_where on Edge: neither branch has "
-                                            "dimension Edge.*pass a field over Edge"):
-        _first_edges_halved(A, out=np.zeros((NC, NK)), offset_provider=MESH,
-                            backend="interpreter")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_concat_where_along_the_source_sized_by_the_table(backend):
+    out = np.zeros((NC, NK))
+    _first_edges_halved(A, out=out, offset_provider=MESH, backend=backend)
+    c2e = MESH["C2E"]
+    at_edges = np.where(np.arange(NE) < 3, 0.5, 2.0)
+    want = np.where(present(c2e), at_edges[c2e], 0.0).sum(1)[:, None] + A
+    np.testing.assert_allclose(out, want, rtol=1e-14)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -348,6 +348,11 @@ class BuiltinTranslator(ExpressionTranslator):
             target = self.ctx.target.get(D) if self.ctx.target else None
             return runtime_concat_where(self, mask, xa, xb, node, target)
         margin = self.ctx.open_margin.get(D, 0)
+        if da is None and db is None and not self.ctx.dim_intervals(D) and \
+                D not in self.ctx.result_dims:
+            # nothing gives D's extent: where neighbour tables index D, a
+            # parameter added for it does (the value is read through them)
+            self.ctx.source_extent(D)
         if da is None and db is None:     # two broadcast values: the parameters' D
             xa = self.with_dim(xa, D, node, margin)
             ta = self.type_of(xa, node)

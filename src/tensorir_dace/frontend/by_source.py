@@ -363,7 +363,9 @@ def _path(key: str, cache_dir: Any) -> pathlib.Path:
 def load_entry(key: str, cache_dir: Any = None) -> dict[str, Any] | None:
     """The entry stored under ``key`` (``"ir"``: the printed IR; for a direct
     call with ``out=``, also ``"result"`` and ``"bounds"``; ``"names"`` where
-    parameters are named otherwise in the IR), or None."""
+    parameters are named otherwise in the IR; ``"extents"`` where the program
+    has source-extent parameters, see :func:`.connectivities.extents_of`), or
+    None."""
     try:
         data = json.loads(_path(key, cache_dir).read_text())
     except (OSError, ValueError):
@@ -381,7 +383,12 @@ def ir_arguments(values: dict[str, Any], params: Sequence[str], entry: dict[str,
     the IR ({Python name: IR name}, see :mod:`.names`)."""
     renamed = entry.get("names")
     python = {v: k for k, v in renamed.items()} if isinstance(renamed, dict) else {}
-    return {k: values[python.get(k, k)] for k in params if python.get(k, k) in values}
+    given = {k: values[python.get(k, k)] for k in params if python.get(k, k) in values}
+    extents = entry.get("extents")
+    if isinstance(extents, dict):     # the tables' source extents (see .connectivities)
+        from .connectivities import extent_values
+        given = extent_values(extents, given)
+    return given
 
 
 def load_text(key: str, cache_dir: Any = None) -> str | None:

@@ -194,6 +194,31 @@ class ProgramContext:
         self.used.add(name)
         return name
 
+    def source_extent(self, name: str) -> ir.Dim | None:
+        """The interval of dimension ``name`` where no parameter has it but a
+        neighbour table's entries index it (``Cell`` for a table ``Edge ->
+        Cell``): that of a parameter added for it, over a size of its own,
+        which the call binds to an array one longer than the tables' largest
+        entry (see :func:`~.connectivities.extent_arguments`).  GT4Py defines a
+        broadcast everywhere along ``name``; read through the tables, a value
+        built from broadcasts along it is needed there only.  None where no
+        table indexes ``name``."""
+        from .connectivities import EXTENT_DTYPE, EXTENT_PREFIX, is_extent_param, tables_into
+        for p in self.params:
+            if is_extent_param(p) and p.type.dims[0].name == name:
+                return p.type.dims[0]
+        if not tables_into(self.params, name):
+            return None
+        size = self.fresh(f"N_{name}")
+        dim = ir.Dim(name, 0, ir.size_symbol(size))
+        p = ir.Param(self.fresh(f"{EXTENT_PREFIX}{name}"), ir.TensorType(EXTENT_DTYPE, (dim,)),
+                     loc=self.loc)
+        self.params.append(p)
+        self.checker.dim_names.add(name)
+        self.scope.bindings[size] = Binding(size, "size", ir.TensorType(ir.INT64))
+        self.scope.bindings[p.name] = Binding(p.name, "param", p.type)
+        return dim
+
     def add_temporary(self, name: str, t: ir.TensorType, loc: SourceLoc) -> ir.Param:
         t = strip_masks(t)
         # runtime bounds (int parameters, loop variables) as the parser reads them back

@@ -553,5 +553,5 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
             t = ir.TensorType(t.dtype, tuple(d for n in order for d in t.dims if d.name == n))
         out = ir.Param(result_name, t, loc=loc)
         body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
-    return ir.Program(src.name, tuple(params) + (out,), tuple(ctx.temporaries), body, loc=loc,
+    return ir.Program(src.name, tuple(ctx.params) + (out,), tuple(ctx.temporaries), body, loc=loc,
                       constraints=ctx.live_constraints(body))

@@ -576,7 +576,7 @@ def translate_program(fn: Any, params: Sequence[ir.Param], size_of,
         body = tr.statements(list(src.node.body))
     if report is not None:
         report["dropped"] = dict(ctx.dropped)
-    return ir.Program(src.name, tuple(params), tuple(ctx.temporaries), tuple(body),
+    return ir.Program(src.name, tuple(ctx.params), tuple(ctx.temporaries), tuple(body),
                       loc=src.loc(src.node), constraints=ctx.live_constraints(body))
 
 

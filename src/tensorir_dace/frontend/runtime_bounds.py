@@ -105,6 +105,11 @@ def runtime_concat_where(tr: Any, mask: DimMask, a: Any, b: Any, node: Any,
     xs = {"a": tr.to_ir(a, node), "b": tr.to_ir(b, node)}
     doms = {k: tr.type_of(x, node).dim(D) for k, x in xs.items()}
     known = [d for d in doms.values() if d is not None]
+    if not known and not tr.ctx.dim_intervals(D) and D not in tr.ctx.result_dims and \
+            D not in tr.ctx.extent:
+        # nothing gives D's extent: where neighbour tables index D, a parameter
+        # added for it does (the value is read through them)
+        tr.ctx.source_extent(D)
     # the whole of a direct call's out= along D (maybe longer than the parameters:
     # half levels written from full levels): where a branch defined everywhere
     # along D reaches
@@ -255,11 +260,13 @@ def domain_bounds(params: Sequence[ir.Param], domain: Sequence[str], loc: Any
 
 def no_extent_message(D: str) -> str:
     """The error of a ``concat_where`` on ``D`` between values without ``D`` where
-    nothing gives ``D``'s extent."""
+    nothing gives ``D``'s extent (no parameter over ``D``, no neighbour table
+    whose entries index ``D``)."""
     return (f"concat_where on {D}: neither branch has dimension {D}, and no parameter has it "
-            f"to give its extent (GT4Py's broadcasts have no end along {D}; a value here is "
-            f"computed over a known extent): pass a field over {D} as an argument (the "
-            f"function need not read it), or broadcast a field over {D} in a branch")
+            f"to give its extent, nor does a neighbour table index it (GT4Py's broadcasts "
+            f"have no end along {D}; a value here is computed over a known extent): pass a "
+            f"field over {D} as an argument (the function need not read it), or broadcast a "
+            f"field over {D} in a branch")
 
 
 def out_stop(inputs: Sequence[ir.Param], name: str, longer: dict[str, int] | None = None

@@ -312,10 +312,13 @@ class Specialization:
         return tuple(p for p in self.program.params if p.name != self.result.name)
 
     def ir_values(self, values: dict[str, Any]) -> dict[str, Any]:
-        """Arguments by Python name as the program takes them: by IR name."""
-        if not self.names:
-            return values
-        return {self.names.get(k, k): v for k, v in values.items()}
+        """Arguments by Python name as the program takes them: by IR name, with
+        the extents of the neighbour tables' source dimensions that no argument
+        gives (see :func:`~.connectivities.extent_arguments`)."""
+        from .connectivities import extent_arguments
+        if self.names:
+            values = {self.names.get(k, k): v for k, v in values.items()}
+        return extent_arguments(self.program.params, values)
 
     def signature(self) -> str:
         text = key_text(self.key)

@@ -224,8 +224,12 @@ class SpecializedCallable:
         key = by_source.call_key(self.fn, found[1], self.compile_options, fingerprint)
         if key is not None:
             from ..syntax import format as format_program
+            from .connectivities import extents_of
             if spec.names:
                 extra["names"] = spec.names
+            extents = extents_of(prog.params)
+            if extents:
+                extra["extents"] = extents
             text = format_program(prog)
             by_source.store_text(key, text, self.compile_options.get("cache_dir"), **extra)
             if served.compiled is not None:
