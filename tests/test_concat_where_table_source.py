@@ -207,6 +207,28 @@ def test_an_entry_past_the_tables_is_not_possible_but_a_negative_one_is_absent()
     np.testing.assert_allclose(out, -X, rtol=1e-14)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_entry_that_makes_the_extent_absurd_is_an_argument_error(backend):
+    """A corrupt table (an entry far past any mesh the call's arrays describe)
+    would make the dimension as long as the entry: refused before anything is
+    allocated or written; an entry within the limit computes as usual."""
+    from tensorir_dace.errors import ArgumentError
+    from tensorir_dace.frontend.connectivities import EXTENT_FLOOR
+    for bad in (EXTENT_FLOOR, 10 ** 12, 2 ** 62):
+        table = E2C_TABLE.copy()
+        table[0, 0] = bad
+        out = np.zeros(NE)
+        with pytest.raises(ArgumentError, match=f"'E2C' holds the entry {bad}.*check the table"):
+            below_n(X, 2, out=out, offset_provider={"E2C": table}, backend=backend)
+        assert not out.any()
+    table = E2C_TABLE.copy()
+    table[0, 0] = EXTENT_FLOOR - 1
+    out = np.zeros(NE)
+    below_n(X, 2, out=out, offset_provider={"E2C": table}, backend=backend)
+    want = gathered(np.where(np.arange(EXTENT_FLOOR) < 2, 1.5, 2.0), table) - X
+    np.testing.assert_allclose(out, want, rtol=1e-14)
+
+
 # --------------------------------------------------------------------------- a new process
 
 MODULE = '''

@@ -520,24 +520,47 @@ def extent_arguments(params: Sequence[ir.Param], values: dict[str, Any]) -> dict
     return extent_values(extents_of(params), values)
 
 
+#: The longest extent a call's tables may give a dimension no argument has, as
+#: a multiple of the call's largest argument (elements), and at least
+#: :data:`EXTENT_FLOOR`.  On a mesh a table's entries index a dimension of a size
+#: like its rows' (ICON: edges 1.5x cells, vertices 0.5x); an entry past that
+#: is a corrupt table, and the value built along the dimension would take
+#: memory and time for all the points up to it.
+EXTENT_FACTOR = 16
+EXTENT_FLOOR = 1 << 20
+
+
 def extent_values(extents: Mapping[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """``values`` (by IR name) with the source-extent parameters ``extents``
     (as :func:`extents_of` gives them) bound where they are not: each to an
     array (never written) one longer than the largest entry of its tables, so
     that every entry names one of its elements (the entries are checked
-    against it at the call, as against any operand)."""
-    hidden = [(name, tables) for name, (_, tables) in extents.items() if name not in values]
+    against it at the call, as against any operand).  An entry that would make
+    the dimension longer than :data:`EXTENT_FACTOR` times the largest argument
+    is an :class:`~tensorir_dace.errors.ArgumentError`."""
+    hidden = [(name, dim, tables) for name, (dim, tables) in extents.items()
+              if name not in values]
     if not hidden:
         return values
     values = dict(values)
-    for name, tables in hidden:
+    largest = max((int(v.size) for v in values.values() if hasattr(v, "shape")), default=0)
+    limit = max(EXTENT_FLOOR, EXTENT_FACTOR * largest)
+    for name, dim, tables in hidden:
         n = 0
         for t in tables:
             if hasattr(values.get(t), "shape"):
-                n = max(n, _largest_entry(values[t]) + 1)
+                top = _largest_entry(values[t]) + 1
+                if top > limit:
+                    raise ArgumentError(
+                        f"neighbour table '{t}' holds the entry {top - 1}, so {dim} would "
+                        f"have {top} points; no argument has {dim}, so its extent comes from "
+                        f"the tables, and it may be at most {limit} ({EXTENT_FACTOR} times the "
+                        f"largest argument, at least {EXTENT_FLOOR}); check the table, or "
+                        f"pass a field over {dim}")
+                n = max(n, top)
         arr = _EXTENT_ARRAYS.get(n)
         if arr is None:
-            if len(_EXTENT_ARRAYS) >= 64:
+            if len(_EXTENT_ARRAYS) >= 8:
                 _EXTENT_ARRAYS.clear()
             arr = _EXTENT_ARRAYS[n] = np.zeros(n, dtype=np.bool_)
         values[name] = arr
