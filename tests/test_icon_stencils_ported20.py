@@ -1,0 +1,1041 @@
+"""A twentieth round of ICON stencils (icon4py's field operators) in icon4py's
+own spelling, beside ``test_icon_stencils_ported*.py``.
+
+First the whole velocity advection of the corrector step on staggered
+vertical dimensions (``dims.KHalfDim`` beside ``dims.KDim``): the
+contravariant corrected w with its CFL clipping chosen as a tuple of three by
+``concat_where`` over a ``KHalfDim`` range bounded by
+``maximum(2, end_index_of_damping_layer - 2)``, the vertical advection of w
+reading ``coeff1_dwdz(dims.KHalfDim + 0.5)`` beside ``w(dims.KHalfDim - 1)``,
+the horizontal advection of w at half-level edges through vertices (``V2C``,
+``E2V``) summed back to cells (``C2E``), the extra diffusion of w over
+``C2E2CO`` where clipped and owned, the corrected w averaged to full levels
+(``KDim ± 0.5``), then the advection of the normal wind: the vorticity at
+vertices (``V2E``), the kinetic energy gradient read through
+``coeff_gradekin[dims.E2CDim(0)]``, vn on half levels read at full levels and
+the extra diffusion near the CFL limit (``E2C2EO`` and ``E2V``) chosen by
+``concat_where`` on a ``KDim`` range under a ``bool`` argument; one field
+operator of three outputs on three domains (two ``KHalfDim`` domains of cells
+and one ``KDim`` domain of edges) with ``nlev=vertical_end``.
+Then the solver's interpolation of rho and theta_v to half levels and the
+pressure buoyancy acceleration (``astype`` of a tuple of four, ``Koff[-1]``,
+four outputs), and the Laplacian of a cell field without levels over
+``C2E2CO`` (two programs, keyword and positional calls).
+Each group is one program (or two), interpreted and compiled, compared with
+NumPy written from the formulas."""
+
+from __future__ import annotations
+
+import types
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from icon_numpy import check, inside
+from tensorir_dace import frontend as gtx
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Dims,
+    Field,
+    FieldOffset,
+    abs,
+    astype,
+    broadcast,
+    concat_where,
+    maximum,
+    minimum,
+    neighbor_sum,
+    where,
+)
+
+T = TypeVar("T")
+CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
+E2VDim = Dimension("E2V", DimensionKind.LOCAL)
+V2CDim = Dimension("V2C", DimensionKind.LOCAL)
+V2EDim = Dimension("V2E", DimensionKind.LOCAL)
+E2C2EODim = Dimension("E2C2EO", DimensionKind.LOCAL)
+
+dims = types.ModuleType("icon_dims")
+dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
+dims.KDim, dims.KHalfDim = KDim, KHalfDim
+dims.E2CDim, dims.C2EDim, dims.C2E2CODim, dims.E2VDim = E2CDim, C2EDim, C2E2CODim, E2VDim
+dims.V2CDim, dims.V2EDim, dims.E2C2EODim = V2CDim, V2EDim, E2C2EODim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
+E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
+V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
+V2E = FieldOffset("V2E", source=EdgeDim, target=(VertexDim, V2EDim))
+E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
+Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+dims.Koff = Koff
+
+fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.EdgeKHalfField = Field[Dims[EdgeDim, KHalfDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+fa.VertexKHalfField = Field[Dims[VertexDim, KHalfDim], T]
+
+ta = types.ModuleType("icon_type_alias")
+ta.wpfloat, ta.vpfloat = gtx.float64, gtx.float64       # icon4py's double precision build
+wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 8, 12, 6, 10
+NH = NLEV + 1
+RNG = np.random.default_rng(20001)
+_TABLE_RNG = np.random.default_rng(20002)
+
+
+def _distinct(rows, n, k):
+    return np.array([_TABLE_RNG.choice(n, k, replace=False) for _ in range(rows)])
+
+
+def _with_self(rows, k):
+    return np.array([np.concatenate([[r], _TABLE_RNG.choice(np.delete(np.arange(rows), r), k,
+                                                             replace=False)])
+                     for r in range(rows)])
+
+
+TABLES = {"E2C": _distinct(NE, NC, 2), "C2E": _distinct(NC, NE, 3),
+          "C2E2CO": _with_self(NC, 3), "E2V": _distinct(NE, NV, 2),
+          "V2C": _distinct(NV, NC, 6), "V2E": _distinct(NV, NE, 6),
+          "E2C2EO": _with_self(NE, 4), "Koff": KDim}
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(20003).bit_generator.state
+
+
+def nb(x, table):
+    """``x(OFFSET)``: the neighbours' rows, a local axis second."""
+    return np.asarray(x)[TABLES[table]]
+
+
+def nbsum(weights, x, table):
+    """``neighbor_sum(weights * x(OFFSET))`` for a field with levels."""
+    return np.einsum("rn,rnk->rk", weights, nb(x, table))
+
+
+# ================================================================== velocity advection, corrector
+#
+# icon4py's compute_velocity_advection_in_corrector_step (velocity_tendencies
+# of ICON for istep == 2) on KHalfDim, with the field operators it is built of.
+
+
+@gtx.field_operator
+def _compute_contravariant_corrected_w(
+    w: fa.CellKHalfField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+) -> fa.CellKHalfField[ta.vpfloat]:
+    contravariant_corrected_w_at_cells_on_half_levels = (
+        astype(w, vpfloat) - contravariant_correction_at_cells_on_half_levels
+    )
+
+    return contravariant_corrected_w_at_cells_on_half_levels
+
+
+@gtx.field_operator
+def _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> tuple[
+    fa.CellKHalfField[ta.vpfloat],
+    fa.CellKHalfField[bool],
+    fa.CellKHalfField[ta.vpfloat],
+]:
+    contravariant_corrected_w_at_cells_on_half_levels_wp, ddqz_z_half_wp = astype(
+        (contravariant_corrected_w_at_cells_on_half_levels, ddqz_z_half), wpfloat
+    )
+
+    cfl_clipping = where(
+        abs(contravariant_corrected_w_at_cells_on_half_levels) > cfl_w_limit * ddqz_z_half,
+        broadcast(True, (dims.CellDim, dims.KHalfDim)),
+        False,
+    )
+
+    vertical_cfl = where(
+        cfl_clipping,
+        contravariant_corrected_w_at_cells_on_half_levels_wp * dtime / ddqz_z_half_wp,
+        broadcast(wpfloat("0.0"), (dims.CellDim, dims.KHalfDim)),
+    )
+    vertical_cfl_vp = astype(vertical_cfl, vpfloat)
+
+    contravariant_corrected_w_at_cells_on_half_levels_wp = where(
+        (cfl_clipping) & (vertical_cfl_vp < -vpfloat("0.85")),
+        astype(-vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime,
+        contravariant_corrected_w_at_cells_on_half_levels_wp,
+    )
+
+    contravariant_corrected_w_at_cells_on_half_levels_wp = where(
+        (cfl_clipping) & (vertical_cfl_vp > vpfloat("0.85")),
+        astype(vpfloat("0.85") * ddqz_z_half, wpfloat) / dtime,
+        contravariant_corrected_w_at_cells_on_half_levels_wp,
+    )
+
+    return (
+        astype(contravariant_corrected_w_at_cells_on_half_levels_wp, vpfloat),
+        cfl_clipping,
+        vertical_cfl_vp,
+    )
+
+
+@gtx.field_operator
+def _compute_contravariant_corrected_w_and_cfl(
+    w: fa.CellKHalfField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[fa.CellKHalfField[ta.vpfloat], fa.CellKHalfField[bool], fa.CellKHalfField[ta.vpfloat]]:
+    contravariant_corrected_w_at_cells_on_half_levels = _compute_contravariant_corrected_w(
+        w, contravariant_correction_at_cells_on_half_levels
+    )
+
+    (contravariant_corrected_w_at_cells_on_half_levels, cfl_clipping, vertical_cfl) = concat_where(
+        (dims.KHalfDim >= maximum(2, end_index_of_damping_layer - 2)) & (dims.KHalfDim < nlev - 3),
+        _compute_maximum_cfl_and_clip_contravariant_vertical_velocity(
+            ddqz_z_half=ddqz_z_half,
+            contravariant_corrected_w_at_cells_on_half_levels=contravariant_corrected_w_at_cells_on_half_levels,
+            cfl_w_limit=cfl_w_limit,
+            dtime=dtime,
+        ),
+        (
+            contravariant_corrected_w_at_cells_on_half_levels,
+            broadcast(False, (dims.CellDim, dims.KHalfDim)),
+            broadcast(vpfloat("0.0"), (dims.CellDim, dims.KHalfDim)),
+        ),
+    )
+
+    return contravariant_corrected_w_at_cells_on_half_levels, cfl_clipping, vertical_cfl
+
+
+@gtx.field_operator
+def _add_vertical_advection_of_w_to_advective_vertical_wind_tendency(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[vpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    coeff1_dwdz: fa.CellKField[vpfloat],
+    coeff2_dwdz: fa.CellKField[vpfloat],
+) -> fa.CellKHalfField[vpfloat]:
+    contravariant_corrected_w_at_cells_on_half_levels_wp = astype(
+        contravariant_corrected_w_at_cells_on_half_levels, wpfloat
+    )
+    coeff1_dwdz_at_half_levels = coeff1_dwdz(dims.KHalfDim + 0.5)
+    coeff2_dwdz_at_half_levels = coeff2_dwdz(dims.KHalfDim + 0.5)
+    coeff1_dwdz_wp, coeff2_dwdz_wp = astype(
+        (coeff1_dwdz_at_half_levels, coeff2_dwdz_at_half_levels), wpfloat
+    )
+
+    vertical_wind_advective_tendency_wp = -contravariant_corrected_w_at_cells_on_half_levels_wp * (
+        w(dims.KHalfDim - 1) * coeff1_dwdz_wp
+        - w(dims.KHalfDim + 1) * coeff2_dwdz_wp
+        + w * astype(coeff2_dwdz_at_half_levels - coeff1_dwdz_at_half_levels, wpfloat)
+    )
+    return astype(vertical_wind_advective_tendency_wp, vpfloat)
+
+
+@gtx.field_operator
+def _add_interpolated_horizontal_advection_of_w(
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    z_v_grad_w: fa.EdgeKHalfField[vpfloat],
+    ddt_w_adv: fa.CellKHalfField[vpfloat],
+) -> fa.CellKHalfField[vpfloat]:
+    """Formerly known as _mo_velocity_advection_stencil_17."""
+    z_v_grad_w_wp, ddt_w_adv_wp = astype((z_v_grad_w, ddt_w_adv), wpfloat)
+    ddt_w_adv_wp = ddt_w_adv_wp + neighbor_sum(z_v_grad_w_wp(C2E) * e_bln_c_s, axis=C2EDim)
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _add_extra_diffusion_for_w_con_approaching_cfl(
+    cfl_clipping: fa.CellKHalfField[bool],
+    owner_mask: fa.CellField[bool],
+    z_w_con_c: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, C2E2CODim], ta.wpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    ddt_w_adv: fa.CellKHalfField[ta.vpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> fa.CellKHalfField[ta.vpfloat]:
+    """Formerly known as _mo_velocity_advection_stencil_18."""
+    z_w_con_c_wp, ddqz_z_half_wp, ddt_w_adv_wp, cfl_w_limit_wp = astype(
+        (z_w_con_c, ddqz_z_half, ddt_w_adv, cfl_w_limit), wpfloat
+    )
+
+    difcoef = where(
+        cfl_clipping & owner_mask,
+        scalfac_exdiff
+        * minimum(
+            wpfloat("0.85") - cfl_w_limit_wp * dtime,
+            abs(z_w_con_c_wp) * dtime / ddqz_z_half_wp - cfl_w_limit_wp * dtime,
+        ),
+        wpfloat("0.0"),
+    )
+
+    ddt_w_adv_wp = where(
+        cfl_clipping & owner_mask,
+        ddt_w_adv_wp + difcoef * area * neighbor_sum(w(C2E2CO) * geofac_n2s, axis=C2E2CODim),
+        ddt_w_adv_wp,
+    )
+
+    return astype(ddt_w_adv_wp, vpfloat)
+
+
+@gtx.field_operator
+def _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(
+    p_cell_in: fa.CellKHalfField[wpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], wpfloat],
+) -> fa.VertexKHalfField[vpfloat]:
+    p_vert_out = neighbor_sum(c_intp * p_cell_in(V2C), axis=dims.V2CDim)
+    return astype(p_vert_out, vpfloat)
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_term_for_vertical_velocity(
+    vn_ie: fa.EdgeKHalfField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    z_vt_ie: fa.EdgeKHalfField[vpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    z_w_v: fa.VertexKHalfField[vpfloat],
+) -> fa.EdgeKHalfField[vpfloat]:
+    """Formerly known as _mo_velocity_advection_stencil_07."""
+    vn_ie_wp, z_vt_ie_wp = astype((vn_ie, z_vt_ie), wpfloat)
+
+    red_hadv_vp = (
+        vn_ie_wp * inv_dual_edge_length * (w(E2C[0]) - w(E2C[1]))
+        + z_vt_ie_wp
+        * inv_primal_edge_length
+        * tangent_orientation
+        * astype(z_w_v(E2V[0]) - z_w_v(E2V[1]), wpfloat)
+    )
+    return astype(red_hadv_vp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_horizontal_advection_of_w(
+    w: fa.CellKHalfField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+) -> fa.EdgeKHalfField[ta.vpfloat]:
+    w_at_vertices = _mo_icon_interpolation_scalar_cells2verts_scalar_ri_dsl(w, c_intp)
+
+    horizontal_advection_of_w_at_edges_on_half_levels = (
+        _compute_horizontal_advection_term_for_vertical_velocity(
+            vn_on_half_levels,
+            inv_dual_edge_length,
+            w,
+            tangential_wind_on_half_levels,
+            inv_primal_edge_length,
+            tangent_orientation,
+            w_at_vertices,
+        )
+    )
+
+    return astype(horizontal_advection_of_w_at_edges_on_half_levels, vpfloat)
+
+
+@gtx.field_operator
+def _compute_advective_vertical_wind_tendency(
+    w: fa.CellKHalfField[ta.wpfloat],
+    horizontal_advection_of_w_at_edges_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[ta.wpfloat],
+    cfl_clipping: fa.CellKHalfField[bool],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+) -> fa.CellKHalfField[ta.vpfloat]:
+    vertical_wind_advective_tendency = (
+        _add_vertical_advection_of_w_to_advective_vertical_wind_tendency(
+            contravariant_corrected_w_at_cells_on_half_levels, w, coeff1_dwdz, coeff2_dwdz
+        )
+    )
+
+    vertical_wind_advective_tendency = _add_interpolated_horizontal_advection_of_w(
+        e_bln_c_s,
+        horizontal_advection_of_w_at_edges_on_half_levels,
+        vertical_wind_advective_tendency,
+    )
+
+    vertical_wind_advective_tendency = _add_extra_diffusion_for_w_con_approaching_cfl(
+        cfl_clipping,
+        owner_mask,
+        contravariant_corrected_w_at_cells_on_half_levels,
+        ddqz_z_half,
+        area,
+        geofac_n2s,
+        w,
+        vertical_wind_advective_tendency,
+        scalfac_exdiff,
+        cfl_w_limit,
+        dtime,
+    )
+
+    return vertical_wind_advective_tendency
+
+
+@gtx.field_operator
+def _interpolate_contravariant_vertical_velocity_to_full_levels(
+    contravariant_corrected_w_at_cells_on_half_levels: fa.CellKHalfField[vpfloat],
+    nlev: gtx.int32,
+) -> fa.CellKField[vpfloat]:
+    return concat_where(
+        dims.KDim < nlev - 1,
+        vpfloat("0.5")
+        * (
+            contravariant_corrected_w_at_cells_on_half_levels(dims.KDim - 0.5)
+            + contravariant_corrected_w_at_cells_on_half_levels(dims.KDim + 0.5)
+        ),
+        vpfloat("0.5") * contravariant_corrected_w_at_cells_on_half_levels(dims.KDim - 0.5),
+    )
+
+
+@gtx.field_operator
+def _compute_advection_in_corrector_vertical_momentum(
+    w: fa.CellKHalfField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[fa.CellKHalfField[ta.vpfloat], fa.CellKField[ta.vpfloat], fa.CellKHalfField[ta.vpfloat]]:
+    #: intermediate variable horizontal_advection_of_w_at_edges_on_half_levels is originally declared as z_v_grad_w in ICON
+    horizontal_advection_of_w_at_edges_on_half_levels = _compute_horizontal_advection_of_w(
+        w=w,
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        c_intp=c_intp,
+        inv_dual_edge_length=inv_dual_edge_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        tangent_orientation=tangent_orientation,
+    )
+
+    (
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        vertical_cfl,
+    ) = _compute_contravariant_corrected_w_and_cfl(
+        w=w,
+        contravariant_correction_at_cells_on_half_levels=contravariant_correction_at_cells_on_half_levels,
+        ddqz_z_half=ddqz_z_half,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+
+    vertical_wind_advective_tendency = _compute_advective_vertical_wind_tendency(
+        w=w,
+        horizontal_advection_of_w_at_edges_on_half_levels=horizontal_advection_of_w_at_edges_on_half_levels,
+        contravariant_corrected_w_at_cells_on_half_levels=contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping=cfl_clipping,
+        coeff1_dwdz=coeff1_dwdz,
+        coeff2_dwdz=coeff2_dwdz,
+        e_bln_c_s=e_bln_c_s,
+        ddqz_z_half=ddqz_z_half,
+        area=area,
+        geofac_n2s=geofac_n2s,
+        owner_mask=owner_mask,
+        scalfac_exdiff=scalfac_exdiff,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+    )
+
+    contravariant_corrected_w_at_cells_on_model_levels = (
+        _interpolate_contravariant_vertical_velocity_to_full_levels(
+            contravariant_corrected_w_at_cells_on_half_levels, nlev
+        )
+    )
+
+    return (
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    )
+
+
+@gtx.field_operator
+def _mo_math_divrot_rot_vertex_ri_dsl(
+    vec_e: fa.EdgeKField[wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, V2EDim], wpfloat],
+) -> fa.VertexKField[vpfloat]:
+    rot_vec_wp = neighbor_sum(vec_e(V2E) * geofac_rot, axis=V2EDim)
+    return astype(rot_vec_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_to_cell_center_vp(
+    interpolant: fa.EdgeKField[vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    """Interpolate an edge field to the cell centers with the bilinear C2E weights.
+
+    Formerly known as mo_velocity_advection_stencil_08 or
+    mo_velocity_advection_stencil_09.
+    """
+    interpolant_wp = astype(interpolant, wpfloat)
+    interpolation_wp = neighbor_sum(e_bln_c_s * interpolant_wp(C2E), axis=dims.C2EDim)
+    return astype(interpolation_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_advective_normal_wind_tendency(
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    upward_vorticity_at_vertices_on_model_levels: fa.VertexKField[ta.vpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    #: intermediate variable horizontal_kinetic_energy_at_cells_on_model_levels is originally declared as z_ekinh in ICON
+    horizontal_kinetic_energy_at_cells_on_model_levels = _interpolate_to_cell_center_vp(
+        horizontal_kinetic_energy_at_edges_on_model_levels, e_bln_c_s
+    )
+    horizontal_kinetic_energy_at_cells_on_model_levels = astype(
+        horizontal_kinetic_energy_at_cells_on_model_levels, vpfloat
+    )
+
+    (
+        contravariant_corrected_w_at_cells_on_model_levels_wp,
+        ddqz_z_full_e_wp,
+        tangential_wind_wp,
+    ) = astype(
+        (contravariant_corrected_w_at_cells_on_model_levels, ddqz_z_full_e, tangential_wind),
+        wpfloat,
+    )
+
+    horizontal_advection = (
+        horizontal_kinetic_energy_at_edges_on_model_levels
+        * (coeff_gradekin[dims.E2CDim(0)] - coeff_gradekin[dims.E2CDim(1)])
+        + coeff_gradekin[dims.E2CDim(1)]
+        * horizontal_kinetic_energy_at_cells_on_model_levels(E2C[1])
+        - coeff_gradekin[dims.E2CDim(0)]
+        * horizontal_kinetic_energy_at_cells_on_model_levels(E2C[0])
+    )
+
+    vertical_advection = (
+        neighbor_sum(
+            c_lin_e * contravariant_corrected_w_at_cells_on_model_levels_wp(E2C), axis=dims.E2CDim
+        )
+        * astype((vn_on_half_levels(dims.KDim - 0.5) - vn_on_half_levels(dims.KDim + 0.5)), wpfloat)
+        / ddqz_z_full_e_wp
+    )
+
+    coriolis_term = tangential_wind_wp * (
+        coriolis_frequency
+        + astype(
+            vpfloat("0.5")
+            * neighbor_sum(upward_vorticity_at_vertices_on_model_levels(E2V), axis=dims.E2VDim),
+            wpfloat,
+        )
+    )
+    normal_wind_advective_tendency_wp = -(horizontal_advection + vertical_advection + coriolis_term)
+
+    return astype(normal_wind_advective_tendency_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_extra_diffusion(
+    vn: fa.EdgeKField[ta.wpfloat],
+    upward_vorticity_at_vertices_on_model_levels: fa.VertexKField[ta.vpfloat],
+    difcoef: fa.EdgeKField[ta.wpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+) -> fa.EdgeKField[ta.wpfloat]:
+    gradient_of_divergence_of_vn = neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=dims.E2C2EODim)
+
+    gradient_of_vorticity = (
+        tangent_orientation
+        * inv_primal_edge_length
+        * astype(
+            upward_vorticity_at_vertices_on_model_levels(E2V[1])
+            - upward_vorticity_at_vertices_on_model_levels(E2V[0]),
+            wpfloat,
+        )
+    )
+
+    extra_diffusion_on_vn = (
+        difcoef * area_edge * (gradient_of_divergence_of_vn + gradient_of_vorticity)
+    )
+
+    return extra_diffusion_on_vn
+
+
+@gtx.field_operator
+def _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl_without_levelmask(
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    upward_vorticity_at_vertices_on_model_levels: fa.VertexKField[ta.vpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    normal_wind_advective_tendency: fa.EdgeKField[ta.vpfloat],
+    cfl_w_limit: ta.vpfloat,
+    scalfac_exdiff: ta.wpfloat,
+    dtime: ta.wpfloat,
+) -> fa.EdgeKField[ta.vpfloat]:
+    (
+        contravariant_corrected_w_at_cells_on_model_levels_wp,
+        ddqz_z_full_e_wp,
+        normal_wind_advective_tendency_wp,
+        cfl_w_limit_wp,
+    ) = astype(
+        (
+            contravariant_corrected_w_at_cells_on_model_levels,
+            ddqz_z_full_e,
+            normal_wind_advective_tendency,
+            cfl_w_limit,
+        ),
+        wpfloat,
+    )
+
+    #: intermediate variable contravariant_corrected_w_at_edges_on_model_levels is originally declared as w_con_e in ICON
+    contravariant_corrected_w_at_edges_on_model_levels = neighbor_sum(
+        c_lin_e * contravariant_corrected_w_at_cells_on_model_levels_wp(E2C), axis=dims.E2CDim
+    )
+    difcoef = scalfac_exdiff * minimum(
+        wpfloat("0.85") - cfl_w_limit_wp * dtime,
+        abs(contravariant_corrected_w_at_edges_on_model_levels) * dtime / ddqz_z_full_e_wp
+        - cfl_w_limit_wp * dtime,
+    )
+    normal_wind_advective_tendency_wp = where(
+        abs(contravariant_corrected_w_at_edges_on_model_levels)
+        > astype(cfl_w_limit * ddqz_z_full_e, wpfloat),
+        normal_wind_advective_tendency_wp
+        + _compute_extra_diffusion(
+            vn=vn,
+            upward_vorticity_at_vertices_on_model_levels=upward_vorticity_at_vertices_on_model_levels,
+            difcoef=difcoef,
+            area_edge=area_edge,
+            geofac_grdiv=geofac_grdiv,
+            tangent_orientation=tangent_orientation,
+            inv_primal_edge_length=inv_primal_edge_length,
+        ),
+        normal_wind_advective_tendency_wp,
+    )
+    return astype(normal_wind_advective_tendency_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_advection_in_horizontal_momentum(
+    vn: fa.EdgeKField[ta.wpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    contravariant_corrected_w_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    cfl_w_limit: ta.vpfloat,
+    scalfac_exdiff: ta.wpfloat,
+    dtime: ta.wpfloat,
+    apply_extra_diffusion_on_vn: bool,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> fa.EdgeKField[ta.vpfloat]:
+    upward_vorticity_at_vertices_on_model_levels = _mo_math_divrot_rot_vertex_ri_dsl(vn, geofac_rot)
+    upward_vorticity_at_vertices_on_model_levels = astype(
+        upward_vorticity_at_vertices_on_model_levels, vpfloat
+    )
+
+    normal_wind_advective_tendency = _compute_advective_normal_wind_tendency(
+        horizontal_kinetic_energy_at_edges_on_model_levels=horizontal_kinetic_energy_at_edges_on_model_levels,
+        upward_vorticity_at_vertices_on_model_levels=upward_vorticity_at_vertices_on_model_levels,
+        tangential_wind=tangential_wind,
+        vn_on_half_levels=vn_on_half_levels,
+        contravariant_corrected_w_at_cells_on_model_levels=contravariant_corrected_w_at_cells_on_model_levels,
+        coriolis_frequency=coriolis_frequency,
+        e_bln_c_s=e_bln_c_s,
+        c_lin_e=c_lin_e,
+        coeff_gradekin=coeff_gradekin,
+        ddqz_z_full_e=ddqz_z_full_e,
+    )
+
+    if apply_extra_diffusion_on_vn:
+        normal_wind_advective_tendency = concat_where(
+            ((maximum(2, end_index_of_damping_layer - 2)) <= dims.KDim) & (dims.KDim < (nlev - 4)),
+            _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl_without_levelmask(
+                c_lin_e=c_lin_e,
+                contravariant_corrected_w_at_cells_on_model_levels=contravariant_corrected_w_at_cells_on_model_levels,
+                ddqz_z_full_e=ddqz_z_full_e,
+                area_edge=area_edge,
+                tangent_orientation=tangent_orientation,
+                inv_primal_edge_length=inv_primal_edge_length,
+                upward_vorticity_at_vertices_on_model_levels=upward_vorticity_at_vertices_on_model_levels,
+                geofac_grdiv=geofac_grdiv,
+                vn=vn,
+                normal_wind_advective_tendency=normal_wind_advective_tendency,
+                cfl_w_limit=cfl_w_limit,
+                scalfac_exdiff=scalfac_exdiff,
+                dtime=dtime,
+            ),
+            normal_wind_advective_tendency,
+        )
+
+    return normal_wind_advective_tendency
+
+
+@gtx.field_operator
+def _compute_velocity_advection_in_corrector_step(
+    vn: fa.EdgeKField[ta.wpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    apply_extra_diffusion_on_vn: bool,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[
+    fa.CellKHalfField[ta.vpfloat],
+    fa.CellKHalfField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+]:
+    (
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    ) = _compute_advection_in_corrector_vertical_momentum(
+        w=w,
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        contravariant_correction_at_cells_on_half_levels=contravariant_correction_at_cells_on_half_levels,
+        coeff1_dwdz=coeff1_dwdz,
+        coeff2_dwdz=coeff2_dwdz,
+        c_intp=c_intp,
+        inv_dual_edge_length=inv_dual_edge_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        tangent_orientation=tangent_orientation,
+        e_bln_c_s=e_bln_c_s,
+        ddqz_z_half=ddqz_z_half,
+        area=area,
+        geofac_n2s=geofac_n2s,
+        owner_mask=owner_mask,
+        scalfac_exdiff=scalfac_exdiff,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+
+    normal_wind_advective_tendency = _compute_advection_in_horizontal_momentum(
+        vn=vn,
+        horizontal_kinetic_energy_at_edges_on_model_levels=horizontal_kinetic_energy_at_edges_on_model_levels,
+        tangential_wind=tangential_wind,
+        coriolis_frequency=coriolis_frequency,
+        contravariant_corrected_w_at_cells_on_model_levels=contravariant_corrected_w_at_cells_on_model_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        e_bln_c_s=e_bln_c_s,
+        geofac_rot=geofac_rot,
+        coeff_gradekin=coeff_gradekin,
+        c_lin_e=c_lin_e,
+        ddqz_z_full_e=ddqz_z_full_e,
+        area_edge=area_edge,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        geofac_grdiv=geofac_grdiv,
+        cfl_w_limit=cfl_w_limit,
+        scalfac_exdiff=scalfac_exdiff,
+        dtime=dtime,
+        apply_extra_diffusion_on_vn=apply_extra_diffusion_on_vn,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+
+    return (
+        vertical_wind_advective_tendency,
+        vertical_cfl,
+        normal_wind_advective_tendency,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_velocity_advection_in_corrector_step(
+    vertical_wind_advective_tendency: fa.CellKHalfField[ta.vpfloat],
+    vertical_cfl: fa.CellKHalfField[ta.vpfloat],
+    normal_wind_advective_tendency: fa.EdgeKField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    apply_extra_diffusion_on_vn: bool,
+    end_index_of_damping_layer: gtx.int32,
+    start_cell_lateral_boundary_level_4: gtx.int32,
+    end_cell_halo: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32,
+    end_edge_local: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    """Compute the velocity advection tendencies of the corrector step."""
+
+    _compute_velocity_advection_in_corrector_step(
+        vn=vn,
+        w=w,
+        tangential_wind=tangential_wind,
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        horizontal_kinetic_energy_at_edges_on_model_levels=horizontal_kinetic_energy_at_edges_on_model_levels,
+        contravariant_correction_at_cells_on_half_levels=contravariant_correction_at_cells_on_half_levels,
+        coeff1_dwdz=coeff1_dwdz,
+        coeff2_dwdz=coeff2_dwdz,
+        c_intp=c_intp,
+        inv_dual_edge_length=inv_dual_edge_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        tangent_orientation=tangent_orientation,
+        e_bln_c_s=e_bln_c_s,
+        ddqz_z_half=ddqz_z_half,
+        area=area,
+        geofac_n2s=geofac_n2s,
+        owner_mask=owner_mask,
+        coriolis_frequency=coriolis_frequency,
+        geofac_rot=geofac_rot,
+        coeff_gradekin=coeff_gradekin,
+        c_lin_e=c_lin_e,
+        ddqz_z_full_e=ddqz_z_full_e,
+        area_edge=area_edge,
+        geofac_grdiv=geofac_grdiv,
+        scalfac_exdiff=scalfac_exdiff,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        apply_extra_diffusion_on_vn=apply_extra_diffusion_on_vn,
+        nlev=vertical_end,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+        out=(
+            vertical_wind_advective_tendency,
+            vertical_cfl,
+            normal_wind_advective_tendency,
+        ),
+        domain=(
+            {
+                dims.CellDim: (start_cell_lateral_boundary_level_4, end_cell_halo),
+                dims.KHalfDim: (vertical_start + 1, vertical_end),
+            },
+            {
+                dims.CellDim: (start_cell_lateral_boundary_level_4, end_cell_halo),
+                dims.KHalfDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.EdgeDim: (start_edge_nudging_level_2, end_edge_local),
+                dims.KDim: (vertical_start, vertical_end),
+            },
+        ),
+    )
+
+
+def _corrector_inputs():
+    return dict(
+        vn=RNG.standard_normal((NE, NLEV)), w=RNG.normal(0.0, 3.0, (NC, NH)),
+        tangential_wind=RNG.standard_normal((NE, NLEV)),
+        tangential_wind_on_half_levels=RNG.standard_normal((NE, NH)),
+        vn_on_half_levels=RNG.standard_normal((NE, NH)),
+        horizontal_kinetic_energy_at_edges_on_model_levels=RNG.random((NE, NLEV)),
+        contravariant_correction_at_cells_on_half_levels=RNG.normal(0.0, 0.3, (NC, NH)),
+        coeff1_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)),
+        coeff2_dwdz=RNG.uniform(1e-3, 1e-2, (NC, NLEV)),
+        c_intp=RNG.uniform(0.1, 0.3, (NV, 6)), inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+        e_bln_c_s=RNG.uniform(0.2, 0.5, (NC, 3)), ddqz_z_half=RNG.uniform(10.0, 50.0, (NC, NH)),
+        area=RNG.uniform(0.5, 2.0, NC), geofac_n2s=RNG.standard_normal((NC, 4)),
+        owner_mask=RNG.random(NC) < 0.7, coriolis_frequency=RNG.uniform(-1e-4, 1e-4, NE),
+        geofac_rot=RNG.standard_normal((NV, 6)), coeff_gradekin=RNG.standard_normal((NE, 2)),
+        c_lin_e=RNG.uniform(0.3, 0.7, (NE, 2)), ddqz_z_full_e=RNG.uniform(2.0, 20.0, (NE, NLEV)),
+        area_edge=RNG.uniform(0.5, 2.0, NE), geofac_grdiv=RNG.standard_normal((NE, 5)))
+
+
+def _corrector_numpy(a, scalfac, cfl, dtime, extra, edl, nlev):
+    """ICON's velocity_tendencies for istep == 2, on nlev full levels."""
+    g = types.SimpleNamespace(**a)
+    w, ddqz = g.w, g.ddqz_z_half
+    h = np.arange(nlev + 1)[None, :]
+    wc = w - g.contravariant_correction_at_cells_on_half_levels
+    region = (h >= max(2, edl - 2)) & (h < nlev - 3)
+    clip = region & (np.abs(wc) > cfl * ddqz)
+    vcfl = np.where(clip, wc * dtime / ddqz, 0.0)
+    wc = np.where(clip & (vcfl < -0.85), -0.85 * ddqz / dtime, wc)
+    wc = np.where(clip & (vcfl > 0.85), 0.85 * ddqz / dtime, wc)
+    c1 = np.full((NC, nlev + 1), np.nan)
+    c2 = np.full((NC, nlev + 1), np.nan)
+    c1[:, :nlev], c2[:, :nlev] = g.coeff1_dwdz, g.coeff2_dwdz
+    w_up, w_dn = np.full_like(w, np.nan), np.full_like(w, np.nan)
+    w_up[:, 1:], w_dn[:, :-1] = w[:, :-1], w[:, 1:]
+    with np.errstate(invalid="ignore"):
+        tend = -wc * (w_up * c1 - w_dn * c2 + w * (c2 - c1))
+    e2c, e2v = TABLES["E2C"], TABLES["E2V"]
+    w_v = nbsum(g.c_intp, w, "V2C")
+    hadv_w = (g.vn_on_half_levels * g.inv_dual_edge_length[:, None]
+              * (w[e2c[:, 0]] - w[e2c[:, 1]])
+              + g.tangential_wind_on_half_levels
+              * (g.inv_primal_edge_length * g.tangent_orientation)[:, None]
+              * (w_v[e2v[:, 0]] - w_v[e2v[:, 1]]))
+    tend = tend + nbsum(g.e_bln_c_s, hadv_w, "C2E")
+    mask = clip & g.owner_mask[:, None]
+    difcoef = scalfac * np.minimum(0.85 - cfl * dtime, np.abs(wc) * dtime / ddqz - cfl * dtime)
+    tend = np.where(mask, tend + difcoef * g.area[:, None] * nbsum(g.geofac_n2s, w, "C2E2CO"),
+                    tend)
+    wc_full = 0.5 * (wc[:, :-1] + wc[:, 1:])
+    wc_full[:, nlev - 1] = 0.5 * wc[:, nlev - 1]
+
+    zeta = nbsum(g.geofac_rot, g.vn, "V2E")
+    ekinh = nbsum(g.e_bln_c_s, g.horizontal_kinetic_energy_at_edges_on_model_levels, "C2E")
+    cg0, cg1 = g.coeff_gradekin[:, :1], g.coeff_gradekin[:, 1:]
+    hke = g.horizontal_kinetic_energy_at_edges_on_model_levels
+    hadv = hke * (cg0 - cg1) + cg1 * ekinh[e2c[:, 1]] - cg0 * ekinh[e2c[:, 0]]
+    w_con_e = nbsum(g.c_lin_e, wc_full, "E2C")
+    vn_ie = g.vn_on_half_levels
+    vadv = w_con_e * (vn_ie[:, :-1] - vn_ie[:, 1:]) / g.ddqz_z_full_e
+    cor = g.tangential_wind * (g.coriolis_frequency[:, None] + 0.5 * nb(zeta, "E2V").sum(1))
+    ntend = -(hadv + vadv + cor)
+    if extra:
+        k = np.arange(nlev)[None, :]
+        kregion = (k >= max(2, edl - 2)) & (k < nlev - 4)
+        dif = scalfac * np.minimum(0.85 - cfl * dtime,
+                                   np.abs(w_con_e) * dtime / g.ddqz_z_full_e - cfl * dtime)
+        grad_div = nbsum(g.geofac_grdiv, g.vn, "E2C2EO")
+        grad_rot = ((g.tangent_orientation * g.inv_primal_edge_length)[:, None]
+                    * (zeta[e2v[:, 1]] - zeta[e2v[:, 0]]))
+        near_cfl = kregion & (np.abs(w_con_e) > cfl * g.ddqz_z_full_e)
+        ntend = np.where(near_cfl,
+                         ntend + dif * g.area_edge[:, None] * (grad_div + grad_rot), ntend)
+        assert near_cfl.any() and not near_cfl.all()
+    assert mask.any() and (np.abs(vcfl) > 0.85).any()
+    return tend, vcfl, ntend
+
+
+@pytest.mark.parametrize(("extra", "bounds"), [(True, (1, NC - 1, 2, NE - 1)),
+                                                (False, (0, NC, 0, NE))])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_velocity_advection_in_corrector_step(backend, extra, bounds):
+    cs, ce, es, ee = bounds
+    edl, scalfac, cfl, dtime = 5, 0.15, 0.065, 10.0
+    a = _corrector_inputs()
+    base = dict(vertical_wind_advective_tendency=RNG.random((NC, NH)),
+                vertical_cfl=RNG.random((NC, NH)),
+                normal_wind_advective_tendency=RNG.random((NE, NLEV)))
+    got = {n: v.copy() for n, v in base.items()}
+    compute_velocity_advection_in_corrector_step(
+        **got, **a, scalfac_exdiff=scalfac, cfl_w_limit=cfl, dtime=dtime,
+        apply_extra_diffusion_on_vn=extra, end_index_of_damping_layer=edl,
+        start_cell_lateral_boundary_level_4=cs, end_cell_halo=ce,
+        start_edge_nudging_level_2=es, end_edge_local=ee, vertical_start=0,
+        vertical_end=NLEV, offset_provider=TABLES, backend=backend)
+
+    tend, vcfl, ntend = _corrector_numpy(a, scalfac, cfl, dtime, extra, edl, NLEV)
+    check(got, dict(
+        vertical_wind_advective_tendency=inside(
+            tend, base["vertical_wind_advective_tendency"], cs, ce, 1, NLEV),
+        vertical_cfl=inside(vcfl, base["vertical_cfl"], cs, ce, 0, NLEV),
+        normal_wind_advective_tendency=inside(
+            ntend, base["normal_wind_advective_tendency"], es, ee, 0, NLEV)),
+        rtol=1e-10, atol=1e-12)
