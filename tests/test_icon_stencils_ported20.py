@@ -63,12 +63,13 @@ E2VDim = Dimension("E2V", DimensionKind.LOCAL)
 V2CDim = Dimension("V2C", DimensionKind.LOCAL)
 V2EDim = Dimension("V2E", DimensionKind.LOCAL)
 E2C2EODim = Dimension("E2C2EO", DimensionKind.LOCAL)
+E2C2EDim = Dimension("E2C2E", DimensionKind.LOCAL)
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
 dims.KDim, dims.KHalfDim = KDim, KHalfDim
 dims.E2CDim, dims.C2EDim, dims.C2E2CODim, dims.E2VDim = E2CDim, C2EDim, C2E2CODim, E2VDim
-dims.V2CDim, dims.V2EDim, dims.E2C2EODim = V2CDim, V2EDim, E2C2EODim
+dims.V2CDim, dims.V2EDim, dims.E2C2EODim, dims.E2C2EDim = V2CDim, V2EDim, E2C2EODim, E2C2EDim
 E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
 C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
 C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
@@ -76,6 +77,7 @@ E2V = FieldOffset("E2V", source=VertexDim, target=(EdgeDim, E2VDim))
 V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 V2E = FieldOffset("V2E", source=EdgeDim, target=(VertexDim, V2EDim))
 E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
+E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 dims.Koff = Koff
 
@@ -113,7 +115,7 @@ def _with_self(rows, k):
 TABLES = {"E2C": _distinct(NE, NC, 2), "C2E": _distinct(NC, NE, 3),
           "C2E2CO": _with_self(NC, 3), "E2V": _distinct(NE, NV, 2),
           "V2C": _distinct(NV, NC, 6), "V2E": _distinct(NV, NE, 6),
-          "E2C2EO": _with_self(NE, 4), "Koff": KDim}
+          "E2C2EO": _with_self(NE, 4), "E2C2E": _distinct(NE, NE, 4), "Koff": KDim}
 
 
 @pytest.fixture(autouse=True)
@@ -1039,3 +1041,612 @@ def test_velocity_advection_in_corrector_step(backend, extra, bounds):
         normal_wind_advective_tendency=inside(
             ntend, base["normal_wind_advective_tendency"], es, ee, 0, NLEV)),
         rtol=1e-10, atol=1e-12)
+
+
+# ================================================================== velocity advection, predictor
+#
+# icon4py's compute_velocity_advection_in_predictor_step (istep == 1): the
+# diagnostics of the normal wind first, nine outputs on nine domains.
+
+
+@gtx.field_operator
+def _compute_tangential_wind_vp(
+    vn: fa.EdgeKField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    vt_wp = neighbor_sum(rbf_vec_coeff_e * vn(E2C2E), axis=dims.E2C2EDim)
+    return astype(vt_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_horizontal_kinetic_energy(
+    vn: fa.EdgeKField[ta.wpfloat],
+    vt: fa.EdgeKField[ta.vpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    z_kin_hor_e_wp = wpfloat("0.5") * (vn * vn + astype(vt * vt, wpfloat))
+    return astype(z_kin_hor_e_wp, vpfloat)
+
+
+@gtx.field_operator
+def _interpolate_to_half_levels(
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    x: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKHalfField[ta.vpfloat]:
+    wgtfac_e_wp = astype(wgtfac_e, wpfloat)
+    x_ie_wp = wgtfac_e_wp * x(dims.KHalfDim + 0.5) + (wpfloat("1.0") - wgtfac_e_wp) * x(
+        dims.KHalfDim - 0.5
+    )
+    return concat_where(
+        dims.KHalfDim > 0, astype(x_ie_wp, vpfloat), astype(x(dims.KHalfDim + 0.5), vpfloat)
+    )
+
+
+@gtx.field_operator
+def _extrapolate_at_top(
+    wgtfacq_e: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKHalfField[vpfloat]:
+    wgtfacq_e_wp = astype(wgtfacq_e, wpfloat)
+    vn_ie_wp = (
+        wgtfacq_e_wp(dims.KHalfDim - 0.5) * vn(dims.KHalfDim - 0.5)
+        + wgtfacq_e_wp(dims.KHalfDim - 1.5) * vn(dims.KHalfDim - 1.5)
+        + wgtfacq_e_wp(dims.KHalfDim - 2.5) * vn(dims.KHalfDim - 2.5)
+    )
+    return astype(vn_ie_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_contravariant_correction(
+    vn: fa.EdgeKField[ta.wpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    vt: fa.EdgeKField[ta.vpfloat],
+) -> fa.EdgeKField[ta.vpfloat]:
+    ddxn_z_full_wp = astype(ddxn_z_full, wpfloat)
+    z_w_concorr_me_wp = vn * ddxn_z_full_wp + astype(vt * ddxt_z_full, wpfloat)
+    return astype(z_w_concorr_me_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_diagnostics_from_normal_wind(
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    wgtfacq_e: fa.EdgeKField[ta.vpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    skip_compute_predictor_vertical_advection: bool,
+    nlev: gtx.int32,
+) -> tuple[
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKHalfField[ta.vpfloat],
+    fa.EdgeKHalfField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+]:
+    tangential_wind = _compute_tangential_wind_vp(vn, rbf_vec_coeff_e)
+    horizontal_kinetic_energy_at_edges_on_model_levels = _compute_horizontal_kinetic_energy(
+        vn, tangential_wind
+    )
+    vn_on_half_levels = concat_where(
+        dims.KHalfDim < nlev,
+        _interpolate_to_half_levels(wgtfac_e, vn),
+        _extrapolate_at_top(wgtfacq_e, vn),
+    )
+
+    tangential_wind_on_half_levels = (
+        _interpolate_to_half_levels(wgtfac_e, tangential_wind)
+        if not skip_compute_predictor_vertical_advection
+        else tangential_wind_on_half_levels
+    )
+
+    contravariant_correction_at_edges_on_model_levels = _compute_contravariant_correction(
+        vn, ddxn_z_full, ddxt_z_full, tangential_wind
+    )
+
+    return (
+        tangential_wind,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        horizontal_kinetic_energy_at_edges_on_model_levels,
+        contravariant_correction_at_edges_on_model_levels,
+    )
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _interpolate_cell_field_to_half_levels_vp(
+    wgtfac_c: fa.CellKHalfField[ta.vpfloat],
+    interpolant: fa.CellKField[ta.vpfloat],
+) -> fa.CellKHalfField[ta.vpfloat]:
+    interpolation_to_half_levels_vp = wgtfac_c * interpolant(dims.KHalfDim + 0.5) + (
+        vpfloat("1.0") - wgtfac_c
+    ) * interpolant(dims.KHalfDim - 0.5)
+    return interpolation_to_half_levels_vp
+
+
+@gtx.field_operator
+def _interpolate_contravariant_correction_to_cells_on_half_levels(
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKHalfField[ta.vpfloat],
+    nflatlev: gtx.int32,
+) -> fa.CellKHalfField[ta.vpfloat]:
+    contravariant_correction_at_cells_model_levels = _interpolate_to_cell_center_vp(
+        contravariant_correction_at_edges_on_model_levels, e_bln_c_s
+    )
+    contravariant_correction_at_cells_model_levels = astype(
+        contravariant_correction_at_cells_model_levels, vpfloat
+    )
+
+    contravariant_correction_at_cells_on_half_levels = concat_where(
+        dims.KHalfDim >= nflatlev + 1,
+        _interpolate_cell_field_to_half_levels_vp(
+            wgtfac_c=wgtfac_c, interpolant=contravariant_correction_at_cells_model_levels
+        ),
+        broadcast(vpfloat("0.0"), (dims.CellDim, dims.KHalfDim)),
+    )
+
+    return contravariant_correction_at_cells_on_half_levels
+
+
+@gtx.field_operator
+def _compute_advection_in_predictor_vertical_momentum(
+    vertical_wind_advective_tendency: fa.CellKHalfField[ta.vpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_compute_predictor_vertical_advection: bool,
+    nflatlev: gtx.int32,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[
+    fa.CellKHalfField[ta.vpfloat],
+    fa.CellKHalfField[ta.vpfloat],
+    fa.CellKField[ta.vpfloat],
+    fa.CellKHalfField[ta.vpfloat],
+]:
+    contravariant_correction_at_cells_on_half_levels = _interpolate_contravariant_correction_to_cells_on_half_levels(
+        contravariant_correction_at_edges_on_model_levels=contravariant_correction_at_edges_on_model_levels,
+        e_bln_c_s=e_bln_c_s,
+        wgtfac_c=wgtfac_c,
+        nflatlev=nflatlev,
+    )
+
+    (
+        contravariant_corrected_w_at_cells_on_half_levels,
+        cfl_clipping,
+        vertical_cfl,
+    ) = _compute_contravariant_corrected_w_and_cfl(
+        w=w,
+        contravariant_correction_at_cells_on_half_levels=contravariant_correction_at_cells_on_half_levels,
+        ddqz_z_half=ddqz_z_half,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+
+    if not skip_compute_predictor_vertical_advection:
+        #: intermediate variable horizontal_advection_of_w_at_edges_on_half_levels is originally declared as z_v_grad_w in ICON
+        horizontal_advection_of_w_at_edges_on_half_levels = _compute_horizontal_advection_of_w(
+            w=w,
+            tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+            vn_on_half_levels=vn_on_half_levels,
+            c_intp=c_intp,
+            inv_dual_edge_length=inv_dual_edge_length,
+            inv_primal_edge_length=inv_primal_edge_length,
+            tangent_orientation=tangent_orientation,
+        )
+        vertical_wind_advective_tendency = _compute_advective_vertical_wind_tendency(
+            w=w,
+            horizontal_advection_of_w_at_edges_on_half_levels=horizontal_advection_of_w_at_edges_on_half_levels,
+            contravariant_corrected_w_at_cells_on_half_levels=contravariant_corrected_w_at_cells_on_half_levels,
+            cfl_clipping=cfl_clipping,
+            coeff1_dwdz=coeff1_dwdz,
+            coeff2_dwdz=coeff2_dwdz,
+            e_bln_c_s=e_bln_c_s,
+            ddqz_z_half=ddqz_z_half,
+            area=area,
+            geofac_n2s=geofac_n2s,
+            owner_mask=owner_mask,
+            scalfac_exdiff=scalfac_exdiff,
+            cfl_w_limit=cfl_w_limit,
+            dtime=dtime,
+        )
+
+    contravariant_corrected_w_at_cells_on_model_levels = (
+        _interpolate_contravariant_vertical_velocity_to_full_levels(
+            contravariant_corrected_w_at_cells_on_half_levels, nlev
+        )
+    )
+
+    return (
+        contravariant_correction_at_cells_on_half_levels,
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    )
+
+
+@gtx.field_operator
+def _compute_velocity_advection_in_predictor_step(
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    vertical_wind_advective_tendency: fa.CellKHalfField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    wgtfacq_e: fa.EdgeKField[ta.vpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_compute_predictor_vertical_advection: bool,
+    apply_extra_diffusion_on_vn: bool,
+    nflatlev: gtx.int32,
+    nlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+) -> tuple[
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKHalfField[ta.vpfloat],
+    fa.EdgeKHalfField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.CellKHalfField[ta.vpfloat],
+    fa.CellKHalfField[ta.vpfloat],
+    fa.CellKHalfField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+]:
+    (
+        tangential_wind,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        horizontal_kinetic_energy_at_edges_on_model_levels,
+        contravariant_correction_at_edges_on_model_levels,
+    ) = _compute_diagnostics_from_normal_wind(
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vn=vn,
+        rbf_vec_coeff_e=rbf_vec_coeff_e,
+        wgtfac_e=wgtfac_e,
+        wgtfacq_e=wgtfacq_e,
+        ddxn_z_full=ddxn_z_full,
+        ddxt_z_full=ddxt_z_full,
+        skip_compute_predictor_vertical_advection=skip_compute_predictor_vertical_advection,
+        nlev=nlev,
+    )
+
+    (
+        contravariant_correction_at_cells_on_half_levels,
+        vertical_wind_advective_tendency,
+        contravariant_corrected_w_at_cells_on_model_levels,
+        vertical_cfl,
+    ) = _compute_advection_in_predictor_vertical_momentum(
+        vertical_wind_advective_tendency=vertical_wind_advective_tendency,
+        w=w,
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        contravariant_correction_at_edges_on_model_levels=contravariant_correction_at_edges_on_model_levels,
+        coeff1_dwdz=coeff1_dwdz,
+        coeff2_dwdz=coeff2_dwdz,
+        c_intp=c_intp,
+        inv_dual_edge_length=inv_dual_edge_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        tangent_orientation=tangent_orientation,
+        e_bln_c_s=e_bln_c_s,
+        wgtfac_c=wgtfac_c,
+        ddqz_z_half=ddqz_z_half,
+        area=area,
+        geofac_n2s=geofac_n2s,
+        owner_mask=owner_mask,
+        scalfac_exdiff=scalfac_exdiff,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        skip_compute_predictor_vertical_advection=skip_compute_predictor_vertical_advection,
+        nflatlev=nflatlev,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+
+    normal_wind_advective_tendency = _compute_advection_in_horizontal_momentum(
+        vn=vn,
+        horizontal_kinetic_energy_at_edges_on_model_levels=horizontal_kinetic_energy_at_edges_on_model_levels,
+        tangential_wind=tangential_wind,
+        coriolis_frequency=coriolis_frequency,
+        contravariant_corrected_w_at_cells_on_model_levels=contravariant_corrected_w_at_cells_on_model_levels,
+        vn_on_half_levels=vn_on_half_levels,
+        e_bln_c_s=e_bln_c_s,
+        geofac_rot=geofac_rot,
+        coeff_gradekin=coeff_gradekin,
+        c_lin_e=c_lin_e,
+        ddqz_z_full_e=ddqz_z_full_e,
+        area_edge=area_edge,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        geofac_grdiv=geofac_grdiv,
+        cfl_w_limit=cfl_w_limit,
+        scalfac_exdiff=scalfac_exdiff,
+        dtime=dtime,
+        apply_extra_diffusion_on_vn=apply_extra_diffusion_on_vn,
+        nlev=nlev,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+    )
+
+    return (
+        tangential_wind,
+        tangential_wind_on_half_levels,
+        vn_on_half_levels,
+        horizontal_kinetic_energy_at_edges_on_model_levels,
+        contravariant_correction_at_edges_on_model_levels,
+        contravariant_correction_at_cells_on_half_levels,
+        vertical_wind_advective_tendency,
+        vertical_cfl,
+        normal_wind_advective_tendency,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_velocity_advection_in_predictor_step(
+    tangential_wind: fa.EdgeKField[ta.vpfloat],
+    tangential_wind_on_half_levels: fa.EdgeKHalfField[ta.wpfloat],
+    vn_on_half_levels: fa.EdgeKHalfField[ta.vpfloat],
+    horizontal_kinetic_energy_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_edges_on_model_levels: fa.EdgeKField[ta.vpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[ta.vpfloat],
+    vertical_wind_advective_tendency: fa.CellKHalfField[ta.vpfloat],
+    vertical_cfl: fa.CellKHalfField[ta.vpfloat],
+    normal_wind_advective_tendency: fa.EdgeKField[ta.vpfloat],
+    vn: fa.EdgeKField[ta.wpfloat],
+    w: fa.CellKHalfField[ta.wpfloat],
+    rbf_vec_coeff_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EDim], ta.wpfloat],
+    wgtfac_e: fa.EdgeKHalfField[ta.vpfloat],
+    wgtfacq_e: fa.EdgeKField[ta.vpfloat],
+    ddxn_z_full: fa.EdgeKField[ta.vpfloat],
+    ddxt_z_full: fa.EdgeKField[ta.vpfloat],
+    coeff1_dwdz: fa.CellKField[ta.vpfloat],
+    coeff2_dwdz: fa.CellKField[ta.vpfloat],
+    c_intp: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2CDim], ta.wpfloat],
+    inv_dual_edge_length: fa.EdgeField[ta.wpfloat],
+    inv_primal_edge_length: fa.EdgeField[ta.wpfloat],
+    tangent_orientation: fa.EdgeField[ta.wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], ta.wpfloat],
+    wgtfac_c: fa.CellKHalfField[ta.vpfloat],
+    ddqz_z_half: fa.CellKHalfField[ta.vpfloat],
+    area: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    owner_mask: fa.CellField[bool],
+    coriolis_frequency: fa.EdgeField[ta.wpfloat],
+    geofac_rot: gtx.Field[gtx.Dims[dims.VertexDim, dims.V2EDim], ta.wpfloat],
+    coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
+    area_edge: fa.EdgeField[ta.wpfloat],
+    geofac_grdiv: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2EODim], ta.wpfloat],
+    scalfac_exdiff: ta.wpfloat,
+    cfl_w_limit: ta.vpfloat,
+    dtime: ta.wpfloat,
+    skip_compute_predictor_vertical_advection: bool,
+    apply_extra_diffusion_on_vn: bool,
+    nflatlev: gtx.int32,
+    end_index_of_damping_layer: gtx.int32,
+    start_edge_lateral_boundary_level_5: gtx.int32,
+    end_edge_halo_level_2: gtx.int32,
+    start_cell_lateral_boundary_level_4: gtx.int32,
+    end_cell_halo: gtx.int32,
+    start_edge_nudging_level_2: gtx.int32,
+    end_edge_local: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    """Compute the velocity advection tendencies of the predictor step."""
+
+    _compute_velocity_advection_in_predictor_step(
+        tangential_wind_on_half_levels=tangential_wind_on_half_levels,
+        vertical_wind_advective_tendency=vertical_wind_advective_tendency,
+        vn=vn,
+        w=w,
+        rbf_vec_coeff_e=rbf_vec_coeff_e,
+        wgtfac_e=wgtfac_e,
+        wgtfacq_e=wgtfacq_e,
+        ddxn_z_full=ddxn_z_full,
+        ddxt_z_full=ddxt_z_full,
+        coeff1_dwdz=coeff1_dwdz,
+        coeff2_dwdz=coeff2_dwdz,
+        c_intp=c_intp,
+        inv_dual_edge_length=inv_dual_edge_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        tangent_orientation=tangent_orientation,
+        e_bln_c_s=e_bln_c_s,
+        wgtfac_c=wgtfac_c,
+        ddqz_z_half=ddqz_z_half,
+        area=area,
+        geofac_n2s=geofac_n2s,
+        owner_mask=owner_mask,
+        coriolis_frequency=coriolis_frequency,
+        geofac_rot=geofac_rot,
+        coeff_gradekin=coeff_gradekin,
+        c_lin_e=c_lin_e,
+        ddqz_z_full_e=ddqz_z_full_e,
+        area_edge=area_edge,
+        geofac_grdiv=geofac_grdiv,
+        scalfac_exdiff=scalfac_exdiff,
+        cfl_w_limit=cfl_w_limit,
+        dtime=dtime,
+        skip_compute_predictor_vertical_advection=skip_compute_predictor_vertical_advection,
+        apply_extra_diffusion_on_vn=apply_extra_diffusion_on_vn,
+        nflatlev=nflatlev,
+        nlev=vertical_end,
+        end_index_of_damping_layer=end_index_of_damping_layer,
+        out=(
+            tangential_wind,
+            tangential_wind_on_half_levels,
+            vn_on_half_levels,
+            horizontal_kinetic_energy_at_edges_on_model_levels,
+            contravariant_correction_at_edges_on_model_levels,
+            contravariant_correction_at_cells_on_half_levels,
+            vertical_wind_advective_tendency,
+            vertical_cfl,
+            normal_wind_advective_tendency,
+        ),
+        domain=(
+            {
+                dims.EdgeDim: (start_edge_lateral_boundary_level_5, end_edge_halo_level_2),
+                dims.KDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.EdgeDim: (start_edge_lateral_boundary_level_5, end_edge_halo_level_2),
+                dims.KHalfDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.EdgeDim: (start_edge_lateral_boundary_level_5, end_edge_halo_level_2),
+                dims.KHalfDim: (vertical_start, vertical_end + 1),
+            },
+            {
+                dims.EdgeDim: (start_edge_lateral_boundary_level_5, end_edge_halo_level_2),
+                dims.KDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.EdgeDim: (start_edge_lateral_boundary_level_5, end_edge_halo_level_2),
+                dims.KDim: (nflatlev, vertical_end),
+            },
+            {
+                dims.CellDim: (start_cell_lateral_boundary_level_4, end_cell_halo),
+                dims.KHalfDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.CellDim: (start_cell_lateral_boundary_level_4, end_cell_halo),
+                dims.KHalfDim: (vertical_start + 1, vertical_end),
+            },
+            {
+                dims.CellDim: (start_cell_lateral_boundary_level_4, end_cell_halo),
+                dims.KHalfDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.EdgeDim: (start_edge_nudging_level_2, end_edge_local),
+                dims.KDim: (vertical_start, vertical_end),
+            },
+        ),
+    )
+
+
+def _to_half_levels(wgt, x, nlev):
+    """``_interpolate_to_half_levels`` on half levels 0..nlev - 1."""
+    out = np.empty((x.shape[0], nlev))
+    out[:, 0] = x[:, 0]
+    out[:, 1:] = wgt[:, 1:nlev] * x[:, 1:] + (1.0 - wgt[:, 1:nlev]) * x[:, :-1]
+    return out
+
+
+@pytest.mark.parametrize(("skip", "extra", "bounds"), [
+    (False, True, (1, NE - 1, 0, NC - 1, 2, NE)),
+    (True, False, (0, NE, 1, NC, 0, NE - 2))])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_velocity_advection_in_predictor_step(backend, skip, extra, bounds):
+    es5, eh2, cs, ce, es, ee = bounds
+    edl, scalfac, cfl, dtime, nflatlev = 5, 0.15, 0.065, 10.0, 3
+    a = _corrector_inputs()
+    for name in ("tangential_wind", "tangential_wind_on_half_levels", "vn_on_half_levels",
+                 "horizontal_kinetic_energy_at_edges_on_model_levels",
+                 "contravariant_correction_at_cells_on_half_levels"):
+        del a[name]
+    a.update(rbf_vec_coeff_e=RNG.standard_normal((NE, 4)) / 4,
+             wgtfac_e=RNG.uniform(0.2, 0.8, (NE, NH)), wgtfacq_e=RNG.uniform(0.2, 0.8, (NE, NLEV)),
+             ddxn_z_full=RNG.standard_normal((NE, NLEV)),
+             ddxt_z_full=RNG.standard_normal((NE, NLEV)),
+             wgtfac_c=RNG.uniform(0.2, 0.8, (NC, NH)))
+    base = dict(tangential_wind=RNG.random((NE, NLEV)),
+                tangential_wind_on_half_levels=RNG.random((NE, NH)),
+                vn_on_half_levels=RNG.random((NE, NH)),
+                horizontal_kinetic_energy_at_edges_on_model_levels=RNG.random((NE, NLEV)),
+                contravariant_correction_at_edges_on_model_levels=RNG.random((NE, NLEV)),
+                contravariant_correction_at_cells_on_half_levels=RNG.random((NC, NH)),
+                vertical_wind_advective_tendency=RNG.random((NC, NH)),
+                vertical_cfl=RNG.random((NC, NH)),
+                normal_wind_advective_tendency=RNG.random((NE, NLEV)))
+    got = {n: v.copy() for n, v in base.items()}
+    compute_velocity_advection_in_predictor_step(
+        **got, **a, scalfac_exdiff=scalfac, cfl_w_limit=cfl, dtime=dtime,
+        skip_compute_predictor_vertical_advection=skip, apply_extra_diffusion_on_vn=extra,
+        nflatlev=nflatlev, end_index_of_damping_layer=edl,
+        start_edge_lateral_boundary_level_5=es5, end_edge_halo_level_2=eh2,
+        start_cell_lateral_boundary_level_4=cs, end_cell_halo=ce,
+        start_edge_nudging_level_2=es, end_edge_local=ee, vertical_start=0,
+        vertical_end=NLEV, offset_provider=TABLES, backend=backend)
+
+    vn = a["vn"]
+    vt = nbsum(a["rbf_vec_coeff_e"], vn, "E2C2E")
+    hke = 0.5 * (vn * vn + vt * vt)
+    vn_ie = np.empty((NE, NH))
+    vn_ie[:, :NLEV] = _to_half_levels(a["wgtfac_e"], vn, NLEV)
+    q = a["wgtfacq_e"] * vn
+    vn_ie[:, NLEV] = q[:, -1] + q[:, -2] + q[:, -3]
+    vt_ie = np.array(base["tangential_wind_on_half_levels"])
+    if not skip:
+        vt_ie[:, :NLEV] = _to_half_levels(a["wgtfac_e"], vt, NLEV)
+    concorr_e = vn * a["ddxn_z_full"] + vt * a["ddxt_z_full"]
+    corr_mc = nbsum(a["e_bln_c_s"], concorr_e, "C2E")
+    corr_half = np.zeros((NC, NH))
+    wgt = a["wgtfac_c"]
+    corr_half[:, nflatlev + 1:NLEV] = (wgt[:, nflatlev + 1:NLEV] * corr_mc[:, nflatlev + 1:]
+                                       + (1.0 - wgt[:, nflatlev + 1:NLEV])
+                                       * corr_mc[:, nflatlev:-1])
+    inputs = dict(a, tangential_wind=vt, tangential_wind_on_half_levels=vt_ie,
+                  vn_on_half_levels=vn_ie, horizontal_kinetic_energy_at_edges_on_model_levels=hke,
+                  contravariant_correction_at_cells_on_half_levels=corr_half)
+    tend, vcfl, ntend = _corrector_numpy(inputs, scalfac, cfl, dtime, extra, edl, NLEV)
+    if skip:
+        tend = base["vertical_wind_advective_tendency"]
+    want = dict(
+        tangential_wind=inside(vt, base["tangential_wind"], es5, eh2, 0, NLEV),
+        tangential_wind_on_half_levels=inside(
+            vt_ie, base["tangential_wind_on_half_levels"], es5, eh2, 0, NLEV),
+        vn_on_half_levels=inside(vn_ie, base["vn_on_half_levels"], es5, eh2, 0, NH),
+        horizontal_kinetic_energy_at_edges_on_model_levels=inside(
+            hke, base["horizontal_kinetic_energy_at_edges_on_model_levels"], es5, eh2, 0, NLEV),
+        contravariant_correction_at_edges_on_model_levels=inside(
+            concorr_e, base["contravariant_correction_at_edges_on_model_levels"], es5, eh2,
+            nflatlev, NLEV),
+        contravariant_correction_at_cells_on_half_levels=inside(
+            corr_half, base["contravariant_correction_at_cells_on_half_levels"], cs, ce, 0, NLEV),
+        vertical_wind_advective_tendency=inside(
+            tend, base["vertical_wind_advective_tendency"], cs, ce, 1, NLEV),
+        vertical_cfl=inside(vcfl, base["vertical_cfl"], cs, ce, 0, NLEV),
+        normal_wind_advective_tendency=inside(
+            ntend, base["normal_wind_advective_tendency"], es, ee, 0, NLEV))
+    check(got, want, rtol=1e-10, atol=1e-12)
