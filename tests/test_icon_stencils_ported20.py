@@ -44,6 +44,7 @@ from tensorir_dace.frontend import (
     astype,
     broadcast,
     concat_where,
+    int32,
     maximum,
     minimum,
     neighbor_sum,
@@ -78,6 +79,8 @@ V2C = FieldOffset("V2C", source=CellDim, target=(VertexDim, V2CDim))
 V2E = FieldOffset("V2E", source=EdgeDim, target=(VertexDim, V2EDim))
 E2C2EO = FieldOffset("E2C2EO", source=EdgeDim, target=(EdgeDim, E2C2EODim))
 E2C2E = FieldOffset("E2C2E", source=EdgeDim, target=(EdgeDim, E2C2EDim))
+CEDim = Dimension("CE")
+C2CE = FieldOffset("C2CE", source=CEDim, target=(CellDim, C2EDim))
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
 dims.Koff = Koff
 
@@ -115,7 +118,8 @@ def _with_self(rows, k):
 TABLES = {"E2C": _distinct(NE, NC, 2), "C2E": _distinct(NC, NE, 3),
           "C2E2CO": _with_self(NC, 3), "E2V": _distinct(NE, NV, 2),
           "V2C": _distinct(NV, NC, 6), "V2E": _distinct(NV, NE, 6),
-          "E2C2EO": _with_self(NE, 4), "E2C2E": _distinct(NE, NE, 4), "Koff": KDim}
+          "E2C2EO": _with_self(NE, 4), "E2C2E": _distinct(NE, NE, 4), "C2CE": None,
+          "Koff": KDim}
 
 
 @pytest.fixture(autouse=True)
@@ -1650,3 +1654,746 @@ def test_velocity_advection_in_predictor_step(backend, skip, extra, bounds):
         normal_wind_advective_tendency=inside(
             ntend, base["normal_wind_advective_tendency"], es, ee, 0, NLEV))
     check(got, want, rtol=1e-10, atol=1e-12)
+
+
+# ================================================================== rho and theta_v on half levels
+#
+# icon4py's interpolate_rho_theta_v_to_half_levels_and_compute_pressure_buoyancy_acceleration
+# (formerly fused_solve_nonhydro_stencil_1_to_13_corrector).
+
+
+@gtx.field_operator
+def _interpolate_rho_theta_v_to_half_levels_and_compute_pressure_buoyancy_acceleration(
+    w: fa.CellKField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    current_rho: fa.CellKField[ta.wpfloat],
+    next_rho: fa.CellKField[ta.wpfloat],
+    current_theta_v: fa.CellKField[ta.wpfloat],
+    next_theta_v: fa.CellKField[ta.wpfloat],
+    perturbed_exner_at_cells_on_model_levels: fa.CellKField[ta.wpfloat],
+    reference_theta_at_cells_on_model_levels: fa.CellKField[ta.vpfloat],
+    ddz_of_reference_exner_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    exner_w_explicit_weight_parameter: fa.CellField[ta.wpfloat],
+    dtime: ta.wpfloat,
+    rhotheta_explicit_weight_parameter: ta.wpfloat,
+    rhotheta_implicit_weight_parameter: ta.wpfloat,
+) -> tuple[
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.vpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.vpfloat],
+]:
+    (
+        contravariant_correction_at_cells_on_half_levels_wp,
+        wgtfac_c_wp,
+        reference_theta_at_cells_on_model_levels_wp,
+        ddqz_z_half_wp,
+    ) = astype(
+        (
+            contravariant_correction_at_cells_on_half_levels,
+            wgtfac_c,
+            reference_theta_at_cells_on_model_levels,
+            ddqz_z_half,
+        ),
+        wpfloat,
+    )
+
+    back_trajectory_w_at_cells_on_half_levels = (
+        -(w - contravariant_correction_at_cells_on_half_levels_wp)
+        * dtime
+        * wpfloat("0.5")
+        / ddqz_z_half_wp
+    )
+
+    time_averaged_rho = (
+        rhotheta_explicit_weight_parameter * current_rho
+        + rhotheta_implicit_weight_parameter * next_rho
+    )
+    time_averaged_rho_kup = rhotheta_explicit_weight_parameter * current_rho(
+        Koff[-1]
+    ) + rhotheta_implicit_weight_parameter * next_rho(Koff[-1])
+
+    time_averaged_theta_v = (
+        rhotheta_explicit_weight_parameter * current_theta_v
+        + rhotheta_implicit_weight_parameter * next_theta_v
+    )
+    time_averaged_theta_v_kup = rhotheta_explicit_weight_parameter * current_theta_v(
+        Koff[-1]
+    ) + rhotheta_implicit_weight_parameter * next_theta_v(Koff[-1])
+
+    rho_at_cells_on_half_levels = (
+        wgtfac_c_wp * time_averaged_rho
+        + (wpfloat("1.0") - wgtfac_c_wp) * time_averaged_rho_kup
+        + back_trajectory_w_at_cells_on_half_levels * (time_averaged_rho_kup - time_averaged_rho)
+    )
+
+    time_averaged_perturbed_theta_v_kup = (
+        time_averaged_theta_v_kup - reference_theta_at_cells_on_model_levels_wp(Koff[-1])
+    )
+    time_averaged_perturbed_theta_v = (
+        time_averaged_theta_v - reference_theta_at_cells_on_model_levels_wp
+    )
+
+    time_averaged_perturbed_theta_v_vp, time_averaged_perturbed_theta_v_kup_vp = astype(
+        (time_averaged_perturbed_theta_v, time_averaged_perturbed_theta_v_kup), vpfloat
+    )
+    perturbed_theta_v_at_cells_on_half_levels = (
+        wgtfac_c * time_averaged_perturbed_theta_v_vp
+        + (vpfloat("1.0") - wgtfac_c) * time_averaged_perturbed_theta_v_kup_vp
+    )
+
+    theta_v_at_cells_on_half_levels = (
+        wgtfac_c_wp * time_averaged_theta_v
+        + (wpfloat("1.0") - wgtfac_c_wp) * time_averaged_theta_v_kup
+        + back_trajectory_w_at_cells_on_half_levels
+        * (time_averaged_theta_v_kup - time_averaged_theta_v)
+    )
+    pressure_buoyancy_acceleration_at_cells_on_half_levels = (
+        exner_w_explicit_weight_parameter
+        * theta_v_at_cells_on_half_levels
+        * (
+            perturbed_exner_at_cells_on_model_levels(Koff[-1])
+            - perturbed_exner_at_cells_on_model_levels
+        )
+        / astype(ddqz_z_half, wpfloat)
+        + astype(
+            perturbed_theta_v_at_cells_on_half_levels
+            * ddz_of_reference_exner_at_cells_on_half_levels,
+            wpfloat,
+        )
+    )
+    return (
+        rho_at_cells_on_half_levels,
+        perturbed_theta_v_at_cells_on_half_levels,
+        theta_v_at_cells_on_half_levels,
+        astype(pressure_buoyancy_acceleration_at_cells_on_half_levels, vpfloat),
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def interpolate_rho_theta_v_to_half_levels_and_compute_pressure_buoyancy_acceleration(
+    rho_at_cells_on_half_levels: fa.CellKField[ta.wpfloat],
+    perturbed_theta_v_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    theta_v_at_cells_on_half_levels: fa.CellKField[ta.wpfloat],
+    pressure_buoyancy_acceleration_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    w: fa.CellKField[ta.wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKField[ta.wpfloat],
+    current_rho: fa.CellKField[ta.wpfloat],
+    next_rho: fa.CellKField[ta.wpfloat],
+    current_theta_v: fa.CellKField[ta.wpfloat],
+    next_theta_v: fa.CellKField[ta.wpfloat],
+    perturbed_exner_at_cells_on_model_levels: fa.CellKField[ta.wpfloat],
+    reference_theta_at_cells_on_model_levels: fa.CellKField[ta.wpfloat],
+    ddz_of_reference_exner_at_cells_on_half_levels: fa.CellKField[ta.vpfloat],
+    ddqz_z_half: fa.CellKField[ta.vpfloat],
+    wgtfac_c: fa.CellKField[ta.vpfloat],
+    exner_w_explicit_weight_parameter: fa.CellField[ta.wpfloat],
+    dtime: ta.wpfloat,
+    rhotheta_explicit_weight_parameter: ta.wpfloat,
+    rhotheta_implicit_weight_parameter: ta.wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    """Formerly known as fused_solve_nonhydro_stencil_1_to_13_corrector."""
+    _interpolate_rho_theta_v_to_half_levels_and_compute_pressure_buoyancy_acceleration(
+        w,
+        contravariant_correction_at_cells_on_half_levels,
+        current_rho,
+        next_rho,
+        current_theta_v,
+        next_theta_v,
+        perturbed_exner_at_cells_on_model_levels,
+        reference_theta_at_cells_on_model_levels,
+        ddz_of_reference_exner_at_cells_on_half_levels,
+        ddqz_z_half,
+        wgtfac_c,
+        exner_w_explicit_weight_parameter,
+        dtime,
+        rhotheta_explicit_weight_parameter,
+        rhotheta_implicit_weight_parameter,
+        out=(
+            rho_at_cells_on_half_levels,
+            perturbed_theta_v_at_cells_on_half_levels,
+            theta_v_at_cells_on_half_levels,
+            pressure_buoyancy_acceleration_at_cells_on_half_levels,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _level_above(x):
+    """``x(Koff[-1])``: level k takes level k - 1 (NaN on the first)."""
+    out = np.full(x.shape, np.nan)
+    out[:, 1:] = x[:, :-1]
+    return out
+
+
+@pytest.mark.parametrize("bounds", [(0, NC, 1, NLEV), (2, NC - 1, 3, NLEV - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rho_theta_v_on_half_levels_and_pressure_buoyancy(backend, bounds):
+    hs, he, vs, ve = bounds
+    dtime, wexp, wimp = 12.0, 0.4, 0.6
+    a = dict(w=RNG.standard_normal((NC, NLEV)),
+             contravariant_correction_at_cells_on_half_levels=RNG.normal(0.0, 0.2, (NC, NLEV)),
+             current_rho=RNG.uniform(0.5, 1.2, (NC, NLEV)),
+             next_rho=RNG.uniform(0.5, 1.2, (NC, NLEV)),
+             current_theta_v=RNG.uniform(280.0, 320.0, (NC, NLEV)),
+             next_theta_v=RNG.uniform(280.0, 320.0, (NC, NLEV)),
+             perturbed_exner_at_cells_on_model_levels=RNG.normal(0.0, 1e-3, (NC, NLEV)),
+             reference_theta_at_cells_on_model_levels=RNG.uniform(280.0, 320.0, (NC, NLEV)),
+             ddz_of_reference_exner_at_cells_on_half_levels=RNG.normal(0.0, 1e-4, (NC, NLEV)),
+             ddqz_z_half=RNG.uniform(20.0, 200.0, (NC, NLEV)),
+             wgtfac_c=RNG.uniform(0.3, 0.7, (NC, NLEV)),
+             exner_w_explicit_weight_parameter=RNG.uniform(0.2, 0.5, NC))
+    base = dict(rho_at_cells_on_half_levels=RNG.random((NC, NLEV)),
+                perturbed_theta_v_at_cells_on_half_levels=RNG.random((NC, NLEV)),
+                theta_v_at_cells_on_half_levels=RNG.random((NC, NLEV)),
+                pressure_buoyancy_acceleration_at_cells_on_half_levels=RNG.random((NC, NLEV)))
+    got = {n: v.copy() for n, v in base.items()}
+    interpolate_rho_theta_v_to_half_levels_and_compute_pressure_buoyancy_acceleration(
+        **got, **a, dtime=dtime, rhotheta_explicit_weight_parameter=wexp,
+        rhotheta_implicit_weight_parameter=wimp, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+
+    g = types.SimpleNamespace(**a)
+    bt = -(g.w - g.contravariant_correction_at_cells_on_half_levels) * dtime * 0.5 / g.ddqz_z_half
+    rho = wexp * g.current_rho + wimp * g.next_rho
+    rho_up = _level_above(rho)
+    th = wexp * g.current_theta_v + wimp * g.next_theta_v
+    th_up = _level_above(th)
+    wgt = g.wgtfac_c
+    ref = g.reference_theta_at_cells_on_model_levels
+    rho_ic = wgt * rho + (1.0 - wgt) * rho_up + bt * (rho_up - rho)
+    pth_ic = wgt * (th - ref) + (1.0 - wgt) * (th_up - _level_above(ref))
+    th_ic = wgt * th + (1.0 - wgt) * th_up + bt * (th_up - th)
+    ex = g.perturbed_exner_at_cells_on_model_levels
+    pba = (g.exner_w_explicit_weight_parameter[:, None] * th_ic * (_level_above(ex) - ex)
+           / g.ddqz_z_half + pth_ic * g.ddz_of_reference_exner_at_cells_on_half_levels)
+    check(got, {
+        name: inside(value, base[name], hs, he, vs, ve)
+        for name, value in (("rho_at_cells_on_half_levels", rho_ic),
+                            ("perturbed_theta_v_at_cells_on_half_levels", pth_ic),
+                            ("theta_v_at_cells_on_half_levels", th_ic),
+                            ("pressure_buoyancy_acceleration_at_cells_on_half_levels", pba))},
+        rtol=1e-11, atol=1e-14)
+
+
+# ================================================================== Laplacian of a cell field
+#
+# icon4py's common math: compute_nabla2_on_cell (calling the operator by keyword)
+# and nabla2_scalar_2D (positionally), on cells without levels.
+
+
+@gtx.field_operator
+def _compute_nabla2_on_cell(
+    psi_c: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+) -> fa.CellField[ta.wpfloat]:
+    nabla2_psi_c = neighbor_sum(psi_c(C2E2CO) * geofac_n2s, axis=dims.C2E2CODim)
+    return nabla2_psi_c
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_nabla2_on_cell(
+    psi_c: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    nabla2_psi_c: fa.CellField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+) -> None:
+    _compute_nabla2_on_cell(
+        psi_c=psi_c,
+        geofac_n2s=geofac_n2s,
+        out=nabla2_psi_c,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _nabla2_scalar_2D(
+    psi_c: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+) -> fa.CellField[ta.wpfloat]:
+    """
+    Computes the Laplacian (nabla squared) of a scalar field defined on cell
+    centres.
+    """
+    nabla2_psi_c = neighbor_sum(psi_c(C2E2CO) * geofac_n2s, axis=C2E2CODim)
+
+    return nabla2_psi_c
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def nabla2_scalar_2D(
+    psi_c: fa.CellField[ta.wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], ta.wpfloat],
+    nabla2_psi_c: fa.CellField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+):
+    _nabla2_scalar_2D(
+        psi_c,
+        geofac_n2s,
+        out=nabla2_psi_c,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("bounds", [(0, NC), (1, NC - 2)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nabla2_of_a_cell_field(backend, bounds):
+    hs, he = bounds
+    psi_c, geofac_n2s = RNG.standard_normal(NC), RNG.standard_normal((NC, 4))
+    base = RNG.random(NC)
+    want = inside((geofac_n2s * psi_c[TABLES["C2E2CO"]]).sum(1), base, hs, he)
+    for prog in (compute_nabla2_on_cell, nabla2_scalar_2D):
+        got = base.copy()
+        prog(psi_c, geofac_n2s, got, hs, he, offset_provider=TABLES, backend=backend)
+        np.testing.assert_allclose(got, want, rtol=1e-13, err_msg=prog.__name__)
+
+
+# ================================================================== full 3D divergence damping
+#
+# icon4py's full three-dimensional divergence damping of the nonhydrostatic
+# solver, in the older spelling of its stencils (``Field[[CellDim, KDim], …]``,
+# ``backend=backend`` on the program decorator, ``C2CE`` strided weights), run
+# one after the other as the solver calls them.
+
+backend = None          # icon4py.model.common.settings.backend: GT4Py's embedded execution
+
+
+@gtx.field_operator
+def _compute_divergence_of_flux_of_normal_wind(
+    geofac_div: Field[[CEDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    z_flxdiv_vn_wp = neighbor_sum(geofac_div(C2CE) * vn(C2E), axis=C2EDim)
+    return astype(z_flxdiv_vn_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_divergence_of_flux_of_normal_wind(
+    geofac_div: Field[[CEDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    z_flxdiv_vn: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_divergence_of_flux_of_normal_wind(
+        geofac_div,
+        vn,
+        out=z_flxdiv_vn,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _add_dwdz_to_divergence_of_flux_of_normal_wind(
+    z_dwdz_dd: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_vn: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    return z_dwdz_dd + z_flxdiv_vn
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def add_dwdz_to_divergence_of_flux_of_normal_wind(
+    z_dwdz_dd: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_vn: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _add_dwdz_to_divergence_of_flux_of_normal_wind(
+        z_dwdz_dd,
+        z_flxdiv_vn,
+        out=z_flxdiv_vn_and_w,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_full3d_graddiv_normal(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    z_flxdiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    z_graddiv_normal_wp = inv_dual_edge_length * astype(
+        z_flxdiv_vn_and_w(E2C[1]) - z_flxdiv_vn_and_w(E2C[0]), wpfloat
+    )
+
+    return astype(z_graddiv_normal_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_full3d_graddiv_normal(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    z_flxdiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+    z_graddiv_normal: Field[[EdgeDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_full3d_graddiv_normal(
+        inv_dual_edge_length,
+        z_flxdiv_vn_and_w,
+        out=z_graddiv_normal,
+        domain={
+            EdgeDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_full3d_graddiv_vertical(
+    ddqz_z_half: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    z_graddiv_vertical = (z_flxdiv_vn_and_w(Koff[-1]) - z_flxdiv_vn_and_w) / ddqz_z_half
+    return z_graddiv_vertical
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_full3d_graddiv_vertical(
+    ddqz_z_half: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+    z_graddiv_vertical: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_full3d_graddiv_vertical(
+        ddqz_z_half,
+        z_flxdiv_vn_and_w,
+        out=z_graddiv_vertical,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_divergence_of_flux_of_full3d_graddiv(
+    geofac_div: Field[[CEDim], wpfloat],
+    z_graddiv_normal: Field[[EdgeDim, KDim], wpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    z_flxdiv_graddiv_vn_wp = neighbor_sum(geofac_div(C2CE) * z_graddiv_normal(C2E), axis=C2EDim)
+    return astype(z_flxdiv_graddiv_vn_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_divergence_of_flux_of_full3d_graddiv(
+    geofac_div: Field[[CEDim], wpfloat],
+    z_graddiv_normal: Field[[EdgeDim, KDim], vpfloat],
+    z_flxdiv_graddiv_vn: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_divergence_of_flux_of_full3d_graddiv(
+        geofac_div,
+        z_graddiv_normal,
+        out=z_flxdiv_graddiv_vn,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_dgraddiv_dz_for_full3d_divergence_damping(
+    inv_ddqz_z_full: Field[[CellDim, KDim], vpfloat],
+    z_dgraddiv_vertical: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    z_dgraddiv_dz = inv_ddqz_z_full * (z_dgraddiv_vertical - z_dgraddiv_vertical(Koff[1]))
+    return z_dgraddiv_dz
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_dgraddiv_dz_for_full3d_divergence_damping(
+    inv_ddqz_z_full: Field[[CellDim, KDim], vpfloat],
+    z_dgraddiv_vertical: Field[[CellDim, KDim], vpfloat],
+    z_dgraddiv_dz: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_dgraddiv_dz_for_full3d_divergence_damping(
+        inv_ddqz_z_full,
+        z_dgraddiv_vertical,
+        out=z_dgraddiv_dz,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _add_dgraddiv_dz_to_full3d_divergence_flux_of_graddiv(
+    z_dgraddiv_dz: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_graddiv_vn: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    return z_dgraddiv_dz + z_flxdiv_graddiv_vn
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def add_dgraddiv_dz_to_full3d_divergence_flux_of_graddiv(
+    z_dgraddiv_dz: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_graddiv_vn: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_graddiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _add_dgraddiv_dz_to_full3d_divergence_flux_of_graddiv(
+        z_dgraddiv_dz,
+        z_flxdiv_graddiv_vn,
+        out=z_flxdiv_graddiv_vn_and_w,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_full3d_graddiv2_normal(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    z_flxdiv_graddiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    z_graddiv2_normal_wp = inv_dual_edge_length * astype(
+        z_flxdiv_graddiv_vn_and_w(E2C[1]) - z_flxdiv_graddiv_vn_and_w(E2C[0]), wpfloat
+    )
+
+    return astype(z_graddiv2_normal_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_full3d_graddiv2_normal(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    z_flxdiv_graddiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+    z_graddiv2_normal: Field[[EdgeDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_full3d_graddiv2_normal(
+        inv_dual_edge_length,
+        z_flxdiv_graddiv_vn_and_w,
+        out=z_graddiv2_normal,
+        domain={
+            EdgeDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_full3d_graddiv2_vertical(
+    ddqz_z_half: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_graddiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    z_graddiv2_vertical = (z_flxdiv_graddiv_vn_and_w(Koff[-1]) - z_flxdiv_graddiv_vn_and_w) / ddqz_z_half
+    return z_graddiv2_vertical
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_full3d_graddiv2_vertical(
+    ddqz_z_half: Field[[CellDim, KDim], vpfloat],
+    z_flxdiv_graddiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
+    z_graddiv2_vertical: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_full3d_graddiv2_vertical(
+        ddqz_z_half,
+        z_flxdiv_graddiv_vn_and_w,
+        out=z_graddiv2_vertical,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _apply_4th_order_3d_divergence_damping_to_vn(
+    scal_divdamp: Field[[KDim], wpfloat],
+    z_graddiv2_normal: Field[[EdgeDim, KDim], vpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+) -> Field[[EdgeDim, KDim], wpfloat]:
+    """Formelry known as _mo_solve_nonhydro_4th_order_divdamp."""
+    z_graddiv2_normal_wp = astype(z_graddiv2_normal, wpfloat)
+    scal_divdamp = broadcast(scal_divdamp, (EdgeDim, KDim))
+    vn_wp = vn + (scal_divdamp * z_graddiv2_normal_wp)
+    return vn_wp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def apply_4th_order_3d_divergence_damping_to_vn(
+    scal_divdamp: Field[[KDim], wpfloat],
+    z_graddiv2_normal: Field[[EdgeDim, KDim], vpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _apply_4th_order_3d_divergence_damping_to_vn(
+        scal_divdamp,
+        z_graddiv2_normal,
+        vn,
+        out=vn,
+        domain={
+            EdgeDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _apply_4th_order_3d_divergence_damping_to_w(
+    scal_divdamp_half: Field[[KDim], wpfloat],
+    z_graddiv2_vertical: Field[[CellDim, KDim], vpfloat],
+    w: Field[[CellDim, KDim], wpfloat],
+) -> Field[[CellDim, KDim], wpfloat]:
+    """Formelry known as _mo_solve_nonhydro_4th_order_divdamp."""
+    z_graddiv2_vertical_wp = astype(z_graddiv2_vertical, wpfloat)
+    scal_divdamp_half = broadcast(scal_divdamp_half, (CellDim, KDim))
+    w_wp = w + (scal_divdamp_half * z_graddiv2_vertical_wp)
+    return w_wp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def apply_4th_order_3d_divergence_damping_to_w(
+    scal_divdamp_half: Field[[KDim], wpfloat],
+    z_graddiv2_vertical: Field[[CellDim, KDim], vpfloat],
+    w: Field[[CellDim, KDim], wpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _apply_4th_order_3d_divergence_damping_to_w(
+        scal_divdamp_half,
+        z_graddiv2_vertical,
+        w,
+        out=w,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _cells_from_edges(geofac_div, x):
+    return np.einsum("cn,cnk->ck", geofac_div.reshape(NC, 3), x[TABLES["C2E"]])
+
+
+def _edge_gradient(inv_dual_edge_length, x):
+    e2c = TABLES["E2C"]
+    return inv_dual_edge_length[:, None] * (x[e2c[:, 1]] - x[e2c[:, 0]])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_full3d_divergence_damping(backend):
+    n = NLEV
+    geofac_div, inv_dual = RNG.standard_normal(NC * 3), RNG.uniform(0.5, 2.0, NE)
+    vn, w = RNG.standard_normal((NE, n)), RNG.standard_normal((NC, n))
+    z_dwdz_dd, ddqz_z_half = RNG.standard_normal((NC, n)), RNG.uniform(20.0, 200.0, (NC, n))
+    inv_ddqz_z_full = RNG.uniform(0.005, 0.05, (NC, n))
+    scal_divdamp, scal_divdamp_half = RNG.uniform(0.0, 1.0, n), RNG.uniform(0.0, 1.0, n)
+    z = {name: RNG.random(shape) for name, shape in (
+        ("z_flxdiv_vn", (NC, n)), ("z_flxdiv_vn_and_w", (NC, n)), ("z_graddiv_normal", (NE, n)),
+        ("z_graddiv_vertical", (NC, n)), ("z_flxdiv_graddiv_vn", (NC, n)),
+        ("z_dgraddiv_dz", (NC, n)), ("z_flxdiv_graddiv_vn_and_w", (NC, n)),
+        ("z_graddiv2_normal", (NE, n)), ("z_graddiv2_vertical", (NC, n)))}
+    want = {name: v.copy() for name, v in z.items()}
+    want.update(vn=vn.copy(), w=w.copy())
+    got = {name: v.copy() for name, v in want.items()}
+    run = dict(offset_provider=TABLES, backend=backend)
+
+    compute_divergence_of_flux_of_normal_wind(geofac_div, got["vn"], got["z_flxdiv_vn"],
+                                              0, NC, 0, n, **run)
+    add_dwdz_to_divergence_of_flux_of_normal_wind(z_dwdz_dd, got["z_flxdiv_vn"],
+                                                  got["z_flxdiv_vn_and_w"], 0, NC, 0, n, **run)
+    compute_full3d_graddiv_normal(inv_dual, got["z_flxdiv_vn_and_w"], got["z_graddiv_normal"],
+                                  1, NE, 0, n, **run)
+    compute_full3d_graddiv_vertical(ddqz_z_half, got["z_flxdiv_vn_and_w"],
+                                    got["z_graddiv_vertical"], 0, NC, 1, n, **run)
+    compute_divergence_of_flux_of_full3d_graddiv(geofac_div, got["z_graddiv_normal"],
+                                                 got["z_flxdiv_graddiv_vn"], 0, NC, 0, n, **run)
+    compute_dgraddiv_dz_for_full3d_divergence_damping(
+        inv_ddqz_z_full, got["z_graddiv_vertical"], got["z_dgraddiv_dz"], 0, NC, 1, n - 1, **run)
+    add_dgraddiv_dz_to_full3d_divergence_flux_of_graddiv(
+        got["z_dgraddiv_dz"], got["z_flxdiv_graddiv_vn"], got["z_flxdiv_graddiv_vn_and_w"],
+        0, NC, 1, n - 1, **run)
+    compute_full3d_graddiv2_normal(inv_dual, got["z_flxdiv_graddiv_vn_and_w"],
+                                   got["z_graddiv2_normal"], 2, NE - 1, 1, n - 1, **run)
+    compute_full3d_graddiv2_vertical(ddqz_z_half, got["z_flxdiv_graddiv_vn_and_w"],
+                                     got["z_graddiv2_vertical"], 1, NC, 2, n - 1, **run)
+    apply_4th_order_3d_divergence_damping_to_vn(scal_divdamp, got["z_graddiv2_normal"],
+                                                got["vn"], 2, NE - 1, 1, n - 1, **run)
+    apply_4th_order_3d_divergence_damping_to_w(scal_divdamp_half, got["z_graddiv2_vertical"],
+                                               got["w"], 1, NC, 2, n - 1, **run)
+
+    def vertical_difference(x, step):     # (x(Koff[-1]) - x) or (x - x(Koff[1])), NaN outside
+        out = np.full(x.shape, np.nan)
+        if step < 0:
+            out[:, 1:] = x[:, :-1] - x[:, 1:]
+        else:
+            out[:, :-1] = x[:, :-1] - x[:, 1:]
+        return out
+
+    k = want
+    k["z_flxdiv_vn"] = _cells_from_edges(geofac_div, vn)
+    k["z_flxdiv_vn_and_w"] = z_dwdz_dd + k["z_flxdiv_vn"]
+    k["z_graddiv_normal"] = inside(_edge_gradient(inv_dual, k["z_flxdiv_vn_and_w"]),
+                                   k["z_graddiv_normal"], 1, NE)
+    k["z_graddiv_vertical"] = inside(
+        vertical_difference(k["z_flxdiv_vn_and_w"], -1) / ddqz_z_half,
+        k["z_graddiv_vertical"], 0, NC, 1, n)
+    k["z_flxdiv_graddiv_vn"] = _cells_from_edges(geofac_div, k["z_graddiv_normal"])
+    k["z_dgraddiv_dz"] = inside(inv_ddqz_z_full * vertical_difference(k["z_graddiv_vertical"], 1),
+                                k["z_dgraddiv_dz"], 0, NC, 1, n - 1)
+    k["z_flxdiv_graddiv_vn_and_w"] = inside(k["z_dgraddiv_dz"] + k["z_flxdiv_graddiv_vn"],
+                                            k["z_flxdiv_graddiv_vn_and_w"], 0, NC, 1, n - 1)
+    k["z_graddiv2_normal"] = inside(_edge_gradient(inv_dual, k["z_flxdiv_graddiv_vn_and_w"]),
+                                    k["z_graddiv2_normal"], 2, NE - 1, 1, n - 1)
+    k["z_graddiv2_vertical"] = inside(
+        vertical_difference(k["z_flxdiv_graddiv_vn_and_w"], -1) / ddqz_z_half,
+        k["z_graddiv2_vertical"], 1, NC, 2, n - 1)
+    k["vn"] = inside(vn + scal_divdamp * k["z_graddiv2_normal"], vn, 2, NE - 1, 1, n - 1)
+    k["w"] = inside(w + scal_divdamp_half * k["z_graddiv2_vertical"], w, 1, NC, 2, n - 1)
+    check(got, k, rtol=1e-11, atol=1e-13)
