@@ -453,7 +453,8 @@ def _compute_advection_in_corrector_vertical_momentum(
     nlev: gtx.int32,
     end_index_of_damping_layer: gtx.int32,
 ) -> tuple[fa.CellKHalfField[ta.vpfloat], fa.CellKField[ta.vpfloat], fa.CellKHalfField[ta.vpfloat]]:
-    #: intermediate variable horizontal_advection_of_w_at_edges_on_half_levels is originally declared as z_v_grad_w in ICON
+    #: intermediate variable horizontal_advection_of_w_at_edges_on_half_levels
+    #: is originally declared as z_v_grad_w in ICON
     horizontal_advection_of_w_at_edges_on_half_levels = _compute_horizontal_advection_of_w(
         w=w,
         tangential_wind_on_half_levels=tangential_wind_on_half_levels,
@@ -545,7 +546,8 @@ def _compute_advective_normal_wind_tendency(
     coeff_gradekin: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.vpfloat],
     ddqz_z_full_e: fa.EdgeKField[ta.vpfloat],
 ) -> fa.EdgeKField[ta.vpfloat]:
-    #: intermediate variable horizontal_kinetic_energy_at_cells_on_model_levels is originally declared as z_ekinh in ICON
+    #: intermediate variable horizontal_kinetic_energy_at_cells_on_model_levels
+    #: is originally declared as z_ekinh in ICON
     horizontal_kinetic_energy_at_cells_on_model_levels = _interpolate_to_cell_center_vp(
         horizontal_kinetic_energy_at_edges_on_model_levels, e_bln_c_s
     )
@@ -652,7 +654,8 @@ def _add_extra_diffusion_for_normal_wind_tendency_approaching_cfl_without_levelm
         wpfloat,
     )
 
-    #: intermediate variable contravariant_corrected_w_at_edges_on_model_levels is originally declared as w_con_e in ICON
+    #: intermediate variable contravariant_corrected_w_at_edges_on_model_levels
+    #: is originally declared as w_con_e in ICON
     contravariant_corrected_w_at_edges_on_model_levels = neighbor_sum(
         c_lin_e * contravariant_corrected_w_at_cells_on_model_levels_wp(E2C), axis=dims.E2CDim
     )
@@ -1226,11 +1229,13 @@ def _compute_advection_in_predictor_vertical_momentum(
     fa.CellKField[ta.vpfloat],
     fa.CellKHalfField[ta.vpfloat],
 ]:
-    contravariant_correction_at_cells_on_half_levels = _interpolate_contravariant_correction_to_cells_on_half_levels(
-        contravariant_correction_at_edges_on_model_levels=contravariant_correction_at_edges_on_model_levels,
-        e_bln_c_s=e_bln_c_s,
-        wgtfac_c=wgtfac_c,
-        nflatlev=nflatlev,
+    contravariant_correction_at_cells_on_half_levels = (
+        _interpolate_contravariant_correction_to_cells_on_half_levels(
+            contravariant_correction_at_edges_on_model_levels=contravariant_correction_at_edges_on_model_levels,
+            e_bln_c_s=e_bln_c_s,
+            wgtfac_c=wgtfac_c,
+            nflatlev=nflatlev,
+        )
     )
 
     (
@@ -1248,7 +1253,8 @@ def _compute_advection_in_predictor_vertical_momentum(
     )
 
     if not skip_compute_predictor_vertical_advection:
-        #: intermediate variable horizontal_advection_of_w_at_edges_on_half_levels is originally declared as z_v_grad_w in ICON
+        #: intermediate variable horizontal_advection_of_w_at_edges_on_half_levels
+        #: is originally declared as z_v_grad_w in ICON
         horizontal_advection_of_w_at_edges_on_half_levels = _compute_horizontal_advection_of_w(
             w=w,
             tangential_wind_on_half_levels=tangential_wind_on_half_levels,
@@ -2222,7 +2228,9 @@ def _compute_full3d_graddiv2_vertical(
     ddqz_z_half: Field[[CellDim, KDim], vpfloat],
     z_flxdiv_graddiv_vn_and_w: Field[[CellDim, KDim], vpfloat],
 ) -> Field[[CellDim, KDim], vpfloat]:
-    z_graddiv2_vertical = (z_flxdiv_graddiv_vn_and_w(Koff[-1]) - z_flxdiv_graddiv_vn_and_w) / ddqz_z_half
+    z_graddiv2_vertical = (
+        z_flxdiv_graddiv_vn_and_w(Koff[-1]) - z_flxdiv_graddiv_vn_and_w
+    ) / ddqz_z_half
     return z_graddiv2_vertical
 
 
