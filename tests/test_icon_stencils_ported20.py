@@ -34,6 +34,7 @@ import pytest
 
 from icon_numpy import check, inside
 from tensorir_dace import frontend as gtx
+from tensorir_dace.errors import TensorIRError
 from tensorir_dace.frontend import (
     Dimension,
     DimensionKind,
@@ -2405,3 +2406,321 @@ def test_full3d_divergence_damping(backend):
     k["vn"] = inside(vn + scal_divdamp * k["z_graddiv2_normal"], vn, 2, NE - 1, 1, n - 1)
     k["w"] = inside(w + scal_divdamp_half * k["z_graddiv2_vertical"], w, 1, NC, 2, n - 1)
     check(got, k, rtol=1e-11, atol=1e-13)
+
+
+# ================================================================== divergence damping, more
+#
+# More of the older stencils of the solver and the velocity advection: the
+# extra diffusion of vn near the CFL limit under a level mask
+# (``levelmask | levelmask(Koff[1])``, two fields zeroed by a called operator),
+# the fourth-order damping scaled by the squared edge area (``**2``), the
+# second-order divergence at vertices over ``V2C2E`` (twelve edges) and both 3D
+# damping updates in one program.
+
+V2C2EDim = Dimension("V2C2E", DimensionKind.LOCAL)
+V2C2E = FieldOffset("V2C2E", source=EdgeDim, target=(VertexDim, V2C2EDim))
+TABLES["V2C2E"] = _distinct(NV, NE, 12)
+
+
+@gtx.field_operator
+def _set_two_edge_kdim_fields_to_zero_wp() -> tuple[
+    Field[[EdgeDim, KDim], wpfloat], Field[[EdgeDim, KDim], wpfloat]
+]:
+    return broadcast(wpfloat("0.0"), (EdgeDim, KDim)), broadcast(wpfloat("0.0"), (EdgeDim, KDim))
+
+
+@gtx.field_operator
+def _add_extra_diffusion_for_wn_approaching_cfl(
+    levelmask: Field[[KDim], bool],
+    c_lin_e: Field[[EdgeDim, E2CDim], wpfloat],
+    z_w_con_c_full: Field[[CellDim, KDim], vpfloat],
+    ddqz_z_full_e: Field[[EdgeDim, KDim], vpfloat],
+    area_edge: Field[[EdgeDim], wpfloat],
+    tangent_orientation: Field[[EdgeDim], wpfloat],
+    inv_primal_edge_length: Field[[EdgeDim], wpfloat],
+    zeta: Field[[VertexDim, KDim], vpfloat],
+    geofac_grdiv: Field[[EdgeDim, E2C2EODim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    ddt_vn_apc: Field[[EdgeDim, KDim], vpfloat],
+    cfl_w_limit: vpfloat,
+    scalfac_exdiff: wpfloat,
+    dtime: wpfloat,
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    """Formerly known as _mo_velocity_advection_stencil_20."""
+    z_w_con_c_full_wp, ddqz_z_full_e_wp, ddt_vn_apc_wp, cfl_w_limit_wp = astype(
+        (z_w_con_c_full, ddqz_z_full_e, ddt_vn_apc, cfl_w_limit), wpfloat
+    )
+
+    w_con_e, difcoef = _set_two_edge_kdim_fields_to_zero_wp()
+
+    w_con_e = where(
+        levelmask | levelmask(Koff[1]),
+        neighbor_sum(c_lin_e * z_w_con_c_full_wp(E2C), axis=E2CDim),
+        w_con_e,
+    )
+    difcoef = where(
+        (levelmask | levelmask(Koff[1]))
+        & (abs(w_con_e) > astype(cfl_w_limit * ddqz_z_full_e, wpfloat)),
+        scalfac_exdiff
+        * minimum(
+            wpfloat("0.85") - cfl_w_limit_wp * dtime,
+            abs(w_con_e) * dtime / ddqz_z_full_e_wp - cfl_w_limit_wp * dtime,
+        ),
+        difcoef,
+    )
+    ddt_vn_apc_wp = where(
+        (levelmask | levelmask(Koff[1]))
+        & (abs(w_con_e) > astype(cfl_w_limit * ddqz_z_full_e, wpfloat)),
+        ddt_vn_apc_wp
+        + difcoef
+        * area_edge
+        * (
+            neighbor_sum(geofac_grdiv * vn(E2C2EO), axis=E2C2EODim)
+            + tangent_orientation
+            * inv_primal_edge_length
+            * astype(zeta(E2V[1]) - zeta(E2V[0]), wpfloat)
+        ),
+        ddt_vn_apc_wp,
+    )
+    return astype(ddt_vn_apc_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def add_extra_diffusion_for_wn_approaching_cfl(
+    levelmask: Field[[KDim], bool],
+    c_lin_e: Field[[EdgeDim, E2CDim], wpfloat],
+    z_w_con_c_full: Field[[CellDim, KDim], vpfloat],
+    ddqz_z_full_e: Field[[EdgeDim, KDim], vpfloat],
+    area_edge: Field[[EdgeDim], wpfloat],
+    tangent_orientation: Field[[EdgeDim], wpfloat],
+    inv_primal_edge_length: Field[[EdgeDim], wpfloat],
+    zeta: Field[[VertexDim, KDim], vpfloat],
+    geofac_grdiv: Field[[EdgeDim, E2C2EODim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    ddt_vn_apc: Field[[EdgeDim, KDim], vpfloat],
+    cfl_w_limit: vpfloat,
+    scalfac_exdiff: wpfloat,
+    dtime: wpfloat,
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _add_extra_diffusion_for_wn_approaching_cfl(
+        levelmask,
+        c_lin_e,
+        z_w_con_c_full,
+        ddqz_z_full_e,
+        area_edge,
+        tangent_orientation,
+        inv_primal_edge_length,
+        zeta,
+        geofac_grdiv,
+        vn,
+        ddt_vn_apc,
+        cfl_w_limit,
+        scalfac_exdiff,
+        dtime,
+        out=ddt_vn_apc,
+        domain={
+            EdgeDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _apply_4th_order_divergence_damping_nonmeancell(
+    scal_divdamp: Field[[KDim], wpfloat],
+    z_graddiv2_vn: Field[[EdgeDim, KDim], vpfloat],
+    edge_areas: Field[[EdgeDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+) -> Field[[EdgeDim, KDim], wpfloat]:
+    """Formelry known as _mo_solve_nonhydro_4th_order_divdamp."""
+    z_graddiv2_vn_wp = astype(z_graddiv2_vn, wpfloat)
+    scal_divdamp = broadcast(scal_divdamp, (EdgeDim, KDim))
+    edge_areas = broadcast(edge_areas, (EdgeDim, KDim))
+    vn_wp = vn + (scal_divdamp * z_graddiv2_vn_wp * edge_areas**2)
+    return vn_wp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def apply_4th_order_divergence_damping_nonmeancell(
+    scal_divdamp: Field[[KDim], wpfloat],
+    z_graddiv2_vn: Field[[EdgeDim, KDim], vpfloat],
+    edge_areas: Field[[EdgeDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _apply_4th_order_divergence_damping_nonmeancell(
+        scal_divdamp,
+        z_graddiv2_vn,
+        edge_areas,
+        vn,
+        out=vn,
+        domain={
+            EdgeDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_2nd_order_divergence_of_flux_of_normal_wind(
+    geofac_2order_div: Field[[VertexDim, V2C2EDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+) -> Field[[VertexDim, KDim], vpfloat]:
+    z_flxdiv2order_vn_vertex_wp = neighbor_sum(geofac_2order_div * vn(V2C2E), axis=V2C2EDim)
+    return astype(z_flxdiv2order_vn_vertex_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_2nd_order_divergence_of_flux_of_normal_wind(
+    geofac_2order_div: Field[[VertexDim, V2C2EDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    z_flxdiv2order_vn_vertex: Field[[VertexDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_2nd_order_divergence_of_flux_of_normal_wind(
+        geofac_2order_div,
+        vn,
+        out=z_flxdiv2order_vn_vertex,
+        domain={
+            VertexDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_extra_diffusion_of_vn_and_damping_variants(backend):
+    n, es, ee, vs, ve = NLEV, 1, NE - 1, 0, NLEV - 1
+    scalfac, cfl, dtime = 0.15, 0.065, 10.0
+    levelmask = np.zeros(n, dtype=bool)
+    levelmask[[3, 4, 7]] = True
+    a = dict(levelmask=levelmask, c_lin_e=RNG.uniform(0.3, 0.7, (NE, 2)),
+             z_w_con_c_full=RNG.normal(0.0, 3.0, (NC, n)),
+             ddqz_z_full_e=RNG.uniform(2.0, 20.0, (NE, n)), area_edge=RNG.uniform(0.5, 2.0, NE),
+             tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+             inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE), zeta=RNG.standard_normal((NV, n)),
+             geofac_grdiv=RNG.standard_normal((NE, 5)), vn=RNG.standard_normal((NE, n)))
+    ddt_vn_apc = RNG.standard_normal((NE, n))
+    got = ddt_vn_apc.copy()
+    add_extra_diffusion_for_wn_approaching_cfl(
+        **a, ddt_vn_apc=got, cfl_w_limit=cfl, scalfac_exdiff=scalfac, dtime=dtime,
+        horizontal_start=es, horizontal_end=ee, vertical_start=vs, vertical_end=ve,
+        offset_provider=TABLES, backend=backend)
+    g = types.SimpleNamespace(**a)
+    mask = levelmask.copy()
+    mask[:-1] |= levelmask[1:]
+    w_con_e = nbsum(g.c_lin_e, g.z_w_con_c_full, "E2C")
+    near = mask[None, :] & (np.abs(w_con_e) > cfl * g.ddqz_z_full_e)
+    dif = scalfac * np.minimum(0.85 - cfl * dtime,
+                               np.abs(w_con_e) * dtime / g.ddqz_z_full_e - cfl * dtime)
+    e2v = TABLES["E2V"]
+    extra = dif * g.area_edge[:, None] * (
+        nbsum(g.geofac_grdiv, g.vn, "E2C2EO")
+        + (g.tangent_orientation * g.inv_primal_edge_length)[:, None]
+        * (g.zeta[e2v[:, 1]] - g.zeta[e2v[:, 0]]))
+    assert near[es:ee, vs:ve].any() and not near[es:ee, vs:ve].all()
+    np.testing.assert_allclose(
+        got, inside(np.where(near, ddt_vn_apc + extra, ddt_vn_apc), ddt_vn_apc, es, ee, vs, ve),
+        rtol=1e-11, atol=1e-13)
+
+    scal_divdamp, edge_areas = RNG.uniform(0.0, 1.0, n), RNG.uniform(0.5, 2.0, NE)
+    z_graddiv2_vn, vn = RNG.standard_normal((NE, n)), RNG.standard_normal((NE, n))
+    got = vn.copy()
+    apply_4th_order_divergence_damping_nonmeancell(scal_divdamp, z_graddiv2_vn, edge_areas, got,
+                                                   es, ee, 1, n, offset_provider=TABLES,
+                                                   backend=backend)
+    np.testing.assert_allclose(
+        got, inside(vn + scal_divdamp * z_graddiv2_vn * edge_areas[:, None] ** 2, vn, es, ee, 1, n),
+        rtol=1e-13)
+
+    geofac_2order_div = RNG.standard_normal((NV, 12))
+    base = RNG.random((NV, n))
+    got = base.copy()
+    compute_2nd_order_divergence_of_flux_of_normal_wind(geofac_2order_div, vn, got, 1, NV, 0, n,
+                                                        offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(got, inside(nbsum(geofac_2order_div, vn, "V2C2E"), base, 1, NV),
+                               rtol=1e-12)
+
+
+@gtx.field_operator
+def _apply_3d_divergence_damping_to_w(
+    scal_divdamp_half: Field[[KDim], wpfloat],
+    graddiv_vertical: Field[[CellDim, KDim], vpfloat],
+    w: Field[[CellDim, KDim], wpfloat],
+) -> Field[[CellDim, KDim], wpfloat]:
+    graddiv_vertical_wp = astype(graddiv_vertical, wpfloat)
+    scal_divdamp_half = broadcast(scal_divdamp_half, (CellDim, KDim))
+    w_wp = w + (scal_divdamp_half * graddiv_vertical_wp)
+    return w_wp
+
+
+@gtx.field_operator
+def _apply_3d_divergence_damping_to_vn(
+    scal_divdamp: Field[[KDim], wpfloat],
+    graddiv_normal: Field[[EdgeDim, KDim], vpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+) -> Field[[EdgeDim, KDim], wpfloat]:
+    graddiv_normal_wp = astype(graddiv_normal, wpfloat)
+    scal_divdamp = broadcast(scal_divdamp, (EdgeDim, KDim))
+    vn_wp = vn + (scal_divdamp * graddiv_normal_wp)
+    return vn_wp
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cell_field_written_on_an_edge_domain_is_refused(backend):
+    """icon4py's apply_3d_divergence_damping writes ``w`` (cells) on a domain
+    keyed by ``EdgeDim``; GT4Py refuses that program, and so does this one, naming
+    the field and the dimension."""
+
+    @gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=None)
+    def apply_3d_divergence_damping(
+        scal_divdamp: Field[[KDim], wpfloat],
+        scal_divdamp_half: Field[[KDim], wpfloat],
+        graddiv_normal: Field[[EdgeDim, KDim], vpfloat],
+        graddiv_vertical: Field[[CellDim, KDim], vpfloat],
+        vn: Field[[EdgeDim, KDim], wpfloat],
+        w: Field[[CellDim, KDim], wpfloat],
+        edge_horizontal_start: int32,
+        edge_horizontal_end: int32,
+        cell_horizontal_start: int32,
+        cell_horizontal_end: int32,
+        vertical_start: int32,
+        vertical_end: int32,
+    ):
+        _apply_3d_divergence_damping_to_vn(
+            scal_divdamp,
+            graddiv_normal,
+            vn,
+            out=vn,
+            domain={
+                EdgeDim: (edge_horizontal_start, edge_horizontal_end),
+                KDim: (vertical_start, vertical_end),
+            },
+        )
+        _apply_3d_divergence_damping_to_w(
+            scal_divdamp_half,
+            graddiv_vertical,
+            w,
+            out=w,
+            domain={
+                EdgeDim: (cell_horizontal_start, cell_horizontal_end),
+                KDim: (vertical_start + 1, vertical_end),
+            },
+        )
+
+    vn, w = RNG.random((NE, NLEV)), RNG.random((NC, NLEV))
+    with pytest.raises(TensorIRError, match=r"domain= keys are dimensions of 'w' .*got the "
+                                            r"dimension Edge"):
+        apply_3d_divergence_damping(RNG.random(NLEV), RNG.random(NLEV), RNG.random((NE, NLEV)),
+                                    RNG.random((NC, NLEV)), vn, w, 0, NE, 0, NC, 0, NLEV,
+                                    offset_provider=TABLES, backend=backend)
