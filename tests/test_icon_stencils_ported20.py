@@ -27,7 +27,7 @@ NumPy written from the formulas."""
 from __future__ import annotations
 
 import types
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import numpy as np
 import pytest
@@ -2724,3 +2724,217 @@ def test_a_cell_field_written_on_an_edge_domain_is_refused(backend):
         apply_3d_divergence_damping(RNG.random(NLEV), RNG.random(NLEV), RNG.random((NE, NLEV)),
                                     RNG.random((NC, NLEV)), vn, w, 0, NE, 0, NC, 0, NLEV,
                                     offset_provider=TABLES, backend=backend)
+
+
+# ================================================================== end of the solver's step
+#
+# icon4py's update_mass_flux_weighted (stencil 65), update_theta_v (stencil 68,
+# a constant read from a ``Final`` instance of a constants class) and
+# set_theta_v_prime_ic_at_lower_boundary (stencil 11 upper, a tuple of a
+# ``vpfloat`` and a ``wpfloat`` output at the surface level).
+
+
+class PhysicsConstants:
+    """The constants icon4py's dycore reads (icon4py.model.common.constants)."""
+
+    rd: Final[wpfloat] = 287.04
+    cvd: Final[wpfloat] = 1004.64 - 287.04
+    cvd_o_rd: Final[wpfloat] = cvd / rd
+
+
+dycore_consts: Final = PhysicsConstants()
+
+
+@gtx.field_operator
+def _update_mass_flux_weighted(
+    rho_ic: fa.CellKField[wpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat],
+    w_now: fa.CellKField[wpfloat],
+    w_new: fa.CellKField[wpfloat],
+    w_concorr_c: fa.CellKField[vpfloat],
+    mass_flx_ic: fa.CellKField[wpfloat],
+    r_nsubsteps: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    """Formerly known as _mo_solve_nonhydro_stencil_65."""
+    w_concorr_c_wp = astype(w_concorr_c, wpfloat)
+
+    mass_flx_ic_wp = mass_flx_ic + (
+        r_nsubsteps * rho_ic * (vwind_expl_wgt * w_now + vwind_impl_wgt * w_new - w_concorr_c_wp)
+    )
+    return mass_flx_ic_wp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def update_mass_flux_weighted(
+    rho_ic: fa.CellKField[wpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat],
+    w_now: fa.CellKField[wpfloat],
+    w_new: fa.CellKField[wpfloat],
+    w_concorr_c: fa.CellKField[vpfloat],
+    mass_flx_ic: fa.CellKField[wpfloat],
+    r_nsubsteps: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _update_mass_flux_weighted(
+        rho_ic,
+        vwind_expl_wgt,
+        vwind_impl_wgt,
+        w_now,
+        w_new,
+        w_concorr_c,
+        mass_flx_ic,
+        r_nsubsteps,
+        out=mass_flx_ic,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _update_theta_v(
+    mask_prog_halo_c: fa.CellField[bool],
+    rho_now: fa.CellKField[wpfloat],
+    theta_v_now: fa.CellKField[wpfloat],
+    exner_new: fa.CellKField[wpfloat],
+    exner_now: fa.CellKField[wpfloat],
+    rho_new: fa.CellKField[wpfloat],
+    theta_v_new: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    """Formerly known as _mo_solve_nonhydro_stencil_68."""
+    theta_v_new_wp = where(
+        mask_prog_halo_c,
+        rho_now
+        * theta_v_now
+        * ((exner_new / exner_now - wpfloat("1.0")) * dycore_consts.cvd_o_rd + wpfloat("1.0"))
+        / rho_new,
+        theta_v_new,
+    )
+    return theta_v_new_wp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def update_theta_v(
+    mask_prog_halo_c: fa.CellField[bool],
+    rho_now: fa.CellKField[wpfloat],
+    theta_v_now: fa.CellKField[wpfloat],
+    exner_new: fa.CellKField[wpfloat],
+    exner_now: fa.CellKField[wpfloat],
+    rho_new: fa.CellKField[wpfloat],
+    theta_v_new: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _update_theta_v(
+        mask_prog_halo_c,
+        rho_now,
+        theta_v_now,
+        exner_new,
+        exner_now,
+        rho_new,
+        theta_v_new,
+        out=theta_v_new,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _interpolate_to_surface(
+    wgtfacq_c: fa.CellKField[vpfloat],
+    interpolant: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    """Formerly known as _mo_solve_nonhydro_stencil_11_upper's interpolation."""
+    interpolation_to_surface = (
+        wgtfacq_c(Koff[-1]) * interpolant(Koff[-1])
+        + wgtfacq_c(Koff[-2]) * interpolant(Koff[-2])
+        + wgtfacq_c(Koff[-3]) * interpolant(Koff[-3])
+    )
+    return interpolation_to_surface
+
+
+@gtx.field_operator
+def _set_theta_v_prime_ic_at_lower_boundary(
+    wgtfacq_c: fa.CellKField[vpfloat],
+    z_rth_pr: fa.CellKField[vpfloat],
+    theta_ref_ic: fa.CellKField[vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[wpfloat]]:
+    """Formerly known as _mo_solve_nonhydro_stencil_11_upper."""
+    z_theta_v_pr_ic_vp = _interpolate_to_surface(wgtfacq_c=wgtfacq_c, interpolant=z_rth_pr)
+    theta_v_ic_vp = theta_ref_ic + z_theta_v_pr_ic_vp
+    return z_theta_v_pr_ic_vp, astype(theta_v_ic_vp, wpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def set_theta_v_prime_ic_at_lower_boundary(
+    wgtfacq_c: fa.CellKField[vpfloat],
+    z_rth_pr: fa.CellKField[vpfloat],
+    theta_ref_ic: fa.CellKField[vpfloat],
+    z_theta_v_pr_ic: fa.CellKField[vpfloat],
+    theta_v_ic: fa.CellKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _set_theta_v_prime_ic_at_lower_boundary(
+        wgtfacq_c,
+        z_rth_pr,
+        theta_ref_ic,
+        out=(z_theta_v_pr_ic, theta_v_ic),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_end_of_the_solver_step(backend):
+    n, hs, he = NLEV, 1, NC - 1
+    rho_ic, w_now, w_new = RNG.random((NC, n)), RNG.standard_normal((NC, n)), RNG.random((NC, n))
+    w_concorr_c, expl, impl = RNG.random((NC, n)), RNG.random(NC), RNG.random(NC)
+    mass_flx_ic = RNG.random((NC, n))
+    got = mass_flx_ic.copy()
+    update_mass_flux_weighted(rho_ic, expl, impl, w_now, w_new, w_concorr_c, got, 0.2, hs, he,
+                              1, n, offset_provider=TABLES, backend=backend)
+    want = mass_flx_ic + 0.2 * rho_ic * (expl[:, None] * w_now + impl[:, None] * w_new
+                                         - w_concorr_c)
+    np.testing.assert_allclose(got, inside(want, mass_flx_ic, hs, he, 1, n), rtol=1e-13)
+
+    mask = RNG.random(NC) < 0.6
+    rho_now, rho_new = RNG.uniform(0.5, 1.2, (NC, n)), RNG.uniform(0.5, 1.2, (NC, n))
+    theta_v_now, theta_v_new = RNG.uniform(280, 320, (NC, n)), RNG.uniform(280, 320, (NC, n))
+    exner_now, exner_new = RNG.uniform(0.8, 1.0, (NC, n)), RNG.uniform(0.8, 1.0, (NC, n))
+    got = theta_v_new.copy()
+    update_theta_v(mask, rho_now, theta_v_now, exner_new, exner_now, rho_new, got, hs, he, 0, n,
+                   offset_provider=TABLES, backend=backend)
+    cvd_o_rd = (1004.64 - 287.04) / 287.04
+    want = np.where(mask[:, None], rho_now * theta_v_now
+                    * ((exner_new / exner_now - 1.0) * cvd_o_rd + 1.0) / rho_new, theta_v_new)
+    np.testing.assert_allclose(got, inside(want, theta_v_new, hs, he, 0, n), rtol=1e-13)
+
+    nh = n + 1
+    wgtfacq_c, z_rth_pr = RNG.random((NC, nh)), RNG.random((NC, nh))
+    theta_ref_ic = RNG.uniform(280, 320, (NC, nh))
+    base = dict(z_theta_v_pr_ic=RNG.random((NC, nh)), theta_v_ic=RNG.random((NC, nh)))
+    got = {k: v.copy() for k, v in base.items()}
+    set_theta_v_prime_ic_at_lower_boundary(wgtfacq_c, z_rth_pr, theta_ref_ic,
+                                           got["z_theta_v_pr_ic"], got["theta_v_ic"], hs, he,
+                                           n, n + 1, offset_provider=TABLES, backend=backend)
+    q = wgtfacq_c * z_rth_pr
+    surface = np.full((NC, nh), np.nan)
+    surface[:, n] = q[:, n - 1] + q[:, n - 2] + q[:, n - 3]
+    check(got, dict(z_theta_v_pr_ic=inside(surface, base["z_theta_v_pr_ic"], hs, he, n, nh),
+                    theta_v_ic=inside(theta_ref_ic + surface, base["theta_v_ic"], hs, he, n, nh)),
+          rtol=1e-13)
