@@ -2938,3 +2938,155 @@ def test_end_of_the_solver_step(backend):
     check(got, dict(z_theta_v_pr_ic=inside(surface, base["z_theta_v_pr_ic"], hs, he, n, nh),
                     theta_v_ic=inside(theta_ref_ic + surface, base["theta_v_ic"], hs, he, n, nh)),
           rtol=1e-13)
+
+
+# ================================================================== interpolation helpers
+#
+# icon4py's interpolation to half levels with a caller-supplied surface value
+# (``concat_where(dims.KHalfDim < surface_level - 1, …)`` around the staggered
+# interpolation, the wp and vp twins), called by a program as its callers do,
+# and the older cells-to-vertices interpolation (``import gt4py.next as gt``,
+# ``gt.Field[[VertexDim, V2CDim], wpfloat]``).
+
+
+@gtx.field_operator(grid_type=gtx.GridType.UNSTRUCTURED)
+def _interpolate_cell_field_to_half_levels_wp(
+    wgtfac_c: fa.CellKHalfField[ta.wpfloat],
+    interpolant: fa.CellKField[ta.wpfloat],
+) -> fa.CellKHalfField[ta.wpfloat]:
+    interpolation_to_half_levels_wp = wgtfac_c * interpolant(dims.KHalfDim + 0.5) + (
+        wpfloat("1.0") - wgtfac_c
+    ) * interpolant(dims.KHalfDim - 0.5)
+    return interpolation_to_half_levels_wp
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_with_surface_value_vp(
+    wgtfac_c: fa.CellKHalfField[ta.vpfloat],
+    interpolant: fa.CellKField[ta.vpfloat],
+    surface_value: fa.CellKHalfField[ta.vpfloat],
+    surface_level: gtx.int32,
+) -> fa.CellKHalfField[ta.vpfloat]:
+    """Interior linear interpolation to half levels for ``KDim < surface_level - 1``,
+    caller-supplied ``surface_value`` at the surface."""
+    return concat_where(
+        dims.KHalfDim < surface_level - 1,
+        _interpolate_cell_field_to_half_levels_vp(wgtfac_c=wgtfac_c, interpolant=interpolant),
+        surface_value,
+    )
+
+
+@gtx.field_operator
+def _interpolate_cell_field_to_half_levels_with_surface_value_wp(
+    wgtfac_c: fa.CellKHalfField[ta.wpfloat],
+    interpolant: fa.CellKField[ta.wpfloat],
+    surface_value: fa.CellKHalfField[ta.wpfloat],
+    surface_level: gtx.int32,
+) -> fa.CellKHalfField[ta.wpfloat]:
+    """Interior linear interpolation to half levels for ``KDim < surface_level - 1``,
+    caller-supplied ``surface_value`` at the surface."""
+    return concat_where(
+        dims.KHalfDim < surface_level - 1,
+        _interpolate_cell_field_to_half_levels_wp(wgtfac_c=wgtfac_c, interpolant=interpolant),
+        surface_value,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def interpolate_two_cell_fields_to_half_levels_with_surface_values(
+    wgtfac_c: fa.CellKHalfField[ta.wpfloat],
+    theta_v: fa.CellKField[ta.wpfloat],
+    exner: fa.CellKField[ta.vpfloat],
+    theta_v_at_surface: fa.CellKHalfField[ta.wpfloat],
+    exner_at_surface: fa.CellKHalfField[ta.vpfloat],
+    theta_v_ic: fa.CellKHalfField[ta.wpfloat],
+    exner_ic: fa.CellKHalfField[ta.vpfloat],
+    surface_level: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _interpolate_cell_field_to_half_levels_with_surface_value_wp(
+        wgtfac_c,
+        theta_v,
+        theta_v_at_surface,
+        surface_level,
+        out=theta_v_ic,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+    _interpolate_cell_field_to_half_levels_with_surface_value_vp(
+        wgtfac_c=wgtfac_c,
+        interpolant=exner,
+        surface_value=exner_at_surface,
+        surface_level=surface_level,
+        out=exner_ic,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_cells2verts(
+    cell_in: gtx.Field[[CellDim, KDim], wpfloat],
+    c_int: gtx.Field[[VertexDim, V2CDim], wpfloat],
+) -> gtx.Field[[VertexDim, KDim], wpfloat]:
+    vert_out = neighbor_sum(c_int * cell_in(V2C), axis=V2CDim)
+    return vert_out
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_cells2verts_interpolation(
+    cell_in: gtx.Field[[CellDim, KDim], wpfloat],
+    c_int: gtx.Field[[VertexDim, V2CDim], wpfloat],
+    vert_out: gtx.Field[[VertexDim, KDim], wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_cells2verts(
+        cell_in,
+        c_int,
+        out=vert_out,
+        domain={
+            VertexDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize(("surface_level", "bounds"), [(NH, (0, NC, 1, NH)),
+                                                       (NH - 2, (2, NC, 3, NH - 1))])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_interpolation_helpers(backend, surface_level, bounds):
+    hs, he, vs, ve = bounds
+    wgtfac_c = RNG.uniform(0.2, 0.8, (NC, NH))
+    theta_v, exner = RNG.uniform(280, 320, (NC, NLEV)), RNG.uniform(0.8, 1.0, (NC, NLEV))
+    surf = dict(theta_v=RNG.random((NC, NH)), exner=RNG.random((NC, NH)))
+    base = dict(theta_v_ic=RNG.random((NC, NH)), exner_ic=RNG.random((NC, NH)))
+    got = {k: v.copy() for k, v in base.items()}
+    interpolate_two_cell_fields_to_half_levels_with_surface_values(
+        wgtfac_c, theta_v, exner, surf["theta_v"], surf["exner"], got["theta_v_ic"],
+        got["exner_ic"], surface_level, hs, he, vs, ve, offset_provider=TABLES, backend=backend)
+    h = np.arange(NH)[None, :]
+    want = {}
+    for name, x in (("theta_v", theta_v), ("exner", exner)):
+        half = np.full((NC, NH), np.nan)
+        half[:, 1:NLEV] = wgtfac_c[:, 1:NLEV] * x[:, 1:] + (1.0 - wgtfac_c[:, 1:NLEV]) * x[:, :-1]
+        want[f"{name}_ic"] = inside(np.where(h < surface_level - 1, half, surf[name]),
+                                    base[f"{name}_ic"], hs, he, vs, ve)
+    check(got, want, rtol=1e-13)
+
+    cell_in, c_int = RNG.standard_normal((NC, NLEV)), RNG.random((NV, 6))
+    vert = RNG.random((NV, NLEV))
+    got_v = vert.copy()
+    compute_cells2verts_interpolation(cell_in, c_int, got_v, 1, NV, 0, NLEV,
+                                      offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(got_v, inside(nbsum(c_int, cell_in, "V2C"), vert, 1, NV),
+                               rtol=1e-13)
