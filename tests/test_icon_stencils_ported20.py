@@ -17,12 +17,27 @@ the extra diffusion near the CFL limit (``E2C2EO`` and ``E2V``) chosen by
 ``concat_where`` on a ``KDim`` range under a ``bool`` argument; one field
 operator of three outputs on three domains (two ``KHalfDim`` domains of cells
 and one ``KDim`` domain of edges) with ``nlev=vertical_end``.
+Then the predictor step of the same advection: the diagnostics of the normal
+wind (the tangential wind over ``E2C2E``, vn on half levels extrapolated at
+the surface, the contravariant correction) feeding the vertical momentum,
+where an ``if not skip_compute_predictor_vertical_advection:`` binds a
+temporary of its own and reassigns an argument; nine outputs on nine domains.
 Then the solver's interpolation of rho and theta_v to half levels and the
 pressure buoyancy acceleration (``astype`` of a tuple of four, ``Koff[-1]``,
 four outputs), and the Laplacian of a cell field without levels over
 ``C2E2CO`` (two programs, keyword and positional calls).
-Each group is one program (or two), interpreted and compiled, compared with
-NumPy written from the formulas."""
+Then the full three-dimensional divergence damping in the older spelling of
+icon4py's stencils (``Field[[CellDim, KDim], vpfloat]``, ``backend=backend``),
+eleven programs run one after the other; the extra diffusion of vn under a
+level mask, the damping scaled by the squared edge area, the divergence at
+vertices over ``V2C2E``, and a program writing a cell field on an ``EdgeDim``
+domain, refused as GT4Py refuses it.  Last the end of the solver's step
+(mass flux, theta_v with a constant of a ``Final`` instance, theta_v' at the
+surface), the interpolation to half levels with a caller's surface value
+(``concat_where(dims.KHalfDim < surface_level - 1, …)``) and the older
+cells-to-vertices interpolation.
+Each group is one program (or a chain of them), interpreted and compiled,
+compared with NumPy written from the formulas."""
 
 from __future__ import annotations
 
