@@ -31,7 +31,9 @@ icon4py's stencils (``Field[[CellDim, KDim], vpfloat]``, ``backend=backend``),
 eleven programs run one after the other; the extra diffusion of vn under a
 level mask, the damping scaled by the squared edge area, the divergence at
 vertices over ``V2C2E``, and a program writing a cell field on an ``EdgeDim``
-domain, refused as GT4Py refuses it.  Last the end of the solver's step
+domain, refused as GT4Py refuses it; the divergence of the flux with dw/dz
+and its gradient on edges and levels (one program, two horizontal
+dimensions).  Last the end of the solver's step
 (mass flux, theta_v with a constant of a ``Final`` instance, theta_v' at the
 surface), the interpolation to half levels with a caller's surface value
 (``concat_where(dims.KHalfDim < surface_level - 1, …)``) and the older
@@ -3105,3 +3107,119 @@ def test_interpolation_helpers(backend, surface_level, bounds):
                                       offset_provider=TABLES, backend=backend)
     np.testing.assert_allclose(got_v, inside(nbsum(c_int, cell_in, "V2C"), vert, 1, NV),
                                rtol=1e-13)
+
+
+# ================================================================== 3D divergence and its gradient
+#
+# The other spelling of the 3D divergence damping in icon4py's older stencils:
+# the divergence of the flux with dw/dz added, then its gradient on edges and
+# on levels in one program writing an edge field and a cell field.
+
+
+@gtx.field_operator
+def _compute_divergence_of_flux(
+    geofac_div: Field[[CEDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    dwdz: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    divergence_wp = neighbor_sum(geofac_div(C2CE) * vn(C2E), axis=C2EDim)
+    divergence_wp = divergence_wp + astype(dwdz, wpfloat)
+    return astype(divergence_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_divergence_of_flux(
+    geofac_div: Field[[CEDim], wpfloat],
+    vn: Field[[EdgeDim, KDim], wpfloat],
+    dwdz: Field[[CellDim, KDim], vpfloat],
+    divergence: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_divergence_of_flux(
+        geofac_div,
+        vn,
+        dwdz,
+        out=divergence,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_graddiv_vertical(
+    ddqz_z_half: Field[[CellDim, KDim], vpfloat],
+    divergence: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], wpfloat]:
+    graddiv_vertical_wp = (divergence(Koff[-1]) - divergence) / astype(ddqz_z_half, wpfloat)
+    return astype(graddiv_vertical_wp, vpfloat)
+
+
+@gtx.field_operator
+def _compute_graddiv_normal(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    divergence: Field[[CellDim, KDim], vpfloat],
+) -> Field[[EdgeDim, KDim], vpfloat]:
+    graddiv_normal_wp = inv_dual_edge_length * astype(
+        divergence(E2C[1]) - divergence(E2C[0]), wpfloat
+    )
+    return astype(graddiv_normal_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED, backend=backend)
+def compute_graddiv(
+    inv_dual_edge_length: Field[[EdgeDim], wpfloat],
+    ddqz_z_half: Field[[CellDim, KDim], vpfloat],
+    divergence: Field[[CellDim, KDim], vpfloat],
+    graddiv_normal: Field[[EdgeDim, KDim], vpfloat],
+    graddiv_vertical: Field[[CellDim, KDim], vpfloat],
+    edge_horizontal_start: int32,
+    edge_horizontal_end: int32,
+    cell_horizontal_start: int32,
+    cell_horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_graddiv_normal(
+        inv_dual_edge_length,
+        divergence,
+        out=graddiv_normal,
+        domain={
+            EdgeDim: (edge_horizontal_start, edge_horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+    _compute_graddiv_vertical(
+        ddqz_z_half,
+        divergence,
+        out=graddiv_vertical,
+        domain={
+            CellDim: (cell_horizontal_start, cell_horizontal_end),
+            KDim: (vertical_start + 1, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_divergence_of_flux_and_its_gradient(backend):
+    n = NLEV
+    geofac_div, vn = RNG.standard_normal(NC * 3), RNG.standard_normal((NE, n))
+    dwdz = RNG.random((NC, n))
+    inv_dual, ddqz_z_half = RNG.uniform(0.5, 2.0, NE), RNG.uniform(20.0, 200.0, (NC, n))
+    div0, gn0, gv0 = RNG.random((NC, n)), RNG.random((NE, n)), RNG.random((NC, n))
+    div, gn, gv = div0.copy(), gn0.copy(), gv0.copy()
+    compute_divergence_of_flux(geofac_div, vn, dwdz, div, 1, NC, 0, n, offset_provider=TABLES,
+                               backend=backend)
+    compute_graddiv(inv_dual, ddqz_z_half, div, gn, gv, 0, NE - 1, 1, NC - 1, 0, n,
+                    offset_provider=TABLES, backend=backend)
+    want_div = inside(_cells_from_edges(geofac_div, vn) + dwdz, div0, 1, NC)
+    vertical = np.full((NC, n), np.nan)
+    vertical[:, 1:] = (want_div[:, :-1] - want_div[:, 1:]) / ddqz_z_half[:, 1:]
+    check(dict(divergence=div, graddiv_normal=gn, graddiv_vertical=gv), dict(
+        divergence=want_div,
+        graddiv_normal=inside(_edge_gradient(inv_dual, want_div), gn0, 0, NE - 1),
+        graddiv_vertical=inside(vertical, gv0, 1, NC - 1, 1, n)), rtol=1e-12)
