@@ -103,7 +103,7 @@ def project(e: ir.Expr, i: int, loc: SourceLoc | None) -> ir.Expr:
         case ir.Call(func=ir.Lambda() as lam, args=args):
             return replace(e, func=replace(lam, body=project(lam.body, i, loc)), args=args)
         case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
-            return replace(e, args=(c, project(a, i, loc), project(b, i, loc)), type=None)
+            return ir.Call(e.func, (c, project(a, i, loc), project(b, i, loc)), loc=e.loc)
     return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(i, loc=loc)), loc=loc)
 
 
