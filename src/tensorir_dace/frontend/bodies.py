@@ -128,6 +128,9 @@ class BodyTranslator(ReductionTranslator):
                          for x, p in zip(like, parts)]
         else:
             parts = self.unpack_value(value, n, s)
+            if like is not None:     # each part seen as the view's element (a NamedTuple)
+                parts = [viewed_as(x, p, self.loc(s)) if isinstance(x, tuple) else p
+                         for x, p in zip(like, parts)]
         for k, (e, part) in enumerate(zip(tgt.elts, parts)):
             if isinstance(e, (ast.Tuple, ast.List)) and hidden is not None:
                 # the part reads the hidden binding: unpacked after it, in its scope
