@@ -1143,3 +1143,31 @@ def test_out_with_other_dimensions_is_refused():
                    out=(out, with_dims(np.zeros((3, 6), np.int32), K, Cell)),
                    backend="interpreter")
     assert (out == 0).all()
+
+
+@field_operator
+def _chosen_with_a_temporary(a: Field[[Cell, K], float], on: bool) -> Field[[Cell, K], float]:
+    s = a
+    if not on:
+        t = a + 1.0            # a name of this branch only, not read afterwards
+        s = t * t
+    return s * 12345.0 + s
+
+
+@program
+def chosen_with_a_temporary(a: Field[[Cell, K], float], out: Field[[Cell, K], float], on: bool):
+    _chosen_with_a_temporary(a, on, out=out)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_an_if_statement_with_a_temporary_of_its_own_translates_the_rest_once(on):
+    from tensorir_dace import ir
+    marks = [n for n in ir.walk(chosen_with_a_temporary.ir)
+             if isinstance(n, ir.Literal) and n.value == 12345.0]
+    assert len(marks) == 1              # not once per branch
+    a = RNG.random((4, 3))
+    s = a if on else (a + 1.0) ** 2
+    for backend in ("interpreter", "compiled"):
+        out = np.zeros((4, 3))
+        chosen_with_a_temporary(a, out, on, backend=backend)
+        np.testing.assert_allclose(out, s * 12345.0 + s, rtol=1e-13)

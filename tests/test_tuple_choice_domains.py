@@ -3,8 +3,10 @@ is, as in GT4Py: ``x, y = where(m, (a(K - 1), b), (a, b))`` leaves ``y``
 defined on every level though ``x`` lacks the first.  Covered: ``where`` and
 ``concat_where`` on tuple branches (a tuple written out, or the result of a
 called operator, small or large), a conditional expression on a scalar ``bool`` choosing
-tuples, an ``if`` statement on a scalar whose branches assign the names, and
-the unpacking of a large operator's result.  Each program writes ``y`` from
+tuples, an ``if`` statement on a scalar whose branches assign the names, one
+that binds a name of its own in a branch and one that returns in a branch (the
+rest of the body follows each branch: the element is chosen between the
+branches' elements), and the unpacking of a large operator's result.  Each program writes ``y`` from
 level 0; interpreter and compiled code are compared with NumPy.
 """
 
@@ -97,6 +99,36 @@ def if_statement(a: F, b: F, k: KI, flag: bool) -> F:
 
 
 @field_operator
+def a_name_of_its_own(a: F, b: F, flag: bool) -> tuple[F, F]:
+    x = a
+    y = b
+    if flag:
+        t = a(Koff[-1])    # bound in this branch only: the rest follows each branch
+        x = t
+        y = 2.0 * b
+    return x, y
+
+
+@field_operator
+def if_statement_with_a_name_of_its_own(a: F, b: F, k: KI, flag: bool) -> F:
+    x, y = a_name_of_its_own(a, b, flag)
+    return y
+
+
+@field_operator
+def returns_in_branches(a: F, b: F, flag: bool) -> tuple[F, F]:
+    if flag:
+        return a(Koff[-1]), 2.0 * b
+    return a, b
+
+
+@field_operator
+def if_statement_that_returns(a: F, b: F, k: KI, flag: bool) -> F:
+    x, y = returns_in_branches(a, b, flag)
+    return y
+
+
+@field_operator
 def unpacked_large_call(a: F, b: F, k: KI, flag: bool) -> F:
     x, y = large(a, b, k)
     return y
@@ -132,6 +164,10 @@ CASES = {
     "conditional_expression": (conditional_expression,
                                lambda b, k, flag: 2.0 * b if flag else b),
     "if_statement": (if_statement, lambda b, k, flag: 2.0 * b if flag else b),
+    "if_statement_with_a_name_of_its_own": (if_statement_with_a_name_of_its_own,
+                                            lambda b, k, flag: 2.0 * b if flag else b),
+    "if_statement_that_returns": (if_statement_that_returns,
+                                  lambda b, k, flag: 2.0 * b if flag else b),
     "unpacked_large_call": (unpacked_large_call, lambda b, k, flag: large_y(b, k)),
 }
 PROGRAMS = {name: make(op) for name, (op, _) in CASES.items()}

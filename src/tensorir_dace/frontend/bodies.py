@@ -128,6 +128,9 @@ class BodyTranslator(ReductionTranslator):
                          for x, p in zip(like, parts)]
         else:
             parts = self.unpack_value(value, n, s)
+            if like is not None:     # each part seen as the view's element (a NamedTuple)
+                parts = [viewed_as(x, p, self.loc(s)) if isinstance(x, tuple) else p
+                         for x, p in zip(like, parts)]
         for k, (e, part) in enumerate(zip(tgt.elts, parts)):
             if isinstance(e, (ast.Tuple, ast.List)) and hidden is not None:
                 # the part reads the hidden binding: unpacked after it, in its scope
@@ -192,17 +195,24 @@ class BodyTranslator(ReductionTranslator):
     def merged_if(self, s: ast.If, cond: ir.Expr, rest: list) -> list | None:
         """``if flag: …`` on a scalar whose branches only assign: each branch's
         values of the names it assigns, chosen by ``if(flag, …)`` once, and the
-        rest of the body translated once (not once per branch).  None where a
-        branch returns, or assigns a name that is unbound on the other side."""
+        rest of the body translated once (not once per branch).  A name bound
+        in one branch only (a temporary of that branch) is left out where the
+        rest does not read it.  None where a branch returns, or assigns a name
+        that is unbound on the other side and read afterwards."""
         branches = (list(s.body), list(s.orelse))
         if any(isinstance(n, ast.Return) for b in branches for st in b for n in ast.walk(st)):
             return None
         assigned = [{n.id for st in b for n in ast.walk(st)
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
                     for b in branches]
-        names = sorted(assigned[0] | assigned[1])
-        if not names or any(n not in self.env and not all(n in a for a in assigned)
-                            for n in names):
+        one_sided = {n for n in assigned[0] | assigned[1]
+                     if n not in self.env and not all(n in a for a in assigned)}
+        read_later = {n.id for st in rest for n in ast.walk(st)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        if one_sided & read_later:
+            return None
+        names = sorted((assigned[0] | assigned[1]) - one_sided)
+        if not names:
             return None
         saved = dict(self.env)
         values = []

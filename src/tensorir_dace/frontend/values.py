@@ -93,12 +93,17 @@ def free_syms(e: ir.Node) -> set[str]:
 
 
 def project(e: ir.Expr, i: int, loc: SourceLoc | None) -> ir.Expr:
-    """``e[i]`` with the selection pushed into make_tuple / lambda bodies."""
+    """``e[i]`` with the selection pushed into make_tuple / lambda bodies and
+    into both branches of ``if`` (the element of a choice between tuples is the
+    choice between their elements: defined wherever both elements are, not only
+    where both whole tuples are)."""
     match e:
         case ir.Call(func=ir.Sym(name="make_tuple"), args=args) if 0 <= i < len(args):
             return args[i]
         case ir.Call(func=ir.Lambda() as lam, args=args):
             return replace(e, func=replace(lam, body=project(lam.body, i, loc)), args=args)
+        case ir.Call(func=ir.Sym(name="if"), args=(c, a, b)):
+            return ir.Call(e.func, (c, project(a, i, loc), project(b, i, loc)), loc=e.loc)
     return ir.Call(ir.Sym("tuple_get", loc=loc), (e, ir.Literal(i, loc=loc)), loc=loc)
 
 
@@ -119,6 +124,8 @@ def pushable(e: Any) -> bool:
             return True
         case ir.Call(func=ir.Lambda(body=body)):
             return pushable(body)
+        case ir.Call(func=ir.Sym(name="if"), args=(_, a, b)):
+            return pushable(a) and pushable(b)
     return False
 
 
