@@ -475,7 +475,7 @@ __all__ = ["Connectivity", "LocalOffset", "NeighborTableOffsetProvider",
 # table ``Edge -> Cell``) its extent where no parameter has that dimension: a
 # value built along it from broadcasts (``concat_where(Cell < n, 1.0, 2.0)``,
 # which GT4Py defines everywhere along ``Cell``) is computed over ``Cell[0:N]``
-# and read through the table.  The call binds it (:func:`extent_arguments`) to
+# and read through the table.  The call binds it (:func:`extent_values`) to
 # an array of the length the tables need: their largest entry plus one.
 EXTENT_PREFIX = "_extent_"
 EXTENT_DTYPE = ir.BOOL
@@ -510,14 +510,6 @@ def extents_of(params: Sequence[ir.Param]) -> dict[str, list[Any]]:
     tables indexing it]]} (JSON data, stored with a program found by source)."""
     return {p.name: [d, [t.name for t in tables_into(params, d)]]
             for p in params if is_extent_param(p) for d in [p.type.dims[0].name]}
-
-
-def extent_arguments(params: Sequence[ir.Param], values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` (by IR name) with the source-extent parameters among ``params``
-    bound (see :func:`extent_values`)."""
-    if not any(is_extent_param(p) for p in params):
-        return values
-    return extent_values(extents_of(params), values)
 
 
 #: The longest extent a call's tables may give a dimension no argument has, as

@@ -199,7 +199,7 @@ class ProgramContext:
         neighbour table's entries index it (``Cell`` for a table ``Edge ->
         Cell``): that of a parameter added for it, over a size of its own,
         which the call binds to an array one longer than the tables' largest
-        entry (see :func:`~.connectivities.extent_arguments`).  GT4Py defines a
+        entry (see :func:`~.connectivities.extent_values`).  GT4Py defines a
         broadcast everywhere along ``name``; read through the tables, a value
         built from broadcasts along it is needed there only.  None where no
         table indexes ``name``."""

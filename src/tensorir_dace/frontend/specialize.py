@@ -300,6 +300,8 @@ class Specialization:
     calls: int = 0
     _extent_fns: Any = None
     _result_syms: set[str] | None = None
+    # the source-extent parameters (see .connectivities.extents_of), found once
+    _source_extents: dict[str, list[Any]] | None = None
 
     @property
     def ir(self) -> Program:
@@ -314,11 +316,13 @@ class Specialization:
     def ir_values(self, values: dict[str, Any]) -> dict[str, Any]:
         """Arguments by Python name as the program takes them: by IR name, with
         the extents of the neighbour tables' source dimensions that no argument
-        gives (see :func:`~.connectivities.extent_arguments`)."""
-        from .connectivities import extent_arguments
+        gives (see :func:`~.connectivities.extent_values`)."""
+        from .connectivities import extent_values, extents_of
         if self.names:
             values = {self.names.get(k, k): v for k, v in values.items()}
-        return extent_arguments(self.program.params, values)
+        if self._source_extents is None:
+            self._source_extents = extents_of(self.program.params)
+        return extent_values(self._source_extents, values) if self._source_extents else values
 
     def signature(self) -> str:
         text = key_text(self.key)
