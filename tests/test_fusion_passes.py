@@ -65,6 +65,51 @@ def test_tridiagonal_scans_run_in_one_column_map_without_scratch():
     matches_interpreter(prog, fn, {"N": 2, "M": 2, "L": 2100})   # a column on the heap
 
 
+def test_tridiagonal_lanes_are_vectorised_in_lane_major_buffers():
+    """The four columns of a map iteration run as one vector: their inputs,
+    column buffers and output are lane-major, the lane loop has a constant
+    trip count, and no per-lane pointer is left."""
+    sdfg = tir.to_sdfg(tir.parse(TRIDIAGONAL), optimize="default")
+    (scan,) = [n for n, _ in sdfg.all_nodes_recursive() if hasattr(n, "forward")]
+    code = scan.code
+    assert code.count("#pragma omp simd\nfor (int _c = 0; _c < 4; ++_c) {") == 2
+    assert code.count("_tin") and "_tout__out0" in code and "_lane_" not in code
+    assert "_colbuf0_stack[(1024) * 4]" in code
+
+
+LANE_CODE = """double _s = 0.0;
+for (long long _k1 = 0; _k1 < (L); ++_k1) {
+    double _v = BODY;
+    _s = _v;
+    _out0[(_k1 - 0)] = _s;
+}"""
+
+
+@pytest.mark.parametrize(("body", "rewritten"), [
+    ("_p_a[(_i_J) * (L) + (_k1 - 0)] + _s", True),
+    ("_p_a[(_i_J + 1) * (L) + (_k1 - 0)] + _s", True),       # the next column: staged too
+    ("_p_w[(_k1 - 0)] + _s", True),                           # the same for all lanes
+    ("_s > 0.0 ? _p_a[(_i_J) * (L) + (_k1 - 0)] : _s", False),   # read under a condition
+])
+def test_lane_major_rewrite_reads_only_what_the_level_loop_reads(body, rewritten):
+    from tensorir_dace.transforms import lane_major
+    code = lane_major.rewrite(LANE_CODE.replace("BODY", body), "_i_J", 4,
+                              {"_p_a": "double", "_p_w": "double"},
+                              {"_out0": lane_major.Output("double", "L", "L")})
+    assert (code is not None) == rewritten
+    if code is not None:
+        # every level is written: the output's columns are not read first
+        assert "_tout__out0[_e * 4 + _c] = _out0" not in code
+        assert ("_tin0" in code) == ("_p_a" in body)
+
+
+def test_lane_major_output_written_on_part_of_its_column_is_read_first():
+    from tensorir_dace.transforms import lane_major
+    code = lane_major.rewrite(LANE_CODE.replace("BODY", "_s + 1.0").replace(
+        "_k1 = 0;", "_k1 = 2;"), "_i_J", 4, {}, {"_out0": lane_major.Output("double", "L", "L")})
+    assert "_tout__out0[_e * 4 + _c] = _out0[_c * (L) + _e];" in code
+
+
 def test_fuse_column_scans_runs_alone():
     prog = tir.parse(TRIDIAGONAL)
     sdfg = lower(tir.check(prog), fused=True).sdfg

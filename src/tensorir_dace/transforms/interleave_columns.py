@@ -26,6 +26,8 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
+from . import lane_major
+
 NAME = "interleave_columns"
 
 #: Columns solved in lockstep by one map iteration.
@@ -71,7 +73,8 @@ def _apply(sdfg, state, entry, node) -> None:
                 e.data.subset.ranges[index.index(param)][1]:
             return
         outs[e.src_conn] = (e, symbolic.symstr(desc.strides[index.index(param)], cpp_mode=True))
-    code = _rewrite(node.code, param, {c: s for c, (_, s) in outs.items()})
+    code = _lane_major(sdfg, state, node, param, {c: s for c, (_, s) in outs.items()}) or \
+        _rewrite(node.code, param, {c: s for c, (_, s) in outs.items()})
     if code is None:
         return
     stop = symbolic.symstr(end + 1, cpp_mode=True)
@@ -87,6 +90,22 @@ def _apply(sdfg, state, entry, node) -> None:
         rng[pos] = (p, symbolic.pystr_to_symbolic(f"Min({param} + {LANES - 1}, {end})"), 1)
         e.data.subset = dace.subsets.Range(rng)
     node.label = node.label + f"_x{LANES}"
+
+
+def _lane_major(sdfg, state, node, param, strides: dict[str, str]) -> str | None:
+    """The code in lane-major layout (see :mod:`.lane_major`), or None where an
+    output's column is not contiguous or the code has another shape."""
+    inputs = {c: t.base_type.ctype for c, t in node.in_connectors.items()}
+    outputs = {}
+    for e in state.out_edges(node):
+        desc = sdfg.arrays[e.data.data]
+        along = [d for d, (b, last, _) in enumerate(e.data.subset.ranges) if b != last]
+        if len(along) != 1 or desc.strides[along[0]] != 1:
+            return None
+        outputs[e.src_conn] = lane_major.Output(
+            desc.dtype.ctype, strides[e.src_conn],
+            symbolic.symstr(e.data.subset.size()[along[0]], cpp_mode=True))
+    return lane_major.rewrite(node.code, param, LANES, inputs, outputs)
 
 
 def _rewrite(code: str, param: str, outputs: dict[str, str]) -> str | None:
