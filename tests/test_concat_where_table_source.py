@@ -213,7 +213,7 @@ def test_an_entry_that_makes_the_extent_absurd_is_an_argument_error(backend):
     would make the dimension as long as the entry: refused before anything is
     allocated or written; an entry within the limit computes as usual."""
     from tensorir_dace.errors import ArgumentError
-    from tensorir_dace.frontend.connectivities import EXTENT_FLOOR
+    from tensorir_dace.source_extents import EXTENT_FLOOR
     for bad in (EXTENT_FLOOR, 10 ** 12, 2 ** 62):
         table = E2C_TABLE.copy()
         table[0, 0] = bad
