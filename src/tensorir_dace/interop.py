@@ -28,8 +28,16 @@ class SDFGConvertible:
         if self._interop_sdfg is None:
             from .lowering import lower_program
             from .transforms.sdfg_passes import zero_offsets
-            lowered = lower_program(self.interop_program(), optimize="default")
+            program = self.interop_program()
+            lowered = lower_program(program, optimize="default")
             zero_offsets(lowered.sdfg)
+            derive_source_extents(program, lowered)
+            # the library nodes' code follows DaCe's renaming of the symbols it
+            # reads when the SDFG is inlined (the outer program's names, constants)
+            from .library.nodes import TensorIRLoopNode
+            for node, _ in lowered.sdfg.all_nodes_recursive():
+                if isinstance(node, TensorIRLoopNode):
+                    node.map_symbols()
             self._interop_sdfg = lowered.sdfg
         return self._interop_sdfg
 
@@ -42,3 +50,53 @@ class SDFGConvertible:
 
     def __sdfg_closure__(self, reevaluate: Any = None) -> dict[str, Any]:
         return {}
+
+
+def derive_source_extents(program: ir.Program, lowered: Any) -> None:
+    """Let the SDFG of ``program`` (``lowered``, rebased to 0) compute the size
+    of each source-extent parameter (see :mod:`.source_extents`) from the
+    tables it takes, as a call does: one more than their largest entry.  The
+    parameter's container is used for its size only; it leaves the SDFG, so
+    a ``@dace.program`` passes the tables alone.  New states before the first
+    scan the tables into a scalar and set the size symbol from it."""
+    import dace
+    import sympy
+
+    from .errors import TensorIRError
+    from .source_extents import is_extent_param, tables_into
+    sdfg = lowered.sdfg
+    container = {b.param: b.data for b in lowered.signature.bindings}
+    used = {n.data for n, _ in sdfg.all_nodes_recursive()
+            if isinstance(n, dace.nodes.AccessNode)}
+    for p in program.params:
+        if not is_extent_param(p):
+            continue
+        dim = p.type.dims[0].name
+        tables = [container[t.name] for t in tables_into(program.params, dim)]
+        name = container.get(p.name)
+        size = sdfg.arrays[name].shape[0] if name in sdfg.arrays else None
+        if not tables or name in used or not isinstance(size, sympy.Symbol) or any(
+                str(size) in map(str, dace.symbolic.symlist(d.shape))
+                for n, d in sdfg.arrays.items() if n != name and not d.transient):
+            raise TensorIRError(
+                f"program '{program.name}': parameter '{p.name}' gives {dim} its extent, "
+                f"but its SDFG does not take it from the tables ({', '.join(tables) or 'none'}),"
+                f" so a @dace.program cannot call it; pass a field over {dim} to the program "
+                f"instead")
+        sdfg.remove_data(name, validate=False)
+        sdfg.arg_names = [a for a in sdfg.arg_names if a != name]
+        top = sdfg.add_scalar(f"extent_{dim}_top", dace.int64, transient=True,
+                              find_new_name=True)[0]
+        state = sdfg.add_state_before(sdfg.start_block, f"extent_{dim}", is_start_block=True,
+                                      assignments={str(size): f"{top} + 1"})
+        for table in reversed(tables):
+            idx = [f"i{k}" for k in range(len(sdfg.arrays[table].shape))]
+            state.add_mapped_tasklet(
+                f"largest_entry_{table}",
+                {i: f"0:{n}" for i, n in zip(idx, sdfg.arrays[table].shape)},
+                {"e": dace.Memlet(f"{table}[{', '.join(idx)}]")}, "o = e",
+                {"o": dace.Memlet(f"{top}[0]", wcr="lambda a, b: max(a, b)")},
+                schedule=dace.ScheduleType.Sequential, external_edges=True)
+            state = sdfg.add_state_before(state, f"extent_{dim}_{table}", is_start_block=True)
+        init = state.add_tasklet(f"no_entry_{dim}", {}, {"o"}, "o = -1")
+        state.add_edge(init, "o", state.add_write(top), None, dace.Memlet(f"{top}[0]"))
