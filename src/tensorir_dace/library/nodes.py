@@ -24,8 +24,8 @@ def _symbol_values(node: TensorIRLoopNode) -> str:
     if not changed:
         return ""
     cpp = {k: dace.symbolic.symstr(v, cpp_mode=True) for k, v in changed.items()}
-    return "".join(f"const long long __sym_{k} = {v};\n" for k, v in cpp.items()) + \
-        "".join(f"const long long {k} = __sym_{k};\n" for k in cpp)
+    return "".join(f"const long long __tir_symbol_{k} = {v};\n" for k, v in cpp.items()) + \
+        "".join(f"const long long {k} = __tir_symbol_{k};\n" for k in cpp)
 
 
 @dace.library.expansion
