@@ -46,7 +46,11 @@ _EXTENT_ARRAYS: dict[int, np.ndarray] = {}
 
 
 def _largest_entry(t: Any) -> int:
-    """The largest entry of table ``t`` (-1 where it has none), scanned once per buffer."""
+    """The largest entry of table ``t`` (-1 where it has none), scanned once per
+    buffer; -1 too where ``t`` is not an array of integers, which the call's
+    checks then refuse with their message."""
+    if getattr(getattr(t, "dtype", None), "kind", None) not in ("i", "u"):
+        return -1
     if isinstance(t, np.ndarray):
         from .tablescan import table_stats
         st = table_stats(t, t.ctypes.data)
