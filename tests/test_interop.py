@@ -232,3 +232,30 @@ def test_source_extent_derived_where_the_value_is_an_array(both_compiled):
          hs=np.int32(0), he=np.int32(NE), E2C=E2C_TABLE, V2C=V2C_TABLE, N_Edge=NE, N_Vertex=NV)
     np.testing.assert_allclose(oe, below_n_ref(X, 2), rtol=1e-14)
     np.testing.assert_allclose(ov, at_vertices_ref(V, 5, 7), rtol=1e-14)
+
+
+READS_EXTENT = """
+reads(out: tensor<bool, Edge[0:N]>, E2C: tensor<int64, Edge[0:N], _NB_Cell[0:2]>,
+      _extent_Cell: tensor<bool, Cell[0:M]>) {
+  out ← ⟪E2C, 0⟫(_extent_Cell)
+}
+"""
+
+
+def test_a_source_extent_the_program_reads_is_refused_clearly_when_nested():
+    """A program (written in IR) that reads the elements of its extent
+    parameter cannot have it computed inside DaCe: nesting it is a
+    TensorIRError that says what to do; a call binds it as usual."""
+    fn = compiled(READS_EXTENT)
+    out = np.ones(3, bool)
+    fn(out=out, E2C=np.array([[0, 1], [2, 0], [1, 1]]))
+    assert not out.any()
+
+    @dace.program
+    def nest_reads(o: dace.bool[N], t: dace.int64[N, 2]):
+        fn(out=o, E2C=t)
+
+    with pytest.raises(tir.TensorIRError, match="'_extent_Cell' stands for the extent of Cell "
+                                                ".*the program reads its elements.*give the "
+                                                "program a parameter over Cell"):
+        nest_reads(out, np.zeros((3, 2), np.int64))

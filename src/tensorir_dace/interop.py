@@ -75,21 +75,28 @@ def derive_source_extents(program: ir.Program, lowered: Any) -> None:
         tables = [container[t.name] for t in tables_into(program.params, dim)]
         name = container.get(p.name)
         size = sdfg.arrays[name].shape[0] if name in sdfg.arrays else None
-        if not tables or name in used or not isinstance(size, sympy.Symbol) or any(
-                str(size) in map(str, dace.symbolic.symlist(d.shape))
-                for n, d in sdfg.arrays.items() if n != name and not d.transient):
+        reason = ("no table of the program indexes it" if not tables else
+                  "the program reads its elements" if name in used else
+                  None if isinstance(size, sympy.Symbol) and not any(
+                      str(size) in map(str, dace.symbolic.symlist(d.shape))
+                      for n, d in sdfg.arrays.items() if n != name and not d.transient) else
+                  "its size is not a size of its own")
+        if reason is not None:
             raise TensorIRError(
-                f"program '{program.name}': parameter '{p.name}' gives {dim} its extent, "
-                f"but its SDFG does not take it from the tables ({', '.join(tables) or 'none'}),"
-                f" so a @dace.program cannot call it; pass a field over {dim} to the program "
-                f"instead")
+                f"program '{program.name}': parameter '{p.name}' stands for the extent of "
+                f"{dim} that the tables give, but {reason}, so a @dace.program calling the "
+                f"program cannot compute it from the tables; give the program a parameter "
+                f"over {dim} instead (a field, read or not), or name this one otherwise")
         sdfg.remove_data(name, validate=False)
         sdfg.arg_names = [a for a in sdfg.arg_names if a != name]
         top = sdfg.add_scalar(f"extent_{dim}_top", dace.int64, transient=True,
                               find_new_name=True)[0]
-        state = sdfg.add_state_before(sdfg.start_block, f"extent_{dim}", is_start_block=True,
-                                      assignments={str(size): f"{top} + 1"})
-        for table in reversed(tables):
+        first = sdfg.start_block
+        state = sdfg.add_state_before(first, f"extent_{dim}", is_start_block=True)
+        init = state.add_tasklet(f"no_entry_{dim}", {}, {"o"}, "o = -1")
+        state.add_edge(init, "o", state.add_write(top), None, dace.Memlet(f"{top}[0]"))
+        for table in tables:
+            state = sdfg.add_state_after(state, f"extent_{dim}_{table}")
             idx = [f"i{k}" for k in range(len(sdfg.arrays[table].shape))]
             state.add_mapped_tasklet(
                 f"largest_entry_{table}",
@@ -97,6 +104,5 @@ def derive_source_extents(program: ir.Program, lowered: Any) -> None:
                 {"e": dace.Memlet(f"{table}[{', '.join(idx)}]")}, "o = e",
                 {"o": dace.Memlet(f"{top}[0]", wcr="lambda a, b: max(a, b)")},
                 schedule=dace.ScheduleType.Sequential, external_edges=True)
-            state = sdfg.add_state_before(state, f"extent_{dim}_{table}", is_start_block=True)
-        init = state.add_tasklet(f"no_entry_{dim}", {}, {"o"}, "o = -1")
-        state.add_edge(init, "o", state.add_write(top), None, dace.Memlet(f"{top}[0]"))
+        (edge,) = sdfg.out_edges(state)
+        edge.data.assignments[str(size)] = f"{top} + 1"
