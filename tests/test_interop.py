@@ -100,7 +100,12 @@ from tensorir_dace.frontend import (  # noqa: E402
     DimensionKind,
     Field,
     FieldOffset,
+    broadcast,
+    concat_where,
+    connectivity,
     float64,
+    int32,
+    neighbor_dim,
     neighbor_sum,
 )
 from tensorir_dace.frontend import field_operator as gt_field_operator  # noqa: E402
@@ -232,6 +237,40 @@ def test_source_extent_derived_where_the_value_is_an_array(both_compiled):
          hs=np.int32(0), he=np.int32(NE), E2C=E2C_TABLE, V2C=V2C_TABLE, N_Edge=NE, N_Vertex=NV)
     np.testing.assert_allclose(oe, below_n_ref(X, 2), rtol=1e-14)
     np.testing.assert_allclose(ov, at_vertices_ref(V, 5, 7), rtol=1e-14)
+
+
+Cells, Edges = dims("Cells Edges")
+E2CellsDim = neighbor_dim(Cells, 2)
+E2Cells = connectivity("E2Cells", Edges, E2CellsDim)
+
+
+@gt_field_operator
+def below_declared(x: Field[[Edges], float64], n: int32) -> Field[[Edges], float64]:
+    t = concat_where(Cells < n, broadcast(1.5, (Cells,)), 2.0)
+    return neighbor_sum(t(E2Cells), axis=E2CellsDim) - x
+
+
+@gt_program
+def run_below_declared(x: Field[[Edges], float64], o: Field[[Edges], float64], n: int32):
+    below_declared(x, n, out=o)
+
+
+def test_decorated_program_with_a_source_extent_inside_a_dace_program():
+    """The decorated program itself (declared connectivities: no offset
+    provider needed) nests; its parameters ``o`` and ``n`` share no name with
+    the states that compute the extent."""
+    @dace.program
+    def nest_declared(x: dace.float64[Ed], o: dace.float64[Ed], t: dace.int64[Ed, 2]):
+        run_below_declared(x=x, o=o, n=2, E2Cells=t)
+
+    table = np.array([[0, 5], [-1, 2], [3, -1], [-1, -1]])
+    x, o = np.arange(4.0), np.zeros(4)
+    nest_declared(x, o, table)
+    np.testing.assert_allclose(o, gathered(np.where(np.arange(6) < 2, 1.5, 2.0), table) - x,
+                               rtol=1e-14)
+    ref = np.zeros(4)
+    run_below_declared(x, ref, 2, E2Cells=table, backend="interpreter")
+    np.testing.assert_allclose(o, ref, rtol=1e-14)
 
 
 READS_EXTENT = """

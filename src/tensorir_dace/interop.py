@@ -93,16 +93,17 @@ def derive_source_extents(program: ir.Program, lowered: Any) -> None:
                               find_new_name=True)[0]
         first = sdfg.start_block
         state = sdfg.add_state_before(first, f"extent_{dim}", is_start_block=True)
-        init = state.add_tasklet(f"no_entry_{dim}", {}, {"o"}, "o = -1")
-        state.add_edge(init, "o", state.add_write(top), None, dace.Memlet(f"{top}[0]"))
+        # (the SDFG's own names never start with an underscore: no clash)
+        init = state.add_tasklet(f"no_entry_{dim}", {}, {"__out"}, "__out = -1")
+        state.add_edge(init, "__out", state.add_write(top), None, dace.Memlet(f"{top}[0]"))
         for table in tables:
             state = sdfg.add_state_after(state, f"extent_{dim}_{table}")
-            idx = [f"i{k}" for k in range(len(sdfg.arrays[table].shape))]
+            idx = [f"__i{k}" for k in range(len(sdfg.arrays[table].shape))]
             state.add_mapped_tasklet(
                 f"largest_entry_{table}",
                 {i: f"0:{n}" for i, n in zip(idx, sdfg.arrays[table].shape)},
-                {"e": dace.Memlet(f"{table}[{', '.join(idx)}]")}, "o = e",
-                {"o": dace.Memlet(f"{top}[0]", wcr="lambda a, b: max(a, b)")},
+                {"__in": dace.Memlet(f"{table}[{', '.join(idx)}]")}, "__out = __in",
+                {"__out": dace.Memlet(f"{top}[0]", wcr="lambda a, b: max(a, b)")},
                 schedule=dace.ScheduleType.Sequential, external_edges=True)
         (edge,) = sdfg.out_edges(state)
         edge.data.assignments[str(size)] = f"{top} + 1"
