@@ -359,6 +359,24 @@ def test_the_command_line_runs_the_printed_program(reparsed, tmp_path, capsys):
     path.write_text(tir.format(reparsed[0]))
     assert cli.main(["run", "-q", str(path), "--repeat", "1"]) == 0
     assert "max |compiled - interpreted| = 0" in capsys.readouterr().out
+    assert cli.main(["lower", "-q", str(path)]) == 0
+    assert (tmp_path / "both.sdfg").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_missing_table_is_named_and_the_extent_is_not(reparsed, backend):
+    from tensorir_dace.errors import ArgumentError
+    with pytest.raises(ArgumentError, match=r"missing argument for parameter 'V2C' \(") as e:
+        _call_without(reparsed, backend)
+    assert "_extent_Cell" not in str(e.value)
+
+
+def _call_without(reparsed, backend):
+    import tensorir_dace as tir
+    prog, compiled = reparsed
+    args = dict(x=X, v=V, oe=np.zeros(NE), ov=np.zeros(NV), n=2, k0=5, k1=7, hs=0, he=NE,
+                E2C=E2C_TABLE)
+    return tir.interpret(prog, **args) if backend == "interpreter" else compiled(**args)
 
 
 BAD_TABLES = {

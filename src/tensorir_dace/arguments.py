@@ -333,7 +333,8 @@ class ArgumentBinder:
                        f"; the parameters are {', '.join(self.param_names) or '(none)'}"))
         if self._extents:
             kwargs = self._with_extents(kwargs, where)
-        missing = [i for i in self._infos if i.name not in kwargs]
+        # (a source extent is bound once its tables are given: not the caller's to pass)
+        missing = [i for i in self._infos if i.name not in kwargs and i.name not in self._extents]
         if missing:
             desc = ", ".join(f"'{i.name}' ({i.type})" for i in missing)
             raise ArgumentError(f"{where}: missing argument{'s' if len(missing) > 1 else ''} "
