@@ -5,7 +5,12 @@ programs) implement DaCe's SDFG-convertible protocol through
 :class:`SDFGConvertible`, so a ``@dace.program`` can call them with keyword
 arguments named like the SDFG's containers (the parameter names; a tuple
 parameter ``out`` is passed per element as ``out_0``, ``out_1``, …) and DaCe
-nests their SDFG into one program.
+nests their SDFG into one program.  The calling program may name the sizes
+otherwise and give runtime bounds as numbers: the code of the library nodes
+reads its symbols through a mapping that DaCe rewrites, as it does a nested
+SDFG's.  A source-extent parameter (see :mod:`.source_extents`) is no
+argument of the nested SDFG: it computes the extent from the tables it is
+given (:func:`derive_source_extents`).
 """
 
 from __future__ import annotations
