@@ -156,12 +156,14 @@ def test_source_extent_is_not_an_argument_of_the_nested_sdfg(both_compiled):
 @pytest.mark.parametrize("n", [2, 0])
 def test_program_with_a_source_extent_inside_a_dace_program(nesting_both, n):
     """The nested SDFG takes the cells' extent from the tables it is given
-    (largest entry + 1; entries -1 are absent), as a direct call does; the
-    outer program compiles once and follows the tables of each call."""
+    (largest entry + 1; entries -1 are absent; none but -1: no cells), as a
+    direct call does; the outer program compiles once and follows the tables
+    of each call."""
     wide_e2c, wide_v2c = E2C_TABLE.copy(), V2C_TABLE.copy()
     wide_e2c[4, 0], wide_v2c[1, 2] = 11, 9
     cells = np.arange(12)
-    for e2c, v2c in [(E2C_TABLE, V2C_TABLE), (wide_e2c, wide_v2c)]:
+    absent_e2c, absent_v2c = np.full_like(E2C_TABLE, -1), np.full_like(V2C_TABLE, -1)
+    for e2c, v2c in [(E2C_TABLE, V2C_TABLE), (wide_e2c, wide_v2c), (absent_e2c, absent_v2c)]:
         oe, ov = np.full(NE, -1.0), np.full(NV, -1.0)
         nesting_both(X, V, oe, ov, e2c, v2c, n)
         ref_e, ref_v = np.full(NE, -1.0), np.full(NV, -1.0)
