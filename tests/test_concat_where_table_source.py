@@ -213,7 +213,7 @@ def test_an_entry_that_makes_the_extent_absurd_is_an_argument_error(backend):
     would make the dimension as long as the entry: refused before anything is
     allocated or written; an entry within the limit computes as usual."""
     from tensorir_dace.errors import ArgumentError
-    from tensorir_dace.frontend.connectivities import EXTENT_FLOOR
+    from tensorir_dace.source_extents import EXTENT_FLOOR
     for bad in (EXTENT_FLOOR, 10 ** 12, 2 ** 62):
         table = E2C_TABLE.copy()
         table[0, 0] = bad
@@ -286,3 +286,165 @@ def test_a_new_process_binds_the_extent_without_translating(tmp_path):
         np.testing.assert_allclose(got["d"], want, rtol=1e-14)
         if not fresh:
             assert got["heavy"] == [] and got["compiled"] == 0
+
+
+# --------------------------------------------------------------------------- the printed program
+
+@pytest.fixture(scope="module")
+def reparsed():
+    """``both`` printed and read back: the text shows ``_extent_Cell``, and a
+    call of the program read back binds it from the tables, as one of ``both``."""
+    import tensorir_dace as tir
+    text = tir.format(both.compile(offset_provider=MESH).program)
+    assert "_extent_Cell: tensor<bool, Cell[0:N_Cell]>" in text
+    prog = tir.parse(text)
+    return prog, tir.compile(prog)
+
+
+def call_reparsed(reparsed, backend, e2c=E2C_TABLE, **more):
+    import tensorir_dace as tir
+    prog, compiled = reparsed
+    args = dict(x=X, v=V, oe=np.zeros(NE), ov=np.zeros(NV), n=2, k0=5, k1=7, hs=0, he=NE,
+                E2C=e2c, V2C=V2C_TABLE, **more)
+    if backend == "interpreter":
+        tir.interpret(prog, **args)
+    else:
+        compiled(**args)
+    return args["oe"], args["ov"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_printed_program_binds_the_extent_from_each_calls_tables(reparsed, backend):
+    wide = E2C_TABLE.copy()
+    wide[4, 0], wide[7, 1] = 11, 9
+    for table in (E2C_TABLE, wide, np.asfortranarray(wide), wide[:, ::-1],
+                  np.repeat(wide, 2, axis=0)[::2]):
+        oe, ov = call_reparsed(reparsed, backend, table)
+        np.testing.assert_allclose(oe, below_n_ref(X, 2, table), rtol=1e-14)
+        np.testing.assert_allclose(ov, at_vertices_ref(V, 5, 7), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_printed_program_takes_an_extent_given_and_checks_it(reparsed, backend):
+    """An extent passed is used as any argument: long enough, it computes as
+    usual; shorter than the tables need, the entries past it are refused."""
+    from tensorir_dace.errors import ArgumentError
+    oe, _ = call_reparsed(reparsed, backend, _extent_Cell=np.zeros(12, bool))
+    np.testing.assert_allclose(oe, below_n_ref(X, 2), rtol=1e-14)
+    with pytest.raises(ArgumentError, match="E2C"):
+        call_reparsed(reparsed, backend, _extent_Cell=np.zeros(3, bool))
+
+
+def test_a_user_transformed_sdfg_binds_the_extent_too(reparsed):
+    """``to_sdfg`` keeps the parameter (its container takes a bool array as
+    long as the tables need); behind ``CompiledProgram.from_sdfg`` the call
+    binds it as any compiled program's does."""
+    import tensorir_dace as tir
+    prog, _ = reparsed
+    sdfg = tir.to_sdfg(prog)
+    assert "u_extent_Cell" in sdfg.arg_names
+    sdfg.simplify()
+    sdfg.name = "both_user_transformed"
+    fn = tir.CompiledProgram.from_sdfg(prog, sdfg)
+    oe, ov = call_reparsed((prog, fn), "compiled")
+    np.testing.assert_allclose(oe, below_n_ref(X, 2), rtol=1e-14)
+    np.testing.assert_allclose(ov, at_vertices_ref(V, 5, 7), rtol=1e-14)
+
+
+def test_the_command_line_runs_the_printed_program(reparsed, tmp_path, capsys):
+    """``tensorir-dace run`` makes random arguments, the extent among them."""
+    import tensorir_dace as tir
+    from tensorir_dace import cli
+    path = tmp_path / "both.tir"
+    path.write_text(tir.format(reparsed[0]))
+    assert cli.main(["run", "-q", str(path), "--repeat", "1"]) == 0
+    assert "max |compiled - interpreted| = 0" in capsys.readouterr().out
+    assert cli.main(["lower", "-q", str(path)]) == 0
+    assert (tmp_path / "both.sdfg").exists()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_missing_table_is_named_and_the_extent_is_not(reparsed, backend):
+    from tensorir_dace.errors import ArgumentError
+    with pytest.raises(ArgumentError, match=r"missing argument for parameter 'V2C' \(") as e:
+        _call_without(reparsed, backend)
+    assert "_extent_Cell" not in str(e.value)
+
+
+def _call_without(reparsed, backend):
+    import tensorir_dace as tir
+    prog, compiled = reparsed
+    args = dict(x=X, v=V, oe=np.zeros(NE), ov=np.zeros(NV), n=2, k0=5, k1=7, hs=0, he=NE,
+                E2C=E2C_TABLE)
+    return tir.interpret(prog, **args) if backend == "interpreter" else compiled(**args)
+
+
+BAD_TABLES = {
+    "float64": (E2C_TABLE.astype(float), "expects int64 elements, got float64"),
+    "text": (E2C_TABLE.astype(str), "expects int64 elements, got <U"),
+    "objects": (E2C_TABLE.astype(object), "expects int64 elements, got object"),
+    "bool": (E2C_TABLE > 0, "expects int64 elements, got bool"),
+    "3-D": (E2C_TABLE[:, :, None], "expects a 2-D array"),
+    "list": (E2C_TABLE.tolist(), "expects a 2-D array of int64"),
+    "huge entry": (np.where(E2C_TABLE == 3, 10 ** 12, E2C_TABLE), "holds the entry 1000000000000"),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("bad", sorted(BAD_TABLES))
+def test_a_bad_table_is_an_argument_error_on_every_path(reparsed, backend, bad):
+    """The extent comes from the tables, so their checks come first: a table
+    that is not an array of integers of the right rank, or names a point far
+    past the arguments, is refused with the binder's message, by the program
+    read back and by a direct call; nothing is written."""
+    from tensorir_dace.errors import ArgumentError
+    table, message = BAD_TABLES[bad]
+    with pytest.raises(ArgumentError, match=message):
+        call_reparsed(reparsed, backend, table)
+    out = np.zeros(NE)
+    with pytest.raises(ArgumentError, match=message):
+        below_n(X, 2, out=out, offset_provider={"E2C": table}, backend=backend)
+    assert not out.any()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_negative_entries_are_absent_neighbours_on_every_path(reparsed, backend):
+    table = E2C_TABLE.copy()
+    table[3, 0], table[5, 1] = -5, np.iinfo(np.int64).min
+    oe, _ = call_reparsed(reparsed, backend, table)
+    np.testing.assert_allclose(oe, below_n_ref(X, 2, table), rtol=1e-14)
+    out = np.zeros(NE)
+    below_n(X, 2, out=out, offset_provider={"E2C": table}, backend=backend)
+    np.testing.assert_allclose(out, below_n_ref(X, 2, table), rtol=1e-14)
+
+
+# argv: the printed program's file, the largest entry of the table
+CALL_PRINTED = '''
+    import json, sys
+    import numpy as np
+    import tensorir_dace as tir
+    from tensorir_dace.runtime.cachedir import compile_count
+    prog = tir.compile(open(sys.argv[1]).read())
+    top = int(sys.argv[2])
+    e2c = np.array([[0, -1], [top, 1], [2, 3], [-1, -1], [top - 1, 0]])
+    v2c = np.array([[0, 1, -1], [2, -1, 3]])
+    oe, ov = np.zeros(5), np.zeros(2)
+    prog(x=np.arange(5.0), v=np.ones(2), oe=oe, ov=ov, n=3, k0=1, k1=2, hs=0, he=5,
+         E2C=e2c, V2C=v2c)
+    print(json.dumps({"oe": oe.tolist(), "compiled": compile_count()}))
+'''
+
+
+def test_a_new_process_binds_the_extent_of_the_cached_printed_program(reparsed, tmp_path):
+    """The printed program compiled by one process and found in the cache by
+    the next takes its extent from the tables of each call there too."""
+    import tensorir_dace as tir
+    from test_startup import run_fresh
+    path = tmp_path / "both.tir"
+    path.write_text(tir.format(reparsed[0]))
+    for top, fresh in [(4, True), (9, False)]:
+        got = run_fresh(CALL_PRINTED, tmp_path / "cache", path, str(top))
+        e2c = np.array([[0, -1], [top, 1], [2, 3], [-1, -1], [top - 1, 0]])
+        want = gathered(cells(16, lambda c: np.where(c < 3, 1.5, 2.0)), e2c) - np.arange(5.0)
+        np.testing.assert_allclose(got["oe"], want, rtol=1e-14)
+        assert got["compiled"] == (1 if fresh else 0)

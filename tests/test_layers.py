@@ -32,7 +32,9 @@ Modules outside the stages:
   does ``tablescan.py`` (table scans cached per buffer, shared with the cached
   programs' call path, which imports no SymPy), and ``staging.py`` (memory
   extents and C-contiguous copies of strided arrays, for the checks and both
-  compiled call paths).
+  compiled call paths), and ``source_extents.py`` (the parameters that give
+  a dimension only neighbour tables index its extent: bound by the argument
+  binder, derived by the interop).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ LAYERS: list[set[str]] = [          # top first
     {"interpreter"},
     {"typing"},
     {"arguments", "callchecks", "device_arrays", "intervals", "openmp", "pointers", "syntax",
-     "tablescan", "staging", "builders", "signature", "size_solving"},
+     "tablescan", "staging", "builders", "signature", "size_solving", "source_extents"},
     {"ir"},
     {"errors", "log", "tracebacks", "lazy"},
 ]

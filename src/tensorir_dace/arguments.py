@@ -53,6 +53,7 @@ from .device_arrays import DeviceArray
 from .errors import ArgumentError, did_you_mean
 from .lazy import lazy_module
 from .size_solving import Equation, Plan, as_int, build_plan, compile_expr
+from .source_extents import extent_values, extents_of
 
 if TYPE_CHECKING:
     import sympy
@@ -305,6 +306,8 @@ class ArgumentBinder:
         #: Symbols that the shapes alone cannot determine: pass them by keyword.
         self.explicit_symbols = self._default_plan.undetermined
         self._accepted = set(self.param_names) | set(self.symbol_names)
+        # source-extent parameters a call binds from the tables (see ..source_extents)
+        self._extents = {n: e for n, e in extents_of(self.params).items() if e[1]}
 
     # ------------------------------------------------------------------ plans
 
@@ -328,7 +331,10 @@ class ArgumentBinder:
                     f"{where}: unexpected keyword argument '{k}'"
                     + (did_you_mean(k, accepted) or
                        f"; the parameters are {', '.join(self.param_names) or '(none)'}"))
-        missing = [i for i in self._infos if i.name not in kwargs]
+        if self._extents:
+            kwargs = self._with_extents(kwargs, where)
+        # (a source extent is bound once its tables are given: not the caller's to pass)
+        missing = [i for i in self._infos if i.name not in kwargs and i.name not in self._extents]
         if missing:
             desc = ", ".join(f"'{i.name}' ({i.type})" for i in missing)
             raise ArgumentError(f"{where}: missing argument{'s' if len(missing) > 1 else ''} "
@@ -345,6 +351,25 @@ class ArgumentBinder:
 
         symbols = self._solve(kwargs, values, shapes, where)
         return BoundArguments(values, symbols)
+
+    def _with_extents(self, kwargs: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+        """``kwargs`` with the source-extent parameters that are not given bound
+        from the tables, once these are (checked first: arrays of integers of
+        the right rank); see :func:`~tensorir_dace.source_extents.extent_values`."""
+        hidden = {n: e for n, e in self._extents.items()
+                  if n not in kwargs and all(t in kwargs for t in e[1])}
+        if not hidden:
+            return kwargs
+        tables = {t for _, ts in hidden.values() for t in ts}
+        values = dict(kwargs)
+        for info in self._infos:
+            if info.name in tables:
+                bound = self._bind_tensor(info, kwargs[info.name], where)[0]
+                if isinstance(bound, DeviceArray):
+                    bound = bound.obj
+                values[info.name] = bound
+        bound_extents = extent_values(hidden, values)
+        return {**kwargs, **{n: bound_extents[n] for n in hidden}}
 
     def _bind_scalar(self, info: _ParamInfo, v: Any, where: str) -> Any:
         if not isinstance(info.type.dtype, ir.TupleType):

@@ -364,7 +364,7 @@ def load_entry(key: str, cache_dir: Any = None) -> dict[str, Any] | None:
     """The entry stored under ``key`` (``"ir"``: the printed IR; for a direct
     call with ``out=``, also ``"result"`` and ``"bounds"``; ``"names"`` where
     parameters are named otherwise in the IR; ``"extents"`` where the program
-    has source-extent parameters, see :func:`.connectivities.extents_of`), or
+    has source-extent parameters, see :func:`tensorir_dace.source_extents.extents_of`), or
     None."""
     try:
         data = json.loads(_path(key, cache_dir).read_text())
@@ -385,8 +385,8 @@ def ir_arguments(values: dict[str, Any], params: Sequence[str], entry: dict[str,
     python = {v: k for k, v in renamed.items()} if isinstance(renamed, dict) else {}
     given = {k: values[python.get(k, k)] for k in params if python.get(k, k) in values}
     extents = entry.get("extents")
-    if isinstance(extents, dict):     # the tables' source extents (see .connectivities)
-        from .connectivities import extent_values
+    if isinstance(extents, dict):     # the tables' source extents (see ..source_extents)
+        from ..source_extents import extent_values
         given = extent_values(extents, given)
     return given
 

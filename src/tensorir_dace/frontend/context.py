@@ -199,11 +199,11 @@ class ProgramContext:
         neighbour table's entries index it (``Cell`` for a table ``Edge ->
         Cell``): that of a parameter added for it, over a size of its own,
         which the call binds to an array one longer than the tables' largest
-        entry (see :func:`~.connectivities.extent_values`).  GT4Py defines a
+        entry (see :func:`~tensorir_dace.source_extents.extent_values`).  GT4Py defines a
         broadcast everywhere along ``name``; read through the tables, a value
         built from broadcasts along it is needed there only.  None where no
         table indexes ``name``."""
-        from .connectivities import EXTENT_DTYPE, EXTENT_PREFIX, is_extent_param, tables_into
+        from ..source_extents import EXTENT_DTYPE, EXTENT_PREFIX, is_extent_param, tables_into
         for p in self.params:
             if is_extent_param(p) and p.type.dims[0].name == name:
                 return p.type.dims[0]

@@ -300,7 +300,7 @@ class Specialization:
     calls: int = 0
     _extent_fns: Any = None
     _result_syms: set[str] | None = None
-    # the source-extent parameters (see .connectivities.extents_of), found once
+    # the source-extent parameters (see ..source_extents.extents_of), found once
     _source_extents: dict[str, list[Any]] | None = None
 
     @property
@@ -316,8 +316,8 @@ class Specialization:
     def ir_values(self, values: dict[str, Any]) -> dict[str, Any]:
         """Arguments by Python name as the program takes them: by IR name, with
         the extents of the neighbour tables' source dimensions that no argument
-        gives (see :func:`~.connectivities.extent_values`)."""
-        from .connectivities import extent_values, extents_of
+        gives (see :func:`~tensorir_dace.source_extents.extent_values`)."""
+        from ..source_extents import extent_values, extents_of
         if self.names:
             values = {self.names.get(k, k): v for k, v in values.items()}
         if self._source_extents is None:

@@ -223,8 +223,8 @@ class SpecializedCallable:
         self._recorded.add((found[1], prog.name))
         key = by_source.call_key(self.fn, found[1], self.compile_options, fingerprint)
         if key is not None:
+            from ..source_extents import extents_of
             from ..syntax import format as format_program
-            from .connectivities import extents_of
             if spec.names:
                 extra["names"] = spec.names
             extents = extents_of(prog.params)

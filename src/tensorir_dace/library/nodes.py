@@ -4,14 +4,28 @@ from __future__ import annotations
 
 import dace
 import dace.library
-from dace.properties import ListProperty, Property, make_properties
+import sympy
+from dace.properties import DictProperty, ListProperty, Property, make_properties
 from dace.sdfg import nodes
 from dace.transformation.transformation import ExpandTransformation
 
 
 def _tasklet(node: TensorIRLoopNode) -> nodes.Tasklet:
     return nodes.Tasklet(node.label, dict(node.in_connectors), dict(node.out_connectors),
-                         node.code, language=dace.Language.CPP)
+                         _symbol_values(node) + node.code, language=dace.Language.CPP)
+
+
+def _symbol_values(node: TensorIRLoopNode) -> str:
+    """C++ declarations giving the symbols the code reads the values that
+    ``node.symbol_mapping`` has for them where these are other expressions
+    (through temporaries, so that values naming each other's keys read the
+    outer ones)."""
+    changed = {k: v for k, v in node.symbol_mapping.items() if str(v) != k}
+    if not changed:
+        return ""
+    cpp = {k: dace.symbolic.symstr(v, cpp_mode=True) for k, v in changed.items()}
+    return "".join(f"const long long __tir_symbol_{k} = {v};\n" for k, v in cpp.items()) + \
+        "".join(f"const long long {k} = __tir_symbol_{k};\n" for k in cpp)
 
 
 @dace.library.expansion
@@ -46,6 +60,12 @@ class TensorIRLoopNode(nodes.LibraryNode):
     code = Property(dtype=str, default="", desc="C++ code of the expansion for one point")
     symbols = ListProperty(element_type=str, default=[],
                            desc="the SDFG symbols the code reads (sizes, runtime bounds)")
+    # Named as a nested SDFG's, so that DaCe substitutes into the values when
+    # it renames or replaces symbols (inlining this SDFG into another one).
+    symbol_mapping = DictProperty(
+        key_type=str, value_type=sympy.Basic, default={},
+        desc="where set: the symbols the code reads, each with its value in the SDFG "
+             "(declared in the code where it is another expression)")
 
     def __init__(self, name, *, lambda_text="", init_text="", code="", inputs=(), outputs=(),
                  **kwargs):
@@ -60,7 +80,16 @@ class TensorIRLoopNode(nodes.LibraryNode):
         """DaCe reads no symbols from a library node's code: they are declared,
         so that passes keep them and the generated function takes them (a
         runtime bound read only by a scan's operand)."""
+        if self.symbol_mapping:
+            return super().free_symbols.union(
+                *(map(str, dace.symbolic.pystr_to_symbolic(v).free_symbols)
+                  for v in self.symbol_mapping.values()))
         return super().free_symbols | set(self.symbols)
+
+    def map_symbols(self) -> None:
+        """Let the code read its symbols through :attr:`symbol_mapping` (each
+        its own value now), so that it follows DaCe's renaming of them."""
+        self.symbol_mapping = {s: dace.symbolic.symbol(s) for s in self.symbols}
 
 
 @dace.library.node
