@@ -163,7 +163,7 @@ def test_program_with_two_tables_into_the_cells(backend, n, k0, k1, hs, he):
 
 
 def test_program_has_one_extent_parameter_for_both_tables():
-    names = [p.name for p in both.ir.params]
+    names = [p.name for p in both.compile(offset_provider=MESH).program.params]
     assert [n for n in names if n.startswith("_extent_")] == ["_extent_Cell"]
 
 
