@@ -90,6 +90,11 @@ for (long long _k1 = 0; _k1 < (L); ++_k1) {
     ("_p_a[(_i_J + 1) * (L) + (_k1 - 0)] + _s", True),       # the next column: staged too
     ("_p_w[(_k1 - 0)] + _s", True),                           # the same for all lanes
     ("_s > 0.0 ? _p_a[(_i_J) * (L) + (_k1 - 0)] : _s", False),   # read under a condition
+    # a maximum: read in the condition, so at every level
+    ("(_s != _s || _s > _p_a[(_i_J) * (L) + (_k1 - 0)]) ? _s : _p_a[(_i_J) * (L) + (_k1 - 0)]",
+     True),
+    # a bound's choice inside the index chooses no read
+    ("_p_a[(_i_J) * (L) + (_k1 - ((0) > (n) ? (0) : (n)))] + _s", True),
 ])
 def test_lane_major_rewrite_reads_only_what_the_level_loop_reads(body, rewritten):
     from tensorir_dace.transforms import lane_major

@@ -21,7 +21,7 @@ and unit-stride accesses only, and is vectorised (``#pragma omp simd``): one
 vector division per level for all lanes.  In the last group of a row, lanes
 past the columns (``_c >= _nl``) compute on copies of the first lane's inputs
 and are never written back.  Code of any other shape (an input read at a
-lane's column inside a nested block or a conditional expression, an
+lane's column only inside a nested block or a conditional expression, an
 input read outside the level loops in anything but an initial value, a
 statement outside the level loops, an output whose column is not contiguous)
 is not rewritten (``None``): the caller keeps the columns where they are.
@@ -66,6 +66,7 @@ class _Loop:
     count: str                     # the number of levels (C++)
     at: int                        # where its header is in the output lines
     staged: dict[tuple[str, str], str] = field(default_factory=dict)
+    always: set[tuple[str, str]] = field(default_factory=set)
 
 
 def rewrite(code: str, param: str, lanes: int, inputs: dict[str, str],
@@ -124,7 +125,8 @@ class _Rewriter:
             kind = self.kind(name)
             out.append(self.lane_names(text[i:m.start()], lane))
             if kind == "input" and re.search(rf"\b{re.escape(self.param)}\b", index):
-                out.append(self.input_read(name, index, text, loop, depth, lane))
+                out.append(self.input_read(name, index, m.start() < _choice(text), loop,
+                                           depth, lane))
             elif kind in ("array", "output"):
                 if loop is None or re.search(rf"\b{re.escape(self.param)}\b", index):
                     raise _Refused
@@ -145,15 +147,18 @@ class _Rewriter:
         out.append(self.lane_names(text[i:], lane))
         return "".join(out)
 
-    def input_read(self, name, index, line, loop, depth, lane) -> str:
+    def input_read(self, name, index, evaluated, loop, depth, lane) -> str:
+        """The read of input ``name`` at ``index`` (``evaluated``: before the
+        line's first choice ``?:``, so read whenever the line runs)."""
         if loop is None:                        # an initial value: read at the lane's column
             if "[" in index:
                 raise _Refused
             return f"{name}[{self.lane_names(index, '_sc')}]"
-        if depth != 1 or "?" in line or "[" in index or \
-                not re.search(rf"\b{loop.var}\b", index):
+        if "[" in index or not re.search(rf"\b{loop.var}\b", index):
             raise _Refused
         key = (name, index)
+        if depth == 1 and evaluated:
+            loop.always.add(key)            # read at every level (else: checked at the end)
         if key not in loop.staged:
             loop.staged[key] = f"_tin{self.staged}"
             self.staged += 1
@@ -180,8 +185,8 @@ class _Rewriter:
             if loop is not None:
                 depth += s.count("{") - s.count("}")
                 if depth == 0:
-                    if s != "}":
-                        raise _Refused
+                    if s != "}" or set(loop.staged) - loop.always:
+                        raise _Refused      # an input read only under a condition
                     self.out += ["}", "}"]
                     self.out[loop.at:loop.at] = self.staging(loop)
                     loop = None
@@ -311,6 +316,20 @@ def _scratch(name: str, ctype: str, size: str) -> list[str]:
             f"if ({name}_n < (long long)({size})) {{ {name}_n = (long long)({size}); "
             f"{name}_v.reset(new {ctype}[{name}_n]); }}",
             f"{ctype}* const __restrict__ {name} = {name}_v.get();"]
+
+
+def _choice(text: str) -> int:
+    """Where ``text``'s first ``?`` outside subscripts is (its length if none).
+    What comes before it runs whenever the line does (a bound's ``?:``
+    inside an index chooses no read; both sides of ``&&`` and ``||`` are
+    defined wherever the expression is, so the lowering never guards a
+    read with them)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(ch, 0)
+        if ch == "?" and depth == 0:
+            return i
+    return len(text)
 
 
 def _closing(text: str, at: int) -> int:
