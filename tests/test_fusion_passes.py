@@ -108,6 +108,30 @@ def test_lane_major_rewrite_reads_only_what_the_level_loop_reads(body, rewritten
         assert ("_tin0" in code) == ("_p_a" in body)
 
 
+READ = "_p_a[(_i_J) * (L) + (_k1 - 0)]"
+BRANCHES = {
+    "both": f"if (_k1 < n) {{\n_v = {READ};\n}}\nelse {{\n_v = 2.0 * {READ};\n}}",
+    "both, one line": f"if (_k1 < n) {{\n_v = {READ};\n}} else {{\n_v = 2.0 * {READ};\n}}",
+    "one": f"if (_k1 < n) {{\n_v = {READ};\n}}\nelse {{\n_v = 2.0;\n}}",
+    "no else": f"if (_k1 < n) {{\n_v = {READ};\n}}",
+    "else if": f"if (_k1 < n) {{\n_v = {READ};\n}}\nelse if (_k1 < m) {{\n_v = {READ};\n}}",
+}
+
+
+@pytest.mark.parametrize(("shape", "rewritten"), [
+    ("both", True), ("both, one line", True), ("one", False), ("no else", False),
+    ("else if", False)])
+def test_lane_major_reads_in_if_branches_only_where_every_branch_reads(shape, rewritten):
+    """A read in each branch of an if-else chain is a read at every level: it
+    is staged; one that some path skips is not (the scan keeps its columns)."""
+    from tensorir_dace.transforms import lane_major
+    code = ("double _s = 0.0;\nfor (long long _k1 = 0; _k1 < (L); ++_k1) {\ndouble _v = 0.0;\n"
+            + BRANCHES[shape] + "\n_s = _s + _v;\n_out0[(_k1 - 0)] = _s;\n}")
+    got = lane_major.rewrite(code, "_i_J", 4, {"_p_a": "double"},
+                             {"_out0": lane_major.Output("double", "L", "L")})
+    assert (got is not None) == rewritten
+
+
 def test_lane_major_output_written_on_part_of_its_column_is_read_first():
     from tensorir_dace.transforms import lane_major
     code = lane_major.rewrite(LANE_CODE.replace("BODY", "_s + 1.0").replace(

@@ -21,7 +21,8 @@ and unit-stride accesses only, and is vectorised (``#pragma omp simd``): one
 vector division per level for all lanes.  In the last group of a row, lanes
 past the columns (``_c >= _nl``) compute on copies of the first lane's inputs
 and are never written back.  Code of any other shape (an input read at a
-lane's column only inside a nested block or a conditional expression, an
+lane's column only under a condition: in some branches of an ``if``, or in
+a branch of a choice ``?:``, an
 input read outside the level loops in anything but an initial value, a
 statement outside the level loops, an output whose column is not contiguous)
 is not rewritten (``None``): the caller keeps the columns where they are.
@@ -67,6 +68,32 @@ class _Loop:
     at: int                        # where its header is in the output lines
     staged: dict[tuple[str, str], str] = field(default_factory=dict)
     always: set[tuple[str, str]] = field(default_factory=set)
+    # an if-else chain at the loop body's top level: the reads of each branch
+    chain: list[set[tuple[str, str]]] | None = None
+    branch: set[tuple[str, str]] | None = None
+    otherwise: bool = False             # the chain ends with a plain ``else``
+
+    def branches(self, s: str) -> None:
+        """Follow if-else chains from the top-level line ``s``: a read in
+        every branch of a chain that ends with ``else`` is read at every level."""
+        if s.startswith("if (") and s.endswith("{"):
+            self.end_chain()
+            self.chain, self.branch, self.otherwise = [], set(), False
+        elif self.chain is not None and s.startswith(("else", "} else")) and s.endswith("{"):
+            self.branch = set()
+            self.otherwise = s.replace("}", "").strip() == "else {"
+        elif s != "}":
+            self.end_chain()
+
+    def end_branch(self) -> None:
+        if self.chain is not None and self.branch is not None:
+            self.chain.append(self.branch)
+            self.branch = None
+
+    def end_chain(self) -> None:
+        if self.chain and self.otherwise:
+            self.always |= set.intersection(*self.chain)
+        self.chain, self.branch, self.otherwise = None, None, False
 
 
 def rewrite(code: str, param: str, lanes: int, inputs: dict[str, str],
@@ -159,6 +186,8 @@ class _Rewriter:
         key = (name, index)
         if depth == 1 and evaluated:
             loop.always.add(key)            # read at every level (else: checked at the end)
+        elif depth == 2 and evaluated and loop.branch is not None:
+            loop.branch.add(key)            # read in this branch of an if-else chain
         if key not in loop.staged:
             loop.staged[key] = f"_tin{self.staged}"
             self.staged += 1
@@ -183,8 +212,15 @@ class _Rewriter:
             if not s:
                 continue
             if loop is not None:
+                before = depth
                 depth += s.count("{") - s.count("}")
+                if before == 1:
+                    loop.branches(s)
+                elif before == 2 and s.startswith("} else") and s.endswith("{"):
+                    loop.end_branch()
+                    loop.branches(s)
                 if depth == 0:
+                    loop.end_chain()
                     if s != "}" or set(loop.staged) - loop.always:
                         raise _Refused      # an input read only under a condition
                     self.out += ["}", "}"]
@@ -195,6 +231,8 @@ class _Rewriter:
                 if m and self.kind(m.group(3)) is not None:
                     raise _Refused              # a local hiding an outer name
                 self.out.append(self.accesses(line, loop, depth, "_c"))
+                if before == 2 and depth == 1:
+                    loop.end_branch()
                 continue
             header = _UP.match(line) or _DOWN.match(line)
             if header:
