@@ -1,0 +1,884 @@
+"""A twenty-first round of ICON stencils (icon4py's field operators) in
+icon4py's own spelling, beside ``test_icon_stencils_ported*.py``.
+
+First the newer fused programs of the horizontal diffusion.  The diffusion of
+vn: the fourth-order operator reading vertex fields through ``E2C2V`` with
+the slots of its coefficients picked by ``E2C2VDim(i)``, then an ``if``
+expression on a ``bool`` scalar choosing between two ``concat_where`` on an
+edge index (the nudging zone with a tuple ``astype`` of two fields and a
+scalar, the lateral boundary, and the global update beside the unchanged vn),
+written in place.  The diffusion of theta and exner: the ``E2C`` gradient,
+its ``C2E`` divergence, a GT4Py ``if`` on a ``bool`` scalar replacing the
+Laplacian by the truly horizontal one where ``zd_diffcoef != 0.0`` (theta
+read at ``C2E2C`` neighbours and at levels chosen by ``as_offset`` of a
+``[Cell, C2E2C, K]`` index field), and the update of a tuple of two with
+``exner`` both read and written.  The Smagorinsky coefficients with the
+diagnostics for turbulence: a tuple of three from vertex winds gathered by
+``E2C2V`` into a local field whose slots are picked after the products, an
+``if`` expression on a ``bool`` choosing the half-level diagnostics (a ``C2E``
+sum divided by a ``KField``, full levels read at ``KHalfDim ± 0.5``) or the
+caller's two fields unchanged, written through four domains on two
+horizontal and two vertical dimensions.
+Each group is one program (or a chain of them), interpreted and compiled,
+compared with NumPy written from the formulas."""
+
+from __future__ import annotations
+
+import types
+from typing import TypeVar
+
+import numpy as np
+import pytest
+
+from icon_numpy import check, inside
+from tensorir_dace import frontend as gtx
+from tensorir_dace.frontend import (
+    Dimension,
+    DimensionKind,
+    Dims,
+    Field,
+    FieldOffset,
+    as_offset,
+    astype,
+    broadcast,
+    concat_where,
+    maximum,
+    minimum,
+    neighbor_sum,
+    sqrt,
+    where,
+)
+
+T = TypeVar("T")
+CellDim = Dimension("Cell")
+EdgeDim = Dimension("Edge")
+VertexDim = Dimension("Vertex")
+KDim = Dimension("K", kind=DimensionKind.VERTICAL)
+KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+E2CDim = Dimension("E2C", DimensionKind.LOCAL)
+C2EDim = Dimension("C2E", DimensionKind.LOCAL)
+C2E2CDim = Dimension("C2E2C", DimensionKind.LOCAL)
+E2C2VDim = Dimension("E2C2V", DimensionKind.LOCAL)
+
+dims = types.ModuleType("icon_dims")
+dims.CellDim, dims.EdgeDim, dims.VertexDim = CellDim, EdgeDim, VertexDim
+dims.KDim, dims.KHalfDim = KDim, KHalfDim
+dims.E2CDim, dims.C2EDim, dims.C2E2CDim, dims.E2C2VDim = E2CDim, C2EDim, C2E2CDim, E2C2VDim
+E2C = FieldOffset("E2C", source=CellDim, target=(EdgeDim, E2CDim))
+C2E = FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+C2E2C = FieldOffset("C2E2C", source=CellDim, target=(CellDim, C2E2CDim))
+E2C2V = FieldOffset("E2C2V", source=VertexDim, target=(EdgeDim, E2C2VDim))
+Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+dims.Koff = Koff
+
+fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
+fa.EdgeField = Field[Dims[EdgeDim], T]
+fa.KField = Field[Dims[KDim], T]
+fa.KHalfField = Field[Dims[KHalfDim], T]
+fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
+fa.VertexKField = Field[Dims[VertexDim, KDim], T]
+
+ta = types.ModuleType("icon_type_alias")
+ta.wpfloat, ta.vpfloat = gtx.float64, gtx.float64       # icon4py's double precision build
+wpfloat, vpfloat = ta.wpfloat, ta.vpfloat
+
+BACKENDS = ["interpreter", "compiled"]
+NC, NE, NV, NLEV = 8, 12, 6, 7
+NH = NLEV + 1
+RNG = np.random.default_rng(21001)
+_TABLE_RNG = np.random.default_rng(21002)
+
+
+def _distinct(rows, n, k):
+    return np.array([_TABLE_RNG.choice(n, k, replace=False) for _ in range(rows)])
+
+
+TABLES = {"E2C": _distinct(NE, NC, 2), "C2E": _distinct(NC, NE, 3),
+          "C2E2C": _distinct(NC, NC, 3), "E2C2V": _distinct(NE, NV, 4), "Koff": KDim}
+
+
+@pytest.fixture(autouse=True)
+def _same_data_in_any_order():
+    """Each test draws its data from the same seed, whichever tests ran before it."""
+    RNG.bit_generator.state = np.random.default_rng(21003).bit_generator.state
+
+
+def nb(x, table):
+    """``x(OFFSET)``: the neighbours' rows, a local axis second."""
+    return np.asarray(x)[TABLES[table]]
+
+
+def nbsum(weights, x, table):
+    """``neighbor_sum(weights * x(OFFSET))`` for a field with levels."""
+    return np.einsum("rn,rnk->rk", weights, nb(x, table))
+
+
+# ================================================================== diffusion of vn
+#
+# icon4py's diffusion_for_vn: the fourth-order operator and the three updates
+# of vn (nudging zone, lateral boundary, global) chosen by an if expression.
+
+
+@gtx.field_operator
+def _nabla4(
+    u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    u_vert_wp, v_vert_wp = astype((u_vert, v_vert), wpfloat)
+
+    nabv_tang_vp = astype(
+        (
+            u_vert_wp(E2C2V[0]) * primal_normal_vert_v1[dims.E2C2VDim(0)]
+            + v_vert_wp(E2C2V[0]) * primal_normal_vert_v2[dims.E2C2VDim(0)]
+            + u_vert_wp(E2C2V[1]) * primal_normal_vert_v1[dims.E2C2VDim(1)]
+            + v_vert_wp(E2C2V[1]) * primal_normal_vert_v2[dims.E2C2VDim(1)]
+        ),
+        vpfloat,
+    )
+
+    nabv_norm_vp = astype(
+        (
+            u_vert_wp(E2C2V[2]) * primal_normal_vert_v1[dims.E2C2VDim(2)]
+            + v_vert_wp(E2C2V[2]) * primal_normal_vert_v2[dims.E2C2VDim(2)]
+            + u_vert_wp(E2C2V[3]) * primal_normal_vert_v1[dims.E2C2VDim(3)]
+            + v_vert_wp(E2C2V[3]) * primal_normal_vert_v2[dims.E2C2VDim(3)]
+        ),
+        vpfloat,
+    )
+    nabv_tang_wp, nabv_norm_wp = astype((nabv_tang_vp, nabv_norm_vp), wpfloat)
+    z_nabla4_e2_wp = wpfloat("4.0") * (
+        (nabv_norm_wp - wpfloat("2.0") * z_nabla2_e) * (inv_vert_vert_length * inv_vert_vert_length)
+        + (nabv_tang_wp - wpfloat("2.0") * z_nabla2_e)
+        * (inv_primal_edge_length * inv_primal_edge_length)
+    )
+    return astype(z_nabla4_e2_wp, vpfloat)
+
+
+@gtx.field_operator
+def _nabla2_and_nabla4_for_vn(
+    area_edge: fa.EdgeField[wpfloat],
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    z_nabla4_e2: fa.EdgeKField[vpfloat],
+    diff_multfac_vn: fa.KField[wpfloat],
+    nudgecoeff_e: fa.EdgeField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    nudgezone_diff: vpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    kh_smag_e_wp, z_nabla4_e2_wp, nudgezone_diff_wp = astype(
+        (kh_smag_e, z_nabla4_e2, nudgezone_diff), wpfloat
+    )
+    area_edge_broadcast = broadcast(area_edge, (dims.EdgeDim, dims.KDim))
+
+    vn_wp = vn + area_edge * (
+        maximum(nudgezone_diff_wp * nudgecoeff_e, kh_smag_e_wp) * z_nabla2_e
+        - area_edge_broadcast * diff_multfac_vn * z_nabla4_e2_wp
+    )
+    return vn_wp
+
+
+@gtx.field_operator
+def _nabla2_and_nabla4_global_for_vn(
+    area_edge: fa.EdgeField[wpfloat],
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    z_nabla4_e2: fa.EdgeKField[vpfloat],
+    diff_multfac_vn: fa.KField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    kh_smag_e_wp, z_nabla4_e2_wp = astype((kh_smag_e, z_nabla4_e2), wpfloat)
+
+    vn_wp = vn + area_edge * (
+        kh_smag_e_wp * z_nabla2_e - diff_multfac_vn * z_nabla4_e2_wp * area_edge
+    )
+    return vn_wp
+
+
+@gtx.field_operator
+def _nabla2_for_vn_in_lateral_boundary(
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    area_edge: fa.EdgeField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    fac_bdydiff_v: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    vn_wp = vn + (area_edge * fac_bdydiff_v * z_nabla2_e)
+    return vn_wp
+
+
+@gtx.field_operator
+def _diffusion_for_vn(
+    u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    area_edge: fa.EdgeField[wpfloat],
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    diff_multfac_vn: fa.KField[wpfloat],
+    nudgecoeff_e: fa.EdgeField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    nudgezone_diff: vpfloat,
+    fac_bdydiff_v: wpfloat,
+    start_2nd_nudge_line_idx_e: gtx.int32,
+    limited_area: bool,
+) -> fa.EdgeKField[wpfloat]:
+    z_nabla4_e2 = _nabla4(
+        u_vert,
+        v_vert,
+        primal_normal_vert_v1,
+        primal_normal_vert_v2,
+        z_nabla2_e,
+        inv_vert_vert_length,
+        inv_primal_edge_length,
+    )
+
+    # TODO(): Use if-else statement instead
+    vn = (
+        concat_where(
+            dims.EdgeDim >= start_2nd_nudge_line_idx_e,
+            _nabla2_and_nabla4_for_vn(
+                area_edge,
+                kh_smag_e,
+                z_nabla2_e,
+                z_nabla4_e2,
+                diff_multfac_vn,
+                nudgecoeff_e,
+                vn,
+                nudgezone_diff,
+            ),
+            _nabla2_for_vn_in_lateral_boundary(z_nabla2_e, area_edge, vn, fac_bdydiff_v),
+        )
+        if limited_area
+        else concat_where(
+            dims.EdgeDim >= start_2nd_nudge_line_idx_e,
+            _nabla2_and_nabla4_global_for_vn(
+                area_edge,
+                kh_smag_e,
+                z_nabla2_e,
+                z_nabla4_e2,
+                diff_multfac_vn,
+                vn,
+            ),
+            vn,
+        )
+    )
+
+    return vn
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def diffusion_for_vn(
+    u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_v1: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_v2: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    area_edge: fa.EdgeField[wpfloat],
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    diff_multfac_vn: fa.KField[wpfloat],
+    nudgecoeff_e: fa.EdgeField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    nudgezone_diff: vpfloat,
+    fac_bdydiff_v: wpfloat,
+    start_2nd_nudge_line_idx_e: gtx.int32,
+    limited_area: bool,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _diffusion_for_vn(
+        u_vert=u_vert,
+        v_vert=v_vert,
+        primal_normal_vert_v1=primal_normal_vert_v1,
+        primal_normal_vert_v2=primal_normal_vert_v2,
+        z_nabla2_e=z_nabla2_e,
+        inv_vert_vert_length=inv_vert_vert_length,
+        inv_primal_edge_length=inv_primal_edge_length,
+        area_edge=area_edge,
+        kh_smag_e=kh_smag_e,
+        diff_multfac_vn=diff_multfac_vn,
+        nudgecoeff_e=nudgecoeff_e,
+        vn=vn,
+        nudgezone_diff=nudgezone_diff,
+        fac_bdydiff_v=fac_bdydiff_v,
+        start_2nd_nudge_line_idx_e=start_2nd_nudge_line_idx_e,
+        limited_area=limited_area,
+        out=vn,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _diffusion_for_vn_numpy(a, nudgezone_diff, fac_bdydiff_v, start, limited_area):
+    g = types.SimpleNamespace(**a)
+    u, v = nb(g.u_vert, "E2C2V"), nb(g.v_vert, "E2C2V")
+    p1, p2 = g.primal_normal_vert_v1[:, :, None], g.primal_normal_vert_v2[:, :, None]
+    proj = u * p1 + v * p2
+    tang, norm = proj[:, 0] + proj[:, 1], proj[:, 2] + proj[:, 3]
+    z2 = g.z_nabla2_e
+    ivv, ipe = g.inv_vert_vert_length[:, None], g.inv_primal_edge_length[:, None]
+    z4 = 4.0 * ((norm - 2.0 * z2) * ivv**2 + (tang - 2.0 * z2) * ipe**2)
+    area = g.area_edge[:, None]
+    dmf = g.diff_multfac_vn[None, :]
+    kh = g.kh_smag_e
+    e = np.arange(NE)[:, None] >= start
+    if limited_area:
+        nudged = g.vn + area * (np.maximum(nudgezone_diff * g.nudgecoeff_e[:, None], kh) * z2
+                                - area * dmf * z4)
+        return np.where(e, nudged, g.vn + area * fac_bdydiff_v * z2)
+    return np.where(e, g.vn + area * (kh * z2 - dmf * z4 * area), g.vn)
+
+
+@pytest.mark.parametrize(("limited_area", "bounds"), [(True, (1, NE - 1, 0, NLEV)),
+                                                       (False, (0, NE, 1, NLEV - 1))])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diffusion_for_vn(backend, limited_area, bounds):
+    hs, he, vs, ve = bounds
+    start, nudgezone_diff, fac_bdydiff_v = 4, 0.04, 0.3
+    a = dict(
+        u_vert=RNG.standard_normal((NV, NLEV)), v_vert=RNG.standard_normal((NV, NLEV)),
+        primal_normal_vert_v1=RNG.standard_normal((NE, 4)),
+        primal_normal_vert_v2=RNG.standard_normal((NE, 4)),
+        z_nabla2_e=RNG.standard_normal((NE, NLEV)),
+        inv_vert_vert_length=RNG.uniform(0.5, 2.0, NE),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE), area_edge=RNG.uniform(0.5, 2.0, NE),
+        kh_smag_e=RNG.uniform(0.0, 0.1, (NE, NLEV)), diff_multfac_vn=RNG.uniform(0.0, 0.1, NLEV),
+        nudgecoeff_e=RNG.uniform(0.0, 3.0, NE), vn=RNG.standard_normal((NE, NLEV)))
+    want = _diffusion_for_vn_numpy(a, nudgezone_diff, fac_bdydiff_v, start, limited_area)
+    want = inside(want, a["vn"], hs, he, vs, ve)
+    diffusion_for_vn(**a, nudgezone_diff=nudgezone_diff, fac_bdydiff_v=fac_bdydiff_v,
+                     start_2nd_nudge_line_idx_e=start, limited_area=limited_area,
+                     horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                     vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, dict(vn=want), rtol=1e-12, atol=1e-14)
+
+
+# ================================================================== diffusion of theta and exner
+#
+# icon4py's diffusion_for_theta_and_exner: the Laplacian of theta, replaced
+# by the truly horizontal one over steep points under a bool scalar.
+
+
+@gtx.field_operator
+def _nabla2_for_z(
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    kh_smag_e_wp = astype(kh_smag_e, wpfloat)
+
+    z_nabla2_e_wp = kh_smag_e_wp * inv_dual_edge_length * (theta_v(E2C[1]) - theta_v(E2C[0]))
+    return z_nabla2_e_wp
+
+
+@gtx.field_operator
+def _nabla2_of_theta(
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_temp_wp = neighbor_sum(z_nabla2_e(C2E) * geofac_div, axis=dims.C2EDim)
+    return astype(z_temp_wp, vpfloat)
+
+
+@gtx.field_operator
+def _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
+    zd_vertoffset: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], gtx.int32],
+    zd_diffcoef: fa.CellKField[wpfloat],
+    geofac_n2s_c: fa.CellField[wpfloat],
+    geofac_n2s_nbh: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], wpfloat],
+    vcoef: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    z_temp: fa.CellKField[vpfloat],
+) -> fa.CellKField[vpfloat]:
+    z_temp_wp = astype(z_temp, wpfloat)
+
+    theta_v_0 = theta_v(C2E2C[0])(as_offset(Koff, zd_vertoffset[C2E2CDim(0)]))
+    theta_v_1 = theta_v(C2E2C[1])(as_offset(Koff, zd_vertoffset[C2E2CDim(1)]))
+    theta_v_2 = theta_v(C2E2C[2])(as_offset(Koff, zd_vertoffset[C2E2CDim(2)]))
+
+    theta_v_0_m1 = theta_v(C2E2C[0])(as_offset(Koff, zd_vertoffset[C2E2CDim(0)] + 1))
+    theta_v_1_m1 = theta_v(C2E2C[1])(as_offset(Koff, zd_vertoffset[C2E2CDim(1)] + 1))
+    theta_v_2_m1 = theta_v(C2E2C[2])(as_offset(Koff, zd_vertoffset[C2E2CDim(2)] + 1))
+
+    sum_tmp = (
+        theta_v * geofac_n2s_c
+        + geofac_n2s_nbh[C2E2CDim(0)]
+        * (vcoef[C2E2CDim(0)] * theta_v_0 + (wpfloat("1.0") - vcoef[C2E2CDim(0)]) * theta_v_0_m1)
+        + geofac_n2s_nbh[C2E2CDim(1)]
+        * (vcoef[C2E2CDim(1)] * theta_v_1 + (wpfloat("1.0") - vcoef[C2E2CDim(1)]) * theta_v_1_m1)
+        + geofac_n2s_nbh[C2E2CDim(2)]
+        * (vcoef[C2E2CDim(2)] * theta_v_2 + (wpfloat("1.0") - vcoef[C2E2CDim(2)]) * theta_v_2_m1)
+    )
+
+    # Note: In the original Fortran code `zd_diffcoef` is implemented as a list,
+    # in ICON4Py it's a full field intialized with zeros for points that are not in the list.
+    z_temp_wp = z_temp_wp + zd_diffcoef * sum_tmp
+
+    return astype(z_temp_wp, vpfloat)
+
+
+@gtx.field_operator
+def _update_theta_and_exner(
+    z_temp: fa.CellKField[vpfloat],
+    area: fa.CellField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    exner: fa.CellKField[wpfloat],
+    rd_o_cvd: vpfloat,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    rd_o_cvd_wp, z_temp_wp = astype((rd_o_cvd, z_temp), wpfloat)
+
+    z_theta = theta_v
+    theta_v = theta_v + (area * z_temp_wp)
+    exner = exner * (wpfloat("1.0") + rd_o_cvd_wp * (theta_v / z_theta - wpfloat("1.0")))
+    return theta_v, exner
+
+
+@gtx.field_operator
+def _diffusion_for_theta_and_exner(
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    zd_vertoffset: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], gtx.int32],
+    zd_diffcoef: fa.CellKField[wpfloat],
+    geofac_n2s_c: fa.CellField[wpfloat],
+    geofac_n2s_nbh: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], wpfloat],
+    vcoef: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], wpfloat],
+    area: fa.CellField[wpfloat],
+    exner: fa.CellKField[wpfloat],
+    rd_o_cvd: vpfloat,
+    apply_zdiffusion_t: bool,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_nabla2_e = _nabla2_for_z(kh_smag_e, inv_dual_edge_length, theta_v)
+    z_temp = _nabla2_of_theta(z_nabla2_e, geofac_div)
+
+    if apply_zdiffusion_t:
+        # Only where `zd_diffcoef` is not 0 to avoid loading the other fields.
+        # Eventually the toolchain could consider extracting a mask `zd_diffcoef != 0` if we tell gt4py that `zd_diffcoef` is static.
+        z_temp = where(
+            zd_diffcoef != 0.0,
+            _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
+                zd_vertoffset,
+                zd_diffcoef,
+                geofac_n2s_c,
+                geofac_n2s_nbh,
+                vcoef,
+                theta_v,
+                z_temp,
+            ),
+            z_temp,
+        )
+
+    theta_v, exner = _update_theta_and_exner(z_temp, area, theta_v, exner, rd_o_cvd)
+
+    return theta_v, exner
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def diffusion_for_theta_and_exner(
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    theta_v_in: fa.CellKField[wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    zd_vertoffset: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], gtx.int32],
+    zd_diffcoef: fa.CellKField[wpfloat],
+    geofac_n2s_c: fa.CellField[wpfloat],
+    geofac_n2s_nbh: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim], wpfloat],
+    vcoef: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CDim, dims.KDim], wpfloat],
+    area: fa.CellField[wpfloat],
+    theta_v: fa.CellKField[wpfloat],
+    exner: fa.CellKField[wpfloat],
+    rd_o_cvd: vpfloat,
+    apply_zdiffusion_t: bool,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _diffusion_for_theta_and_exner(
+        kh_smag_e=kh_smag_e,
+        inv_dual_edge_length=inv_dual_edge_length,
+        theta_v=theta_v_in,
+        geofac_div=geofac_div,
+        zd_vertoffset=zd_vertoffset,
+        zd_diffcoef=zd_diffcoef,
+        geofac_n2s_c=geofac_n2s_c,
+        geofac_n2s_nbh=geofac_n2s_nbh,
+        vcoef=vcoef,
+        area=area,
+        exner=exner,
+        rd_o_cvd=rd_o_cvd,
+        apply_zdiffusion_t=apply_zdiffusion_t,
+        out=(theta_v, exner),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _theta_and_exner_numpy(a, rd_o_cvd, apply_zdiffusion_t):
+    g = types.SimpleNamespace(**a)
+    th = g.theta_v_in
+    e2c = TABLES["E2C"]
+    z2 = g.kh_smag_e * g.inv_dual_edge_length[:, None] * (th[e2c[:, 1]] - th[e2c[:, 0]])
+    z_temp = nbsum(g.geofac_div, z2, "C2E")
+    if apply_zdiffusion_t:
+        c2e2c = TABLES["C2E2C"]
+        k = np.arange(NLEV)[None, :]
+        total = th * g.geofac_n2s_c[:, None]
+        for n in range(3):
+            lev = k + g.zd_vertoffset[:, n, :]
+            nbr = c2e2c[:, n][:, None]
+            at, below = th[nbr, lev], th[nbr, lev + 1]
+            vc = g.vcoef[:, n, :]
+            total = total + g.geofac_n2s_nbh[:, n, None] * (vc * at + (1.0 - vc) * below)
+        z_temp = np.where(g.zd_diffcoef != 0.0, z_temp + g.zd_diffcoef * total, z_temp)
+    theta = th + g.area[:, None] * z_temp
+    return theta, g.exner * (1.0 + rd_o_cvd * (theta / th - 1.0))
+
+
+@pytest.mark.parametrize("apply_zdiffusion_t", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diffusion_for_theta_and_exner(backend, apply_zdiffusion_t):
+    hs, he, vs, ve, rd_o_cvd = 1, NC - 1, 1, NLEV, 0.287 / 0.717
+    k = np.arange(NLEV)[None, None, :]
+    offsets = np.clip(RNG.integers(-2, 3, (NC, 3, NLEV)), -k, NLEV - 2 - k)
+    assert (offsets != 0).any()
+    a = dict(
+        kh_smag_e=RNG.uniform(0.0, 0.1, (NE, NLEV)),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        theta_v_in=RNG.uniform(280.0, 320.0, (NC, NLEV)),
+        geofac_div=RNG.standard_normal((NC, 3)),
+        zd_vertoffset=offsets.astype(np.int32),
+        zd_diffcoef=np.where(RNG.random((NC, NLEV)) < 0.5, 0.0, RNG.uniform(0.0, 0.01, (NC, NLEV))),
+        geofac_n2s_c=RNG.standard_normal(NC), geofac_n2s_nbh=RNG.standard_normal((NC, 3)),
+        vcoef=RNG.random((NC, 3, NLEV)), area=RNG.uniform(0.5, 2.0, NC),
+        theta_v=RNG.random((NC, NLEV)), exner=RNG.uniform(0.8, 1.0, (NC, NLEV)))
+    theta, exner = _theta_and_exner_numpy(a, rd_o_cvd, apply_zdiffusion_t)
+    want = dict(theta_v=inside(theta, a["theta_v"], hs, he, vs, ve),
+                exner=inside(exner, a["exner"], hs, he, vs, ve))
+    diffusion_for_theta_and_exner(**a, rd_o_cvd=rd_o_cvd, apply_zdiffusion_t=apply_zdiffusion_t,
+                                  horizontal_start=hs, horizontal_end=he, vertical_start=vs,
+                                  vertical_end=ve, offset_provider=TABLES, backend=backend)
+    check(a, want, rtol=1e-12)
+
+
+# ================================================================== Smagorinsky and turbulence
+#
+# icon4py's nabla2_smag_and_turbulence_diagnostics: the Smagorinsky
+# coefficients and the Laplacian of vn on edges, and the divergence and
+# deformation on cell half levels when asked for (else the caller's fields).
+
+
+@gtx.field_operator
+def _nabla2_and_smag_coefficients_for_vn(
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    smag_limit: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    smag_offset: vpfloat,
+) -> tuple[
+    fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat],
+    fa.EdgeKField[wpfloat],
+]:
+    diff_multfac_smag_wp, u_vert_wp, v_vert_wp, smag_offset_wp = astype(
+        (diff_multfac_smag, u_vert, v_vert, smag_offset), wpfloat
+    )
+
+    v_n = u_vert_wp(E2C2V) * primal_normal_vert_x + v_vert_wp(E2C2V) * primal_normal_vert_y
+
+    nabla2_of_vn = (v_n[dims.E2C2VDim(0)] + v_n[dims.E2C2VDim(1)] - wpfloat("2.0") * vn) * (
+        inv_primal_edge_length * inv_primal_edge_length
+    ) + (v_n[dims.E2C2VDim(2)] + v_n[dims.E2C2VDim(3)] - wpfloat("2.0") * vn) * (
+        inv_vert_vert_length * inv_vert_vert_length
+    )
+    # The factor of 4 comes from the lengths in the denominator being twice those needed
+    # for the diffusion stencil (https://doi.org/10.1002%2Fqj.2378).
+    nabla2_of_vn = wpfloat("4.0") * nabla2_of_vn
+
+    v_t = u_vert_wp(E2C2V) * dual_normal_vert_x + v_vert_wp(E2C2V) * dual_normal_vert_y
+    l_p = tangent_orientation * inv_primal_edge_length
+    l_vv = inv_vert_vert_length
+
+    kh_smag_part1 = (v_n[dims.E2C2VDim(3)] - v_n[dims.E2C2VDim(2)]) * l_vv - (
+        v_t[dims.E2C2VDim(1)] - v_t[dims.E2C2VDim(0)]
+    ) * l_p
+    kh_smag_part2 = (v_n[dims.E2C2VDim(1)] - v_n[dims.E2C2VDim(0)]) * l_p + (
+        v_t[dims.E2C2VDim(3)] - v_t[dims.E2C2VDim(2)]
+    ) * l_vv
+
+    kh_smag_wp = diff_multfac_smag_wp * sqrt(
+        kh_smag_part1 * kh_smag_part1 + kh_smag_part2 * kh_smag_part2
+    )
+
+    kh_smag_vp_for_diffusion = maximum(vpfloat("0.0"), astype(kh_smag_wp - smag_offset_wp, vpfloat))
+    kh_smag_vp_for_diffusion = minimum(kh_smag_vp_for_diffusion, smag_limit)
+
+    return kh_smag_vp_for_diffusion, astype(kh_smag_wp, vpfloat), nabla2_of_vn
+
+
+@gtx.field_operator
+def _temporary_fields_for_turbulence_diagnostics(
+    kh_smag_ec: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+) -> tuple[fa.CellKField[vpfloat], fa.CellKField[vpfloat]]:
+    kh_smag_ec_wp, diff_multfac_smag_wp = astype((kh_smag_ec, diff_multfac_smag), wpfloat)
+
+    kh_c_wp = neighbor_sum(kh_smag_ec_wp(C2E) * e_bln_c_s, axis=dims.C2EDim) / diff_multfac_smag_wp
+    div_wp = neighbor_sum(vn(C2E) * geofac_div, axis=dims.C2EDim)
+    return astype((kh_c_wp, div_wp), vpfloat)
+
+
+@gtx.field_operator
+def _diagnostics_for_turbulence(
+    div: fa.CellKField[vpfloat],
+    kh_c: fa.CellKField[vpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    wgtfac_c_wp = astype(wgtfac_c, wpfloat)
+    div_wp, kh_c_wp = astype((div, kh_c), wpfloat)
+
+    div_ic_wp = astype(wgtfac_c * div(dims.KHalfDim + 0.5), wpfloat) + (
+        wpfloat("1.0") - wgtfac_c_wp
+    ) * div_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = astype(wgtfac_c * kh_c(dims.KHalfDim + 0.5), wpfloat) + (
+        wpfloat("1.0") - wgtfac_c_wp
+    ) * kh_c_wp(dims.KHalfDim - 0.5)
+    hdef_ic_wp = hdef_ic_wp * hdef_ic_wp
+
+    return astype((div_ic_wp, hdef_ic_wp), vpfloat)
+
+
+@gtx.field_operator
+def _diagnostic_quantities_for_turbulence(
+    kh_smag_ec: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    kh_c, div = _temporary_fields_for_turbulence_diagnostics(
+        kh_smag_ec, vn, e_bln_c_s, geofac_div, diff_multfac_smag
+    )
+    div_ic_vp, hdef_ic_vp = _diagnostics_for_turbulence(div, kh_c, wgtfac_c)
+    return div_ic_vp, hdef_ic_vp
+
+
+@gtx.field_operator
+def _nabla2_smag_and_turbulence_diagnostics(
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    smag_limit: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+    div_ic: fa.CellKHalfField[vpfloat],
+    hdef_ic: fa.CellKHalfField[vpfloat],
+    smag_offset: vpfloat,
+    compute_diagnostic_quantities: bool,
+) -> tuple[
+    fa.EdgeKField[vpfloat],
+    fa.EdgeKField[wpfloat],
+    fa.CellKHalfField[vpfloat],
+    fa.CellKHalfField[vpfloat],
+]:
+    kh_smag_e, kh_smag_ec, z_nabla2_e = _nabla2_and_smag_coefficients_for_vn(
+        diff_multfac_smag=diff_multfac_smag,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length,
+        u_vert=u_vert,
+        v_vert=v_vert,
+        primal_normal_vert_x=primal_normal_vert_x,
+        primal_normal_vert_y=primal_normal_vert_y,
+        dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y,
+        vn=vn,
+        smag_limit=smag_limit,
+        smag_offset=smag_offset,
+    )
+    div_ic, hdef_ic = (
+        _diagnostic_quantities_for_turbulence(
+            kh_smag_ec=kh_smag_ec,
+            vn=vn,
+            e_bln_c_s=e_bln_c_s,
+            geofac_div=geofac_div,
+            diff_multfac_smag=diff_multfac_smag,
+            wgtfac_c=wgtfac_c,
+        )
+        if compute_diagnostic_quantities
+        else (div_ic, hdef_ic)
+    )
+    return kh_smag_e, z_nabla2_e, div_ic, hdef_ic
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def nabla2_smag_and_turbulence_diagnostics(
+    diff_multfac_smag: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    u_vert: fa.VertexKField[vpfloat],
+    v_vert: fa.VertexKField[vpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    smag_limit: gtx.Field[gtx.Dims[dims.KDim], vpfloat],
+    e_bln_c_s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    geofac_div: gtx.Field[gtx.Dims[dims.CellDim, dims.C2EDim], wpfloat],
+    wgtfac_c: fa.CellKHalfField[vpfloat],
+    kh_smag_e: fa.EdgeKField[vpfloat],
+    z_nabla2_e: fa.EdgeKField[wpfloat],
+    div_ic: fa.CellKHalfField[vpfloat],
+    hdef_ic: fa.CellKHalfField[vpfloat],
+    smag_offset: vpfloat,
+    compute_diagnostic_quantities: bool,
+    edge_horizontal_start: gtx.int32,
+    edge_horizontal_end: gtx.int32,
+    edge_vertical_start: gtx.int32,
+    edge_vertical_end: gtx.int32,
+    cell_horizontal_start: gtx.int32,
+    cell_horizontal_end: gtx.int32,
+    cell_vertical_start: gtx.int32,
+    cell_vertical_end: gtx.int32,
+) -> None:
+    _nabla2_smag_and_turbulence_diagnostics(
+        diff_multfac_smag=diff_multfac_smag,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length,
+        u_vert=u_vert,
+        v_vert=v_vert,
+        primal_normal_vert_x=primal_normal_vert_x,
+        primal_normal_vert_y=primal_normal_vert_y,
+        dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y,
+        vn=vn,
+        smag_limit=smag_limit,
+        e_bln_c_s=e_bln_c_s,
+        geofac_div=geofac_div,
+        wgtfac_c=wgtfac_c,
+        div_ic=div_ic,
+        hdef_ic=hdef_ic,
+        smag_offset=smag_offset,
+        compute_diagnostic_quantities=compute_diagnostic_quantities,
+        out=(kh_smag_e, z_nabla2_e, div_ic, hdef_ic),
+        domain=(
+            {
+                dims.EdgeDim: (edge_horizontal_start, edge_horizontal_end),
+                dims.KDim: (edge_vertical_start, edge_vertical_end),
+            },
+            {
+                dims.EdgeDim: (edge_horizontal_start, edge_horizontal_end),
+                dims.KDim: (edge_vertical_start, edge_vertical_end),
+            },
+            {
+                dims.CellDim: (cell_horizontal_start, cell_horizontal_end),
+                dims.KHalfDim: (cell_vertical_start, cell_vertical_end),
+            },
+            {
+                dims.CellDim: (cell_horizontal_start, cell_horizontal_end),
+                dims.KHalfDim: (cell_vertical_start, cell_vertical_end),
+            },
+        ),
+    )
+
+
+def _smag_numpy(a, smag_offset):
+    g = types.SimpleNamespace(**a)
+    u, v = nb(g.u_vert, "E2C2V"), nb(g.v_vert, "E2C2V")
+    v_n = u * g.primal_normal_vert_x[:, :, None] + v * g.primal_normal_vert_y[:, :, None]
+    v_t = u * g.dual_normal_vert_x[:, :, None] + v * g.dual_normal_vert_y[:, :, None]
+    ipe, ivv = g.inv_primal_edge_length[:, None], g.inv_vert_vert_length[:, None]
+    nabla2 = 4.0 * ((v_n[:, 0] + v_n[:, 1] - 2.0 * g.vn) * ipe**2
+                    + (v_n[:, 2] + v_n[:, 3] - 2.0 * g.vn) * ivv**2)
+    l_p = g.tangent_orientation[:, None] * ipe
+    part1 = (v_n[:, 3] - v_n[:, 2]) * ivv - (v_t[:, 1] - v_t[:, 0]) * l_p
+    part2 = (v_n[:, 1] - v_n[:, 0]) * l_p + (v_t[:, 3] - v_t[:, 2]) * ivv
+    kh = g.diff_multfac_smag[None, :] * np.sqrt(part1**2 + part2**2)
+    kh_e = np.minimum(np.maximum(0.0, kh - smag_offset), g.smag_limit[None, :])
+    kh_c = nbsum(g.e_bln_c_s, kh, "C2E") / g.diff_multfac_smag[None, :]
+    div = nbsum(g.geofac_div, g.vn, "C2E")
+    w = g.wgtfac_c
+    div_ic, hdef_ic = np.full((NC, NH), np.nan), np.full((NC, NH), np.nan)
+    div_ic[:, 1:NLEV] = w[:, 1:NLEV] * div[:, 1:] + (1.0 - w[:, 1:NLEV]) * div[:, :-1]
+    hdef_ic[:, 1:NLEV] = (w[:, 1:NLEV] * kh_c[:, 1:] + (1.0 - w[:, 1:NLEV]) * kh_c[:, :-1])**2
+    return kh_e, nabla2, div_ic, hdef_ic
+
+
+@pytest.mark.parametrize("compute_diagnostic_quantities", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nabla2_smag_and_turbulence_diagnostics(backend, compute_diagnostic_quantities):
+    es, ee, ks, ke, cs, ce, hs, he = 1, NE - 1, 0, NLEV, 0, NC - 1, 1, NLEV
+    smag_offset = 1.0
+    a = dict(
+        diff_multfac_smag=RNG.uniform(0.5, 1.5, NLEV),
+        tangent_orientation=np.where(RNG.random(NE) < 0.5, -1.0, 1.0),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_vert_vert_length=RNG.uniform(0.5, 2.0, NE),
+        u_vert=RNG.standard_normal((NV, NLEV)), v_vert=RNG.standard_normal((NV, NLEV)),
+        primal_normal_vert_x=RNG.standard_normal((NE, 4)),
+        primal_normal_vert_y=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+        vn=RNG.standard_normal((NE, NLEV)), smag_limit=RNG.uniform(0.2, 1.0, NLEV),
+        e_bln_c_s=RNG.uniform(0.2, 0.5, (NC, 3)), geofac_div=RNG.standard_normal((NC, 3)),
+        wgtfac_c=RNG.uniform(0.3, 0.7, (NC, NH)))
+    base = dict(kh_smag_e=RNG.random((NE, NLEV)), z_nabla2_e=RNG.random((NE, NLEV)),
+                div_ic=RNG.random((NC, NH)), hdef_ic=RNG.random((NC, NH)))
+    got = {n: v.copy() for n, v in base.items()}
+    kh_e, nabla2, div_ic, hdef_ic = _smag_numpy(a, smag_offset)
+    assert (kh_e == 0.0).any() and (kh_e == a["smag_limit"][None, :]).any()
+    if not compute_diagnostic_quantities:
+        div_ic, hdef_ic = base["div_ic"], base["hdef_ic"]
+    want = dict(kh_smag_e=inside(kh_e, base["kh_smag_e"], es, ee, ks, ke),
+                z_nabla2_e=inside(nabla2, base["z_nabla2_e"], es, ee, ks, ke),
+                div_ic=inside(div_ic, base["div_ic"], cs, ce, hs, he),
+                hdef_ic=inside(hdef_ic, base["hdef_ic"], cs, ce, hs, he))
+    nabla2_smag_and_turbulence_diagnostics(
+        **a, **got, smag_offset=smag_offset,
+        compute_diagnostic_quantities=compute_diagnostic_quantities,
+        edge_horizontal_start=es, edge_horizontal_end=ee, edge_vertical_start=ks,
+        edge_vertical_end=ke, cell_horizontal_start=cs, cell_horizontal_end=ce,
+        cell_vertical_start=hs, cell_vertical_end=he, offset_provider=TABLES, backend=backend)
+    check(got, want, rtol=1e-12, atol=1e-14)
