@@ -42,9 +42,13 @@ from tensorir_dace.frontend import (
     astype,
     broadcast,
     concat_where,
+    exp,
+    int32,
+    log,
     maximum,
     minimum,
     neighbor_sum,
+    scan_operator,
     sqrt,
     where,
 )
@@ -882,3 +886,192 @@ def test_nabla2_smag_and_turbulence_diagnostics(backend, compute_diagnostic_quan
         edge_vertical_end=ke, cell_horizontal_start=cs, cell_horizontal_end=ce,
         cell_vertical_start=hs, cell_vertical_end=he, offset_provider=TABLES, backend=backend)
     check(got, want, rtol=1e-12, atol=1e-14)
+
+
+# ================================================================== temperature and pressure
+#
+# icon4py's older diagnostics of temperature and pressure (``Field[[CellDim,
+# KDim], vpfloat]``, ``field_operator``/``program``/``scan_operator`` imported
+# bare): a backward scan without a return annotation whose ``if state[0]:``
+# returns a tuple of three in each branch, unpacked into three names of which
+# one is dropped; the surface pressure from three levels passed as cell fields
+# with ``float`` scalars; ``out=(temperature)`` in parentheses.
+
+field_operator, program = gtx.field_operator, gtx.program
+GridType = gtx.GridType
+
+
+@field_operator
+def _diagnose_temperature(
+    theta_v: Field[[CellDim, KDim], vpfloat],
+    exner: Field[[CellDim, KDim], vpfloat],
+) -> Field[[CellDim, KDim], vpfloat]:
+    temperature = theta_v * exner
+    return temperature
+
+
+@field_operator
+def _diagnose_pressure_sfc(
+    exner_nlev_minus2: Field[[CellDim], vpfloat],
+    temperature_nlev: Field[[CellDim], vpfloat],
+    temperature_nlev_minus1: Field[[CellDim], vpfloat],
+    temperature_nlev_minus2: Field[[CellDim], vpfloat],
+    ddqz_z_full_nlev: Field[[CellDim], wpfloat],
+    ddqz_z_full_nlev_minus1: Field[[CellDim], wpfloat],
+    ddqz_z_full_nlev_minus2: Field[[CellDim], wpfloat],
+    cpd_o_rd: float,
+    p0ref: float,
+    grav_o_rd: float,
+) -> Field[[CellDim], float]:
+    pressure_sfc = p0ref * exp(
+        cpd_o_rd * log(exner_nlev_minus2)
+        + grav_o_rd
+        * (
+            ddqz_z_full_nlev / temperature_nlev
+            + ddqz_z_full_nlev_minus1 / temperature_nlev_minus1
+            + 0.5 * ddqz_z_full_nlev_minus2 / temperature_nlev_minus2
+        )
+    )
+    return pressure_sfc
+
+
+@scan_operator(axis=KDim, forward=False, init=(True, 0.0, 0.0))
+def _scan_pressure(
+    state: tuple[bool, float, float],
+    ddqz_z_full: float,
+    temperature: float,
+    pressure_sfc: float,
+):
+    if state[0]:
+        pressure_first_level = pressure_sfc * exp(-ddqz_z_full / temperature)
+        pressure = sqrt(pressure_sfc * pressure_first_level)
+        return False, pressure, pressure_first_level
+    else:
+        pressure_interface = state[1] * exp(-ddqz_z_full / temperature)
+        pressure = sqrt(state[1] * pressure_interface)
+        return False, pressure, pressure_interface
+
+
+@field_operator
+def _diagnose_pressure(
+    ddqz_z_full: Field[[CellDim, KDim], wpfloat],
+    temperature: Field[[CellDim, KDim], vpfloat],
+    pressure_sfc: Field[[CellDim], vpfloat],
+) -> tuple[Field[[CellDim, KDim], vpfloat], Field[[CellDim, KDim], vpfloat]]:
+    redundant, pressure, pressure_ifc = _scan_pressure(ddqz_z_full, temperature, pressure_sfc)
+    return pressure, pressure_ifc
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def diagnose_temperature(
+    theta_v: Field[[CellDim, KDim], vpfloat],
+    exner: Field[[CellDim, KDim], vpfloat],
+    temperature: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _diagnose_temperature(
+        theta_v,
+        exner,
+        out=(temperature),
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def diagnose_pressure_sfc(
+    exner_nlev_minus2: Field[[CellDim], vpfloat],
+    temperature_nlev: Field[[CellDim], vpfloat],
+    temperature_nlev_minus1: Field[[CellDim], vpfloat],
+    temperature_nlev_minus2: Field[[CellDim], vpfloat],
+    ddqz_z_full_nlev: Field[[CellDim], wpfloat],
+    ddqz_z_full_nlev_minus1: Field[[CellDim], wpfloat],
+    ddqz_z_full_nlev_minus2: Field[[CellDim], wpfloat],
+    pressure_sfc: Field[[CellDim], vpfloat],
+    cpd_o_rd: wpfloat,
+    p0ref: wpfloat,
+    grav_o_rd: wpfloat,
+    horizontal_start: int32,
+    horizontal_end: int32,
+):
+    _diagnose_pressure_sfc(
+        exner_nlev_minus2,
+        temperature_nlev,
+        temperature_nlev_minus1,
+        temperature_nlev_minus2,
+        ddqz_z_full_nlev,
+        ddqz_z_full_nlev_minus1,
+        ddqz_z_full_nlev_minus2,
+        cpd_o_rd,
+        p0ref,
+        grav_o_rd,
+        out=pressure_sfc,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+        },
+    )
+
+
+@program
+def diagnose_pressure(
+    ddqz_z_full: Field[[CellDim, KDim], wpfloat],
+    temperature: Field[[CellDim, KDim], vpfloat],
+    pressure_sfc: Field[[CellDim], vpfloat],
+    pressure: Field[[CellDim, KDim], vpfloat],
+    pressure_ifc: Field[[CellDim, KDim], vpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _diagnose_pressure(
+        ddqz_z_full,
+        temperature,
+        pressure_sfc,
+        out=(pressure, pressure_ifc),
+        domain={CellDim: (horizontal_start, horizontal_end), KDim: (vertical_start, vertical_end)},
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_diagnose_temperature_and_pressure(backend):
+    hs, he, vs, ve = 1, NC, 1, NLEV
+    cpd_o_rd, p0ref, grav_o_rd = 1004.64 / 287.04, 100000.0, 9.80665 / 287.04
+    theta_v = RNG.uniform(290.0, 330.0, (NC, NLEV))
+    exner = RNG.uniform(0.7, 1.0, (NC, NLEV))
+    ddqz = RNG.uniform(50.0, 500.0, (NC, NLEV))
+    t0, p0, pi0 = RNG.random((NC, NLEV)), RNG.random((NC, NLEV)), RNG.random((NC, NLEV))
+    psfc0 = RNG.random(NC)
+    temperature, pressure, pressure_ifc, psfc = t0.copy(), p0.copy(), pi0.copy(), psfc0.copy()
+    diagnose_temperature(theta_v, exner, temperature, 0, NC, 0, NLEV, offset_provider={},
+                         backend=backend)
+    n = NLEV - 1
+    diagnose_pressure_sfc(exner[:, n - 2], temperature[:, n], temperature[:, n - 1],
+                          temperature[:, n - 2], ddqz[:, n], ddqz[:, n - 1], ddqz[:, n - 2],
+                          psfc, cpd_o_rd, p0ref, grav_o_rd, hs, he, offset_provider={},
+                          backend=backend)
+    diagnose_pressure(ddqz, temperature, psfc, pressure, pressure_ifc, hs, he, vs, ve,
+                      offset_provider={}, backend=backend)
+
+    want_t = theta_v * exner
+    want_sfc = p0ref * np.exp(cpd_o_rd * np.log(exner[:, n - 2]) + grav_o_rd * (
+        ddqz[:, n] / want_t[:, n] + ddqz[:, n - 1] / want_t[:, n - 1]
+        + 0.5 * ddqz[:, n - 2] / want_t[:, n - 2]))
+    want_sfc = inside(want_sfc, psfc0, hs, he)
+    want_p, want_pi = np.array(p0), np.array(pi0)
+    below = want_sfc
+    for k in range(ve - 1, vs - 1, -1):
+        interface = below * np.exp(-ddqz[:, k] / want_t[:, k])
+        want_p[:, k] = np.sqrt(below * interface)
+        want_pi[:, k] = interface
+        below = want_p[:, k]         # the older scan carries the pressure, not the interface
+    check(dict(temperature=temperature, pressure_sfc=psfc, pressure=pressure,
+               pressure_ifc=pressure_ifc),
+          dict(temperature=want_t, pressure_sfc=want_sfc,
+               pressure=inside(want_p, p0, hs, he, vs, ve),
+               pressure_ifc=inside(want_pi, pi0, hs, he, vs, ve)), rtol=1e-12)
