@@ -38,6 +38,7 @@ from tensorir_dace.frontend import (
     Dims,
     Field,
     FieldOffset,
+    abs,
     as_offset,
     astype,
     broadcast,
@@ -1075,3 +1076,648 @@ def test_diagnose_temperature_and_pressure(backend):
           dict(temperature=want_t, pressure_sfc=want_sfc,
                pressure=inside(want_p, p0, hs, he, vs, ve),
                pressure_ifc=inside(want_pi, pi0, hs, he, vs, ve)), rtol=1e-12)
+
+
+# ================================================================== older metric fields
+#
+# icon4py's metric fields of mo_vertical_grid in an older spelling
+# (``from gt4py.next import field_operator, program, ...``,
+# ``backend=settings.backend``, ``EdgeDim``/``KDim`` bound at module level):
+# the exner extrapolation factor written first on the whole field by a call
+# without ``domain=`` then on a domain; the implicit weight of w on cells then
+# read back on cells and levels by the next call; the second derivative
+# factors of the reference exner under an ``if`` on two ``int32`` scalars
+# that reassigns a parameter (an output passed in); the flat level index of
+# edges (``where`` of a ``KField[int32]`` against a literal ``0``, a cell
+# field read at ``E2C[i]`` then ``Koff[1]``); and the extrapolation of the
+# pressure gradient (an ``int32`` edge index and a ``KField[int32]``
+# broadcast to ``(Edge, K)``, in-and-out ``int32`` fields, ``where`` between
+# ``True`` and ``False``).
+
+settings = types.ModuleType("icon_settings")
+settings.backend = None
+EdgeDimM, KDimM = dims.EdgeDim, dims.KDim
+
+
+@field_operator
+def average_cell_kdim_level_up(
+    half_level_field: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    """
+    Calculate the mean value of adjacent interface levels.
+
+    Computes the average of two adjacent interface levels upwards over a cell field for storage
+    in the corresponding full levels.
+    """
+    return 0.5 * (half_level_field + half_level_field(Koff[1]))
+
+
+@field_operator
+def _cell_2_edge_interpolation(
+    in_field: fa.CellKField[wpfloat],
+    coeff: Field[[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(in_field(E2C) * coeff, axis=dims.E2CDim)
+
+
+@field_operator
+def _compute_maxslp_maxhgtd(
+    ddxn_z_full: fa.EdgeKField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_maxslp_0_1 = maximum(abs(ddxn_z_full(C2E[0])), abs(ddxn_z_full(C2E[1])))
+    z_maxslp = maximum(z_maxslp_0_1, abs(ddxn_z_full(C2E[2])))
+
+    z_maxhgtd_0_1 = maximum(
+        abs(ddxn_z_full(C2E[0]) * dual_edge_length(C2E[0])),
+        abs(ddxn_z_full(C2E[1]) * dual_edge_length(C2E[1])),
+    )
+
+    z_maxhgtd = maximum(z_maxhgtd_0_1, abs(ddxn_z_full(C2E[2]) * dual_edge_length(C2E[2])))
+    return z_maxslp, z_maxhgtd
+
+
+@field_operator
+def _exner_exfac_broadcast(exner_expol: wpfloat,) -> fa.CellKField[wpfloat]:
+    return broadcast(exner_expol, (CellDim, KDim))
+
+
+@field_operator
+def _compute_exner_exfac(
+    ddxn_z_full: fa.EdgeKField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+    exner_expol: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    z_maxslp, z_maxhgtd = _compute_maxslp_maxhgtd(ddxn_z_full, dual_edge_length)
+
+    exner_exfac = exner_expol * minimum(1.0 - (4.0 * z_maxslp) ** 2, 1.0 - (0.002 * z_maxhgtd) ** 2)
+    exner_exfac = maximum(0.0, exner_exfac)
+    exner_exfac = where(
+        z_maxslp > 1.5, maximum(-1.0 / 6.0, 1.0 / 9.0 * (1.5 - z_maxslp)), exner_exfac
+    )
+
+    return exner_exfac
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def compute_exner_exfac(
+    ddxn_z_full: fa.EdgeKField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+    exner_exfac: fa.CellKField[wpfloat],
+    exner_expol: wpfloat,
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    """
+    Compute exner_exfac.
+
+    Exner extrapolation reaches zero for a slope of 1/4 or a height difference of 500 m between adjacent grid points (empirically determined values). See mo_vertical_grid.f90
+    """
+    _exner_exfac_broadcast(
+        exner_expol,
+        out=exner_exfac
+    )
+    _compute_exner_exfac(
+        ddxn_z_full=ddxn_z_full,
+        dual_edge_length=dual_edge_length,
+        exner_expol=exner_expol,
+        out=exner_exfac,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_older_exner_exfac(backend):
+    hs, he, vs, ve, exner_expol = 1, NC - 1, 1, NLEV - 1, 1.0 / 3.0
+    ddxn = RNG.normal(0.0, 0.3, (NE, NLEV))
+    ddxn[:3, :] *= 10.0
+    dual = RNG.uniform(100.0, 1500.0, NE)
+    exfac = RNG.random((NC, NLEV))
+    compute_exner_exfac(ddxn, dual, exfac, exner_expol, hs, he, vs, ve, offset_provider=TABLES,
+                        backend=backend)
+    slopes = np.abs(nb(ddxn, "C2E"))
+    maxslp = slopes.max(axis=1)
+    maxhgtd = np.abs(nb(ddxn * dual[:, None], "C2E")).max(axis=1)
+    want = np.maximum(0.0, exner_expol * np.minimum(1.0 - (4.0 * maxslp)**2,
+                                                    1.0 - (0.002 * maxhgtd)**2))
+    want = np.where(maxslp > 1.5, np.maximum(-1.0 / 6.0, (1.5 - maxslp) / 9.0), want)
+    assert (maxslp > 1.5).any() and (want > 0.0).any()
+    check(dict(exner_exfac=exfac),
+          dict(exner_exfac=inside(want, np.full((NC, NLEV), exner_expol), hs, he, vs, ve)),
+          rtol=1e-12)
+
+
+@field_operator
+def _compute_vwind_expl_wgt(vwind_impl_wgt: fa.CellField[wpfloat]) -> fa.CellField[wpfloat]:
+    return 1.0 - vwind_impl_wgt
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def compute_vwind_expl_wgt(
+    vwind_impl_wgt: fa.CellField[wpfloat],
+    vwind_expl_wgt: fa.CellField[wpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+):
+    _compute_vwind_expl_wgt(
+        vwind_impl_wgt=vwind_impl_wgt,
+        out=vwind_expl_wgt,
+        domain={CellDim: (horizontal_start, horizontal_end)},
+    )
+
+
+@field_operator
+def _compute_vwind_impl_wgt_1(
+    z_ddxn_z_half_e: fa.EdgeField[wpfloat],
+    z_ddxt_z_half_e: fa.EdgeField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+    vwind_offctr: wpfloat,
+) -> fa.CellField[wpfloat]:
+    z_ddx_1 = maximum(abs(z_ddxn_z_half_e(C2E[0])), abs(z_ddxt_z_half_e(C2E[0])))
+    z_ddx_2 = maximum(abs(z_ddxn_z_half_e(C2E[1])), abs(z_ddxt_z_half_e(C2E[1])))
+    z_ddx_3 = maximum(abs(z_ddxn_z_half_e(C2E[2])), abs(z_ddxt_z_half_e(C2E[2])))
+    z_ddx_1_2 = maximum(z_ddx_1, z_ddx_2)
+    z_maxslope = maximum(z_ddx_1_2, z_ddx_3)
+
+    z_diff_1_2 = maximum(
+        abs(z_ddxn_z_half_e(C2E[0]) * dual_edge_length(C2E[0])),
+        abs(z_ddxn_z_half_e(C2E[1]) * dual_edge_length(C2E[1])),
+    )
+    z_diff = maximum(z_diff_1_2, abs(z_ddxn_z_half_e(C2E[2]) * dual_edge_length(C2E[2])))
+    z_offctr_1 = maximum(vwind_offctr, 0.425 * z_maxslope ** (0.75))
+    z_offctr = maximum(z_offctr_1, minimum(0.25, 0.00025 * (z_diff - 250.0)))
+    z_offctr = minimum(maximum(vwind_offctr, 0.75), z_offctr)
+    vwind_impl_wgt = 0.5 + z_offctr
+    return vwind_impl_wgt
+
+
+@field_operator
+def _compute_vwind_impl_wgt_2(
+    vct_a: fa.KField[wpfloat],
+    z_ifc: fa.CellKField[wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    z_diff_2 = (z_ifc - z_ifc(Koff[-1])) / (vct_a - vct_a(Koff[-1]))
+    vwind_impl_wgt_k = where(
+        z_diff_2 < 0.6, maximum(vwind_impl_wgt, 1.2 - z_diff_2), vwind_impl_wgt
+    )
+    return vwind_impl_wgt_k
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def compute_vwind_impl_wgt_partial(
+    z_ddxn_z_half_e: fa.EdgeField[wpfloat],
+    z_ddxt_z_half_e: fa.EdgeField[wpfloat],
+    dual_edge_length: fa.EdgeField[wpfloat],
+    vct_a: fa.KField[wpfloat],
+    z_ifc: fa.CellKField[wpfloat],
+    vwind_impl_wgt: fa.CellField[wpfloat],
+    vwind_impl_wgt_k: fa.CellKField[wpfloat],
+    vwind_offctr: wpfloat,
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    """
+    Compute vwind_impl_wgt.
+
+    See mo_vertical_grid.f90
+    """
+    _compute_vwind_impl_wgt_1(
+        z_ddxn_z_half_e=z_ddxn_z_half_e,
+        z_ddxt_z_half_e=z_ddxt_z_half_e,
+        dual_edge_length=dual_edge_length,
+        vwind_offctr=vwind_offctr,
+        out=vwind_impl_wgt,
+        domain={CellDim: (horizontal_start, horizontal_end)},
+    )
+
+    _compute_vwind_impl_wgt_2(
+        vct_a=vct_a,
+        z_ifc=z_ifc,
+        vwind_impl_wgt=vwind_impl_wgt,
+        out=vwind_impl_wgt_k,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _heights():
+    """Half-level heights falling with the level, over terrain that differs by cell."""
+    vct_a = np.linspace(20000.0, 0.0, NH)
+    terrain = RNG.uniform(0.0, 6000.0, NC)
+    sigma = np.linspace(0.0, 1.0, NH) ** 2
+    return vct_a, vct_a[None, :] + terrain[:, None] * sigma[None, :]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_older_vwind_weights(backend):
+    hs, he, vs, ve, offctr = 1, NC, 1, NH, 0.15
+    vct_a, z_ifc = _heights()
+    n = RNG.normal(0.0, 0.2, NE)
+    t = RNG.normal(0.0, 0.2, NE)
+    dual = RNG.uniform(500.0, 3000.0, NE)
+    impl0, impl_k0, expl0 = RNG.random(NC), RNG.random((NC, NH)), RNG.random(NC)
+    impl, impl_k, expl = impl0.copy(), impl_k0.copy(), expl0.copy()
+    compute_vwind_impl_wgt_partial(n, t, dual, vct_a, z_ifc, impl, impl_k, offctr, hs, he, vs,
+                                   ve, offset_provider=TABLES, backend=backend)
+    compute_vwind_expl_wgt(impl, expl, hs, he, offset_provider=TABLES, backend=backend)
+
+    maxslope = np.maximum(np.abs(nb(n, "C2E")), np.abs(nb(t, "C2E"))).max(axis=1)
+    diff = np.abs(nb(n * dual, "C2E")).max(axis=1)
+    z_offctr = np.maximum(offctr, 0.425 * maxslope**0.75)
+    z_offctr = np.maximum(z_offctr, np.minimum(0.25, 0.00025 * (diff - 250.0)))
+    z_offctr = np.minimum(max(offctr, 0.75), z_offctr)
+    want_impl = inside(0.5 + z_offctr, impl0, hs, he)
+    z_diff_2 = np.full((NC, NH), np.nan)
+    z_diff_2[:, 1:] = (z_ifc[:, 1:] - z_ifc[:, :-1]) / (vct_a[1:] - vct_a[:-1])
+    want_k = np.where(z_diff_2 < 0.6, np.maximum(want_impl[:, None], 1.2 - z_diff_2),
+                      want_impl[:, None])
+    assert (z_diff_2[hs:he, 1:] < 0.6).any() and (z_diff_2[hs:he, 1:] >= 0.6).any()
+    check(dict(vwind_impl_wgt=impl, vwind_impl_wgt_k=impl_k, vwind_expl_wgt=expl),
+          dict(vwind_impl_wgt=want_impl, vwind_impl_wgt_k=inside(want_k, impl_k0, hs, he, vs, ve),
+               vwind_expl_wgt=inside(1.0 - want_impl, expl0, hs, he)), rtol=1e-12)
+
+
+@field_operator
+def _compute_d2dexdz2_fac1_mc(
+    theta_ref_mc: fa.CellKField[vpfloat],
+    inv_ddqz_z_full: fa.CellKField[vpfloat],
+    d2dexdz2_fac1_mc: fa.CellKField[vpfloat],
+    cpd: float,
+    grav: wpfloat,
+    igradp_method: int32,
+    igradp_constant: int32,
+) -> fa.CellKField[vpfloat]:
+    if igradp_method <= igradp_constant:
+        d2dexdz2_fac1_mc = -grav / (cpd * theta_ref_mc**2) * inv_ddqz_z_full
+
+    return d2dexdz2_fac1_mc
+
+
+@field_operator
+def _compute_d2dexdz2_fac2_mc(
+    theta_ref_mc: fa.CellKField[vpfloat],
+    exner_ref_mc: fa.CellKField[vpfloat],
+    z_mc: fa.CellKField[wpfloat],
+    d2dexdz2_fac2_mc: fa.CellKField[vpfloat],
+    cpd: float,
+    grav: wpfloat,
+    del_t_bg: wpfloat,
+    h_scal_bg: wpfloat,
+    igradp_method: int32,
+    igradp_constant: int32,
+) -> fa.CellKField[vpfloat]:
+    if igradp_method <= igradp_constant:
+        d2dexdz2_fac2_mc = (
+            2.0
+            * grav
+            / (cpd * theta_ref_mc**3)
+            * (grav / cpd - del_t_bg / h_scal_bg * exp(-z_mc / h_scal_bg))
+            / exner_ref_mc
+        )
+    return d2dexdz2_fac2_mc
+
+
+@program(grid_type=GridType.UNSTRUCTURED)
+def compute_d2dexdz2_fac_mc(
+    theta_ref_mc: fa.CellKField[vpfloat],
+    inv_ddqz_z_full: fa.CellKField[vpfloat],
+    exner_ref_mc: fa.CellKField[vpfloat],
+    z_mc: fa.CellKField[wpfloat],
+    d2dexdz2_fac1_mc: fa.CellKField[vpfloat],
+    d2dexdz2_fac2_mc: fa.CellKField[vpfloat],
+    cpd: float,
+    grav: wpfloat,
+    del_t_bg: wpfloat,
+    h_scal_bg: wpfloat,
+    igradp_method: int32,
+    igradp_constant: int32,
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    """
+    Compute d2dexdz2_fac1_mc and d2dexdz2_fac2_mc factors.
+
+    See mo_vertical_grid.f90
+    """
+
+    _compute_d2dexdz2_fac1_mc(
+        theta_ref_mc,
+        inv_ddqz_z_full,
+        d2dexdz2_fac1_mc,
+        cpd,
+        grav,
+        igradp_method,
+        igradp_constant,
+        out=d2dexdz2_fac1_mc,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+    _compute_d2dexdz2_fac2_mc(
+        theta_ref_mc,
+        exner_ref_mc,
+        z_mc,
+        d2dexdz2_fac2_mc,
+        cpd,
+        grav,
+        del_t_bg,
+        h_scal_bg,
+        igradp_method,
+        igradp_constant,
+        out=d2dexdz2_fac2_mc,
+        domain={
+            CellDim: (horizontal_start, horizontal_end),
+            KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("igradp_method", [3, 4])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_older_d2dexdz2_factors(backend, igradp_method):
+    hs, he, vs, ve = 0, NC - 2, 1, NLEV
+    cpd, grav, del_t_bg, h_scal_bg = 1004.64, 9.80665, 75.0, 10000.0
+    theta = RNG.uniform(280.0, 400.0, (NC, NLEV))
+    inv_ddqz = RNG.uniform(1e-3, 1e-2, (NC, NLEV))
+    exner = RNG.uniform(0.6, 1.0, (NC, NLEV))
+    z_mc = RNG.uniform(0.0, 20000.0, (NC, NLEV))
+    fac1_0, fac2_0 = RNG.random((NC, NLEV)), RNG.random((NC, NLEV))
+    fac1, fac2 = fac1_0.copy(), fac2_0.copy()
+    compute_d2dexdz2_fac_mc(theta, inv_ddqz, exner, z_mc, fac1, fac2, cpd, grav, del_t_bg,
+                            h_scal_bg, igradp_method, 3, hs, he, vs, ve, offset_provider={},
+                            backend=backend)
+    if igradp_method <= 3:
+        want1 = -grav / (cpd * theta**2) * inv_ddqz
+        want2 = (2.0 * grav / (cpd * theta**3)
+                 * (grav / cpd - del_t_bg / h_scal_bg * np.exp(-z_mc / h_scal_bg)) / exner)
+    else:
+        want1, want2 = fac1_0, fac2_0
+    check(dict(fac1=fac1, fac2=fac2),
+          dict(fac1=inside(want1, fac1_0, hs, he, vs, ve),
+               fac2=inside(want2, fac2_0, hs, he, vs, ve)), rtol=1e-12)
+
+
+@field_operator
+def _compute_flat_idx(
+    z_me: fa.EdgeKField[wpfloat],
+    z_ifc: fa.CellKField[wpfloat],
+    k_lev: fa.KField[int32],
+) -> fa.EdgeKField[int32]:
+    z_ifc_e_0 = z_ifc(E2C[0])
+    z_ifc_e_k_0 = z_ifc_e_0(Koff[1])
+    z_ifc_e_1 = z_ifc(E2C[1])
+    z_ifc_e_k_1 = z_ifc_e_1(Koff[1])
+    flat_idx = where(
+        (z_me <= z_ifc_e_0) & (z_me >= z_ifc_e_k_0) & (z_me <= z_ifc_e_1) & (z_me >= z_ifc_e_k_1),
+        k_lev,
+        0,
+    )
+    return flat_idx
+
+
+@program
+def compute_flat_idx(
+    z_me: fa.EdgeKField[wpfloat],
+    z_ifc: fa.CellKField[wpfloat],
+    k_lev: fa.KField[int32],
+    flat_idx: fa.EdgeKField[int32],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_flat_idx(
+        z_me=z_me,
+        z_ifc=z_ifc,
+        k_lev=k_lev,
+        out=flat_idx,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@field_operator
+def _compute_z_aux2(
+    z_ifc: fa.CellField[wpfloat],
+) -> fa.EdgeField[wpfloat]:
+    extrapol_dist = 5.0
+    z_aux1 = maximum(z_ifc(E2C[0]), z_ifc(E2C[1]))
+    z_aux2 = z_aux1 - extrapol_dist
+
+    return z_aux2
+
+
+@program
+def compute_z_aux2(
+    z_ifc_sliced: fa.CellField[wpfloat],
+    z_aux2: fa.EdgeField[wpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+):
+    _compute_z_aux2(
+        z_ifc=z_ifc_sliced, out=z_aux2, domain={dims.EdgeDim: (horizontal_start, horizontal_end)}
+    )
+
+
+@field_operator
+def _compute_pg_edgeidx_vertidx(
+    c_lin_e: Field[[dims.EdgeDim, dims.E2CDim], float],
+    z_ifc: fa.CellKField[wpfloat],
+    z_aux2: fa.EdgeField[wpfloat],
+    e_owner_mask: fa.EdgeField[bool],
+    flat_idx_max: fa.EdgeField[int32],
+    e_lev: fa.EdgeField[int32],
+    k_lev: fa.KField[int32],
+    pg_edgeidx: fa.EdgeKField[int32],
+    pg_vertidx: fa.EdgeKField[int32],
+) -> tuple[fa.EdgeKField[int32], fa.EdgeKField[int32]]:
+    e_lev = broadcast(e_lev, (EdgeDimM, KDimM))
+    k_lev = broadcast(k_lev, (EdgeDimM, KDimM))
+    z_mc = average_cell_kdim_level_up(z_ifc)
+    z_me = _cell_2_edge_interpolation(in_field=z_mc, coeff=c_lin_e)
+    pg_edgeidx = where(
+        (k_lev >= (flat_idx_max + 1)) & (z_me < z_aux2) & e_owner_mask, e_lev, pg_edgeidx
+    )
+    pg_vertidx = where(
+        (k_lev >= (flat_idx_max + 1)) & (z_me < z_aux2) & e_owner_mask, k_lev, pg_vertidx
+    )
+    return pg_edgeidx, pg_vertidx
+
+
+@program
+def compute_pg_edgeidx_vertidx(
+    c_lin_e: Field[[dims.EdgeDim, dims.E2CDim], float],
+    z_ifc: fa.CellKField[wpfloat],
+    z_aux2: fa.EdgeField[wpfloat],
+    e_owner_mask: fa.EdgeField[bool],
+    flat_idx_max: fa.EdgeField[int32],
+    e_lev: fa.EdgeField[int32],
+    k_lev: fa.KField[int32],
+    pg_edgeidx: fa.EdgeKField[int32],
+    pg_vertidx: fa.EdgeKField[int32],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_pg_edgeidx_vertidx(
+        c_lin_e=c_lin_e,
+        z_ifc=z_ifc,
+        z_aux2=z_aux2,
+        e_owner_mask=e_owner_mask,
+        flat_idx_max=flat_idx_max,
+        e_lev=e_lev,
+        k_lev=k_lev,
+        pg_edgeidx=pg_edgeidx,
+        pg_vertidx=pg_vertidx,
+        out=(pg_edgeidx, pg_vertidx),
+        domain={EdgeDimM: (horizontal_start, horizontal_end), KDimM: (vertical_start, vertical_end)},
+    )
+
+
+@field_operator
+def _compute_pg_exdist_dsl(
+    z_me: fa.EdgeKField[wpfloat],
+    z_aux2: fa.EdgeField[wpfloat],
+    e_owner_mask: fa.EdgeField[bool],
+    flat_idx_max: fa.EdgeField[int32],
+    k_lev: fa.KField[int32],
+    pg_exdist_dsl: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    k_lev = broadcast(k_lev, (EdgeDimM, KDimM))
+    pg_exdist_dsl = where(
+        (k_lev >= (flat_idx_max + 1)) & (z_me < z_aux2) & e_owner_mask,
+        z_me - z_aux2,
+        pg_exdist_dsl,
+    )
+    return pg_exdist_dsl
+
+
+@program
+def compute_pg_exdist_dsl(
+    z_aux2: fa.EdgeField[wpfloat],
+    z_me: fa.EdgeKField[wpfloat],
+    e_owner_mask: fa.EdgeField[bool],
+    flat_idx_max: fa.EdgeField[int32],
+    k_lev: fa.KField[int32],
+    pg_exdist_dsl: fa.EdgeKField[wpfloat],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_pg_exdist_dsl(
+        z_me=z_me,
+        z_aux2=z_aux2,
+        e_owner_mask=e_owner_mask,
+        flat_idx_max=flat_idx_max,
+        k_lev=k_lev,
+        pg_exdist_dsl=pg_exdist_dsl,
+        out=pg_exdist_dsl,
+        domain={
+            EdgeDimM: (horizontal_start, horizontal_end),
+            KDimM: (vertical_start, vertical_end),
+        },
+    )
+
+
+@field_operator
+def _compute_pg_edgeidx_dsl(
+    pg_edgeidx: fa.EdgeKField[int32],
+    pg_vertidx: fa.EdgeKField[int32],
+) -> fa.EdgeKField[bool]:
+    pg_edgeidx_dsl = where((pg_edgeidx > 0) & (pg_vertidx > 0), True, False)
+    return pg_edgeidx_dsl
+
+
+@program
+def compute_pg_edgeidx_dsl(
+    pg_edgeidx: fa.EdgeKField[int32],
+    pg_vertidx: fa.EdgeKField[int32],
+    pg_edgeidx_dsl: fa.EdgeKField[bool],
+    horizontal_start: int32,
+    horizontal_end: int32,
+    vertical_start: int32,
+    vertical_end: int32,
+):
+    _compute_pg_edgeidx_dsl(
+        pg_edgeidx=pg_edgeidx,
+        pg_vertidx=pg_vertidx,
+        out=pg_edgeidx_dsl,
+        domain={
+            EdgeDimM: (horizontal_start, horizontal_end),
+            KDimM: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_older_flat_levels_and_pressure_gradient_extrapolation(backend):
+    hs, he, vs, ve = 1, NE, 0, NLEV
+    _, z_ifc = _heights()
+    c_lin_e = np.full((NE, 2), 0.5)
+    e2c = TABLES["E2C"]
+    z_mc = 0.5 * (z_ifc[:, :-1] + z_ifc[:, 1:])
+    z_me = 0.5 * (z_mc[e2c[:, 0]] + z_mc[e2c[:, 1]])
+    k_lev = np.arange(NLEV, dtype=np.int32)
+    e_lev = np.arange(NE, dtype=np.int32)
+    flat0 = RNG.integers(-5, 5, (NE, NLEV)).astype(np.int32)
+    flat = flat0.copy()
+    compute_flat_idx(z_me, z_ifc, k_lev, flat, hs, he, vs, ve, offset_provider=TABLES,
+                     backend=backend)
+    a, b = z_ifc[e2c[:, 0]], z_ifc[e2c[:, 1]]
+    inside_box = ((z_me <= a[:, :-1]) & (z_me >= a[:, 1:]) & (z_me <= b[:, :-1])
+                  & (z_me >= b[:, 1:]))
+    want_flat = np.where(inside_box, k_lev[None, :], 0)
+    assert inside_box.any() and not inside_box.all()
+    check(dict(flat_idx=flat), dict(flat_idx=inside(want_flat, flat0, hs, he, vs, ve)), rtol=0)
+    flat_idx_max = want_flat.max(axis=1).astype(np.int32)
+
+    z_aux2 = RNG.random(NE)
+    compute_z_aux2(np.ascontiguousarray(z_ifc[:, NLEV]), z_aux2, 0, NE, offset_provider=TABLES,
+                   backend=backend)
+    want_aux2 = np.maximum(z_ifc[e2c[:, 0], NLEV], z_ifc[e2c[:, 1], NLEV]) - 5.0
+    check(dict(z_aux2=z_aux2), dict(z_aux2=want_aux2), rtol=1e-12)
+
+    owner = RNG.random(NE) < 0.8
+    edgeidx0 = np.zeros((NE, NLEV), np.int32)
+    vertidx0 = np.zeros((NE, NLEV), np.int32)
+    edgeidx, vertidx = edgeidx0.copy(), vertidx0.copy()
+    compute_pg_edgeidx_vertidx(c_lin_e, z_ifc, z_aux2, owner, flat_idx_max, e_lev, k_lev,
+                               edgeidx, vertidx, hs, he, vs, ve, offset_provider=TABLES,
+                               backend=backend)
+    cond = ((k_lev[None, :] >= flat_idx_max[:, None] + 1) & (z_me < want_aux2[:, None])
+            & owner[:, None])
+    assert cond[hs:he].any() and not cond[hs:he].all()
+    want_e = inside(np.where(cond, e_lev[:, None], edgeidx0), edgeidx0, hs, he, vs, ve)
+    want_v = inside(np.where(cond, k_lev[None, :], vertidx0), vertidx0, hs, he, vs, ve)
+    check(dict(pg_edgeidx=edgeidx, pg_vertidx=vertidx),
+          dict(pg_edgeidx=want_e, pg_vertidx=want_v), rtol=0)
+
+    dsl = np.zeros((NE, NLEV), bool)
+    compute_pg_edgeidx_dsl(edgeidx, vertidx, dsl, 0, NE, 0, NLEV, offset_provider=TABLES,
+                           backend=backend)
+    exdist0 = RNG.random((NE, NLEV))
+    exdist = exdist0.copy()
+    compute_pg_exdist_dsl(z_aux2, z_me, owner, flat_idx_max, k_lev, exdist, hs, he, vs, ve,
+                          offset_provider=TABLES, backend=backend)
+    check(dict(pg_edgeidx_dsl=dsl, pg_exdist_dsl=exdist),
+          dict(pg_edgeidx_dsl=(want_e > 0) & (want_v > 0),
+               pg_exdist_dsl=inside(np.where(cond, z_me - want_aux2[:, None], exdist0), exdist0,
+                                    hs, he, vs, ve)), rtol=1e-12)
