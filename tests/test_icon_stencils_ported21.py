@@ -1721,3 +1721,710 @@ def test_older_flat_levels_and_pressure_gradient_extrapolation(backend):
           dict(pg_edgeidx_dsl=(want_e > 0) & (want_v > 0),
                pg_exdist_dsl=inside(np.where(cond, z_me - want_aux2[:, None], exdist0), exdist0,
                                     hs, he, vs, ve)), rtol=1e-12)
+
+
+# ================================================================== FFSL flux area patches
+#
+# icon4py's whole prepare_ffsl_flux_area_patches_list (the file raises the
+# recursion limit for GT4Py): ``int32`` and ``bool`` helper operators called
+# many times, the departure region split into three patches by six cases of
+# nested ``where`` (24 fields reassigned case after case), 24 outputs written
+# in place.  The expected values run the same reference code on NumPy arrays.
+
+
+@gtx.field_operator
+def ccw(
+    p0_lon: fa.EdgeKField[ta.wpfloat],
+    p0_lat: fa.EdgeKField[ta.wpfloat],
+    p1_lon: fa.EdgeKField[ta.wpfloat],
+    p1_lat: fa.EdgeKField[ta.wpfloat],
+    p2_lon: fa.EdgeKField[ta.wpfloat],
+    p2_lat: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKField[gtx.int32]:
+    dx1dy2 = (p1_lon - p0_lon) * (p2_lat - p0_lat)
+    dy1dx2 = (p1_lat - p0_lat) * (p2_lon - p0_lon)
+    lccw = dx1dy2 > dy1dx2
+    ccw_out = where(lccw, 1, -1)  # 1: clockwise, -1: counterclockwise
+    return ccw_out
+
+
+# Checks whether two lines intersect
+@gtx.field_operator
+def lintersect(
+    line1_p1_lon: fa.EdgeKField[ta.wpfloat],
+    line1_p1_lat: fa.EdgeKField[ta.wpfloat],
+    line1_p2_lon: fa.EdgeKField[ta.wpfloat],
+    line1_p2_lat: fa.EdgeKField[ta.wpfloat],
+    line2_p1_lon: fa.EdgeKField[ta.wpfloat],
+    line2_p1_lat: fa.EdgeKField[ta.wpfloat],
+    line2_p2_lon: fa.EdgeKField[ta.wpfloat],
+    line2_p2_lat: fa.EdgeKField[ta.wpfloat],
+) -> fa.EdgeKField[bool]:
+    intersect1 = ccw(
+        line1_p1_lon,
+        line1_p1_lat,
+        line1_p2_lon,
+        line1_p2_lat,
+        line2_p1_lon,
+        line2_p1_lat,
+    ) * ccw(
+        line1_p1_lon,
+        line1_p1_lat,
+        line1_p2_lon,
+        line1_p2_lat,
+        line2_p2_lon,
+        line2_p2_lat,
+    )
+    intersect2 = ccw(
+        line2_p1_lon,
+        line2_p1_lat,
+        line2_p2_lon,
+        line2_p2_lat,
+        line1_p1_lon,
+        line1_p1_lat,
+    ) * ccw(
+        line2_p1_lon,
+        line2_p1_lat,
+        line2_p2_lon,
+        line2_p2_lat,
+        line1_p2_lon,
+        line1_p2_lat,
+    )
+    lintersect_out = (intersect1 + intersect2) == -2
+
+    return lintersect_out
+
+
+# Compute intersection point of two lines in 2D
+@gtx.field_operator
+def line_intersect(
+    line1_p1_lon: fa.EdgeKField[ta.wpfloat],
+    line1_p1_lat: fa.EdgeKField[ta.wpfloat],
+    line1_p2_lon: fa.EdgeKField[ta.wpfloat],
+    line1_p2_lat: fa.EdgeKField[ta.wpfloat],
+    line2_p1_lon: fa.EdgeKField[ta.wpfloat],
+    line2_p1_lat: fa.EdgeKField[ta.wpfloat],
+    line2_p2_lon: fa.EdgeKField[ta.wpfloat],
+    line2_p2_lat: fa.EdgeKField[ta.wpfloat],
+) -> tuple[fa.EdgeKField[ta.vpfloat], fa.EdgeKField[ta.vpfloat]]:
+    # avoid division with zero
+    d1 = line1_p2_lon - line1_p1_lon
+    d1 = where(d1 != 0.0, d1, line1_p2_lon)
+
+    d2 = line2_p2_lon - line2_p1_lon
+    d2 = where(d2 != 0.0, d2, line2_p2_lon)
+
+    m1 = (line1_p2_lat - line1_p1_lat) / d1
+    m2 = (line2_p2_lat - line2_p1_lat) / d2
+
+    intersect_1 = (line2_p1_lat - line1_p1_lat + m1 * line1_p1_lon - m2 * line2_p1_lon) / (m1 - m2)
+    intersect_2 = line1_p1_lat + m1 * (intersect_1 - line1_p1_lon)
+
+    return astype(intersect_1, vpfloat), astype(intersect_2, vpfloat)
+
+
+@gtx.field_operator
+def _prepare_ffsl_flux_area_patches_list(  # noqa: PLR0915 [too-many-statements]
+    famask_int: fa.EdgeKField[gtx.int32],
+    p_vn: fa.EdgeKField[ta.wpfloat],
+    ptr_v3_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ptr_v3_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    tangent_orientation_dsl: fa.EdgeField[ta.wpfloat],
+    dreg_patch0_1_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_1_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_2_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_2_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_3_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_3_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_4_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_4_lat_dsl: fa.EdgeKField[ta.vpfloat],
+) -> tuple[
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+    fa.EdgeKField[ta.vpfloat],
+]:
+    arrival_pts_1_lon_dsl = dreg_patch0_1_lon_dsl
+    arrival_pts_1_lat_dsl = dreg_patch0_1_lat_dsl
+    arrival_pts_2_lon_dsl = dreg_patch0_2_lon_dsl
+    arrival_pts_2_lat_dsl = dreg_patch0_2_lat_dsl
+    depart_pts_1_lon_dsl = dreg_patch0_4_lon_dsl  # indices have to be switched so that dep 1 belongs to arr 1 (and d2->a2)
+    depart_pts_1_lat_dsl = dreg_patch0_4_lat_dsl
+    depart_pts_2_lon_dsl = dreg_patch0_3_lon_dsl
+    depart_pts_2_lat_dsl = dreg_patch0_3_lat_dsl
+
+    lvn_pos = p_vn >= 0.0
+
+    # get flux area departure-line segment
+    fl_line_p1_lon = astype(depart_pts_1_lon_dsl, wpfloat)
+    fl_line_p1_lat = astype(depart_pts_1_lat_dsl, wpfloat)
+    fl_line_p2_lon = astype(depart_pts_2_lon_dsl, wpfloat)
+    fl_line_p2_lat = astype(depart_pts_2_lat_dsl, wpfloat)
+
+    # get triangle edge 1 (A1V3)
+    tri_line1_p1_lon = astype(arrival_pts_1_lon_dsl, wpfloat)
+    tri_line1_p1_lat = astype(arrival_pts_1_lat_dsl, wpfloat)
+    tri_line1_p2_lon = where(lvn_pos, ptr_v3_lon[E2CDim(0)], ptr_v3_lon[E2CDim(1)])
+    tri_line1_p2_lat = where(lvn_pos, ptr_v3_lat[E2CDim(0)], ptr_v3_lat[E2CDim(1)])
+
+    # get triangle edge 2 (A2V3)
+    tri_line2_p1_lon = astype(arrival_pts_2_lon_dsl, wpfloat)
+    tri_line2_p1_lat = astype(arrival_pts_2_lat_dsl, wpfloat)
+    tri_line2_p2_lon = where(lvn_pos, ptr_v3_lon[E2CDim(0)], ptr_v3_lon[E2CDim(1)])
+    tri_line2_p2_lat = where(lvn_pos, ptr_v3_lat[E2CDim(0)], ptr_v3_lat[E2CDim(1)])
+
+    # Create first mask does departure-line segment intersects with A1V3
+    lintersect_line1 = lintersect(
+        fl_line_p1_lon,
+        fl_line_p1_lat,
+        fl_line_p2_lon,
+        fl_line_p2_lat,
+        tri_line1_p1_lon,
+        tri_line1_p1_lat,
+        tri_line1_p2_lon,
+        tri_line1_p2_lat,
+    )
+    # Create first mask does departure-line segment intersects with A2V3
+    lintersect_line2 = lintersect(
+        fl_line_p1_lon,
+        fl_line_p1_lat,
+        fl_line_p2_lon,
+        fl_line_p2_lat,
+        tri_line2_p1_lon,
+        tri_line2_p1_lat,
+        tri_line2_p2_lon,
+        tri_line2_p2_lat,
+    )
+
+    lvn_sys_pos = (p_vn * broadcast(tangent_orientation_dsl, (dims.EdgeDim, dims.KDim))) >= 0.0
+    famask_bool = famask_int == 1
+    # ------------------------------------------------- Case 1
+    mask_case1 = lintersect_line1 & lintersect_line2 & famask_bool
+    ps1_x, ps1_y = line_intersect(
+        fl_line_p1_lon,
+        fl_line_p1_lat,
+        fl_line_p2_lon,
+        fl_line_p2_lat,
+        tri_line1_p1_lon,
+        tri_line1_p1_lat,
+        tri_line1_p2_lon,
+        tri_line1_p2_lat,
+    )
+    ps2_x, ps2_y = line_intersect(
+        fl_line_p1_lon,
+        fl_line_p1_lat,
+        fl_line_p2_lon,
+        fl_line_p2_lat,
+        tri_line2_p1_lon,
+        tri_line2_p1_lat,
+        tri_line2_p2_lon,
+        tri_line2_p2_lat,
+    )
+
+    # Case 1 - patch 0
+    dreg_patch0_1_lon_dsl = where(mask_case1, arrival_pts_1_lon_dsl, dreg_patch0_1_lon_dsl)
+    dreg_patch0_1_lat_dsl = where(mask_case1, arrival_pts_1_lat_dsl, dreg_patch0_1_lat_dsl)
+    dreg_patch0_2_lon_dsl = where(
+        mask_case1, where(lvn_sys_pos, arrival_pts_2_lon_dsl, ps1_x), dreg_patch0_2_lon_dsl
+    )
+    dreg_patch0_2_lat_dsl = where(
+        mask_case1, where(lvn_sys_pos, arrival_pts_2_lat_dsl, ps1_y), dreg_patch0_2_lat_dsl
+    )
+    dreg_patch0_3_lon_dsl = where(mask_case1, ps2_x, dreg_patch0_3_lon_dsl)
+    dreg_patch0_3_lat_dsl = where(mask_case1, ps2_y, dreg_patch0_3_lat_dsl)
+    dreg_patch0_4_lon_dsl = where(
+        mask_case1, where(lvn_sys_pos, ps1_x, arrival_pts_2_lon_dsl), dreg_patch0_4_lon_dsl
+    )
+    dreg_patch0_4_lat_dsl = where(
+        mask_case1, where(lvn_sys_pos, ps1_y, arrival_pts_2_lat_dsl), dreg_patch0_4_lat_dsl
+    )
+    # Case 1 - patch 1
+    dreg_patch1_1_lon_vmask = where(mask_case1, arrival_pts_1_lon_dsl, 0.0)
+    dreg_patch1_1_lat_vmask = where(mask_case1, arrival_pts_1_lat_dsl, 0.0)
+    dreg_patch1_4_lon_vmask = where(mask_case1, arrival_pts_1_lon_dsl, 0.0)
+    dreg_patch1_4_lat_vmask = where(mask_case1, arrival_pts_1_lat_dsl, 0.0)
+    dreg_patch1_2_lon_vmask = where(
+        mask_case1, where(lvn_sys_pos, ps1_x, depart_pts_1_lon_dsl), 0.0
+    )
+    dreg_patch1_2_lat_vmask = where(
+        mask_case1, where(lvn_sys_pos, ps1_y, depart_pts_1_lat_dsl), 0.0
+    )
+    dreg_patch1_3_lon_vmask = where(
+        mask_case1, where(lvn_sys_pos, depart_pts_1_lon_dsl, ps1_x), 0.0
+    )
+    dreg_patch1_3_lat_vmask = where(
+        mask_case1, where(lvn_sys_pos, depart_pts_1_lat_dsl, ps1_y), 0.0
+    )
+    # Case 1 - patch 2
+    dreg_patch2_1_lon_vmask = where(mask_case1, arrival_pts_2_lon_dsl, 0.0)
+    dreg_patch2_1_lat_vmask = where(mask_case1, arrival_pts_2_lat_dsl, 0.0)
+    dreg_patch2_4_lon_vmask = where(mask_case1, arrival_pts_2_lon_dsl, 0.0)
+    dreg_patch2_4_lat_vmask = where(mask_case1, arrival_pts_2_lat_dsl, 0.0)
+    dreg_patch2_2_lon_vmask = where(
+        mask_case1, where(lvn_sys_pos, depart_pts_2_lon_dsl, ps2_x), 0.0
+    )
+    dreg_patch2_2_lat_vmask = where(
+        mask_case1, where(lvn_sys_pos, depart_pts_2_lat_dsl, ps2_y), 0.0
+    )
+    dreg_patch2_3_lon_vmask = where(
+        mask_case1, where(lvn_sys_pos, ps2_x, depart_pts_2_lon_dsl), 0.0
+    )
+    dreg_patch2_3_lat_vmask = where(
+        mask_case1, where(lvn_sys_pos, ps2_y, depart_pts_2_lat_dsl), 0.0
+    )
+
+    # ------------------------------------------------- Case 2a
+    mask_case2a = lintersect_line1 & (~lintersect_line2) & famask_bool
+    # Case 2a - patch 0
+    dreg_patch0_1_lon_dsl = where(mask_case2a, arrival_pts_1_lon_dsl, dreg_patch0_1_lon_dsl)
+    dreg_patch0_1_lat_dsl = where(mask_case2a, arrival_pts_1_lat_dsl, dreg_patch0_1_lat_dsl)
+    dreg_patch0_2_lon_dsl = where(
+        mask_case2a, where(lvn_sys_pos, arrival_pts_2_lon_dsl, ps1_x), dreg_patch0_2_lon_dsl
+    )
+    dreg_patch0_2_lat_dsl = where(
+        mask_case2a, where(lvn_sys_pos, arrival_pts_2_lat_dsl, ps1_y), dreg_patch0_2_lat_dsl
+    )
+    dreg_patch0_3_lon_dsl = where(mask_case2a, depart_pts_2_lon_dsl, dreg_patch0_3_lon_dsl)
+    dreg_patch0_3_lat_dsl = where(mask_case2a, depart_pts_2_lat_dsl, dreg_patch0_3_lat_dsl)
+    dreg_patch0_4_lon_dsl = where(
+        mask_case2a, where(lvn_sys_pos, ps1_x, arrival_pts_2_lon_dsl), dreg_patch0_4_lon_dsl
+    )
+    dreg_patch0_4_lat_dsl = where(
+        mask_case2a, where(lvn_sys_pos, ps1_y, arrival_pts_2_lat_dsl), dreg_patch0_4_lat_dsl
+    )
+    # Case 2a - patch 1
+    dreg_patch1_1_lon_vmask = where(mask_case2a, arrival_pts_1_lon_dsl, dreg_patch1_1_lon_vmask)
+    dreg_patch1_1_lat_vmask = where(mask_case2a, arrival_pts_1_lat_dsl, dreg_patch1_1_lat_vmask)
+    dreg_patch1_4_lon_vmask = where(mask_case2a, arrival_pts_1_lon_dsl, dreg_patch1_4_lon_vmask)
+    dreg_patch1_4_lat_vmask = where(mask_case2a, arrival_pts_1_lat_dsl, dreg_patch1_4_lat_vmask)
+    dreg_patch1_2_lon_vmask = where(
+        mask_case2a, where(lvn_sys_pos, ps1_x, depart_pts_1_lon_dsl), dreg_patch1_2_lon_vmask
+    )
+    dreg_patch1_2_lat_vmask = where(
+        mask_case2a, where(lvn_sys_pos, ps1_y, depart_pts_1_lat_dsl), dreg_patch1_2_lat_vmask
+    )
+    dreg_patch1_3_lon_vmask = where(
+        mask_case2a, where(lvn_sys_pos, depart_pts_1_lon_dsl, ps1_x), dreg_patch1_3_lon_vmask
+    )
+    dreg_patch1_3_lat_vmask = where(
+        mask_case2a, where(lvn_sys_pos, depart_pts_1_lat_dsl, ps1_y), dreg_patch1_3_lat_vmask
+    )
+    # Case 2a - patch 2
+    dreg_patch2_1_lon_vmask = where(mask_case2a, 0.0, dreg_patch2_1_lon_vmask)
+    dreg_patch2_1_lat_vmask = where(mask_case2a, 0.0, dreg_patch2_1_lat_vmask)
+    dreg_patch2_2_lon_vmask = where(mask_case2a, 0.0, dreg_patch2_2_lon_vmask)
+    dreg_patch2_2_lat_vmask = where(mask_case2a, 0.0, dreg_patch2_2_lat_vmask)
+    dreg_patch2_3_lon_vmask = where(mask_case2a, 0.0, dreg_patch2_3_lon_vmask)
+    dreg_patch2_3_lat_vmask = where(mask_case2a, 0.0, dreg_patch2_3_lat_vmask)
+    dreg_patch2_4_lon_vmask = where(mask_case2a, 0.0, dreg_patch2_4_lon_vmask)
+    dreg_patch2_4_lat_vmask = where(mask_case2a, 0.0, dreg_patch2_4_lat_vmask)
+
+    # -------------------------------------------------- Case 2b
+    mask_case2b = lintersect_line2 & (~lintersect_line1) & famask_bool
+    # Case 2b - patch 0
+    dreg_patch0_1_lon_dsl = where(mask_case2b, arrival_pts_1_lon_dsl, dreg_patch0_1_lon_dsl)
+    dreg_patch0_1_lat_dsl = where(mask_case2b, arrival_pts_1_lat_dsl, dreg_patch0_1_lat_dsl)
+    dreg_patch0_2_lon_dsl = where(
+        mask_case2b,
+        where(lvn_sys_pos, arrival_pts_2_lon_dsl, depart_pts_1_lon_dsl),
+        dreg_patch0_2_lon_dsl,
+    )
+    dreg_patch0_2_lat_dsl = where(
+        mask_case2b,
+        where(lvn_sys_pos, arrival_pts_2_lat_dsl, depart_pts_1_lat_dsl),
+        dreg_patch0_2_lat_dsl,
+    )
+    dreg_patch0_3_lon_dsl = where(mask_case2b, ps2_x, dreg_patch0_3_lon_dsl)
+    dreg_patch0_3_lat_dsl = where(mask_case2b, ps2_y, dreg_patch0_3_lat_dsl)
+    dreg_patch0_4_lon_dsl = where(
+        mask_case2b,
+        where(lvn_sys_pos, depart_pts_1_lon_dsl, arrival_pts_2_lon_dsl),
+        dreg_patch0_4_lon_dsl,
+    )
+    dreg_patch0_4_lat_dsl = where(
+        mask_case2b,
+        where(lvn_sys_pos, depart_pts_1_lat_dsl, arrival_pts_2_lat_dsl),
+        dreg_patch0_4_lat_dsl,
+    )
+    # Case 2b - patch 1
+    dreg_patch1_1_lon_vmask = where(mask_case2b, 0.0, dreg_patch1_1_lon_vmask)
+    dreg_patch1_1_lat_vmask = where(mask_case2b, 0.0, dreg_patch1_1_lat_vmask)
+    dreg_patch1_2_lon_vmask = where(mask_case2b, 0.0, dreg_patch1_2_lon_vmask)
+    dreg_patch1_2_lat_vmask = where(mask_case2b, 0.0, dreg_patch1_2_lat_vmask)
+    dreg_patch1_3_lon_vmask = where(mask_case2b, 0.0, dreg_patch1_3_lon_vmask)
+    dreg_patch1_3_lat_vmask = where(mask_case2b, 0.0, dreg_patch1_3_lat_vmask)
+    dreg_patch1_4_lon_vmask = where(mask_case2b, 0.0, dreg_patch1_4_lon_vmask)
+    dreg_patch1_4_lat_vmask = where(mask_case2b, 0.0, dreg_patch1_4_lat_vmask)
+    # Case 2b - patch 2
+    dreg_patch2_1_lon_vmask = where(mask_case2b, arrival_pts_2_lon_dsl, dreg_patch2_1_lon_vmask)
+    dreg_patch2_1_lat_vmask = where(mask_case2b, arrival_pts_2_lat_dsl, dreg_patch2_1_lat_vmask)
+    dreg_patch2_4_lon_vmask = where(mask_case2b, arrival_pts_2_lon_dsl, dreg_patch2_4_lon_vmask)
+    dreg_patch2_4_lat_vmask = where(mask_case2b, arrival_pts_2_lat_dsl, dreg_patch2_4_lat_vmask)
+    dreg_patch2_2_lon_vmask = where(
+        mask_case2b, where(lvn_sys_pos, depart_pts_2_lon_dsl, ps2_x), dreg_patch2_2_lon_vmask
+    )
+    dreg_patch2_2_lat_vmask = where(
+        mask_case2b, where(lvn_sys_pos, depart_pts_2_lat_dsl, ps2_y), dreg_patch2_2_lat_vmask
+    )
+    dreg_patch2_3_lon_vmask = where(
+        mask_case2b, where(lvn_sys_pos, ps2_x, depart_pts_2_lon_dsl), dreg_patch2_3_lon_vmask
+    )
+    dreg_patch2_3_lat_vmask = where(
+        mask_case2b, where(lvn_sys_pos, ps2_y, depart_pts_2_lat_dsl), dreg_patch2_3_lat_vmask
+    )
+
+    # flux area edge 1 and 2
+    fl_e1_p1_lon = astype(arrival_pts_1_lon_dsl, wpfloat)
+    fl_e1_p1_lat = astype(arrival_pts_1_lat_dsl, wpfloat)
+    fl_e1_p2_lon = astype(depart_pts_1_lon_dsl, wpfloat)
+    fl_e1_p2_lat = astype(depart_pts_1_lat_dsl, wpfloat)
+    fl_e2_p1_lon = astype(arrival_pts_2_lon_dsl, wpfloat)
+    fl_e2_p1_lat = astype(arrival_pts_2_lat_dsl, wpfloat)
+    fl_e2_p2_lon = astype(depart_pts_2_lon_dsl, wpfloat)
+    fl_e2_p2_lat = astype(depart_pts_2_lat_dsl, wpfloat)
+
+    # ----------------------------------------------- Case 3a
+    # Check whether flux area edge 2 intersects with triangle edge 1
+    lintersect_e2_line1 = lintersect(
+        fl_e2_p1_lon,
+        fl_e2_p1_lat,
+        fl_e2_p2_lon,
+        fl_e2_p2_lat,
+        tri_line1_p1_lon,
+        tri_line1_p1_lat,
+        tri_line1_p2_lon,
+        tri_line1_p2_lat,
+    )
+    mask_case3a = lintersect_e2_line1 & famask_bool
+    pi1_x, pi1_y = line_intersect(
+        fl_e2_p1_lon,
+        fl_e2_p1_lat,
+        fl_e2_p2_lon,
+        fl_e2_p2_lat,
+        tri_line1_p1_lon,
+        tri_line1_p1_lat,
+        tri_line1_p2_lon,
+        tri_line1_p2_lat,
+    )
+    # Case 3a - patch 0
+    dreg_patch0_1_lon_dsl = where(mask_case3a, arrival_pts_1_lon_dsl, dreg_patch0_1_lon_dsl)
+    dreg_patch0_1_lat_dsl = where(mask_case3a, arrival_pts_1_lat_dsl, dreg_patch0_1_lat_dsl)
+    dreg_patch0_2_lon_dsl = where(
+        mask_case3a,
+        where(lvn_sys_pos, arrival_pts_2_lon_dsl, depart_pts_1_lon_dsl),
+        dreg_patch0_2_lon_dsl,
+    )
+    dreg_patch0_2_lat_dsl = where(
+        mask_case3a,
+        where(lvn_sys_pos, arrival_pts_2_lat_dsl, depart_pts_1_lat_dsl),
+        dreg_patch0_2_lat_dsl,
+    )
+    dreg_patch0_3_lon_dsl = where(mask_case3a, ps2_x, dreg_patch0_3_lon_dsl)
+    dreg_patch0_3_lat_dsl = where(mask_case3a, ps2_y, dreg_patch0_3_lat_dsl)
+    dreg_patch0_4_lon_dsl = where(
+        mask_case3a,
+        where(lvn_sys_pos, depart_pts_1_lon_dsl, arrival_pts_2_lon_dsl),
+        dreg_patch0_4_lon_dsl,
+    )
+    dreg_patch0_4_lat_dsl = where(
+        mask_case3a,
+        where(lvn_sys_pos, depart_pts_1_lat_dsl, arrival_pts_2_lat_dsl),
+        dreg_patch0_4_lat_dsl,
+    )
+    # Case 3a - patch 1
+    dreg_patch1_1_lon_vmask = where(mask_case3a, arrival_pts_1_lon_dsl, dreg_patch1_1_lon_vmask)
+    dreg_patch1_1_lat_vmask = where(mask_case3a, arrival_pts_1_lat_dsl, dreg_patch1_1_lat_vmask)
+    dreg_patch1_2_lon_vmask = where(
+        mask_case3a,
+        where(lvn_sys_pos, pi1_x, depart_pts_2_lon_dsl),
+        dreg_patch1_2_lon_vmask,
+    )
+    dreg_patch1_2_lat_vmask = where(
+        mask_case3a,
+        where(lvn_sys_pos, pi1_y, depart_pts_2_lat_dsl),
+        dreg_patch1_2_lat_vmask,
+    )
+    dreg_patch1_3_lon_vmask = where(mask_case3a, depart_pts_1_lon_dsl, dreg_patch1_3_lon_vmask)
+    dreg_patch1_3_lat_vmask = where(mask_case3a, depart_pts_1_lat_dsl, dreg_patch1_3_lat_vmask)
+    dreg_patch1_4_lon_vmask = where(
+        mask_case3a,
+        where(lvn_sys_pos, depart_pts_1_lon_dsl, pi1_x),
+        dreg_patch1_4_lon_vmask,
+    )
+    dreg_patch1_4_lat_vmask = where(
+        mask_case3a,
+        where(lvn_sys_pos, depart_pts_1_lat_dsl, pi1_y),
+        dreg_patch1_4_lat_vmask,
+    )
+    # Case 3a - patch 2
+    dreg_patch2_1_lon_vmask = where(mask_case3a, 0.0, dreg_patch2_1_lon_vmask)
+    dreg_patch2_1_lat_vmask = where(mask_case3a, 0.0, dreg_patch2_1_lat_vmask)
+    dreg_patch2_2_lon_vmask = where(mask_case3a, 0.0, dreg_patch2_2_lon_vmask)
+    dreg_patch2_2_lat_vmask = where(mask_case3a, 0.0, dreg_patch2_2_lat_vmask)
+    dreg_patch2_3_lon_vmask = where(mask_case3a, 0.0, dreg_patch2_3_lon_vmask)
+    dreg_patch2_3_lat_vmask = where(mask_case3a, 0.0, dreg_patch2_3_lat_vmask)
+    dreg_patch2_4_lon_vmask = where(mask_case3a, 0.0, dreg_patch2_4_lon_vmask)
+    dreg_patch2_4_lat_vmask = where(mask_case3a, 0.0, dreg_patch2_4_lat_vmask)
+
+    # ------------------------------------------------ Case 3b
+    # Check whether flux area edge 1 intersects with triangle edge 2
+    lintersect_e1_line2 = lintersect(
+        fl_e1_p1_lon,
+        fl_e1_p1_lat,
+        fl_e1_p2_lon,
+        fl_e1_p2_lat,
+        tri_line2_p1_lon,
+        tri_line2_p1_lat,
+        tri_line2_p2_lon,
+        tri_line2_p2_lat,
+    )
+    mask_case3b = lintersect_e1_line2 & famask_bool
+    pi2_x, pi2_y = line_intersect(
+        fl_e1_p1_lon,
+        fl_e1_p1_lat,
+        fl_e1_p2_lon,
+        fl_e1_p2_lat,
+        tri_line2_p1_lon,
+        tri_line2_p1_lat,
+        tri_line2_p2_lon,
+        tri_line2_p2_lat,
+    )
+    # Case 3b - patch 0
+    dreg_patch0_1_lon_dsl = where(mask_case3b, arrival_pts_1_lon_dsl, dreg_patch0_1_lon_dsl)
+    dreg_patch0_1_lat_dsl = where(mask_case3b, arrival_pts_1_lat_dsl, dreg_patch0_1_lat_dsl)
+    dreg_patch0_4_lon_dsl = where(mask_case3b, arrival_pts_1_lon_dsl, dreg_patch0_4_lon_dsl)
+    dreg_patch0_4_lat_dsl = where(mask_case3b, arrival_pts_1_lat_dsl, dreg_patch0_4_lat_dsl)
+    dreg_patch0_2_lon_dsl = where(
+        mask_case3b, where(lvn_sys_pos, arrival_pts_2_lon_dsl, pi2_x), dreg_patch0_2_lon_dsl
+    )
+    dreg_patch0_2_lat_dsl = where(
+        mask_case3b, where(lvn_sys_pos, arrival_pts_2_lat_dsl, pi2_y), dreg_patch0_2_lat_dsl
+    )
+    dreg_patch0_3_lon_dsl = where(
+        mask_case3b, where(lvn_sys_pos, pi2_x, arrival_pts_2_lon_dsl), dreg_patch0_3_lon_dsl
+    )
+    dreg_patch0_3_lat_dsl = where(
+        mask_case3b, where(lvn_sys_pos, pi2_y, arrival_pts_2_lat_dsl), dreg_patch0_3_lat_dsl
+    )
+    # Case 3b - patch 1
+    dreg_patch1_1_lon_vmask = where(mask_case3b, 0.0, dreg_patch1_1_lon_vmask)
+    dreg_patch1_1_lat_vmask = where(mask_case3b, 0.0, dreg_patch1_1_lat_vmask)
+    dreg_patch1_2_lon_vmask = where(mask_case3b, 0.0, dreg_patch1_2_lon_vmask)
+    dreg_patch1_2_lat_vmask = where(mask_case3b, 0.0, dreg_patch1_2_lat_vmask)
+    dreg_patch1_3_lon_vmask = where(mask_case3b, 0.0, dreg_patch1_3_lon_vmask)
+    dreg_patch1_3_lat_vmask = where(mask_case3b, 0.0, dreg_patch1_3_lat_vmask)
+    dreg_patch1_4_lon_vmask = where(mask_case3b, 0.0, dreg_patch1_4_lon_vmask)
+    dreg_patch1_4_lat_vmask = where(mask_case3b, 0.0, dreg_patch1_4_lat_vmask)
+    # Case 3b - patch 2
+    dreg_patch2_1_lon_vmask = where(mask_case3b, arrival_pts_2_lon_dsl, dreg_patch2_1_lon_vmask)
+    dreg_patch2_1_lat_vmask = where(mask_case3b, arrival_pts_2_lat_dsl, dreg_patch2_1_lat_vmask)
+    dreg_patch2_2_lon_vmask = where(
+        mask_case3b, where(lvn_sys_pos, depart_pts_2_lon_dsl, pi2_x), dreg_patch2_2_lon_vmask
+    )
+    dreg_patch2_2_lat_vmask = where(
+        mask_case3b, where(lvn_sys_pos, depart_pts_2_lat_dsl, pi2_y), dreg_patch2_2_lat_vmask
+    )
+    dreg_patch2_3_lon_vmask = where(mask_case3b, depart_pts_1_lon_dsl, dreg_patch2_3_lon_vmask)
+    dreg_patch2_3_lat_vmask = where(mask_case3b, depart_pts_1_lat_dsl, dreg_patch2_3_lat_vmask)
+    dreg_patch2_4_lon_vmask = where(
+        mask_case3b, where(lvn_sys_pos, pi2_x, depart_pts_2_lon_dsl), dreg_patch2_4_lon_vmask
+    )
+    dreg_patch2_4_lat_vmask = where(
+        mask_case3b, where(lvn_sys_pos, pi2_y, depart_pts_2_lat_dsl), dreg_patch2_4_lat_vmask
+    )
+
+    # --------------------------------------------- Case 4
+    # NB: Next line acts as the "ELSE IF", indices that already previously matched one of the above conditions
+    # can't be overwritten by this new condition.
+    indices_previously_matched = mask_case3b | mask_case3a | mask_case2b | mask_case2a | mask_case1
+    #    mask_case4 = (abs(p_vn) < 0.1) & famask_bool & (not indices_previously_matched) we insert also the error indices
+    mask_case4 = famask_bool & (~indices_previously_matched)
+    # Case 4 - patch 0 - no change
+    # Case 4 - patch 1
+    dreg_patch1_1_lon_vmask = where(mask_case4, 0.0, dreg_patch1_1_lon_vmask)
+    dreg_patch1_1_lat_vmask = where(mask_case4, 0.0, dreg_patch1_1_lat_vmask)
+    dreg_patch1_2_lon_vmask = where(mask_case4, 0.0, dreg_patch1_2_lon_vmask)
+    dreg_patch1_2_lat_vmask = where(mask_case4, 0.0, dreg_patch1_2_lat_vmask)
+    dreg_patch1_3_lon_vmask = where(mask_case4, 0.0, dreg_patch1_3_lon_vmask)
+    dreg_patch1_3_lat_vmask = where(mask_case4, 0.0, dreg_patch1_3_lat_vmask)
+    dreg_patch1_4_lon_vmask = where(mask_case4, 0.0, dreg_patch1_4_lon_vmask)
+    dreg_patch1_4_lat_vmask = where(mask_case4, 0.0, dreg_patch1_4_lat_vmask)
+    # Case 4 - patch 2
+    dreg_patch2_1_lon_vmask = where(mask_case4, 0.0, dreg_patch2_1_lon_vmask)
+    dreg_patch2_1_lat_vmask = where(mask_case4, 0.0, dreg_patch2_1_lat_vmask)
+    dreg_patch2_2_lon_vmask = where(mask_case4, 0.0, dreg_patch2_2_lon_vmask)
+    dreg_patch2_2_lat_vmask = where(mask_case4, 0.0, dreg_patch2_2_lat_vmask)
+    dreg_patch2_3_lon_vmask = where(mask_case4, 0.0, dreg_patch2_3_lon_vmask)
+    dreg_patch2_3_lat_vmask = where(mask_case4, 0.0, dreg_patch2_3_lat_vmask)
+    dreg_patch2_4_lon_vmask = where(mask_case4, 0.0, dreg_patch2_4_lon_vmask)
+    dreg_patch2_4_lat_vmask = where(mask_case4, 0.0, dreg_patch2_4_lat_vmask)
+
+    return (
+        dreg_patch0_1_lon_dsl,
+        dreg_patch0_1_lat_dsl,
+        dreg_patch0_2_lon_dsl,
+        dreg_patch0_2_lat_dsl,
+        dreg_patch0_3_lon_dsl,
+        dreg_patch0_3_lat_dsl,
+        dreg_patch0_4_lon_dsl,
+        dreg_patch0_4_lat_dsl,
+        dreg_patch1_1_lon_vmask,
+        dreg_patch1_1_lat_vmask,
+        dreg_patch1_2_lon_vmask,
+        dreg_patch1_2_lat_vmask,
+        dreg_patch1_3_lon_vmask,
+        dreg_patch1_3_lat_vmask,
+        dreg_patch1_4_lon_vmask,
+        dreg_patch1_4_lat_vmask,
+        dreg_patch2_1_lon_vmask,
+        dreg_patch2_1_lat_vmask,
+        dreg_patch2_2_lon_vmask,
+        dreg_patch2_2_lat_vmask,
+        dreg_patch2_3_lon_vmask,
+        dreg_patch2_3_lat_vmask,
+        dreg_patch2_4_lon_vmask,
+        dreg_patch2_4_lat_vmask,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def prepare_ffsl_flux_area_patches_list(
+    famask_int: fa.EdgeKField[gtx.int32],
+    p_vn: fa.EdgeKField[ta.wpfloat],
+    ptr_v3_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    ptr_v3_lat: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
+    tangent_orientation_dsl: fa.EdgeField[ta.wpfloat],
+    dreg_patch0_1_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_1_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_2_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_2_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_3_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_3_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_4_lon_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch0_4_lat_dsl: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_1_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_1_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_2_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_2_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_3_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_3_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_4_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch1_4_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_1_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_1_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_2_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_2_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_3_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_3_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_4_lon_vmask: fa.EdgeKField[ta.vpfloat],
+    dreg_patch2_4_lat_vmask: fa.EdgeKField[ta.vpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _prepare_ffsl_flux_area_patches_list(
+        famask_int,
+        p_vn,
+        ptr_v3_lon,
+        ptr_v3_lat,
+        tangent_orientation_dsl,
+        dreg_patch0_1_lon_dsl,
+        dreg_patch0_1_lat_dsl,
+        dreg_patch0_2_lon_dsl,
+        dreg_patch0_2_lat_dsl,
+        dreg_patch0_3_lon_dsl,
+        dreg_patch0_3_lat_dsl,
+        dreg_patch0_4_lon_dsl,
+        dreg_patch0_4_lat_dsl,
+        out=(
+            dreg_patch0_1_lon_dsl,
+            dreg_patch0_1_lat_dsl,
+            dreg_patch0_2_lon_dsl,
+            dreg_patch0_2_lat_dsl,
+            dreg_patch0_3_lon_dsl,
+            dreg_patch0_3_lat_dsl,
+            dreg_patch0_4_lon_dsl,
+            dreg_patch0_4_lat_dsl,
+            dreg_patch1_1_lon_vmask,
+            dreg_patch1_1_lat_vmask,
+            dreg_patch1_2_lon_vmask,
+            dreg_patch1_2_lat_vmask,
+            dreg_patch1_3_lon_vmask,
+            dreg_patch1_3_lat_vmask,
+            dreg_patch1_4_lon_vmask,
+            dreg_patch1_4_lat_vmask,
+            dreg_patch2_1_lon_vmask,
+            dreg_patch2_1_lat_vmask,
+            dreg_patch2_2_lon_vmask,
+            dreg_patch2_2_lat_vmask,
+            dreg_patch2_3_lon_vmask,
+            dreg_patch2_3_lat_vmask,
+            dreg_patch2_4_lon_vmask,
+            dreg_patch2_4_lat_vmask,
+        ),
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _on_numpy(operator, namespace):
+    """The Python function of ``operator`` run on NumPy arrays: the reference code itself."""
+    return types.FunctionType(operator.__wrapped__.__code__, namespace)
+
+
+def _ffsl_patches_numpy(*args):
+    namespace = dict(
+        where=np.where, astype=lambda x, _: np.asarray(x, dtype=np.float64),
+        broadcast=lambda x, _: np.asarray(x)[:, None], E2CDim=lambda i: (slice(None), i, None),
+        dims=dims, gtx=gtx, wpfloat=wpfloat, vpfloat=vpfloat)
+    for op in (ccw, lintersect, line_intersect):
+        namespace[op.__wrapped__.__name__] = _on_numpy(op, namespace)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _on_numpy(_prepare_ffsl_flux_area_patches_list, namespace)(*args)
+
+
+_PATCH_NAMES = [f"dreg_patch{p}_{c}_{ll}_{'dsl' if p == 0 else 'vmask'}"
+                for p in range(3) for c in range(1, 5) for ll in ("lon", "lat")]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prepare_ffsl_flux_area_patches_list(backend):
+    hs, he, vs, ve = 1, NE - 1, 0, NLEV
+    shape = (NE, NLEV)
+    inputs = dict(famask_int=(RNG.random(shape) < 0.8).astype(np.int32),
+                  p_vn=RNG.standard_normal(shape), ptr_v3_lon=RNG.standard_normal((NE, 2)),
+                  ptr_v3_lat=RNG.standard_normal((NE, 2)),
+                  tangent_orientation_dsl=np.where(RNG.random(NE) < 0.5, -1.0, 1.0))
+    patches = {n: RNG.standard_normal(shape) for n in _PATCH_NAMES}
+    want = _ffsl_patches_numpy(*inputs.values(), *(patches[n] for n in _PATCH_NAMES[:8]))
+    got = {n: v.copy() for n, v in patches.items()}
+    prepare_ffsl_flux_area_patches_list(**inputs, **got, horizontal_start=hs, horizontal_end=he,
+                                        vertical_start=vs, vertical_end=ve,
+                                        offset_provider=TABLES, backend=backend)
+    expected = {n: inside(w, patches[n], hs, he, vs, ve) for n, w in zip(_PATCH_NAMES, want)}
+    for n in _PATCH_NAMES[8:]:
+        assert (expected[n][hs:he] == 0.0).any() and (expected[n][hs:he] != 0.0).any(), n
+    check(got, expected, rtol=1e-12, atol=1e-12)
