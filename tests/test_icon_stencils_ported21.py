@@ -2428,3 +2428,111 @@ def test_prepare_ffsl_flux_area_patches_list(backend):
     for n in _PATCH_NAMES[8:]:
         assert (expected[n][hs:he] == 0.0).any() and (expected[n][hs:he] != 0.0).any(), n
     check(got, expected, rtol=1e-12, atol=1e-12)
+
+
+# ================================================================== operators defined in a function
+#
+# icon4py's own trial of a scan and of surface slices (diagnostic_calculations'
+# test_scan): a scan operator, a field operator and a program decorated inside
+# a function body, each reaching the one before it as a closure variable, a
+# scan without a return annotation on a ``KDim`` field alone, and a field
+# operator without a return annotation fed three level slices of a
+# ``(Cell, K)`` array.
+
+
+def _scan_half(backend, vertical_start, vertical_end):
+    size = 10
+
+    @scan_operator(
+        axis=KDim,
+        forward=True,
+        init=0.0
+    )
+    def k_level_simple(
+        state: float,
+        input_var1: float,
+        input_var2: float,
+    ):
+        return state + input_var1 * input_var2
+
+    @field_operator
+    def field_wrapper(
+        input_var1: Field[[KDim], float],
+        input_var2: Field[[KDim], float],
+    ) -> Field[[KDim], float]:
+        output = k_level_simple(input_var1, input_var2)
+        #output = input_var1 * input_var2
+        return output
+
+    @program
+    def wrapper(
+        input_var1: Field[[KDim], float],
+        input_var2: Field[[KDim], float],
+        output: Field[[KDim], float],
+        vertical_start: int32,
+        vertical_end: int32,
+    ):
+        field_wrapper(
+            input_var1,
+            input_var2,
+            out=output,
+            domain={
+                KDim: (vertical_start, vertical_end),
+            },
+        )
+
+    temp = np.ones((size,), dtype=float)
+    temp[5:] = 2.0
+    a = np.arange(size, dtype=float)
+    out = np.zeros((size,), dtype=float)
+    wrapper(a, temp, out, vertical_start, vertical_end, offset_provider={}, backend=backend)
+    want = np.zeros(size)
+    want[vertical_start:vertical_end] = np.cumsum((a * temp)[vertical_start:vertical_end])
+    return out, want
+
+
+def _slice(backend):
+    @field_operator
+    def _surface(
+        input_var1_slice1: Field[[CellDim], float],
+        input_var1_slice2: Field[[CellDim], float],
+        input_var1_slice3: Field[[CellDim], float],
+    ):
+        output = input_var1_slice1 + input_var1_slice2 + input_var1_slice3
+        return output
+
+    @program
+    def wrapper_worked(
+        input_var1_slice1: Field[[CellDim], float],
+        input_var1_slice2: Field[[CellDim], float],
+        input_var1_slice3: Field[[CellDim], float],
+        output: Field[[CellDim], float],
+        horizontal_start: int32,
+        horizontal_end: int32,
+    ):
+        _surface(
+            input_var1_slice1,
+            input_var1_slice2,
+            input_var1_slice3,
+            out=output,
+            domain={
+                CellDim: (horizontal_start, horizontal_end),
+            }
+        )
+
+    c_size = 10
+    k_size = 5
+    a_np = RNG.random((c_size, k_size))
+    out = np.zeros(c_size, dtype=float)
+    wrapper_worked(a_np[:, 0], a_np[:, 1], a_np[:, 2], out, 1, c_size, offset_provider={},
+                   backend=backend)
+    return out, inside(a_np[:, 0] + a_np[:, 1] + a_np[:, 2], np.zeros(c_size), 1, c_size)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_operators_defined_in_a_function(backend):
+    for bounds in ((0, 10), (3, 8)):
+        out, want = _scan_half(backend, *bounds)
+        check(dict(output=out), dict(output=want), rtol=1e-15)
+    out, want = _slice(backend)
+    check(dict(output=out), dict(output=want), rtol=1e-15)
