@@ -19,6 +19,20 @@ diagnostics for turbulence: a tuple of three from vertex winds gathered by
 sum divided by a ``KField``, full levels read at ``KHalfDim ± 0.5``) or the
 caller's two fields unchanged, written through four domains on two
 horizontal and two vertical dimensions.
+Then the older diagnostics of temperature and pressure: a backward scan
+without a return annotation whose ``if state[0]:`` returns a tuple of three
+in each branch, the surface pressure from level slices passed as cell
+fields.  Then the older metric fields of the vertical grid: a broadcast
+written on the whole field by a call without ``domain=`` before a call on a
+domain, a cell field written by one call and read by the next, an ``if`` on
+two ``int32`` scalars reassigning a parameter that is also the output, the
+flat level index (``where`` of a ``KField[int32]`` against ``0``, a cell
+field read at ``E2C[i]`` then ``Koff[1]``) and the extrapolation of the
+pressure gradient (``int32`` fields in and out, ``where`` between ``True``
+and ``False``).  Then the whole FFSL flux area patches list (six cases of
+nested ``where``, 24 outputs written in place; its expected values run the
+reference code itself on NumPy arrays).  Last icon4py's trial of a scan and
+of level slices with the operators decorated inside a function body.
 Each group is one program (or a chain of them), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -474,7 +488,8 @@ def _diffusion_for_theta_and_exner(
 
     if apply_zdiffusion_t:
         # Only where `zd_diffcoef` is not 0 to avoid loading the other fields.
-        # Eventually the toolchain could consider extracting a mask `zd_diffcoef != 0` if we tell gt4py that `zd_diffcoef` is static.
+        # Eventually the toolchain could consider extracting a mask `zd_diffcoef != 0`
+        # if we tell gt4py that `zd_diffcoef` is static.
         z_temp = where(
             zd_diffcoef != 0.0,
             _truly_horizontal_diffusion_nabla_of_theta_over_steep_points(
@@ -1173,7 +1188,8 @@ def compute_exner_exfac(
     """
     Compute exner_exfac.
 
-    Exner extrapolation reaches zero for a slope of 1/4 or a height difference of 500 m between adjacent grid points (empirically determined values). See mo_vertical_grid.f90
+    Exner extrapolation reaches zero for a slope of 1/4 or a height difference of 500 m
+    between adjacent grid points (empirically determined values). See mo_vertical_grid.f90
     """
     _exner_exfac_broadcast(
         exner_expol,
@@ -1587,7 +1603,8 @@ def compute_pg_edgeidx_vertidx(
         pg_edgeidx=pg_edgeidx,
         pg_vertidx=pg_vertidx,
         out=(pg_edgeidx, pg_vertidx),
-        domain={EdgeDimM: (horizontal_start, horizontal_end), KDimM: (vertical_start, vertical_end)},
+        domain={EdgeDimM: (horizontal_start, horizontal_end),
+                KDimM: (vertical_start, vertical_end)},
     )
 
 
@@ -1824,7 +1841,7 @@ def line_intersect(
 
 
 @gtx.field_operator
-def _prepare_ffsl_flux_area_patches_list(  # noqa: PLR0915 [too-many-statements]
+def _prepare_ffsl_flux_area_patches_list(
     famask_int: fa.EdgeKField[gtx.int32],
     p_vn: fa.EdgeKField[ta.wpfloat],
     ptr_v3_lon: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], ta.wpfloat],
@@ -1868,7 +1885,8 @@ def _prepare_ffsl_flux_area_patches_list(  # noqa: PLR0915 [too-many-statements]
     arrival_pts_1_lat_dsl = dreg_patch0_1_lat_dsl
     arrival_pts_2_lon_dsl = dreg_patch0_2_lon_dsl
     arrival_pts_2_lat_dsl = dreg_patch0_2_lat_dsl
-    depart_pts_1_lon_dsl = dreg_patch0_4_lon_dsl  # indices have to be switched so that dep 1 belongs to arr 1 (and d2->a2)
+    # indices have to be switched so that dep 1 belongs to arr 1 (and d2->a2)
+    depart_pts_1_lon_dsl = dreg_patch0_4_lon_dsl
     depart_pts_1_lat_dsl = dreg_patch0_4_lat_dsl
     depart_pts_2_lon_dsl = dreg_patch0_3_lon_dsl
     depart_pts_2_lat_dsl = dreg_patch0_3_lat_dsl
@@ -2254,10 +2272,11 @@ def _prepare_ffsl_flux_area_patches_list(  # noqa: PLR0915 [too-many-statements]
     )
 
     # --------------------------------------------- Case 4
-    # NB: Next line acts as the "ELSE IF", indices that already previously matched one of the above conditions
-    # can't be overwritten by this new condition.
+    # NB: Next line acts as the "ELSE IF", indices that already previously matched one of the
+    # above conditions can't be overwritten by this new condition.
     indices_previously_matched = mask_case3b | mask_case3a | mask_case2b | mask_case2a | mask_case1
-    #    mask_case4 = (abs(p_vn) < 0.1) & famask_bool & (not indices_previously_matched) we insert also the error indices
+    #    mask_case4 = (abs(p_vn) < 0.1) & famask_bool & (not indices_previously_matched)
+    #    we insert also the error indices
     mask_case4 = famask_bool & (~indices_previously_matched)
     # Case 4 - patch 0 - no change
     # Case 4 - patch 1
