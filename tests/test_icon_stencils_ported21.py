@@ -31,8 +31,12 @@ field read at ``E2C[i]`` then ``Koff[1]``) and the extrapolation of the
 pressure gradient (``int32`` fields in and out, ``where`` between ``True``
 and ``False``).  Then the whole FFSL flux area patches list (six cases of
 nested ``where``, 24 outputs written in place; its expected values run the
-reference code itself on NumPy arrays).  Last icon4py's trial of a scan and
-of level slices with the operators decorated inside a function body.
+reference code itself on NumPy arrays).  Then icon4py's trial of a scan and
+of level slices with the operators decorated inside a function body.  Last
+three small programs of the nonhydro solver: zero fields from operators
+without arguments, the kinetic energy on the top level with the
+extrapolation to the surface (``Koff[-1..-3]``) on the last one, and the
+nudging update with its last level written by a second call.
 Each group is one program (or a chain of them), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
@@ -2555,3 +2559,242 @@ def test_operators_defined_in_a_function(backend):
         check(dict(output=out), dict(output=want), rtol=1e-15)
     out, want = _slice(backend)
     check(dict(output=out), dict(output=want), rtol=1e-15)
+
+
+# ================================================================== small solver programs
+#
+# icon4py's solve_nonhydro_stencils: the zero initialisation of three edge
+# fields and a cell field by operators without arguments (``out=`` a tuple of
+# three), the kinetic energy at the top level with the extrapolation to the
+# surface (a tuple of three written on one level, then one of its fields
+# again on the last level, ``Koff[-1..-3]``), and the update by the nudging
+# tendencies (a call by keyword arguments inside the operator, the last
+# level written by a second call).
+
+
+@gtx.field_operator
+def _broadcast_zero_to_three_edge_kdim_fields_2wp1vp() -> tuple[
+    fa.EdgeKField[wpfloat],
+    fa.EdgeKField[wpfloat],
+    fa.EdgeKField[vpfloat],
+]:
+    return (
+        broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)),
+        broadcast(wpfloat("0.0"), (dims.EdgeDim, dims.KDim)),
+        broadcast(vpfloat("0.0"), (dims.EdgeDim, dims.KDim)),
+    )
+
+
+@gtx.field_operator
+def _init_cell_kdim_field_with_zero_vp() -> fa.CellKField[vpfloat]:
+    return broadcast(vpfloat("0.0"), (dims.CellDim, dims.KDim))
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def init_test_fields(
+    z_rho_e: fa.EdgeKField[wpfloat],
+    z_theta_v_e: fa.EdgeKField[wpfloat],
+    z_dwdz_dd: fa.CellKField[vpfloat],
+    z_graddiv_vn: fa.EdgeKField[vpfloat],
+    edges_start: gtx.int32,
+    edges_end: gtx.int32,
+    cells_start: gtx.int32,
+    cells_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _broadcast_zero_to_three_edge_kdim_fields_2wp1vp(
+        out=(z_rho_e, z_theta_v_e, z_graddiv_vn),
+        domain={dims.EdgeDim: (edges_start, edges_end), dims.KDim: (vertical_start, vertical_end)},
+    )
+    _init_cell_kdim_field_with_zero_vp(
+        out=z_dwdz_dd,
+        domain={dims.CellDim: (cells_start, cells_end), dims.KDim: (vertical_start, vertical_end)},
+    )
+
+
+@field_operator
+def _compute_horizontal_kinetic_energy(
+    vn: fa.EdgeKField[wpfloat],
+    vt: fa.EdgeKField[vpfloat],
+) -> tuple[
+    fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat],
+    fa.EdgeKField[vpfloat],
+]:
+    """Formerly known as _mo_solve_nonhydro_stencil_37 or _mo_velocity_advection_stencil_05."""
+    vn_ie_wp = vn
+    z_vt_ie_vp = vt
+    z_kin_hor_e_wp = wpfloat("0.5") * (vn * vn + astype(vt * vt, wpfloat))
+    return astype(vn_ie_wp, vpfloat), z_vt_ie_vp, astype(z_kin_hor_e_wp, vpfloat)
+
+
+@gtx.field_operator
+def _extrapolate_at_top(
+    wgtfacq_e: fa.EdgeKField[vpfloat],
+    vn: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[vpfloat]:
+    """Formerly known as mo_velocity_advection_stencil_06 or mo_solve_nonhydro_stencil_38."""
+    wgtfacq_e_wp = astype(wgtfacq_e, wpfloat)
+
+    vn_ie_wp = (
+        wgtfacq_e_wp(Koff[-1]) * vn(Koff[-1])
+        + wgtfacq_e_wp(Koff[-2]) * vn(Koff[-2])
+        + wgtfacq_e_wp(Koff[-3]) * vn(Koff[-3])
+    )
+
+    return astype(vn_ie_wp, vpfloat)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def predictor_stencils_37_38(
+    vn: fa.EdgeKField[wpfloat],
+    vt: fa.EdgeKField[vpfloat],
+    vn_ie: fa.EdgeKField[vpfloat],
+    z_vt_ie: fa.EdgeKField[vpfloat],
+    z_kin_hor_e: fa.EdgeKField[vpfloat],
+    wgtfacq_e_dsl: fa.EdgeKField[vpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _compute_horizontal_kinetic_energy(
+        vn,
+        vt,
+        out=(vn_ie, z_vt_ie, z_kin_hor_e),
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_start + 1),
+        },
+    )
+    _extrapolate_at_top(
+        wgtfacq_e_dsl,
+        vn,
+        out=vn_ie,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_end - 1, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _update_wind(
+    w_now: fa.CellKField[wpfloat],
+    grf_tend_w: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    """Formerly known as _mo_solve_nonhydro_stencil_62."""
+    w_new_wp = w_now + dtime * grf_tend_w
+    return w_new_wp
+
+
+@gtx.field_operator
+def _update_density_exner_wind(
+    current_rho: fa.CellKField[wpfloat],
+    grf_tend_rho: fa.CellKField[wpfloat],
+    current_theta_v: fa.CellKField[wpfloat],
+    grf_tend_thv: fa.CellKField[wpfloat],
+    w_now: fa.CellKField[wpfloat],
+    grf_tend_w: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+) -> tuple[
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+    fa.CellKField[wpfloat],
+]:
+    """Formerly known as _mo_solve_nonhydro_stencil_61."""
+    rho_new_wp = current_rho + dtime * grf_tend_rho
+    exner_new_wp = current_theta_v + dtime * grf_tend_thv
+    w_new_wp = _update_wind(w_now=w_now, grf_tend_w=grf_tend_w, dtime=dtime)
+    return rho_new_wp, exner_new_wp, w_new_wp
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def stencils_61_62(
+    rho_now: fa.CellKField[wpfloat],
+    grf_tend_rho: fa.CellKField[wpfloat],
+    theta_v_now: fa.CellKField[wpfloat],
+    grf_tend_thv: fa.CellKField[wpfloat],
+    w_now: fa.CellKField[wpfloat],
+    grf_tend_w: fa.CellKField[wpfloat],
+    rho_new: fa.CellKField[wpfloat],
+    exner_new: fa.CellKField[wpfloat],
+    w_new: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _update_density_exner_wind(
+        rho_now,
+        grf_tend_rho,
+        theta_v_now,
+        grf_tend_thv,
+        w_now,
+        grf_tend_w,
+        dtime,
+        out=(rho_new, exner_new, w_new),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end - 1),
+        },
+    )
+    _update_wind(
+        w_now,
+        grf_tend_w,
+        dtime,
+        out=w_new,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_end - 1, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_small_solver_programs(backend):
+    base = dict(z_rho_e=RNG.random((NE, NLEV)), z_theta_v_e=RNG.random((NE, NLEV)),
+                z_dwdz_dd=RNG.random((NC, NLEV)), z_graddiv_vn=RNG.random((NE, NLEV)))
+    got = {n: v.copy() for n, v in base.items()}
+    init_test_fields(**got, edges_start=1, edges_end=NE - 2, cells_start=2, cells_end=NC,
+                     vertical_start=1, vertical_end=NLEV, offset_provider={}, backend=backend)
+    check(got, {n: inside(np.zeros_like(v), v, *((2, NC) if n == "z_dwdz_dd" else (1, NE - 2)),
+                          1, NLEV) for n, v in base.items()}, rtol=0)
+
+    # the kinetic energy at the top (level 0 of NH half levels) and the surface level NLEV
+    hs, he = 1, NE
+    vn, vt = RNG.standard_normal((NE, NH)), RNG.standard_normal((NE, NH))
+    wgtfacq = RNG.uniform(-1.0, 2.0, (NE, NH))
+    base = dict(vn_ie=RNG.random((NE, NH)), z_vt_ie=RNG.random((NE, NH)),
+                z_kin_hor_e=RNG.random((NE, NH)))
+    got = {n: v.copy() for n, v in base.items()}
+    predictor_stencils_37_38(vn, vt, **got, wgtfacq_e_dsl=wgtfacq, horizontal_start=hs,
+                             horizontal_end=he, vertical_start=0, vertical_end=NH,
+                             offset_provider={"Koff": KDim}, backend=backend)
+    want = {n: np.array(v) for n, v in base.items()}
+    want["vn_ie"][hs:he, 0], want["z_vt_ie"][hs:he, 0] = vn[hs:he, 0], vt[hs:he, 0]
+    want["z_kin_hor_e"][hs:he, 0] = 0.5 * (vn[hs:he, 0] ** 2 + vt[hs:he, 0] ** 2)
+    want["vn_ie"][hs:he, NLEV] = sum(wgtfacq[hs:he, NLEV - j] * vn[hs:he, NLEV - j]
+                                     for j in (1, 2, 3))
+    check(got, want, rtol=1e-13)
+
+    # the nudging update with the last level by a second call
+    a = dict(rho_now=RNG.random((NC, NLEV)), grf_tend_rho=RNG.standard_normal((NC, NLEV)),
+             theta_v_now=RNG.random((NC, NLEV)), grf_tend_thv=RNG.standard_normal((NC, NLEV)),
+             w_now=RNG.random((NC, NLEV)), grf_tend_w=RNG.standard_normal((NC, NLEV)))
+    base = dict(rho_new=RNG.random((NC, NLEV)), exner_new=RNG.random((NC, NLEV)),
+                w_new=RNG.random((NC, NLEV)))
+    got = {n: v.copy() for n, v in base.items()}
+    dtime, hs, he, vs = 12.0, 0, NC - 1, 2
+    stencils_61_62(**a, **got, dtime=dtime, horizontal_start=hs, horizontal_end=he,
+                   vertical_start=vs, vertical_end=NLEV, offset_provider={}, backend=backend)
+    check(got, dict(
+        rho_new=inside(a["rho_now"] + dtime * a["grf_tend_rho"], base["rho_new"], hs, he, vs,
+                       NLEV - 1),
+        exner_new=inside(a["theta_v_now"] + dtime * a["grf_tend_thv"], base["exner_new"], hs,
+                         he, vs, NLEV - 1),
+        w_new=inside(a["w_now"] + dtime * a["grf_tend_w"], base["w_new"], hs, he, vs, NLEV)),
+        rtol=1e-14)
