@@ -36,12 +36,15 @@ of level slices with the operators decorated inside a function body.  Last
 three small programs of the nonhydro solver: zero fields from operators
 without arguments, the kinetic energy on the top level with the
 extrapolation to the surface (``Koff[-1..-3]``) on the last one, and the
-nudging update with its last level written by a second call.
+nudging update with its last level written by a second call, and the ICON
+graupel's precipitation fluxes at and above the ground (a constant of a float
+``enum.Enum``, a total chosen by an ``if`` expression on a ``bool``).
 Each group is one program (or a chain of them), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
 from __future__ import annotations
 
+import enum
 import types
 from typing import TypeVar
 
@@ -2798,3 +2801,274 @@ def test_small_solver_programs(backend):
                          he, vs, NLEV - 1),
         w_new=inside(a["w_now"] + dtime * a["grf_tend_w"], base["w_new"], hs, he, vs, NLEV)),
         rtol=1e-14)
+
+
+# ================================================================== graupel precipitation fluxes
+#
+# icon4py's ICON graupel: the precipitation fluxes at the ground level and
+# above it, with ``MicrophysicsConstants.QMIN`` a member of a float
+# ``enum.Enum`` (icon4py's constants class derives from ``wpfloat`` and
+# ``enum.Enum``), the total flux chosen by an ``if`` expression on a ``bool``
+# against a ``broadcast`` zero, and programs whose vertical domain is
+# ``(ground_level, model_num_levels)`` and ``(model_top, ground_level)``.
+
+
+class MicrophysicsConstants(np.float64, enum.Enum):
+    """The constants of icon4py's microphysics that the fluxes read."""
+
+    #: threshold for lowest detectable mixing ratios.
+    QMIN = np.float64(1.0e-15)
+
+
+@gtx.field_operator
+def _icon_graupel_flux_at_ground(
+    do_latent_heat_nudging: bool,
+    dtime: ta.wpfloat,
+    rho: fa.CellKField[ta.wpfloat],
+    qr: fa.CellKField[ta.wpfloat],
+    qs: fa.CellKField[ta.wpfloat],
+    qg: fa.CellKField[ta.wpfloat],
+    qi: fa.CellKField[ta.wpfloat],
+    qr_tendency: fa.CellKField[ta.wpfloat],
+    qs_tendency: fa.CellKField[ta.wpfloat],
+    qg_tendency: fa.CellKField[ta.wpfloat],
+    qi_tendency: fa.CellKField[ta.wpfloat],
+    rhoqrv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqsv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqgv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqiv_old_kup: fa.CellKField[ta.wpfloat],
+    vnew_r: fa.CellKField[ta.wpfloat],
+    vnew_s: fa.CellKField[ta.wpfloat],
+    vnew_g: fa.CellKField[ta.wpfloat],
+    vnew_i: fa.CellKField[ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    rain_flux = wpfloat("0.5") * ((qr + qr_tendency * dtime) * rho * vnew_r + rhoqrv_old_kup)
+    snow_flux = wpfloat("0.5") * ((qs + qs_tendency * dtime) * rho * vnew_s + rhoqsv_old_kup)
+    graupel_flux = wpfloat("0.5") * ((qg + qg_tendency * dtime) * rho * vnew_g + rhoqgv_old_kup)
+    ice_flux = wpfloat("0.5") * ((qi + qi_tendency * dtime) * rho * vnew_i + rhoqiv_old_kup)
+    zero = broadcast(wpfloat("0.0"), (dims.CellDim, dims.KDim))
+    # for the latent heat nudging
+    total_flux = rain_flux + snow_flux + graupel_flux if do_latent_heat_nudging else zero
+    return rain_flux, snow_flux, graupel_flux, ice_flux, total_flux
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def icon_graupel_flux_at_ground(
+    do_latent_heat_nudging: bool,
+    dtime: ta.wpfloat,
+    rho: fa.CellKField[ta.wpfloat],
+    qr: fa.CellKField[ta.wpfloat],
+    qs: fa.CellKField[ta.wpfloat],
+    qg: fa.CellKField[ta.wpfloat],
+    qi: fa.CellKField[ta.wpfloat],
+    qr_tendency: fa.CellKField[ta.wpfloat],
+    qs_tendency: fa.CellKField[ta.wpfloat],
+    qg_tendency: fa.CellKField[ta.wpfloat],
+    qi_tendency: fa.CellKField[ta.wpfloat],
+    rhoqrv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqsv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqgv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqiv_old_kup: fa.CellKField[ta.wpfloat],
+    vnew_r: fa.CellKField[ta.wpfloat],
+    vnew_s: fa.CellKField[ta.wpfloat],
+    vnew_g: fa.CellKField[ta.wpfloat],
+    vnew_i: fa.CellKField[ta.wpfloat],
+    rain_precipitation_flux: fa.CellKField[ta.wpfloat],
+    snow_precipitation_flux: fa.CellKField[ta.wpfloat],
+    graupel_precipitation_flux: fa.CellKField[ta.wpfloat],
+    ice_precipitation_flux: fa.CellKField[ta.wpfloat],
+    total_precipitation_flux: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    ground_level: gtx.int32,
+    model_num_levels: gtx.int32,
+) -> None:
+    _icon_graupel_flux_at_ground(
+        do_latent_heat_nudging,
+        dtime,
+        rho,
+        qr,
+        qs,
+        qg,
+        qi,
+        qr_tendency,
+        qs_tendency,
+        qg_tendency,
+        qi_tendency,
+        rhoqrv_old_kup,
+        rhoqsv_old_kup,
+        rhoqgv_old_kup,
+        rhoqiv_old_kup,
+        vnew_r,
+        vnew_s,
+        vnew_g,
+        vnew_i,
+        out=(
+            rain_precipitation_flux,
+            snow_precipitation_flux,
+            graupel_precipitation_flux,
+            ice_precipitation_flux,
+            total_precipitation_flux,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (ground_level, model_num_levels),
+        },
+    )
+
+
+@gtx.field_operator
+def _icon_graupel_flux_above_ground(
+    do_latent_heat_nudging: bool,
+    dtime: ta.wpfloat,
+    rho: fa.CellKField[ta.wpfloat],
+    qr: fa.CellKField[ta.wpfloat],
+    qs: fa.CellKField[ta.wpfloat],
+    qg: fa.CellKField[ta.wpfloat],
+    qi: fa.CellKField[ta.wpfloat],
+    qr_tendency: fa.CellKField[ta.wpfloat],
+    qs_tendency: fa.CellKField[ta.wpfloat],
+    qg_tendency: fa.CellKField[ta.wpfloat],
+    qi_tendency: fa.CellKField[ta.wpfloat],
+    rhoqrv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqsv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqgv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqiv_old_kup: fa.CellKField[ta.wpfloat],
+    vnew_r: fa.CellKField[ta.wpfloat],
+    vnew_s: fa.CellKField[ta.wpfloat],
+    vnew_g: fa.CellKField[ta.wpfloat],
+    vnew_i: fa.CellKField[ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    zero = broadcast(wpfloat("0.0"), (dims.CellDim, dims.KDim))
+
+    rain_flux_ = (qr + qr_tendency * dtime) * rho * vnew_r
+    snow_flux_ = (qs + qs_tendency * dtime) * rho * vnew_s
+    graupel_flux_ = (qg + qg_tendency * dtime) * rho * vnew_g
+    ice_flux_ = (qi + qi_tendency * dtime) * rho * vnew_i
+
+    rain_flux_new = where(rain_flux_ <= MicrophysicsConstants.QMIN, zero, rain_flux_)
+    snow_flux_new = where(snow_flux_ <= MicrophysicsConstants.QMIN, zero, snow_flux_)
+    graupel_flux_new = where(graupel_flux_ <= MicrophysicsConstants.QMIN, zero, graupel_flux_)
+    ice_flux_new = where(ice_flux_ <= MicrophysicsConstants.QMIN, zero, ice_flux_)
+
+    rain_flux = wpfloat("0.5") * (rain_flux_new + rhoqrv_old_kup)
+    snow_flux = wpfloat("0.5") * (snow_flux_new + rhoqsv_old_kup)
+    graupel_flux = wpfloat("0.5") * (graupel_flux_new + rhoqgv_old_kup)
+    ice_flux = wpfloat("0.5") * (ice_flux_new + rhoqiv_old_kup)
+    total_flux = rain_flux + snow_flux + graupel_flux + ice_flux if do_latent_heat_nudging else zero
+
+    return rain_flux, snow_flux, graupel_flux, ice_flux, total_flux
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def icon_graupel_flux_above_ground(
+    do_latent_heat_nudging: bool,
+    dtime: ta.wpfloat,
+    rho: fa.CellKField[ta.wpfloat],
+    qr: fa.CellKField[ta.wpfloat],
+    qs: fa.CellKField[ta.wpfloat],
+    qg: fa.CellKField[ta.wpfloat],
+    qi: fa.CellKField[ta.wpfloat],
+    qr_tendency: fa.CellKField[ta.wpfloat],
+    qs_tendency: fa.CellKField[ta.wpfloat],
+    qg_tendency: fa.CellKField[ta.wpfloat],
+    qi_tendency: fa.CellKField[ta.wpfloat],
+    rhoqrv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqsv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqgv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqiv_old_kup: fa.CellKField[ta.wpfloat],
+    vnew_r: fa.CellKField[ta.wpfloat],
+    vnew_s: fa.CellKField[ta.wpfloat],
+    vnew_g: fa.CellKField[ta.wpfloat],
+    vnew_i: fa.CellKField[ta.wpfloat],
+    rain_precipitation_flux: fa.CellKField[ta.wpfloat],
+    snow_precipitation_flux: fa.CellKField[ta.wpfloat],
+    graupel_precipitation_flux: fa.CellKField[ta.wpfloat],
+    ice_precipitation_flux: fa.CellKField[ta.wpfloat],
+    total_precipitation_flux: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    model_top: gtx.int32,
+    ground_level: gtx.int32,
+) -> None:
+    _icon_graupel_flux_above_ground(
+        do_latent_heat_nudging,
+        dtime,
+        rho,
+        qr,
+        qs,
+        qg,
+        qi,
+        qr_tendency,
+        qs_tendency,
+        qg_tendency,
+        qi_tendency,
+        rhoqrv_old_kup,
+        rhoqsv_old_kup,
+        rhoqgv_old_kup,
+        rhoqiv_old_kup,
+        vnew_r,
+        vnew_s,
+        vnew_g,
+        vnew_i,
+        out=(
+            rain_precipitation_flux,
+            snow_precipitation_flux,
+            graupel_precipitation_flux,
+            ice_precipitation_flux,
+            total_precipitation_flux,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (model_top, ground_level),
+        },
+    )
+
+
+_FLUX_INPUTS = ("rho", "qr", "qs", "qg", "qi", "qr_tendency", "qs_tendency", "qg_tendency",
+                "qi_tendency", "rhoqrv_old_kup", "rhoqsv_old_kup", "rhoqgv_old_kup",
+                "rhoqiv_old_kup", "vnew_r", "vnew_s", "vnew_g", "vnew_i")
+_FLUXES = ("rain", "snow", "graupel", "ice", "total")
+
+
+@pytest.mark.parametrize("nudging", [True, False])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graupel_precipitation_fluxes(backend, nudging):
+    hs, he, ground, dtime = 1, NC - 1, NLEV - 1, 30.0
+    a = {n: RNG.uniform(0.0, 2e-3, (NC, NLEV)) for n in _FLUX_INPUTS}
+    a["rho"] = RNG.uniform(0.5, 1.2, (NC, NLEV))
+    for n in ("qr", "qs", "qg", "qi"):        # some fluxes vanish, some fall below QMIN
+        a[n] = np.where(RNG.random((NC, NLEV)) < 0.3, 0.0, a[n])
+        a[f"{n}_tendency"] = np.where(a[n] == 0.0, 1e-20, RNG.normal(0.0, 1e-6, (NC, NLEV)))
+    base = {f"{f}_precipitation_flux": RNG.random((NC, NLEV)) for f in _FLUXES}
+    got = {n: v.copy() for n, v in base.items()}
+    icon_graupel_flux_above_ground(nudging, dtime, **a, **got, horizontal_start=hs,
+                                   horizontal_end=he, model_top=0, ground_level=ground,
+                                   offset_provider={}, backend=backend)
+    icon_graupel_flux_at_ground(nudging, dtime, **a, **got, horizontal_start=hs,
+                                horizontal_end=he, ground_level=ground, model_num_levels=NLEV,
+                                offset_provider={}, backend=backend)
+    raw = {q: (a[f"q{q[0]}"] + a[f"q{q[0]}_tendency"] * dtime) * a["rho"] * a[f"vnew_{q[0]}"]
+           for q in _FLUXES[:4]}
+    below = {q: a[f"rhoq{q[0]}v_old_kup"] for q in _FLUXES[:4]}
+    above = {q: 0.5 * (np.where(raw[q] <= 1.0e-15, 0.0, raw[q]) + below[q]) for q in raw}
+    at = {q: 0.5 * (raw[q] + below[q]) for q in raw}
+    assert all((raw[q] <= 1.0e-15).any() for q in raw)
+    want = {q: np.where(np.arange(NLEV) < ground, above[q], at[q]) for q in raw}
+    total = np.where(np.arange(NLEV) < ground, sum(above.values()),
+                     at["rain"] + at["snow"] + at["graupel"])
+    want["total"] = total if nudging else np.zeros((NC, NLEV))
+    check(got, {f"{f}_precipitation_flux": inside(want[f], base[f"{f}_precipitation_flux"],
+                                                  hs, he) for f in _FLUXES}, rtol=1e-13)
