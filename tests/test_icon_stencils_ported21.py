@@ -45,6 +45,7 @@ compared with NumPy written from the formulas."""
 from __future__ import annotations
 
 import enum
+import math
 import types
 from typing import TypeVar
 
@@ -2813,11 +2814,153 @@ def test_small_solver_programs(backend):
 # ``(ground_level, model_num_levels)`` and ``(model_top, ground_level)``.
 
 
-class MicrophysicsConstants(np.float64, enum.Enum):
-    """The constants of icon4py's microphysics that the fluxes read."""
+class PhysicsConstants:
+    """The physical constants of icon4py that the graupel scheme reads (ICON's values)."""
 
-    #: threshold for lowest detectable mixing ratios.
+    tmelt = 273.15
+    rd = 287.04
+    rv = 461.51
+    cpd = 1004.64
+    cvd = cpd - rd
+    cpl = 4186.84
+    cpi = 2108.0
+    lh_vaporise = 2.5008e6
+    lh_sublimate = 2.8345e6
+    water_density = 1000.0
+    eps = 1.0e-8
+
+
+class MicrophysicsConstants(np.float64, enum.Enum):
+    """icon4py's MicrophysicsConstants (a ``wpfloat`` ``enum.Enum``) for the graupel scheme."""
+
+    TETENS_P0 = np.float64(610.78)
+    TETENS_AW = np.float64(17.269)
+    TETENS_BW = np.float64(35.86)
+    TETENS_AI = np.float64(21.875)
+    TETENS_BI = np.float64(7.66)
+    THRESHOLD_FREEZE_TEMPERATURE = np.float64(271.15)
+    COEFF_RAIN_FREEZE1 = np.float64(9.95e-5)
+    COEFF_RAIN_FREEZE2 = np.float64(0.66)
+    HOMOGENEOUS_FREEZE_TEMPERATURE = np.float64(236.15)
+    THRESHOLD_FREEZE_TEMPERATURE_MIXEDPHASE = np.float64(250.15)
     QMIN = np.float64(1.0e-15)
+    POWER_LAW_EXPONENT_FOR_ICE_MEAN_FALL_SPEED = np.float64(0.16)
+    REF_AIR_DENSITY = np.float64(1.225e0)
+    MINIMUM_RAIN_FALL_SPEED = np.float64(0.7)
+    MINIMUM_SNOW_FALL_SPEED = np.float64(0.1)
+    MINIMUM_GRAUPEL_FALL_SPEED = np.float64(0.4)
+    NIMAX_THOM = np.float64(250.0e3)
+    POWER_LAW_COEFF_FOR_SNOW_MD_RELATION = np.float64(0.069)
+    SNOW_DEFAULT_INTERCEPT_PARAM = np.float64(8.0e5)
+    GRAUPEL_RIMEXP = np.float64(0.94878)
+    POWER_LAW_EXPONENT_FOR_GRAUPEL_MEAN_FALL_SPEED = np.float64(0.217)
+    POWER_LAW_COEFF_FOR_GRAUPEL_MEAN_FALL_SPEED = np.float64(12.24)
+    ICE_INITIAL_MASS = np.float64(1.0e-12)
+    ICE_MAX_MASS = np.float64(1.0e-9)
+    ICE_STICKING_EFF_FACTOR = np.float64(3.5e-3)
+    TMIN_ICEAUTOCONV = np.float64(188.15)
+    DIST_CLDTOP_REF = np.float64(500.0)
+    REDUCE_DEP_REF = np.float64(0.1)  # noqa: PIE796
+    POWER_LAW_EXPONENT_FOR_SNOW_FALL_SPEED = np.float64(0.5)
+    AIR_KINEMATIC_VISCOSITY = np.float64(1.75e-5)
+    THERMAL_CONDUCTIVITY_DRY_AIR = np.float64(2.40e-2)
+    POWER_LAW_EXPONENT_FOR_SNOW_MD_RELATION = np.float64(2.0)
+    POWER_LAW_EXPONENT_FOR_ICE_MD_RELATION = np.float64(130.0)
+    CP_V = np.float64(1850.0)
+    RCVD = np.float64(1.0) / PhysicsConstants.cvd
+    SNOW_INTERCEPT_PARAMETER_N0S1 = np.float64(13.5 * 5.65e5)
+    SNOW_INTERCEPT_PARAMETER_N0S2 = np.float64(-0.107)
+    SNOW_INTERCEPT_PARAMETER_MMA1 = np.float64(5.065339)
+    SNOW_INTERCEPT_PARAMETER_MMA2 = np.float64(-0.062659)
+    SNOW_INTERCEPT_PARAMETER_MMA3 = np.float64(-3.032362)
+    SNOW_INTERCEPT_PARAMETER_MMA4 = np.float64(0.029469)
+    SNOW_INTERCEPT_PARAMETER_MMA5 = np.float64(-0.000285)
+    SNOW_INTERCEPT_PARAMETER_MMA6 = np.float64(0.312550)
+    SNOW_INTERCEPT_PARAMETER_MMA7 = np.float64(0.000204)
+    SNOW_INTERCEPT_PARAMETER_MMA8 = np.float64(0.003199)
+    SNOW_INTERCEPT_PARAMETER_MMA9 = np.float64(0.000000)
+    SNOW_INTERCEPT_PARAMETER_MMA10 = np.float64(-0.015952)
+    SNOW_INTERCEPT_PARAMETER_MMB1 = np.float64(0.476221)
+    SNOW_INTERCEPT_PARAMETER_MMB2 = np.float64(-0.015896)
+    SNOW_INTERCEPT_PARAMETER_MMB3 = np.float64(0.165977)
+    SNOW_INTERCEPT_PARAMETER_MMB4 = np.float64(0.007468)
+    SNOW_INTERCEPT_PARAMETER_MMB5 = np.float64(-0.000141)
+    SNOW_INTERCEPT_PARAMETER_MMB6 = np.float64(0.060366)
+    SNOW_INTERCEPT_PARAMETER_MMB7 = np.float64(0.000079)
+    SNOW_INTERCEPT_PARAMETER_MMB8 = np.float64(0.000594)
+    SNOW_INTERCEPT_PARAMETER_MMB9 = np.float64(0.000000)  # noqa: PIE796
+    SNOW_INTERCEPT_PARAMETER_MMB10 = np.float64(-0.003577)
+    HETEROGENEOUS_FREEZE_TEMPERATURE = np.float64(248.15)
+    KESSLER_CLOUD2RAIN_AUTOCONVERSION_COEFF_FOR_CLOUD = np.float64(4.0e-4)
+    KESSLER_CLOUD2RAIN_AUTOCONVERSION_COEFF_FOR_RAIN = np.float64(1.72)
+    KPHI1 = np.float64(6.00e02)
+    KPHI2 = np.float64(0.68e00)
+    KPHI3 = np.float64(5.00e-05)
+    KCAU = np.float64(9.44e09)
+    KCAC = np.float64(5.25e00)
+    CNUE = np.float64(2.00e00)  # noqa: PIE796
+    XSTAR = np.float64(2.60e-10)
+    CRIM_G = np.float64(4.43)
+    CAGG_G = np.float64(2.46)
+    CIAU = np.float64(1.0e-3)
+    MSMIN = np.float64(3.0e-9)
+    CICRI = np.float64(1.72)  # noqa: PIE796
+    CRCRI = np.float64(1.24e-3)
+    ASMEL = np.float64(2.95e3)
+    TCRIT = np.float64(3339.5)
+    QC0 = np.float64(0.0)  # noqa: PIE796
+    QI0 = np.float64(0.0)  # noqa: PIE796
+    NIMIX = np.float64(5.0) * np.exp(
+        np.float64(0.304) * (PhysicsConstants.tmelt - THRESHOLD_FREEZE_TEMPERATURE_MIXEDPHASE)
+    )
+    CCSDEP = (
+        np.float64(0.26)
+        * math.gamma((POWER_LAW_EXPONENT_FOR_SNOW_FALL_SPEED + np.float64(5.0)) / np.float64(2.0))
+        * np.sqrt(np.float64(1.0) / AIR_KINEMATIC_VISCOSITY)
+    )
+    CCSVXP = -(
+        POWER_LAW_EXPONENT_FOR_SNOW_FALL_SPEED
+        / (POWER_LAW_EXPONENT_FOR_SNOW_MD_RELATION + np.float64(1.0))
+        + np.float64(1.0)
+    ) + np.float64(1.0)
+    CCSLAM = POWER_LAW_COEFF_FOR_SNOW_MD_RELATION * math.gamma(
+        POWER_LAW_EXPONENT_FOR_SNOW_MD_RELATION + np.float64(1.0)
+    )
+    CCSLXP = np.float64(1.0) / (POWER_LAW_EXPONENT_FOR_SNOW_MD_RELATION + np.float64(1.0))
+    CCSWXP = POWER_LAW_EXPONENT_FOR_SNOW_FALL_SPEED * CCSLXP
+    CCSAXP = -(POWER_LAW_EXPONENT_FOR_SNOW_FALL_SPEED + np.float64(3.0))
+    CCSDXP = -(POWER_LAW_EXPONENT_FOR_SNOW_FALL_SPEED + np.float64(1.0)) / np.float64(2.0)
+    CCSHI1 = (
+        PhysicsConstants.lh_sublimate
+        * PhysicsConstants.lh_sublimate
+        / (THERMAL_CONDUCTIVITY_DRY_AIR * PhysicsConstants.rv)
+    )
+    CCDVTP = (
+        np.float64(2.22e-5) * PhysicsConstants.tmelt ** (np.float64(-1.94)) * np.float64(101325.0)
+    )
+    CCIDEP = np.float64(4.0) * POWER_LAW_EXPONENT_FOR_ICE_MD_RELATION ** np.float64(-1.0 / 3.0)
+    CCSWXP_LN1O2 = np.exp(CCSWXP * np.log(np.float64(0.5)))
+    PVSW0 = TETENS_P0 * np.exp(
+        TETENS_AW
+        * (PhysicsConstants.tmelt - PhysicsConstants.tmelt)
+        / (PhysicsConstants.tmelt - TETENS_BW)
+    )
+
+
+class LiquidAutoConversionType(np.int32, enum.Enum):
+    """Options for computing liquid auto conversion rate."""
+
+    #: Kessler (1969) liquid auto conversion mode
+    KESSLER = 0
+    #: Seifert & Beheng (2006) liquid auto conversion mode
+    SEIFERT_BEHENG = 1
+
+
+class SnowInterceptParametererization(np.int32, enum.Enum):
+    """Options for deriving snow intercept parameter."""
+
+    FIELD_BEST_FIT_ESTIMATION = 1
+    FIELD_GENERAL_MOMENT_ESTIMATION = 2
 
 
 @gtx.field_operator
@@ -3072,3 +3215,1950 @@ def test_graupel_precipitation_fluxes(backend, nudging):
     want["total"] = total if nudging else np.zeros((NC, NLEV))
     check(got, {f"{f}_precipitation_flux": inside(want[f], base[f"{f}_precipitation_flux"],
                                                   hs, he) for f in _FLUXES}, rtol=1e-13)
+
+
+# ================================================================== ICON graupel scan
+#
+# icon4py's single-moment six-class ICON graupel (``graupel_stencils`` and
+# ``microphysical_processes``; icon4py raises the recursion limit to 350000
+# for GT4Py here): a forward scan whose state is a tuple of 27 ``wpfloat`` and
+# an ``int32`` level counter (unpacked with ``_`` first), twenty scalar
+# parameters among them two ``int32`` options compared with members of
+# ``int32`` ``enum.Enum``s and a ``bool``, ``True if c else False`` flags,
+# variables first bound in both branches of nested ``if``/``elif``/``else``
+# statements, ``if`` statements without ``else`` reassigning state values,
+# ten scalar field operators called from the scan with ``bool`` arguments and
+# returning tuples of up to nine, constants of float ``enum.Enum``s and of a
+# class, ``**`` with float exponents on scalars; the field operator drops 13
+# of the 28 scan results and the program writes 15 outputs.  The expected
+# values run the reference scan body itself, level by level, on NumPy scalars.
+
+
+@gtx.field_operator
+def compute_cooper_inp_concentration(temperature: ta.wpfloat) -> ta.wpfloat:
+    cnin = 5.0 * exp(0.304 * (PhysicsConstants.tmelt - temperature))
+    cnin = minimum(cnin, MicrophysicsConstants.NIMAX_THOM)
+    return cnin
+
+
+@gtx.field_operator
+def compute_snow_interception_and_collision_parameters(
+    temperature: ta.wpfloat,
+    rho: ta.wpfloat,
+    qs: ta.wpfloat,
+    precomputed_riming_coef: ta.wpfloat,
+    precomputed_agg_coef: ta.wpfloat,
+    precomputed_snow_sed_coef: ta.wpfloat,
+    power_law_coeff_for_snow_fall_speed: ta.wpfloat,
+    snow_exists: bool,
+    snow_intercept_option: gtx.int32,
+) -> tuple[ta.wpfloat, ta.wpfloat, ta.wpfloat, ta.wpfloat, ta.wpfloat]:
+    """Compute the intercept parameter, N0, of the snow exponential size distribution."""
+    if snow_exists:
+        if snow_intercept_option == SnowInterceptParametererization.FIELD_BEST_FIT_ESTIMATION:
+            # Calculate n0s using the temperature-dependent
+            # formula of Field et al. (2005)
+            local_tc = temperature - PhysicsConstants.tmelt
+            local_tc = minimum(local_tc, wpfloat("0.0"))
+            local_tc = maximum(local_tc, wpfloat("-40.0"))
+            n0s = MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_N0S1 * exp(
+                MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_N0S2 * local_tc
+            )
+            n0s = minimum(n0s, wpfloat("1.0e9"))
+            n0s = maximum(n0s, wpfloat("1.0e6"))
+
+        elif (
+            snow_intercept_option == SnowInterceptParametererization.FIELD_GENERAL_MOMENT_ESTIMATION
+        ):
+            # Calculate n0s using the temperature-dependent moment
+            # relations of Field et al. (2005)
+            local_tc = temperature - PhysicsConstants.tmelt
+            local_tc = minimum(local_tc, wpfloat("0.0"))
+            local_tc = maximum(local_tc, wpfloat("-40.0"))
+
+            local_nnr = wpfloat("3.0")
+            local_hlp = (
+                MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA1
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA2 * local_tc
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA3 * local_nnr
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA4 * local_tc * local_nnr
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA5 * local_tc**2.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA6 * local_nnr**2.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA7 * local_tc**2.0 * local_nnr
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA8 * local_tc * local_nnr**2.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA9 * local_tc**3.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMA10 * local_nnr**3.0
+            )
+            local_alf = exp(local_hlp * log(wpfloat("10.0")))
+            local_bet = (
+                MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB1
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB2 * local_tc
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB3 * local_nnr
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB4 * local_tc * local_nnr
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB5 * local_tc**2.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB6 * local_nnr**2.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB7 * local_tc**2.0 * local_nnr
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB8 * local_tc * local_nnr**2.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB9 * local_tc**3.0
+                + MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_MMB10 * local_nnr**3.0
+            )
+
+            # Here is the exponent bms=2.0 hardwired# not ideal# (Uli Blahak)
+            local_m2s = (
+                qs * rho / MicrophysicsConstants.POWER_LAW_COEFF_FOR_SNOW_MD_RELATION
+            )  # UB rho added as bugfix
+            local_m3s = local_alf * exp(local_bet * log(local_m2s))
+
+            local_hlp = MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_N0S1 * exp(
+                MicrophysicsConstants.SNOW_INTERCEPT_PARAMETER_N0S2 * local_tc
+            )
+            n0s = wpfloat("13.50") * local_m2s * (local_m2s / local_m3s) ** 3.0
+            n0s = maximum(n0s, wpfloat("0.5") * local_hlp)
+            n0s = minimum(n0s, wpfloat("1.0e2") * local_hlp)
+            n0s = minimum(n0s, wpfloat("1.0e9"))
+            n0s = maximum(n0s, wpfloat("1.0e6"))
+
+        else:
+            n0s = MicrophysicsConstants.SNOW_DEFAULT_INTERCEPT_PARAM
+
+        # compute integration factor for terminal velocity
+        snow_sed0 = precomputed_snow_sed_coef * exp(MicrophysicsConstants.CCSVXP * log(n0s))
+        # compute constants for riming, aggregation, and deposition processes for snow
+        crim = precomputed_riming_coef * n0s
+        cagg = precomputed_agg_coef * n0s
+        cbsdep = MicrophysicsConstants.CCSDEP * sqrt(power_law_coeff_for_snow_fall_speed)
+    else:
+        n0s = MicrophysicsConstants.SNOW_DEFAULT_INTERCEPT_PARAM
+        snow_sed0 = wpfloat("0.0")
+        crim = wpfloat("0.0")
+        cagg = wpfloat("0.0")
+        cbsdep = wpfloat("0.0")
+
+    return n0s, snow_sed0, crim, cagg, cbsdep
+
+
+@gtx.field_operator
+def deposition_nucleation_at_low_temperature_or_in_clouds(
+    temperature: ta.wpfloat,
+    rho: ta.wpfloat,
+    qv: ta.wpfloat,
+    qi: ta.wpfloat,
+    qvsi: ta.wpfloat,
+    cnin: ta.wpfloat,
+    dtime: ta.wpfloat,
+    cloud_exists: bool,
+) -> ta.wpfloat:
+    """Heterogeneous deposition nucleation for low temperatures below a threshold or in clouds."""
+    ice_nucleation_rate_v2i = (
+        MicrophysicsConstants.ICE_INITIAL_MASS / rho * cnin / dtime
+        if (cloud_exists & (temperature <= wpfloat("267.15")) & (qi <= MicrophysicsConstants.QMIN))
+        | (
+            (temperature < MicrophysicsConstants.HETEROGENEOUS_FREEZE_TEMPERATURE)
+            & (qv > wpfloat("8.0e-6"))
+            & (qi <= wpfloat("0.0"))
+            & (qv > qvsi)
+        )
+        else wpfloat("0.0")
+    )
+    return ice_nucleation_rate_v2i
+
+
+@gtx.field_operator
+def autoconversion_and_rain_accretion(
+    temperature: ta.wpfloat,
+    qc: ta.wpfloat,
+    qr: ta.wpfloat,
+    qnc: ta.wpfloat,
+    celn7o8qrk: ta.wpfloat,
+    cloud_exists: bool,
+    liquid_autoconversion_option: gtx.int32,
+) -> tuple[ta.wpfloat, ta.wpfloat]:
+    """Compute the rate of cloud-to-rain autoconversion and the mass of cloud accreted by rain."""
+    if cloud_exists & (temperature > MicrophysicsConstants.HOMOGENEOUS_FREEZE_TEMPERATURE):
+        if liquid_autoconversion_option == LiquidAutoConversionType.KESSLER:
+            # Kessler(1969) autoconversion rate
+            cloud_autoconversion_rate_c2r = (
+                MicrophysicsConstants.KESSLER_CLOUD2RAIN_AUTOCONVERSION_COEFF_FOR_CLOUD
+                * maximum(qc - MicrophysicsConstants.QC0, wpfloat("0.0"))
+            )
+            rain_cloud_collision_rate_c2r = (
+                MicrophysicsConstants.KESSLER_CLOUD2RAIN_AUTOCONVERSION_COEFF_FOR_RAIN
+                * qc
+                * celn7o8qrk
+            )
+
+        elif liquid_autoconversion_option == LiquidAutoConversionType.SEIFERT_BEHENG:
+            # Seifert and Beheng (2001) autoconversion rate
+            local_const = (
+                MicrophysicsConstants.KCAU
+                / (wpfloat("20.0") * MicrophysicsConstants.XSTAR)
+                * (MicrophysicsConstants.CNUE + wpfloat("2.0"))
+                * (MicrophysicsConstants.CNUE + wpfloat("4.0"))
+                / (MicrophysicsConstants.CNUE + wpfloat("1.0")) ** 2.0
+            )
+
+            # with constant cloud droplet number concentration qnc
+            if qc > wpfloat("1.0e-6"):
+                local_tau = minimum(wpfloat("1.0") - qc / (qc + qr), wpfloat("0.9"))
+                local_tau = maximum(local_tau, wpfloat("1.0e-30"))
+                local_hlp = exp(MicrophysicsConstants.KPHI2 * log(local_tau))
+                local_phi = (
+                    MicrophysicsConstants.KPHI1 * local_hlp * (wpfloat("1.0") - local_hlp) ** 3.0
+                )
+                cloud_autoconversion_rate_c2r = (
+                    local_const
+                    * qc
+                    * qc
+                    * qc
+                    * qc
+                    / (qnc * qnc)
+                    * (wpfloat("1.0") + local_phi / (wpfloat("1.0") - local_tau) ** 2.0)
+                )
+                local_phi = (local_tau / (local_tau + MicrophysicsConstants.KPHI3)) ** 4.0
+                rain_cloud_collision_rate_c2r = MicrophysicsConstants.KCAC * qc * qr * local_phi
+            else:
+                cloud_autoconversion_rate_c2r = wpfloat("0.0")
+                rain_cloud_collision_rate_c2r = wpfloat("0.0")
+        else:
+            cloud_autoconversion_rate_c2r = wpfloat("0.0")
+            rain_cloud_collision_rate_c2r = wpfloat("0.0")
+    else:
+        cloud_autoconversion_rate_c2r = wpfloat("0.0")
+        rain_cloud_collision_rate_c2r = wpfloat("0.0")
+
+    return cloud_autoconversion_rate_c2r, rain_cloud_collision_rate_c2r
+
+
+@gtx.field_operator
+def freezing_in_clouds(
+    temperature: ta.wpfloat,
+    qc: ta.wpfloat,
+    qr: ta.wpfloat,
+    cscmax: ta.wpfloat,
+    csrmax: ta.wpfloat,
+    celn7o4qrk: ta.wpfloat,
+    cloud_exists: bool,
+    rain_exists: bool,
+) -> tuple[ta.wpfloat, ta.wpfloat]:
+    """Compute the freezing rate of cloud and rain in clouds."""
+    if cloud_exists:
+        if temperature > MicrophysicsConstants.HOMOGENEOUS_FREEZE_TEMPERATURE:
+            # Calculation of in-cloud rainwater freezing
+            if (
+                rain_exists
+                & (temperature < MicrophysicsConstants.THRESHOLD_FREEZE_TEMPERATURE)
+                & (qr > wpfloat("0.1") * qc)
+            ):
+                rain_freezing_rate_r2g_in_clouds = (
+                    MicrophysicsConstants.COEFF_RAIN_FREEZE1
+                    * (
+                        exp(
+                            MicrophysicsConstants.COEFF_RAIN_FREEZE2
+                            * (MicrophysicsConstants.THRESHOLD_FREEZE_TEMPERATURE - temperature)
+                        )
+                        - wpfloat("1.0")
+                    )
+                    * celn7o4qrk
+                )
+            else:
+                rain_freezing_rate_r2g_in_clouds = wpfloat("0.0")
+            cloud_freezing_rate_c2i = wpfloat("0.0")
+        else:
+            # tg <= tg: ! hom. freezing of cloud and rain water
+            cloud_freezing_rate_c2i = cscmax
+            rain_freezing_rate_r2g_in_clouds = csrmax
+    else:
+        cloud_freezing_rate_c2i = wpfloat("0.0")
+        rain_freezing_rate_r2g_in_clouds = wpfloat("0.0")
+
+    return cloud_freezing_rate_c2i, rain_freezing_rate_r2g_in_clouds
+
+
+@gtx.field_operator
+def riming_in_clouds(
+    temperature: ta.wpfloat,
+    qc: ta.wpfloat,
+    crim: ta.wpfloat,
+    cslam: ta.wpfloat,
+    celnrimexp_g: ta.wpfloat,
+    celn3o4qsk: ta.wpfloat,
+    snow2graupel_riming_coeff: ta.wpfloat,
+    cloud_exists: bool,
+    snow_exists: bool,
+) -> tuple[ta.wpfloat, ta.wpfloat, ta.wpfloat, ta.wpfloat]:
+    """Compute the rate of riming by snow and graupel in clouds."""
+    if cloud_exists & (temperature > MicrophysicsConstants.HOMOGENEOUS_FREEZE_TEMPERATURE):
+        if snow_exists:
+            snow_riming_rate_c2s = crim * qc * exp(MicrophysicsConstants.CCSAXP * log(cslam))
+        else:
+            snow_riming_rate_c2s = wpfloat("0.0")
+
+        graupel_riming_rate_c2g = MicrophysicsConstants.CRIM_G * qc * celnrimexp_g
+
+        if temperature >= PhysicsConstants.tmelt:
+            rain_shedding_rate_c2r = snow_riming_rate_c2s + graupel_riming_rate_c2g
+            snow_riming_rate_c2s = wpfloat("0.0")
+            graupel_riming_rate_c2g = wpfloat("0.0")
+            snow_autoconversion_rate_s2g = wpfloat("0.0")
+        else:
+            if qc >= MicrophysicsConstants.QC0:
+                snow_autoconversion_rate_s2g = snow2graupel_riming_coeff * qc * celn3o4qsk
+            else:
+                snow_autoconversion_rate_s2g = wpfloat("0.0")
+            rain_shedding_rate_c2r = wpfloat("0.0")
+    else:
+        snow_riming_rate_c2s = wpfloat("0.0")
+        graupel_riming_rate_c2g = wpfloat("0.0")
+        rain_shedding_rate_c2r = wpfloat("0.0")
+        snow_autoconversion_rate_s2g = wpfloat("0.0")
+
+    return (
+        snow_riming_rate_c2s,
+        graupel_riming_rate_c2g,
+        rain_shedding_rate_c2r,
+        snow_autoconversion_rate_s2g,
+    )
+
+
+@gtx.field_operator
+def reduced_deposition_in_clouds(
+    temperature: ta.wpfloat,
+    qv_kup: ta.wpfloat,
+    qc_kup: ta.wpfloat,
+    qi_kup: ta.wpfloat,
+    qs_kup: ta.wpfloat,
+    qg_kup: ta.wpfloat,
+    qvsw_kup: ta.wpfloat,
+    dz: ta.wpfloat,
+    dist_cldtop_kup: ta.wpfloat,
+    k_lev: gtx.int32,
+    is_surface: bool,
+    cloud_exists: bool,
+) -> tuple[ta.wpfloat, ta.wpfloat]:
+    """Artificially reduce the deposition rate in clouds."""
+    if cloud_exists:
+        if (k_lev > 0) & (not is_surface):
+            cqcgk_1 = qi_kup + qs_kup + qg_kup
+
+            # distance from cloud top
+            if (qv_kup + qc_kup < qvsw_kup) & (cqcgk_1 < MicrophysicsConstants.QMIN):
+                # upper cloud layer
+                dist_cldtop = wpfloat("0.0")  # reset distance to upper cloud layer
+            else:
+                dist_cldtop = dist_cldtop_kup + dz
+        else:
+            dist_cldtop = dist_cldtop_kup
+
+        if (k_lev > 0) & (not is_surface):
+            # finalizing transfer rates in clouds and calculate depositional growth reduction
+            cnin = compute_cooper_inp_concentration(temperature)
+            cfnuc = minimum(cnin / MicrophysicsConstants.NIMIX, wpfloat("1.0"))
+
+            # without asymptotic behaviour dz -> 0
+            reduce_dep = cfnuc + (wpfloat("1.0") - cfnuc) * (
+                MicrophysicsConstants.REDUCE_DEP_REF
+                + dist_cldtop / MicrophysicsConstants.DIST_CLDTOP_REF
+            )
+            reduce_dep = minimum(reduce_dep, wpfloat("1.0"))
+        else:
+            reduce_dep = wpfloat("1.0")
+    else:
+        dist_cldtop = dist_cldtop_kup
+        reduce_dep = wpfloat("1.0")
+
+    return dist_cldtop, reduce_dep
+
+
+@gtx.field_operator
+def collision_and_ice_deposition_in_cold_ice_clouds(
+    temperature: ta.wpfloat,
+    rho: ta.wpfloat,
+    qv: ta.wpfloat,
+    qi: ta.wpfloat,
+    qs: ta.wpfloat,
+    qvsi: ta.wpfloat,
+    rhoqi_intermediate: ta.wpfloat,
+    dtime: ta.wpfloat,
+    cslam: ta.wpfloat,
+    cidep: ta.wpfloat,
+    cagg: ta.wpfloat,
+    cmi: ta.wpfloat,
+    ice_stickeff_min: ta.wpfloat,
+    reduce_dep: ta.wpfloat,
+    celnrimexp_g: ta.wpfloat,
+    celn7o8qrk: ta.wpfloat,
+    celn13o8qrk: ta.wpfloat,
+    ice_exists: bool,
+) -> tuple[
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+]:
+    """Aggregation, autoconversion and deposition of ice in cold ice clouds."""
+    if (temperature <= PhysicsConstants.tmelt) & ice_exists:
+        # Change in sticking efficiency needed in case of cloud ice sedimentation
+        # (based on Guenther Zaengls work)
+        local_eff = minimum(
+            exp(wpfloat("0.09") * (temperature - PhysicsConstants.tmelt)),
+            wpfloat("1.0"),
+        )
+        local_eff = maximum(local_eff, ice_stickeff_min)
+        local_eff = maximum(
+            local_eff,
+            MicrophysicsConstants.ICE_STICKING_EFF_FACTOR
+            * (temperature - MicrophysicsConstants.TMIN_ICEAUTOCONV),
+        )
+
+        local_nid = rho * qi / cmi
+        local_lnlogmi = log(cmi)
+
+        local_qvsidiff = qv - qvsi
+        local_svmax = local_qvsidiff / dtime
+
+        snow_ice_collision_rate_i2s = (
+            local_eff * qi * cagg * exp(MicrophysicsConstants.CCSAXP * log(cslam))
+        )
+        graupel_ice_collision_rate_i2g = (
+            local_eff * qi * MicrophysicsConstants.CAGG_G * celnrimexp_g
+        )
+        ice_autoconverson_rate_i2s = (
+            local_eff
+            * MicrophysicsConstants.CIAU
+            * maximum(qi - MicrophysicsConstants.QI0, wpfloat("0.0"))
+        )
+
+        rain_ice_2graupel_ice_loss_rate_i2g = MicrophysicsConstants.CICRI * qi * celn7o8qrk
+        if qs > wpfloat("1.0e-7"):
+            rain_ice_2graupel_rain_loss_rate_r2g = (
+                MicrophysicsConstants.CRCRI * (qi / cmi) * celn13o8qrk
+            )
+        else:
+            rain_ice_2graupel_rain_loss_rate_r2g = wpfloat("0.0")
+
+        local_icetotaldeposition = (
+            cidep * local_nid * exp(wpfloat("0.33") * local_lnlogmi) * local_qvsidiff
+        )
+        ice_deposition_rate_v2i = local_icetotaldeposition
+
+        # for sedimenting quantities the maximum
+        # allowed depletion is determined by the predictor value.
+        local_simax = rhoqi_intermediate / rho / dtime
+
+        if local_icetotaldeposition > wpfloat("0.0"):
+            local_icetotaldeposition = (
+                local_icetotaldeposition * reduce_dep
+            )  # FR new: depositional growth reduction
+            ice_net_deposition_rate_v2i = minimum(local_icetotaldeposition, local_svmax)
+            ice_net_sublimation_rate_v2i = wpfloat("0.0")
+        elif local_icetotaldeposition < wpfloat("0.0"):
+            ice_net_deposition_rate_v2i = wpfloat("0.0")
+            ice_net_sublimation_rate_v2i = maximum(local_icetotaldeposition, local_svmax)
+            ice_net_sublimation_rate_v2i = -maximum(ice_net_sublimation_rate_v2i, -local_simax)
+        else:
+            ice_net_deposition_rate_v2i = wpfloat("0.0")
+            ice_net_sublimation_rate_v2i = wpfloat("0.0")
+
+        local_lnlogmi = log(MicrophysicsConstants.MSMIN / cmi)
+        local_ztau = wpfloat("1.5") * (exp(wpfloat("0.66") * local_lnlogmi) - wpfloat("1.0"))
+        ice_dep_autoconversion_rate_i2s = ice_net_deposition_rate_v2i / local_ztau
+    else:
+        snow_ice_collision_rate_i2s = wpfloat("0.0")
+        graupel_ice_collision_rate_i2g = wpfloat("0.0")
+        ice_autoconverson_rate_i2s = wpfloat("0.0")
+        ice_deposition_rate_v2i = wpfloat("0.0")
+        rain_ice_2graupel_ice_loss_rate_i2g = wpfloat("0.0")
+        rain_ice_2graupel_rain_loss_rate_r2g = wpfloat("0.0")
+        ice_dep_autoconversion_rate_i2s = wpfloat("0.0")
+        ice_net_deposition_rate_v2i = wpfloat("0.0")
+        ice_net_sublimation_rate_v2i = wpfloat("0.0")
+
+    return (
+        snow_ice_collision_rate_i2s,
+        graupel_ice_collision_rate_i2g,
+        ice_autoconverson_rate_i2s,
+        ice_deposition_rate_v2i,
+        rain_ice_2graupel_ice_loss_rate_i2g,
+        rain_ice_2graupel_rain_loss_rate_r2g,
+        ice_dep_autoconversion_rate_i2s,
+        ice_net_deposition_rate_v2i,
+        ice_net_sublimation_rate_v2i,
+    )
+
+
+@gtx.field_operator
+def snow_and_graupel_depositional_growth_in_cold_ice_clouds(
+    temperature: ta.wpfloat,
+    pressure: ta.wpfloat,
+    qv: ta.wpfloat,
+    qs: ta.wpfloat,
+    qvsi: ta.wpfloat,
+    dtime: ta.wpfloat,
+    ice_net_deposition_rate_v2i: ta.wpfloat,
+    cslam: ta.wpfloat,
+    cbsdep: ta.wpfloat,
+    csdep: ta.wpfloat,
+    reduce_dep: ta.wpfloat,
+    celn6qgk: ta.wpfloat,
+    ice_exists: bool,
+    snow_exists: bool,
+    graupel_exists: bool,
+) -> tuple[ta.wpfloat, ta.wpfloat]:
+    """Vapor deposition of snow and graupel in cold ice clouds."""
+    if ice_exists | snow_exists | graupel_exists:
+        if temperature <= PhysicsConstants.tmelt:
+            local_qvsidiff = qv - qvsi
+            local_svmax = local_qvsidiff / dtime
+
+            local_xfac = wpfloat("1.0") + cbsdep * exp(MicrophysicsConstants.CCSDXP * log(cslam))
+            snow_deposition_rate_v2s_in_cold_clouds = (
+                csdep * local_xfac * local_qvsidiff / (cslam + PhysicsConstants.eps) ** 2.0
+            )
+            # FR new: depositional growth reduction
+            if snow_deposition_rate_v2s_in_cold_clouds > wpfloat("0.0"):
+                snow_deposition_rate_v2s_in_cold_clouds = (
+                    snow_deposition_rate_v2s_in_cold_clouds * reduce_dep
+                )
+
+            # GZ: This limitation, which was missing in the original graupel scheme,
+            # is crucial for numerical stability in the tropics!
+            if snow_deposition_rate_v2s_in_cold_clouds > wpfloat("0.0"):
+                snow_deposition_rate_v2s_in_cold_clouds = minimum(
+                    snow_deposition_rate_v2s_in_cold_clouds,
+                    local_svmax - ice_net_deposition_rate_v2i,
+                )
+            # Suppress depositional growth of snow if the existing amount is too small for a
+            # a meaningful distiction between cloud ice and snow
+            if qs <= wpfloat("1.0e-7"):
+                snow_deposition_rate_v2s_in_cold_clouds = minimum(
+                    snow_deposition_rate_v2s_in_cold_clouds, wpfloat("0.0")
+                )
+            # ** GZ: this numerical fit should be replaced with a physically more meaningful
+            # formulation **
+            graupel_deposition_rate_v2g_in_cold_clouds = (
+                (
+                    wpfloat("0.398561")
+                    - wpfloat("0.00152398") * temperature
+                    + wpfloat("2554.99") / pressure
+                    + wpfloat("2.6531e-7") * pressure
+                )
+                * local_qvsidiff
+                * celn6qgk
+            )
+        else:
+            snow_deposition_rate_v2s_in_cold_clouds = wpfloat("0.0")
+            graupel_deposition_rate_v2g_in_cold_clouds = wpfloat("0.0")
+    else:
+        snow_deposition_rate_v2s_in_cold_clouds = wpfloat("0.0")
+        graupel_deposition_rate_v2g_in_cold_clouds = wpfloat("0.0")
+
+    return snow_deposition_rate_v2s_in_cold_clouds, graupel_deposition_rate_v2g_in_cold_clouds
+
+
+@gtx.field_operator
+def melting(
+    temperature: ta.wpfloat,
+    pressure: ta.wpfloat,
+    rho: ta.wpfloat,
+    qv: ta.wpfloat,
+    qvsw: ta.wpfloat,
+    rhoqi_intermediate: ta.wpfloat,
+    dtime: ta.wpfloat,
+    cssmax: ta.wpfloat,
+    csgmax: ta.wpfloat,
+    celn8qsk: ta.wpfloat,
+    celn6qgk: ta.wpfloat,
+    ice_exists: bool,
+    snow_exists: bool,
+    graupel_exists: bool,
+) -> tuple[ta.wpfloat, ta.wpfloat, ta.wpfloat, ta.wpfloat, ta.wpfloat, ta.wpfloat]:
+    """Melting and vapor deposition of ice, snow and graupel above zero degree Celsius."""
+    if ice_exists | snow_exists | graupel_exists:
+        if temperature > PhysicsConstants.tmelt:
+            # cloud ice melts instantaneously
+            ice_melting_rate_i2c = rhoqi_intermediate / rho / dtime
+
+            local_qvsw0 = MicrophysicsConstants.PVSW0 / (
+                rho * PhysicsConstants.rv * PhysicsConstants.tmelt
+            )
+            local_qvsw0diff = qv - local_qvsw0
+
+            # ** GZ: several numerical fits in this section should be replaced with physically
+            # more meaningful formulations **
+            if temperature > PhysicsConstants.tmelt - MicrophysicsConstants.TCRIT * local_qvsw0diff:
+                # calculate melting rate
+                local_x1 = (
+                    temperature
+                    - PhysicsConstants.tmelt
+                    + MicrophysicsConstants.ASMEL * local_qvsw0diff
+                )
+                snow_melting_rate_s2r = (
+                    (wpfloat("79.6863") / pressure + wpfloat("0.612654e-3")) * local_x1 * celn8qsk
+                )
+                snow_melting_rate_s2r = minimum(snow_melting_rate_s2r, cssmax)
+                graupel_melting_rate_g2r = (
+                    (wpfloat("12.31698") / pressure + wpfloat("7.39441e-05")) * local_x1 * celn6qgk
+                )
+                graupel_melting_rate_g2r = minimum(graupel_melting_rate_g2r, csgmax)
+                # deposition + melting, ice particle temperature: t0
+                # calculation without howell-factor!
+                snow_deposition_rate_v2s_in_melting_condition = (
+                    (wpfloat("31282.3") / pressure + wpfloat("0.241897"))
+                    * local_qvsw0diff
+                    * celn8qsk
+                )
+                graupel_deposition_rate_v2g_in_melting_condition = (
+                    (wpfloat("0.153907") - pressure * wpfloat("7.86703e-07"))
+                    * local_qvsw0diff
+                    * celn6qgk
+                )
+                if local_qvsw0diff < wpfloat("0.0"):
+                    # melting + evaporation of snow/graupel
+                    snow_deposition_rate_v2s_in_melting_condition = maximum(
+                        -cssmax, snow_deposition_rate_v2s_in_melting_condition
+                    )
+                    graupel_deposition_rate_v2g_in_melting_condition = maximum(
+                        -csgmax, graupel_deposition_rate_v2g_in_melting_condition
+                    )
+                    # melt water evaporates
+                    snow_melting_rate_s2r = (
+                        snow_melting_rate_s2r + snow_deposition_rate_v2s_in_melting_condition
+                    )
+                    graupel_melting_rate_g2r = (
+                        graupel_melting_rate_g2r + graupel_deposition_rate_v2g_in_melting_condition
+                    )
+                    snow_melting_rate_s2r = maximum(snow_melting_rate_s2r, wpfloat("0.0"))
+                    graupel_melting_rate_g2r = maximum(graupel_melting_rate_g2r, wpfloat("0.0"))
+                    rain_deposition_rate_v2r = wpfloat("0.0")
+                else:
+                    # deposition on snow/graupel is interpreted as increase in rain water
+                    # ( qv --> qr, sconr), therefore,  sconr=(zssdep+zsgdep)
+                    rain_deposition_rate_v2r = (
+                        snow_deposition_rate_v2s_in_melting_condition
+                        + graupel_deposition_rate_v2g_in_melting_condition
+                    )
+                    snow_deposition_rate_v2s_in_melting_condition = wpfloat("0.0")
+                    graupel_deposition_rate_v2g_in_melting_condition = wpfloat("0.0")
+            else:
+                snow_melting_rate_s2r = wpfloat("0.0")
+                graupel_melting_rate_g2r = wpfloat("0.0")
+                rain_deposition_rate_v2r = wpfloat("0.0")
+                # if t<t_crit, no melting, only evaporation of snow/graupel
+                local_qvsidiff = qv - qvsw
+                snow_deposition_rate_v2s_in_melting_condition = (
+                    (wpfloat("0.28003") - pressure * wpfloat("0.146293e-6"))
+                    * local_qvsidiff
+                    * celn8qsk
+                )
+                graupel_deposition_rate_v2g_in_melting_condition = (
+                    (wpfloat("0.0418521") - pressure * wpfloat("4.7524e-8"))
+                    * local_qvsidiff
+                    * celn6qgk
+                )
+                snow_deposition_rate_v2s_in_melting_condition = maximum(
+                    -cssmax, snow_deposition_rate_v2s_in_melting_condition
+                )
+                graupel_deposition_rate_v2g_in_melting_condition = maximum(
+                    -csgmax, graupel_deposition_rate_v2g_in_melting_condition
+                )
+        else:
+            ice_melting_rate_i2c = wpfloat("0.0")
+            snow_melting_rate_s2r = wpfloat("0.0")
+            graupel_melting_rate_g2r = wpfloat("0.0")
+            rain_deposition_rate_v2r = wpfloat("0.0")
+            snow_deposition_rate_v2s_in_melting_condition = wpfloat("0.0")
+            graupel_deposition_rate_v2g_in_melting_condition = wpfloat("0.0")
+    else:
+        ice_melting_rate_i2c = wpfloat("0.0")
+        snow_melting_rate_s2r = wpfloat("0.0")
+        graupel_melting_rate_g2r = wpfloat("0.0")
+        rain_deposition_rate_v2r = wpfloat("0.0")
+        snow_deposition_rate_v2s_in_melting_condition = wpfloat("0.0")
+        graupel_deposition_rate_v2g_in_melting_condition = wpfloat("0.0")
+
+    return (
+        ice_melting_rate_i2c,
+        snow_melting_rate_s2r,
+        graupel_melting_rate_g2r,
+        snow_deposition_rate_v2s_in_melting_condition,
+        graupel_deposition_rate_v2g_in_melting_condition,
+        rain_deposition_rate_v2r,
+    )
+
+
+@gtx.field_operator
+def evaporation_and_freezing_in_subsaturated_air(
+    temperature: ta.wpfloat,
+    qv: ta.wpfloat,
+    qc: ta.wpfloat,
+    qvsw: ta.wpfloat,
+    rhoqr: ta.wpfloat,
+    dtime: ta.wpfloat,
+    rain_freezing_rate_r2g_in_clouds: ta.wpfloat,
+    csrmax: ta.wpfloat,
+    precomputed_evaporation_alpha_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_alpha_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_coeff: ta.wpfloat,
+    celn7o4qrk: ta.wpfloat,
+    rain_exists: bool,
+) -> tuple[ta.wpfloat, ta.wpfloat]:
+    """Compute the evaporation rate of rain in subsaturated condition."""
+    rain_freezing_rate_r2g = rain_freezing_rate_r2g_in_clouds
+    if rain_exists & (qv + qc <= qvsw):
+        local_lnqr = log(rhoqr)
+        local_x1 = wpfloat("1.0") + precomputed_evaporation_beta_coeff * exp(
+            precomputed_evaporation_beta_exp_coeff * local_lnqr
+        )
+        # Limit evaporation rate in order to avoid overshoots towards supersaturation, the
+        # pre-factor approximates (esat(T_wb)-e)/(esat(T)-e) at temperatures between 0 degC
+        # and 30 degC
+        local_temp_c = temperature - PhysicsConstants.tmelt
+        local_maxevap = (
+            (
+                wpfloat("0.61")
+                - wpfloat("0.0163") * local_temp_c
+                + wpfloat("1.111e-4") * local_temp_c**2.0
+            )
+            * (qvsw - qv)
+            / dtime
+        )
+        rain_evaporation_rate_r2v = (
+            precomputed_evaporation_alpha_coeff
+            * local_x1
+            * (qvsw - qv)
+            * exp(precomputed_evaporation_alpha_exp_coeff * local_lnqr)
+        )
+        rain_evaporation_rate_r2v = minimum(rain_evaporation_rate_r2v, local_maxevap)
+
+        if temperature > MicrophysicsConstants.HOMOGENEOUS_FREEZE_TEMPERATURE:
+            # Calculation of below-cloud rainwater freezing
+            if temperature < MicrophysicsConstants.THRESHOLD_FREEZE_TEMPERATURE:
+                # FR new: reduced rain freezing rate
+                rain_freezing_rate_r2g = (
+                    MicrophysicsConstants.COEFF_RAIN_FREEZE1
+                    * (
+                        exp(
+                            MicrophysicsConstants.COEFF_RAIN_FREEZE2
+                            * (MicrophysicsConstants.THRESHOLD_FREEZE_TEMPERATURE - temperature)
+                        )
+                        - wpfloat("1.0")
+                    )
+                    * celn7o4qrk
+                )
+        else:  # Hom. freezing of rain water
+            rain_freezing_rate_r2g = csrmax
+    else:
+        rain_evaporation_rate_r2v = wpfloat("0.0")
+
+    return rain_evaporation_rate_r2v, rain_freezing_rate_r2g
+
+
+@gtx.field_operator
+def sat_pres_water_scalar(temperature: ta.wpfloat) -> ta.wpfloat:
+    """Compute saturation water vapour pressure by the Tetens formula."""
+    return MicrophysicsConstants.TETENS_P0 * exp(
+        MicrophysicsConstants.TETENS_AW
+        * (temperature - PhysicsConstants.tmelt)
+        / (temperature - MicrophysicsConstants.TETENS_BW)
+    )
+
+
+@gtx.field_operator
+def sat_pres_ice(temperature: ta.wpfloat) -> ta.wpfloat:
+    return MicrophysicsConstants.TETENS_P0 * exp(
+        MicrophysicsConstants.TETENS_AI
+        * (temperature - PhysicsConstants.tmelt)
+        / (temperature - MicrophysicsConstants.TETENS_BI)
+    )
+
+
+@gtx.scan_operator(
+    axis=dims.KDim,
+    forward=True,
+    init=(
+        wpfloat("0.0"),  # temperature tendency
+        wpfloat("0.0"),  # qv tendency
+        wpfloat("0.0"),  # qc tendency
+        wpfloat("0.0"),  # qi tendency
+        wpfloat("0.0"),  # qr tendency
+        wpfloat("0.0"),  # qs tendency
+        wpfloat("0.0"),  # qg tendency
+        wpfloat("0.0"),  # qv
+        wpfloat("0.0"),  # qc
+        wpfloat("0.0"),  # qi
+        wpfloat("0.0"),  # qr
+        wpfloat("0.0"),  # qs
+        wpfloat("0.0"),  # qg
+        wpfloat("0.0"),  # rhoqrv
+        wpfloat("0.0"),  # rhoqsv
+        wpfloat("0.0"),  # rhoqgv
+        wpfloat("0.0"),  # rhoqiv
+        wpfloat("0.0"),  # newv_r
+        wpfloat("0.0"),  # newv_s
+        wpfloat("0.0"),  # newv_g
+        wpfloat("0.0"),  # newv_i
+        wpfloat("0.0"),  # cloud top distance
+        wpfloat("0.0"),  # density
+        wpfloat("0.0"),  # density factor
+        wpfloat("0.0"),  # density factor for ice
+        wpfloat("0.0"),  # snow intercept parameter
+        wpfloat("0.0"),  # saturation pressure
+        gtx.int32(0),  # k level
+    ),
+)
+def _icon_graupel_scan(
+    state_kup: tuple[
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        ta.wpfloat,
+        gtx.int32,
+    ],
+    ground_level: gtx.int32,  # k bottom level
+    liquid_autoconversion_option: gtx.int32,
+    snow_intercept_option: gtx.int32,
+    use_constant_latent_heat: bool,
+    ice_stickeff_min: ta.wpfloat,
+    snow2graupel_riming_coeff: ta.wpfloat,
+    power_law_coeff_for_ice_mean_fall_speed: ta.wpfloat,
+    exponent_for_density_factor_in_ice_sedimentation: ta.wpfloat,
+    power_law_coeff_for_snow_fall_speed: ta.wpfloat,
+    precomputed_riming_coef: ta.wpfloat,
+    precomputed_agg_coef: ta.wpfloat,
+    precomputed_snow_sed_coef: ta.wpfloat,
+    power_law_exponent_for_rain_mean_fall_speed: ta.wpfloat,
+    power_law_coeff_for_rain_mean_fall_speed: ta.wpfloat,
+    precomputed_evaporation_alpha_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_alpha_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_coeff: ta.wpfloat,
+    power_law_exponent_for_rain_mean_fall_speed_ln1o2: ta.wpfloat,
+    power_law_exponent_for_ice_mean_fall_speed_ln1o2: ta.wpfloat,
+    power_law_exponent_for_graupel_mean_fall_speed_ln1o2: ta.wpfloat,
+    dtime: ta.wpfloat,
+    dz: ta.wpfloat,
+    temperature: ta.wpfloat,
+    pressure: ta.wpfloat,
+    rho: ta.wpfloat,
+    qv: ta.wpfloat,
+    qc: ta.wpfloat,
+    qi: ta.wpfloat,
+    qr: ta.wpfloat,
+    qs: ta.wpfloat,
+    qg: ta.wpfloat,
+    qnc: ta.wpfloat,
+) -> tuple[
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    ta.wpfloat,
+    gtx.int32,
+]:
+    """The ICON graupel scheme on one level, given the state of the level above."""
+    (
+        _,
+        qv_tendency_kup,
+        qc_tendency_kup,
+        qi_tendency_kup,
+        qr_tendency_kup,
+        qs_tendency_kup,
+        qg_tendency_kup,
+        qv_old_kup,
+        qc_old_kup,
+        qi_old_kup,
+        qr_old_kup,
+        qs_old_kup,
+        qg_old_kup,
+        rhoqrv_old_kup,
+        rhoqsv_old_kup,
+        rhoqgv_old_kup,
+        rhoqiv_old_kup,
+        vnew_r,
+        vnew_s,
+        vnew_g,
+        vnew_i,
+        dist_cldtop_kup,
+        rho_kup,
+        crho1o2_kup,
+        crhofac_qi_kup,
+        snow_sed0_kup,
+        qvsw_kup,
+        k_lev,
+    ) = state_kup
+
+    # ------------------------------------------------------------------------------
+    #  Section 1: Precomputed coefficients
+    # ------------------------------------------------------------------------------
+
+    qv_kup = qv_old_kup + qv_tendency_kup * dtime
+    qc_kup = qc_old_kup + qc_tendency_kup * dtime
+    qi_kup = qi_old_kup + qi_tendency_kup * dtime
+    qr_kup = qr_old_kup + qr_tendency_kup * dtime
+    qs_kup = qs_old_kup + qs_tendency_kup * dtime
+    qg_kup = qg_old_kup + qg_tendency_kup * dtime
+
+    is_surface = True if k_lev == ground_level else False
+
+    lhv = (
+        PhysicsConstants.lh_vaporise
+        if use_constant_latent_heat
+        else PhysicsConstants.lh_vaporise
+        + (MicrophysicsConstants.CP_V - PhysicsConstants.cpl)
+        * (temperature - PhysicsConstants.tmelt)
+        - PhysicsConstants.rv * temperature
+    )
+    lhs = (
+        PhysicsConstants.lh_sublimate
+        if use_constant_latent_heat
+        else PhysicsConstants.lh_sublimate
+        + (MicrophysicsConstants.CP_V - PhysicsConstants.cpi)
+        * (temperature - PhysicsConstants.tmelt)
+        - PhysicsConstants.rv * temperature
+    )
+
+    # for density correction of fall speeds
+    chlp = log(MicrophysicsConstants.REF_AIR_DENSITY / rho)
+    crho1o2 = exp(chlp / wpfloat("2.0"))
+    crhofac_qi = exp(chlp * exponent_for_density_factor_in_ice_sedimentation)
+
+    cdtdh = wpfloat("0.5") * dtime / dz
+    cscmax = qc / dtime
+    cnin = compute_cooper_inp_concentration(temperature)
+    cmi = minimum(rho * qi / cnin, MicrophysicsConstants.ICE_MAX_MASS)
+    cmi = maximum(MicrophysicsConstants.ICE_INITIAL_MASS, cmi)
+
+    qvsw = sat_pres_water_scalar(temperature) / (rho * PhysicsConstants.rv * temperature)
+    qvsi = sat_pres_ice(temperature) / (rho * PhysicsConstants.rv * temperature)
+
+    rhoqr = qr * rho
+    rhoqs = qs * rho
+    rhoqg = qg * rho
+    rhoqi = qi * rho
+
+    rhoqrv_new_kup = qr_kup * rho_kup * vnew_r
+    rhoqsv_new_kup = qs_kup * rho_kup * vnew_s
+    rhoqgv_new_kup = qg_kup * rho_kup * vnew_g
+    rhoqiv_new_kup = qi_kup * rho_kup * vnew_i
+
+    if rhoqrv_new_kup <= MicrophysicsConstants.QMIN:
+        rhoqrv_new_kup = wpfloat("0.0")
+    if rhoqsv_new_kup <= MicrophysicsConstants.QMIN:
+        rhoqsv_new_kup = wpfloat("0.0")
+    if rhoqgv_new_kup <= MicrophysicsConstants.QMIN:
+        rhoqgv_new_kup = wpfloat("0.0")
+    if rhoqiv_new_kup <= MicrophysicsConstants.QMIN:
+        rhoqiv_new_kup = wpfloat("0.0")
+
+    rhoqr_intermediate = rhoqr / cdtdh + rhoqrv_new_kup + rhoqrv_old_kup
+    rhoqs_intermediate = rhoqs / cdtdh + rhoqsv_new_kup + rhoqsv_old_kup
+    rhoqg_intermediate = rhoqg / cdtdh + rhoqgv_new_kup + rhoqgv_old_kup
+    rhoqi_intermediate = rhoqi / cdtdh + rhoqiv_new_kup + rhoqiv_old_kup
+
+    rain_exists = True if (rhoqr > MicrophysicsConstants.QMIN) else False
+    snow_exists = True if (rhoqs > MicrophysicsConstants.QMIN) else False
+    graupel_exists = True if (rhoqg > MicrophysicsConstants.QMIN) else False
+    ice_exists = True if (rhoqi > MicrophysicsConstants.QMIN) else False
+
+    n0s, snow_sed0, crim, cagg, cbsdep = compute_snow_interception_and_collision_parameters(
+        temperature,
+        rho,
+        qs,
+        precomputed_riming_coef,
+        precomputed_agg_coef,
+        precomputed_snow_sed_coef,
+        power_law_coeff_for_snow_fall_speed,
+        snow_exists,
+        snow_intercept_option,
+    )
+
+    # ------------------------------------------------------------------------------
+    #  Section 2: Sedimentation fluxes
+    # ------------------------------------------------------------------------------
+
+    if k_lev > 0:
+        vnew_s = (
+            snow_sed0_kup
+            * exp(MicrophysicsConstants.CCSWXP * log((qs_kup + qs) * wpfloat("0.5") * rho_kup))
+            * crho1o2_kup
+            if qs_kup + qs > MicrophysicsConstants.QMIN
+            else wpfloat("0.0")
+        )
+        vnew_r = (
+            power_law_coeff_for_rain_mean_fall_speed
+            * exp(
+                power_law_exponent_for_rain_mean_fall_speed
+                * log((qr_kup + qr) * wpfloat("0.5") * rho_kup)
+            )
+            * crho1o2_kup
+            if qr_kup + qr > MicrophysicsConstants.QMIN
+            else wpfloat("0.0")
+        )
+        vnew_g = (
+            MicrophysicsConstants.POWER_LAW_COEFF_FOR_GRAUPEL_MEAN_FALL_SPEED
+            * exp(
+                MicrophysicsConstants.POWER_LAW_EXPONENT_FOR_GRAUPEL_MEAN_FALL_SPEED
+                * log((qg_kup + qg) * wpfloat("0.5") * rho_kup)
+            )
+            * crho1o2_kup
+            if qg_kup + qg > MicrophysicsConstants.QMIN
+            else wpfloat("0.0")
+        )
+        vnew_i = (
+            power_law_coeff_for_ice_mean_fall_speed
+            * exp(
+                MicrophysicsConstants.POWER_LAW_EXPONENT_FOR_ICE_MEAN_FALL_SPEED
+                * log((qi_kup + qi) * wpfloat("0.5") * rho_kup)
+            )
+            * crhofac_qi_kup
+            if qi_kup + qi > MicrophysicsConstants.QMIN
+            else wpfloat("0.0")
+        )
+
+    if snow_exists:
+        terminal_velocity = snow_sed0 * exp(MicrophysicsConstants.CCSWXP * log(rhoqs)) * crho1o2
+        # Prevent terminal fall speed of snow from being zero at the surface level
+        if is_surface:
+            terminal_velocity = maximum(
+                terminal_velocity, MicrophysicsConstants.MINIMUM_SNOW_FALL_SPEED
+            )
+
+        rhoqsv = rhoqs * terminal_velocity
+
+        # because we are at the model top, simply multiply by a factor of (0.5)^(V_intg_exp)
+        if vnew_s == wpfloat("0.0"):
+            vnew_s = terminal_velocity * MicrophysicsConstants.CCSWXP_LN1O2
+
+    else:
+        rhoqsv = wpfloat("0.0")
+
+    if rain_exists:
+        terminal_velocity = (
+            power_law_coeff_for_rain_mean_fall_speed
+            * exp(power_law_exponent_for_rain_mean_fall_speed * log(rhoqr))
+            * crho1o2
+        )
+        # Prevent terminal fall speed of rain from being zero at the surface level
+        if is_surface:
+            terminal_velocity = maximum(
+                terminal_velocity, MicrophysicsConstants.MINIMUM_RAIN_FALL_SPEED
+            )
+
+        rhoqrv = rhoqr * terminal_velocity
+
+        # because we are at the model top, simply multiply by a factor of (0.5)^(V_intg_exp)
+        if vnew_r == wpfloat("0.0"):
+            vnew_r = terminal_velocity * power_law_exponent_for_rain_mean_fall_speed_ln1o2
+
+    else:
+        rhoqrv = wpfloat("0.0")
+
+    if graupel_exists:
+        terminal_velocity = (
+            MicrophysicsConstants.POWER_LAW_COEFF_FOR_GRAUPEL_MEAN_FALL_SPEED
+            * exp(MicrophysicsConstants.POWER_LAW_EXPONENT_FOR_GRAUPEL_MEAN_FALL_SPEED * log(rhoqg))
+            * crho1o2
+        )
+        # Prevent terminal fall speed of graupel from being zero at the surface level
+        if is_surface:
+            terminal_velocity = maximum(
+                terminal_velocity, MicrophysicsConstants.MINIMUM_GRAUPEL_FALL_SPEED
+            )
+
+        rhoqgv = rhoqg * terminal_velocity
+
+        # because we are at the model top, simply multiply by a factor of (0.5)^(V_intg_exp)
+        if vnew_g == wpfloat("0.0"):
+            vnew_g = terminal_velocity * power_law_exponent_for_graupel_mean_fall_speed_ln1o2
+
+    else:
+        rhoqgv = wpfloat("0.0")
+
+    if ice_exists:
+        terminal_velocity = (
+            power_law_coeff_for_ice_mean_fall_speed
+            * exp(MicrophysicsConstants.POWER_LAW_EXPONENT_FOR_ICE_MEAN_FALL_SPEED * log(rhoqi))
+            * crhofac_qi
+        )
+
+        rhoqiv = rhoqi * terminal_velocity
+
+        # because we are at the model top, simply multiply by a factor of (0.5)^(V_intg_exp)
+        if vnew_i == wpfloat("0.0"):
+            vnew_i = terminal_velocity * power_law_exponent_for_ice_mean_fall_speed_ln1o2
+
+    else:
+        rhoqiv = wpfloat("0.0")
+
+    # Prevent terminal fall speeds of precip hydrometeors from being zero at the surface level
+    if is_surface:
+        vnew_s = maximum(vnew_s, MicrophysicsConstants.MINIMUM_SNOW_FALL_SPEED)
+        vnew_r = maximum(vnew_r, MicrophysicsConstants.MINIMUM_RAIN_FALL_SPEED)
+        vnew_g = maximum(vnew_g, MicrophysicsConstants.MINIMUM_GRAUPEL_FALL_SPEED)
+
+    # derive the intermediate density of hydrometeors, Eq. 5.21:
+    # limit the precipitation flux at this k level such that mixing ratio won't go below zero
+    rhoqrv = minimum(rhoqrv, rhoqr_intermediate)
+    rhoqsv = minimum(rhoqsv, rhoqs_intermediate)
+    rhoqgv = minimum(rhoqgv, maximum(wpfloat("0.0"), rhoqg_intermediate))
+    rhoqiv = minimum(rhoqiv, rhoqi_intermediate)
+
+    rhoqr_intermediate = cdtdh * (rhoqr_intermediate - rhoqrv)
+    rhoqs_intermediate = cdtdh * (rhoqs_intermediate - rhoqsv)
+    rhoqg_intermediate = cdtdh * (rhoqg_intermediate - rhoqgv)
+    rhoqi_intermediate = cdtdh * (rhoqi_intermediate - rhoqiv)
+
+    cimr = wpfloat("1.0") / (wpfloat("1.0") + vnew_r * cdtdh)
+    cims = wpfloat("1.0") / (wpfloat("1.0") + vnew_s * cdtdh)
+    cimg = wpfloat("1.0") / (wpfloat("1.0") + vnew_g * cdtdh)
+    cimi = wpfloat("1.0") / (wpfloat("1.0") + vnew_i * cdtdh)
+
+    # intermediate values
+    rhoqr = rhoqr_intermediate * cimr
+    rhoqs = rhoqs_intermediate * cims
+    rhoqg = rhoqg_intermediate * cimg
+
+    # ------------------------------------------------------------------------------
+    #  Section 3: Precomputed coefficients after sedimentation for implicitness
+    # ------------------------------------------------------------------------------
+
+    rain_exists = True if (rhoqr > MicrophysicsConstants.QMIN) else False
+    snow_exists = True if (rhoqs > MicrophysicsConstants.QMIN) else False
+    graupel_exists = True if (rhoqg > MicrophysicsConstants.QMIN) else False
+    ice_exists = True if (qi > MicrophysicsConstants.QMIN) else False
+    cloud_exists = True if (qc > MicrophysicsConstants.QMIN) else False
+
+    if rain_exists:
+        clnrhoqr = log(rhoqr)
+        csrmax = (
+            rhoqr_intermediate / rho / dtime
+        )  # GZ: shifting this computation ahead of the IF condition changes results!
+        celn7o8qrk = (
+            exp(wpfloat("7.0") / wpfloat("8.0") * clnrhoqr)
+            if qi + qc > MicrophysicsConstants.QMIN
+            else wpfloat("0.0")
+        )
+        celn7o4qrk = (
+            exp(wpfloat("7.0") / wpfloat("4.0") * clnrhoqr)
+            if temperature < MicrophysicsConstants.THRESHOLD_FREEZE_TEMPERATURE
+            else wpfloat("0.0")
+        )  # FR new
+        celn13o8qrk = (
+            exp(wpfloat("13.0") / wpfloat("8.0") * clnrhoqr) if ice_exists else wpfloat("0.0")
+        )
+
+    else:
+        csrmax = wpfloat("0.0")
+        celn7o8qrk = wpfloat("0.0")
+        celn7o4qrk = wpfloat("0.0")
+        celn13o8qrk = wpfloat("0.0")
+
+    # ** GZ: the following computation differs substantially from the corresponding code in
+    # cloudice **
+    if snow_exists:
+        clnrhoqs = log(rhoqs)
+        cssmax = (
+            rhoqs_intermediate / rho / dtime
+        )  # GZ: shifting this computation ahead of the IF condition changes results#
+        if qi + qc > MicrophysicsConstants.QMIN:
+            celn3o4qsk = exp(wpfloat("3.0") / wpfloat("4.0") * clnrhoqs)
+        else:
+            celn3o4qsk = wpfloat("0.0")
+        celn8qsk = exp(wpfloat("0.8") * clnrhoqs)
+    else:
+        cssmax = wpfloat("0.0")
+        celn3o4qsk = wpfloat("0.0")
+        celn8qsk = wpfloat("0.0")
+
+    if graupel_exists:
+        clnrhoqg = log(rhoqg)
+        csgmax = rhoqg_intermediate / rho / dtime
+        if qi + qc > MicrophysicsConstants.QMIN:
+            celnrimexp_g = exp(MicrophysicsConstants.GRAUPEL_RIMEXP * clnrhoqg)
+        else:
+            celnrimexp_g = wpfloat("0.0")
+        celn6qgk = exp(wpfloat("0.6") * clnrhoqg)
+    else:
+        csgmax = wpfloat("0.0")
+        celnrimexp_g = wpfloat("0.0")
+        celn6qgk = wpfloat("0.0")
+
+    if ice_exists | snow_exists:
+        cdvtp = MicrophysicsConstants.CCDVTP * exp(wpfloat("1.94") * log(temperature)) / pressure
+        chi = MicrophysicsConstants.CCSHI1 * cdvtp * rho * qvsi / (temperature * temperature)
+        chlp = cdvtp / (wpfloat("1.0") + chi)
+        cidep = MicrophysicsConstants.CCIDEP * chlp
+
+        if snow_exists:
+            cslam = exp(
+                MicrophysicsConstants.CCSLXP * log(MicrophysicsConstants.CCSLAM * n0s / rhoqs)
+            )
+            cslam = minimum(cslam, wpfloat("1.0e15"))
+            csdep = wpfloat("4.0") * n0s * chlp
+        else:
+            cslam = wpfloat("1.0e10")
+            csdep = wpfloat("3.367e-2")
+    else:
+        cidep = wpfloat("1.3e-5")
+        cslam = wpfloat("1.0e10")
+        csdep = wpfloat("3.367e-2")
+
+    # ------------------------------------------------------------------------------
+    #  Section 4: Transfer rates
+    # ------------------------------------------------------------------------------
+
+    ice_nucleation_rate_v2i = deposition_nucleation_at_low_temperature_or_in_clouds(
+        temperature, rho, qv, qi, qvsi, cnin, dtime, cloud_exists
+    )
+
+    (
+        cloud_autoconversion_rate_c2r,
+        rain_cloud_collision_rate_c2r,
+    ) = autoconversion_and_rain_accretion(
+        temperature, qc, qr, qnc, celn7o8qrk, cloud_exists, liquid_autoconversion_option
+    )
+
+    cloud_freezing_rate_c2i, rain_freezing_rate_r2g_in_clouds = freezing_in_clouds(
+        temperature, qc, qr, cscmax, csrmax, celn7o4qrk, cloud_exists, rain_exists
+    )
+
+    (
+        snow_riming_rate_c2s,
+        graupel_riming_rate_c2g,
+        rain_shedding_rate_c2r,
+        snow_autoconversion_rate_s2g,
+    ) = riming_in_clouds(
+        temperature,
+        qc,
+        crim,
+        cslam,
+        celnrimexp_g,
+        celn3o4qsk,
+        snow2graupel_riming_coeff,
+        cloud_exists,
+        snow_exists,
+    )
+
+    dist_cldtop, reduce_dep = reduced_deposition_in_clouds(
+        temperature,
+        qv_kup,
+        qc_kup,
+        qi_kup,
+        qs_kup,
+        qg_kup,
+        qvsw_kup,
+        dz,
+        dist_cldtop_kup,
+        k_lev,
+        is_surface,
+        cloud_exists,
+    )
+
+    (
+        snow_ice_collision_rate_i2s,
+        graupel_ice_collision_rate_i2g,
+        ice_autoconverson_rate_i2s,
+        ice_deposition_rate_v2i,
+        rain_ice_2graupel_ice_loss_rate_i2g,
+        rain_ice_2graupel_rain_loss_rate_r2g,
+        ice_dep_autoconversion_rate_i2s,
+        ice_net_deposition_rate_v2i,
+        ice_net_sublimation_rate_v2i,
+    ) = collision_and_ice_deposition_in_cold_ice_clouds(
+        temperature,
+        rho,
+        qv,
+        qi,
+        qs,
+        qvsi,
+        rhoqi_intermediate,
+        dtime,
+        cslam,
+        cidep,
+        cagg,
+        cmi,
+        ice_stickeff_min,
+        reduce_dep,
+        celnrimexp_g,
+        celn7o8qrk,
+        celn13o8qrk,
+        ice_exists,
+    )
+
+    (
+        snow_deposition_rate_v2s_in_cold_clouds,
+        graupel_deposition_rate_v2g_in_cold_clouds,
+    ) = snow_and_graupel_depositional_growth_in_cold_ice_clouds(
+        temperature,
+        pressure,
+        qv,
+        qs,
+        qvsi,
+        dtime,
+        ice_net_deposition_rate_v2i,
+        cslam,
+        cbsdep,
+        csdep,
+        reduce_dep,
+        celn6qgk,
+        ice_exists,
+        snow_exists,
+        graupel_exists,
+    )
+
+    (
+        ice_melting_rate_i2c,
+        snow_melting_rate_s2r,
+        graupel_melting_rate_g2r,
+        snow_deposition_rate_v2s_in_melting_condition,
+        graupel_deposition_rate_v2g_in_melting_condition,
+        rain_deposition_rate_v2r,
+    ) = melting(
+        temperature,
+        pressure,
+        rho,
+        qv,
+        qvsw,
+        rhoqi_intermediate,
+        dtime,
+        cssmax,
+        csgmax,
+        celn8qsk,
+        celn6qgk,
+        ice_exists,
+        snow_exists,
+        graupel_exists,
+    )
+
+    (
+        rain_evaporation_rate_r2v,
+        rain_freezing_rate_r2g,
+    ) = evaporation_and_freezing_in_subsaturated_air(
+        temperature,
+        qv,
+        qc,
+        qvsw,
+        rhoqr,
+        dtime,
+        rain_freezing_rate_r2g_in_clouds,
+        csrmax,
+        precomputed_evaporation_alpha_exp_coeff,
+        precomputed_evaporation_alpha_coeff,
+        precomputed_evaporation_beta_exp_coeff,
+        precomputed_evaporation_beta_coeff,
+        celn7o4qrk,
+        rain_exists,
+    )
+
+    # ------------------------------------------------------------------------------
+    #  Section 5: Check for negative mass
+    # ------------------------------------------------------------------------------
+
+    snow_deposition_rate_v2s = (
+        snow_deposition_rate_v2s_in_cold_clouds + snow_deposition_rate_v2s_in_melting_condition
+    )
+    graupel_deposition_rate_v2g = (
+        graupel_deposition_rate_v2g_in_cold_clouds
+        + graupel_deposition_rate_v2g_in_melting_condition
+    )
+
+    # finalizing transfer rates in clouds and calculate depositional growth reduction
+    if cloud_exists & (temperature > MicrophysicsConstants.HOMOGENEOUS_FREEZE_TEMPERATURE):
+        # Check for maximum depletion of cloud water and adjust the
+        # transfer rates accordingly
+        csum = (
+            cloud_autoconversion_rate_c2r
+            + rain_cloud_collision_rate_c2r
+            + snow_riming_rate_c2s
+            + graupel_riming_rate_c2g
+            + rain_shedding_rate_c2r
+        )
+        ccorr = cscmax / maximum(cscmax, csum)
+        cloud_autoconversion_rate_c2r = ccorr * cloud_autoconversion_rate_c2r
+        rain_cloud_collision_rate_c2r = ccorr * rain_cloud_collision_rate_c2r
+        snow_riming_rate_c2s = ccorr * snow_riming_rate_c2s
+        graupel_riming_rate_c2g = ccorr * graupel_riming_rate_c2g
+        rain_shedding_rate_c2r = ccorr * rain_shedding_rate_c2r
+        snow_autoconversion_rate_s2g = minimum(
+            snow_autoconversion_rate_s2g, snow_riming_rate_c2s + cssmax
+        )
+
+    if ice_exists | snow_exists | graupel_exists:
+        if temperature <= PhysicsConstants.tmelt:  # cold case
+            qvsidiff = qv - qvsi
+            csimax = rhoqi_intermediate / rho / dtime
+
+            # Check for maximal depletion of cloud ice
+            # No check is done for depositional autoconversion (sdau) because
+            # this is a always a fraction of the gain rate due to
+            # deposition (i.e the sum of this rates is always positive)
+            csum = (
+                ice_autoconverson_rate_i2s
+                + snow_ice_collision_rate_i2s
+                + graupel_ice_collision_rate_i2g
+                + rain_ice_2graupel_ice_loss_rate_i2g
+                + ice_net_sublimation_rate_v2i
+            )
+            ccorr = csimax / maximum(csimax, csum) if csimax > wpfloat("0.0") else wpfloat("0.0")
+            ice_deposition_rate_v2i = (
+                ice_net_deposition_rate_v2i - ccorr * ice_net_sublimation_rate_v2i
+            )
+            ice_autoconverson_rate_i2s = ccorr * ice_autoconverson_rate_i2s
+            snow_ice_collision_rate_i2s = ccorr * snow_ice_collision_rate_i2s
+            graupel_ice_collision_rate_i2g = ccorr * graupel_ice_collision_rate_i2g
+            rain_ice_2graupel_ice_loss_rate_i2g = ccorr * rain_ice_2graupel_ice_loss_rate_i2g
+            if qvsidiff < wpfloat("0.0"):
+                snow_deposition_rate_v2s = maximum(snow_deposition_rate_v2s, -cssmax)
+                graupel_deposition_rate_v2g = maximum(graupel_deposition_rate_v2g, -csgmax)
+
+    csum = rain_evaporation_rate_r2v + rain_freezing_rate_r2g + rain_ice_2graupel_rain_loss_rate_r2g
+    ccorr = csrmax / maximum(csrmax, csum) if csum > wpfloat("0.0") else wpfloat("1.0")
+    rain_evaporation_rate_r2v = ccorr * rain_evaporation_rate_r2v
+    rain_freezing_rate_r2g = ccorr * rain_freezing_rate_r2g
+    rain_ice_2graupel_rain_loss_rate_r2g = ccorr * rain_ice_2graupel_rain_loss_rate_r2g
+
+    # limit snow depletion in order to avoid negative values of qs
+    ccorr = wpfloat("1.0")
+    if snow_deposition_rate_v2s <= wpfloat("0.0"):
+        csum = snow_melting_rate_s2r + snow_autoconversion_rate_s2g - snow_deposition_rate_v2s
+        if csum > wpfloat("0.0"):
+            ccorr = cssmax / maximum(cssmax, csum)
+        snow_melting_rate_s2r = ccorr * snow_melting_rate_s2r
+        snow_autoconversion_rate_s2g = ccorr * snow_autoconversion_rate_s2g
+        snow_deposition_rate_v2s = ccorr * snow_deposition_rate_v2s
+    else:
+        csum = snow_melting_rate_s2r + snow_autoconversion_rate_s2g
+        if csum > wpfloat("0.0"):
+            ccorr = cssmax / maximum(cssmax, csum)
+        snow_melting_rate_s2r = ccorr * snow_melting_rate_s2r
+        snow_autoconversion_rate_s2g = ccorr * snow_autoconversion_rate_s2g
+
+    # ------------------------------------------------------------------------------
+    #  Section 6: Update tendencies
+    # ------------------------------------------------------------------------------
+
+    cqvt = (
+        rain_evaporation_rate_r2v
+        - ice_deposition_rate_v2i
+        - snow_deposition_rate_v2s
+        - graupel_deposition_rate_v2g
+        - ice_nucleation_rate_v2i
+        - rain_deposition_rate_v2r
+    )
+    cqct = (
+        ice_melting_rate_i2c
+        - cloud_autoconversion_rate_c2r
+        - cloud_freezing_rate_c2i
+        - rain_cloud_collision_rate_c2r
+        - rain_shedding_rate_c2r
+        - snow_riming_rate_c2s
+        - graupel_riming_rate_c2g
+    )
+    cqit = (
+        ice_nucleation_rate_v2i
+        + cloud_freezing_rate_c2i
+        - ice_melting_rate_i2c
+        - rain_ice_2graupel_ice_loss_rate_i2g
+        + ice_deposition_rate_v2i
+        - ice_dep_autoconversion_rate_i2s
+        - snow_ice_collision_rate_i2s
+        - graupel_ice_collision_rate_i2g
+        - ice_autoconverson_rate_i2s
+    )
+    cqrt = (
+        cloud_autoconversion_rate_c2r
+        + rain_shedding_rate_c2r
+        + rain_cloud_collision_rate_c2r
+        + snow_melting_rate_s2r
+        + graupel_melting_rate_g2r
+        - rain_evaporation_rate_r2v
+        - rain_ice_2graupel_rain_loss_rate_r2g
+        - rain_freezing_rate_r2g
+        + rain_deposition_rate_v2r
+    )
+    cqst = (
+        ice_autoconverson_rate_i2s
+        + ice_dep_autoconversion_rate_i2s
+        - snow_melting_rate_s2r
+        + snow_riming_rate_c2s
+        + snow_deposition_rate_v2s
+        + snow_ice_collision_rate_i2s
+        - snow_autoconversion_rate_s2g
+    )
+    cqgt = (
+        graupel_ice_collision_rate_i2g
+        - graupel_melting_rate_g2r
+        + rain_ice_2graupel_ice_loss_rate_i2g
+        + rain_ice_2graupel_rain_loss_rate_r2g
+        + graupel_deposition_rate_v2g
+        + rain_freezing_rate_r2g
+        + graupel_riming_rate_c2g
+        + snow_autoconversion_rate_s2g
+    )
+
+    # l_cv (is_isochoric) is removed in icon4py. So, heat_cap_r (reciprocal of heat capacity of
+    # dry air) = MicrophysicsConstants.RCVD (at constant volume)
+    temperature_tendency = MicrophysicsConstants.RCVD * (
+        lhv * (cqct + cqrt) + lhs * (cqit + cqst + cqgt)
+    )
+    qi_tendency = maximum((rhoqi_intermediate / rho * cimi - qi) / dtime + cqit * cimi, -qi / dtime)
+    qr_tendency = maximum((rhoqr_intermediate / rho * cimr - qr) / dtime + cqrt * cimr, -qr / dtime)
+    qs_tendency = maximum((rhoqs_intermediate / rho * cims - qs) / dtime + cqst * cims, -qs / dtime)
+    qg_tendency = maximum((rhoqg_intermediate / rho * cimg - qg) / dtime + cqgt * cimg, -qg / dtime)
+    qc_tendency = maximum(cqct, -qc / dtime)
+    qv_tendency = maximum(cqvt, -qv / dtime)
+
+    k_lev = k_lev + 1
+
+    return (
+        temperature_tendency,
+        qv_tendency,
+        qc_tendency,
+        qi_tendency,
+        qr_tendency,
+        qs_tendency,
+        qg_tendency,
+        qv,
+        qc,
+        qi,
+        qr,
+        qs,
+        qg,
+        rhoqrv,
+        rhoqsv,
+        rhoqgv,
+        rhoqiv,
+        vnew_r,
+        vnew_s,
+        vnew_g,
+        vnew_i,
+        dist_cldtop,
+        rho,
+        crho1o2,
+        crhofac_qi,
+        snow_sed0,
+        qvsw,
+        k_lev,
+    )
+
+
+@gtx.field_operator
+def _icon_graupel(
+    ground_level: gtx.int32,
+    liquid_autoconversion_option: gtx.int32,
+    snow_intercept_option: gtx.int32,
+    use_constant_latent_heat: bool,
+    ice_stickeff_min: ta.wpfloat,
+    snow2graupel_riming_coeff: ta.wpfloat,
+    power_law_coeff_for_ice_mean_fall_speed: ta.wpfloat,
+    exponent_for_density_factor_in_ice_sedimentation: ta.wpfloat,
+    power_law_coeff_for_snow_fall_speed: ta.wpfloat,
+    precomputed_riming_coef: ta.wpfloat,
+    precomputed_agg_coef: ta.wpfloat,
+    precomputed_snow_sed_coef: ta.wpfloat,
+    power_law_exponent_for_rain_mean_fall_speed: ta.wpfloat,
+    power_law_coeff_for_rain_mean_fall_speed: ta.wpfloat,
+    precomputed_evaporation_alpha_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_alpha_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_coeff: ta.wpfloat,
+    power_law_exponent_for_rain_mean_fall_speed_ln1o2: ta.wpfloat,
+    power_law_exponent_for_ice_mean_fall_speed_ln1o2: ta.wpfloat,
+    power_law_exponent_for_graupel_mean_fall_speed_ln1o2: ta.wpfloat,
+    dtime: ta.wpfloat,
+    dz: fa.CellKField[ta.wpfloat],
+    temperature: fa.CellKField[ta.wpfloat],
+    pressure: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat],
+    qv: fa.CellKField[ta.wpfloat],
+    qc: fa.CellKField[ta.wpfloat],
+    qi: fa.CellKField[ta.wpfloat],
+    qr: fa.CellKField[ta.wpfloat],
+    qs: fa.CellKField[ta.wpfloat],
+    qg: fa.CellKField[ta.wpfloat],
+    qnc: fa.CellField[ta.wpfloat],
+) -> tuple[
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+    fa.CellKField[ta.wpfloat],
+]:
+    (
+        temperature_tendency,
+        qv_tendency,
+        qc_tendency,
+        qi_tendency,
+        qr_tendency,
+        qs_tendency,
+        qg_tendency,
+        _,
+        _,
+        _,
+        _,
+        _,
+        _,
+        rhoqrv_old_kup,
+        rhoqsv_old_kup,
+        rhoqgv_old_kup,
+        rhoqiv_old_kup,
+        vnew_r,
+        vnew_s,
+        vnew_g,
+        vnew_i,
+        _,
+        _,
+        _,
+        _,
+        _,
+        _,
+        _,
+    ) = _icon_graupel_scan(
+        ground_level,
+        liquid_autoconversion_option,
+        snow_intercept_option,
+        use_constant_latent_heat,
+        ice_stickeff_min,
+        snow2graupel_riming_coeff,
+        power_law_coeff_for_ice_mean_fall_speed,
+        exponent_for_density_factor_in_ice_sedimentation,
+        power_law_coeff_for_snow_fall_speed,
+        precomputed_riming_coef,
+        precomputed_agg_coef,
+        precomputed_snow_sed_coef,
+        power_law_exponent_for_rain_mean_fall_speed,
+        power_law_coeff_for_rain_mean_fall_speed,
+        precomputed_evaporation_alpha_exp_coeff,
+        precomputed_evaporation_alpha_coeff,
+        precomputed_evaporation_beta_exp_coeff,
+        precomputed_evaporation_beta_coeff,
+        power_law_exponent_for_rain_mean_fall_speed_ln1o2,
+        power_law_exponent_for_ice_mean_fall_speed_ln1o2,
+        power_law_exponent_for_graupel_mean_fall_speed_ln1o2,
+        dtime,
+        dz,
+        temperature,
+        pressure,
+        rho,
+        qv,
+        qc,
+        qi,
+        qr,
+        qs,
+        qg,
+        qnc,
+    )
+
+    return (
+        temperature_tendency,
+        qv_tendency,
+        qc_tendency,
+        qi_tendency,
+        qr_tendency,
+        qs_tendency,
+        qg_tendency,
+        rhoqrv_old_kup,
+        rhoqsv_old_kup,
+        rhoqgv_old_kup,
+        rhoqiv_old_kup,
+        vnew_r,
+        vnew_s,
+        vnew_g,
+        vnew_i,
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def icon_graupel(
+    ground_level: gtx.int32,
+    liquid_autoconversion_option: gtx.int32,
+    snow_intercept_option: gtx.int32,
+    use_constant_latent_heat: bool,
+    ice_stickeff_min: ta.wpfloat,
+    snow2graupel_riming_coeff: ta.wpfloat,
+    power_law_coeff_for_ice_mean_fall_speed: ta.wpfloat,
+    exponent_for_density_factor_in_ice_sedimentation: ta.wpfloat,
+    power_law_coeff_for_snow_fall_speed: ta.wpfloat,
+    precomputed_riming_coef: ta.wpfloat,
+    precomputed_agg_coef: ta.wpfloat,
+    precomputed_snow_sed_coef: ta.wpfloat,
+    power_law_exponent_for_rain_mean_fall_speed: ta.wpfloat,
+    power_law_coeff_for_rain_mean_fall_speed: ta.wpfloat,
+    precomputed_evaporation_alpha_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_alpha_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_exp_coeff: ta.wpfloat,
+    precomputed_evaporation_beta_coeff: ta.wpfloat,
+    power_law_exponent_for_rain_mean_fall_speed_ln1o2: ta.wpfloat,
+    power_law_exponent_for_ice_mean_fall_speed_ln1o2: ta.wpfloat,
+    power_law_exponent_for_graupel_mean_fall_speed_ln1o2: ta.wpfloat,
+    dtime: ta.wpfloat,
+    dz: fa.CellKField[ta.wpfloat],
+    temperature: fa.CellKField[ta.wpfloat],
+    pressure: fa.CellKField[ta.wpfloat],
+    rho: fa.CellKField[ta.wpfloat],
+    qv: fa.CellKField[ta.wpfloat],
+    qc: fa.CellKField[ta.wpfloat],
+    qi: fa.CellKField[ta.wpfloat],
+    qr: fa.CellKField[ta.wpfloat],
+    qs: fa.CellKField[ta.wpfloat],
+    qg: fa.CellKField[ta.wpfloat],
+    qnc: fa.CellField[ta.wpfloat],
+    temperature_tendency: fa.CellKField[ta.wpfloat],
+    qv_tendency: fa.CellKField[ta.wpfloat],
+    qc_tendency: fa.CellKField[ta.wpfloat],
+    qi_tendency: fa.CellKField[ta.wpfloat],
+    qr_tendency: fa.CellKField[ta.wpfloat],
+    qs_tendency: fa.CellKField[ta.wpfloat],
+    qg_tendency: fa.CellKField[ta.wpfloat],
+    rhoqrv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqsv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqgv_old_kup: fa.CellKField[ta.wpfloat],
+    rhoqiv_old_kup: fa.CellKField[ta.wpfloat],
+    vnew_r: fa.CellKField[ta.wpfloat],
+    vnew_s: fa.CellKField[ta.wpfloat],
+    vnew_g: fa.CellKField[ta.wpfloat],
+    vnew_i: fa.CellKField[ta.wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _icon_graupel(
+        ground_level,
+        liquid_autoconversion_option,
+        snow_intercept_option,
+        use_constant_latent_heat,
+        ice_stickeff_min,
+        snow2graupel_riming_coeff,
+        power_law_coeff_for_ice_mean_fall_speed,
+        exponent_for_density_factor_in_ice_sedimentation,
+        power_law_coeff_for_snow_fall_speed,
+        precomputed_riming_coef,
+        precomputed_agg_coef,
+        precomputed_snow_sed_coef,
+        power_law_exponent_for_rain_mean_fall_speed,
+        power_law_coeff_for_rain_mean_fall_speed,
+        precomputed_evaporation_alpha_exp_coeff,
+        precomputed_evaporation_alpha_coeff,
+        precomputed_evaporation_beta_exp_coeff,
+        precomputed_evaporation_beta_coeff,
+        power_law_exponent_for_rain_mean_fall_speed_ln1o2,
+        power_law_exponent_for_ice_mean_fall_speed_ln1o2,
+        power_law_exponent_for_graupel_mean_fall_speed_ln1o2,
+        dtime,
+        dz,
+        temperature,
+        pressure,
+        rho,
+        qv,
+        qc,
+        qi,
+        qr,
+        qs,
+        qg,
+        qnc,
+        out=(
+            temperature_tendency,
+            qv_tendency,
+            qc_tendency,
+            qi_tendency,
+            qr_tendency,
+            qs_tendency,
+            qg_tendency,
+            rhoqrv_old_kup,
+            rhoqsv_old_kup,
+            rhoqgv_old_kup,
+            rhoqiv_old_kup,
+            vnew_r,
+            vnew_s,
+            vnew_g,
+            vnew_i,
+        ),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _graupel_parameters(power_law_coeff_for_snow_fall_speed=20.0, rain_mu=0.0, rain_n0=1.0):
+    """The scheme's precomputed coefficients, as icon4py's graupel component computes them."""
+    mc = MicrophysicsConstants
+    v1s, bms, ams = 0.5, float(mc.POWER_LAW_EXPONENT_FOR_SNOW_MD_RELATION), 0.069
+    riming = 0.25 * math.pi * 0.9 * power_law_coeff_for_snow_fall_speed * math.gamma(v1s + 3.0)
+    agg = 0.25 * math.pi * power_law_coeff_for_snow_fall_speed * math.gamma(v1s + 3.0)
+    ccsvxp = -(v1s / (bms + 1.0) + 1.0)
+    snow_sed = (ams * power_law_coeff_for_snow_fall_speed * math.gamma(bms + v1s + 1.0)
+                * (ams * math.gamma(bms + 1.0)) ** ccsvxp)
+    n0r = 8.0e6 * math.exp(3.2 * rain_mu) * 0.01 ** (-rain_mu) * rain_n0
+    ar = math.pi * PhysicsConstants.water_density / 6.0 * n0r * math.gamma(rain_mu + 4.0)
+    rain_exp = 0.5 / (rain_mu + 4.0)
+    rain_coeff = 130.0 * math.gamma(rain_mu + 4.5) / math.gamma(rain_mu + 4.0) * ar ** -rain_exp
+    alpha_exp = (rain_mu + 2.0) / (rain_mu + 4.0)
+    alpha = (2.0 * math.pi * 2.22e-5 / 2.270603 * n0r * ar ** -alpha_exp
+             * math.gamma(rain_mu + 2.0))
+    beta_exp = (2.0 * rain_mu + 5.5) / (2.0 * rain_mu + 8.0) - alpha_exp
+    beta = (0.26 * math.sqrt(1.225 * 130.0 / 1.75e-5) * ar ** -beta_exp
+            * math.gamma((2.0 * rain_mu + 5.5) / 2.0) / math.gamma(rain_mu + 2.0))
+    return dict(
+        ice_stickeff_min=0.075, snow2graupel_riming_coeff=0.5,
+        power_law_coeff_for_ice_mean_fall_speed=1.25,
+        exponent_for_density_factor_in_ice_sedimentation=0.33,
+        power_law_coeff_for_snow_fall_speed=power_law_coeff_for_snow_fall_speed,
+        precomputed_riming_coef=riming, precomputed_agg_coef=agg,
+        precomputed_snow_sed_coef=snow_sed,
+        power_law_exponent_for_rain_mean_fall_speed=rain_exp,
+        power_law_coeff_for_rain_mean_fall_speed=rain_coeff,
+        precomputed_evaporation_alpha_exp_coeff=alpha_exp,
+        precomputed_evaporation_alpha_coeff=alpha,
+        precomputed_evaporation_beta_exp_coeff=beta_exp,
+        precomputed_evaporation_beta_coeff=beta,
+        power_law_exponent_for_rain_mean_fall_speed_ln1o2=math.exp(rain_exp * math.log(0.5)),
+        power_law_exponent_for_ice_mean_fall_speed_ln1o2=math.exp(0.16 * math.log(0.5)),
+        power_law_exponent_for_graupel_mean_fall_speed_ln1o2=math.exp(0.217 * math.log(0.5)))
+
+
+def _graupel_column_inputs():
+    """A cold top and a warm bottom, clouds, ice and precipitation here and there."""
+    k = np.linspace(0.0, 1.0, NLEV)[None, :]
+    temperature = 228.0 + 65.0 * k + RNG.normal(0.0, 3.0, (NC, NLEV))
+    pressure = 2.5e4 + 7.5e4 * k + RNG.normal(0.0, 500.0, (NC, NLEV))
+    rho = pressure / (PhysicsConstants.rd * temperature)
+    psat = 610.78 * np.exp(17.269 * (temperature - 273.15) / (temperature - 35.86))
+    qsat = psat / (rho * PhysicsConstants.rv * temperature)
+
+    def some(scale, share=0.6):
+        return np.where(RNG.random((NC, NLEV)) < share, RNG.uniform(0.0, scale, (NC, NLEV)), 0.0)
+
+    return dict(
+        dz=RNG.uniform(300.0, 600.0, (NC, NLEV)), temperature=temperature, pressure=pressure,
+        rho=rho, qv=qsat * RNG.uniform(0.7, 1.1, (NC, NLEV)), qc=some(5e-4),
+        qi=np.where(temperature < 268.0, some(2e-4), 0.0), qr=some(3e-4), qs=some(3e-4),
+        qg=some(2e-4), qnc=np.full(NC, 1.0e8))
+
+
+_GRAUPEL_OUTPUTS = ("temperature_tendency", "qv_tendency", "qc_tendency", "qi_tendency",
+                    "qr_tendency", "qs_tendency", "qg_tendency", "rhoqrv_old_kup",
+                    "rhoqsv_old_kup", "rhoqgv_old_kup", "rhoqiv_old_kup", "vnew_r", "vnew_s",
+                    "vnew_g", "vnew_i")
+_GRAUPEL_KEPT = (0, 1, 2, 3, 4, 5, 6, 13, 14, 15, 16, 17, 18, 19, 20)
+
+
+def _graupel_numpy(options, parameters, dtime, fields, hs, he, vs, ve, base):
+    """The reference scan body run on NumPy scalars, down each column of the domain."""
+    namespace = dict(
+        exp=np.exp, log=np.log, sqrt=np.sqrt, maximum=np.maximum, minimum=np.minimum,
+        wpfloat=np.float64, gtx=types.SimpleNamespace(int32=np.int32), ta=ta,
+        PhysicsConstants=PhysicsConstants, MicrophysicsConstants=MicrophysicsConstants,
+        LiquidAutoConversionType=LiquidAutoConversionType,
+        SnowInterceptParametererization=SnowInterceptParametererization)
+    for op in (compute_cooper_inp_concentration,
+               compute_snow_interception_and_collision_parameters,
+               deposition_nucleation_at_low_temperature_or_in_clouds,
+               autoconversion_and_rain_accretion, freezing_in_clouds, riming_in_clouds,
+               reduced_deposition_in_clouds, collision_and_ice_deposition_in_cold_ice_clouds,
+               snow_and_graupel_depositional_growth_in_cold_ice_clouds, melting,
+               evaporation_and_freezing_in_subsaturated_air, sat_pres_water_scalar,
+               sat_pres_ice):
+        namespace[op.__wrapped__.__name__] = _on_numpy(op, namespace)
+    scan = _on_numpy(_icon_graupel_scan, namespace)
+    out = {n: np.array(base[n]) for n in _GRAUPEL_OUTPUTS}
+    g = types.SimpleNamespace(**fields)
+    with np.errstate(all="ignore"):
+        for c in range(hs, he):
+            state = (np.float64(0.0),) * 27 + (np.int32(0),)
+            for k in range(vs, ve):
+                state = scan(state, *options, *parameters.values(), np.float64(dtime),
+                             *(np.float64(getattr(g, n)[c, k]) for n in (
+                                 "dz", "temperature", "pressure", "rho", "qv", "qc", "qi", "qr",
+                                 "qs", "qg")), np.float64(g.qnc[c]))
+                for name, i in zip(_GRAUPEL_OUTPUTS, _GRAUPEL_KEPT):
+                    out[name][c, k] = state[i]
+    return out
+
+
+@pytest.mark.parametrize(("options", "bounds"), [
+    ((LiquidAutoConversionType.KESSLER,
+      SnowInterceptParametererization.FIELD_GENERAL_MOMENT_ESTIMATION, True), (1, NC, 1, NLEV)),
+    ((LiquidAutoConversionType.SEIFERT_BEHENG,
+      SnowInterceptParametererization.FIELD_BEST_FIT_ESTIMATION, False), (0, NC - 1, 0, NLEV)),
+])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_icon_graupel(backend, options, bounds):
+    hs, he, vs, ve = bounds
+    dtime, ground_level = 30.0, NLEV - 1
+    fields = _graupel_column_inputs()
+    parameters = _graupel_parameters()
+    base = {n: RNG.random((NC, NLEV)) for n in _GRAUPEL_OUTPUTS}
+    got = {n: v.copy() for n, v in base.items()}
+    liquid, snow, constant_heat = options
+    icon_graupel(ground_level, int(liquid), int(snow), constant_heat, **parameters,
+                 dtime=dtime, **fields, **got, horizontal_start=hs, horizontal_end=he,
+                 vertical_start=vs, vertical_end=ve, offset_provider={}, backend=backend)
+    want = _graupel_numpy((np.int32(ground_level), liquid, snow, constant_heat), parameters,
+                          dtime, fields, hs, he, vs, ve, base)
+    assert all(np.isfinite(w).all() for w in want.values())
+    for name in ("qr_tendency", "qs_tendency", "vnew_s", "rhoqiv_old_kup"):
+        assert (want[name][hs:he, vs:ve] != 0.0).any(), name
+    check(got, want, rtol=1e-10, atol=1e-18)
