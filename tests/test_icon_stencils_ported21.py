@@ -38,7 +38,10 @@ without arguments, the kinetic energy on the top level with the
 extrapolation to the surface (``Koff[-1..-3]``) on the last one, and the
 nudging update with its last level written by a second call, and the ICON
 graupel's precipitation fluxes at and above the ground (a constant of a float
-``enum.Enum``, a total chosen by an ``if`` expression on a ``bool``).
+``enum.Enum``, a total chosen by an ``if`` expression on a ``bool``), and the
+ICON graupel scheme itself: a scan of a 28-element state whose body holds
+dozens of ``if`` statements in a row (their translation used to double with
+each of them) and calls ten scalar operators returning tuples.
 Each group is one program (or a chain of them), interpreted and compiled,
 compared with NumPy written from the formulas."""
 
