@@ -1171,3 +1171,75 @@ def test_an_if_statement_with_a_temporary_of_its_own_translates_the_rest_once(on
         out = np.zeros((4, 3))
         chosen_with_a_temporary(a, out, on, backend=backend)
         np.testing.assert_allclose(out, s * 12345.0 + s, rtol=1e-13)
+
+
+@scan_operator(axis=K, forward=True, init=(0.0, 0.0))
+def _clipped_sums(state: tuple[float, float], x: float, lo: float):
+    total, clipped = state
+    if x < lo:
+        clipped = clipped + 1.0
+        y = lo
+    else:
+        y = x
+    if total > 2.0:
+        total = 0.0
+    return total * 12345.0 + y, clipped
+
+
+@field_operator
+def _clipped(x: Field[[Cell, K], float], lo: float) -> Field[[Cell, K], float]:
+    total, clipped = _clipped_sums(x, lo)
+    return total + clipped
+
+
+@program
+def clipped(x: Field[[Cell, K], float], lo: float, out: Field[[Cell, K], float]):
+    _clipped(x, lo, out=out)
+
+
+def test_if_statements_in_a_scan_body_translate_the_rest_once():
+    """In a scan (or reduce) body too, an if statement that only assigns chooses its
+    values once instead of translating the rest of the body on each side: two
+    in a row gave four copies of the rest (ICON's graupel scan has dozens)."""
+    from tensorir_dace import ir
+    marks = [n for n in ir.walk(clipped.ir) if isinstance(n, ir.Literal) and n.value == 12345.0]
+    assert len(marks) == 1              # not once per path through the ifs
+    x = RNG.uniform(-1.0, 2.0, (3, 5))
+    want = np.zeros((3, 5))
+    for c in range(3):
+        total = clipped_n = 0.0
+        for k in range(5):
+            y = 0.25 if x[c, k] < 0.25 else x[c, k]
+            clipped_n += x[c, k] < 0.25
+            total = 0.0 if total > 2.0 else total
+            total = total * 12345.0 + y
+            want[c, k] = total + clipped_n
+    for backend in BACKENDS:
+        out = np.zeros((3, 5))
+        clipped(x, 0.25, out, backend=backend)
+        np.testing.assert_allclose(out, want, rtol=1e-13)
+
+
+@field_operator
+def _inner_choice(a: Field[[Cell, K], float], on: bool, opt: int32) -> Field[[Cell, K], float]:
+    if on:
+        if opt == 1:
+            t = a * 2.0        # bound on this side of the inner if only
+            c = t + 1.0
+        else:
+            c = a
+    else:
+        t = a + 3.0
+        c = t * t
+    return c
+
+
+def test_a_name_an_inner_if_binds_on_one_side_only_is_not_read_after_the_outer_if():
+    """GT4Py takes ``t`` as a temporary of the branches (it is not read after
+    the outer if): the outer if binds ``c`` alone."""
+    a = RNG.random((4, 3))
+    for on, opt, want in ((True, 1, 2.0 * a + 1.0), (True, 0, a), (False, 1, (a + 3.0) ** 2)):
+        for backend in BACKENDS:
+            out = np.zeros((4, 3))
+            _inner_choice(a, on, opt, out=out, backend=backend)
+            np.testing.assert_allclose(out, want, rtol=1e-13)

@@ -42,6 +42,22 @@ class _Value:
     value: Any
 
 
+def definitely_assigned(stmts: list) -> set[str]:
+    """The names that ``stmts`` bind on every path through them: an assignment's
+    targets, and of an ``if`` the names both of its branches bind (a loop may run
+    no times, so its body binds none for sure)."""
+    out: set[str] = set()
+    for st in stmts:
+        if isinstance(st, ast.If):
+            out |= definitely_assigned(st.body) & definitely_assigned(st.orelse)
+        elif isinstance(st, (ast.Assign, ast.AugAssign)) or \
+                (isinstance(st, ast.AnnAssign) and st.value is not None):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            out |= {n.id for t in targets for n in ast.walk(t)
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return out
+
+
 class BodyTranslator(ReductionTranslator):
     """Adds function bodies: :meth:`block` and its ``f_<Node>`` statement handlers
     (see :data:`.nodes.FUNCTION_STATEMENTS`)."""
@@ -176,10 +192,9 @@ class BodyTranslator(ReductionTranslator):
             raise self.error(s.test, f"an if statement inside a function needs a scalar bool "
                                      f"condition, got {t}; use where(c, a, b) for an "
                                      "element-wise choice or concat_where for a boundary")
-        if not self.ctx.pointwise:
-            merged = self.merged_if(s, cond, rest)
-            if merged is not None:
-                return merged
+        merged = self.merged_if(s, cond, rest)
+        if merged is not None:
+            return merged
         saved = dict(self.env)
         try:
             then = self.block(list(s.body) + list(rest), s)
@@ -205,8 +220,11 @@ class BodyTranslator(ReductionTranslator):
         assigned = [{n.id for st in b for n in ast.walk(st)
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
                     for b in branches]
+        # a name bound on every path through both branches (an inner if/else binds
+        # it only where both of its own branches do), or bound before the if
+        definite = [definitely_assigned(b) for b in branches]
         one_sided = {n for n in assigned[0] | assigned[1]
-                     if n not in self.env and not all(n in a for a in assigned)}
+                     if n not in self.env and not all(n in d for d in definite)}
         read_later = {n.id for st in rest for n in ast.walk(st)
                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
         if one_sided & read_later:
