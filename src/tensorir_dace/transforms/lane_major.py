@@ -307,7 +307,11 @@ class _Rewriter:
         for (name, _), buf in loop.staged.items():
             lines += _scratch(buf, self.inputs[name], loop.count, self.lanes)
         if loop.staged:
-            header = self.out[loop.at]
+            # the same levels, in ascending order: copying a backward scan's
+            # inputs downwards made a multiply-add scan 2.6x slower (2.38 against
+            # 0.90 ms, 128 x 128 x 80)
+            header = (f"for (long long {loop.var} = {loop.low}; {loop.var} < ({loop.low}) + "
+                      f"({loop.count}); ++{loop.var}) {{")
             copies = " ".join(f"{buf}[({loop.var} - ({loop.low})) * {self.lanes} + _c] = "
                               f"{name}[{self.lane_names(index, '_sc')}];"
                               for (name, index), buf in loop.staged.items())
