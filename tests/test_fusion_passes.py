@@ -396,3 +396,33 @@ grad(out: tensor<float, Edge[0:E], K[0:L]>, pp: tensor<float, Vertex[0:V], K[0:L
     assert "_tir_stream" not in "\n".join(tasklets(sdfg))
     assert [m.map.params for m, _ in sdfg.all_nodes_recursive()
             if isinstance(m, dace.nodes.MapEntry)] == [["_i_Edge", "_i_K"]]
+
+
+def _typed_scans() -> str:
+    def t(dtype: str) -> tuple[str, str]:
+        return (f"tensor<{dtype}, I[0:N], J[0:M], K[0:L]>", f"tensor<{dtype}, I[0:N], J[0:M]>")
+    (f3, fc), (s3, sc), (i3, ic), (b3, bc) = t("float"), t("float32"), t("int"), t("bool")
+    tc = "tensor<(float, bool), I[0:N], J[0:M]>"
+    return f"""
+typed(a: {f3}, s: {s3}, n: {i3}, f: {f3}, os: {s3}, on: {i3}, ob: {b3}) {{
+  os ← scan(λ(st: {sc}, x: {sc}) → st × 0.5 + x, False, 1.0)(s);
+  on ← scan(λ(st: {ic}, x: {ic}) → st + x × 2, True, 0)(n);
+  ob ← scan(λ(st: {bc}, x: {fc}) → st ∧ (x > 0.0), True, True)(a);
+  f ← scan(λ(st: {fc}, p: {tc}) → p[0] + if(p[1], st, 0.0), False, 0.0)(
+        scan(λ(st: {tc}, x: {fc}) → make_tuple(st[0] + x, x > 0.0), True,
+             make_tuple(0.0, False))(a))
+}}"""
+
+
+def test_lane_major_scans_of_every_element_type_match_the_interpreter():
+    """float32, int and bool columns, a tuple state with a bool, a backward
+    scan over a forward one (its bool column buffer once failed to compile:
+    std::vector<bool> has no data()); partial lane groups and one column."""
+    prog = tir.parse(_typed_scans())
+    fn = tir.compile(prog)
+    code = "\n".join(n.code for n, _ in fn.sdfg.all_nodes_recursive() if hasattr(n, "forward"))
+    assert code.count("#pragma omp simd") >= 4
+    # levels on the stack; past the lane-major buffers' stack; past the column buffers'
+    for sizes in ({"N": 3, "M": 6, "L": 5}, {"N": 2, "M": 1, "L": 300},
+                  {"N": 1, "M": 2, "L": 1100}):
+        matches_interpreter(prog, fn, sizes)

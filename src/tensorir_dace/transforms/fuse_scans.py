@@ -211,11 +211,13 @@ def _apply(sd, state, producer, consumer, buffers, rewrites) -> None:
         ctype = desc.dtype.ctype
         size = symbolic.symstr(memlet.subset.num_elements(), cpp_mode=True)
         name = buf_names[data]
+        # (a unique_ptr, not a std::vector: std::vector<bool> has no data())
         lines += [f"{ctype} {name}_stack[{STACK_ELEMENTS}];",
-                  f"std::vector<{ctype}> {name}_heap;",
-                  f"if ((long long)({size}) > {STACK_ELEMENTS}) {name}_heap.resize({size});",
+                  f"std::unique_ptr<{ctype}[]> {name}_heap;",
+                  f"if ((long long)({size}) > {STACK_ELEMENTS}) "
+                  f"{name}_heap.reset(new {ctype}[{size}]);",
                   f"{ctype}* const {name} = (long long)({size}) > {STACK_ELEMENTS} ? "
-                  f"{name}_heap.data() : {name}_stack;"]
+                  f"{name}_heap.get() : {name}_stack;"]
     # The producer's inputs join the consumer's; a name both use for different
     # memlets is renamed and aliased inside the producer's block.
     taken = set(consumer.in_connectors) | set(consumer.out_connectors)

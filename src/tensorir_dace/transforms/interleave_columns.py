@@ -34,10 +34,11 @@ NAME = "interleave_columns"
 LANES = 4
 
 _LOOP = re.compile(r"^\s*for \(long long _k\d+ = .*\) \{$")
-_DECL = re.compile(r"^\s*((?:const )?(?:std::vector<\w+>|[A-Za-z_][\w ]*?)\s*\**)\s*(?:const\s+)?"
-                   r"(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
-_TYPES = {"double", "float", "long long", "int", "bool", "int64_t", "int32_t", "int8_t",
-          "int16_t", "uint8_t", "float*", "double*"}
+_DECL = re.compile(r"^\s*((?:const )?(?:std::unique_ptr<\w+\[\]>|[A-Za-z_][\w ]*?)\s*\**)"
+                   r"\s*(?:const\s+)?(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
+# scalars, pointers to them, and the heap buffers of fused scans' column buffers
+_TYPES = lane_major.SCALARS | {f"{t}*" for t in lane_major.SCALARS} | \
+    {f"std::unique_ptr<{t}[]>" for t in lane_major.SCALARS}
 
 
 def interleave_columns(sdfg: dace.SDFG) -> None:
@@ -162,8 +163,7 @@ def _rewrite(code: str, param: str, outputs: dict[str, str]) -> str | None:
         if s.endswith("{") or s.startswith(("}", "#")):
             return None                          # a block outside the level loops
         m = _DECL.match(line)
-        if m and m.group(1).replace(" *", "*").strip() in _TYPES | {"std::vector<double>",
-                                                                    "std::vector<float>"}:
+        if m and m.group(1).replace(" *", "*").strip() in _TYPES:
             ctype, name, dims, init = m.group(1).strip(), m.group(2), m.group(3) or "", m.group(4)
             out.append(f"{ctype} {name}[{LANES}]{dims};")
             if init is not None:

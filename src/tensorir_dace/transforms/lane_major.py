@@ -38,11 +38,13 @@ from dace import symbolic
 
 _UP = re.compile(r"^\s*for \(long long (_k\d+) = (.+); \1 < (.+); \+\+\1\) \{$")
 _DOWN = re.compile(r"^\s*for \(long long (_k\d+) = (.+); \1 >= (.+); --\1\) \{$")
-_DECL = re.compile(r"^\s*((?:const )?(?:std::vector<\w+>|[A-Za-z_][\w ]*?)\s*\**)\s*(const\s+)?"
-                   r"(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
-_RESIZE = re.compile(r"^if \((.*)\) (\w+)\.resize\((.*)\);$")
+_DECL = re.compile(r"^\s*((?:const )?(?:std::unique_ptr<\w+\[\]>|[A-Za-z_][\w ]*?)\s*\**)"
+                   r"\s*(const\s+)?(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
+# a fused scan's column buffer taken from the heap when the column is tall
+_RESIZE = re.compile(r"^if \((.*)\) (\w+)\.reset\(new (\w[\w ]*)\[(.*)\]\);$")
 _SHIFT = re.compile(r"^\((_k\d+) ([-+]) (\d+)\)$")
-_SCALARS = {"double", "float", "long long", "int", "bool", "int64_t", "int32_t", "int8_t",
+#: The element types of scan states and column buffers.
+SCALARS = {"double", "float", "long long", "int", "bool", "int64_t", "int32_t", "int8_t",
             "int16_t", "uint8_t"}
 _IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
 
@@ -263,33 +265,33 @@ class _Rewriter:
         """A statement outside the level loops."""
         resize = _RESIZE.match(s)
         if resize:
-            cond, name, size = resize.groups()
-            if self.kind(name) != "vector":
+            cond, name, ctype, size = resize.groups()
+            if self.kind(name) != "heap":
                 raise _Refused
-            self.out.append(f"if ({cond}) {name}.resize(({size}) * {self.lanes});")
+            self.out.append(f"if ({cond}) {name}.reset(new {ctype}[({size}) * {self.lanes}]);")
             return
         m = _DECL.match(s)
         if m is None:
             raise _Refused
         ctype, name, dims, init = m.group(1).strip(), m.group(3), m.group(4), m.group(5)
-        if ctype.startswith("std::vector<") and init is None and not dims:
-            self.scopes[-1][name] = "vector"
+        if ctype.startswith("std::unique_ptr<") and init is None and not dims:
+            self.scopes[-1][name] = "heap"
             self.out.append(s)
         elif ctype.endswith("*"):
             # a pointer into a lane-major buffer (a column buffer, or an alias of one)
             value = init.split("?")[-1] if init else ""
-            names = [n for n in _IDENT.findall(value) if n != "data"]
+            names = [n for n in _IDENT.findall(value) if n != "get"]
             if not names or dims or re.search(r"[-+\[]", value) or \
-                    any(self.kind(n) not in ("array", "vector") for n in names):
+                    any(self.kind(n) not in ("array", "heap") for n in names):
                 raise _Refused
             self.scopes[-1][name] = "array"
             self.out.append(s)
-        elif ctype in _SCALARS and dims:
+        elif ctype in SCALARS and dims:
             if init is not None:
                 raise _Refused
             self.scopes[-1][name] = "array"
             self.out.append(f"{ctype} {name}[({dims[1:-1]}) * {self.lanes}];")
-        elif ctype in _SCALARS:
+        elif ctype in SCALARS:
             self.out.append(f"{ctype} {name}[{self.lanes}];")
             if init is not None:
                 value = self.accesses(init, None, 0, "_sc")
