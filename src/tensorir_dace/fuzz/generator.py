@@ -376,11 +376,22 @@ def generate_case(seed: int, index: int | None = None) -> Case:
         ct = "tensor<float, I[0:N]>"
         forward = r.choice(["True", "False"])
         outs = [decl(o, "float", "I[0:N], K[0:L]")]
-        if r.random() < 0.5:
+        shape = r.random()
+        if shape < 0.35:
             lam = (f"λ(st: tensor<(float, float), I[0:N]>, x: {ct}) → "
                    f"make_tuple(st[0] × 0.5 + x, maximum(st[1], x))")
             stmts = [f"{o} ← (λ(q: tensor<(float, float), I[0:N], K[-1:L+1]>) → "
                      f"q[0] + q[1])(scan({lam}, {forward}, make_tuple(0.0, -1.0))(col))"]
+        elif shape < 0.65:
+            # a scan over a scan's (float, bool) columns: fused into one column
+            # loop, the flag's column buffer a bool one
+            tb = "tensor<(float, bool), I[0:N]>"
+            temps = [decl(t, "(float, bool)", "I[0:N], K[0:L]")]
+            stmts = [f"{t} ← scan(λ(st: {tb}, x: {ct}) → make_tuple(st[0] × 0.5 + x, "
+                     f"x > {g.pick('0.0', '0.5')}), {forward}, make_tuple(0.0, False))("
+                     f"{g.pick('col', 'subset(col, K[0:L])')})",
+                     f"{o} ← scan(λ(st: {ct}, q: {tb}) → q[0] + if(q[1], st × 0.5, 0.25), "
+                     f"{g.pick('True', 'False')}, 0.0)({t})"]
         else:
             body = g.pick("0.5 × st + x", "st + x × x", "maximum(st, x) - 0.25")
             stmts = [f"{o} ← scan(λ(st: {ct}, x: {ct}) → {body}, {forward}, "
