@@ -506,8 +506,12 @@ def _domain_case(g: PyGen, case: PyCase, kind: str, d: int, o: str, o2: str) -> 
 
 def _scan_case(g: PyGen, case: PyCase, kind: str, o: str, o2: str) -> None:
     """A ``@scan_operator`` (float or tuple state, forward or backward, one or two
-    operands) called on ``col``; under ``domain={K: (h0, h1)}`` it starts at h0."""
+    operands) called on ``col``; under ``domain={K: (h0, h1)}`` it starts at h0.
+    Or a scan over a scan's ``(float, bool)`` columns."""
     r = g.r
+    if kind == "scan" and r.random() < 0.3:
+        _chained_scans(g, case, o)
+        return
     name = g.name("sc")
     forward = r.choice([True, False])
     two = r.random() < 0.5
@@ -570,6 +574,31 @@ def _scan_case(g: PyGen, case: PyCase, kind: str, o: str, o2: str) -> None:
     for i, out in enumerate(outs):
         part = f"{q}[{i}]" if tuple_state else q
         case.tx_body.append(f"subset({out}, K[h0:h1]) ← {part}")
+
+
+def _chained_scans(g: PyGen, case: PyCase, o: str) -> None:
+    """A scan reading the ``(float, bool)`` columns of another scan, each forward
+    or backward: one column loop when both run the same way round or not, with
+    a bool column between them."""
+    r = g.r
+    first, second = g.name("sc"), g.name("sc")
+    f1, f2 = r.choice([True, False]), r.choice([True, False])
+    threshold = r.choice(["0.0", "0.5"])
+    g.defs.append(f"@scan_operator(axis=K, forward={f1}, init=(0.0, False))\n"
+                  f"def {first}(st, x):\n    return st[0] * 0.5 + x, x > {threshold}\n")
+    g.defs.append(f"@scan_operator(axis=K, forward={f2}, init=0.0)\n"
+                  f"def {second}(st, a, flag):\n    return a + (st * 0.5 if flag else 0.25)\n")
+    col_t, flag_t = "tensor<float64, I[0:N_I]>", "tensor<bool, I[0:N_I]>"
+    pair_t = "tensor<(float64, bool), I[0:N_I]>"
+    q = f"q_{g.k}"
+    case.outputs = [(o, "IK")]
+    case.py_body += [f"{q} = {first}(col)", f"{o}[...] = {second}({q}[0], {q}[1])"]
+    case.tx_temps.append(f"{q}: tensor<(float64, bool), I[0:N_I], K[-1:N_K+1]>")
+    case.tx_body += [
+        f"{q} ← scan(λ(st: {pair_t}, x: {col_t}) → make_tuple(st[0] × 0.5 + x, "
+        f"x > {threshold}), {f1}, make_tuple(0.0, False))(col)",
+        f"{o} ← scan(λ(st: {col_t}, a: {col_t}, flag: {flag_t}) → a + if(flag, st × 0.5, "
+        f"0.25), {f2}, 0.0)({q}[0], {q}[1])"]
 
 
 def python_source(cases: list[PyCase], name: str = "fuzz",
