@@ -34,8 +34,6 @@ NAME = "interleave_columns"
 LANES = 4
 
 _LOOP = re.compile(r"^\s*for \(long long _k\d+ = .*\) \{$")
-_DECL = re.compile(r"^\s*((?:const )?(?:std::unique_ptr<\w+\[\]>|[A-Za-z_][\w ]*?)\s*\**)"
-                   r"\s*(?:const\s+)?(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
 # scalars, pointers to them, and the heap buffers of fused scans' column buffers
 _TYPES = lane_major.SCALARS | {f"{t}*" for t in lane_major.SCALARS} | \
     {f"std::unique_ptr<{t}[]>" for t in lane_major.SCALARS}
@@ -141,8 +139,8 @@ def _rewrite(code: str, param: str, outputs: dict[str, str]) -> str | None:
                     return None
                 out += ["}", "}"]               # the loop over columns, then the level loop
                 continue
-            m = _DECL.match(line)
-            if m and any(m.group(2) in scope for scope in scopes):
+            m = lane_major.DECL.match(line)
+            if m and any(m.group("name") in scope for scope in scopes):
                 return None                     # a local hiding an outer name
             out.append(subst(line))
             continue
@@ -162,9 +160,10 @@ def _rewrite(code: str, param: str, outputs: dict[str, str]) -> str | None:
             continue
         if s.endswith("{") or s.startswith(("}", "#")):
             return None                          # a block outside the level loops
-        m = _DECL.match(line)
+        m = lane_major.DECL.match(line)
         if m and m.group(1).replace(" *", "*").strip() in _TYPES:
-            ctype, name, dims, init = m.group(1).strip(), m.group(2), m.group(3) or "", m.group(4)
+            ctype, name, dims, init = m.group(1).strip(), m.group("name"), m.group("dims") or "", \
+                m.group("init")
             out.append(f"{ctype} {name}[{LANES}]{dims};")
             if init is not None:
                 out.append(f"{lane_loop} {name}[_c] = {subst(init)};")

@@ -38,8 +38,9 @@ from dace import symbolic
 
 _UP = re.compile(r"^\s*for \(long long (_k\d+) = (.+); \1 < (.+); \+\+\1\) \{$")
 _DOWN = re.compile(r"^\s*for \(long long (_k\d+) = (.+); \1 >= (.+); --\1\) \{$")
-_DECL = re.compile(r"^\s*((?:const )?(?:std::unique_ptr<\w+\[\]>|[A-Za-z_][\w ]*?)\s*\**)"
-                   r"\s*(const\s+)?(\w+)(\[[^\]]*\])?(?:\s*=\s*(.*))?;$")
+#: A declaration in a scan's code: its type, name, array extent and initial value.
+DECL = re.compile(r"^\s*((?:const )?(?:std::unique_ptr<\w+\[\]>|[A-Za-z_][\w ]*?)\s*\**)"
+                  r"\s*(?:const\s+)?(?P<name>\w+)(?P<dims>\[[^\]]*\])?(?:\s*=\s*(?P<init>.*))?;$")
 # a fused scan's column buffer taken from the heap when the column is tall
 _RESIZE = re.compile(r"^if \((.*)\) (\w+)\.reset\(new (\w[\w ]*)\[(.*)\]\);$")
 _SHIFT = re.compile(r"^\((_k\d+) ([-+]) (\d+)\)$")
@@ -153,11 +154,12 @@ class _Rewriter:
             name, index = m.group(1), text[m.end():end]
             kind = self.kind(name)
             out.append(self.lane_names(text[i:m.start()], lane))
-            if kind == "input" and re.search(rf"\b{re.escape(self.param)}\b", index):
+            at_column = re.search(rf"\b{re.escape(self.param)}\b", index) is not None
+            if kind == "input" and at_column:
                 out.append(self.input_read(name, index, m.start() < _choice(text), loop,
                                            depth, lane))
             elif kind in ("array", "output"):
-                if loop is None or re.search(rf"\b{re.escape(self.param)}\b", index):
+                if loop is None or at_column:
                     raise _Refused
                 inner = self.accesses(index, loop, depth, lane)
                 target = name
@@ -168,7 +170,7 @@ class _Rewriter:
                 out.append(f"{target}[({inner}) * {self.lanes} + _c]")
             elif kind == "scalar":
                 raise _Refused                  # a per-lane scalar is never subscripted
-            elif re.search(rf"\b{re.escape(self.param)}\b", index):
+            elif at_column:
                 raise _Refused                  # another subscript at the lane's column
             else:
                 out.append(f"{name}[{self.accesses(index, loop, depth, lane)}]")
@@ -229,18 +231,18 @@ class _Rewriter:
                     self.out[loop.at:loop.at] = self.staging(loop)
                     loop = None
                     continue
-                m = _DECL.match(line)
-                if m and self.kind(m.group(3)) is not None:
+                m = DECL.match(line)
+                if m and self.kind(m.group("name")) is not None:
                     raise _Refused              # a local hiding an outer name
                 self.out.append(self.accesses(line, loop, depth, "_c"))
                 if before == 2 and depth == 1:
                     loop.end_branch()
                 continue
-            header = _UP.match(line) or _DOWN.match(line)
+            up = _UP.match(line)
+            header = up or _DOWN.match(line)
             if header:
                 var, a, b = header.groups()
-                low, count = (a, f"({b}) - ({a})") if _UP.match(line) else \
-                    (b, f"({a}) - ({b}) + 1")
+                low, count = (a, f"({b}) - ({a})") if up else (b, f"({a}) - ({b}) + 1")
                 loop, depth = _Loop(var, low, count, len(self.out)), 1
                 self.out += [line, "#pragma omp simd",
                              f"for (int _c = 0; _c < {self.lanes}; ++_c) {{"]
@@ -270,10 +272,11 @@ class _Rewriter:
                 raise _Refused
             self.out.append(f"if ({cond}) {name}.reset(new {ctype}[({size}) * {self.lanes}]);")
             return
-        m = _DECL.match(s)
+        m = DECL.match(s)
         if m is None:
             raise _Refused
-        ctype, name, dims, init = m.group(1).strip(), m.group(3), m.group(4), m.group(5)
+        ctype, name, dims, init = m.group(1).strip(), m.group("name"), m.group("dims"), \
+            m.group("init")
         if ctype.startswith("std::unique_ptr<") and init is None and not dims:
             self.scopes[-1][name] = "heap"
             self.out.append(s)
