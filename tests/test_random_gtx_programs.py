@@ -27,6 +27,9 @@ HALF_FIRST, HALF_COUNT = 20000, 4     # the first cases from here writing half l
 # a tuple of broadcasts on a tuple of domains (11); compiled calls naming
 # their backend (10)
 DIRECT_SEEDS = (10, 11)
+# a scan over both columns of a scan with a (float, bool) state: forward then
+# backward (one column loop, a bool column buffer), and made as direct calls
+CHAINED_SEEDS = (30138, 30017)
 
 
 def test_the_gtx_generator_covers_its_constructs():
@@ -39,7 +42,8 @@ def test_the_gtx_generator_covers_its_constructs():
                       "& (KDim <", "<= CellDim)", "where(", "astype((", "astype(",
                       "broadcast(", "Field[[", "gtx.Field[gtx.Dims[", "Field[Dims[",
                       "vpfloat(", "wpfloat(", "int32(", "gtx.int32", "float32", ")[0]",
-                      "t1, t2 = ", "* x", "sqrt(abs("):
+                      "t1, t2 = ", "* x", "sqrt(abs(", "init=(0.0, False)",
+                      "x0: float64) -> tuple[float64, bool]", "(v if f else"):
         assert construct in source, construct
     half = fuzz.gtx_source(fuzz.gtx_batch(20000, 200))
     for construct in ("KHalfDim + 0.5)", "KHalfDim - 0.5)", "KHalfDim + 1.5)",
@@ -84,6 +88,15 @@ def test_generated_gtx_programs_match_their_reference():
     assert outcome.runs == runs
     direct = [c.seed for c in fuzz.gtx_batch(FIRST, COUNT) if c.direct]
     assert direct == [1, 2] and outcome.direct == len(direct) * runs
+
+
+def test_generated_scans_of_a_scans_bool_column_match_their_reference():
+    cases = [fuzz.generate_gtx_case(s) for s in CHAINED_SEEDS]
+    assert all("init=(0.0, False)" in "\n".join(c.defs) for c in cases)
+    outcome = fuzz.run_gtx(cases, seed=CHAINED_SEEDS[0])
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    assert outcome.runs > 0 and outcome.direct > 0
 
 
 def test_calls_with_a_runtime_start_inside_a_gap_are_refused():

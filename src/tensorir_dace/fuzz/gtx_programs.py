@@ -11,7 +11,8 @@ reduced by ``neighbor_sum``/``max_over``/``min_over``, tables with ``-1``
 under the sums), sparse fields (``Field[[EdgeDim, E2CDim], float]``),
 ``concat_where`` on levels (static bounds, a runtime ``n_lev``) and on a
 runtime cell range, ``scan_operator``s (forward and backward, float or tuple
-carries) inside ``concat_where`` branches and level domains, ``where``,
+carries, a scan over both columns of a ``(float, bool)`` scan) inside
+``concat_where`` branches and level domains, ``where``,
 ``astype`` (tuples too), ``broadcast``, and int32/float32/float64 mixes.
 Half levels (GT4Py's staggered ``KHalfDim``, ``nlev + 1`` of them): half-level
 parameters and outputs, ``x(KHalfDim ± 0.5)``/``y(KDim ± 1.5)`` between full
@@ -726,6 +727,8 @@ class GtxGen:
     def scan(self, t: T, d: int, b: Body) -> E:
         """A scan operator over KDim on arguments built here."""
         r = self.r
+        if r.random() < 0.4:
+            return self.chained_scan(t, d, b)
         name = self.name("_sc")
         forward = r.choice([True, False])
         nargs = r.randint(1, 3)
@@ -763,6 +766,41 @@ class GtxGen:
             call_py, call_np = f"{call_py}[{i}]", f"{call_np}[{i}]"
         return E(call_py, call_np, t, _m(*(a.lo for a in args)), _m(*(a.hi for a in args)),
                  True)
+
+    def chained_scan(self, t: T, d: int, b: Body) -> E:
+        """A scan over both columns of a scan with a ``(float, bool)`` state, the
+        flag choosing between two values (a forward scan's result read by a
+        backward one runs in one column loop with a bool column buffer)."""
+        r = self.r
+        first, second = self.name("_sc"), self.name("_sc")
+        x = self.ex(t, d - 1, b, {"scan": False, "in_scan": True})
+        fl = r.choice(["float", "wpfloat", "float64"])
+        e_py, e_np = self.scalar_expr(["x0"], 2)
+        limit = r.choice(["0.0", "0.25", "-0.5"])
+        flag_py, flag_np = r.choice([
+            (f"x0 > {limit}", f"x0 > {limit}"),
+            (f"state[1] | (x0 > {limit})", f"R.where(state[1], True, x0 > {limit})"),
+            (f"(x0 < {limit}) & (state[0] > 0.0)", f"(x0 < {limit}) & (state[0] > 0.0)")])
+        w = r.choice(["0.5", "0.25", "-0.5"])
+        forward = [r.choice([True, False]) for _ in range(2)]
+        self.defs.append(
+            f"@gtx.scan_operator(axis=KDim, forward={forward[0]}, init=(0.0, False))\n"
+            f"def {first}(state: tuple[{fl}, bool], x0: {fl}) -> tuple[{fl}, bool]:\n"
+            f"    return ({w} * state[0] + {e_py}, {flag_py})\n")
+        self.defs.append(f"def ref{first}(state, x0):\n"
+                         f"    return ({w} * state[0] + {e_np}, {flag_np})\n")
+        other_py, other_np = self.scalar_expr(["v"], 1)
+        self.defs.append(
+            f"@gtx.scan_operator(axis=KDim, forward={forward[1]}, init=1.0)\n"
+            f"def {second}(state: {fl}, v: {fl}, f: bool) -> {fl}:\n"
+            f"    return 0.5 * state + (v if f else {other_py})\n")
+        self.defs.append(f"def ref{second}(state, v, f):\n"
+                         f"    return 0.5 * state + R.where(f, v, {other_np})\n")
+        inner_py = f"{first}({x.py})"
+        inner_np = f"R.scan(dom, ref{first}, {forward[0]}, (0.0, False), {x.np})"
+        call_py = f"{second}({inner_py}[0], {inner_py}[1])"
+        call_np = f"R.scan(dom, ref{second}, {forward[1]}, 1.0, {inner_np}[0], {inner_np}[1])"
+        return E(call_py, call_np, t, x.lo, x.hi, True)
 
     def scalar_expr(self, ps: list[str], d: int) -> tuple[str, str]:
         r = self.r
