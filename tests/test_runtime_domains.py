@@ -17,6 +17,7 @@ import pytest
 
 import tensorir_dace as tir
 from conftest import compiled, example, parsed
+from tensorir_dace import frontend as gtx
 from tensorir_dace.frontend import (
     Tensor,
     concat_where,
@@ -524,3 +525,49 @@ def test_checks_of_a_branch_chosen_by_an_order_of_bounds_apply_where_it_runs(bac
     with pytest.raises(tir.ArgumentError, match="outside its allowed range"):
         run(x=x, out=out, vs=0, ve=L + 1)
     assert not out.any()
+
+
+# A scan with a tuple state under a runtime level range: the printed program
+# binds its result with a lambda whose parameter type has the clamped bounds
+# ``K[Max(0,vs):Min(N_K,ve)]``, which must read back as the same runtime range.
+GTX_K = gtx.Dimension("K", kind=gtx.DimensionKind.VERTICAL)
+
+
+@gtx.scan_operator(axis=GTX_K, forward=True, init=(0.0, 1.0))
+def _running(state: tuple[float, float], a: float) -> tuple[float, float]:
+    return state[0] + a, 0.5 * state[1] + a
+
+
+@gtx.field_operator
+def _both(a: gtx.Field[gtx.Dims[Cell, GTX_K], float]
+          ) -> tuple[gtx.Field[gtx.Dims[Cell, GTX_K], float],
+                     gtx.Field[gtx.Dims[Cell, GTX_K], float]]:
+    r = _running(a)
+    return r[0], r[1]
+
+
+@gtx.program
+def running_in_runtime_range(a: gtx.Field[gtx.Dims[Cell, GTX_K], float],
+                             o1: gtx.Field[gtx.Dims[Cell, GTX_K], float],
+                             o2: gtx.Field[gtx.Dims[Cell, GTX_K], float],
+                             hs: gtx.int32, he: gtx.int32, vs: gtx.int32, ve: gtx.int32):
+    _both(a, out=(o1, o2), domain={Cell: (hs, he), GTX_K: (vs, ve)})
+
+
+def test_printed_scan_under_a_runtime_level_range_reads_back_and_agrees():
+    text = tir.format(running_in_runtime_range.ir)
+    assert re.search(r"λ\(\s*r: tensor<\(float64, float64\), Cell\[0:N_Cell\], "
+                     r"K\[Max\(0,vs\):Min\(N_K,ve\)\]>", text)
+    tir.check(tir.parse(text))
+    a = RNG.random((6, 7))
+    bounds = dict(hs=np.int32(1), he=np.int32(5), vs=np.int32(2), ve=np.int32(6))
+    want = {k: np.zeros((6, 7)) for k in ("o1", "o2")}
+    running_in_runtime_range(a, **want, **bounds, offset_provider={})
+    s0, s1 = np.zeros(4), np.ones(4)
+    for k in range(2, 6):
+        s0, s1 = s0 + a[1:5, k], 0.5 * s1 + a[1:5, k]
+        assert np.allclose(want["o1"][1:5, k], s0) and np.allclose(want["o2"][1:5, k], s1)
+    got = {k: np.zeros((6, 7)) for k in ("o1", "o2")}
+    tir.compile(text)(a=a, **got, **bounds)
+    for k in got:
+        np.testing.assert_array_equal(got[k], want[k])

@@ -533,3 +533,25 @@ def test_printer_keeps_to_its_line_width():
             text = format(program, ascii=ascii_)
             assert max(len(line) for line in text.splitlines()) <= WIDTH, text
             assert parse(text) == program
+
+
+def test_a_chain_of_bindings_stays_at_one_depth():
+    """Scan bodies from the front ends bind one name per local assignment:
+    ``(λ(a) → (λ(b) → …)(…))(…)``. Each binding's body stays at the depth of
+    the binding, so a chain of hundreds keeps to the line width and the text
+    grows with the program, not with the square of its depth."""
+    from tensorir_dace.syntax.printer import WIDTH
+    t = _TYPE
+    names = [f"value_number_{i}" for i in range(300)]
+    body: ir.Expr = S(names[-1])
+    for i in reversed(range(1, len(names))):
+        value = C("plus", C("multiplies", S(names[i - 1]), L(0.5)), C("sqrt", S(names[i - 1])))
+        body = C(ir.Lambda((ir.Param(names[i], t),), body), value)
+    p = ir.Program("p", (ir.Param("x", t), ir.Param("y", t)), (),
+                   (ir.Assign(S("y"), C(ir.Lambda((ir.Param(names[0], t),), body), S("x"))),))
+    text = format(p)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    assert max(len(line) - len(line.lstrip()) for line in lines) <= 16
+    assert len(text) < 300 * 200
+    assert parse(text) == p

@@ -406,6 +406,36 @@ class Program(Node):
         return None
 
 
+def _remember_hashes(*classes: type) -> None:
+    """Make each class's field hash computed once per node.
+
+    Stages key dictionaries by expressions (the lowering's common
+    subexpressions, the interpreter's checked programs); a frozen dataclass
+    hashes all its fields again on every lookup, so with deep expressions
+    (a scan body of hundreds of bindings) each lookup walked the whole
+    subtree.  The remembered hash is not pickled: string hashes differ
+    between processes."""
+    for cls in classes:
+        fields_hash = cls.__hash__
+
+        def __hash__(self, _fields_hash=fields_hash) -> int:
+            h = self.__dict__.get("_hash")
+            if h is None:
+                h = _fields_hash(self)
+                object.__setattr__(self, "_hash", h)
+            return h
+
+        def __getstate__(self) -> dict:
+            return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
+        cls.__hash__ = __hash__  # type: ignore[method-assign, assignment]
+        cls.__getstate__ = __getstate__  # type: ignore[attr-defined]
+
+
+_remember_hashes(Dim, TensorType, FunctionType, Sym, Literal, Param, Lambda, Call, DimInterval,
+                 Assign, IfStmt, ForStmt, Program)
+
+
 # --------------------------------------------------------------------------- builtins
 
 ARITHMETIC = ("plus", "minus", "multiplies", "divides", "mod", "power", "minimum",

@@ -73,6 +73,15 @@ def format_bound(bound: sympy.Expr) -> str:
     return _BOUND_PRINTER.doprint(sympy.sympify(bound)).replace(" ", "")
 
 
+class _TooLong(Exception):
+    """A one-line form being built is longer than WIDTH (see :meth:`Printer.short`)."""
+
+
+def _is_let(e: ir.Expr) -> bool:
+    """``e`` binds names: ``(λ(x) → body)(value)``."""
+    return isinstance(e, ir.Call) and isinstance(e.func, ir.Lambda)
+
+
 class Printer:
     def __init__(self, ascii: bool = False):
         self.ascii = ascii
@@ -83,6 +92,12 @@ class Printer:
         self.neg = "-"
         self.not_ = "!" if ascii else "¬"
         self._flat: dict[int, tuple[ir.Expr, tuple[str, int]]] = {}
+        # One-line forms no longer than WIDTH (None: longer), and whether one
+        # is being built: line breaking only asks whether a subexpression
+        # fits on a line, and building the one-line text of every large
+        # subexpression took time quadratic in the nesting depth.
+        self._short: dict[int, tuple[ir.Expr, tuple[str, int] | None]] = {}
+        self._capped = False
         # The width the line breaking aims at: below WIDTH while a statement is
         # re-laid out because text around a broken expression overflowed.
         self.width = WIDTH
@@ -124,15 +139,46 @@ class Printer:
         return f"({text})" if own < level else text
 
     def expr_level(self, e: ir.Expr, indent: str | None = None) -> tuple[str, int]:
+        if indent is not None:
+            short = self.short(e)
+            if short is not None and len(indent) + len(short[0]) <= self.width:
+                return short
+            return self.layout(e, indent)
+        if self._capped:
+            short = self.short(e)
+            if short is None:
+                raise _TooLong
+            return short
         hit = self._flat.get(id(e))
         if hit is not None and hit[0] is e:
-            flat = hit[1]
-        else:       # remembered: long chains ask for each operand's flat form again
-            flat = self.layout(e, None)
-            self._flat[id(e)] = (e, flat)
-        if indent is None or len(indent) + len(flat[0]) <= self.width:
-            return flat
-        return self.layout(e, indent)
+            return hit[1]
+        flat = self.layout(e, None)   # remembered: chains ask for operands' forms again
+        self._flat[id(e)] = (e, flat)
+        return flat
+
+    def short(self, e: ir.Expr) -> tuple[str, int] | None:
+        """``e`` on one line if that is at most WIDTH long, else None (remembered)."""
+        hit = self._short.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        saved, self._capped = self._capped, True
+        try:
+            flat: tuple[str, int] | None = self.layout(e, None)
+            if flat is not None and len(flat[0]) > WIDTH:
+                flat = None
+        except _TooLong:
+            flat = None
+        finally:
+            self._capped = saved
+        self._short[id(e)] = (e, flat)
+        return flat
+
+    def short_text(self, e: ir.Expr, level: int = LAMBDA) -> str | None:
+        """:meth:`expr`'s one-line text of ``e`` if it is at most WIDTH long, else None."""
+        short = self.short(e)
+        if short is None:
+            return None
+        return f"({short[0]})" if short[1] < level else short[0]
 
     def literal(self, e: ir.Literal) -> tuple[str, int]:
         if e.kind == "bool":
@@ -165,10 +211,13 @@ class Printer:
                     ps = "".join(f"\n{inner}{self.param(p)}," for p in params)
                     ps = ps[:-1] + "\n" + indent
                 head = f"{self.lam}({ps}) {self.arrow}"
-                flat_body = self.expr(body)
+                flat_body = self.short_text(body)
                 last_line = head.rsplit("\n", 1)[-1]
-                if "\n" in head and len(last_line) + len(flat_body) + 1 <= self.width:
+                if "\n" in head and flat_body is not None and \
+                        len(last_line) + len(flat_body) + 1 <= self.width:
                     return f"{head} {flat_body}", LAMBDA
+                if _is_let(body):   # a chain of bindings stays at one depth
+                    inner = indent
                 return f"{head}\n{inner}{self.expr(body, LAMBDA, inner)}", LAMBDA
             case ir.Call():
                 return self.call(e, indent)
@@ -218,9 +267,13 @@ class Printer:
         return f"{self.expr(func, POSTFIX, indent)}({self.args(args, indent)})", POSTFIX
 
     def args(self, args: tuple[ir.Expr, ...], indent: str | None = None) -> str:
-        flat = ", ".join(self.expr(a) for a in args)
-        if indent is None or len(indent) + len(flat) <= self.width:
-            return flat
+        if indent is None:
+            return ", ".join(self.expr(a) for a in args)
+        texts = [self.short_text(a) for a in args]
+        if all(t is not None for t in texts):
+            flat = ", ".join(t for t in texts if t is not None)
+            if len(indent) + len(flat) <= self.width:
+                return flat
         inner = indent + INDENT
         return ("".join(f"\n{inner}{self.expr(a, LAMBDA, inner)}," for a in args)[:-1]
                 + "\n" + indent)

@@ -377,7 +377,11 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
         hit = self.names_memo.get(id(e))
         if hit is not None and hit[0] is e:
             return hit[1]
-        names = tuple(dict.fromkeys(n.name for n in ir.walk(e) if isinstance(n, ir.Sym)))
+        if isinstance(e, ir.Sym):
+            names: tuple[str, ...] = (e.name,)
+        else:   # from the parts' names: walking each subexpression again was quadratic
+            names = tuple(dict.fromkeys(n for c in ir.children(e) if isinstance(c, ir.Expr)
+                                        for n in self.names_of(c)))
         self.names_memo[id(e)] = (e, names)
         return names
 
@@ -509,7 +513,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
     # ------------------------------------------------------------------ lambdas
 
     def bind_params(self, node: ir.Node, lam: ir.Lambda, arg_types: Sequence[ir.TensorType],
-                    what: str) -> dict[str, Binding]:
+                    what: str, scope: Scope) -> dict[str, Binding]:
         if len(lam.params) != len(arg_types):
             raise self.error(node, f"{what}: the lambda takes {len(lam.params)} parameters "
                                    f"but gets {len(arg_types)} arguments")
@@ -519,7 +523,7 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
                 raise self.error(p, f"{what}: the lambda has two parameters named "
                                     f"'{p.name}'; rename one")
             self.check_declared_type(p, p.type)
-            pt = p.type
+            pt = self.declared_bounds(p, scope)
             if pt.dtype != at.dtype:
                 raise self.error(p, f"{what}: parameter '{p.name}' expects element type "
                                     f"{pt.dtype}, got {at.dtype}")
@@ -538,6 +542,19 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
             bindings[p.name] = Binding(p.name, "lambda", replace(pt, dims=tuple(dims)))
         return bindings
 
+    def declared_bounds(self, p: ir.Param, scope: Scope) -> ir.TensorType:
+        """A lambda parameter's declared type with the names of runtime values in
+        its bounds made runtime symbols, as in a temporary's declaration (the
+        printed program declares ``K[Max(0,k0):Min(N_K,k1)]`` with plain names).
+        Names bound to other values are left as they are."""
+        t = p.type
+        if not any(d.start.free_symbols or d.stop.free_symbols for d in t.dims):
+            return t
+        return replace(t, dims=tuple(
+            d.with_interval(self.runtime_bound(d.start, p, scope, lenient=True),
+                            self.runtime_bound(d.stop, p, scope, lenient=True))
+            for d in t.dims))
+
     def typed_lambda(self, lam: ir.Lambda, bindings: dict[str, Binding], scope: Scope,
                      expected=None) -> ir.Lambda:
         body = self.expr(lam.body, scope.child(bindings), expected)
@@ -548,7 +565,8 @@ class Checker(ElementwiseRules, DomainRules, ShiftRules, LoopRules, RuntimeBound
     def apply_lambda(self, e: ir.Call, lam: ir.Lambda, scope: Scope, expected) -> ir.Expr:
         args = [self.expr(a, scope, p.type.dtype) for a, p in zip(e.args, lam.params)] \
             if len(e.args) == len(lam.params) else [self.expr(a, scope) for a in e.args]
-        bindings = self.bind_params(e, lam, [self.tensor(a) for a in args], "lambda call")
+        bindings = self.bind_params(e, lam, [self.tensor(a) for a in args], "lambda call",
+                                    scope)
         typed = self.typed_lambda(lam, bindings, scope, expected)
         result = self.tensor(typed.body)
         subst = {p.name: a for p, a in zip(lam.params, args)}

@@ -82,7 +82,7 @@ class LoopRules(Rules):
                    operands: list[ir.TensorType], scope, what: str, role: str):
         """Type the lambda of one reduce/scan step; it must return the carried
         value's type (``role``: accumulator or state) on its whole declared domain."""
-        bindings = self.bind_params(e, lam, [carried] + operands, what)
+        bindings = self.bind_params(e, lam, [carried] + operands, what, scope)
         typed = self.typed_lambda(lam, bindings, scope, carried.dtype)
         body_t = self.tensor(typed.body)
         declared = lam.params[0].type

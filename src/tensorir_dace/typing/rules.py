@@ -54,7 +54,7 @@ class Rules:
         raise NotImplementedError
 
     def bind_params(self, node: ir.Node, lam: ir.Lambda, arg_types: Sequence[ir.TensorType],
-                    what: str) -> dict[str, Binding]:
+                    what: str, scope: Scope) -> dict[str, Binding]:
         raise NotImplementedError
 
     def typed_lambda(self, lam: ir.Lambda, bindings: dict[str, Binding], scope: Scope,
@@ -65,7 +65,7 @@ class Rules:
         raise NotImplementedError
 
     def runtime_bound(self, b: Any, node: ir.Node, scope: Scope,
-                      declaration: bool = False) -> Any:
+                      declaration: bool = False, lenient: bool = False) -> Any:
         raise NotImplementedError
 
     def runtime_subset(self, a: ir.DimInterval, d: ir.Dim, sub: ir.Dim, guard: tuple,

@@ -137,12 +137,14 @@ class RuntimeBounds(Rules):
     loop_sized_types: dict[str, ir.TensorType]
 
     def runtime_bound(self, b: sympy.Expr, node: ir.Node, scope: Scope,
-                      declaration: bool = False) -> sympy.Expr:
+                      declaration: bool = False, lenient: bool = False) -> sympy.Expr:
         """``b`` with the symbols of runtime values made runtime symbols.
 
         In a temporary's ``declaration`` (checked at program level, outside any
         loop) a loop variable of the program is a runtime symbol too; the
-        temporary then exists inside that loop only (:meth:`require_loops`)."""
+        temporary then exists inside that loop only (:meth:`require_loops`).
+        ``lenient``: a name bound to another kind of value is left as it is
+        (a lambda parameter's type, checked where the lambda is applied)."""
         subs = {}
         for s in b.free_symbols:
             binding = scope.lookup(s.name)
@@ -159,7 +161,7 @@ class RuntimeBounds(Rules):
             elif binding.kind == "loop":
                 self.require_loop_range(s.name, node)
                 subs[s] = ir.runtime_symbol(s.name)
-            else:
+            elif not lenient:
                 raise self.error(node, f"'{s.name}' cannot be used in a bound: bounds use "
                                        "size symbols, scalar int parameters, loop variables "
                                        f"and literals (got {binding.kind} of type "
