@@ -31,7 +31,7 @@ from .gtx_programs import (
     gtx_batch,
     gtx_source,
 )
-from .python_runner import PyOutcome, _attempt, load_module
+from .python_runner import PyOutcome, _attempt, load_module, printed_reads_back
 
 # the program interpreted, compiled, and compiled without the optimising passes
 BACKENDS = ("interpreter", "compiled", "unoptimised")
@@ -80,6 +80,7 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
     out = PyOutcome()
     program_runs(module, outputs, seed, out)
     if out.crash is None:
+        printed_reads_back(module.fuzz, out)
         direct_runs(module, seed, out)
     if calls and not out.failed:
         import random

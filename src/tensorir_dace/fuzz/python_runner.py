@@ -62,6 +62,19 @@ class PyOutcome:
     direct: int = 0                 # runs of direct calls of field operators (GT4Py spelling)
 
 
+def printed_reads_back(prog: Any, out: PyOutcome) -> None:
+    """The decorated program's printed Tensor IR parses and type-checks again, as
+    the compile caches, ``tensorir-dace`` and DaCe interop read it; noted in
+    ``out`` where it does not."""
+    from ..syntax import parse
+    from ..typing import check
+    try:
+        check(parse(prog.format()))
+    except Exception as err:   # noqa: BLE001 - any failure is the finding
+        out.failed.setdefault("*", "the printed program does not read back: "
+                                   f"{type(err).__name__}: {err}")
+
+
 def _attempt(run, kw: dict[str, Any]) -> tuple[str, Any]:
     """("ok", None), ("error", the TensorIRError) or ("crash", a message)."""
     try:
@@ -165,6 +178,7 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
                                                                       leaves(ref[name]))):
                         out.failed.setdefault(name, f"{label} differs from the text "
                                                     f"interpreter at {where}")
+    printed_reads_back(prog, out)
     if calls and not out.failed:
         import random
 
