@@ -312,6 +312,24 @@ def test_there_are_at_least_thirty_bad_programs():
     assert len({fragment for _, _, fragment in BAD}) >= 30
 
 
+def test_a_bound_clamped_twice_compares_with_its_folded_form():
+    """GT4Py's clamped level ranges: ``Min(N, Max(0, k1 + 31, k0 - 31))`` (as
+    SymPy folds it) and ``Min(N, Max(0, k0 - 31, Min(N, k1 + 31)))`` (as built)
+    are the same bound; comparing them must not be undecidable."""
+    import sympy
+
+    from tensorir_dace import intervals, ir
+    n = ir.size_symbol("N")
+    k0, k1 = ir.runtime_symbol("k0"), ir.runtime_symbol("k1")
+    folded = sympy.Min(n, sympy.Max(0, k1 + 31, k0 - 31))
+    built = sympy.Min(n, sympy.Max(0, k0 - 31, sympy.Min(n, k1 + 31), evaluate=False),
+                      evaluate=False)
+    assert intervals.le(folded, built) is True
+    assert intervals.le(built, folded) is True
+    with pytest.raises(intervals.Undecidable):
+        intervals.le(sympy.Min(n, k1), sympy.Min(n, k0))
+
+
 def test_bound_comparisons_are_decided_once_and_stay_decided():
     """``intervals.le`` remembers its decisions (large programs compare the same
     bounds again and again): the second answer is the first, an undecidable

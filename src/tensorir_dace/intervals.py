@@ -75,7 +75,26 @@ def _le_through_extrema(a: sympy.Expr, b: sympy.Expr) -> bool | None:
         return True
     if isinstance(b, sympy.Min) and all(maybe_le(a, x) for x in b.args):
         return True
+    spread = _distributed(a)
+    if spread is not None and maybe_le(spread, b):
+        return True
     return _le_moving_offsets(a, b)
+
+
+def _distributed(a: sympy.Expr) -> sympy.Expr | None:
+    """``Min(x, Max(y, z))`` as ``Max(Min(x, y), Min(x, z))`` (a ``Min`` over one
+    ``Max``), whose pieces the rules above compare one by one: a bound clamped
+    twice, ``Min(N, Max(0, k1, k0))`` against ``Min(N, Max(0, k0, Min(N, k1)))``.
+    None for other shapes."""
+    if not isinstance(a, sympy.Min):
+        return None
+    inner = [x for x in a.args if isinstance(x, sympy.Max)]
+    if len(inner) != 1:
+        return None
+    rest = [x for x in a.args if x is not inner[0]]
+    # unevaluated: SymPy would fold the pieces back into the Min
+    return sympy.Max(*(sympy.Min(*rest, y, evaluate=False) for y in inner[0].args),
+                     evaluate=False)
 
 
 def _le_moving_offsets(a: sympy.Expr, b: sympy.Expr) -> bool | None:

@@ -166,6 +166,8 @@ class RuntimeBounds(Rules):
                                        "size symbols, scalar int parameters, loop variables "
                                        f"and literals (got {binding.kind} of type "
                                        f"{binding.type})")
+        if lenient:     # symbols already of their kind are kept: rebuilding a Min/Max
+            subs = {k: v for k, v in subs.items() if k != v}   # simplifies its form
         return _replaced(b, tuple(sorted(subs.items(), key=str))) if subs else b
 
     def require_loop_range(self, var: str, node: ir.Node) -> None:
