@@ -54,8 +54,10 @@ from tensorir_dace.frontend import (
     concat_where,
     exp,
     log,
+    broadcast,
     maximum,
     minimum,
+    neighbor_sum,
     tanh,
     where,
 )
@@ -65,14 +67,19 @@ CellDim = Dimension("Cell")
 EdgeDim = Dimension("Edge")
 KDim = Dimension("K", kind=DimensionKind.VERTICAL)
 KHalfDim = Dimension("KHalf", kind=DimensionKind.VERTICAL)
+C2E2CODim = Dimension("C2E2CO", DimensionKind.LOCAL)
 Koff = FieldOffset("Koff", source=KDim, target=(KDim,))
+C2E2CO = FieldOffset("C2E2CO", source=CellDim, target=(CellDim, C2E2CODim))
 
 dims = types.ModuleType("icon_dims")
 dims.CellDim, dims.EdgeDim, dims.KDim, dims.KHalfDim = CellDim, EdgeDim, KDim, KHalfDim
-dims.Koff = Koff
+dims.C2E2CODim = C2E2CODim
+dims.Koff, dims.C2E2CO = Koff, C2E2CO
 
 fa = types.ModuleType("icon_field_aliases")
+fa.CellField = Field[Dims[CellDim], T]
 fa.CellKField = Field[Dims[CellDim, KDim], T]
+fa.EdgeKField = Field[Dims[EdgeDim, KDim], T]
 fa.CellKHalfField = Field[Dims[CellDim, KHalfDim], T]
 fa.EdgeField = Field[Dims[EdgeDim], T]
 fa.KHalfField = Field[Dims[KHalfDim], T]
@@ -92,6 +99,9 @@ IMPORTS = ("import tensorir_dace.frontend as gtx\n\n"
 BACKENDS = ["interpreter", "compiled"]
 NC, NE, NLEV = 5, 6, 6
 RNG = np.random.default_rng(22001)
+_TABLE_RNG = np.random.default_rng(22002)
+TABLES = {"C2E2CO": np.array([np.concatenate(([c], _TABLE_RNG.choice(
+    [x for x in range(NC) if x != c], 3, replace=False))) for c in range(NC)]), "Koff": KDim}
 
 
 @pytest.fixture(autouse=True)
@@ -772,3 +782,353 @@ def test_w_with_boundary_conditions(backend, domain):
             backend=backend)
         want[:hs], want[he:] = np.nan, np.nan
     np.testing.assert_array_equal(out, want)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def w_with_boundary_conditions(
+    w: fa.CellKHalfField[wpfloat],
+    contravariant_correction_at_cells_on_half_levels: fa.CellKHalfField[vpfloat],
+    w_out: fa.CellKHalfField[wpfloat],
+    nlev: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _w_with_boundary_conditions(
+        w,
+        contravariant_correction_at_cells_on_half_levels,
+        nlev,
+        out=w_out,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KHalfDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@pytest.mark.parametrize("bounds", [(NLEV - 2, 0, NLEV + 1), (NLEV, 1, NLEV), (NLEV - 1, 2, NLEV + 1),
+                                    (NLEV, 0, 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_w_with_boundary_conditions_program(backend, bounds):
+    """The same in a program, ``nlev`` and the levels written given at run time."""
+    nlev, vs, ve = bounds
+    w = RNG.standard_normal((NC, NLEV + 1))
+    cc = RNG.standard_normal((NC, NLEV + 1))
+    value = w.copy()
+    value[:, 0] = 0.0
+    value[:, nlev:] = cc[:, nlev:]
+    out = np.full((NC, NLEV + 1), np.nan)
+    w_with_boundary_conditions(w, cc, out, nlev, 1, NC, vs, ve, offset_provider={},
+                               backend=backend)
+    want = np.full((NC, NLEV + 1), np.nan)
+    want[1:, vs:ve] = value[1:, vs:ve]
+    np.testing.assert_array_equal(out, want)
+
+
+# ================================================================== vertical diffusion
+#
+# icon4py's diffusion/stencils/vertical_wind_diffusion.py: a second vertical
+# derivative written in place over the levels with a neighbour above and below.
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_vn(
+    vn: fa.EdgeKField[wpfloat],
+    ddqz_z_half_e: fa.EdgeKField[vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    coeff: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    d2vndz2 = (
+        (vn(Koff[-1]) - vn) / ddqz_z_half_e - (vn - vn(Koff[1])) / ddqz_z_half_e(Koff[1])
+    ) / ddqz_z_full_e
+    vn = vn + coeff * d2vndz2
+    return vn
+
+
+@gtx.field_operator
+def _apply_vertical_diffusion_to_w(
+    w: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat],
+    ddqz_z_full: fa.CellKField[vpfloat],
+    coeff: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    d2wdz2 = (
+        (w(Koff[-1]) - w) / ddqz_z_full(Koff[-1]) - (w - w(Koff[1])) / ddqz_z_full
+    ) / ddqz_z_half
+    w = w + coeff * d2wdz2
+    return w
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def apply_vertical_diffusion_to_vn(
+    vn: fa.EdgeKField[wpfloat],
+    ddqz_z_half_e: fa.EdgeKField[vpfloat],
+    ddqz_z_full_e: fa.EdgeKField[vpfloat],
+    coeff: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _apply_vertical_diffusion_to_vn(
+        vn,
+        ddqz_z_half_e,
+        ddqz_z_full_e,
+        coeff,
+        out=vn,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def apply_vertical_diffusion_to_w(
+    w: fa.CellKField[wpfloat],
+    ddqz_z_half: fa.CellKField[vpfloat],
+    ddqz_z_full: fa.CellKField[vpfloat],
+    coeff: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+):
+    _apply_vertical_diffusion_to_w(
+        w,
+        ddqz_z_half,
+        ddqz_z_full,
+        coeff,
+        out=w,
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+def _shift(x, n):
+    """``x(Koff[n])`` on levels 1 .. nlev - 2 (NaN where it reads outside)."""
+    out = np.full(x.shape, np.nan)
+    lo, hi = max(0, -n), min(x.shape[1], x.shape[1] - n)
+    out[:, lo:hi] = x[:, lo + n:hi + n]
+    return out
+
+
+@pytest.mark.parametrize("bounds", [(1, NLEV - 1), (2, 4)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_vertical_wind_diffusion(backend, bounds):
+    vs, ve = bounds
+    coeff = 0.3
+    vn = RNG.standard_normal((NE, NLEV))
+    half_e, full_e = RNG.uniform(0.5, 2.0, (NE, NLEV)), RNG.uniform(0.5, 2.0, (NE, NLEV))
+    d2 = ((_shift(vn, -1) - vn) / half_e - (vn - _shift(vn, 1)) / _shift(half_e, 1)) / full_e
+    want_vn = vn.copy()
+    want_vn[1:NE - 1, vs:ve] = (vn + coeff * d2)[1:NE - 1, vs:ve]
+    apply_vertical_diffusion_to_vn(vn, half_e, full_e, coeff, 1, NE - 1, vs, ve,
+                                   offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(vn, want_vn, rtol=1e-13)
+
+    w = RNG.standard_normal((NC, NLEV))
+    half, full = RNG.uniform(0.5, 2.0, (NC, NLEV)), RNG.uniform(0.5, 2.0, (NC, NLEV))
+    d2 = ((_shift(w, -1) - w) / _shift(full, -1) - (w - _shift(w, 1)) / full) / half
+    want_w = w.copy()
+    want_w[:, vs:ve] = (w + coeff * d2)[:, vs:ve]
+    apply_vertical_diffusion_to_w(w, half, full, coeff, 0, NC, vs, ve, offset_provider=TABLES,
+                                  backend=backend)
+    np.testing.assert_allclose(w, want_w, rtol=1e-13)
+
+
+# ================================================================== diffusion of w on half levels
+#
+# icon4py's apply_diffusion_to_w_and_horizontal_gradients_for_turbulence on
+# KHalfDim: an if expression on an int32 choosing a tuple, a concat_where over a
+# level and a cell range, three outputs on a tuple of domains whose bounds are
+# runtime expressions (``vertical_start + 1``).
+
+
+@gtx.field_operator
+def _horizontal_gradients_for_turbulence(
+    w: fa.CellKHalfField[wpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+) -> tuple[fa.CellKHalfField[vpfloat], fa.CellKHalfField[vpfloat]]:
+    dwdx_wp = neighbor_sum(geofac_grg_x * w(C2E2CO), axis=dims.C2E2CODim)
+    dwdy_wp = neighbor_sum(geofac_grg_y * w(C2E2CO), axis=dims.C2E2CODim)
+    return astype((dwdx_wp, dwdy_wp), vpfloat)
+
+
+@gtx.field_operator
+def _nabla2_for_w(
+    w: fa.CellKHalfField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+) -> fa.CellKHalfField[vpfloat]:
+    z_nabla2_c_wp = neighbor_sum(w(C2E2CO) * geofac_n2s, axis=dims.C2E2CODim)
+    return astype(z_nabla2_c_wp, vpfloat)
+
+
+@gtx.field_operator
+def _apply_nabla2_to_w(
+    area: fa.CellField[wpfloat],
+    z_nabla2_c: fa.CellKHalfField[vpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    diff_multfac_w: wpfloat,
+) -> fa.CellKHalfField[wpfloat]:
+    z_nabla2_c_wp = astype(z_nabla2_c, wpfloat)
+
+    w_wp = w - diff_multfac_w * (area * area) * neighbor_sum(
+        z_nabla2_c_wp(C2E2CO) * geofac_n2s, axis=dims.C2E2CODim
+    )
+    return w_wp
+
+
+@gtx.field_operator
+def _apply_nabla2_to_w_in_upper_damping_layer(
+    w: fa.CellKHalfField[wpfloat],
+    diff_multfac_n2w: fa.KHalfField[wpfloat],
+    cell_area: fa.CellField[wpfloat],
+    z_nabla2_c: fa.CellKHalfField[vpfloat],
+) -> fa.CellKHalfField[wpfloat]:
+    z_nabla2_c_wp = astype(z_nabla2_c, wpfloat)
+    cell_area_tmp = broadcast(cell_area, (dims.CellDim, dims.KHalfDim))
+
+    w_wp = w + diff_multfac_n2w * cell_area_tmp * z_nabla2_c_wp
+    return w_wp
+
+
+@gtx.field_operator
+def _apply_diffusion_to_w_and_horizontal_gradients_for_turbulence(
+    area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    w_old: fa.CellKHalfField[wpfloat],
+    type_shear: gtx.int32,
+    dwdx: fa.CellKHalfField[vpfloat],
+    dwdy: fa.CellKHalfField[vpfloat],
+    diff_multfac_w: wpfloat,
+    diff_multfac_n2w: fa.KHalfField[wpfloat],
+    nrdmax: gtx.int32,
+    interior_idx: gtx.int32,
+    halo_idx: gtx.int32,
+) -> tuple[
+    fa.CellKHalfField[wpfloat],
+    fa.CellKHalfField[vpfloat],
+    fa.CellKHalfField[vpfloat],
+]:
+    dwdx, dwdy = (
+        _horizontal_gradients_for_turbulence(w_old, geofac_grg_x, geofac_grg_y)
+        if type_shear == 2
+        else (dwdx, dwdy)
+    )
+
+    z_nabla2_c = _nabla2_for_w(w_old, geofac_n2s)
+
+    w = _apply_nabla2_to_w(area, z_nabla2_c, geofac_n2s, w_old, diff_multfac_w)
+
+    w = concat_where(
+        (0 < dims.KHalfDim)
+        & (dims.KHalfDim < nrdmax)
+        & (interior_idx <= dims.CellDim)
+        & (dims.CellDim < halo_idx),
+        _apply_nabla2_to_w_in_upper_damping_layer(w, diff_multfac_n2w, area, z_nabla2_c),
+        w,
+    )
+
+    return w, dwdx, dwdy
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def apply_diffusion_to_w_and_horizontal_gradients_for_turbulence(
+    area: fa.CellField[wpfloat],
+    geofac_n2s: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_x: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    geofac_grg_y: gtx.Field[gtx.Dims[dims.CellDim, dims.C2E2CODim], wpfloat],
+    w_old: fa.CellKHalfField[wpfloat],
+    w: fa.CellKHalfField[wpfloat],
+    type_shear: gtx.int32,
+    dwdx: fa.CellKHalfField[vpfloat],
+    dwdy: fa.CellKHalfField[vpfloat],
+    diff_multfac_w: wpfloat,
+    diff_multfac_n2w: fa.KHalfField[wpfloat],
+    nrdmax: gtx.int32,
+    interior_idx: gtx.int32,
+    halo_idx: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _apply_diffusion_to_w_and_horizontal_gradients_for_turbulence(
+        area=area,
+        geofac_n2s=geofac_n2s,
+        geofac_grg_x=geofac_grg_x,
+        geofac_grg_y=geofac_grg_y,
+        w_old=w_old,
+        type_shear=type_shear,
+        dwdx=dwdx,
+        dwdy=dwdy,
+        diff_multfac_w=diff_multfac_w,
+        diff_multfac_n2w=diff_multfac_n2w,
+        nrdmax=nrdmax,
+        interior_idx=interior_idx,
+        halo_idx=halo_idx,
+        out=(w, dwdx, dwdy),
+        domain=(
+            {
+                dims.CellDim: (interior_idx, halo_idx),
+                dims.KHalfDim: (vertical_start, vertical_end),
+            },
+            {
+                dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KHalfDim: (vertical_start + 1, vertical_end),
+            },
+            {
+                dims.CellDim: (horizontal_start, horizontal_end),
+                dims.KHalfDim: (vertical_start + 1, vertical_end),
+            },
+        ),
+    )
+
+
+def _c2e2co_sum(weights, x):
+    return np.einsum("cn,cnk->ck", weights, x[TABLES["C2E2CO"]])
+
+
+@pytest.mark.parametrize("type_shear", [2, 1])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_apply_diffusion_to_w_and_horizontal_gradients_for_turbulence(backend, type_shear):
+    nh = NLEV + 1
+    interior_idx, halo_idx, hs, he, vs, ve, nrdmax = 1, NC - 1, 0, NC - 1, 0, nh, 3
+    diff_multfac_w = 0.04
+    a = dict(
+        area=RNG.uniform(0.5, 1.5, NC), geofac_n2s=RNG.standard_normal((NC, 4)),
+        geofac_grg_x=RNG.standard_normal((NC, 4)), geofac_grg_y=RNG.standard_normal((NC, 4)),
+        w_old=RNG.standard_normal((NC, nh)), w=np.full((NC, nh), np.nan),
+        dwdx=RNG.standard_normal((NC, nh)), dwdy=RNG.standard_normal((NC, nh)),
+        diff_multfac_n2w=RNG.uniform(0.0, 0.1, nh))
+    g = types.SimpleNamespace(**{k: np.array(v) for k, v in a.items()})
+    if type_shear == 2:
+        dwdx, dwdy = _c2e2co_sum(g.geofac_grg_x, g.w_old), _c2e2co_sum(g.geofac_grg_y, g.w_old)
+    else:
+        dwdx, dwdy = g.dwdx, g.dwdy
+    z_nabla2_c = _c2e2co_sum(g.geofac_n2s, g.w_old)
+    w = g.w_old - diff_multfac_w * (g.area * g.area)[:, None] * _c2e2co_sum(g.geofac_n2s,
+                                                                              z_nabla2_c)
+    k, c = np.arange(nh)[None, :], np.arange(NC)[:, None]
+    damped = (0 < k) & (k < nrdmax) & (interior_idx <= c) & (c < halo_idx)
+    w = np.where(damped, w + g.diff_multfac_n2w[None, :] * g.area[:, None] * z_nabla2_c, w)
+    want_w = np.full((NC, nh), np.nan)
+    want_w[interior_idx:halo_idx, vs:ve] = w[interior_idx:halo_idx, vs:ve]
+    want_dwdx, want_dwdy = g.dwdx.copy(), g.dwdy.copy()
+    want_dwdx[hs:he, vs + 1:ve] = dwdx[hs:he, vs + 1:ve]
+    want_dwdy[hs:he, vs + 1:ve] = dwdy[hs:he, vs + 1:ve]
+    apply_diffusion_to_w_and_horizontal_gradients_for_turbulence(
+        **a, type_shear=type_shear, diff_multfac_w=diff_multfac_w, nrdmax=nrdmax,
+        interior_idx=interior_idx, halo_idx=halo_idx, horizontal_start=hs, horizontal_end=he,
+        vertical_start=vs, vertical_end=ve, offset_provider=TABLES, backend=backend)
+    np.testing.assert_allclose(a["w"], want_w, rtol=1e-13)
+    np.testing.assert_allclose(a["dwdx"], want_dwdx, rtol=1e-13)
+    np.testing.assert_allclose(a["dwdy"], want_dwdy, rtol=1e-13)
