@@ -1243,3 +1243,34 @@ def test_a_name_an_inner_if_binds_on_one_side_only_is_not_read_after_the_outer_i
             out = np.zeros((4, 3))
             _inner_choice(a, on, opt, out=out, backend=backend)
             np.testing.assert_allclose(out, want, rtol=1e-13)
+
+
+class LevelCount(NamedTuple):
+    count: int32
+    total: float
+
+
+@scan_operator(axis=K, forward=True, init=LevelCount(count=0, total=0.0))
+def _count_levels(state: LevelCount, x: float) -> LevelCount:
+    on_even = state.count % 2 == 0
+    return LevelCount(count=state.count + 1, total=state.total + (x if on_even else 0.0))
+
+
+@field_operator
+def _count_and_sum(x: Field[[Cell, K], float]) -> tuple[Field[[Cell, K], int32],
+                                                        Field[[Cell, K], float]]:
+    s = _count_levels(x)
+    return s.count, s.total
+
+
+def test_a_namedtuple_scan_state_keeps_the_types_its_class_declares():
+    """As in GT4Py, the carry's class gives its types: ``count: int32`` stays an
+    ``int32`` beside float operands (its init ``0`` adapts to it), so the counter
+    is written into an ``int32`` array."""
+    x = RNG.random((3, 5))
+    want_total = np.cumsum(np.where(np.arange(5) % 2 == 0, x, 0.0), axis=1)
+    for backend in BACKENDS:
+        count, total = np.zeros((3, 5), np.int32), np.zeros((3, 5))
+        _count_and_sum(x, out=(count, total), backend=backend)
+        np.testing.assert_array_equal(count, np.broadcast_to(np.arange(1, 6), (3, 5)))
+        np.testing.assert_allclose(total, want_total, rtol=1e-13)

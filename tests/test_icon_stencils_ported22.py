@@ -283,13 +283,21 @@ def test_collision_rate_matrix(kc_module, backend, chunk):
     length, vtm, con = cellk(KC_NBINS), cellk(KC_NBINS, high=8.0), cellk(KC_NBINS)
     ec = cellk(KC_NBINS, KC_NBINS)
     dt = 2.5
-    args = [v for i in range(ilo, ihi) for v in (length[i], vtm[i])]
-    args += [v for j in range(jlo, jhi) for v in (length[j], vtm[j], con[j])]
-    args += [ec[i, j] for i in range(ilo, ihi) for j in range(jlo, jhi)]
+    # keyword arguments, as icon4py's test of the generated module passes them
+    kwargs = {}
+    for i in range(ilo, ihi):
+        kwargs[f"len_i{i:02d}"], kwargs[f"vtm_i{i:02d}"] = length[i], vtm[i]
+    for j in range(jlo, jhi):
+        kwargs[f"len_j{j:02d}"], kwargs[f"vtm_j{j:02d}"] = length[j], vtm[j]
+        kwargs[f"con_j{j:02d}"] = con[j]
+    for i in range(ilo, ihi):
+        for j in range(jlo, jhi):
+            kwargs[f"ec_i{i:02d}_j{j:02d}"] = ec[i, j]
+    kwargs["dt"] = dt
     pairs = [(i, j) for i in range(ilo, ihi) for j in range(jlo, jhi)]
     outs = tuple(np.full((NC, NLEV), np.nan) for _ in pairs)
     op = getattr(kc_module, kc_chunk_name(*chunk))
-    op(*args, dt, out=outs, offset_provider={}, backend=backend)
+    op(**kwargs, out=outs, offset_provider={}, backend=backend)
     for (i, j), got in zip(pairs, outs):
         want = ec[i, j] * (vtm[i] - vtm[j]) * (0.25 * np.pi * (length[i] + length[j]) ** 2) \
             * con[j] * dt

@@ -186,6 +186,14 @@ class ReductionTranslator(BuiltinTranslator):
                 return gen.element()
         return None
 
+    @staticmethod
+    def namedtuple_state_type(named: type) -> ir.ElementType | None:
+        """The element type a NamedTuple scan state declares (``count: int32``
+        beside ``flux: wpfloat``), as GT4Py takes a carry's type from its class;
+        None where a field is unannotated or not a scalar type (the init decides)."""
+        spec = annotation_spec(named)
+        return spec.element() if spec is not None and not spec.dims else None
+
     def infer_dtype(self, init: Any, operand_types: list[ir.TensorType],
                     node: ast.AST) -> ir.ElementType:
         leaves: list[ir.ScalarType] = []
@@ -419,8 +427,8 @@ class ReductionTranslator(BuiltinTranslator):
                   for t in types]
         state_dims = tuple(replace(d, mask=None) for d in whole if d.name != axis)
         named = namedtuple_of(op.fn, op.init)
-        dtype = (None if named else self.first_param_annotation(op.fn)) or \
-            self.infer_dtype(op.init, sliced, node)
+        dtype = (self.namedtuple_state_type(named) if named else
+                 self.first_param_annotation(op.fn)) or self.infer_dtype(op.init, sliced, node)
         state_t = ir.TensorType(dtype, state_dims)
         try:
             init = self.typed_init(op.init, dtype, node)
