@@ -51,10 +51,10 @@ from tensorir_dace.frontend import (
     FieldOffset,
     as_offset,
     astype,
+    broadcast,
     concat_where,
     exp,
     log,
-    broadcast,
     maximum,
     minimum,
     neighbor_sum,
@@ -137,7 +137,7 @@ def cellk(*shape_prefix, low=0.0, high=1.0):
 
 
 @gtx.field_operator
-def _axpy_bins_00_08(  # noqa: PLR0917
+def _axpy_bins_00_08(
     x_00: fa.CellKField[ta.wpfloat],
     y_00: fa.CellKField[ta.wpfloat],
     x_01: fa.CellKField[ta.wpfloat],
@@ -642,7 +642,7 @@ C_STEP = 611953
 
 
 @gtx.field_operator
-def _hash01(  # noqa: PLR0917
+def _hash01(
     cell_id: gtx.Field[gtx.Dims[dims.CellDim], gtx.int64],
     k_id: gtx.Field[gtx.Dims[dims.KDim], gtx.int64],
     bin_id: gtx.int64,
@@ -703,28 +703,28 @@ def test_counter_rng(backend):
 def value_of_size_on_cells_on_half_levels_wp(
     value: wpfloat, field: fa.CellKHalfField[wpfloat]
 ) -> fa.CellKHalfField[wpfloat]:
-    return where(field == field, value, value)  # noqa: PLR0124 [comparison-with-itself]
+    return where(field == field, value, value)
 
 
 @gtx.field_operator
 def value_of_size_on_cells_on_half_levels_bool(
     value: bool, field: fa.CellKHalfField[vpfloat]
 ) -> fa.CellKHalfField[bool]:
-    return where(field == field, value, value)  # noqa: PLR0124 [comparison-with-itself]
+    return where(field == field, value, value)
 
 
 @gtx.field_operator
 def value_of_size_on_edges_wp(
     value: wpfloat, field: fa.EdgeField[wpfloat]
 ) -> fa.EdgeField[wpfloat]:
-    return where(field == field, value, value)  # noqa: PLR0124 [comparison-with-itself]
+    return where(field == field, value, value)
 
 
 @gtx.field_operator
 def value_of_size_on_half_levels_wp(
     value: wpfloat, field: fa.KHalfField[wpfloat]
 ) -> fa.KHalfField[wpfloat]:
-    return where(field == field, value, value)  # noqa: PLR0124 [comparison-with-itself]
+    return where(field == field, value, value)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -815,8 +815,8 @@ def w_with_boundary_conditions(
     )
 
 
-@pytest.mark.parametrize("bounds", [(NLEV - 2, 0, NLEV + 1), (NLEV, 1, NLEV), (NLEV - 1, 2, NLEV + 1),
-                                    (NLEV, 0, 1)])
+@pytest.mark.parametrize("bounds", [(NLEV - 2, 0, NLEV + 1), (NLEV, 1, NLEV),
+                                    (NLEV - 1, 2, NLEV + 1), (NLEV, 0, 1)])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_w_with_boundary_conditions_program(backend, bounds):
     """The same in a program, ``nlev`` and the levels written given at run time."""
