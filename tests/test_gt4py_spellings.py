@@ -1274,3 +1274,37 @@ def test_a_namedtuple_scan_state_keeps_the_types_its_class_declares():
         _count_and_sum(x, out=(count, total), backend=backend)
         np.testing.assert_array_equal(count, np.broadcast_to(np.arange(1, 6), (3, 5)))
         np.testing.assert_allclose(total, want_total, rtol=1e-13)
+
+
+# This module has ``from __future__ import annotations``: the annotations below
+# are strings, which the scan's state still takes its type (and class) from.
+@scan_operator(axis=K, forward=True, init=0)
+def _count_above(state: int32, x: float) -> int32:
+    return state + 1 if x > 0.5 else state
+
+
+@scan_operator(axis=K, forward=True, init=(0, 0.0))
+def _count_levels_by_annotation(state: LevelCount, x: float) -> LevelCount:
+    return LevelCount(count=state.count + 1, total=state.total + x)
+
+
+@field_operator
+def _counts(x: Field[[Cell, K], float]) -> tuple[Field[[Cell, K], int32],
+                                                 Field[[Cell, K], int32],
+                                                 Field[[Cell, K], float]]:
+    s = _count_levels_by_annotation(x)
+    return _count_above(x), s.count, s.total
+
+
+def test_a_scan_state_annotated_by_a_string_keeps_its_type_and_class():
+    """``state: int32`` with ``init=0`` beside float operands is an ``int32``
+    counter, and ``state: LevelCount`` with a plain tuple init is seen as the
+    NamedTuple (``state.count``), with string annotations as with evaluated ones."""
+    x = RNG.random((3, 5))
+    for backend in BACKENDS:
+        above, count, total = np.zeros((3, 5), np.int32), np.zeros((3, 5), np.int32), \
+            np.zeros((3, 5))
+        _counts(x, out=(above, count, total), backend=backend)
+        np.testing.assert_array_equal(above, np.cumsum(x > 0.5, axis=1))
+        np.testing.assert_array_equal(count, np.broadcast_to(np.arange(1, 6), (3, 5)))
+        np.testing.assert_allclose(total, np.cumsum(x, axis=1), rtol=1e-13)

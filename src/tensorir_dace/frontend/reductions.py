@@ -171,13 +171,17 @@ class ReductionTranslator(BuiltinTranslator):
         return ir.Call(head, tuple(xs), loc=loc)
 
     def first_param_annotation(self, fn: Any) -> ir.ElementType | None:
+        """The element type the first parameter's annotation declares (a scan's
+        state, a reduction's accumulator); a string annotation (``from
+        __future__ import annotations``) is resolved in the function's module."""
         f = fn.fn if isinstance(fn, InlinedFunction) else fn
         if inspect.isfunction(f):
             try:
                 params = list(inspect.signature(f).parameters)
-            except (TypeError, ValueError):
+                ann = getattr(f, "__annotations__", {}).get(params[0]) if params else None
+                ann = evaluated_annotation(f, ann) if ann is not None else None
+            except Exception:  # noqa: BLE001 - no signature, or an unreadable annotation: none
                 return None
-            ann = getattr(f, "__annotations__", {}).get(params[0]) if params else None
             spec = annotation_spec(ann) if ann is not None else None
             if spec is not None:
                 return spec.element()
