@@ -27,7 +27,14 @@ Last icon4py's constant fields shaped like another field
 ``bool`` value, over half levels alone and over edges) and the boundary
 conditions of w in the global nonhydrostatic solver: a ``concat_where`` on
 ``KHalfDim < 1`` choosing such a constant, nested with another on
-``KHalfDim < nlev`` for a runtime ``nlev``.
+``KHalfDim < nlev`` for a runtime ``nlev`` (called directly, from a program with
+runtime bounds, and set up as the solver sets its operators up with
+``with_grid_type(…).with_backend(None)``).  Then the vertical diffusion of vn
+and w (``Koff[-1]`` and ``Koff[1]``, written in place on runtime levels) and
+the diffusion of w on half levels with the horizontal gradients for
+turbulence (``C2E2CO`` sums, an ``if`` expression on an ``int32`` choosing a
+tuple, a ``concat_where`` over a level and a cell range, three outputs on a
+tuple of domains bounded by ``vertical_start + 1``).
 Each operator is interpreted and compiled, compared with NumPy written from
 the formulas (or from icon4py's own NumPy references)."""
 
@@ -1140,3 +1147,25 @@ def test_apply_diffusion_to_w_and_horizontal_gradients_for_turbulence(backend, t
     np.testing.assert_allclose(a["w"], want_w, rtol=1e-13)
     np.testing.assert_allclose(a["dwdx"], want_dwdx, rtol=1e-13)
     np.testing.assert_allclose(a["dwdy"], want_dwdy, rtol=1e-13)
+
+
+@pytest.mark.parametrize("backend", [None, "compiled"])
+def test_w_with_boundary_conditions_as_the_global_solver_calls_it(backend):
+    """icon4py's SolveNonhydroGlobal sets its operators up with
+    ``op.with_grid_type(gtx.GridType.UNSTRUCTURED).with_backend(backend)`` (``None``:
+    GT4Py's embedded execution) and calls them with ``gtx.int32`` bounds."""
+    def unstructured(op):
+        return op.with_grid_type(gtx.GridType.UNSTRUCTURED).with_backend(backend)
+
+    w = RNG.standard_normal((NC, NLEV + 1))
+    cc = RNG.standard_normal((NC, NLEV + 1))
+    out = np.full((NC, NLEV + 1), np.nan)
+    unstructured(_w_with_boundary_conditions)(
+        w, cc, gtx.int32(NLEV), out=out,
+        domain={dims.CellDim: (gtx.int32(0), gtx.int32(NC)),
+                dims.KHalfDim: (gtx.int32(0), gtx.int32(NLEV + 1))},
+        offset_provider={})
+    want = w.copy()
+    want[:, 0] = 0.0
+    want[:, NLEV] = cc[:, NLEV]
+    np.testing.assert_array_equal(out, want)
