@@ -172,3 +172,46 @@ def test_a_rank_generic_program_translated_here_is_served_by_the_source(tmp_path
     run(9)                                  # another shape: analysed, nothing translated
     run(9)
     assert len(analysed) == 2 and halo2.cache_info().specializations == 1
+
+
+
+NAMEDTUPLE_MODULE = """
+from typing import NamedTuple
+
+from tensorir_dace.frontend import dims, float64, int32, scan_operator
+
+I, K = dims("I K")
+
+
+class Carry(NamedTuple):
+    count: {count}
+    total: float64
+
+
+@scan_operator(axis=K, forward=True, init=Carry(count=0, total=0.0))
+def count_levels(state, x):
+    return state[0] + 1, state[1] + x
+
+
+def use(x):
+    return count_levels(x)
+"""
+
+
+def test_the_source_key_tells_namedtuple_inits_apart_by_their_declared_types(tmp_path,
+                                                                             monkeypatch):
+    """A scan's NamedTuple init gives the state its class's types: the same
+    source whose class declares another type for a field is another key."""
+    import importlib
+    import sys
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    prints = []
+    for count in ("int32", "float64"):
+        (tmp_path / "carry_module.py").write_text(NAMEDTUPLE_MODULE.format(count=count))
+        sys.modules.pop("carry_module", None)
+        importlib.invalidate_caches()
+        module = importlib.import_module("carry_module")
+        prints.append(by_source.function_fingerprint(module.use))
+    sys.modules.pop("carry_module", None)
+    assert None not in prints and prints[0] != prints[1]

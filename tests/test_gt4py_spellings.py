@@ -1243,3 +1243,68 @@ def test_a_name_an_inner_if_binds_on_one_side_only_is_not_read_after_the_outer_i
             out = np.zeros((4, 3))
             _inner_choice(a, on, opt, out=out, backend=backend)
             np.testing.assert_allclose(out, want, rtol=1e-13)
+
+
+class LevelCount(NamedTuple):
+    count: int32
+    total: float
+
+
+@scan_operator(axis=K, forward=True, init=LevelCount(count=0, total=0.0))
+def _count_levels(state: LevelCount, x: float) -> LevelCount:
+    on_even = state.count % 2 == 0
+    return LevelCount(count=state.count + 1, total=state.total + (x if on_even else 0.0))
+
+
+@field_operator
+def _count_and_sum(x: Field[[Cell, K], float]) -> tuple[Field[[Cell, K], int32],
+                                                        Field[[Cell, K], float]]:
+    s = _count_levels(x)
+    return s.count, s.total
+
+
+def test_a_namedtuple_scan_state_keeps_the_types_its_class_declares():
+    """As in GT4Py, the carry's class gives its types: ``count: int32`` stays an
+    ``int32`` beside float operands (its init ``0`` adapts to it), so the counter
+    is written into an ``int32`` array."""
+    x = RNG.random((3, 5))
+    want_total = np.cumsum(np.where(np.arange(5) % 2 == 0, x, 0.0), axis=1)
+    for backend in BACKENDS:
+        count, total = np.zeros((3, 5), np.int32), np.zeros((3, 5))
+        _count_and_sum(x, out=(count, total), backend=backend)
+        np.testing.assert_array_equal(count, np.broadcast_to(np.arange(1, 6), (3, 5)))
+        np.testing.assert_allclose(total, want_total, rtol=1e-13)
+
+
+# This module has ``from __future__ import annotations``: the annotations below
+# are strings, which the scan's state still takes its type (and class) from.
+@scan_operator(axis=K, forward=True, init=0)
+def _count_above(state: int32, x: float) -> int32:
+    return state + 1 if x > 0.5 else state
+
+
+@scan_operator(axis=K, forward=True, init=(0, 0.0))
+def _count_levels_by_annotation(state: LevelCount, x: float) -> LevelCount:
+    return LevelCount(count=state.count + 1, total=state.total + x)
+
+
+@field_operator
+def _counts(x: Field[[Cell, K], float]) -> tuple[Field[[Cell, K], int32],
+                                                 Field[[Cell, K], int32],
+                                                 Field[[Cell, K], float]]:
+    s = _count_levels_by_annotation(x)
+    return _count_above(x), s.count, s.total
+
+
+def test_a_scan_state_annotated_by_a_string_keeps_its_type_and_class():
+    """``state: int32`` with ``init=0`` beside float operands is an ``int32``
+    counter, and ``state: LevelCount`` with a plain tuple init is seen as the
+    NamedTuple (``state.count``), with string annotations as with evaluated ones."""
+    x = RNG.random((3, 5))
+    for backend in BACKENDS:
+        above, count, total = np.zeros((3, 5), np.int32), np.zeros((3, 5), np.int32), \
+            np.zeros((3, 5))
+        _counts(x, out=(above, count, total), backend=backend)
+        np.testing.assert_array_equal(above, np.cumsum(x > 0.5, axis=1))
+        np.testing.assert_array_equal(count, np.broadcast_to(np.arange(1, 6), (3, 5)))
+        np.testing.assert_allclose(total, np.cumsum(x, axis=1), rtol=1e-13)

@@ -11,7 +11,8 @@ Here the call is looked up first by a key made without translating
 * the program's source, defaults, annotations and closure;
 * every global name its code mentions, with a fingerprint of the value:
   numbers and strings by value, dimensions by name, annotations field by
-  field, ``@function``\\ s, scan operators and plain functions by their source
+  field, a NamedTuple (a scan's init) by its class's name, declared field
+  types and values, ``@function``\\ s, scan operators and plain functions by their source
   and, recursively, their own globals; a module by its name and the
   attributes the code may read from it (library modules by name only);
 * the arguments: each array's dtype and rank, each scalar's type; for a
@@ -53,7 +54,14 @@ from typing import Any
 import numpy as np
 
 from .. import ir
-from .annotations import GenericSpec, TensorArg, TensorSpec, annotation_spec, generic_spec
+from .annotations import (
+    GenericSpec,
+    TensorArg,
+    TensorSpec,
+    _tuple_parts,
+    annotation_spec,
+    generic_spec,
+)
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import Connectivity, LocalOffset
 from .dims import Dimension, DimSpec, Mask, NeighborDimension, NeighborSlot, Offset
@@ -64,7 +72,7 @@ __all__ = ["annotated_calls", "call_key", "describe", "describe_into", "function
            "ir_arguments", "is_rank_generic", "load_entry", "load_text", "store_text"]
 
 #: Bump when the key recipe changes.
-_FORMAT = 2
+_FORMAT = 3
 _LIBRARIES = ("tensorir_dace", "numpy", "math", "builtins")
 _COMPILE_OPTIONS = ("optimize", "device", "cache_dir")
 
@@ -160,6 +168,15 @@ class _Fingerprint:
             return ["np", v.dtype.str, repr(v.item())]
         if isinstance(v, np.dtype):
             return ["dtype", v.str]
+        if isinstance(v, tuple) and hasattr(type(v), "_fields"):
+            # a NamedTuple (a scan's init): its class declares the state's types
+            cls: Any = type(v)
+            declared = _tuple_parts(cls)     # string annotations evaluated in its module
+            if declared is None:
+                raise _Unknown
+            return ["namedtuple", cls.__module__, cls.__qualname__,
+                    [[f, self.value(a, names)] for f, a in zip(cls._fields, declared)],
+                    [self.value(x, names) for x in v]]
         if isinstance(v, (tuple, list)):
             return [type(v).__name__, [self.value(x, names) for x in v]]
         if isinstance(v, Dimension):    # a staggered one shifts by halves differently

@@ -273,15 +273,16 @@ def namedtuple_params(fn: Any) -> dict[str, type]:
 
 def namedtuple_of(fn: Any, init: Any) -> type | None:
     """The NamedTuple class of a scan's state: its init's class or the
-    annotation of its first parameter."""
+    annotation of its first parameter (a string one resolved in the function's
+    module, as under ``from __future__ import annotations``)."""
     if is_namedtuple_class(type(init)):
         return type(init)
     import inspect
     try:
         params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
+        ann = evaluated_annotation(fn, params[0].annotation) if params else None
+    except Exception:  # noqa: BLE001 - no signature, or an unreadable annotation: none
         return None
-    ann = params[0].annotation if params else None
     return ann if is_namedtuple_class(ann) else None
 
 

@@ -171,13 +171,17 @@ class ReductionTranslator(BuiltinTranslator):
         return ir.Call(head, tuple(xs), loc=loc)
 
     def first_param_annotation(self, fn: Any) -> ir.ElementType | None:
+        """The element type the first parameter's annotation declares (a scan's
+        state, a reduction's accumulator); a string annotation (``from
+        __future__ import annotations``) is resolved in the function's module."""
         f = fn.fn if isinstance(fn, InlinedFunction) else fn
         if inspect.isfunction(f):
             try:
                 params = list(inspect.signature(f).parameters)
-            except (TypeError, ValueError):
+                ann = getattr(f, "__annotations__", {}).get(params[0]) if params else None
+                ann = evaluated_annotation(f, ann) if ann is not None else None
+            except Exception:  # noqa: BLE001 - no signature, or an unreadable annotation: none
                 return None
-            ann = getattr(f, "__annotations__", {}).get(params[0]) if params else None
             spec = annotation_spec(ann) if ann is not None else None
             if spec is not None:
                 return spec.element()
@@ -185,6 +189,14 @@ class ReductionTranslator(BuiltinTranslator):
             if gen is not None:
                 return gen.element()
         return None
+
+    @staticmethod
+    def namedtuple_state_type(named: type) -> ir.ElementType | None:
+        """The element type a NamedTuple scan state declares (``count: int32``
+        beside ``flux: wpfloat``), as GT4Py takes a carry's type from its class;
+        None where a field is unannotated or not a scalar type (the init decides)."""
+        spec = annotation_spec(named)
+        return spec.element() if spec is not None and not spec.dims else None
 
     def infer_dtype(self, init: Any, operand_types: list[ir.TensorType],
                     node: ast.AST) -> ir.ElementType:
@@ -419,8 +431,8 @@ class ReductionTranslator(BuiltinTranslator):
                   for t in types]
         state_dims = tuple(replace(d, mask=None) for d in whole if d.name != axis)
         named = namedtuple_of(op.fn, op.init)
-        dtype = (None if named else self.first_param_annotation(op.fn)) or \
-            self.infer_dtype(op.init, sliced, node)
+        dtype = (self.namedtuple_state_type(named) if named else
+                 self.first_param_annotation(op.fn)) or self.infer_dtype(op.init, sliced, node)
         state_t = ir.TensorType(dtype, state_dims)
         try:
             init = self.typed_init(op.init, dtype, node)
