@@ -31,6 +31,16 @@ With three or more dimensions the statements of a row step share one loop
 over dimension 1, each a few columns (its lag) behind the columns it reads,
 so that the core overlaps one statement's work with the next one's.
 
+With *flat rows* (three dimensions, a streamed output, rows of whole lines
+of levels stored one column after the other in every array; see
+:func:`_flat_layout`), a step computes, per statement, the values from the
+output's offset in a line before its column to that offset before the next
+column: the vectors are whole cache lines of the output, of the rings
+(which start at the same offset) and of inputs placed like the output.  At
+the steps where every statement computes such a whole shifted column, one
+loop computes them all, a line at a time, streaming the output's line from
+a register.
+
 A one-dimensional chain is cut into tiles of :data:`TILE` points instead,
 each with its whole halo in the buffer.
 
@@ -601,7 +611,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                                 a + lag, b + lag))
         out = [f"for (long long _j1 = _lo1 + ({min(f for *_, f, _ in members)}); "
                f"_j1 < _hi1 + ({max(e for *_, e in members)}) + 1; ++_j1) {{"]
-        for n, (m, cond, _, _, f, e) in enumerate(members):
+        for n, (_, cond, _, _, f, e) in enumerate(members):
             out += [f"const bool _fa{n} = {cond} && _j1 >= _lo1 + ({f}) && "
                     f"_j1 < _hi1 + ({e}) + 1;",
                     f"const bool _fw{n} = _j1 != _lo1 + ({f}) && _j1 != _hi1 + ({e});"]
