@@ -415,3 +415,28 @@ def test_random_flat_chains_match_the_interpreter(monkeypatch):
             fn(**run)
             assert_same_results({"out": run["out"]}, {"out": ref["out"]}, 1e-10)
     assert flat >= 3
+
+
+def test_flat_rows_for_every_split_into_runs(monkeypatch):
+    """Flat rows give the interpreter's results for every thread count (100
+    rows: 4 chunks, runs of 4, 2 + 2, 2 + 1 + 1, 1 each), the arrays 16 bytes
+    past a line as NumPy places large ones."""
+    from tensorir_dace import openmp
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(DIFFUSION)
+    fn = tir.compile(prog)
+    threads = openmp.get_num_threads()
+    try:
+        for seed, n in enumerate([1, 2, 3, 5]):
+            openmp.set_num_threads(n)
+            args = random_arguments(prog, sizes={"N": 100, "M": 37, "L": 16}, seed=seed)
+            ref = clone(args)
+            tir.interpret(prog, **ref)
+            run = placed(args, {"out": 2, "u": 2})
+            for key in [k for k in run if k.startswith("_block_")]:
+                del run[key]
+            fn(**run)
+            assert_same_results({"out": run["out"]}, {"out": ref["out"]}, 1e-10)
+    finally:
+        openmp.set_num_threads(threads)
