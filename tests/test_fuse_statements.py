@@ -193,7 +193,8 @@ def test_each_thread_rolls_its_run_of_chunks_in_one_loop_over_j(src, lags):
     prog = tir.parse(src)
     fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
-    assert code.count("for (long long _j1 = ") == 1
+    # one loop over J per row step: with flat rows (if the output streams) or not
+    assert code.count("for (long long _j1 = ") == 2 and code.count("if (_fflat) {") == 1
     assert [f"const long long _i_J = _j1 - {lag};" in code for lag in lags] == [True] * len(lags)
     assert "const bool _run = _rb == _ci;" in code and "if (_run) {" in code
     threads = openmp.get_num_threads()
@@ -262,15 +263,17 @@ def test_the_pass_runs_alone():
     matches_interpreter(prog, CompiledProgram.from_sdfg(prog, sdfg), seed=2)
 
 
-def random_chain(seed: int, temporaries: int = 4) -> str:
+def random_chain(seed: int, temporaries: int = 4, levels: int = 2) -> str:
     """A chain of statements, each reading earlier temporaries and the input
-    at shifts within their halos (I, J halos shrink along the chain)."""
+    at shifts within their halos (I, J halos shrink along the chain; K halos
+    of at most ``levels``)."""
     r = random.Random(seed)
-    halo = {"a": (4, 2)}                            # (I/J halo, K halo)
+    halo = {"a": (4, levels)}                       # (I/J halo, K halo)
     decls, body = [], []
     names = [f"t{k}" for k in range(temporaries)]
     for k, name in enumerate(names + ["out"]):
-        h = (max(0, 3 - k) if name != "out" else 0, r.choice([0, 1]) if name != "out" else 0)
+        h = (max(0, 3 - k) if name != "out" else 0,
+             r.choice([0, min(1, levels)]) if name != "out" else 0)
 
         def read(k=k, h=h) -> str:
             src = r.choice(["a"] + [n for n in names[:k] if halo[n][1] >= h[1]])
@@ -292,7 +295,8 @@ def random_chain(seed: int, temporaries: int = 4) -> str:
             decls.append(f"  {name}: tensor<float, {dom}>;")
             halo[name] = h
         body.append(f"  {name} ← {expr};")
-    return (f"chain(out: {F3}, a: tensor<float, I[-4:N+4], J[-4:M+4], K[-2:L+2]>) {{\n"
+    return (f"chain(out: {F3}, a: tensor<float, I[-4:N+4], J[-4:M+4], "
+            f"K[-{levels}:L+{levels}]>) {{\n"
             + "\n".join(decls + body) + "\n}")
 
 
@@ -316,7 +320,8 @@ def test_loops_over_j_prefetch_the_leading_input_row():
     prog = tir.parse(DIFFUSION)
     (code,) = tiled_code(tir.to_sdfg(prog, optimize="default"))
     assert_address(code, "_fp_u", "L*(M + 6)*(_i_I + 4) + L*(_pf_row + 3) + _pf_lo")
-    assert code.count("__builtin_prefetch") == 1
+    # in the loop over J, and in both branches of a step with flat rows
+    assert code.count("__builtin_prefetch") == 3
     assert "std::min<long long>(_i_J + _pf_ahead, (_hi1 + (1)) - 1)" in code
     for loop in code.split("#pragma omp simd")[1:]:
         assert "__builtin_prefetch" not in loop.split("}")[0]
@@ -325,3 +330,113 @@ def test_loops_over_j_prefetch_the_leading_input_row():
         matches_interpreter(prog, fn, sizes=sizes, seed=seed)
     (flat,) = tiled_code(tir.to_sdfg(tir.parse(TWO_D), optimize="default"))
     assert "__builtin_prefetch" not in flat
+
+
+def placed(args: dict, shifts: dict[str, int]) -> dict:
+    """``args`` with each named array copied into a block, ``shifts[name]``
+    values past a cache line, between guard values (7.0)."""
+    import numpy as np
+    out = dict(args)
+    for name, shift in shifts.items():
+        a = args[name]
+        block = np.full(a.size + 128, 7.0, dtype=a.dtype)
+        start = (-block.ctypes.data // a.itemsize) % (64 // a.itemsize) + shift
+        view = block[start:start + a.size].reshape(a.shape)
+        view[...] = a
+        out[name] = view
+        out[f"_block_{name}"] = (block, start, a.size)
+    return out
+
+
+# (sizes, shift of the input, shift of the output): levels a multiple of a line
+# of float64 (8, 16, 80, 304: tiles of 32 columns) at several offsets (the
+# output and input 16 bytes past a line, as NumPy places large arrays), one
+# or two columns (a tile's first and last columns neighbours), several tiles;
+# levels that are not (5: the other form), one level.
+FLAT_SIZES = [({"N": 37, "M": 70, "L": 80}, 2, 2), ({"N": 9, "M": 20, "L": 8}, 0, 5),
+              ({"N": 5, "M": 3, "L": 16}, 7, 1), ({"N": 33, "M": 1, "L": 8}, 3, 3),
+              ({"N": 1, "M": 2, "L": 24}, 1, 6), ({"N": 3, "M": 150, "L": 80}, 2, 2),
+              ({"N": 5, "M": 70, "L": 304}, 4, 0), ({"N": 6, "M": 40, "L": 5}, 2, 2),
+              ({"N": 4, "M": 9, "L": 1}, 0, 3)]
+
+
+@pytest.mark.parametrize("src,ctype", [(DIFFUSION, "float"), (LAP3, "float"),
+                                       (LAP_OF_LAP, "float32")])
+def test_flat_rows_stream_whole_lines(src, ctype, monkeypatch):
+    """With rows of levels a multiple of a line, a step of the loop over J
+    computes, per statement, the values from ``_fsh`` (the output's offset in
+    a line) before its column to ``_fsh`` before the next: the vectors are
+    whole lines of the output, streamed from a register, and of the rings,
+    which start at the same offset in a line.  Results match the interpreter
+    at every placement, in both forms (levels not a multiple of a line)."""
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(src.replace("float", ctype))
+    fn = tir.compile(prog)
+    (code,) = tiled_code(fn.sdfg)
+    line = "double" if ctype == "float" else "float"
+    assert "if (_fflat) {" in code and f"_tir_stream_line_{line}(&_fo_out[" in code
+    assert "#pragma omp simd\nfor (long long _fu = 0; " in code
+    assert f"~(uintptr_t)63) + (_fsh * (long long)sizeof({line}) / " in code
+    assert "_tir_stage_end_" in code                  # the other form
+    sizes = FLAT_SIZES if ctype == "float" else \
+        [({"N": 9, "M": 20, "L": 16}, 3, 9), ({"N": 4, "M": 3, "L": 80}, 15, 2),
+         ({"N": 5, "M": 7, "L": 8}, 1, 1)]
+    for seed, (size, ushift, oshift) in enumerate(sizes):
+        args = random_arguments(prog, sizes=size, seed=seed)
+        ref = clone(args)
+        tir.interpret(prog, **ref)
+        names = [n for n in args if n != "out" and hasattr(args[n], "shape")]
+        run = placed(args, {"out": oshift, **{n: ushift for n in names}})
+        blocks = {k: run.pop(k) for k in list(run) if k.startswith("_block_")}
+        fn(**run)
+        assert_same_results({"out": run["out"]}, {"out": ref["out"]},
+                            1e-5 if ctype == "float32" else 1e-10)
+        block, start, n = blocks["_block_out"]
+        assert (block[:start] == 7.0).all() and (block[start + n:] == 7.0).all()
+
+
+def test_random_flat_chains_match_the_interpreter(monkeypatch):
+    """Chains without shifts along K, their output streamed: flat rows."""
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    flat = 0
+    for seed in range(6):
+        prog = tir.parse(random_chain(seed, levels=0))
+        fn = tir.compile(prog)
+        flat += any("if (_fflat) {" in c for c in tiled_code(fn.sdfg))
+        for k, (size, ushift, oshift) in enumerate(FLAT_SIZES[:3]):
+            args = random_arguments(prog, sizes=size, seed=seed + k)
+            ref = clone(args)
+            tir.interpret(prog, **ref)
+            run = placed(args, {"out": oshift, "a": ushift})
+            for key in [k for k in run if k.startswith("_block_")]:
+                del run[key]
+            fn(**run)
+            assert_same_results({"out": run["out"]}, {"out": ref["out"]}, 1e-10)
+    assert flat >= 3
+
+
+def test_flat_rows_for_every_split_into_runs(monkeypatch):
+    """Flat rows give the interpreter's results for every thread count (100
+    rows: 4 chunks, runs of 4, 2 + 2, 2 + 1 + 1, 1 each), the arrays 16 bytes
+    past a line as NumPy places large ones."""
+    from tensorir_dace import openmp
+    from tensorir_dace.transforms import streaming_stores as streaming
+    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    prog = tir.parse(DIFFUSION)
+    fn = tir.compile(prog)
+    threads = openmp.get_num_threads()
+    try:
+        for seed, n in enumerate([1, 2, 3, 5]):
+            openmp.set_num_threads(n)
+            args = random_arguments(prog, sizes={"N": 100, "M": 37, "L": 16}, seed=seed)
+            ref = clone(args)
+            tir.interpret(prog, **ref)
+            run = placed(args, {"out": 2, "u": 2})
+            for key in [k for k in run if k.startswith("_block_")]:
+                del run[key]
+            fn(**run)
+            assert_same_results({"out": run["out"]}, {"out": ref["out"]}, 1e-10)
+    finally:
+        openmp.set_num_threads(threads)

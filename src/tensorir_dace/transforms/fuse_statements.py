@@ -31,6 +31,16 @@ With three or more dimensions the statements of a row step share one loop
 over dimension 1, each a few columns (its lag) behind the columns it reads,
 so that the core overlaps one statement's work with the next one's.
 
+With *flat rows* (three dimensions, a streamed output, rows of whole lines
+of levels stored one column after the other in every array; see
+:func:`_flat_layout`), a step computes, per statement, the values from the
+output's offset in a line before its column to that offset before the next
+column: the vectors are whole cache lines of the output, of the rings
+(which start at the same offset) and of inputs placed like the output.  At
+the steps where every statement computes such a whole shifted column, one
+loop computes them all, a line at a time, streaming the output's line from
+a register.
+
 A one-dimensional chain is cut into tiles of :data:`TILE` points instead,
 each with its whole halo in the buffer.
 
@@ -423,13 +433,6 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         lines.append(f"const long long _tw = std::max<long long>({MIN_WIDTH}, "
                      f"std::min<long long>({ends[1]} - ({cpp(sink.ranges[1][0])}), "
                      f"({BUFFER_BYTES}LL / ({column})) / 8 * 8));")
-    for data in buffered:
-        ident = _ident(data)
-        exts = [extent(data, d) for d in range(nd)]
-        for d in range(nd):
-            lines.append(f"const long long _fs_{ident}_{d} = "
-                         f"{' * '.join(exts[d + 1:]) or '1'};")
-        lines += _scratch(f"_fb_{ident}", sdfg.arrays[data].dtype.ctype, " * ".join(exts))
     if stream:
         ctype = odesc.dtype.ctype
         row = f"({ends[-1]} - ({cpp(sink.ranges[-1][0])}))"
@@ -438,6 +441,28 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                   f"_tir_carry_{ctype} _fcarry;", "_fcarry.n = 0;",
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
                   f">= {streaming_stores.MIN_BYTES}LL;"]
+    flat = stream and nd == 3 and _flat_layout(sdfg, order, temps, halos, modes, sink)
+    if flat:
+        # Whole lines: the rows of levels are a multiple of a line, the output
+        # (and so every row of it) starts `_fsh` values past a line.
+        octype = odesc.dtype.ctype
+        first_point = [symbolic.pystr_to_symbolic(str(b)) for b, _ in sink.ranges]
+        lines += [f"const bool _fflat = _fstream && (_hi2 - _lo2) % (64 / (long long)sizeof("
+                  f"{octype})) == 0 && (uintptr_t)_fo_out % sizeof({octype}) == 0;",
+                  f"const long long _fsh = _fflat ? (long long)(((uintptr_t)&_fo_out["
+                  f"{flat_cpp(odesc, first_point)}] % 64) / sizeof({octype})) : 0;"]
+    for data in buffered:
+        ident = _ident(data)
+        exts = [extent(data, d) for d in range(nd)]
+        for d in range(nd):
+            lines.append(f"const long long _fs_{ident}_{d} = "
+                         f"{' * '.join(exts[d + 1:]) or '1'};")
+        rtype = sdfg.arrays[data].dtype.ctype
+        # with flat rows, the ring starts at the output's offset in a line, so
+        # that the same vectors are whole lines of both
+        phase = f"_fsh * (long long)sizeof({odesc.dtype.ctype}) / (long long)sizeof({rtype})" \
+            if flat else None
+        lines += _scratch(f"_fb_{ident}", rtype, " * ".join(exts), phase=phase)
 
     def buffer_index(data, coords):
         terms = []
@@ -560,6 +585,90 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         if modes.get(m.written) != "fly":
             lags[m.written] = max([lags[d] + max(0, off[1]) for d, off in tile_reads(m)] or [0])
 
+    def flat_steps() -> list[str]:
+        """The loop over dimension 1 of a row step with flat rows (see
+        :func:`_flat_layout`): at each step every statement computes the
+        values from ``_fsh`` values before its column to ``_fsh`` before the
+        next one, so that a vector of the loop over dimension 2 is a whole
+        line of the output (and of the rings, which start at the same offset
+        in a line); a statement's first column starts at its start, and one
+        more step computes the end of its last.  At the steps where every
+        statement computes a whole column, one loop computes them all, a line
+        of each at a time, and streams the output's line from a register."""
+        octype = odesc.dtype.ctype
+        k = params[2]
+        members = []                  # (map, row condition, row, lag, first, last)
+        for m in order:
+            if modes.get(m.written) == "fly":
+                continue
+            if m is sink:
+                lag = lags[m.written]
+                members.append((m, "_s >= _c0", "_s", lag, lag, lag))
+            else:
+                lo, hi = halos[m.written][0]
+                (a, b), lag = halos[m.written][1], lags[m.written]
+                members.append((m, f"_s + ({hi}) >= _c0 + ({lo})", f"_s + ({hi})", lag,
+                                a + lag, b + lag))
+        out = [f"for (long long _j1 = _lo1 + ({min(f for *_, f, _ in members)}); "
+               f"_j1 < _hi1 + ({max(e for *_, e in members)}) + 1; ++_j1) {{"]
+        for n, (_, cond, _, _, f, e) in enumerate(members):
+            out += [f"const bool _fa{n} = {cond} && _j1 >= _lo1 + ({f}) && "
+                    f"_j1 < _hi1 + ({e}) + 1;",
+                    f"const bool _fw{n} = _j1 != _lo1 + ({f}) && _j1 != _hi1 + ({e});"]
+        at = [f"const long long {params[0]} = {row};\n"
+              f"const long long {params[1]} = _j1 - {lag};" for _, _, row, lag, _, _ in members]
+        spans = {m.written: [(f"_lo{d} + ({lo})", f"_hi{d} + ({hi})") for d, (lo, hi)
+                             in enumerate(halos[m.written])] for m, *_ in members
+                 if m is not sink}
+        spans[sink.written] = [(f"_lo{d}", f"_hi{d}") for d in range(nd)]
+        point = [symbolic.pystr_to_symbolic(p) for p in params]
+        sink_store = f"_fo_out[{flat_cpp(odesc, point)}] = {sink.out.src_conn};"
+
+        def store_of(m):
+            return f"_fb_{_ident(m.written)}[{buffer_index(m.written, params)}] = " \
+                f"{m.out.src_conn};"
+
+        def lines_loop(parts):
+            """A loop over whole lines of the output, the statements ``parts``
+            (index into ``members``) computing a line each, the sink's streamed."""
+            body_lines = []
+            for n in parts:
+                m = members[n][0]
+                store = f"_fl[_fu] = {m.out.src_conn};" if m is sink else store_of(m)
+                body_lines += ["{", at[n], f"const long long {k} = _fk + _fu;"] + body(m) + \
+                    [store, "}"]
+            s_at = at[[m for m, *_ in members].index(sink)]
+            return [f"for (long long _fk = _lo2 - _fsh; _fk < _hi2 - _fsh; "
+                    f"_fk += 64 / (long long)sizeof({octype})) {{",
+                    f"alignas(64) {octype} _fl[64 / sizeof({octype})];",
+                    "#pragma omp simd",
+                    f"for (long long _fu = 0; _fu < (long long)(64 / sizeof({octype})); ++_fu) {{"
+                    ] + body_lines + ["}", "{", s_at, f"const long long {k} = _fk;",
+                                      f"_tir_stream_line_{octype}(&{sink_store.split(' = ')[0]}, "
+                                      f"_fl);", "}", "}"]
+
+        every = " && ".join(f"_fa{n} && _fw{n}" for n in range(len(members)))
+        out += [f"if ({every}) {{"]
+        for n, (m, *_) in enumerate(members):
+            out += ["{", at[n]] + prefetches(m, spans[m.written]) + ["}"]
+        out += lines_loop(range(len(members))) + ["} else {"]
+        for n, (m, *_) in enumerate(members):
+            out += [f"if (_fa{n}) {{", at[n]] + prefetches(m, spans[m.written])
+            lo_k, hi_k = spans[m.written][2]
+            shifted = [f"const long long _fk0 = _j1 == _lo1 + ({members[n][4]}) ? {lo_k} : "
+                       f"{lo_k} - _fsh;",
+                       f"const long long _fk1 = _j1 == _hi1 + ({members[n][5]}) ? {lo_k} : "
+                       f"{hi_k} - _fsh;",
+                       "#pragma omp simd",
+                       f"for (long long {k} = _fk0; {k} < _fk1; ++{k}) {{"]
+            if m is sink:
+                out += [f"if (_fw{n}) {{"] + lines_loop([n]) + ["} else {"] + shifted + \
+                    body(m) + [sink_store, "}", "}"]
+            else:
+                out += shifted + body(m) + [store_of(m), "}"]
+            out += ["}"]
+        return out + ["}", "}"]
+
     flies, steps = [], []
     bounds = []                       # per statement: its dimension-1 range's offsets, lag
     for m in order:
@@ -619,6 +728,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                 f"const long long {params[0]} = _s;"] + columns(sink, own) + rows + ["}"]
         steps = [f"for (long long _j1 = _lo1 + ({min(a for a, _ in bounds)}); "
                  f"_j1 < _hi1 + ({max(b for _, b in bounds)}); ++_j1) {{"] + steps + rows + ["}"]
+        if flat:
+            steps = ["if (_fflat) {"] + flat_steps() + ["} else {"] + steps + ["}"]
         rows = []
     elif rolled:
         rows = ["if (_s >= _c0) {", f"const long long {params[0]} = _s;"] + rows + ["}"]
@@ -639,7 +750,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     code = "\n".join(lines)
     ctype_out = odesc.dtype.ctype
     code_global = "#include <memory>\n#include <cstdint>\n" + prefetch.HEADERS + _RING + _OMP + \
-        (streaming_stores.staged_rows_functions(ctype_out) if stream else "")
+        (streaming_stores.staged_rows_functions(ctype_out) if stream else "") + \
+        (_stream_line(ctype_out) if flat else "")
 
     # The new map over row chunks (or tiles of one dimension), one tasklet inside.
     b0, e0 = sink.ranges[0]
@@ -674,21 +786,81 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         sdfg.remove_data(data, validate=False)
 
 
-def _scratch(name: str, ctype: str, size: str, align: int = ALIGN) -> list[str]:
+def _flat_layout(sdfg, order, temps, halos, modes, sink) -> bool:
+    """Whether a row of three-dimensional arrays can be computed as one run
+    of values (*flat rows*): the last dimension is read at the statements'
+    own level only (no shift along it), and for every array the group reads
+    from memory, the output and the rings, a row of it holds the sink's levels
+    one column after the other (the last dimension contiguous, the one before
+    it with a stride of the sink's number of levels).  Then a value ``k``
+    levels past the end of a column is the value at level ``k`` of the next
+    column, in every array alike."""
+    b, e = sink.ranges[-1]
+    levels = e - b + 1
+    if sdfg.arrays[sink.written].dtype.ctype not in ("double", "float"):
+        return False
+
+    def rows_of(desc) -> bool:
+        return len(desc.shape) == 3 and desc.strides[-1] == 1 \
+            and index_algebra.normalised(desc.strides[-2] - levels) == 0
+
+    if not rows_of(sdfg.arrays[sink.written]):
+        return False
+    for m in order:
+        for _, data, coords in m.reads:
+            if data in temps:
+                off = _offsets(coords, m.params)
+                if off is None or off[-1] != 0 or (modes.get(data) == "tile"
+                                                   and tuple(halos[data][-1]) != (0, 0)):
+                    return False
+            elif not rows_of(sdfg.arrays[data]):
+                return False
+            else:
+                off = _offsets(coords, m.params)
+                if off is None or off[-1] != 0:
+                    return False
+    return all(m.ranges[-1] == sink.ranges[-1] for m in order)
+
+
+def _stream_line(ctype: str) -> str:
+    """C++ global code defining ``_tir_stream_line_<ctype>(p, b)``: stream the
+    64-byte line at ``p`` (on a line) from the values at ``b`` (on a line)."""
+    suffix, wide, narrow = streaming_stores._WIDTH[ctype]
+    return f"""\
+#ifndef _TIR_STREAM_LINE_{ctype.upper()}
+#define _TIR_STREAM_LINE_{ctype.upper()}
+static inline void _tir_stream_line_{ctype}({ctype}* p, const {ctype}* b) {{
+#if defined(__AVX512F__) && (defined(__x86_64__) || defined(__i386__))
+    _tir_stream512_{suffix}(p, b);
+#elif defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
+    _tir_stream256_{suffix}(p, b);
+    _tir_stream256_{suffix}(p + {narrow}, b + {narrow});
+#else
+    for (int t = 0; t < {wide}; ++t) p[t] = b[t];
+#endif
+}}
+#endif
+"""
+
+
+def _scratch(name: str, ctype: str, size: str, align: int = ALIGN,
+             phase: str | None = None) -> list[str]:
     """C++ lines declaring ``name``, a buffer of at least ``size`` values of the
     thread, kept between calls (so it stays in the cache) and grown when
     needed (a ``unique_ptr`` array: ``std::vector<bool>`` has no ``data()``).
     It starts on a multiple of ``align`` bytes (by default a cache line,
     :data:`ALIGN`): vector loads and stores of rows whose length is a multiple
-    of the line then never straddle two."""
-    pad = f"({align} / sizeof({ctype}))"
+    of the line then never straddle two.  ``phase``: values past that
+    boundary it starts at instead (less than a line)."""
+    pad = f"({align} / sizeof({ctype}))" if phase is None else f"(2 * {align} / sizeof({ctype}))"
+    shift = "" if phase is None else f" + ({phase})"
     return [f"static thread_local std::unique_ptr<{ctype}[]> {name}_v;",
             f"static thread_local long long {name}_n = 0;",
             f"if ({name}_n < (long long)({size})) {{ {name}_n = (long long)({size}); "
             f"{name}_v.reset(new {ctype}[{name}_n + {pad}]); }}",
             f"{ctype}* const __restrict__ {name} = reinterpret_cast<{ctype}*>("
             f"(reinterpret_cast<uintptr_t>({name}_v.get()) + {align - 1}) & "
-            f"~(uintptr_t){align - 1});"]
+            f"~(uintptr_t){align - 1}){shift};"]
 
 
 def _run_bounds(begin: str, end: str) -> list[str]:
