@@ -281,7 +281,7 @@ def annotation_spec(ann: Any) -> TensorSpec | None:
         return None
     if is_element_type(ann):
         return TensorSpec(ann, ())
-    parts = _tuple_parts(ann)
+    parts = tuple_parts(ann)
     if parts is None:
         return None
     # GT4Py's tuple of fields (a NamedTuple of fields such as muphys' ``Q``, or
@@ -297,7 +297,7 @@ def annotation_spec(ann: Any) -> TensorSpec | None:
     return TensorSpec(tuple(s.dtype for s in specs if s is not None), first.dims)
 
 
-def _tuple_parts(ann: Any) -> tuple | None:
+def tuple_parts(ann: Any) -> tuple | None:
     """The element annotations of ``tuple[A, B, …]`` or of a NamedTuple class
     (its fields' annotations, strings evaluated in its module), or None."""
     import sys

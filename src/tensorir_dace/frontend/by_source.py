@@ -58,9 +58,9 @@ from .annotations import (
     GenericSpec,
     TensorArg,
     TensorSpec,
-    _tuple_parts,
     annotation_spec,
     generic_spec,
+    tuple_parts,
 )
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .connectivities import Connectivity, LocalOffset
@@ -171,7 +171,7 @@ class _Fingerprint:
         if isinstance(v, tuple) and hasattr(type(v), "_fields"):
             # a NamedTuple (a scan's init): its class declares the state's types
             cls: Any = type(v)
-            declared = _tuple_parts(cls)     # string annotations evaluated in its module
+            declared = tuple_parts(cls)     # string annotations evaluated in its module
             if declared is None:
                 raise _Unknown
             return ["namedtuple", cls.__module__, cls.__qualname__,

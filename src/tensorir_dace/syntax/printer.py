@@ -162,14 +162,15 @@ class Printer:
         if hit is not None and hit[0] is e:
             return hit[1]
         saved, self._capped = self._capped, True
+        flat: tuple[str, int] | None
         try:
-            flat: tuple[str, int] | None = self.layout(e, None)
-            if flat is not None and len(flat[0]) > WIDTH:
-                flat = None
+            flat = self.layout(e, None)
         except _TooLong:
             flat = None
         finally:
             self._capped = saved
+        if flat is not None and len(flat[0]) > WIDTH:
+            flat = None
         self._short[id(e)] = (e, flat)
         return flat
 

@@ -622,7 +622,8 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                  if m is not sink}
         spans[sink.written] = [(f"_lo{d}", f"_hi{d}") for d in range(nd)]
         point = [symbolic.pystr_to_symbolic(p) for p in params]
-        sink_store = f"_fo_out[{flat_cpp(odesc, point)}] = {sink.out.src_conn};"
+        sink_at = f"_fo_out[{flat_cpp(odesc, point)}]"
+        sink_store = f"{sink_at} = {sink.out.src_conn};"
 
         def store_of(m):
             return f"_fb_{_ident(m.written)}[{buffer_index(m.written, params)}] = " \
@@ -644,7 +645,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
                     "#pragma omp simd",
                     f"for (long long _fu = 0; _fu < (long long)(64 / sizeof({octype})); ++_fu) {{"
                     ] + body_lines + ["}", "{", s_at, f"const long long {k} = _fk;",
-                                      f"_tir_stream_line_{octype}(&{sink_store.split(' = ')[0]}, "
+                                      f"_tir_stream_line_{octype}(&{sink_at}, "
                                       f"_fl);", "}", "}"]
 
         every = " && ".join(f"_fa{n} && _fw{n}" for n in range(len(members)))
@@ -751,7 +752,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
     ctype_out = odesc.dtype.ctype
     code_global = "#include <memory>\n#include <cstdint>\n" + prefetch.HEADERS + _RING + _OMP + \
         (streaming_stores.staged_rows_functions(ctype_out) if stream else "") + \
-        (_stream_line(ctype_out) if flat else "")
+        (streaming_stores.stream_line_function(ctype_out) if flat else "")
 
     # The new map over row chunks (or tiles of one dimension), one tasklet inside.
     b0, e0 = sink.ranges[0]
@@ -808,39 +809,15 @@ def _flat_layout(sdfg, order, temps, halos, modes, sink) -> bool:
         return False
     for m in order:
         for _, data, coords in m.reads:
+            off = _offsets(coords, m.params)
+            if off is None or off[-1] != 0:
+                return False
             if data in temps:
-                off = _offsets(coords, m.params)
-                if off is None or off[-1] != 0 or (modes.get(data) == "tile"
-                                                   and tuple(halos[data][-1]) != (0, 0)):
+                if modes.get(data) == "tile" and tuple(halos[data][-1]) != (0, 0):
                     return False
             elif not rows_of(sdfg.arrays[data]):
                 return False
-            else:
-                off = _offsets(coords, m.params)
-                if off is None or off[-1] != 0:
-                    return False
     return all(m.ranges[-1] == sink.ranges[-1] for m in order)
-
-
-def _stream_line(ctype: str) -> str:
-    """C++ global code defining ``_tir_stream_line_<ctype>(p, b)``: stream the
-    64-byte line at ``p`` (on a line) from the values at ``b`` (on a line)."""
-    suffix, wide, narrow = streaming_stores._WIDTH[ctype]
-    return f"""\
-#ifndef _TIR_STREAM_LINE_{ctype.upper()}
-#define _TIR_STREAM_LINE_{ctype.upper()}
-static inline void _tir_stream_line_{ctype}({ctype}* p, const {ctype}* b) {{
-#if defined(__AVX512F__) && (defined(__x86_64__) || defined(__i386__))
-    _tir_stream512_{suffix}(p, b);
-#elif defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
-    _tir_stream256_{suffix}(p, b);
-    _tir_stream256_{suffix}(p + {narrow}, b + {narrow});
-#else
-    for (int t = 0; t < {wide}; ++t) p[t] = b[t];
-#endif
-}}
-#endif
-"""
 
 
 def _scratch(name: str, ctype: str, size: str, align: int = ALIGN,

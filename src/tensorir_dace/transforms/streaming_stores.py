@@ -189,6 +189,27 @@ def streamable(desc) -> bool:
         and desc.strides[-1] == 1
 
 
+def stream_line_function(ctype: str) -> str:
+    """C++ global code defining ``_tir_stream_line_<ctype>(p, b)``: stream the
+    64-byte line at ``p`` (on a line) from the values at ``b`` (on a line)."""
+    suffix, wide, narrow = _WIDTH[ctype]
+    return f"""\
+#ifndef _TIR_STREAM_LINE_{ctype.upper()}
+#define _TIR_STREAM_LINE_{ctype.upper()}
+static inline void _tir_stream_line_{ctype}({ctype}* p, const {ctype}* b) {{
+#if defined(__AVX512F__) && (defined(__x86_64__) || defined(__i386__))
+    _tir_stream512_{suffix}(p, b);
+#elif defined(__AVX__) && (defined(__x86_64__) || defined(__i386__))
+    _tir_stream256_{suffix}(p, b);
+    _tir_stream256_{suffix}(p + {narrow}, b + {narrow});
+#else
+    for (int t = 0; t < {wide}; ++t) p[t] = b[t];
+#endif
+}}
+#endif
+"""
+
+
 def staged_rows_functions(ctype: str) -> str:
     """C++ global code streaming rows written one after another (rows of a
     contiguous block) through a staging buffer, whole cache lines only:
