@@ -143,6 +143,7 @@ from .dims import (
     size,
     sizes,
 )
+from .fields import Domain, as_field, domain, empty, full, ones, zeros
 from .specialize import (
     CacheInfo,
     ParamSig,
@@ -158,6 +159,7 @@ __all__ = [
     "DimMask",
     "Dimension",
     "DimensionKind",
+    "Domain",
     "Dims",
     "Field",
     "FieldOffset",
@@ -189,6 +191,7 @@ __all__ = [
     "arctan2",
     "arctanh",
     "as_connectivity",
+    "as_field",
     "as_non_staggered",
     "as_offset",
     "broadcast",
@@ -204,7 +207,9 @@ __all__ = [
     "cosh",
     "default_dims",
     "dims",
+    "domain",
     "element_type",
+    "empty",
     "exp",
     "field_operator",
     "float32",
@@ -212,6 +217,7 @@ __all__ = [
     "floor",
     "flip_staggered",
     "fmod",
+    "full",
     "function",
     "gamma",
     "get_default_dims",
@@ -231,6 +237,7 @@ __all__ = [
     "minimum",
     "neighbor_dim",
     "neighbor_sum",
+    "ones",
     "power",
     "program",
     "reduce",
@@ -246,4 +253,5 @@ __all__ = [
     "where",
     "with_dims",
     "with_interval",
+    "zeros",
 ]

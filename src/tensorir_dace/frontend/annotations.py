@@ -329,6 +329,26 @@ def _dim_key(d: Any) -> Any:
 # --------------------------------------------------------------------------- call-time intervals
 
 
+@dataclass(frozen=True)
+class Domain:
+    """Named dimensions, each with its coordinate range ``[start, stop)``."""
+
+    dims: tuple[Dimension | NeighborDimension, ...]
+    ranges: tuple[tuple[int, int], ...]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(stop - start for start, stop in self.ranges)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{_dim_name(d)}: [{a}:{b})" for d, (a, b) in zip(self.dims, self.ranges))
+        return f"Domain({parts})"
+
+
 @dataclass(frozen=True, eq=False)
 class TensorArg:
     """An array (or tuple of arrays) with explicit intervals for some dimensions
@@ -347,6 +367,43 @@ class TensorArg:
                 f"{k}=({a}, {b})" for k, (a, b) in self.intervals.items()))
         shape = getattr(self.value, "shape", None)
         return f"TensorArg(shape={shape}, {', '.join(parts)})"
+
+    # GT4Py's field interface, for code that builds its arguments with
+    # ``as_field``/``zeros`` and reads results back (see :mod:`.fields`).
+
+    def asnumpy(self) -> Any:
+        """The array itself (not a copy): what a program wrote into it shows."""
+        return self.value
+
+    @property
+    def ndarray(self) -> Any:
+        return self.value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(np.shape(self.value))
+
+    @property
+    def dtype(self) -> Any:
+        return getattr(self.value, "dtype", None)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def domain(self) -> Any:
+        """The dimensions with their coordinate ranges (needs :func:`with_dims`)."""
+        if self.dims is None:
+            raise DefinitionError("this argument has no domain: name its axes with with_dims")
+        ranges = []
+        for d, n in zip(self.dims, self.shape):
+            start = self.intervals.get(_dim_name(d), (0, None))[0]
+            ranges.append((start, start + n))
+        return Domain(self.dims, tuple(ranges))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.value, dtype=dtype)
 
 
 def with_interval(value: Any, **intervals: tuple[int, int]) -> TensorArg:
