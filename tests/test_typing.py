@@ -348,3 +348,25 @@ def test_bound_comparisons_are_decided_once_and_stay_decided():
     free = sympy.Symbol("N")             # no assumptions: another symbol
     with pytest.raises(intervals.Undecidable):
         intervals.le(free, n)
+
+
+def test_scope_lookups_see_names_bound_or_rebound_after_them():
+    """Scopes remember their lookups (chains of one scope per let binding are
+    hundreds deep); a name bound, rebound or removed anywhere afterwards is
+    seen by every scope below it."""
+    from tensorir_dace.typing.scope import Binding, Scope
+    t = ir.TensorType(ir.INT64)
+    root = Scope()
+    leaf = root.child({})
+    for k in range(300):
+        leaf = leaf.child({f"v{k}": Binding(f"v{k}", "lambda", t)})
+    assert leaf.lookup("y") is None and leaf.lookup("v3").kind == "lambda"
+    root.bindings["y"] = Binding("y", "temp", t)
+    assert leaf.lookup("y").kind == "temp"
+    leaf.rebind(Binding("y", "param", t))
+    assert leaf.lookup("y").kind == "param" and root.lookup("y").kind == "param"
+    root.bindings.update({"v3": Binding("v3", "size", t)})
+    assert leaf.lookup("v3").kind == "lambda"          # the lambda parameter shadows it
+    assert root.lookup("v3").kind == "size"
+    del root.bindings["y"]
+    assert leaf.lookup("y") is None

@@ -431,35 +431,52 @@ def uses_of(name: str, stmts: Iterable[Any]) -> int:
                 return total
             continue
         if isinstance(s, ast.expr):
-            total += _loads(name, s, 1)
+            total += _load_counts(s).get(name, 0)
             continue
-        reassigned = False
         if isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             value = s.value
-            total += _loads(name, value, 1) if value is not None else 0
+            total += _load_counts(value).get(name, 0) if value is not None else 0
             if isinstance(s, ast.AugAssign):
-                total += _loads(name, s.target, 1) + (1 if isinstance(s.target, ast.Name)
-                                                      and s.target.id == name else 0)
+                total += _load_counts(s.target).get(name, 0) + (
+                    1 if isinstance(s.target, ast.Name) and s.target.id == name else 0)
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-            for t in targets:
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-                        reassigned = True
+            reassigned = any(name in _stored_names(t) for t in targets)
         else:
-            total += _loads(name, s, 1)
-            for n in ast.walk(s):
-                if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store):
-                    reassigned = True
+            total += _load_counts(s).get(name, 0)
+            reassigned = name in _stored_names(s)
         if reassigned or total > 1:
             return total
     return total
 
 
-def _loads(name: str, node: ast.AST, weight: int) -> int:
-    if isinstance(node, ast.Name):
-        return weight if node.id == name and isinstance(node.ctx, ast.Load) else 0
-    if isinstance(node, (ast.For, ast.While, ast.Lambda, ast.FunctionDef,
-                         ast.comprehension)):
-        weight *= 2
-    return sum(_loads(name, c, weight) for c in ast.iter_child_nodes(node))
+_LOOPING = (ast.For, ast.While, ast.Lambda, ast.FunctionDef, ast.comprehension)
 
+
+def _load_counts(node: ast.AST) -> dict[str, int]:
+    """How often each name is read in ``node`` (reads inside loops and nested
+    functions count double per level), remembered on the node: a scan body
+    asks this of the statements after each of its assignments."""
+    hit = getattr(node, "_tir_load_counts", None)
+    if hit is not None:
+        return hit
+    counts: dict[str, int] = {}
+    if isinstance(node, ast.Name):
+        if isinstance(node.ctx, ast.Load):
+            counts[node.id] = 1
+    else:
+        weight = 2 if isinstance(node, _LOOPING) else 1
+        for c in ast.iter_child_nodes(node):
+            for n, k in _load_counts(c).items():
+                counts[n] = counts.get(n, 0) + weight * k
+    node._tir_load_counts = counts  # type: ignore[attr-defined]
+    return counts
+
+
+def _stored_names(node: ast.AST) -> frozenset[str]:
+    """The names ``node`` assigns anywhere in it, remembered on the node."""
+    hit = getattr(node, "_tir_stored_names", None)
+    if hit is None:
+        hit = frozenset(n.id for n in ast.walk(node)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+        node._tir_stored_names = hit  # type: ignore[attr-defined]
+    return hit
