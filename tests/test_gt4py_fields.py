@@ -132,3 +132,36 @@ def test_constructors_take_gt4py_dtypes_and_domains():
 def test_bad_constructor_arguments_say_what_to_give(call, message):
     with pytest.raises(FrontendError, match=message):
         call()
+
+
+EdgeDim = gtx.Dimension("Edge")
+C2EDim = gtx.Dimension("C2E", gtx.DimensionKind.LOCAL)
+C2E = gtx.FieldOffset("C2E", source=EdgeDim, target=(CellDim, C2EDim))
+
+
+@gtx.field_operator
+def _weighted_edges(e: gtx.Field[[EdgeDim, KDim], float], w: gtx.Field[[CellDim, C2EDim], float]
+                    ) -> gtx.Field[[CellDim, KDim], float]:
+    return gtx.neighbor_sum(e(C2E) * w, axis=C2EDim)
+
+
+@gtx.program
+def weighted_edges(e: gtx.Field[[EdgeDim, KDim], float], w: gtx.Field[[CellDim, C2EDim], float],
+                   out: gtx.Field[[CellDim, KDim], float]):
+    _weighted_edges(e, w, out=out)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sparse_field_over_a_local_dimension_is_taken_by_its_dimensions(backend):
+    """``as_field((CellDim, C2EDim), w)`` names the local dimension the
+    annotation declares (which the IR calls ``_NB_0``)."""
+    nc, ne, nk = 6, 9, 4
+    table = RNG.integers(0, ne, (nc, 3)).astype(np.int32)
+    e = gtx.as_field([EdgeDim, KDim], RNG.random((ne, nk)))
+    w = gtx.as_field([CellDim, C2EDim], RNG.random((nc, 3)))
+    out = gtx.zeros({CellDim: nc, KDim: nk})
+    weighted_edges.with_backend(None if backend == "interpreter" else "compiled")(
+        e, w, out, offset_provider={"C2E": gtx.NeighborTableOffsetProvider(
+            table, CellDim, EdgeDim, 3)})
+    want = (e.asnumpy()[table] * w.asnumpy()[:, :, None]).sum(axis=1)
+    np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-14)

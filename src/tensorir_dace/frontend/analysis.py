@@ -523,7 +523,7 @@ class Specializer:
                                     f"shape {shape}")
             if ta.dims is not None:
                 got = tuple(_dname(d) for d in ta.dims)
-                if got != t.dim_names:
+                if got != t.dim_names and got != _declared_names(p.spec):
                     raise self.error(p, f"'{p.name}' is annotated {p.spec!r} ({t}) but "
                                         f"with_dims names its axes ({', '.join(got)})")
             dims_by_name = {d.name: (i, d) for i, d in enumerate(t.dims)}
@@ -655,6 +655,14 @@ def bare_dimension(d: Any) -> bool:
 
 def _dname(d: Any) -> str:
     return d.name if isinstance(d, (Dimension, NeighborDimension)) else str(d)
+
+
+def _declared_names(spec: Any) -> tuple[str, ...] | None:
+    """The names of the dimensions an annotation declares, as written (a
+    local dimension ``C2EDim`` by its name, where the IR has ``_NB_0``)."""
+    if not isinstance(spec, TensorSpec):
+        return None
+    return tuple(_dname(d.dim if isinstance(d, DimSpec) else d) for d in spec.dims)
 
 
 def _dim_token(d: Any) -> Any:
