@@ -77,6 +77,31 @@ def test_tridiagonal_lanes_are_vectorised_in_lane_major_buffers():
     assert "_colbuf0_stack[(1024) * 4]" in code
 
 
+def test_float32_scans_solve_eight_columns_per_vector():
+    """Eight float32 lanes fill the 32 bytes four float64 lanes do; partial
+    groups of lanes (M of 3, 9 and 13) and one column still agree."""
+    prog = tir.parse(TRIDIAGONAL.replace("float", "float32").replace(
+        "0.0", "cast(0.0, float32)"))
+    fn = tir.compile(prog)
+    (entry,) = [n for n, _ in fn.sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
+    assert entry.map.range.ranges[-1][2] == 8
+    (scan,) = [n for n, _ in fn.sdfg.all_nodes_recursive() if hasattr(n, "forward")]
+    assert scan.code.count("#pragma omp simd\nfor (int _c = 0; _c < 8; ++_c) {") == 2
+    for sizes in ({"N": 2, "M": 3, "L": 6}, {"N": 3, "M": 9, "L": 5}, {"N": 1, "M": 13, "L": 40},
+                  {"N": 2, "M": 1, "L": 3}):
+        matches_interpreter(prog, fn, sizes)
+    f32 = F3.replace("float", "float32")
+    mixed = tir.parse(f"""
+cumulative(a: {f32}, x: {F3}) {{
+  x ← scan(λ(s: {COL}, v: {COL.replace("float", "float32")}) → s + cast(v, float64), True,
+           0.0)(a)
+}}""")
+    sdfg = tir.to_sdfg(mixed, optimize="default")
+    steps = [n.map.range.ranges[-1][2] for n, _ in sdfg.all_nodes_recursive()
+             if isinstance(n, dace.nodes.MapEntry)]
+    assert steps == [4]                     # a float64 value in the scan: four lanes
+
+
 LANE_CODE = """double _s = 0.0;
 for (long long _k1 = 0; _k1 < (L); ++_k1) {
     double _v = BODY;
