@@ -165,3 +165,30 @@ def test_a_sparse_field_over_a_local_dimension_is_taken_by_its_dimensions(backen
             table, CellDim, EdgeDim, 3)})
     want = (e.asnumpy()[table] * w.asnumpy()[:, :, None]).sum(axis=1)
     np.testing.assert_allclose(out.asnumpy(), want, rtol=1e-14)
+
+
+@gtx.field_operator
+def _interpolate(w: gtx.Field[[CellDim, KDim], float]) -> gtx.Field[[CellDim, KDim], float]:
+    return 0.5 * (w + w(Koff[1]))
+
+
+@gtx.program
+def full_levels(w: gtx.Field[[CellDim, KDim], float], o: gtx.Field[[CellDim, KDim], float]):
+    _interpolate(w, out=o)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_half_level_field_is_one_level_longer_as_its_array_is(backend):
+    """The lengths rule holds for fields as for arrays: ``w`` over ``nlev + 1``
+    half levels beside ``o`` over ``nlev`` full levels, both annotated ``KDim``."""
+    nlev = 6
+    data = RNG.random((4, nlev + 1))
+    w = gtx.as_field((CellDim, KDim), data)
+    o = gtx.zeros({CellDim: 4, KDim: nlev})
+    full_levels.with_backend(None if backend == "interpreter" else "compiled")(
+        w, o, offset_provider={"Koff": KDim})
+    np.testing.assert_allclose(o.asnumpy(), 0.5 * (data[:, :-1] + data[:, 1:]), rtol=1e-15)
+    o2 = gtx.zeros({CellDim: 4, KDim: nlev})
+    full_levels.with_backend(None if backend == "interpreter" else "compiled")(
+        gtx.with_dims(data, CellDim, KDim), o2, offset_provider={"Koff": KDim})
+    np.testing.assert_array_equal(o2.asnumpy(), o.asnumpy())

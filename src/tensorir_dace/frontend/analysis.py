@@ -267,6 +267,7 @@ class Specializer:
     def analyse(self, values: dict[str, Any], extra: Extra = None) -> Analysis:
         """Describe the arguments ``values`` (name -> value, as passed);
         ``extra``: ``out=`` of a direct call (see :meth:`length_offsets`)."""
+        values = self._unwrapped(values)
         plain: dict[str, Any] = {}
         statics: dict[str, Any] = {}
         auto: list[str] = []
@@ -511,6 +512,37 @@ class Specializer:
                     known_from[s] = p.name
         return known, known_from
 
+    def _check_named_axes(self, p: ParamInfo, ta: TensorArg) -> None:
+        """The dimensions ``with_dims`` (or ``as_field``) gives an annotated
+        parameter's argument are the annotation's, in order."""
+        if ta.dims is None:
+            return
+        t = self.annotated_type(p)
+        got = tuple(_dname(d) for d in ta.dims)
+        if got != t.dim_names and got != _declared_names(p.spec):
+            raise self.error(p, f"'{p.name}' is annotated {p.spec!r} ({t}) but "
+                                f"with_dims names its axes ({', '.join(got)})")
+
+    def _unwrapped(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` with the array itself for each annotated parameter given
+        ``with_dims(a, …)`` (a GT4Py field) without intervals: the annotation
+        says all ``with_dims`` does, so it is taken as the plain array is (a
+        half-level field one level longer included)."""
+        out = values
+        for p in self.params:
+            v = values.get(p.name)
+            if p.generic or type(v) is not TensorArg or v.intervals or type(v.value) is tuple:
+                continue
+            t = self.annotated_type(p)
+            shape = _shape(v.value)
+            if shape is None or len(shape) != len(t.dims):
+                continue                    # reported with the other wrapped arguments
+            self._check_named_axes(p, v)
+            if out is values:
+                out = dict(values)
+            out[p.name] = v.value
+        return out
+
     def _overrides(self, wrapped: list[tuple[ParamInfo, TensorArg]],
                    known: dict[sympy.Symbol, int]) -> dict[str, dict[str, tuple[int, int]]]:
         """Interval changes of annotated parameters passed with with_interval/with_dims."""
@@ -521,11 +553,7 @@ class Specializer:
             if shape is None or len(shape) != len(t.dims):
                 raise self.error(p, f"'{p.name}' expects {len(t.dims)} dimensions ({t}), got "
                                     f"shape {shape}")
-            if ta.dims is not None:
-                got = tuple(_dname(d) for d in ta.dims)
-                if got != t.dim_names and got != _declared_names(p.spec):
-                    raise self.error(p, f"'{p.name}' is annotated {p.spec!r} ({t}) but "
-                                        f"with_dims names its axes ({', '.join(got)})")
+            self._check_named_axes(p, ta)
             dims_by_name = {d.name: (i, d) for i, d in enumerate(t.dims)}
             for dname, (a, b) in ta.intervals.items():
                 if dname not in dims_by_name:
