@@ -177,6 +177,29 @@ def as_fields(fn: Any, args: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def direct_fields(fn: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+    """A direct call's arguments with its input arrays made fields
+    (:func:`as_fields`) and a single array ``out=`` given its dimensions by
+    ``with_dims`` (written in place), where the annotations say them."""
+    import inspect
+
+    from ..frontend import with_dims
+    from ..frontend.annotations import annotation_spec, evaluated_annotation
+    bound = inspect.signature(fn).bind_partial(*args, **{k: v for k, v in kwargs.items()
+                                                       if k not in ("out", "domain")})
+    fields = as_fields(fn, dict(bound.arguments))
+    for name, v in fields.items():
+        bound.arguments[name] = v
+    kw = {k: v for k, v in kwargs.items() if k in ("out", "domain")} | dict(bound.kwargs)
+    ret = getattr(fn, "__annotations__", {}).get("return")
+    spec = annotation_spec(evaluated_annotation(fn, ret)) if ret is not None else None
+    o = kw.get("out")
+    if isinstance(o, np.ndarray) and spec is not None and len(spec.dims) == o.ndim and \
+            not isinstance(spec.dtype, tuple):
+        kw["out"] = with_dims(o, *spec.dims)
+    return tuple(bound.args), kw
+
+
 class _Refused(Exception):
     """A direct call refused with a TensorIRError: its index, the error and the
     outputs it wrote before (by position in ``out=``)."""
@@ -298,6 +321,8 @@ def _caller(backend: str, plain: bool, provider: dict[str, Any], unoptimised: di
             op = unoptimised.setdefault(id(op), function(op.fn, optimize="none"))
         named = {} if plain and backend != "interpreter" else \
             {"backend": "interpreter" if backend == "interpreter" else "compiled"}
+        if backend == "compiled" and i % 2 == 1:
+            a, k = direct_fields(op.fn, a, k)
         try:
             op(*a, **k, offset_provider=provider, **named)
         except TensorIRError as err:
