@@ -16,6 +16,7 @@ import re
 import numpy as np
 
 from tensorir_dace import fuzz
+from tensorir_dace.frontend import TensorArg
 from tensorir_dace.fuzz import gtx_programs, gtx_reference, gtx_runner
 
 FIRST, COUNT = 0, 5
@@ -111,7 +112,21 @@ def test_calls_with_a_runtime_start_inside_a_gap_are_refused():
     assert outcome.refused > 0
 
 
-def test_generated_direct_calls_match_their_reference():
+def test_generated_direct_calls_match_their_reference(monkeypatch):
+    """Also with fields: the program's runs and the direct calls that pass
+    them count the fields they made."""
+    made = {"program": 0, "direct": 0}
+
+    def counted(fn, name):
+        def wrapper(*a):
+            got = fn(*a)
+            args = got if isinstance(got, dict) else {**dict(enumerate(got[0])), **got[1]}
+            made[name] += sum(isinstance(v, TensorArg) for v in args.values())
+            return got
+        return wrapper
+    monkeypatch.setattr(gtx_runner, "as_fields", counted(gtx_runner.as_fields, "program"))
+    monkeypatch.setattr(gtx_runner, "direct_fields",
+                        counted(gtx_runner.direct_fields, "direct"))
     cases = [fuzz.generate_gtx_case(s) for s in DIRECT_SEEDS]
     assert all(c.direct is not None for c in cases)
     outcome = fuzz.run_gtx(cases, seed=DIRECT_SEEDS[0])
@@ -119,6 +134,7 @@ def test_generated_direct_calls_match_their_reference():
     assert outcome.failed == {}, outcome.failed
     bound_sets = sum(len(b) for b in gtx_programs.BOUNDS)
     assert outcome.direct == len(gtx_runner.BACKENDS) * len(cases) * bound_sets
+    assert made["program"] > 0 and made["direct"] > 0
 
 
 def test_direct_calls_with_a_runtime_start_inside_a_gap_are_refused():
