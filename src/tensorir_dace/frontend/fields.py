@@ -82,11 +82,13 @@ def _dtype(dtype: Any) -> np.dtype:
 
 
 def as_field(dims_or_domain: Any, data: Any, dtype: Any = None, *,
-             origin: Mapping[Any, int] | None = None, **_allocation: Any) -> TensorArg:
+             origin: Mapping[Any, int] | None = None, allocator: Any = None,
+             device: Any = None) -> TensorArg:
     """``data`` (copied, as GT4Py copies it) as a field over ``dims_or_domain``: a
     sequence of dimensions, one per axis (``origin={KDim: 1}`` makes element 1
-    coordinate 0), or a domain whose shape is ``data``'s.  ``allocator`` and
-    ``device`` are accepted and ignored: fields live in host memory."""
+    coordinate 0), or a domain whose shape is ``data``'s.  ``allocator``,
+    ``device`` (and the other constructors' ``aligned_index``) are accepted
+    and ignored: fields live in host memory, laid out as NumPy lays them out."""
     arr = np.asarray(data)
     dt = arr.dtype if dtype is None else _dtype(dtype)
     if isinstance(dims_or_domain, Sequence) and dims_or_domain and all(
@@ -114,27 +116,34 @@ def as_field(dims_or_domain: Any, data: Any, dtype: Any = None, *,
     return _field(dom, np.array(arr, dtype=dt, copy=True))
 
 
-def empty(domain_like: Any, dtype: Any = float, **_allocation: Any) -> TensorArg:
+def empty(domain_like: Any, dtype: Any = float, *, aligned_index: Any = None,
+          allocator: Any = None, device: Any = None) -> TensorArg:
     """A field of uninitialised values over ``domain_like``."""
     dom = domain(domain_like)
     return _field(dom, np.empty(dom.shape, dtype=_dtype(dtype)))
 
 
-def zeros(domain_like: Any, dtype: Any = float, **_allocation: Any) -> TensorArg:
+def zeros(domain_like: Any, dtype: Any = float, *, aligned_index: Any = None,
+          allocator: Any = None, device: Any = None) -> TensorArg:
     """A field of zeros over ``domain_like``."""
     dom = domain(domain_like)
     return _field(dom, np.zeros(dom.shape, dtype=_dtype(dtype)))
 
 
-def ones(domain_like: Any, dtype: Any = float, **_allocation: Any) -> TensorArg:
+def ones(domain_like: Any, dtype: Any = float, *, aligned_index: Any = None,
+         allocator: Any = None, device: Any = None) -> TensorArg:
     """A field of ones over ``domain_like``."""
     dom = domain(domain_like)
     return _field(dom, np.ones(dom.shape, dtype=_dtype(dtype)))
 
 
-def full(domain_like: Any, fill_value: Any, dtype: Any = None, **_allocation: Any) -> TensorArg:
-    """A field of ``fill_value`` over ``domain_like``; the dtype defaults to the value's."""
+def full(domain_like: Any, fill_value: Any, dtype: Any = None, *, aligned_index: Any = None,
+         allocator: Any = None, device: Any = None) -> TensorArg:
+    """A field of ``fill_value`` over ``domain_like``; the dtype defaults to the
+    value's (a Python ``int`` is int64, a ``float`` float64)."""
     dom = domain(domain_like)
-    dt = _dtype(type(fill_value) if dtype is None and isinstance(fill_value, (bool, int, float))
-                else np.asarray(fill_value).dtype if dtype is None else dtype)
+    if dtype is None:
+        dtype = type(fill_value) if type(fill_value) in (bool, int, float) else \
+            np.asarray(fill_value).dtype
+    dt = _dtype(dtype)
     return _field(dom, np.full(dom.shape, fill_value, dtype=dt))
