@@ -31,6 +31,7 @@ from .annotations import (
     evaluated_annotation,
     generic_spec,
     tuple_element,
+    tuple_parts,
 )
 from .callables import InlinedFunction, ScanOperator
 from .connectivities import (
@@ -86,6 +87,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         self._sig: inspect.Signature | None = None
         self._into: dict[tuple, tuple[Specialization, dict]] = {}
         self._out_dims: dict[int, tuple[str, ...]] | None = None
+        self._spread: _Spread | None | bool = False       # False: not looked at yet
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.function {self.fn.__qualname__}>"
@@ -284,6 +286,11 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
 
     @api_boundary
     def __call__(self, /, *args: Any, **kwargs: Any):
+        if self._spread is False:
+            self._spread = _Spread.of(self)
+        if self._spread is not None:
+            assert isinstance(self._spread, _Spread)
+            return self._spread(self, args, kwargs)
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
@@ -1002,6 +1009,149 @@ def _applying(op: ScanOperator) -> Callable:
         if spec is not None and not spec.dims and isinstance(spec.element(), ir.ScalarType):
             wrapper.__annotations__[n] = GenericSpec(numbers=spec.dtype)
     return wrapper
+
+
+@dataclasses.dataclass(frozen=True)
+class _Spread:
+    """Direct calls of a function with a parameter annotated with a tuple of
+    fields over different dimensions, or of fields beside scalars (a NamedTuple
+    such as icon4py's ``SteepPointInterpolation``: a cell field beside fields
+    over ``[Cell, C2E2C, K]``).  A tuple tensor holds elements of one shape, so
+    such a call goes to a wrapper that takes each element as a parameter of its
+    own and builds the tuple again in its body, where the function is inlined
+    as a program inlines it.  ``trees``: each such parameter's elements (a leaf
+    parameter's name, or a nested tuple of them)."""
+
+    trees: dict[str, tuple]
+    wrapper: FunctionObject
+
+    @staticmethod
+    def of(op: FunctionObject) -> _Spread | None:
+        import linecache
+
+        from .meshes import is_namedtuple_class
+        fn = op.fn
+        src = source_info(fn)
+        a = src.node.args
+        if a.vararg or a.kwarg:
+            return None
+        sig = inspect.signature(fn)
+        order = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+        anns: dict[str, Any] = {}
+        for name in [*order, "return"]:
+            has, ann = annotation_of(fn, name, src.loc(src.node), strict=False)
+            if has:
+                anns[name] = ann
+        spread = [n for n in order if n in anns and annotation_spec(anns[n]) is None
+                  and _spreadable(anns[n])
+                  and sig.parameters[n].default is inspect.Parameter.empty]
+        if not spread:
+            return None
+        taken = set(order)
+        namespace: dict[str, Any] = {"_op": op, "__name__": fn.__module__}
+        leaf_anns: dict[str, Any] = {}
+
+        def fresh(n: str) -> str:
+            while n in taken:
+                n += "_"
+            taken.add(n)
+            return n
+
+        def build(prefix: str, ann: Any) -> tuple[str, tuple]:
+            parts = tuple_parts(ann) or ()
+            named = is_namedtuple_class(ann)
+            fields = ann._fields if named else range(len(parts))
+            items, tree = [], []
+            for f, part in zip(fields, parts):
+                if annotation_spec(part) is not None:
+                    leaf = fresh(f"{prefix}_{f}")
+                    leaf_anns[leaf] = part
+                    items.append(leaf)
+                    tree.append(leaf)
+                else:
+                    text, sub = build(f"{prefix}_{f}", part)
+                    items.append(text)
+                    tree.append(sub)
+            if named:
+                cls = f"_tuple{len(namespace)}"
+                namespace[cls] = ann
+                return f"{cls}({', '.join(items)})", tuple(tree)
+            return f"({', '.join(items)},)", tuple(tree)
+
+        trees: dict[str, tuple] = {}
+        params, args = [], []
+        for n in order:
+            if n in spread:
+                text, trees[n] = build(n, anns[n])
+                params += _tree_leaves(trees[n])
+                args.append(f"{n}={text}")
+            else:
+                params.append(n)
+                args.append(f"{n}={n}")
+        text = (f"def {fn.__name__}({', '.join(params)}):\n"
+                f"    return _op({', '.join(args)})\n")
+        filename = f"<spread {fn.__module__}.{fn.__qualname__}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        exec(compile(text, filename, "exec"), namespace)
+        wrapper = namespace[fn.__name__]
+        wrapper.__qualname__ = fn.__qualname__
+        wrapper.__annotations__ = {**{n: anns[n] for n in [*order, "return"]
+                                      if n in anns and n not in spread}, **leaf_anns}
+        return _Spread(trees, FunctionObject(wrapper, op.backend, **op.compile_options))
+
+    def __call__(self, op: FunctionObject, args: tuple, kwargs: dict[str, Any]) -> Any:
+        kwargs = dict(kwargs)
+        sig = inspect.signature(op.fn)
+        # out=, domain=, offset_provider=, backend= and tables by keyword go through
+        passed = {k: kwargs.pop(k) for k in list(kwargs) if k not in sig.parameters}
+        passed["backend"] = passed.get("backend") or op.backend
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            caller = call_site()
+            where = f" (called at {caller})" if caller else ""
+            raise ArgumentError(f"{op.fn.__name__}(): {e}{where}", op._def_loc()) from None
+        bound.apply_defaults()
+        flat: dict[str, Any] = {}
+        for name, value in bound.arguments.items():
+            if name in self.trees:
+                flat.update(self._leaves(op, name, self.trees[name], value))
+            else:
+                flat[name] = value
+        try:
+            return self.wrapper(**flat, **passed)
+        except TensorIRError as e:
+            if e.loc is None or not str(e.loc.filename).startswith("<spread "):
+                raise
+            # the wrapper's made-up source: point at the function instead
+            raise type(e)(e.message, op._def_loc()) from None
+
+    def _leaves(self, op: FunctionObject, name: str, tree: tuple, value: Any
+                ) -> dict[str, Any]:
+        if not isinstance(value, tuple) or len(value) != len(tree):
+            got = f"a tuple of {len(value)}" if isinstance(value, tuple) else \
+                type(value).__name__
+            raise ArgumentError(f"{op.fn.__name__}(): '{name}' takes a tuple of {len(tree)} "
+                                f"(its annotation's elements), got {got}", op._def_loc())
+        out: dict[str, Any] = {}
+        for t, v in zip(tree, value):
+            if isinstance(t, tuple):
+                out.update(self._leaves(op, name, t, v))
+            else:
+                out[t] = v
+        return out
+
+
+def _spreadable(ann: Any) -> bool:
+    """``ann`` is a tuple annotation whose elements are fields, scalars or such
+    tuples in turn (over different dimensions: else it is one tuple tensor)."""
+    parts = tuple_parts(ann)
+    return bool(parts) and all(annotation_spec(p) is not None or _spreadable(p)
+                               for p in parts or ())
+
+
+def _tree_leaves(tree: tuple) -> list[str]:
+    return [x for t in tree for x in (_tree_leaves(t) if isinstance(t, tuple) else [t])]
 
 
 def _dim_label(d: Any) -> str:
