@@ -1308,3 +1308,64 @@ def test_a_scan_state_annotated_by_a_string_keeps_its_type_and_class():
         np.testing.assert_array_equal(above, np.cumsum(x > 0.5, axis=1))
         np.testing.assert_array_equal(count, np.broadcast_to(np.arange(1, 6), (3, 5)))
         np.testing.assert_allclose(total, np.cumsum(x, axis=1), rtol=1e-13)
+
+
+# ------------------------------------------------------------------ tuples over different dimensions
+
+
+class Weights(NamedTuple):
+    """A cell field beside one over ``[Cell, C2C]`` and a scalar, as icon4py's
+    ``CellNeighbourWeights`` (its coefficient tuples mix dimensions and scalars)."""
+    center: Field[[Cell], float]
+    neighbours: Field[[Cell, C2CDim], float]
+    scale: float
+
+
+@field_operator
+def _weighted(psi: Field[[Cell, K], float], w: Weights) -> Field[[Cell, K], float]:
+    # w is read three times: it is not made one tuple value of one shape
+    return w.scale * (w.center * psi + neighbor_sum(w.neighbours * psi(C2C), axis=C2CDim))
+
+
+@field_operator
+def _weighted_of_parts(psi: Field[[Cell, K], float], center: Field[[Cell], float],
+                       neighbours: Field[[Cell, C2CDim], float]) -> Field[[Cell, K], float]:
+    return _weighted(psi, Weights(center, neighbours, 2.0))
+
+
+def _weighted_numpy(psi, center, neighbours, c2c, scale):
+    return scale * (center[:, None] * psi + np.einsum("cn,cnk->ck", neighbours, psi[c2c]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_namedtuple_over_different_dimensions_as_direct_call_argument(backend):
+    """A direct call takes a NamedTuple of a cell field, a ``[Cell, C2C]`` field
+    and a scalar (a tuple tensor holds elements of one shape: such an argument
+    is passed element by element)."""
+    n, nk = 5, 4
+    c2c = np.array([RNG.choice([x for x in range(n) if x != c], 3, replace=False)
+                    for c in range(n)])
+    psi, center, neighbours = RNG.random((n, nk)), RNG.random(n), RNG.random((n, 3))
+    out = np.full((n, nk), np.nan)
+    _weighted(psi, Weights(center, neighbours, 0.5), out=out, offset_provider={"C2C": c2c},
+              backend=backend)
+    np.testing.assert_allclose(out, _weighted_numpy(psi, center, neighbours, c2c, 0.5),
+                               rtol=1e-14)
+    with pytest.raises(ArgumentError, match="'w' takes a tuple of 3"):
+        _weighted(psi, (center, neighbours), out=out, offset_provider={"C2C": c2c},
+                  backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_namedtuple_over_different_dimensions_built_for_a_call(backend):
+    """A NamedTuple built of fields over different dimensions and passed to an
+    operator that reads it more than once stays a tuple of its elements."""
+    n, nk = 5, 4
+    c2c = np.array([RNG.choice([x for x in range(n) if x != c], 3, replace=False)
+                    for c in range(n)])
+    psi, center, neighbours = RNG.random((n, nk)), RNG.random(n), RNG.random((n, 3))
+    out = np.full((n, nk), np.nan)
+    _weighted_of_parts(psi, center, neighbours, out=out, offset_provider={"C2C": c2c},
+                       backend=backend)
+    np.testing.assert_allclose(out, _weighted_numpy(psi, center, neighbours, c2c, 2.0),
+                               rtol=1e-14)
