@@ -1310,7 +1310,7 @@ def test_a_scan_state_annotated_by_a_string_keeps_its_type_and_class():
         np.testing.assert_allclose(total, np.cumsum(x, axis=1), rtol=1e-13)
 
 
-# ------------------------------------------------------------------ tuples over different dimensions
+# ------------------------------------------------------------------ tuples of several dimensions
 
 
 class Weights(NamedTuple):

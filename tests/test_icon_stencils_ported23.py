@@ -235,7 +235,7 @@ def components_at_diamond_vertices(
 
 
 @gtx.field_operator
-def nabla2_diamond(  # noqa: PLR0917 [too-many-positional-arguments]
+def nabla2_diamond(
     psi: fa.EdgeKField[wpfloat],
     psi_1: fa.EdgeKField[wpfloat],
     psi_2: fa.EdgeKField[wpfloat],
@@ -262,7 +262,7 @@ def nabla2_n(
 
 
 @gtx.field_operator
-def horizontal_deformation(  # noqa: PLR0917 [too-many-positional-arguments]
+def horizontal_deformation(
     vn1: fa.EdgeKField[wpfloat],
     vn2: fa.EdgeKField[wpfloat],
     vn3: fa.EdgeKField[wpfloat],

@@ -1061,7 +1061,8 @@ class _Spread:
             parts = tuple_parts(ann) or ()
             named = is_namedtuple_class(ann)
             fields = ann._fields if named else range(len(parts))
-            items, tree = [], []
+            items: list[str] = []
+            tree: list[Any] = []
             for f, part in zip(fields, parts):
                 if annotation_spec(part) is not None:
                     leaf = fresh(f"{prefix}_{f}")
