@@ -1369,3 +1369,37 @@ def test_a_namedtuple_over_different_dimensions_built_for_a_call(backend):
                        backend=backend)
     np.testing.assert_allclose(out, _weighted_numpy(psi, center, neighbours, c2c, 2.0),
                                rtol=1e-14)
+
+
+@field_operator
+def _edge_and_half_level_parts(vn: Field[[Edge, K], float], w: Field[[Cell, K], float],
+                               scale: float) -> tuple[Field[[Edge, K], float],
+                                                      Field[[Cell, K], float]]:
+    return scale * vn, w + 1.0
+
+
+class EdgeAndCell(NamedTuple):
+    e: Field[[Edge, K], float]
+    c: Field[[Cell], float]
+
+
+@field_operator
+def _named_parts(vn: Field[[Edge, K], float], area: Field[[Cell], float]) -> EdgeAndCell:
+    return EdgeAndCell(e=vn * 2.0, c=area * 3.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_returns_each_part_of_a_tuple_over_its_own_domain(backend):
+    """Without ``out=``, a tuple of an edge field and a cell field on one more
+    level (half levels) comes back as GT4Py gives it: each part over its own
+    dimensions and levels, not both over the union of their dimensions."""
+    vn, w = RNG.random((6, 4)), RNG.random((5, 5))
+    a, b = _edge_and_half_level_parts(vn, w, 0.5, backend=backend)
+    assert a.shape == (6, 4) and b.shape == (5, 5)
+    np.testing.assert_allclose(a, 0.5 * vn, rtol=1e-15)
+    np.testing.assert_allclose(b, w + 1.0, rtol=1e-15)
+    area = RNG.random(5)
+    named = _named_parts(vn, area, backend=backend)
+    assert isinstance(named, EdgeAndCell) and named.c.shape == (5,)
+    np.testing.assert_allclose(named.e, vn * 2.0, rtol=1e-15)
+    np.testing.assert_allclose(named.c, area * 3.0, rtol=1e-15)

@@ -40,6 +40,7 @@ from .connectivities import (
     used_strided,
 )
 from .dims import Dimension
+from .meshes import is_namedtuple_class
 from .source import source_info
 from .specialize import (
     NO_DEFAULT,
@@ -88,6 +89,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         self._into: dict[tuple, tuple[Specialization, dict]] = {}
         self._out_dims: dict[int, tuple[str, ...]] | None = None
         self._spread: _Spread | None | bool = False       # False: not looked at yet
+        self._parts: list[FunctionObject] | None | bool = False   # as _spread
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.function {self.fn.__qualname__}>"
@@ -291,6 +293,24 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if self._spread is not None:
             assert isinstance(self._spread, _Spread)
             return self._spread(self, args, kwargs)
+        if "out" not in kwargs or "out" in self._names():
+            if self._parts is False:
+                self._parts = _part_functions(self)
+            if self._parts is not None:
+                # a tuple of parts over different dimensions: each over its own domain
+                assert isinstance(self._parts, list)
+                kw = dict(kwargs)
+                if "backend" not in self._names():
+                    kw["backend"] = kw.get("backend") or self.backend
+                try:
+                    parts = [f(*args, **kw) for f in self._parts]
+                except TensorIRError as e:
+                    if e.loc is None or not str(e.loc.filename).startswith("<part "):
+                        raise
+                    # a part's made-up source: point at the function instead
+                    raise type(e)(e.message, self._def_loc()) from None
+                has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+                return ann(*parts) if has and is_namedtuple_class(ann) else tuple(parts)
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
@@ -1028,8 +1048,6 @@ class _Spread:
     @staticmethod
     def of(op: FunctionObject) -> _Spread | None:
         import linecache
-
-        from .meshes import is_namedtuple_class
         fn = op.fn
         src = source_info(fn)
         a = src.node.args
@@ -1141,6 +1159,45 @@ class _Spread:
             else:
                 out[t] = v
         return out
+
+
+def _part_functions(op: FunctionObject) -> list[FunctionObject] | None:
+    """For a function whose return annotation is a tuple of fields over
+    different dimensions, a function per part (``def f(a, b): return op(a,
+    b)[i]``): a direct call without ``out=`` returns each part over its own
+    domain (a tuple tensor's elements have one shape, the union of theirs).
+    None for any other function."""
+    import linecache
+    fn = op.fn
+    src = source_info(fn)
+    has, ann = annotation_of(fn, "return", src.loc(src.node), strict=False)
+    if not has or annotation_spec(ann) is not None or not _spreadable(ann):
+        return None
+    a = src.node.args
+    if a.vararg or a.kwarg or a.posonlyargs or a.kwonlyargs:
+        return None
+    names = [x.arg for x in a.args]
+    anns = dict(getattr(fn, "__annotations__", None) or {})
+    out = []
+    for i, part in enumerate(tuple_parts(ann) or ()):
+        text = f"def {fn.__name__}({', '.join(names)}):\n" \
+               f"    return _op({', '.join(names)})[{i}]\n"
+        filename = f"<part {i} of {fn.__module__}.{fn.__qualname__}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        namespace: dict[str, Any] = {"_op": op, "__name__": fn.__module__}
+        exec(compile(text, filename, "exec"), namespace)
+        wrapper = namespace[fn.__name__]
+        wrapper.__qualname__ = fn.__qualname__
+        wrapper.__annotations__ = {}
+        for n in names:
+            if n in anns:
+                try:
+                    wrapper.__annotations__[n] = evaluated_annotation(fn, anns[n])
+                except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
+                    pass
+        wrapper.__annotations__["return"] = part
+        out.append(FunctionObject(wrapper, op.backend, **op.compile_options))
+    return out
 
 
 def _spreadable(ann: Any) -> bool:
