@@ -874,6 +874,683 @@ def test_diffusion_global_step_as_the_granule_calls_it(backend, apply_to_tempera
         np.testing.assert_allclose(np.asarray(got), w_, rtol=1e-11, atol=1e-12, err_msg=name)
 
 
+# ================================================================== tmx momentum diffusion
+#
+# icon4py's tmx (turbulence mixing) momentum diffusion: stencils/vertical_diffusion.py
+# (tridiagonal rows returned as NamedTuples, solved by two scans) and the
+# horizontal and vertical wind diffusion built on it.  Half-level fields are
+# annotated as full-level ones with ``nlev + 1`` rows (``km_iv``, ``km_ie``, ``w``)
+# and read at ``KDim + 1`` / ``KDim - 1``; boundary rows are chosen by
+# ``concat_where`` on runtime ``minlvl`` / ``maxlvl`` and on ``KDim == 0``.
+
+
+@gtx.field_operator
+def _broadcast_value_on_cell_k(
+    value: wpfloat,
+    like: fa.CellKField[wpfloat],
+) -> fa.CellKField[wpfloat]:
+    return like * wpfloat("0.0") + value
+
+
+@gtx.field_operator
+def _broadcast_value_on_edge_k(
+    value: wpfloat,
+    like: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return like * wpfloat("0.0") + value
+
+
+@gtx.field_operator
+def _compute_reciprocal_on_edge_k(
+    input_field: fa.EdgeKField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return wpfloat("1.0") / input_field
+
+
+@gtx.field_operator
+def _cell_2_edge_interpolation(
+    in_field: fa.CellKField[wpfloat],
+    coeff: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    return neighbor_sum(in_field(E2C) * coeff, axis=dims.E2CDim)
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=True, init=(wpfloat("0.0"), wpfloat("0.0")))
+def _tridiagonal_forward_sweep(
+    state_kminus1: tuple[wpfloat, wpfloat],
+    a: wpfloat,
+    b: wpfloat,
+    c: wpfloat,
+    d: wpfloat,
+) -> tuple[wpfloat, wpfloat]:
+    c_prime_kminus1 = state_kminus1[0]
+    d_prime_kminus1 = state_kminus1[1]
+    m = wpfloat("1.0") / (b - c_prime_kminus1 * a)
+    c_prime = c * m
+    d_prime = (d - d_prime_kminus1 * a) * m
+    return c_prime, d_prime
+
+
+@gtx.scan_operator(axis=dims.KDim, forward=False, init=wpfloat("0.0"))
+def _tridiagonal_back_substitution(
+    x_kplus1: wpfloat,
+    c_prime: wpfloat,
+    d_prime: wpfloat,
+) -> wpfloat:
+    return d_prime - c_prime * x_kplus1
+
+
+class TridiagonalMatrixCells(NamedTuple):
+    a: fa.CellKField[wpfloat]
+    b: fa.CellKField[wpfloat]
+    c: fa.CellKField[wpfloat]
+
+
+class TridiagonalMatrixEdges(NamedTuple):
+    a: fa.EdgeKField[wpfloat]
+    b: fa.EdgeKField[wpfloat]
+    c: fa.EdgeKField[wpfloat]
+
+
+@gtx.field_operator
+def _prepare_tridiagonal_matrix_cells_half(
+    inv_mair: fa.CellKField[wpfloat],
+    inv_dz: fa.CellKField[wpfloat],
+    zk: fa.CellKField[wpfloat],
+    zprefac: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> TridiagonalMatrixCells:
+    zero = _broadcast_value_on_cell_k(wpfloat("0.0"), inv_mair)
+    a_interior = wpfloat("0.0") - zprefac * zk(KDim - 1) * inv_dz(KDim - 1) * inv_mair
+    c_interior = wpfloat("0.0") - zprefac * zk * inv_dz * inv_mair
+    a = concat_where(dims.KDim > minlvl, a_interior, zero)
+    c = concat_where(dims.KDim < maxlvl, c_interior, zero)
+    b = wpfloat("0.0") - a - c
+    return TridiagonalMatrixCells(a=a, b=b, c=c)
+
+
+@gtx.field_operator
+def _prepare_tridiagonal_matrix_edges(
+    inv_mair: fa.EdgeKField[wpfloat],
+    inv_dz: fa.EdgeKField[wpfloat],
+    zk: fa.EdgeKField[wpfloat],
+    zprefac: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> TridiagonalMatrixEdges:
+    zero = _broadcast_value_on_edge_k(wpfloat("0.0"), inv_mair)
+    a_interior = wpfloat("0.0") - zprefac * zk * inv_dz * inv_mair
+    c_interior = wpfloat("0.0") - zprefac * zk(KDim + 1) * inv_dz(KDim + 1) * inv_mair
+    a = concat_where(dims.KDim > minlvl, a_interior, zero)
+    c = concat_where(dims.KDim < maxlvl, c_interior, zero)
+    b = wpfloat("0.0") - a - c
+    return TridiagonalMatrixEdges(a=a, b=b, c=c)
+
+
+@gtx.field_operator
+def _solve_vertical_diffusion_cells(
+    a: fa.CellKField[wpfloat],
+    b: fa.CellKField[wpfloat],
+    c: fa.CellKField[wpfloat],
+    rhs: fa.CellKField[wpfloat],
+    var: fa.CellKField[wpfloat],
+    tend: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+) -> fa.CellKField[wpfloat]:
+    rdtime = wpfloat("1.0") / dtime
+    c_prime, d_prime = _tridiagonal_forward_sweep(a, rdtime + b, c, var * rdtime + rhs)
+    new_var = _tridiagonal_back_substitution(c_prime, d_prime)
+    return tend + (new_var - var) * rdtime
+
+
+@gtx.field_operator
+def _solve_vertical_diffusion_edges(
+    a: fa.EdgeKField[wpfloat],
+    b: fa.EdgeKField[wpfloat],
+    c: fa.EdgeKField[wpfloat],
+    rhs: fa.EdgeKField[wpfloat],
+    var: fa.EdgeKField[wpfloat],
+    tend: fa.EdgeKField[wpfloat],
+    dtime: wpfloat,
+) -> fa.EdgeKField[wpfloat]:
+    rdtime = wpfloat("1.0") / dtime
+    c_prime, d_prime = _tridiagonal_forward_sweep(a, rdtime + b, c, var * rdtime + rhs)
+    new_var = _tridiagonal_back_substitution(c_prime, d_prime)
+    return tend + (new_var - var) * rdtime
+
+
+@gtx.field_operator
+def _compute_vn_horizontal_stress_tendency(
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    km_iv: fa.VertexKField[wpfloat],
+    inv_rhoe: fa.EdgeKField[wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+) -> fa.EdgeKField[wpfloat]:
+    z_2by3 = wpfloat("2.0") / wpfloat("3.0")
+
+    vn_vert = u_vert(E2C2V) * primal_normal_vert_x + v_vert(E2C2V) * primal_normal_vert_y
+    vt_vert = u_vert(E2C2V) * dual_normal_vert_x + v_vert(E2C2V) * dual_normal_vert_y
+
+    dvt = vt_vert[E2C2VDim(3)] - vt_vert[E2C2VDim(2)]
+
+    flux_up_c = km_c(E2C[1]) * (
+        wpfloat("4.0") * (vn_vert[E2C2VDim(3)] - vn) * inv_vert_vert_length - z_2by3 * div_c(E2C[1])
+    )
+    flux_dn_c = km_c(E2C[0]) * (
+        wpfloat("4.0") * (vn - vn_vert[E2C2VDim(2)]) * inv_vert_vert_length - z_2by3 * div_c(E2C[0])
+    )
+
+    flux_up_v = (km_iv(E2C2V[1]) + km_iv(E2C2V[1])(KDim + 1)) * (
+        tangent_orientation * (vn_vert[E2C2VDim(1)] - vn) * inv_primal_edge_length
+        + wpfloat("0.5") * dvt * inv_vert_vert_length
+    )
+    flux_dn_v = (km_iv(E2C2V[0]) + km_iv(E2C2V[0])(KDim + 1)) * (
+        tangent_orientation * (vn - vn_vert[E2C2VDim(0)]) * inv_primal_edge_length
+        + wpfloat("0.5") * dvt * inv_vert_vert_length
+    )
+
+    return (
+        (flux_up_c - flux_dn_c) * inv_dual_edge_length
+        + wpfloat("2.0") * tangent_orientation * (flux_up_v - flux_dn_v) * inv_primal_edge_length
+    ) * inv_rhoe
+
+
+@gtx.field_operator
+def _compute_inverse_density_and_vn_stress_tendency(
+    rho: fa.CellKField[wpfloat],
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    km_iv: fa.VertexKField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    inv_rhoe = _compute_reciprocal_on_edge_k(input_field=_cell_2_edge_interpolation(rho, c_lin_e))
+    tot_tend = _compute_vn_horizontal_stress_tendency(
+        u_vert=u_vert,
+        v_vert=v_vert,
+        vn=vn,
+        km_c=km_c,
+        div_c=div_c,
+        km_iv=km_iv,
+        inv_rhoe=inv_rhoe,
+        primal_normal_vert_x=primal_normal_vert_x,
+        primal_normal_vert_y=primal_normal_vert_y,
+        dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length,
+        inv_dual_edge_length=inv_dual_edge_length,
+    )
+    return inv_rhoe, tot_tend
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def compute_inverse_density_and_vn_stress_tendency(
+    rho: fa.CellKField[wpfloat],
+    u_vert: fa.VertexKField[wpfloat],
+    v_vert: fa.VertexKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    km_iv: fa.VertexKField[wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    primal_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    dual_normal_vert_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2C2VDim], wpfloat],
+    tangent_orientation: fa.EdgeField[wpfloat],
+    inv_primal_edge_length: fa.EdgeField[wpfloat],
+    inv_vert_vert_length: fa.EdgeField[wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    inv_rhoe: fa.EdgeKField[wpfloat],
+    tot_tend: fa.EdgeKField[wpfloat],
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _compute_inverse_density_and_vn_stress_tendency(
+        rho=rho,
+        u_vert=u_vert,
+        v_vert=v_vert,
+        vn=vn,
+        km_c=km_c,
+        div_c=div_c,
+        km_iv=km_iv,
+        c_lin_e=c_lin_e,
+        primal_normal_vert_x=primal_normal_vert_x,
+        primal_normal_vert_y=primal_normal_vert_y,
+        dual_normal_vert_x=dual_normal_vert_x,
+        dual_normal_vert_y=dual_normal_vert_y,
+        tangent_orientation=tangent_orientation,
+        inv_primal_edge_length=inv_primal_edge_length,
+        inv_vert_vert_length=inv_vert_vert_length,
+        inv_dual_edge_length=inv_dual_edge_length,
+        out=(inv_rhoe, tot_tend),
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_vn_vertical_diffusion_rhs(
+    w: fa.CellKField[wpfloat],
+    km_ie: fa.EdgeKField[wpfloat],
+    inv_rhoe: fa.EdgeKField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    u_stress: fa.CellField[wpfloat],
+    v_stress: fa.CellField[wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    nlev: gtx.int32,
+) -> tuple[fa.EdgeKField[wpfloat], fa.EdgeKField[wpfloat]]:
+    inv_maire = inv_ddqz_z_full_e * inv_rhoe
+
+    grad_k = km_ie * inv_dual_edge_length * (w(E2C[1]) - w(E2C[0]))
+    grad_kp1 = km_ie(KDim + 1) * inv_dual_edge_length * (w(E2C[1])(KDim + 1) - w(E2C[0])(KDim + 1))
+
+    flux_dn_e = neighbor_sum(
+        (u_stress(E2C) * primal_normal_cell_x + v_stress(E2C) * primal_normal_cell_y) * c_lin_e,
+        axis=E2CDim,
+    )
+
+    rhs_interior = (grad_k - grad_kp1) * inv_maire
+    rhs_top = (wpfloat("0.0") - grad_kp1) * inv_maire
+    rhs_bottom = grad_k * inv_maire - flux_dn_e * inv_maire
+
+    rhs = concat_where(dims.KDim == 0, rhs_top, rhs_interior)
+    rhs = concat_where(dims.KDim < nlev - 1, rhs, rhs_bottom)
+    return rhs, inv_maire
+
+
+@gtx.field_operator
+def _solve_vn_vertical_diffusion(
+    w: fa.CellKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    km_ie: fa.EdgeKField[wpfloat],
+    inv_rhoe: fa.EdgeKField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    inv_ddqz_z_half_e: fa.EdgeKField[wpfloat],
+    u_stress: fa.CellField[wpfloat],
+    v_stress: fa.CellField[wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    tot_tend: fa.EdgeKField[wpfloat],
+    dtime: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+    nlev: gtx.int32,
+) -> fa.EdgeKField[wpfloat]:
+    rhs, inv_maire = _compute_vn_vertical_diffusion_rhs(
+        w=w,
+        km_ie=km_ie,
+        inv_rhoe=inv_rhoe,
+        inv_ddqz_z_full_e=inv_ddqz_z_full_e,
+        u_stress=u_stress,
+        v_stress=v_stress,
+        primal_normal_cell_x=primal_normal_cell_x,
+        primal_normal_cell_y=primal_normal_cell_y,
+        c_lin_e=c_lin_e,
+        inv_dual_edge_length=inv_dual_edge_length,
+        nlev=nlev,
+    )
+    a, b, c = _prepare_tridiagonal_matrix_edges(
+        inv_mair=inv_maire,
+        inv_dz=inv_ddqz_z_half_e,
+        zk=km_ie,
+        zprefac=wpfloat("1.0"),
+        minlvl=minlvl,
+        maxlvl=maxlvl,
+    )
+    return _solve_vertical_diffusion_edges(
+        a=a, b=b, c=c, rhs=rhs, var=vn, tend=tot_tend, dtime=dtime
+    )
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def solve_vn_vertical_diffusion(
+    w: fa.CellKField[wpfloat],
+    vn: fa.EdgeKField[wpfloat],
+    km_ie: fa.EdgeKField[wpfloat],
+    inv_rhoe: fa.EdgeKField[wpfloat],
+    inv_ddqz_z_full_e: fa.EdgeKField[wpfloat],
+    inv_ddqz_z_half_e: fa.EdgeKField[wpfloat],
+    u_stress: fa.CellField[wpfloat],
+    v_stress: fa.CellField[wpfloat],
+    primal_normal_cell_x: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    primal_normal_cell_y: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    c_lin_e: gtx.Field[gtx.Dims[dims.EdgeDim, dims.E2CDim], wpfloat],
+    inv_dual_edge_length: fa.EdgeField[wpfloat],
+    tot_tend: fa.EdgeKField[wpfloat],
+    dtime: wpfloat,
+    nlev: gtx.int32,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _solve_vn_vertical_diffusion(
+        w=w,
+        vn=vn,
+        km_ie=km_ie,
+        inv_rhoe=inv_rhoe,
+        inv_ddqz_z_full_e=inv_ddqz_z_full_e,
+        inv_ddqz_z_half_e=inv_ddqz_z_half_e,
+        u_stress=u_stress,
+        v_stress=v_stress,
+        primal_normal_cell_x=primal_normal_cell_x,
+        primal_normal_cell_y=primal_normal_cell_y,
+        c_lin_e=c_lin_e,
+        inv_dual_edge_length=inv_dual_edge_length,
+        tot_tend=tot_tend,
+        dtime=dtime,
+        minlvl=vertical_start,
+        maxlvl=vertical_end - 1,
+        nlev=nlev,
+        out=tot_tend,
+        domain={
+            dims.EdgeDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+@gtx.field_operator
+def _compute_w_vertical_diffusion_rhs(
+    rho_ic: fa.CellKField[wpfloat],
+    inv_ddqz_z_half: fa.CellKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    z_1by3 = wpfloat("1.0") / wpfloat("3.0")
+    inv_rho_ic = wpfloat("1.0") / rho_ic
+    inv_mair_ic = inv_rho_ic * inv_ddqz_z_half
+    rhs = (
+        wpfloat("2.0")
+        * inv_mair_ic
+        * (km_c * z_1by3 * div_c - km_c(KDim - 1) * z_1by3 * div_c(KDim - 1))
+    )
+    return rhs, inv_rho_ic, inv_mair_ic
+
+
+@gtx.field_operator
+def _modify_w_diffusion_matrix_boundary(
+    b: fa.CellKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    inv_dz: fa.CellKField[wpfloat],
+    inv_mair_ic: fa.CellKField[wpfloat],
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> fa.CellKField[wpfloat]:
+    zero = _broadcast_value_on_cell_k(wpfloat("0.0"), inv_mair_ic)
+    top_term = wpfloat("2.0") * km_c(KDim - 1) * inv_dz(KDim - 1) * inv_mair_ic
+    bottom_term = wpfloat("2.0") * km_c * inv_dz * inv_mair_ic
+    return (
+        b
+        + concat_where(dims.KDim > minlvl, zero, top_term)
+        + concat_where(dims.KDim < maxlvl, zero, bottom_term)
+    )
+
+
+@gtx.field_operator
+def _solve_w_vertical_diffusion(
+    w: fa.CellKField[wpfloat],
+    rho_ic: fa.CellKField[wpfloat],
+    inv_ddqz_z_half: fa.CellKField[wpfloat],
+    inv_ddqz_z_full: fa.CellKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    tend: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> tuple[fa.CellKField[wpfloat], fa.CellKField[wpfloat]]:
+    rhs, inv_rho_ic, inv_mair_ic = _compute_w_vertical_diffusion_rhs(
+        rho_ic=rho_ic, inv_ddqz_z_half=inv_ddqz_z_half, km_c=km_c, div_c=div_c
+    )
+    a, b, c = _prepare_tridiagonal_matrix_cells_half(
+        inv_mair=inv_mair_ic,
+        inv_dz=inv_ddqz_z_full,
+        zk=km_c,
+        zprefac=wpfloat("2.0"),
+        minlvl=minlvl,
+        maxlvl=maxlvl,
+    )
+    b = _modify_w_diffusion_matrix_boundary(
+        b=b,
+        km_c=km_c,
+        inv_dz=inv_ddqz_z_full,
+        inv_mair_ic=inv_mair_ic,
+        minlvl=minlvl,
+        maxlvl=maxlvl,
+    )
+    new_tend = _solve_vertical_diffusion_cells(
+        a=a, b=b, c=c, rhs=rhs, var=w, tend=tend, dtime=dtime
+    )
+    return inv_rho_ic, new_tend
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def solve_w_vertical_diffusion(
+    w: fa.CellKField[wpfloat],
+    rho_ic: fa.CellKField[wpfloat],
+    inv_ddqz_z_half: fa.CellKField[wpfloat],
+    inv_ddqz_z_full: fa.CellKField[wpfloat],
+    km_c: fa.CellKField[wpfloat],
+    div_c: fa.CellKField[wpfloat],
+    inv_rho_ic: fa.CellKField[wpfloat],
+    tend: fa.CellKField[wpfloat],
+    dtime: wpfloat,
+    horizontal_start: gtx.int32,
+    horizontal_end: gtx.int32,
+    vertical_start: gtx.int32,
+    vertical_end: gtx.int32,
+) -> None:
+    _solve_w_vertical_diffusion(
+        w=w,
+        rho_ic=rho_ic,
+        inv_ddqz_z_half=inv_ddqz_z_half,
+        inv_ddqz_z_full=inv_ddqz_z_full,
+        km_c=km_c,
+        div_c=div_c,
+        tend=tend,
+        dtime=dtime,
+        minlvl=vertical_start,
+        maxlvl=vertical_end - 1,
+        out=(inv_rho_ic, tend),
+        domain={
+            dims.CellDim: (horizontal_start, horizontal_end),
+            dims.KDim: (vertical_start, vertical_end),
+        },
+    )
+
+
+# ------------------------------------------------------------------ NumPy of the tmx stencils
+
+
+def thomas_np(a, b, c, d, lo, hi):
+    """The tridiagonal solve of rows ``lo:hi`` of every column (``a`` on the first
+    row and ``c`` on the last row unused)."""
+    x = np.full(d.shape, np.nan)
+    cp, dp = np.zeros(d.shape), np.zeros(d.shape)
+    for k in range(lo, hi):
+        below_c = cp[:, k - 1] if k > lo else 0.0
+        below_d = dp[:, k - 1] if k > lo else 0.0
+        m = 1.0 / (b[:, k] - below_c * a[:, k])
+        cp[:, k], dp[:, k] = c[:, k] * m, (d[:, k] - below_d * a[:, k]) * m
+    for k in range(hi - 1, lo - 1, -1):
+        x[:, k] = dp[:, k] - cp[:, k] * (x[:, k + 1] if k < hi - 1 else 0.0)
+    return x
+
+
+def tmx_inputs():
+    return types.SimpleNamespace(
+        rho=RNG.uniform(0.5, 1.5, (NC, NLEV)),
+        u_vert=RNG.standard_normal((NV, NLEV)), v_vert=RNG.standard_normal((NV, NLEV)),
+        vn=RNG.standard_normal((NE, NLEV)),
+        km_c=RNG.uniform(0.1, 1.0, (NC, NLEV)), div_c=RNG.standard_normal((NC, NLEV)),
+        km_iv=RNG.uniform(0.1, 1.0, (NV, NH)), km_ie=RNG.uniform(0.1, 1.0, (NE, NH)),
+        c_lin_e=RNG.uniform(0.2, 0.8, (NE, 2)),
+        primal_normal_vert_x=RNG.standard_normal((NE, 4)),
+        primal_normal_vert_y=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_x=RNG.standard_normal((NE, 4)),
+        dual_normal_vert_y=RNG.standard_normal((NE, 4)),
+        primal_normal_cell_x=RNG.standard_normal((NE, 2)),
+        primal_normal_cell_y=RNG.standard_normal((NE, 2)),
+        tangent_orientation=RNG.choice([-1.0, 1.0], NE),
+        inv_primal_edge_length=RNG.uniform(0.5, 2.0, NE),
+        inv_vert_vert_length=RNG.uniform(0.5, 2.0, NE),
+        inv_dual_edge_length=RNG.uniform(0.5, 2.0, NE),
+        w=RNG.standard_normal((NC, NH)),
+        inv_ddqz_z_full_e=RNG.uniform(0.5, 2.0, (NE, NLEV)),
+        inv_ddqz_z_half_e=RNG.uniform(0.5, 2.0, (NE, NH)),
+        u_stress=RNG.standard_normal(NC), v_stress=RNG.standard_normal(NC),
+        rho_ic=RNG.uniform(0.5, 1.5, (NC, NH)),
+        inv_ddqz_z_half=RNG.uniform(0.5, 2.0, (NC, NH)),
+        inv_ddqz_z_full=RNG.uniform(0.5, 2.0, (NC, NLEV)),
+    )
+
+
+def vn_stress_np(t):
+    e2c, e2c2v = TABLES["E2C"], TABLES["E2C2V"]
+    vn_v = [t.u_vert[e2c2v[:, i]] * t.primal_normal_vert_x[:, i, None]
+            + t.v_vert[e2c2v[:, i]] * t.primal_normal_vert_y[:, i, None] for i in range(4)]
+    vt_v = [t.u_vert[e2c2v[:, i]] * t.dual_normal_vert_x[:, i, None]
+            + t.v_vert[e2c2v[:, i]] * t.dual_normal_vert_y[:, i, None] for i in range(4)]
+    ivv, ipe, ide = (t.inv_vert_vert_length[:, None], t.inv_primal_edge_length[:, None],
+                     t.inv_dual_edge_length[:, None])
+    to = t.tangent_orientation[:, None]
+    dvt = vt_v[3] - vt_v[2]
+    up_c = t.km_c[e2c[:, 1]] * (4.0 * (vn_v[3] - t.vn) * ivv - 2.0 / 3.0 * t.div_c[e2c[:, 1]])
+    dn_c = t.km_c[e2c[:, 0]] * (4.0 * (t.vn - vn_v[2]) * ivv - 2.0 / 3.0 * t.div_c[e2c[:, 0]])
+    km_v = [t.km_iv[e2c2v[:, i]][:, :NLEV] + t.km_iv[e2c2v[:, i]][:, 1:] for i in range(2)]
+    up_v = km_v[1] * (to * (vn_v[1] - t.vn) * ipe + 0.5 * dvt * ivv)
+    dn_v = km_v[0] * (to * (t.vn - vn_v[0]) * ipe + 0.5 * dvt * ivv)
+    inv_rhoe = 1.0 / nbsum(t.c_lin_e, t.rho, "E2C")
+    return inv_rhoe, ((up_c - dn_c) * ide + 2.0 * to * (up_v - dn_v) * ipe) * inv_rhoe
+
+
+def vn_vertical_np(t, inv_rhoe, tot_tend, dtime, lo, hi):
+    e2c = TABLES["E2C"]
+    k = np.arange(NLEV)[None, :]
+    inv_maire = t.inv_ddqz_z_full_e * inv_rhoe
+    grad = t.km_ie * t.inv_dual_edge_length[:, None] * (t.w[e2c[:, 1]] - t.w[e2c[:, 0]])
+    gk, gkp1 = grad[:, :NLEV], grad[:, 1:]
+    flux_dn = ((t.u_stress[e2c] * t.primal_normal_cell_x
+                + t.v_stress[e2c] * t.primal_normal_cell_y) * t.c_lin_e).sum(axis=1)[:, None]
+    rhs = np.where(k == 0, -gkp1 * inv_maire, (gk - gkp1) * inv_maire)
+    rhs = np.where(k < NLEV - 1, rhs, gk * inv_maire - flux_dn * inv_maire)
+    a = np.where(k > lo, -t.km_ie[:, :NLEV] * t.inv_ddqz_z_half_e[:, :NLEV] * inv_maire, 0.0)
+    c = np.where(k < hi - 1, -t.km_ie[:, 1:] * t.inv_ddqz_z_half_e[:, 1:] * inv_maire, 0.0)
+    b = -a - c
+    x = thomas_np(a, 1.0 / dtime + b, c, t.vn / dtime + rhs, lo, hi)
+    return tot_tend + (x - t.vn) / dtime
+
+
+def w_vertical_np(t, tend, dtime, lo, hi):
+    k = np.arange(NH)[None, :]
+    inv_rho = 1.0 / t.rho_ic
+    inv_mair = inv_rho * t.inv_ddqz_z_half
+    kd, kdm = np.full((NC, NH), np.nan), np.full((NC, NH), np.nan)   # km_c * x at k, k - 1
+    kd[:, :NLEV] = t.km_c * t.div_c
+    kdm[:, 1:] = t.km_c * t.div_c
+    rhs = 2.0 * inv_mair * (kd / 3.0 - kdm / 3.0)
+    kz, kzm = np.full((NC, NH), np.nan), np.full((NC, NH), np.nan)
+    kz[:, :NLEV] = t.km_c * t.inv_ddqz_z_full
+    kzm[:, 1:] = t.km_c * t.inv_ddqz_z_full
+    a = np.where(k > lo, -2.0 * kzm * inv_mair, 0.0)
+    c = np.where(k < hi - 1, -2.0 * kz * inv_mair, 0.0)
+    b = -a - c + np.where(k > lo, 0.0, 2.0 * kzm * inv_mair) \
+        + np.where(k < hi - 1, 0.0, 2.0 * kz * inv_mair)
+    x = thomas_np(a, 1.0 / dtime + b, c, t.w / dtime + rhs, lo, hi)
+    return inv_rho, tend + (x - t.w) / dtime
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tmx_vn_stress_tendency_and_vertical_solve(backend):
+    t = tmx_inputs()
+    hs, he, dtime = 1, NE - 1, 3.0
+    inv_rhoe, tot_tend = np.full((NE, NLEV), np.nan), np.full((NE, NLEV), np.nan)
+    names = ("rho", "u_vert", "v_vert", "vn", "km_c", "div_c", "km_iv", "c_lin_e",
+             "primal_normal_vert_x", "primal_normal_vert_y", "dual_normal_vert_x",
+             "dual_normal_vert_y", "tangent_orientation", "inv_primal_edge_length",
+             "inv_vert_vert_length", "inv_dual_edge_length")
+    compute_inverse_density_and_vn_stress_tendency(
+        **{n: getattr(t, n) for n in names}, inv_rhoe=inv_rhoe, tot_tend=tot_tend,
+        horizontal_start=hs, horizontal_end=he, vertical_start=0, vertical_end=NLEV,
+        offset_provider=TABLES, backend=backend)
+    want_inv_rhoe, want_tend = vn_stress_np(t)
+    np.testing.assert_allclose(inv_rhoe[hs:he], want_inv_rhoe[hs:he], rtol=1e-13)
+    np.testing.assert_allclose(tot_tend[hs:he], want_tend[hs:he], rtol=1e-11, atol=1e-12)
+    assert np.isnan(inv_rhoe[[0, NE - 1]]).all()
+
+    # the vertical solve on the whole column and on levels 1..NLEV-2, in place
+    inv_rhoe[:] = want_inv_rhoe
+    for lo, hi in ((0, NLEV), (1, NLEV - 1)):
+        tend = want_tend.copy()
+        solve_vn_vertical_diffusion(
+            w=t.w, vn=t.vn, km_ie=t.km_ie, inv_rhoe=inv_rhoe,
+            inv_ddqz_z_full_e=t.inv_ddqz_z_full_e, inv_ddqz_z_half_e=t.inv_ddqz_z_half_e,
+            u_stress=t.u_stress, v_stress=t.v_stress,
+            primal_normal_cell_x=t.primal_normal_cell_x,
+            primal_normal_cell_y=t.primal_normal_cell_y, c_lin_e=t.c_lin_e,
+            inv_dual_edge_length=t.inv_dual_edge_length, tot_tend=tend, dtime=dtime,
+            nlev=NLEV, horizontal_start=0, horizontal_end=NE, vertical_start=lo,
+            vertical_end=hi, offset_provider=TABLES, backend=backend)
+        want = vn_vertical_np(t, want_inv_rhoe, want_tend, dtime, lo, hi)
+        np.testing.assert_allclose(tend[:, lo:hi], want[:, lo:hi], rtol=1e-10, atol=1e-12,
+                                   err_msg=f"levels {lo}:{hi}")
+        np.testing.assert_array_equal(tend[:, :lo], want_tend[:, :lo])
+        np.testing.assert_array_equal(tend[:, hi:], want_tend[:, hi:])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tmx_w_vertical_solve_on_half_levels(backend):
+    t = tmx_inputs()
+    lo, hi, dtime = 1, NLEV, 3.0
+    tend0 = RNG.standard_normal((NC, NH))
+    inv_rho_ic, tend = np.full((NC, NH), np.nan), tend0.copy()
+    solve_w_vertical_diffusion(
+        w=t.w, rho_ic=t.rho_ic, inv_ddqz_z_half=t.inv_ddqz_z_half,
+        inv_ddqz_z_full=t.inv_ddqz_z_full, km_c=t.km_c, div_c=t.div_c, inv_rho_ic=inv_rho_ic,
+        tend=tend, dtime=dtime, horizontal_start=0, horizontal_end=NC, vertical_start=lo,
+        vertical_end=hi, offset_provider=TABLES, backend=backend)
+    want_inv_rho, want_tend = w_vertical_np(t, tend0, dtime, lo, hi)
+    np.testing.assert_allclose(inv_rho_ic[:, lo:hi], want_inv_rho[:, lo:hi], rtol=1e-14)
+    np.testing.assert_allclose(tend[:, lo:hi], want_tend[:, lo:hi], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(tend[:, [0, NLEV]], tend0[:, [0, NLEV]])
+    assert np.isnan(inv_rho_ic[:, [0, NLEV]]).all()
+
+
 # ================================================================== AMPS: esat_lk
 #
 # amps/core/thermo.py: the liquid saturation vapour pressure of the Murphy-Koop
