@@ -1403,3 +1403,15 @@ def test_a_direct_call_returns_each_part_of_a_tuple_over_its_own_domain(backend)
     assert isinstance(named, EdgeAndCell) and named.c.shape == (5,)
     np.testing.assert_allclose(named.e, vn * 2.0, rtol=1e-15)
     np.testing.assert_allclose(named.c, area * 3.0, rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_direct_call_returns_the_namedtuple_its_annotation_names(backend):
+    """Without ``out=``, a result annotated with a NamedTuple class comes back
+    as one (``m.a`` of ``m = op(…)``, as GT4Py returns it), nested in a tuple too."""
+    te, v, c = (RNG.random((4, 3)) for _ in range(3))
+    q, t = _updated(te, QPair(v, c), True, backend=backend)
+    assert isinstance(q, QPair)
+    np.testing.assert_allclose(q.v, (v + 1.0) + (v * 2.0) + te, rtol=1e-15)
+    np.testing.assert_allclose(q.c, c * te, rtol=1e-15)
+    np.testing.assert_allclose(t, te + 1.0, rtol=1e-15)

@@ -310,7 +310,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                     # a part's made-up source: point at the function instead
                     raise type(e)(e.message, self._def_loc()) from None
                 has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-                return ann(*parts) if has and is_namedtuple_class(ann) else tuple(parts)
+                return _as_annotated(tuple(parts), ann) if has else tuple(parts)
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
@@ -330,7 +330,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if plain_call and (self._serving or not len(self._cache)):
             result = self._call_by_source(args, kwargs, into)
             if result is not None:
-                return result
+                return result if into else self._as_returned(result)
         values = self._bind(args, kwargs)
         misses = self._cache.misses
         spec, a, plain = self._lookup(values, "compiling" if backend == "compiled"
@@ -381,7 +381,13 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         if plain_call:
             self._store_by_source(spec, new, lambda: self._call_description(args, kwargs, into),
                                   spec)
-        return result
+        return self._as_returned(result)
+
+    def _as_returned(self, result: Any) -> Any:
+        """A tuple result as the return annotation declares it: a NamedTuple's
+        class (``m.a`` of ``m = op(…)``), nested ones too."""
+        has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
+        return _as_annotated(result, ann) if has else result
 
 
     def _unwrapped_out(self, out: Any, path: tuple[int, ...],
@@ -1198,6 +1204,15 @@ def _part_functions(op: FunctionObject) -> list[FunctionObject] | None:
         wrapper.__annotations__["return"] = part
         out.append(FunctionObject(wrapper, op.backend, **op.compile_options))
     return out
+
+
+def _as_annotated(value: Any, ann: Any) -> Any:
+    """``value`` with the (named) tuple structure of the annotation ``ann``."""
+    parts = tuple_parts(ann) if isinstance(value, tuple) else None
+    if parts is None or len(parts) != len(value):
+        return value
+    items = [_as_annotated(v, p) for v, p in zip(value, parts)]
+    return ann(*items) if is_namedtuple_class(ann) else tuple(items)
 
 
 def _spreadable(ann: Any) -> bool:
