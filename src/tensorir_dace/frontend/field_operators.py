@@ -30,6 +30,9 @@ from .annotations import (
     annotation_spec,
     evaluated_annotation,
     generic_spec,
+    spread_leaves,
+    spread_values,
+    spreadable,
     tuple_element,
     tuple_parts,
 )
@@ -1067,7 +1070,7 @@ class _Spread:
             if has:
                 anns[name] = ann
         spread = [n for n in order if n in anns and annotation_spec(anns[n]) is None
-                  and _spreadable(anns[n])
+                  and spreadable(anns[n])
                   and sig.parameters[n].default is inspect.Parameter.empty]
         if not spread:
             return None
@@ -1081,35 +1084,23 @@ class _Spread:
             taken.add(n)
             return n
 
-        def build(prefix: str, ann: Any) -> tuple[str, tuple]:
+        def text_of(ann: Any, tree: tuple) -> str:
             parts = tuple_parts(ann) or ()
-            named = is_namedtuple_class(ann)
-            fields = ann._fields if named else range(len(parts))
-            items: list[str] = []
-            tree: list[Any] = []
-            for f, part in zip(fields, parts):
-                if annotation_spec(part) is not None:
-                    leaf = fresh(f"{prefix}_{f}")
-                    leaf_anns[leaf] = part
-                    items.append(leaf)
-                    tree.append(leaf)
-                else:
-                    text, sub = build(f"{prefix}_{f}", part)
-                    items.append(text)
-                    tree.append(sub)
-            if named:
+            items = [text_of(p, t) if isinstance(t, tuple) else t for p, t in zip(parts, tree)]
+            if is_namedtuple_class(ann):
                 cls = f"_tuple{len(namespace)}"
                 namespace[cls] = ann
-                return f"{cls}({', '.join(items)})", tuple(tree)
-            return f"({', '.join(items)},)", tuple(tree)
+                return f"{cls}({', '.join(items)})"
+            return f"({', '.join(items)},)"
 
         trees: dict[str, tuple] = {}
         params, args = [], []
         for n in order:
             if n in spread:
-                text, trees[n] = build(n, anns[n])
-                params += _tree_leaves(trees[n])
-                args.append(f"{n}={text}")
+                trees[n], leaves = spread_leaves(n, anns[n], fresh)
+                leaf_anns.update(leaves)
+                params += [leaf for leaf, _ in leaves]
+                args.append(f"{n}={text_of(anns[n], trees[n])}")
             else:
                 params.append(n)
                 args.append(f"{n}={n}")
@@ -1139,10 +1130,17 @@ class _Spread:
         bound.apply_defaults()
         flat: dict[str, Any] = {}
         for name, value in bound.arguments.items():
-            if name in self.trees:
-                flat.update(self._leaves(op, name, self.trees[name], value))
-            else:
+            if name not in self.trees:
                 flat[name] = value
+                continue
+            leaves = spread_values(self.trees[name], value)
+            if leaves is None:
+                got = f"a tuple of {len(value)}" if isinstance(value, tuple) else \
+                    type(value).__name__
+                raise ArgumentError(f"{op.fn.__name__}(): '{name}' takes a tuple of "
+                                    f"{len(self.trees[name])} (its annotation's elements), "
+                                    f"got {got}", op._def_loc())
+            flat.update(leaves)
         try:
             return self.wrapper(**flat, **passed)
         except TensorIRError as e:
@@ -1150,21 +1148,6 @@ class _Spread:
                 raise
             # the wrapper's made-up source: point at the function instead
             raise type(e)(e.message, op._def_loc()) from None
-
-    def _leaves(self, op: FunctionObject, name: str, tree: tuple, value: Any
-                ) -> dict[str, Any]:
-        if not isinstance(value, tuple) or len(value) != len(tree):
-            got = f"a tuple of {len(value)}" if isinstance(value, tuple) else \
-                type(value).__name__
-            raise ArgumentError(f"{op.fn.__name__}(): '{name}' takes a tuple of {len(tree)} "
-                                f"(its annotation's elements), got {got}", op._def_loc())
-        out: dict[str, Any] = {}
-        for t, v in zip(tree, value):
-            if isinstance(t, tuple):
-                out.update(self._leaves(op, name, t, v))
-            else:
-                out[t] = v
-        return out
 
 
 def _part_functions(op: FunctionObject) -> list[FunctionObject] | None:
@@ -1177,7 +1160,7 @@ def _part_functions(op: FunctionObject) -> list[FunctionObject] | None:
     fn = op.fn
     src = source_info(fn)
     has, ann = annotation_of(fn, "return", src.loc(src.node), strict=False)
-    if not has or annotation_spec(ann) is not None or not _spreadable(ann):
+    if not has or annotation_spec(ann) is not None or not spreadable(ann):
         return None
     a = src.node.args
     if a.vararg or a.kwarg or a.posonlyargs or a.kwonlyargs:
@@ -1213,18 +1196,6 @@ def _as_annotated(value: Any, ann: Any) -> Any:
         return value
     items = [_as_annotated(v, p) for v, p in zip(value, parts)]
     return ann(*items) if is_namedtuple_class(ann) else tuple(items)
-
-
-def _spreadable(ann: Any) -> bool:
-    """``ann`` is a tuple annotation whose elements are fields, scalars or such
-    tuples in turn (over different dimensions: else it is one tuple tensor)."""
-    parts = tuple_parts(ann)
-    return bool(parts) and all(annotation_spec(p) is not None or _spreadable(p)
-                               for p in parts or ())
-
-
-def _tree_leaves(tree: tuple) -> list[str]:
-    return [x for t in tree for x in (_tree_leaves(t) if isinstance(t, tuple) else [t])]
 
 
 def _dim_label(d: Any) -> str:
