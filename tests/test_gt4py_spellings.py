@@ -1415,3 +1415,43 @@ def test_a_direct_call_returns_the_namedtuple_its_annotation_names(backend):
     np.testing.assert_allclose(q.v, (v + 1.0) + (v * 2.0) + te, rtol=1e-15)
     np.testing.assert_allclose(q.c, c * te, rtol=1e-15)
     np.testing.assert_allclose(t, te + 1.0, rtol=1e-15)
+
+
+class EdgeAndCellParts(NamedTuple):
+    e: Field[[Edge, K], float]
+    c: Field[[Cell], float]
+
+
+@field_operator
+def _parts_from(vn: Field[[Edge, K], float], w: Weights) -> EdgeAndCellParts:
+    return EdgeAndCellParts(e=w.scale * vn, c=w.center + neighbor_sum(w.neighbours, axis=C2CDim))
+
+
+@program
+def parts_whole(vn: Field[[Edge, K], float], w: Weights, out: EdgeAndCellParts):
+    _parts_from(vn, w, out=out)
+
+
+@program
+def parts_run(vn: Field[[Edge, K], float], w: Weights, out: EdgeAndCellParts, hs: int32):
+    _parts_from(vn, w, out=out, domain=({Edge: (hs, 6), K: (0, 4)}, {Cell: (hs, 5)}))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_program_takes_and_writes_namedtuples_over_different_dimensions(backend):
+    """A program parameter annotated with a NamedTuple of fields over different
+    dimensions (and a scalar) is read by attribute and written by ``out=``,
+    on the whole fields and on a tuple of domains."""
+    vn, center, neighbours = RNG.random((6, 4)), RNG.random(5), RNG.random((5, 3))
+    want_e, want_c = 0.5 * vn, center + neighbours.sum(axis=1)
+    out = EdgeAndCellParts(np.zeros((6, 4)), np.zeros(5))
+    parts_whole(vn, Weights(center, neighbours, 0.5), out, backend=backend)
+    np.testing.assert_allclose(out.e, want_e, rtol=1e-15)
+    np.testing.assert_allclose(out.c, want_c, rtol=1e-15)
+    out = EdgeAndCellParts(np.zeros((6, 4)), np.zeros(5))
+    parts_run(vn, Weights(center, neighbours, 0.5), out, 2, backend=backend)
+    np.testing.assert_allclose(out.e, np.where(np.arange(6)[:, None] >= 2, want_e, 0.0),
+                               rtol=1e-15)
+    np.testing.assert_allclose(out.c, np.where(np.arange(5) >= 2, want_c, 0.0), rtol=1e-15)
+    with pytest.raises(ArgumentError, match="'out' takes a tuple of 2"):
+        parts_run(vn, Weights(center, neighbours, 0.5), out.e, 2, backend=backend)
