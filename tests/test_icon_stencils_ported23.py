@@ -26,6 +26,17 @@ keyword arguments, no ``out=``, its four results unpacked, theta and exner
 chosen by an ``if`` expression on a ``bool`` between a call and the inputs
 (each of the four results over its own domain: edges, cells on half levels,
 cells).
+Then the tmx momentum diffusion: the tridiagonal rows as ``NamedTuple``\ s
+(``TridiagonalMatrixCells``, ``TridiagonalMatrixEdges``) from
+``concat_where`` on runtime ``minlvl`` / ``maxlvl`` with zeros anchored to a
+field (``like * 0.0 + value``), solved by a forward and a backward scan; the
+horizontal stress tendency of vn (``u_vert(E2C2V)`` products picked by
+``E2C2VDim(i)`` afterwards, a vertex field on half levels read at
+``E2C2V[1]`` then ``KDim + 1``), its right-hand side (``concat_where`` on
+``KDim == 0``, an ``E2C`` sum of cell fields without levels) and vertical
+solve written in place on a range of levels; the w solve on half levels
+annotated as full ones; the explicit step whose boundary rows read ``var``
+on one side only.
 Last AMPS' liquid saturation vapour pressure table (``_esat_lk_dsl``), the
 Fortran order of truncating then clamping, its 150 entries tiled over cells
 and its ``KDim`` index field both longer than the temperature it is read for.
@@ -1549,6 +1560,75 @@ def test_tmx_w_vertical_solve_on_half_levels(backend):
     np.testing.assert_allclose(tend[:, lo:hi], want_tend[:, lo:hi], rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(tend[:, [0, NLEV]], tend0[:, [0, NLEV]])
     assert np.isnan(inv_rho_ic[:, [0, NLEV]]).all()
+
+
+@gtx.field_operator
+def _prepare_tridiagonal_matrix_cells(
+    inv_mair: fa.CellKField[wpfloat],
+    inv_dz: fa.CellKField[wpfloat],
+    zk: fa.CellKField[wpfloat],
+    zprefac: wpfloat,
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> TridiagonalMatrixCells:
+    zero = _broadcast_value_on_cell_k(wpfloat("0.0"), inv_mair)
+    a_interior = wpfloat("0.0") - zprefac * zk * inv_dz * inv_mair
+    c_interior = wpfloat("0.0") - zprefac * zk(KDim + 1) * inv_dz(KDim + 1) * inv_mair
+    a = concat_where(dims.KDim > minlvl, a_interior, zero)
+    c = concat_where(dims.KDim < maxlvl, c_interior, zero)
+    b = wpfloat("0.0") - a - c
+    return TridiagonalMatrixCells(a=a, b=b, c=c)
+
+
+@gtx.field_operator
+def _apply_explicit_vertical_diffusion_cells(
+    a: fa.CellKField[wpfloat],
+    b: fa.CellKField[wpfloat],
+    c: fa.CellKField[wpfloat],
+    rhs: fa.CellKField[wpfloat],
+    var: fa.CellKField[wpfloat],
+    tend: fa.CellKField[wpfloat],
+    minlvl: gtx.int32,
+    maxlvl: gtx.int32,
+) -> fa.CellKField[wpfloat]:
+    interior = tend - a * var(KDim - 1) - b * var - c * var(KDim + 1) + rhs
+    top = tend - b * var - c * var(KDim + 1) + rhs
+    bottom = tend - a * var(KDim - 1) - b * var + rhs
+    new_tend = concat_where(dims.KDim > minlvl, interior, top)
+    return concat_where(dims.KDim < maxlvl, new_tend, bottom)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0, NLEV), (1, NLEV - 1)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tmx_explicit_vertical_diffusion_on_cells(backend, lo, hi):
+    """The rows of the full-level matrix (``zk`` and ``inv_dz`` on half levels,
+    read at ``KDim + 1``) as a ``TridiagonalMatrixCells`` returned by a direct
+    call, then the explicit step: the boundary rows do not read ``var`` past the
+    column, whose ends are runtime ``minlvl`` / ``maxlvl``."""
+    inv_mair = RNG.uniform(0.5, 2.0, (NC, NLEV))
+    inv_dz, zk = RNG.uniform(0.5, 2.0, (NC, NH)), RNG.uniform(0.1, 1.0, (NC, NH))
+    m = _prepare_tridiagonal_matrix_cells(inv_mair, inv_dz, zk, 2.0, gtx.int32(lo),
+                                          gtx.int32(hi - 1), backend=backend)
+    k = np.arange(NLEV)[None, :]
+    want_a = np.where(k > lo, -2.0 * zk[:, :NLEV] * inv_dz[:, :NLEV] * inv_mair, 0.0)
+    want_c = np.where(k < hi - 1, -2.0 * zk[:, 1:] * inv_dz[:, 1:] * inv_mair, 0.0)
+    assert isinstance(m, TridiagonalMatrixCells)
+    np.testing.assert_allclose(m.a, want_a, rtol=1e-14)
+    np.testing.assert_allclose(m.c, want_c, rtol=1e-14)
+    np.testing.assert_allclose(m.b, -want_a - want_c, rtol=1e-14, atol=1e-15)
+
+    var, rhs, tend = (RNG.standard_normal((NC, NLEV)) for _ in range(3))
+    out = np.full((NC, NLEV), np.nan)
+    _apply_explicit_vertical_diffusion_cells(
+        *m, rhs, var, tend, gtx.int32(lo), gtx.int32(hi - 1), out=out,
+        domain={dims.CellDim: (0, NC), dims.KDim: (lo, hi)}, offset_provider={},
+        backend=backend)
+    below, above = np.zeros_like(var), np.zeros_like(var)
+    below[:, 1:], above[:, :-1] = var[:, :-1], var[:, 1:]
+    want = tend - m.b * var + rhs - np.where(k > lo, m.a * below, 0.0) \
+        - np.where(k < hi - 1, m.c * above, 0.0)
+    np.testing.assert_allclose(out[:, lo:hi], want[:, lo:hi], rtol=1e-12, atol=1e-13)
+    assert np.isnan(out[:, :lo]).all() and np.isnan(out[:, hi:]).all()
 
 
 # ================================================================== AMPS: esat_lk
