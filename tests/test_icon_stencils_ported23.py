@@ -26,7 +26,7 @@ keyword arguments, no ``out=``, its four results unpacked, theta and exner
 chosen by an ``if`` expression on a ``bool`` between a call and the inputs
 (each of the four results over its own domain: edges, cells on half levels,
 cells).
-Then the tmx momentum diffusion: the tridiagonal rows as ``NamedTuple``\ s
+Then the tmx momentum diffusion: the tridiagonal rows as ``NamedTuple``s
 (``TridiagonalMatrixCells``, ``TridiagonalMatrixEdges``) from
 ``concat_where`` on runtime ``minlvl`` / ``maxlvl`` with zeros anchored to a
 field (``like * 0.0 + value``), solved by a forward and a backward scan; the
