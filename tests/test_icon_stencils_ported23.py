@@ -3,7 +3,7 @@ icon4py's own spelling, beside ``test_icon_stencils_ported*.py``.
 
 First the horizontal differential operators of the triangular grid that
 icon4py's global diffusion is written with: their arguments and results are
-``NamedTuple``\\ s of fields (``RbfVectorCoefficients``, ``DiamondDirection``,
+``NamedTuple``s of fields (``RbfVectorCoefficients``, ``DiamondDirection``,
 ``DiamondLengths`` in, a ``VertexVector`` built with keyword arguments out),
 read as attributes and shifted after (``vector.u(E2C2V[0])``), local fields
 picked by ``direction.x[dims.E2C2VDim(0)]``, ``V2E``, ``C2E`` and ``E2C``
@@ -13,7 +13,7 @@ them: the cold-pool coefficient (``C2E2C`` sums, ``where`` of ``|`` and
 ``&``), the Laplacian at constant height (a ``NamedTuple`` of a cell field
 and two ``[Cell, C2E2C, K]`` fields, one of ``int32`` offsets given to
 ``as_offset(Koff, …)`` after a ``C2E2C[i]`` shift), the Smagorinsky
-coefficient from a ``NamedTuple`` holding both ``KField``\\ s and scalars,
+coefficient from a ``NamedTuple`` holding both ``KField``s and scalars,
 the diffusion of vn (a fourth-order term from the Laplacian of the
 Laplacian), of w on half levels (a ``concat_where`` on a runtime
 ``KHalfDim`` range whose other branch is the scalar ``0.0``, inside a
