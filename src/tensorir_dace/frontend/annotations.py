@@ -321,6 +321,62 @@ def tuple_parts(ann: Any) -> tuple | None:
     return tuple(out)
 
 
+def spreadable(ann: Any) -> bool:
+    """``ann`` is a tuple annotation that is no tuple tensor (its elements differ
+    in dimensions, or fields sit beside scalars) whose elements are fields,
+    scalars or such tuples in turn: its elements are passed one by one."""
+    parts = tuple_parts(ann)
+    return bool(parts) and annotation_spec(ann) is None and all(
+        annotation_spec(p) is not None or spreadable(p) for p in parts or ())
+
+
+def spread_leaves(prefix: str, ann: Any, fresh: Callable[[str], str]
+                  ) -> tuple[tuple, list[tuple[str, Any]]]:
+    """The elements of a :func:`spreadable` annotation ``ann`` as parameters of
+    their own: their names as nested as ``ann`` is (``prefix_field``, made
+    unique by ``fresh``) and each name with its annotation."""
+    parts = tuple_parts(ann) or ()
+    fields = ann._fields if hasattr(ann, "_fields") else range(len(parts))
+    tree: list[Any] = []
+    leaves: list[tuple[str, Any]] = []
+    for f, part in zip(fields, parts):
+        if annotation_spec(part) is not None:
+            name = fresh(f"{prefix}_{f}")
+            tree.append(name)
+            leaves.append((name, part))
+        else:
+            sub, more = spread_leaves(f"{prefix}_{f}", part, fresh)
+            tree.append(sub)
+            leaves += more
+    return tuple(tree), leaves
+
+
+def spread_values(tree: tuple, value: Any) -> dict[str, Any] | None:
+    """The elements of the argument ``value`` by the names of ``tree`` (see
+    :func:`spread_leaves`), or None when it is not a tuple nested as ``tree``."""
+    if not isinstance(value, tuple) or len(value) != len(tree):
+        return None
+    out: dict[str, Any] = {}
+    for t, v in zip(tree, value):
+        if isinstance(t, tuple):
+            sub = spread_values(t, v)
+            if sub is None:
+                return None
+            out.update(sub)
+        else:
+            out[t] = v
+    return out
+
+
+def spread_rebuilt(ann: Any, tree: tuple, leaf: Callable[[str], Any]) -> Any:
+    """The value of a :func:`spreadable` parameter from its elements' values
+    (``leaf(name)``), of the annotation's NamedTuple classes."""
+    parts = tuple_parts(ann) or ()
+    items = [spread_rebuilt(p, t, leaf) if isinstance(t, tuple) else leaf(t)
+             for p, t in zip(parts, tree)]
+    return ann(*items) if hasattr(ann, "_fields") else tuple(items)
+
+
 def _dim_key(d: Any) -> Any:
     return _dim_name(d.dim) if isinstance(d, DimSpec) else \
         d.name if isinstance(d, Dimension) else repr(d)

@@ -19,7 +19,7 @@ import builtins
 import functools
 import inspect
 import typing
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,13 +31,19 @@ from ..errors import ArgumentError, FrontendError
 from ..typing.scope import Binding, Scope
 from ..typing.util import is_weak
 from . import api
-from .annotations import annotation_spec, evaluated_annotation, generic_spec, tuple_element
+from .annotations import (
+    annotation_spec,
+    evaluated_annotation,
+    generic_spec,
+    tuple_element,
+    tuple_parts,
+)
 from .bodies import BodyTranslator, uses_of
 from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
-from .meshes import is_namedtuple_class, named_value, typed_literal
+from .meshes import is_namedtuple_class, named_value, rebuild, typed_literal
 from .runtime_bounds import runtime_value
 from .source import SourceInfo, source_info
 from .values import (
@@ -197,14 +203,9 @@ class FunctionTranslator(BodyTranslator):
         lam_params: list[ir.Param] = []
         lam_args: list[ir.Expr] = []
         bindings: dict[str, Binding] = {}
-        for p, v in bound.items():
-            if p in anns and is_ir(v) and is_weak(v):
-                v = self.as_declared(v, anns[p], node)    # where(m, 1, 0) for an int32
-            if p in anns and contains_ir(v):
-                self.check_annotation(self.to_ir(v, node), anns[p], p, name, node)
-            n_uses = uses_of(p, body_stmts if body_stmts is not None else [fdef.body])
-            if isinstance(v, tuple) and contains_ir(v) and n_uses > 1:
-                v = self.to_ir(v, node)
+
+        def once(p: str, v: Any, n_uses: int) -> Any:
+            """``v``, a compound value used more than once bound to a lambda parameter."""
             # an int expression of runtime values (``n_lev=ve - 1``) stays inline: it is
             # cheap, and an index condition (``K < n_lev``) needs it as a bound
             if is_ir(v) and not is_trivial(v) and n_uses > 1 and \
@@ -215,9 +216,24 @@ class FunctionTranslator(BodyTranslator):
                 lam_params.append(ir.Param(fresh, t, loc=loc))
                 lam_args.append(v)
                 bindings[fresh] = Binding(fresh, "lambda", t)
-                sub.env[p] = ir.Sym(fresh, loc=loc)
-            else:
-                sub.env[p] = v
+                return ir.Sym(fresh, loc=loc)
+            if isinstance(v, tuple):      # elements over different dimensions, one by one
+                return rebuild(v, [once(p, x, n_uses) for x in v])
+            return v
+
+        for p, v in bound.items():
+            if p in anns and is_ir(v) and is_weak(v):
+                v = self.as_declared(v, anns[p], node)    # where(m, 1, 0) for an int32
+            if p in anns and contains_ir(v):
+                self.check_parts(v, anns[p], p, name, node)
+            n_uses = uses_of(p, body_stmts if body_stmts is not None else [fdef.body])
+            if isinstance(v, tuple) and contains_ir(v) and n_uses > 1 and \
+                    self.one_shape(v, node):
+                v = self.to_ir(v, node)
+            sub.env[p] = once(p, v, n_uses)
+            if isinstance(sub.env[p], tuple) and is_namedtuple_class(anns.get(p)) and \
+                    len(sub.env[p]) == len(anns[p]._fields):
+                sub.env[p] = anns[p](*sub.env[p])         # p.x then works
             if is_ir(sub.env[p]) and is_namedtuple_class(anns.get(p)):   # p.x then works
                 sub.env[p] = named_value(anns[p], sub.env[p], sub.loc(fdef))
         if bindings:
@@ -236,6 +252,24 @@ class FunctionTranslator(BodyTranslator):
                        loc=loc)
         named = type(result) if is_namedtuple_class(type(result)) else anns.get("return")
         return named_value(named, call, loc) if is_namedtuple_class(named) else call
+
+    def check_parts(self, v: Any, ann: Any, p: str, name: str, node: ast.AST) -> None:
+        """``v`` against its annotation ``ann``, a tuple of fields over different
+        dimensions element by element."""
+        parts = tuple_parts(ann) if isinstance(v, tuple) else None
+        if parts is not None and len(parts) == len(v) and not self.one_shape(v, node):
+            for x, a in zip(v, parts):
+                if contains_ir(x):
+                    self.check_parts(x, a, p, name, node)
+            return
+        self.check_annotation(self.to_ir(v, node), ann, p, name, node)
+
+    def one_shape(self, v: Any, node: ast.AST) -> bool:
+        """Whether the fields of the tuple value ``v`` have one shape, as the
+        elements of a tuple tensor do (a NamedTuple built of a cell field and
+        fields over ``[Cell, C2E2C, K]`` stays a Python tuple of its elements)."""
+        dims = {tuple(d.name for d in self.type_of(x, node).dims) for x in _ir_leaves(v)}
+        return len(dims) <= 1
 
     def as_declared(self, value: Any, ann: Any, node: ast.AST) -> Any:
         """``value`` returned under the return annotation ``ann``: a part built
@@ -555,3 +589,11 @@ def translate_call(fn: Any, params: Sequence[ir.Param], table_dims: dict[str, Ne
         body = (ir.Assign(ir.Sym(result_name, loc=loc), expr, loc=loc),)
     return ir.Program(src.name, tuple(ctx.params) + (out,), tuple(ctx.temporaries), body, loc=loc,
                       constraints=ctx.live_constraints(body))
+
+
+def _ir_leaves(v: Any) -> Iterator[Any]:
+    if isinstance(v, tuple):
+        for x in v:
+            yield from _ir_leaves(x)
+    elif is_ir(v):
+        yield v

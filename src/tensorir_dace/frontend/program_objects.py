@@ -26,6 +26,10 @@ from .annotations import (
     TensorSpec,
     annotation_spec,
     generic_spec,
+    spread_leaves,
+    spread_rebuilt,
+    spread_values,
+    spreadable,
 )
 from .callables import ProgramDefinition
 from .connectivities import (
@@ -70,6 +74,9 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
         self._setup(fn, "program", backend, compile_options)
         # the last compiled program and the callable compile() returned for it
         self._last_compiled: tuple[Any, Any] | None = None
+        # parameters annotated with a tuple of fields over different dimensions (or
+        # of fields beside scalars): their annotation and elements' parameter names
+        self._tuples: dict[str, tuple[Any, tuple]] = {}
 
     def __repr__(self) -> str:
         return f"<tensorir_dace.program {self.fn.__qualname__}>"
@@ -88,6 +95,13 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
             raise FrontendError("program parameters must be plain positional-or-keyword "
                                 "or keyword-only parameters", src.loc(src.node))
         out = []
+        taken = {arg.arg for arg in a.args + a.kwonlyargs}
+
+        def fresh(n: str) -> str:
+            while n in taken:
+                n += "_"
+            taken.add(n)
+            return n
         for arg in a.args + a.kwonlyargs:      # (GT4Py's programs take keyword-only ones)
             loc = src.loc(arg)
             has, ann = annotation_of(self.fn, arg.arg, loc, strict=True)
@@ -95,6 +109,13 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
             spec = generic_spec(ann, annotated=has and ann is not None)
             if spec is None:
                 spec = annotation_spec(ann)
+            if spec is None and spreadable(ann):
+                # a tuple tensor's elements have one shape: one parameter per element
+                tree, leaves = spread_leaves(arg.arg, ann, fresh)
+                self._tuples[arg.arg] = (ann, tree)
+                out += [ParamInfo(n, annotation_spec(x) or GenericSpec(), loc)
+                        for n, x in leaves]
+                continue
             if spec is None:
                 raise FrontendError(f"the annotation of '{arg.arg}' ({ann!r}) is not a "
                                     "Tensor IR type; write Tensor[float, I, J], float, int, "
@@ -120,6 +141,14 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
     def _make(self, key: tuple[ParamSig, ...], a: Analysis) -> Specialization:
         params, static = self._ir_params(key)
         names = self._renamed(key)
+        if self._tuples:
+            # a spread parameter is the tuple of its elements (NamedTuples again)
+            given = dict(static or {})
+
+            def leaf(n: str) -> Any:
+                return given[n] if n in given else ir.Sym(names.get(n, n), loc=self._def_loc())
+            static = {**given, **{n: spread_rebuilt(ann, tree, leaf)
+                                  for n, (ann, tree) in self._tuples.items()}}
         report: dict[str, Any] = {}
         sp = self._specializer()
         from .programs import translate_program
@@ -200,6 +229,8 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
                                 f"are not parameters (parameters: {sorted(names)})",
                                 self._def_loc())
         takes_offsets = "offset_provider" not in names
+        if self._tuples:        # called with the tuples, which the binary takes spread
+            return _CompiledAtFirstCall(self, offset_provider if takes_offsets else None)
         try:
             spec = self._default("compiling")
         except CoverageError:
@@ -226,6 +257,7 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
         ``.ir``, ``.key``, ``.to_sdfg()``."""
         provider = kwargs.pop("offset_provider", None) \
             if all(p.name != "offset_provider" for p in self._param_infos()) else None
+        args, kwargs = self._spread(args, kwargs)
         self._bind_locals(args, kwargs, provider)
         if provider is not None:
             kwargs = table_arguments(kwargs, provider, self._tables, self.__name__,
@@ -286,9 +318,33 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
                 count += 1
         return count
 
+    def _spread(self, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
+        """The arguments with those of spread tuple parameters given element by
+        element (by keyword)."""
+        self._param_infos()
+        if not self._tuples:
+            return args, kwargs
+        src = source_info(self.fn)
+        names = [x.arg for x in src.node.args.args + src.node.args.kwonlyargs]
+        if len(args) > len(names) or any(k in names[:len(args)] for k in kwargs):
+            return args, kwargs         # the binding says what is wrong
+        values = {**dict(zip(names, args)), **kwargs}
+        for n, (_, tree) in self._tuples.items():
+            if n not in values:
+                continue
+            v = values.pop(n)
+            leaves = spread_values(tree, v)
+            if leaves is None:
+                got = f"a tuple of {len(v)}" if isinstance(v, tuple) else type(v).__name__
+                raise ArgumentError(f"{self.__name__}(): '{n}' takes a tuple of {len(tree)} "
+                                    f"(its annotation's elements), got {got}", self._def_loc())
+            values.update(leaves)
+        return (), values
+
     @api_boundary
     def __call__(self, /, *args: Any, backend: str | None = None,
                  offset_provider: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        args, kwargs = self._spread(args, kwargs)
         plain_call = backend is None and self.backend == "compiled"
         self._bind_locals(args, kwargs, offset_provider)
         # looked up by the source while nothing was translated in this process, or

@@ -88,7 +88,7 @@ class ProgramTranslator(AssignmentTranslator):
             return []
         if isinstance(s.value, ast.Call) and any(k.arg == "out" for k in s.value.keywords):
             call = s.value
-            out_node = next(k.value for k in call.keywords if k.arg == "out")
+            out_node = self.spread_out(next(k.value for k in call.keywords if k.arg == "out"))
             domain = next((k.value for k in call.keywords if k.arg == "domain"), None)
             rest = [k for k in call.keywords if k.arg not in ("out", "domain")]
             inner = ast.copy_location(ast.Call(call.func, call.args, rest), call)
@@ -116,6 +116,32 @@ class ProgramTranslator(AssignmentTranslator):
             return self.assign(out_node, value, s)
         raise self.error(s, "this expression statement has no effect; assign its value to "
                             "an output (out[...] = …) or pass out=…")
+
+    def spread_out(self, node: ast.expr) -> ast.expr:
+        """``out=`` naming a parameter annotated with a tuple over different
+        dimensions, which the program takes element by element (its name is the
+        tuple of its elements' parameters): the tuple of those names, nested as
+        the annotation is (``out=q`` is ``out=(q_e, q_c)``)."""
+        if isinstance(node, (ast.Tuple, ast.List)):
+            elts = [self.spread_out(e) for e in node.elts]
+            if all(a is b for a, b in zip(elts, node.elts)):
+                return node
+            return ast.copy_location(ast.Tuple(elts, ast.Load()), node)
+        if not isinstance(node, ast.Name) or self.kinds.get(node.id) != "alias" or \
+                not isinstance(self.env.get(node.id), tuple):
+            return node
+        python = {p.name: self.ctx.python_name(p) for p in self.ctx.params}
+
+        def names(v: Any) -> ast.expr | None:
+            if isinstance(v, tuple):
+                elts = [e for x in v if (e := names(x)) is not None]
+                if len(elts) != len(v):
+                    return None
+                return ast.copy_location(ast.Tuple(elts, ast.Load()), node)
+            if isinstance(v, ir.Sym) and v.name in python:
+                return ast.copy_location(ast.Name(python[v.name], ast.Load()), node)
+            return None
+        return names(self.env[node.id]) or node
 
     def check_parts_cover(self, out_node: ast.AST, value: Any, call: ast.Call) -> None:
         """``f(…, out=(a, b))`` without ``domain=``: each part of the tuple value
