@@ -244,3 +244,15 @@ def test_the_reference_holds_broadcasts_below_and_above_the_levels():
     R.write(out, "o", R.stagger(up, 0.5, "KH"), ("C", "KH"), {}, bad)
     assert not bad
     np.testing.assert_array_equal(out["o"][0], [2.0, 2.0, 2.0, 2.0])
+
+
+def test_a_program_only_half_levels_satisfy_is_read_back_as_its_calls_made_it():
+    """Its only specialisation takes ``ch`` one level longer (it reads
+    ``ch(Koff[1])`` on every full level); the printed-program check reads back
+    that one, not the equal lengths ``prog.format()`` assumes (which has no
+    program)."""
+    case = fuzz.generate_gtx_case(181053)
+    assert "x4(Koff[1])" in "\n".join(case.defs)
+    outcome = fuzz.run_gtx([case], seed=181040)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
