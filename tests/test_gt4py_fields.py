@@ -192,3 +192,18 @@ def test_a_half_level_field_is_one_level_longer_as_its_array_is(backend):
     full_levels.with_backend(None if backend == "interpreter" else "compiled")(
         gtx.with_dims(data, CellDim, KDim), o2, offset_provider={"Koff": KDim})
     np.testing.assert_array_equal(o2.asnumpy(), o.asnumpy())
+
+
+def test_the_ir_of_a_program_only_half_levels_satisfy_points_to_its_specialisations():
+    from tensorir_dace import format
+    from tensorir_dace.errors import CoverageError
+    prog = gtx.program(full_levels.fn)           # a fresh program object
+    w, o = RNG.random((3, 5)), np.zeros((3, 4))
+    with pytest.raises(CoverageError, match="needs K") as before:
+        prog.ir                                   # equal lengths: no program
+    assert "specialize" not in str(before.value)
+    prog(w, o, offset_provider={"Koff": KDim}, backend="interpreter")
+    with pytest.raises(CoverageError, match=r"prog\.specialize\(<arguments>\)\.program \(1 so"):
+        prog.format()
+    text = format(prog.specialize(w, o, offset_provider={"Koff": KDim}).program)
+    assert "K[0:N_K+1]" in text

@@ -163,7 +163,17 @@ class ProgramObject(SpecializedCallable, ProgramDefinition, SDFGConvertible):
     def _default(self, verb: str = "translating") -> Specialization:
         if self._specializer().generic:
             raise self._generic_error("ir")
-        return self._default_spec(verb)
+        try:
+            return self._default_spec(verb)
+        except CoverageError as e:
+            if not self._ir:
+                raise
+            # calls made it with arrays of other lengths (half levels): say where
+            # their programs are
+            raise CoverageError(
+                f"{e.message}; with arrays of equal lengths this program has no Tensor IR. "
+                "The programs its calls made are prog.specialize(<arguments>).program "
+                f"({len(self._ir)} so far, listed by prog.specializations())", e.loc) from None
 
     @property
     def _ir(self) -> dict[tuple, ir.Program]:
