@@ -225,8 +225,7 @@ def test_random_lazy_concat_with_runtime_boundaries():
 def test_random_program_streamed_rows_match_interpreter(seed, monkeypatch):
     """The streaming-store pass with its size threshold at zero, so that the
     streamed blocks, not only the peeled ends, run on these small sizes."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(random_program(seed))
     fn = tir.compile(prog)
     assert any("_tir_sfence" in n.code.as_string for n, _ in fn.sdfg.all_nodes_recursive()
@@ -258,8 +257,7 @@ def test_random_program_flattened_streamed_runs_match_interpreter(seed, monkeypa
     zero: maps reading only ``a`` stream one run over J and K (flattened),
     maps reading ``b`` or ``c`` stream per row; on sizes whose rows are not
     whole cache lines, so runs cross rows mid-line."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(random_program_with_levels(seed))
     fn = tir.compile(prog)
     params = [len(n.map.params) for n, _ in fn.sdfg.all_nodes_recursive()
