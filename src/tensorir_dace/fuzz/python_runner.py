@@ -60,6 +60,17 @@ class PyOutcome:
     calls: tuple[str, ...] = ()     # mutated calls that broke the call contract
     refused: int = 0                # runs refused as expected (a bound outside its range)
     direct: int = 0                 # runs of direct calls of field operators (GT4Py spelling)
+    streamed: tuple[int, int, int] = (0, 0, 0)  # .runner.stream_counts of the compiled program
+
+
+def compiled_stream_counts(prog: Any) -> tuple[int, int, int]:
+    """:func:`.runner.stream_counts` summed over the binaries the decorated
+    ``prog`` compiled."""
+    from .runner import stream_counts
+    counts = [stream_counts(sdfg) for spec in prog._cache.entries()
+              if (sdfg := getattr(spec.compiled, "sdfg", None)) is not None]
+    maps, rows, flat = (sum(c[k] for c in counts) for k in range(3))
+    return maps, rows, flat
 
 
 def printed_reads_back(prog: Any, out: PyOutcome) -> None:
@@ -179,6 +190,7 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
                         out.failed.setdefault(name, f"{label} differs from the text "
                                                     f"interpreter at {where}")
     printed_reads_back(prog, out)
+    out.streamed = compiled_stream_counts(prog)
     if calls and not out.failed:
         import random
 
@@ -201,12 +213,13 @@ def case_fails(case: PyCase, seed: int = 0, builtin_names: bool = False,
 
 
 def run_python_batch(job: tuple
-                     ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...]]:
+                     ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...],
+                                tuple[int, int, int]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
     count and, optionally, whether its parameters get builtin-like names, how
     many mutated calls to make and the streaming thresholds' mode of
     :func:`.runner.stream_threshold`): (first, runs, [(seed, why)] of failed
-    cases, crash, broken calls)."""
+    cases, crash, broken calls, :func:`.runner.stream_counts`)."""
     from .runner import stream_threshold
     first, count, *options = job
     builtin_names = bool(options[0]) if options else False
@@ -228,7 +241,7 @@ def run_python_batch(job: tuple
             alone = case_fails(generate_python_case(c.seed), first, builtin_names, stream)
             if alone:
                 bad.append((c.seed, alone))
-    return first, out.runs, bad, out.crash, out.calls
+    return first, out.runs, bad, out.crash, out.calls, out.streamed
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0,
@@ -259,7 +272,14 @@ def run_python_front(programs: int, jobs: int, seed: int, size: int,
     names of Tensor IR builtins and size symbols; ``stream``: the streaming
     thresholds (:func:`.runner.stream_threshold`).  (A summary line, whether
     anything failed.)"""
-    from .runner import batch_outcomes, batches, run_parallel, stream_threshold, write_broken_calls
+    from .runner import (
+        batch_outcomes,
+        batches,
+        run_parallel,
+        stream_summary,
+        stream_threshold,
+        write_broken_calls,
+    )
     start = time.time()
     work = [(first, count, builtin_names, calls, stream)
             for first, count in batches(seed, programs, size)]
@@ -275,7 +295,9 @@ def run_python_front(programs: int, jobs: int, seed: int, size: int,
         out.mkdir(parents=True, exist_ok=True)
         (out / f"python_case_{s}.py").write_text(reproducer(s, why, first, builtin_names))
     runs = sum(r[1] for r in results)
-    summary = (f"Python front: programs {programs}, compiles {len(work)}, runs {runs}, "
+    streamed = [r[5] for r in results if threshold[r[0]] == 0]
+    summary = (f"Python front: programs {programs}, compiles {len(work)} ({len(streamed)} "
+               f"streaming from 0 bytes: {stream_summary(streamed)}), runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"{time.time() - start:.0f} s")

@@ -44,7 +44,8 @@ def stream_counts(sdfg: Any) -> tuple[int, int, int]:
     tasklets' code: tasklets of independent maps may be merged into one)."""
     codes = [n.code.as_string for n, _ in sdfg.all_nodes_recursive()
              if hasattr(n, "code") and hasattr(n.code, "as_string")]
-    return tuple(sum(c.count(mark) for c in codes) for mark in STREAM_MARKS)  # type: ignore
+    maps, rows, flat = (sum(c.count(mark) for c in codes) for mark in STREAM_MARKS)
+    return maps, rows, flat
 
 
 def stream_threshold(first: int, count: int, mode: str = "mix") -> int | None:
