@@ -60,7 +60,7 @@ KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "s
 # How often each kind is drawn (relative): ``stream`` reaches the passes for
 # large outputs (streaming stores, statements fused in rows, flat rows), which
 # the runner compiles with the streaming threshold at 0 every other batch.
-WEIGHTS = tuple(3 if k == "stream" else 1 for k in KINDS)
+WEIGHTS = tuple(4 if k == "stream" else 1 for k in KINDS)
 # Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
 # entry (the checker cannot know that, the argument check at call time does).
 I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
@@ -481,7 +481,7 @@ def _streamed(g: _Gen, o: str, t: str, d: int) -> tuple[list[str], list[str], li
     else:
         dt, names, lit = "float", ("x3", "w3"), ("1.5", "2.0", "0.25", "3", "-0.5")
     levels = ""
-    if dt == "float" and r.random() < 0.3:
+    if dt == "float" and r.random() < 0.2:
         levels = f" + ⟪K, {r.choice([-1, 1])}⟫(y3)" if r.random() < 0.5 else " × y3"
     decl = lambda name, dims=IJK: f"{name}: tensor<{dt}, {dims}>"  # noqa: E731
     shape = r.random()

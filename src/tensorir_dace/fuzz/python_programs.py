@@ -83,7 +83,7 @@ BOUNDS = (((1, 3), (3, 1), (0, 5), (2, 2), (1, 9)),
 KINDS = ("float", "float32", "int", "int32", "bool", "mesh", "nested", "scan", "function",
          "tuple", "domain", "slice", "scandomain", "control", "temporary", "stream")
 # How often each kind is drawn (relative): see the text generator's WEIGHTS.
-WEIGHTS = tuple(3 if k == "stream" else 1 for k in KINDS)
+WEIGHTS = tuple(4 if k == "stream" else 1 for k in KINDS)
 
 
 @dataclass(frozen=True)
@@ -526,7 +526,7 @@ def _stream_case(g: PyGen, case: PyCase, d: int, o: str) -> None:
     names = ("f3",) if f32 else ("x3", "w3")
     case.outputs = [(o, "IJK32" if f32 else "IJK")]
     levels = None
-    if not f32 and r.random() < 0.3:
+    if not f32 and r.random() < 0.2:
         levels = _shift(X("y3", "y3"), "K", r.choice([-1, 1])) if r.random() < 0.5 \
             else X("y3", "y3")
 

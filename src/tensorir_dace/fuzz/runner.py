@@ -50,11 +50,12 @@ def stream_counts(sdfg: Any) -> tuple[int, int, int]:
 
 def stream_threshold(first: int, count: int, mode: str = "mix") -> int | None:
     """The streaming threshold (bytes) the batch from seed ``first`` is compiled
-    with: ``mode`` "mix" gives every other batch 0 (every output streamed, so
-    that the streamed branches run on the small arrays) and the others the
-    default (None: regular stores for them); "default" none; a number that."""
+    with: ``mode`` "mix" gives every other optimised batch (see
+    :func:`batch_options`) 0 (every output streamed, so that the streamed
+    branches run on the small arrays) and the others the default (None:
+    regular stores for them); "default" none; a number that."""
     if mode == "mix":
-        return 0 if (first // max(count, 1)) % 2 == 0 else None
+        return 0 if (first // max(count, 1)) % 3 == 0 else None
     return None if mode == "default" else int(mode)
 
 
