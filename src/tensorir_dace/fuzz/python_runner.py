@@ -224,7 +224,7 @@ def run_python_batch(job: tuple
     first, count, *options = job
     builtin_names = bool(options[0]) if options else False
     calls = int(options[1]) if len(options) > 1 else 0
-    stream = stream_threshold(first, count, *options[2:3])
+    stream = stream_threshold(first, count, *options[2:3], period=2)
     cases = python_batch(first, count)
     names = builtin_like_names(first, cases) if builtin_names else None
     with streaming_threshold(stream):
@@ -283,7 +283,8 @@ def run_python_front(programs: int, jobs: int, seed: int, size: int,
     start = time.time()
     work = [(first, count, builtin_names, calls, stream)
             for first, count in batches(seed, programs, size)]
-    threshold = {first: stream_threshold(first, count, stream) for first, count, *_ in work}
+    threshold = {first: stream_threshold(first, count, stream, period=2)
+                 for first, count, *_ in work}
     results = run_parallel(run_python_batch, work, jobs)
     failures, crashes, broken_calls = batch_outcomes(results)
     write_broken_calls(out, "python", broken_calls)

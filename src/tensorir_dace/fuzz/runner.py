@@ -48,14 +48,17 @@ def stream_counts(sdfg: Any) -> tuple[int, int, int]:
     return maps, rows, flat
 
 
-def stream_threshold(first: int, count: int, mode: str = "mix") -> int | None:
+def stream_threshold(first: int, count: int, mode: str = "mix", period: int = 3
+                     ) -> int | None:
     """The streaming threshold (bytes) the batch from seed ``first`` is compiled
-    with: ``mode`` "mix" gives every other optimised batch (see
-    :func:`batch_options`) 0 (every output streamed, so that the streamed
-    branches run on the small arrays) and the others the default (None:
-    regular stores for them); "default" none; a number that."""
+    with: ``mode`` "mix" gives every ``period``-th batch 0 (every output
+    streamed, so that the streamed branches run on the small arrays) and the
+    others the default (None: regular stores for them); "default" none; a
+    number that.  With the text front's period of 3 that is every other
+    optimised batch (:func:`batch_options`); the Python front, whose batches
+    are all optimised, takes 2."""
     if mode == "mix":
-        return 0 if (first // max(count, 1)) % 3 == 0 else None
+        return 0 if (first // max(count, 1)) % period == 0 else None
     return None if mode == "default" else int(mode)
 
 
