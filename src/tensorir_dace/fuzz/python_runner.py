@@ -224,7 +224,8 @@ def run_python_batch(job: tuple
     first, count, *options = job
     builtin_names = bool(options[0]) if options else False
     calls = int(options[1]) if len(options) > 1 else 0
-    stream = stream_threshold(first, count, *options[2:3], period=2)
+    stream = stream_threshold(first, count, str(options[2]) if len(options) > 2 else "mix",
+                              period=2)
     cases = python_batch(first, count)
     names = builtin_like_names(first, cases) if builtin_names else None
     with streaming_threshold(stream):
