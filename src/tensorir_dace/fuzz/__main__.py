@@ -36,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
                          "layouts, scalars, tables (in offset_provider= for gtx), aliases), each "
                          "through the compiled program and the interpreter")
     ap.add_argument("--stream-threshold", default="mix", metavar="BYTES|mix|default",
-                    help="text and Python fronts: the streaming stores' size threshold to "
-                         "compile with (TENSORIR_DACE_STREAMING_MIN_BYTES); 'mix' (the "
-                         "default) compiles every other batch with 0, so that the streamed "
-                         "branches run on the small arrays, and the others with the default")
+                    help="the streaming stores' size threshold to compile with "
+                         "(TENSORIR_DACE_STREAMING_MIN_BYTES); 'mix' (the default) compiles "
+                         "every other optimised batch with 0, so that the streamed branches "
+                         "run on the small arrays, and the others with the default")
     ap.add_argument("--out", default="fuzz-failures", help="folder for the failures")
     ap.add_argument("--builtin-names", action="store_true",
                     help="Python front: name the parameters like Tensor IR builtins and size "
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         failed |= bad
     if args.front in ("gtx", "all"):
         summary, bad = run_gtx_front(args.programs, args.jobs, args.seed, args.batch, out,
-                                     args.calls)
+                                     args.calls, args.stream_threshold)
         print(summary, flush=True)
         failed |= bad
     return 1 if failed else 0
