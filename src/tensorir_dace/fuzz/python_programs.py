@@ -249,13 +249,14 @@ class PyGen:
         x = lambda: self.f3expr(d - 1, halo, names, f32)  # noqa: E731
         choices = [
             lambda: _bin(x(), "+", x()), lambda: _bin(x(), "-", x()),
-            lambda: _bin(x(), "*", x(), "×"), lambda: _bin(x(), "/", x()),
+            lambda: _bin(x(), "*", x(), "×"),
             lambda: _call(r.choice(["minimum", "maximum"]), x(), x()),
             lambda: X(f"sqrt(abs({(y := x()).py}))", f"sqrt(abs({y.tx}))", y.field),
             lambda: _where(_bin(x(), "<", x()), x(), x()),
         ]
-        if not f32:
-            choices.append(lambda: _call(r.choice(["sin", "exp", "cbrt"]), x()))
+        if not f32:     # (float32: no quotients, whose rounding a small divisor magnifies)
+            choices += [lambda: _bin(x(), "/", x()),
+                        lambda: _call(r.choice(["sin", "exp", "cbrt"]), x())]
         if halo > 0:
             choices.append(lambda: self.shifted(self.f3expr(d - 1, halo - 1, names, f32)))
         return r.choice(choices)()
