@@ -338,17 +338,29 @@ def test_generated_streamed_programs_run_the_branches_for_large_outputs():
     rows lie end to end), statements fused in rows with a streamed output,
     and flat rows run on the small arrays, at 16 levels (whole cache lines of
     float64 and float32: flat rows) and 12 (neither: rows through the
-    staging buffer); with the default threshold the same code writes with
-    regular stores."""
+    staging buffer), and at 48 levels and 70 rows of I (three chunks of rows,
+    split into runs over the threads)."""
+    from tensorir_dace.fuzz.compare import same_values
+    from tensorir_dace.testing import streaming_threshold
     cases = [c for c in fuzz.batch(0, 120) if c.kind == "stream"][:10]
     assert {"float", "float32"} <= {"float32" if "float32" in c.outputs[0] else "float"
                                     for c in cases}
-    outcome = fuzz.run_text(fuzz.program_text(cases), seed=1, stream=0)
+    text = fuzz.program_text(cases)
+    outcome = fuzz.run_text(text, seed=1, stream=0)
     assert outcome.crash is None, outcome.crash
     assert outcome.failed == {}, outcome.failed
     maps, rows, flat = outcome.streamed
     assert maps >= 2 and rows >= 3 and 1 <= flat < rows, outcome.streamed
     assert {s["LK"] for s in fuzz.SIZES} == {16, 12}
+    prog = tir.parse(text)
+    with streaming_threshold(0):
+        fn = tir.compile(prog)                  # compiled above: found by its source
+    args = random_arguments(prog, sizes=fuzz.SIZES[0] | {"N": 70, "M": 9, "LK": 48}, seed=3)
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    fn(**out)
+    for name in (n for n in ref if n.startswith("o_")):
+        assert same_values(out[name], ref[name]), name
 
 
 @pytest.mark.parametrize("first", [0, 100, 200])
