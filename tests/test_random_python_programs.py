@@ -46,7 +46,7 @@ def test_generated_streamed_python_programs_match_their_text():
     with shifts) with a streamed output and flat rows run on the small
     arrays, at 5 levels and 16 (whole cache lines: flat rows)."""
     from tensorir_dace.testing import streaming_threshold
-    cases = [c for c in fuzz.python_batch(0, 100) if c.kind == "stream"][:8]
+    cases = [c for c in fuzz.python_batch(0, 100) if c.kind == "stream"][:12]
     with streaming_threshold(0):
         outcome = fuzz.run_python(cases, seed=2)
     assert outcome.crash is None, outcome.crash

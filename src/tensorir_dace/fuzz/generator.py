@@ -470,9 +470,10 @@ def _streamed(g: _Gen, o: str, t: str, d: int) -> tuple[list[str], list[str], li
     of levels one run where every array's rows lie end to end), or a chain of
     statements passing temporaries read with shifts along I and J (fused in
     rows, the output streamed; flat rows where no read is shifted along K and
-    every array has the output's levels).  float64 or float32; a read of
-    ``y3`` (a level of halo on each side, so rows of another length), shifted
-    along K or not, makes the layouts differ."""
+    every array has the output's levels), sometimes followed by a statement
+    reading the chain's output.  float64 or float32; a read of ``y3`` (a
+    level of halo on each side, so rows of another length), shifted along K
+    or not, makes the layouts differ."""
     r = g.r
     names: tuple[str, ...]
     lit: tuple[str, ...]
@@ -495,10 +496,14 @@ def _streamed(g: _Gen, o: str, t: str, d: int) -> tuple[list[str], list[str], li
         return [decl(o)], [decl(t, halo)], [
             f"{t} ← {lap(src, r.choice(['-4.0', '2.0']))}",
             f"{o} ← {lap(t, r.choice(['-4.0', '0.5']))}{levels}"]
-    return [decl(o)], [decl(t, halo), decl(t + "u")], [
+    outs, stmts = [decl(o)], [
         f"{t} ← {g.fexpr(d, names, lit, halo=1)}",
         f"{t}u ← {g.fexpr(d, (t,) + names, lit, halo=1)}",
         f"{o} ← {g.fexpr(d, (t + 'u', t), lit, halo=0)} + ⟪I, -1⟫({t}) + ⟪J, 1⟫({t}){levels}"]
+    if r.random() < 0.3:      # a statement after the chain reads its streamed output
+        outs.append(decl(o + "b"))
+        stmts.append(f"{o}b ← {g.fexpr(d, (o,) + names, lit, halo=0)} × {o}")
+    return outs, [decl(t, halo), decl(t + "u")], stmts
 
 
 def _loop_temporaries(g: _Gen, k: int, o: str, d: int) -> tuple[list[str], list[str]]:

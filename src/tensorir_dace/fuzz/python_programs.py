@@ -519,7 +519,8 @@ def generate_python_case(seed: int, index: int | None = None) -> PyCase:
 def _stream_case(g: PyGen, case: PyCase, d: int, o: str) -> None:
     """Three-dimensional statements, levels innermost, the output written whole:
     one statement, or a chain through temporaries read with shifts along I
-    and J (see the text generator's ``_streamed``), float64 or float32,
+    and J, sometimes followed by a statement reading the chain's output (see
+    the text generator's ``_streamed``), float64 or float32,
     sometimes reading ``y3`` (a level of halo on each side) shifted along K
     or not."""
     r = g.r
@@ -550,6 +551,11 @@ def _stream_case(g: PyGen, case: PyCase, d: int, o: str) -> None:
     y = g.f3expr(d, 0, (t,) + names, f32)
     write(last(_bin(_bin(y, "+", _shift(X(t, t), "I", -1)), "+",
                     _shift(X(t, t), r.choice("IJ"), r.choice([-1, 1])))))
+    if r.random() < 0.3:      # a statement after the chain reads its streamed output
+        case.outputs.append((f"{o}b", "IJK32" if f32 else "IJK"))
+        x = _bin(g.f3expr(d, 0, (o,) + names, f32), "*", X(o, o), "×")
+        case.py_body.append(f"{o}b[...] = {x.py}")
+        case.tx_body.append(f"{o}b ← {x.tx}")
 
 
 def _domain_case(g: PyGen, case: PyCase, kind: str, d: int, o: str, o2: str) -> None:
