@@ -30,14 +30,12 @@ DEFAULT_SIZE = 8
 @contextlib.contextmanager
 def streaming_threshold(min_bytes: int | None) -> Iterator[None]:
     """Compile with outputs streamed from ``min_bytes`` bytes on (``0``: every
-    output, so that the streamed branches run on small test arrays; ``None``:
-    the default), by setting ``TENSORIR_DACE_STREAMING_MIN_BYTES`` for the
-    block (the compile cache keys by it)."""
+    output, so that the streamed branches run on small test arrays), by
+    setting ``TENSORIR_DACE_STREAMING_MIN_BYTES`` for the block (the compile
+    cache keys by it); ``None`` leaves the environment as it is."""
     name = "TENSORIR_DACE_STREAMING_MIN_BYTES"
     old = os.environ.get(name)
-    if min_bytes is None:
-        os.environ.pop(name, None)
-    else:
+    if min_bytes is not None:
         os.environ[name] = str(min_bytes)
     try:
         yield

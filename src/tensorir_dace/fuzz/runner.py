@@ -53,8 +53,8 @@ def stream_threshold(first: int, count: int, mode: str = "mix", period: int = 3
     """The streaming threshold (bytes) the batch from seed ``first`` is compiled
     with: ``mode`` "mix" gives every ``period``-th batch 0 (every output
     streamed, so that the streamed branches run on the small arrays) and the
-    others the default (None: regular stores for them); "default" none; a
-    number that.  With the text front's period of 3 that is every other
+    others None (the environment's, by default 8 MiB: regular stores for
+    them); "default" None; a number that.  With the text front's period of 3 that is every other
     optimised batch (:func:`batch_options`); the Python front, whose batches
     are all optimised, takes 2."""
     if mode == "mix":
