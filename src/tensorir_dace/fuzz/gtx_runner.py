@@ -32,7 +32,13 @@ from .gtx_programs import (
     gtx_batch,
     gtx_source,
 )
-from .python_runner import PyOutcome, _attempt, load_module, printed_reads_back
+from .python_runner import (
+    PyOutcome,
+    _attempt,
+    compiled_stream_counts,
+    load_module,
+    printed_reads_back,
+)
 
 # the program interpreted, compiled, and compiled without the optimising passes
 BACKENDS = ("interpreter", "compiled", "unoptimised")
@@ -80,6 +86,7 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
     interpreted (:mod:`.gtx_calls`)."""
     out = PyOutcome()
     program_runs(module, outputs, seed, out)
+    out.streamed = compiled_stream_counts(module.fuzz)
     if out.crash is None:
         printed_reads_back(module.fuzz, out)
         direct_runs(module, seed, out)
@@ -367,12 +374,13 @@ def case_fails(case: GtxCase, seed: int = 0, stream: int | None = None) -> str |
 
 
 def run_gtx_batch(job: tuple) -> tuple[int, tuple[int, int, int], list[tuple[int, str]],
-                                       str | None, tuple[str, ...]]:
+                                       str | None, tuple[str, ...], tuple[int, int, int]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
     count and optionally how many mutated calls to make and the streaming
     thresholds' mode of :func:`.runner.stream_threshold`): (first, (runs of the
     program, runs of direct calls, runs refused as expected), [(seed, why)] of
-    failed cases, crash, broken calls)."""
+    failed cases, crash, broken calls, :func:`.runner.stream_counts` of the
+    program)."""
     from .runner import stream_threshold
     first, count = job[:2]
     calls = int(job[2]) if len(job) > 2 else 0
@@ -392,7 +400,7 @@ def run_gtx_batch(job: tuple) -> tuple[int, tuple[int, int, int], list[tuple[int
             alone = case_fails(generate_gtx_case(c.seed), first, stream)
             if alone:
                 bad.append((c.seed, alone))
-    return first, (out.runs, out.direct, out.refused), bad, out.crash, out.calls
+    return first, (out.runs, out.direct, out.refused), bad, out.crash, out.calls, out.streamed
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
@@ -416,7 +424,14 @@ def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.P
     reproducer; ``stream``: the streaming thresholds
     (:func:`.runner.stream_threshold`, every other batch).  (A summary line,
     whether anything failed.)"""
-    from .runner import batch_outcomes, batches, run_parallel, stream_threshold, write_broken_calls
+    from .runner import (
+        batch_outcomes,
+        batches,
+        run_parallel,
+        stream_summary,
+        stream_threshold,
+        write_broken_calls,
+    )
     start = time.time()
     work = [(first, count, calls, stream) for first, count in batches(seed, programs, size)]
     threshold = {w[0]: stream_threshold(w[0], w[1], stream, period=2) for w in work}
@@ -431,9 +446,9 @@ def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.P
         out.mkdir(parents=True, exist_ok=True)
         (out / f"gtx_case_{s}.py").write_text(reproducer(s, why, first))
     runs, direct, refused = (sum(r[1][i] for r in results) for i in range(3))
-    streamed = sum(threshold[w[0]] == 0 for w in work)
-    summary = (f"GT4Py front: programs {programs}, compiles {len(work)} ({streamed} "
-               f"streaming from 0 bytes), runs {runs}, "
+    streamed = [r[5] for r in results if threshold[r[0]] == 0]
+    summary = (f"GT4Py front: programs {programs}, compiles {len(work)} ({len(streamed)} "
+               f"streaming from 0 bytes: {stream_summary(streamed)}), runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
                f"direct-call runs {direct}, refused as expected {refused}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
