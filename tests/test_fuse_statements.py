@@ -103,15 +103,14 @@ def test_temporaries_are_computed_in_tiles(src, buffers):
 
 
 @pytest.mark.parametrize("src", [LAP_OF_LAP, DIFFUSION])
-def test_output_rows_are_streamed(src, monkeypatch, tmp_path):
+def test_output_rows_are_streamed(src, monkeypatch):
     """With the size threshold at zero the fused map streams its output rows;
     rows of 21 float64 values start at every alignment (prologue, streamed
     lines, remainder), and 300 levels make the tile width 32 < M (partial
     tiles of rows and columns)."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(src)
-    fn = tir.compile(prog, cache_dir=tmp_path)
+    fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
     assert "_tir_stage_end_double(" in code and "_tir_sfence();" in code
     # the staging row starts on a page, so its stores never straddle two pages
@@ -126,17 +125,16 @@ def test_output_rows_are_streamed(src, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("ctype", ["float", "float32"])
-def test_streamed_rows_share_their_partial_lines(ctype, monkeypatch, tmp_path):
+def test_streamed_rows_share_their_partial_lines(ctype, monkeypatch):
     """Output rows start at every offset in a cache line (the output a view
     0–15 values past a line, rows of 5, 13 and 80 values): a row's first,
     partial line is streamed with the previous row's last values, and the
     values of the last row are written at the end."""
     import numpy as np
 
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(LAP_OF_LAP.replace("float", ctype))
-    fn = tir.compile(prog, cache_dir=tmp_path)
+    fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
     assert "_tir_stage_begin_" in code and "_tir_flush_carry_" in code
     dtype = np.float64 if ctype == "float" else np.float32
@@ -362,17 +360,16 @@ FLAT_SIZES = [({"N": 37, "M": 70, "L": 80}, 2, 2), ({"N": 9, "M": 20, "L": 8}, 0
 
 @pytest.mark.parametrize("src,ctype", [(DIFFUSION, "float"), (LAP3, "float"),
                                        (LAP_OF_LAP, "float32")])
-def test_flat_rows_stream_whole_lines(src, ctype, monkeypatch, tmp_path):
+def test_flat_rows_stream_whole_lines(src, ctype, monkeypatch):
     """With rows of levels a multiple of a line, a step of the loop over J
     computes, per statement, the values from ``_fsh`` (the output's offset in
     a line) before its column to ``_fsh`` before the next: the vectors are
     whole lines of the output, streamed from a register, and of the rings,
     which start at the same offset in a line.  Results match the interpreter
     at every placement, in both forms (levels not a multiple of a line)."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(src.replace("float", ctype))
-    fn = tir.compile(prog, cache_dir=tmp_path)
+    fn = tir.compile(prog)
     (code,) = tiled_code(fn.sdfg)
     line = "double" if ctype == "float" else "float"
     assert "if (_fflat) {" in code and f"_tir_stream_line_{line}(&_fo_out[" in code
@@ -396,14 +393,13 @@ def test_flat_rows_stream_whole_lines(src, ctype, monkeypatch, tmp_path):
         assert (block[:start] == 7.0).all() and (block[start + n:] == 7.0).all()
 
 
-def test_random_flat_chains_match_the_interpreter(monkeypatch, tmp_path):
+def test_random_flat_chains_match_the_interpreter(monkeypatch):
     """Chains without shifts along K, their output streamed: flat rows."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     flat = 0
     for seed in range(6):
         prog = tir.parse(random_chain(seed, levels=0))
-        fn = tir.compile(prog, cache_dir=tmp_path)
+        fn = tir.compile(prog)
         flat += any("if (_fflat) {" in c for c in tiled_code(fn.sdfg))
         for k, (size, ushift, oshift) in enumerate(FLAT_SIZES[:3]):
             args = random_arguments(prog, sizes=size, seed=seed + k)
@@ -417,15 +413,14 @@ def test_random_flat_chains_match_the_interpreter(monkeypatch, tmp_path):
     assert flat >= 3
 
 
-def test_flat_rows_for_every_split_into_runs(monkeypatch, tmp_path):
+def test_flat_rows_for_every_split_into_runs(monkeypatch):
     """Flat rows give the interpreter's results for every thread count (100
     rows: 4 chunks, runs of 4, 2 + 2, 2 + 1 + 1, 1 each), the arrays 16 bytes
     past a line as NumPy places large ones."""
     from tensorir_dace import openmp
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(DIFFUSION)
-    fn = tir.compile(prog, cache_dir=tmp_path)
+    fn = tir.compile(prog)
     threads = openmp.get_num_threads()
     try:
         for seed, n in enumerate([1, 2, 3, 5]):

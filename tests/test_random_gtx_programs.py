@@ -206,8 +206,9 @@ def test_the_command_runs_the_gtx_front(tmp_path, capsys):
     seed = str(first_float_case().seed)
     assert main(["--front", "gtx", "--programs", "1", "--batch", "1", "--jobs", "1",
                  "--seed", seed, "--out", str(tmp_path)]) == 0
-    assert "GT4Py front: programs 1, compiles 1, runs 18, mismatches 0, crashes 0" \
-        in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "GT4Py front: programs 1, compiles 1 (" in out
+    assert "runs 18, mismatches 0, crashes 0" in out
     assert not any(tmp_path.iterdir())
 
 

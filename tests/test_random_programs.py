@@ -225,8 +225,7 @@ def test_random_lazy_concat_with_runtime_boundaries():
 def test_random_program_streamed_rows_match_interpreter(seed, monkeypatch):
     """The streaming-store pass with its size threshold at zero, so that the
     streamed blocks, not only the peeled ends, run on these small sizes."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(random_program(seed))
     fn = tir.compile(prog)
     assert any("_tir_sfence" in n.code.as_string for n, _ in fn.sdfg.all_nodes_recursive()
@@ -258,8 +257,7 @@ def test_random_program_flattened_streamed_runs_match_interpreter(seed, monkeypa
     zero: maps reading only ``a`` stream one run over J and K (flattened),
     maps reading ``b`` or ``c`` stream per row; on sizes whose rows are not
     whole cache lines, so runs cross rows mid-line."""
-    from tensorir_dace.transforms import streaming_stores as streaming
-    monkeypatch.setattr(streaming, "MIN_BYTES", 0)
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "0")
     prog = tir.parse(random_program_with_levels(seed))
     fn = tir.compile(prog)
     params = [len(n.map.params) for n, _ in fn.sdfg.all_nodes_recursive()
@@ -298,7 +296,12 @@ def test_the_generator_covers_every_kind_of_program():
                       # applied lambdas carrying their arguments' presence
                       "⟪V2E⟫((λ(y0: ", "can_deref((λ(y0: ", "if(can_deref(y",
                       # two tables masking one neighbour dimension, stored and reduced
-                      "⟪V2F⟫(", "_NB_0[0:3]>;"):
+                      "⟪V2F⟫(", "_NB_0[0:3]>;",
+                      # levels innermost (streamed, fused in rows, flat rows)
+                      "tensor<float, I[0:N], J[0:M], K[0:LK]>",
+                      "tensor<float32, I[0:N], J[0:M], K[0:LK]>",
+                      "tensor<float, I[-1:N+1], J[-1:M+1], K[0:LK]>;", "⟪K, 1⟫(y3)",
+                      "⟪K, -1⟫(y3)", " × y3;"):
         assert construct in text, construct
     assert any(len(b) >= 2 for b in fuzz.BOUNDS)
     assert any(h["h0"] > h["h1"] for b in fuzz.BOUNDS for h in b)     # inverted
@@ -307,12 +310,57 @@ def test_the_generator_covers_every_kind_of_program():
 
 @pytest.mark.parametrize("first", range(0, PROGRAMS, PER_COMPILE))
 def test_generated_programs_compile_and_match_the_interpreter(first):
-    """Every third compile without optimisation (the lowering the passes start from)."""
+    """Every third compile without optimisation (the lowering the passes start
+    from), and every other optimised one with the streaming threshold at 0, as
+    the command compiles them."""
     from tensorir_dace.fuzz import runner
     outcome = fuzz.run_text(fuzz.program_text(fuzz.batch(first, PER_COMPILE)), seed=first,
-                            compile_kw=runner.batch_options(first, PER_COMPILE))
+                            compile_kw=runner.batch_options(first, PER_COMPILE),
+                            stream=runner.stream_threshold(first, PER_COMPILE))
     assert outcome.crash is None, outcome.crash
     assert outcome.failed == {}, outcome.failed
+
+
+def test_every_other_optimised_batch_streams_from_zero_bytes():
+    from tensorir_dace.fuzz import runner
+    streamed = [f for f in range(0, 1200, PER_COMPILE)
+                if runner.stream_threshold(f, PER_COMPILE) == 0]
+    optimised = [f for f in range(0, 1200, PER_COMPILE)
+                 if runner.batch_options(f, PER_COMPILE) == {}]
+    assert set(streamed) <= set(optimised) and len(streamed) * 2 == len(optimised)
+    assert runner.stream_threshold(0, PER_COMPILE, "default") is None
+    assert runner.stream_threshold(0, PER_COMPILE, "4096") == 4096
+
+
+def test_generated_streamed_programs_run_the_branches_for_large_outputs():
+    """The generated programs with levels innermost, compiled with the
+    streaming threshold at 0: streamed maps (one run over J and K where the
+    rows lie end to end), statements fused in rows with a streamed output,
+    and flat rows run on the small arrays, at 16 levels (whole cache lines of
+    float64 and float32: flat rows) and 12 (neither: rows through the
+    staging buffer), and at 48 levels and 70 rows of I (three chunks of rows,
+    split into runs over the threads)."""
+    from tensorir_dace.fuzz.compare import same_values
+    from tensorir_dace.testing import streaming_threshold
+    cases = [c for c in fuzz.batch(0, 120) if c.kind == "stream"][:10]
+    assert {"float", "float32"} <= {"float32" if "float32" in c.outputs[0] else "float"
+                                    for c in cases}
+    text = fuzz.program_text(cases)
+    outcome = fuzz.run_text(text, seed=1, stream=0)
+    assert outcome.crash is None, outcome.crash
+    assert outcome.failed == {}, outcome.failed
+    maps, rows, flat = outcome.streamed
+    assert maps >= 2 and rows >= 3 and 1 <= flat < rows, outcome.streamed
+    assert {s["LK"] for s in fuzz.SIZES} == {16, 12}
+    prog = tir.parse(text)
+    with streaming_threshold(0):
+        fn = tir.compile(prog)                  # compiled above: found by its source
+    args = random_arguments(prog, sizes=fuzz.SIZES[0] | {"N": 70, "M": 9, "LK": 48}, seed=3)
+    ref, out = clone(args), clone(args)
+    tir.interpret(prog, **ref)
+    fn(**out)
+    for name in (n for n in ref if n.startswith("o_")):
+        assert same_values(out[name], ref[name]), name
 
 
 @pytest.mark.parametrize("first", [0, 100, 200])
@@ -374,7 +422,7 @@ def test_a_failing_case_shrinks_to_a_smaller_failing_case(monkeypatch):
     """Delta debugging keeps what the failure needs: here, a division."""
     from tensorir_dace.fuzz import runner
 
-    def fails(case, seed=0):
+    def fails(case, seed=0, stream=None):
         return "has a division" if any("/" in s for s in case.statements) else None
     monkeypatch.setattr(runner, "case_fails", fails)
     case = next(c for c in (fuzz.generate_case(s) for s in range(1000))

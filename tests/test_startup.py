@@ -210,6 +210,52 @@ def test_source_key_covers_text_and_options():
     assert a != source_key(LAP + " ", optimize="default", device="cpu")
 
 
+#: Outputs of a Laplacian over levels: streamed when at least the threshold large.
+LAP3 = """
+lap3(out: tensor<float, I[0:N], J[0:M], K[0:L]>, inp: tensor<float, I[-1:N+1], J[-1:M+1], K[0:L]>) {
+    out ← -4.0 × inp + ⟪I, -1⟫(inp) + ⟪I, 1⟫(inp) + ⟪J, -1⟫(inp) + ⟪J, 1⟫(inp)
+}
+"""
+
+
+def test_each_streaming_setting_is_served_its_own_library(tmp_path, monkeypatch):
+    """The streaming stores' switch and size threshold (environment variables
+    read when a program is optimised) change the generated code, so a
+    program compiled with one setting is never served, by its source, the
+    library built with another: each setting finds the library of its own
+    SDFG, compiled once."""
+    from tensorir_dace.runtime.cache import cache_key, compile_count
+    settings = [{}, {"TENSORIR_DACE_STREAMING_MIN_BYTES": "0"},
+                {"TENSORIR_DACE_STREAMING_STORES": "0"}]
+    names = []
+    for _ in range(2):
+        for env in settings:
+            for k in ("TENSORIR_DACE_STREAMING_MIN_BYTES", "TENSORIR_DACE_STREAMING_STORES"):
+                monkeypatch.delenv(k, raising=False)
+            for k, v in env.items():
+                monkeypatch.setenv(k, v)
+            before = compile_count()
+            fn = tir.compile(LAP3, cache_dir=tmp_path)
+            assert isinstance(fn._callable, NativeCallable)
+            name = fn._callable.plan["name"]
+            assert name.endswith(cache_key(fn.sdfg)[:16])      # lowered with this setting
+            assert compile_count() == before + (len(names) < len(settings))
+            inp = np.random.default_rng(len(names)).random((7, 8, 16))
+            out = np.zeros((5, 6, 16))
+            fn(out=out, inp=inp)
+            np.testing.assert_allclose(out, -4.0 * inp[1:-1, 1:-1] + inp[:-2, 1:-1]
+                                       + inp[2:, 1:-1] + inp[1:-1, :-2] + inp[1:-1, 2:],
+                                       rtol=1e-13)
+            names.append(name)
+    assert len(set(names)) == len(settings) and names[:3] == names[3:]
+
+
+def test_a_streaming_threshold_that_is_not_a_size_is_refused(monkeypatch):
+    monkeypatch.setenv("TENSORIR_DACE_STREAMING_MIN_BYTES", "8M")
+    with pytest.raises(tir.TensorIRError, match="TENSORIR_DACE_STREAMING_MIN_BYTES='8M'"):
+        tir.to_sdfg(tir.parse(LAP3), optimize="default")
+
+
 # Sizes only a keyword argument gives: N (or M) splits the array.
 SPLIT = """
 split(out: tensor<float, I[0:N+M]>, a: tensor<float, I[0:N+M]>, c: tensor<float, J[-1:K+1]>) {

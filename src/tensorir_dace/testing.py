@@ -9,7 +9,10 @@ logarithms).
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import os
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,6 +25,25 @@ from .intervals import evaluate
 from .typing import check
 
 DEFAULT_SIZE = 8
+
+
+@contextlib.contextmanager
+def streaming_threshold(min_bytes: int | None) -> Iterator[None]:
+    """Compile with outputs streamed from ``min_bytes`` bytes on (``0``: every
+    output, so that the streamed branches run on small test arrays), by
+    setting ``TENSORIR_DACE_STREAMING_MIN_BYTES`` for the block (the compile
+    cache keys by it); ``None`` leaves the environment as it is."""
+    name = "TENSORIR_DACE_STREAMING_MIN_BYTES"
+    old = os.environ.get(name)
+    if min_bytes is not None:
+        os.environ[name] = str(min_bytes)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
 
 
 def size_symbols(program: ir.Program) -> list[str]:

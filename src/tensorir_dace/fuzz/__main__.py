@@ -35,26 +35,35 @@ def main(argv: list[str] | None = None) -> int:
                     help="mutated calls per compiled program (wrong dtypes, shapes, "
                          "layouts, scalars, tables (in offset_provider= for gtx), aliases), each "
                          "through the compiled program and the interpreter")
+    ap.add_argument("--stream-threshold", default="mix", metavar="BYTES|mix|default",
+                    help="the streaming stores' size threshold to compile with "
+                         "(TENSORIR_DACE_STREAMING_MIN_BYTES); 'mix' (the default) compiles "
+                         "every other optimised batch with 0, so that the streamed branches "
+                         "run on the small arrays, and the others with the default")
     ap.add_argument("--out", default="fuzz-failures", help="folder for the failures")
     ap.add_argument("--builtin-names", action="store_true",
                     help="Python front: name the parameters like Tensor IR builtins and size "
                          "symbols (index, pos, shift, N_I, …)")
     args = ap.parse_args(argv)
+    if args.stream_threshold not in ("mix", "default") and \
+            not args.stream_threshold.isdigit():
+        ap.error(f"--stream-threshold: expected a number of bytes, 'mix' or 'default', "
+                 f"not {args.stream_threshold!r}")
     out = pathlib.Path(args.out)
     failed = False
     if args.front in ("text", "both", "all"):
         summary, bad = run_text_front(args.programs, args.jobs, args.seed, args.batch,
-                                      args.parser, out, args.calls)
+                                      args.parser, out, args.calls, args.stream_threshold)
         print(summary, flush=True)
         failed |= bad
     if args.front in ("python", "both", "all"):
         summary, bad = run_python_front(args.programs, args.jobs, args.seed, args.batch, out,
-                                        args.builtin_names, args.calls)
+                                        args.builtin_names, args.calls, args.stream_threshold)
         print(summary, flush=True)
         failed |= bad
     if args.front in ("gtx", "all"):
         summary, bad = run_gtx_front(args.programs, args.jobs, args.seed, args.batch, out,
-                                     args.calls)
+                                     args.calls, args.stream_threshold)
         print(summary, flush=True)
         failed |= bad
     return 1 if failed else 0

@@ -40,9 +40,15 @@ INPUTS = (
     "zd: tensor<int32, I[0:N], _NB_0[0:3], K[0:L]>", "I2I: tensor<int, I[0:N], _NB_I[0:3]>",
     "vk: tensor<float, V[0:NV], K[0:L]>", "ek: tensor<float, E[0:NE], K[0:L]>",
     "ke: tensor<int32, E[0:NE], K[0:L]>",
+    # levels innermost, LK of them (a multiple of a cache line's values or not)
+    f"x3: tensor<float, {HALO}, K[0:LK]>", f"w3: tensor<float, {HALO}, K[0:LK]>",
+    f"f3: tensor<float32, {HALO}, K[0:LK]>",
+    "y3: tensor<float, I[-1:N+1], J[-1:M+1], K[-1:LK+1]>",
 )
-SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9},
-         {"N": 8, "M": 3, "L": 5, "NV": 9, "NE": 13})
+# LK: rows of levels of whole cache lines for float64 and float32 (16), and of
+# neither (12), so that flat rows (see ``stream`` below) run and fall back.
+SIZES = ({"N": 5, "M": 4, "L": 3, "NV": 6, "NE": 9, "LK": 16},
+         {"N": 8, "M": 3, "L": 5, "NV": 9, "NE": 13, "LK": 12})
 # Runtime bounds (h0, h1) each run uses at each size: in range, inverted, out of
 # range (an ArgumentError from both backends where an unclamped interval uses
 # them), whole, empty.
@@ -50,7 +56,11 @@ BOUNDS = (({"h0": 1, "h1": 3}, {"h0": 3, "h1": 1}, {"h0": 1, "h1": 11}),
           ({"h0": 0, "h1": 8}, {"h0": 2, "h1": 2}))
 KINDS = ("float", "float32", "int", "int32", "bool", "tuple", "mesh", "scan", "subset",
          "temporary", "control", "runtime", "offset", "nested", "chain", "looptemp", "twotables",
-         "levels")
+         "levels", "stream")
+# How often each kind is drawn (relative): ``stream`` reaches the passes for
+# large outputs (streaming stores, statements fused in rows, flat rows), which
+# the runner compiles with the streaming threshold at 0 every other batch.
+WEIGHTS = tuple(4 if k == "stream" else 1 for k in KINDS)
 # Intervals of I from the runtime bounds that stay inside I[0:N] for every BOUNDS
 # entry (the checker cannot know that, the argument check at call time does).
 I_RANGES = (("h0", "h1"), ("h0 + 1", "h1"), ("h0", "N - h0"), ("1", "h1"), ("h1", "h0"),
@@ -351,7 +361,7 @@ def generate_case(seed: int, index: int | None = None) -> Case:
     r = random.Random(seed)
     g = _Gen(r)
     k = seed if index is None else index
-    kind = KINDS[r.randrange(len(KINDS))]
+    kind = r.choices(KINDS, WEIGHTS)[0]
     o, t = f"o_{k}", f"t_{k}"
     decl = lambda name, dt, dims=IJ: f"{name}: tensor<{dt}, {dims}>"  # noqa: E731
     d = r.randint(1, 4)
@@ -439,6 +449,8 @@ def generate_case(seed: int, index: int | None = None) -> Case:
                  f"{o} ← reduce(λ(acc: {VT}, x: {VT}) → acc + x × 0.5, 0.0)({t})"]
     elif kind == "levels":
         outs, stmts = [decl(o, "float", "V[0:NV], K[0:L]")], [f"{o} ← {g.vkexpr(d)}"]
+    elif kind == "stream":
+        outs, temps, stmts = _streamed(g, o, t, d)
     elif kind == "looptemp":
         outs, temps, stmts = [decl(o, "float")], *_loop_temporaries(g, k, o, d)
     else:   # control
@@ -447,6 +459,51 @@ def generate_case(seed: int, index: int | None = None) -> Case:
         stmts = [f"if ({cond}) {{ {o} ← {g.fexpr(d)} }} else {{ {o} ← {g.fexpr(d)} }}",
                  f"for (it in 0:{g.pick('2', 's', 's % 3')}) {{ {o} ← {o} × 0.5 + a }}"]
     return Case(seed, kind, tuple(outs), tuple(temps), tuple(stmts))
+
+
+IJK = "I[0:N], J[0:M], K[0:LK]"
+
+
+def _streamed(g: _Gen, o: str, t: str, d: int) -> tuple[list[str], list[str], list[str]]:
+    """Three-dimensional statements over ``IJK`` (levels innermost), the output
+    written whole at its own points: one statement (a streamed map, its rows
+    of levels one run where every array's rows lie end to end), or a chain of
+    statements passing temporaries read with shifts along I and J (fused in
+    rows, the output streamed; flat rows where no read is shifted along K and
+    every array has the output's levels), sometimes followed by a statement
+    reading the chain's output.  float64 or float32; a read of ``y3`` (a
+    level of halo on each side, so rows of another length), shifted along K
+    or not, makes the layouts differ."""
+    r = g.r
+    names: tuple[str, ...]
+    lit: tuple[str, ...]
+    if r.random() < 0.3:
+        dt, names, lit = "float32", ("f3",), ("1.5", "2.0", "0.25", "3")
+    else:
+        dt, names, lit = "float", ("x3", "w3"), ("1.5", "2.0", "0.25", "3", "-0.5")
+    levels = ""
+    if dt == "float" and r.random() < 0.2:
+        levels = f" + ⟪K, {r.choice([-1, 1])}⟫(y3)" if r.random() < 0.5 else " × y3"
+    decl = lambda name, dims=IJK: f"{name}: tensor<{dt}, {dims}>"  # noqa: E731
+    shape = r.random()
+    if shape < 0.25:
+        return [decl(o)], [], [f"{o} ← {g.fexpr(d, names, lit)}{levels}"]
+    halo = "I[-1:N+1], J[-1:M+1], K[0:LK]"
+    if shape < 0.5:         # Laplacians of Laplacians (buffered in rings)
+        def lap(x: str, w: str) -> str:
+            return f"{w} × {x} + ⟪I, -1⟫({x}) + ⟪I, 1⟫({x}) + ⟪J, -1⟫({x}) + ⟪J, 1⟫({x})"
+        src = r.choice(names)
+        return [decl(o)], [decl(t, halo)], [
+            f"{t} ← {lap(src, r.choice(['-4.0', '2.0']))}",
+            f"{o} ← {lap(t, r.choice(['-4.0', '0.5']))}{levels}"]
+    outs, stmts = [decl(o)], [
+        f"{t} ← {g.fexpr(d, names, lit, halo=1)}",
+        f"{t}u ← {g.fexpr(d, (t,) + names, lit, halo=1)}",
+        f"{o} ← {g.fexpr(d, (t + 'u', t), lit, halo=0)} + ⟪I, -1⟫({t}) + ⟪J, 1⟫({t}){levels}"]
+    if r.random() < 0.3:      # a statement after the chain reads its streamed output
+        outs.append(decl(o + "b"))
+        stmts.append(f"{o}b ← {g.fexpr(d, (o,) + names, lit, halo=0)} × {o}")
+    return outs, [decl(t, halo), decl(t + "u")], stmts
 
 
 def _loop_temporaries(g: _Gen, k: int, o: str, d: int) -> tuple[list[str], list[str]]:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TensorIRError
+from ..testing import streaming_threshold
 from . import gtx_reference as R
 from .compare import same_values
 from .gtx_programs import (
@@ -31,7 +32,13 @@ from .gtx_programs import (
     gtx_batch,
     gtx_source,
 )
-from .python_runner import PyOutcome, _attempt, load_module, printed_reads_back
+from .python_runner import (
+    PyOutcome,
+    _attempt,
+    compiled_stream_counts,
+    load_module,
+    printed_reads_back,
+)
 
 # the program interpreted, compiled, and compiled without the optimising passes
 BACKENDS = ("interpreter", "compiled", "unoptimised")
@@ -79,6 +86,7 @@ def differential(module: Any, outputs: list[str], seed: int = 0, calls: int = 0)
     interpreted (:mod:`.gtx_calls`)."""
     out = PyOutcome()
     program_runs(module, outputs, seed, out)
+    out.streamed = compiled_stream_counts(module.fuzz)
     if out.crash is None:
         printed_reads_back(module.fuzz, out)
         direct_runs(module, seed, out)
@@ -403,22 +411,29 @@ def run_gtx(cases: list[GtxCase], seed: int = 0, calls: int = 0) -> PyOutcome:
             sys.modules.pop(module.__name__, None)
 
 
-def case_fails(case: GtxCase, seed: int = 0) -> str | None:
-    """Why ``case`` alone fails (None: it passes)."""
-    out = run_gtx([case], seed)
+def case_fails(case: GtxCase, seed: int = 0, stream: int | None = None) -> str | None:
+    """Why ``case`` alone fails (None: it passes); ``stream``: the streaming
+    threshold to compile with."""
+    with streaming_threshold(stream):
+        out = run_gtx([case], seed)
     return out.crash or next(iter(out.failed.values()), None)
 
 
 def run_gtx_batch(job: tuple) -> tuple[int, tuple[int, int, int], list[tuple[int, str]],
-                                       str | None, tuple[str, ...]]:
+                                       str | None, tuple[str, ...], tuple[int, int, int]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
-    count and optionally how many mutated calls to make): (first, (runs of the
+    count and optionally how many mutated calls to make and the streaming
+    thresholds' mode of :func:`.runner.stream_threshold`): (first, (runs of the
     program, runs of direct calls, runs refused as expected), [(seed, why)] of
-    failed cases, crash, broken calls)."""
+    failed cases, crash, broken calls, :func:`.runner.stream_counts` of the
+    program)."""
+    from .runner import stream_threshold
     first, count = job[:2]
     calls = int(job[2]) if len(job) > 2 else 0
+    stream = stream_threshold(first, count, str(job[3]) if len(job) > 3 else "mix", period=2)
     cases = gtx_batch(first, count)
-    out = run_gtx(cases, seed=first, calls=calls)
+    with streaming_threshold(stream):
+        out = run_gtx(cases, seed=first, calls=calls)
     bad = []
     for c in cases:
         outputs = {o for o, _ in c.outputs + (c.direct.outputs if c.direct else [])}
@@ -428,10 +443,10 @@ def run_gtx_batch(job: tuple) -> tuple[int, tuple[int, int, int], list[tuple[int
                 break
     if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
         for c in cases:
-            alone = case_fails(generate_gtx_case(c.seed), first)
+            alone = case_fails(generate_gtx_case(c.seed), first, stream)
             if alone:
                 bad.append((c.seed, alone))
-    return first, (out.runs, out.direct, out.refused), bad, out.crash, out.calls
+    return first, (out.runs, out.direct, out.refused), bad, out.crash, out.calls, out.streamed
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
@@ -449,23 +464,37 @@ def reproducer(seed: int, reason: str = "", arg_seed: int = 0) -> str:
 
 
 def run_gtx_front(programs: int, jobs: int, seed: int, size: int, out: pathlib.Path,
-                  calls: int = 0) -> tuple[str, bool]:
+                  calls: int = 0, stream: str = "mix") -> tuple[str, bool]:
     """Fuzz the GT4Py spelling: generated programs ``size`` to a compile; each
     case that fails alone is written to ``out`` as a runnable ``.py``
-    reproducer.  (A summary line, whether anything failed.)"""
-    from .runner import batch_outcomes, batches, run_parallel, write_broken_calls
+    reproducer; ``stream``: the streaming thresholds
+    (:func:`.runner.stream_threshold`, every other batch).  (A summary line,
+    whether anything failed.)"""
+    from .runner import (
+        batch_outcomes,
+        batches,
+        run_parallel,
+        stream_summary,
+        stream_threshold,
+        write_broken_calls,
+    )
     start = time.time()
-    work = [(first, count, calls) for first, count in batches(seed, programs, size)]
+    work = [(first, count, calls, stream) for first, count in batches(seed, programs, size)]
+    threshold = {w[0]: stream_threshold(w[0], w[1], stream, period=2) for w in work}
     results = run_parallel(run_gtx_batch, work, jobs)
     failures, crashes, broken_calls = batch_outcomes(results)
     write_broken_calls(out, "gtx", broken_calls)
     for s, (first, why) in sorted(failures.items()):
-        alone = case_fails(generate_gtx_case(s), first)
+        alone = case_fails(generate_gtx_case(s), first, threshold[first])
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
+        if threshold[first] is not None:
+            why += f"\nwith TENSORIR_DACE_STREAMING_MIN_BYTES={threshold[first]}"
         out.mkdir(parents=True, exist_ok=True)
         (out / f"gtx_case_{s}.py").write_text(reproducer(s, why, first))
     runs, direct, refused = (sum(r[1][i] for r in results) for i in range(3))
-    summary = (f"GT4Py front: programs {programs}, compiles {len(work)}, runs {runs}, "
+    streamed = [r[5] for r in results if threshold[r[0]] == 0]
+    summary = (f"GT4Py front: programs {programs}, compiles {len(work)} ({len(streamed)} "
+               f"streaming from 0 bytes: {stream_summary(streamed)}), runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
                f"direct-call runs {direct}, refused as expected {refused}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "

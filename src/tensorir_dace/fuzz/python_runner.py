@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ArgumentError, TensorIRError
-from ..testing import clone, leaves, random_arguments
+from ..testing import clone, leaves, random_arguments, streaming_threshold
 from .compare import same_values
 from .python_programs import (
     BOUNDS,
@@ -60,6 +60,17 @@ class PyOutcome:
     calls: tuple[str, ...] = ()     # mutated calls that broke the call contract
     refused: int = 0                # runs refused as expected (a bound outside its range)
     direct: int = 0                 # runs of direct calls of field operators (GT4Py spelling)
+    streamed: tuple[int, int, int] = (0, 0, 0)  # .runner.stream_counts of the compiled program
+
+
+def compiled_stream_counts(prog: Any) -> tuple[int, int, int]:
+    """:func:`.runner.stream_counts` summed over the binaries the decorated
+    ``prog`` compiled."""
+    from .runner import stream_counts
+    counts = [stream_counts(sdfg) for spec in prog._cache.entries()
+              if (sdfg := getattr(spec.compiled, "sdfg", None)) is not None]
+    maps, rows, flat = (sum(c[k] for c in counts) for k in range(3))
+    return maps, rows, flat
 
 
 def printed_reads_back(prog: Any, out: PyOutcome) -> None:
@@ -183,6 +194,7 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
                         out.failed.setdefault(name, f"{label} differs from the text "
                                                     f"interpreter at {where}")
     printed_reads_back(prog, out)
+    out.streamed = compiled_stream_counts(prog)
     if calls and not out.failed:
         import random
 
@@ -194,25 +206,34 @@ def differential(prog: Any, text: str, outputs: list[tuple[str, bool]],
     return out
 
 
-def case_fails(case: PyCase, seed: int = 0, builtin_names: bool = False) -> str | None:
-    """Why ``case`` alone fails (None: it passes)."""
+def case_fails(case: PyCase, seed: int = 0, builtin_names: bool = False,
+               stream: int | None = None) -> str | None:
+    """Why ``case`` alone fails (None: it passes); ``stream``: the streaming
+    threshold to compile with."""
     names = builtin_like_names(seed, [case]) if builtin_names else None
-    out = run_python([case], seed, names)
+    with streaming_threshold(stream):
+        out = run_python([case], seed, names)
     return out.crash or next(iter(out.failed.values()), None)
 
 
 def run_python_batch(job: tuple
-                     ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...]]:
+                     ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...],
+                                tuple[int, int, int]]:
     """Run the ``count`` cases from seed ``first`` as one program (``job``: first,
-    count and, optionally, whether its parameters get builtin-like names and how
-    many mutated calls to make): (first, runs, [(seed, why)] of failed cases,
-    crash, broken calls)."""
+    count and, optionally, whether its parameters get builtin-like names, how
+    many mutated calls to make and the streaming thresholds' mode of
+    :func:`.runner.stream_threshold`): (first, runs, [(seed, why)] of failed
+    cases, crash, broken calls, :func:`.runner.stream_counts`)."""
+    from .runner import stream_threshold
     first, count, *options = job
     builtin_names = bool(options[0]) if options else False
     calls = int(options[1]) if len(options) > 1 else 0
+    stream = stream_threshold(first, count, str(options[2]) if len(options) > 2 else "mix",
+                              period=2)
     cases = python_batch(first, count)
     names = builtin_like_names(first, cases) if builtin_names else None
-    out = run_python(cases, seed=first, names=names, calls=calls)
+    with streaming_threshold(stream):
+        out = run_python(cases, seed=first, names=names, calls=calls)
     bad = []
     for c in cases:
         outputs = {o for o, _ in c.outputs}
@@ -222,10 +243,10 @@ def run_python_batch(job: tuple
                 break
     if "*" in out.failed or out.crash:     # pin it on the cases that fail alone
         for c in cases:
-            alone = case_fails(generate_python_case(c.seed), first, builtin_names)
+            alone = case_fails(generate_python_case(c.seed), first, builtin_names, stream)
             if alone:
                 bad.append((c.seed, alone))
-    return first, out.runs, bad, out.crash, out.calls
+    return first, out.runs, bad, out.crash, out.calls, out.streamed
 
 
 def reproducer(seed: int, reason: str = "", arg_seed: int = 0,
@@ -249,26 +270,40 @@ def reproducer(seed: int, reason: str = "", arg_seed: int = 0,
 
 def run_python_front(programs: int, jobs: int, seed: int, size: int,
                      out: pathlib.Path, builtin_names: bool = False,
-                     calls: int = 0) -> tuple[str, bool]:
+                     calls: int = 0, stream: str = "mix") -> tuple[str, bool]:
     """Fuzz the Python front: generated programs ``size`` to a compile; each case
     that fails alone is written to ``out`` as a runnable ``.py`` reproducer (not
     shrunk below the one case).  ``builtin_names``: the programs' parameters get
-    names of Tensor IR builtins and size symbols.  (A summary line, whether
+    names of Tensor IR builtins and size symbols; ``stream``: the streaming
+    thresholds (:func:`.runner.stream_threshold`).  (A summary line, whether
     anything failed.)"""
-    from .runner import batch_outcomes, batches, run_parallel, write_broken_calls
+    from .runner import (
+        batch_outcomes,
+        batches,
+        run_parallel,
+        stream_summary,
+        stream_threshold,
+        write_broken_calls,
+    )
     start = time.time()
-    work = [(first, count, builtin_names, calls)
+    work = [(first, count, builtin_names, calls, stream)
             for first, count in batches(seed, programs, size)]
+    threshold = {first: stream_threshold(first, count, stream, period=2)
+                 for first, count, *_ in work}
     results = run_parallel(run_python_batch, work, jobs)
     failures, crashes, broken_calls = batch_outcomes(results)
     write_broken_calls(out, "python", broken_calls)
     for s, (first, why) in sorted(failures.items()):
-        alone = case_fails(generate_python_case(s), first, builtin_names)
+        alone = case_fails(generate_python_case(s), first, builtin_names, threshold[first])
         why += "\nalone: " + (alone or "passes (it failed in its batch only)")
+        if threshold[first] is not None:
+            why += f"\nwith TENSORIR_DACE_STREAMING_MIN_BYTES={threshold[first]}"
         out.mkdir(parents=True, exist_ok=True)
         (out / f"python_case_{s}.py").write_text(reproducer(s, why, first, builtin_names))
     runs = sum(r[1] for r in results)
-    summary = (f"Python front: programs {programs}, compiles {len(work)}, runs {runs}, "
+    streamed = [r[5] for r in results if threshold[r[0]] == 0]
+    summary = (f"Python front: programs {programs}, compiles {len(work)} ({len(streamed)} "
+               f"streaming from 0 bytes: {stream_summary(streamed)}), runs {runs}, "
                f"mismatches {len(failures)}, crashes {len(crashes)}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"{time.time() - start:.0f} s")

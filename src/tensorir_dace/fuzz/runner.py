@@ -10,12 +10,13 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from .. import ir
 from ..errors import ArgumentError, TensorIRError
-from ..testing import clone, leaves, random_arguments
+from ..testing import clone, leaves, random_arguments, streaming_threshold
 from .compare import same_values
 from .generator import BOUNDS, SIZES, Case, batch, generate_case, program_text
 
@@ -28,12 +29,49 @@ class Outcome:
     failed: dict[str, str]
     crash: str | None = None      # an exception other than TensorIRError
     calls: tuple[str, ...] = ()   # mutated calls that broke the call contract (see .calls)
+    streamed: tuple[int, int, int] = (0, 0, 0)    # see stream_counts
+
+
+#: Marks of the code of the passes for large outputs, as :func:`stream_counts` counts them.
+STREAM_MARKS = ("_TIR_STREAM(_st_out", "_tir_stage_end_", "if (_fflat) {")
+
+
+def stream_counts(sdfg: Any) -> tuple[int, int, int]:
+    """The code of ``sdfg`` that streams an output: (maps streamed by
+    :mod:`~tensorir_dace.transforms.streaming_stores`, groups of statements
+    fused in rows with a streamed output, of which with flat rows), each run
+    when the output is at least the streaming threshold large (counted in the
+    tasklets' code: tasklets of independent maps may be merged into one)."""
+    codes = [n.code.as_string for n, _ in sdfg.all_nodes_recursive()
+             if hasattr(n, "code") and hasattr(n.code, "as_string")]
+    maps, rows, flat = (sum(c.count(mark) for c in codes) for mark in STREAM_MARKS)
+    return maps, rows, flat
+
+
+def stream_threshold(first: int, count: int, mode: str = "mix", period: int = 3
+                     ) -> int | None:
+    """The streaming threshold (bytes) the batch from seed ``first`` is compiled
+    with: ``mode`` "mix" gives every ``period``-th batch 0 (every output
+    streamed, so that the streamed branches run on the small arrays) and the
+    others None (the environment's, by default 8 MiB: regular stores for
+    them); "default" None; a number that.  With the text front's period of 3 that is every other
+    optimised batch (:func:`batch_options`); the Python front, whose batches
+    are all optimised, takes 2."""
+    if mode == "mix":
+        return 0 if (first // max(count, 1)) % period == 0 else None
+    return None if mode == "default" else int(mode)
 
 
 def run_text(text: str, seed: int = 0, compile_kw: dict | None = None,
-             calls: int = 0) -> Outcome:
+             calls: int = 0, stream: int | None = None) -> Outcome:
     """Check, compile once, run at both sizes against the interpreter; then
-    ``calls`` mutated calls (:func:`.calls.call_contract`)."""
+    ``calls`` mutated calls (:func:`.calls.call_contract`).  ``stream``: the
+    streaming threshold to compile with (:func:`stream_threshold`)."""
+    with streaming_threshold(stream):
+        return _run_text(text, seed, compile_kw, calls)
+
+
+def _run_text(text: str, seed: int, compile_kw: dict | None, calls: int) -> Outcome:
     from ..runtime.program import compile
     from ..syntax import parse
     from ..typing import check
@@ -63,7 +101,9 @@ def run_text(text: str, seed: int = 0, compile_kw: dict | None = None,
         from .calls import call_contract
         args = random_arguments(prog, sizes=SIZES[0], seed=seed, absent_fraction=0.25)
         broken = call_contract(prog, binary, args, random.Random(seed), calls)
-    return Outcome(statements, failed, calls=tuple(broken))
+    streamed = stream_counts(binary.sdfg) if (compile_kw or {}).get("optimize", "default") \
+        != "none" else (0, 0, 0)
+    return Outcome(statements, failed, calls=tuple(broken), streamed=streamed)
 
 
 def _run_once(prog, binary, args, where: str, failed: dict[str, str]) -> str | None:
@@ -100,11 +140,12 @@ def batch_options(first: int, count: int) -> dict:
     return {"optimize": "none"} if (first // max(count, 1)) % 3 == 2 else {}
 
 
-def case_fails(case: Case, seed: int = 0) -> str | None:
-    """Why ``case`` alone fails, optimised or not (None: it passes)."""
+def case_fails(case: Case, seed: int = 0, stream: int | None = None) -> str | None:
+    """Why ``case`` alone fails, optimised or not (None: it passes); ``stream``:
+    the streaming threshold."""
     for options in ({}, {"optimize": "none"}):
         try:
-            out = run_text(program_text([case]), seed, options)
+            out = run_text(program_text([case]), seed, options, stream=stream)
         except TensorIRError as err:
             return f"refused: {err}"
         if out.crash:
@@ -115,15 +156,18 @@ def case_fails(case: Case, seed: int = 0) -> str | None:
     return None
 
 
-def run_batch(job: tuple[int, int, int]
-              ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...]]:
+def run_batch(job: tuple
+              ) -> tuple[int, int, list[tuple[int, str]], str | None, tuple[str, ...],
+                         tuple[int, int, int]]:
     """Run the ``count`` cases from seed ``first`` as one program, and ``calls``
-    mutated calls of it: (first, statements, [(seed, why)] of failed cases,
-    crash, broken calls)."""
-    first, count, calls = job
+    mutated calls of it, compiled with the streaming threshold of ``mode``
+    (:func:`stream_threshold`; ``job``: first, count, calls and, optionally,
+    mode): (first, statements, [(seed, why)] of failed cases, crash, broken
+    calls, :func:`stream_counts`)."""
+    first, count, calls, *mode = job
     cases = batch(first, count)
     out = run_text(program_text(cases), seed=first, compile_kw=batch_options(first, count),
-                   calls=calls)
+                   calls=calls, stream=stream_threshold(first, count, *mode))
     bad = []
     for c in cases:
         names = {o.split(":")[0] for o in c.outputs}
@@ -131,7 +175,7 @@ def run_batch(job: tuple[int, int, int]
             if name == "*" or name in names:
                 bad.append((c.seed, why))
                 break
-    return first, out.statements, bad, out.crash, out.calls
+    return first, out.statements, bad, out.crash, out.calls, out.streamed
 
 
 def batches(seed: int, programs: int, size: int) -> list[tuple[int, int]]:
@@ -144,9 +188,9 @@ def batch_outcomes(results: list[tuple]) -> tuple[dict[int, tuple[int, str]], li
     """The failed cases ({seed: (first seed of the batch, why)}), the batches that
     crashed and the broken calls ((first, why)) of the Python-module fronts'
     batch results ``(first, runs, bad, crash, broken calls)``."""
-    failures = {s: (first, why) for first, _, bad, _, _ in results for s, why in bad}
-    crashes = [first for first, _, _, crash, _ in results if crash]
-    broken = [(first, why) for first, _, _, _, calls in results for why in calls]
+    failures = {s: (first, why) for first, _, bad, _, _, *_ in results for s, why in bad}
+    crashes = [first for first, _, _, crash, *_ in results if crash]
+    broken = [(first, why) for first, _, _, _, calls, *_ in results for why in calls]
     return failures, crashes, broken
 
 
@@ -165,27 +209,31 @@ def run_parallel(fn: Callable, jobs: list, processes: int) -> list:
 
 
 def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
-                   out: pathlib.Path, calls: int = 0) -> tuple[str, bool]:
+                   out: pathlib.Path, calls: int = 0, stream: str = "mix") -> tuple[str, bool]:
     """Fuzz the text front: generated programs ``size`` to a compile, each failure
     shrunk and written to ``out`` as a ``.tir`` file, and ``calls`` mutated calls
     per compile (the broken ones written beside the program); then ``parser``
-    mutated texts.  (A summary line, whether anything failed.)"""
+    mutated texts.  ``stream``: the streaming thresholds (:func:`stream_threshold`).
+    (A summary line, whether anything failed.)"""
     start = time.time()
     work = batches(seed, programs, size)
-    results = run_parallel(run_batch, [(first, count, calls) for first, count in work], jobs)
+    results = run_parallel(run_batch, [(first, count, calls, stream) for first, count in work],
+                           jobs)
     statements = sum(r[1] for r in results)
-    failures = [(s, why) for r in results for s, why in r[2]]
+    threshold = {first: stream_threshold(first, count, stream) for first, count in work}
+    failures = [(s, why, threshold[r[0]]) for r in results for s, why in r[2]]
     crashes = [(r[0], r[3]) for r in results if r[3]]
     for first, _ in crashes:     # pin a crash on its cases
         for k in range(size):
-            reason = case_fails(generate_case(first + k))
+            reason = case_fails(generate_case(first + k), stream=threshold[first])
             if reason:
-                failures.append((first + k, reason))
-    for s, _ in failures:
-        small, reason = shrink(generate_case(s), s)
+                failures.append((first + k, reason, threshold[first]))
+    for s, _, at in failures:
+        small, reason = shrink(generate_case(s), s, stream=at)
         out.mkdir(parents=True, exist_ok=True)
+        where = "" if at is None else f" (TENSORIR_DACE_STREAMING_MIN_BYTES={at})"
         (out / f"case_{s}.tir").write_text(
-            f"# seed {s}, {small.kind}: {reason}\n" + program_text([small]))
+            f"# seed {s}, {small.kind}{where}: {reason}\n" + program_text([small]))
     broken_calls = [(r[0], why) for r in results for why in r[4]]
     for first, group in itertools.groupby(broken_calls, key=lambda x: x[0]):
         out.mkdir(parents=True, exist_ok=True)
@@ -197,13 +245,22 @@ def run_text_front(programs: int, jobs: int, seed: int, size: int, parser: int,
     for k, (text, why) in enumerate(bad_texts):
         out.mkdir(parents=True, exist_ok=True)
         (out / f"parser_{k}.tir").write_text(f"# {why}\n{text}")
+    streamed = [r[5] for r in results if threshold[r[0]] == 0]
     summary = (f"text front: programs {programs}, statements {statements}, "
                f"compiles {len(work)} ({sum(bool(batch_options(*w)) for w in work)} "
-               f"unoptimised), mismatches {len(failures)}, crashes {len(crashes)}, "
+               f"unoptimised, {len(streamed)} streaming from 0 bytes: "
+               f"{stream_summary(streamed)}), mismatches {len(failures)}, "
+               f"crashes {len(crashes)}, "
                f"mutated calls {calls * len(work)} ({len(broken_calls)} broke the contract), "
                f"parser texts {parser} ({len(bad_texts)} escaped), "
                f"{time.time() - start:.0f} s")
     return summary, bool(failures or crashes or bad_texts or broken_calls)
+
+
+def stream_summary(counts: list[tuple[int, int, int]]) -> str:
+    """What the compiles streaming from 0 bytes ran (:func:`stream_counts` of each)."""
+    maps, rows, flat = (sum(c[k] for c in counts) for k in range(3))
+    return f"{maps} streamed maps, {rows} fused groups streamed, {flat} of them in flat rows"
 
 
 # --------------------------------------------------------------------------- shrinking
@@ -243,17 +300,19 @@ def _simpler(stmt: str, program_of: Callable[[str], str]) -> list[str]:
     return out
 
 
-def shrink(case: Case, seed: int = 0, budget: int = 40) -> tuple[Case, str]:
+def shrink(case: Case, seed: int = 0, budget: int = 40,
+           stream: int | None = None) -> tuple[Case, str]:
     """A smaller case that still fails: statements dropped, then calls replaced by
-    their arguments (greedy delta debugging, at most ``budget`` runs)."""
-    reason = case_fails(case, seed) or "passes"
+    their arguments (greedy delta debugging, at most ``budget`` runs; ``stream``:
+    the streaming threshold)."""
+    reason = case_fails(case, seed, stream) or "passes"
     runs = 1
     stmts = list(case.statements)
     i = 0
     while i < len(stmts) and runs < budget and len(stmts) > 1:
         trial = replace(case, statements=tuple(stmts[:i] + stmts[i + 1:]))
         runs += 1
-        why = case_fails(trial, seed)
+        why = case_fails(trial, seed, stream)
         if why is not None and not why.startswith("refused"):
             stmts, case, reason = list(trial.statements), trial, why
         else:
@@ -270,7 +329,7 @@ def shrink(case: Case, seed: int = 0, budget: int = 40) -> tuple[Case, str]:
                     break
                 trial = replace(case, statements=tuple(stmts[:k] + [cand] + stmts[k + 1:]))
                 runs += 1
-                why = case_fails(trial, seed)
+                why = case_fails(trial, seed, stream)
                 if why is not None and not why.startswith("refused"):
                     stmts, case, reason, changed = list(trial.statements), trial, why, True
                     break

@@ -5,8 +5,11 @@ compile options before anything is parsed, together with everything that
 changes the generated library: the tensorir_dace version and the size and
 modification time of each of its source files (an upgrade or a local edit
 never serves a stale binary), the DaCe version, the DaCe configuration files
-and ``DACE_*`` variables, the compilers named in the environment and the
-host CPU.  ``<cache_dir>/programs/<key>.json`` holds the program's call
+and ``DACE_*`` variables, the compilers named in the environment, the
+host CPU, and the package's own ``TENSORIR_DACE_*`` variables that the
+optimisation reads (the streaming stores' switch and threshold; read at
+each lookup, so a variable set in a running process is never served a
+library built without it).  ``<cache_dir>/programs/<key>.json`` holds the program's call
 plan (:mod:`.plan`), which names the library in the compile cache; a hit
 loads that library with ctypes (:mod:`.library`).
 """
@@ -32,7 +35,7 @@ from .native import PLAN_FORMAT
 __all__ = ["load_plan", "source_key", "store_plan"]
 
 #: Bump when the key recipe changes.
-_KEY_FORMAT = 1
+_KEY_FORMAT = 2
 
 _log = logging.getLogger(__name__)
 _fingerprint: str | None = None
@@ -86,9 +89,23 @@ def environment_fingerprint() -> str:
     return _fingerprint
 
 
+#: The package's environment variables that cannot change a generated library.
+_NOT_CODE = frozenset({"TENSORIR_DACE_CACHE", "TENSORIR_DACE_LOG", "TENSORIR_DACE_TRACEBACK"})
+
+
+def code_settings() -> dict[str, str]:
+    """The ``TENSORIR_DACE_*`` environment variables set now that may change
+    the generated code (such as ``TENSORIR_DACE_STREAMING_STORES`` and
+    ``TENSORIR_DACE_STREAMING_MIN_BYTES``, read when a program is optimised):
+    all but those known not to (:data:`_NOT_CODE`)."""
+    return {k: v for k, v in sorted(os.environ.items())
+            if k.startswith("TENSORIR_DACE_") and k not in _NOT_CODE}
+
+
 def source_key(text: str, *, optimize: str, device: str) -> str:
-    """The cache key of a program's source text compiled with these options."""
-    blob = json.dumps([environment_fingerprint(), text, optimize, device])
+    """The cache key of a program's source text compiled with these options
+    and the code settings of the environment (:func:`code_settings`)."""
+    blob = json.dumps([environment_fingerprint(), code_settings(), text, optimize, device])
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

@@ -440,7 +440,7 @@ def _apply(sdfg, state, sink, order, temps, halos, modes) -> None:
         lines += _scratch("_frow", ctype, f"{row} + 128 / sizeof({ctype})", ROW_ALIGN) + [
                   f"_tir_carry_{ctype} _fcarry;", "_fcarry.n = 0;",
                   f"const bool _fstream = (long long)({size}) * (long long)sizeof({ctype}) "
-                  f">= {streaming_stores.MIN_BYTES}LL;"]
+                  f">= {streaming_stores.min_bytes()}LL;"]
     flat = stream and nd == 3 and _flat_layout(sdfg, order, temps, halos, modes, sink)
     if flat:
         # Whole lines: the rows of levels are a multiple of a line, the output

@@ -41,9 +41,12 @@ Each line of the run prefetches the leading read's line
 
 Streaming pays only when the output does not fit in the cache (otherwise
 the next statement would read it back from memory): the generated code
-streams only when the output is at least :data:`MIN_BYTES` large, checked at
-run time.  Set the environment variable ``TENSORIR_DACE_STREAMING_STORES=0``
-to turn the pass off (it is read when a program is optimised).
+streams only when the output is at least :func:`min_bytes` large (8 MiB,
+:data:`DEFAULT_MIN_BYTES`), checked at run time.  Set the environment variable
+``TENSORIR_DACE_STREAMING_STORES=0`` to turn the pass off, and
+``TENSORIR_DACE_STREAMING_MIN_BYTES`` to another threshold (``0``: stream
+every output, as tests do to run these branches on small arrays); both are
+read when a program is optimised, and the compile cache's keys cover them.
 
 Only maps that qualify are changed: a top-level map with a static range whose body is one C++
 tasklet with one output, written at the map's own coordinates, to an array
@@ -65,12 +68,14 @@ import dace
 from dace import symbolic
 from dace.sdfg import nodes
 
+from ..errors import LoweringError
 from . import index_algebra, prefetch
 
 NAME = "streaming_stores"
 
-#: Outputs smaller than this (bytes) are written with regular stores.
-MIN_BYTES = 8 << 20
+#: Outputs smaller than this (bytes) are written with regular stores, unless
+#: ``TENSORIR_DACE_STREAMING_MIN_BYTES`` says otherwise (:func:`min_bytes`).
+DEFAULT_MIN_BYTES = 8 << 20
 
 #: C++ global code defining ``_tir_stream512_pd(p, b)`` (and ``256``, ``_ps``:
 #: stream one vector read from ``b`` to the aligned ``p``) and ``_tir_sfence()``.
@@ -114,6 +119,23 @@ def enabled() -> bool:
     """Whether the switch ``TENSORIR_DACE_STREAMING_STORES`` leaves the pass on."""
     return os.environ.get("TENSORIR_DACE_STREAMING_STORES", "1").strip().lower() \
         not in ("0", "off", "false", "no")
+
+
+def min_bytes() -> int:
+    """The size in bytes from which outputs are streamed: the environment
+    variable ``TENSORIR_DACE_STREAMING_MIN_BYTES``, or :data:`DEFAULT_MIN_BYTES`."""
+    text = os.environ.get("TENSORIR_DACE_STREAMING_MIN_BYTES", "").strip()
+    if not text:
+        return DEFAULT_MIN_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise LoweringError(f"TENSORIR_DACE_STREAMING_MIN_BYTES={text!r} is not a number of "
+                            f"bytes: set it to a non-negative integer (0 streams every "
+                            f"output), or unset it for the default {DEFAULT_MIN_BYTES}")
+    return value
 
 
 def streaming_stores(sdfg: dace.SDFG) -> None:
@@ -331,6 +353,7 @@ def _apply(sdfg, state, entry, tasklet, out) -> None:
     body = "\n".join(prelude + [f"{ctype} {out.src_conn};", tasklet.code.as_string,
                                 f"return {out.src_conn};"])
     run_prefetches = "\n".join(run_ahead)
+    threshold = min_bytes()
     code = "\n".join(ahead) + f"""
 auto _point = [=](long long {inner}) -> {ctype} {{
 {body}
@@ -339,7 +362,7 @@ const long long _lo = {lo}, _hi = {hi};
 long long _k = _lo;
 #if defined(__AVX512F__) || defined(__AVX__)
 {_stream_macro(ctype)}
-if ((long long)({size}) >= {MIN_BYTES}LL) {{
+if ((long long)({size}) >= {threshold}LL) {{
     for (; _k < _hi && ((uintptr_t)(_st_out + (_k - _lo)) % 64); ++_k)
         _st_out[_k - _lo] = _point(_k);
     constexpr int _B = {BLOCK_BYTES} / (int)sizeof({ctype});
