@@ -30,11 +30,7 @@ from .annotations import (
     annotation_spec,
     evaluated_annotation,
     generic_spec,
-    spread_leaves,
-    spread_values,
-    spreadable,
     tuple_element,
-    tuple_parts,
 )
 from .callables import InlinedFunction, ScanOperator
 from .connectivities import (
@@ -43,7 +39,6 @@ from .connectivities import (
     used_strided,
 )
 from .dims import Dimension
-from .meshes import is_namedtuple_class
 from .source import source_info
 from .specialize import (
     NO_DEFAULT,
@@ -60,6 +55,7 @@ from .specialized import (
     lengths_noted,
     python_messages,
 )
+from .tuple_calls import SpreadCall, as_annotated, part_functions
 
 if TYPE_CHECKING:
     from . import analysis
@@ -91,7 +87,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         self._sig: inspect.Signature | None = None
         self._into: dict[tuple, tuple[Specialization, dict]] = {}
         self._out_dims: dict[int, tuple[str, ...]] | None = None
-        self._spread: _Spread | None | bool = False       # False: not looked at yet
+        self._spread: SpreadCall | None | bool = False       # False: not looked at yet
         self._parts: list[FunctionObject] | None | bool = False   # as _spread
 
     def __repr__(self) -> str:
@@ -292,13 +288,13 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
     @api_boundary
     def __call__(self, /, *args: Any, **kwargs: Any):
         if self._spread is False:
-            self._spread = _Spread.of(self)
+            self._spread = SpreadCall.of(self)
         if self._spread is not None:
-            assert isinstance(self._spread, _Spread)
+            assert isinstance(self._spread, SpreadCall)
             return self._spread(self, args, kwargs)
         if "out" not in kwargs or "out" in self._names():
             if self._parts is False:
-                self._parts = _part_functions(self)
+                self._parts = part_functions(self)
             if self._parts is not None:
                 # a tuple of parts over different dimensions: each over its own domain
                 assert isinstance(self._parts, list)
@@ -313,7 +309,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
                     # a part's made-up source: point at the function instead
                     raise type(e)(e.message, self._def_loc()) from None
                 has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-                return _as_annotated(tuple(parts), ann) if has else tuple(parts)
+                return as_annotated(tuple(parts), ann) if has else tuple(parts)
         backend = None
         if "backend" in kwargs and "backend" not in self._names():
             backend = kwargs.pop("backend")
@@ -390,7 +386,7 @@ class FunctionObject(SpecializedCallable, InlinedFunction):
         """A tuple result as the return annotation declares it: a NamedTuple's
         class (``m.a`` of ``m = op(…)``), nested ones too."""
         has, ann = annotation_of(self.fn, "return", self._def_loc(), strict=False)
-        return _as_annotated(result, ann) if has else result
+        return as_annotated(result, ann) if has else result
 
 
     def _unwrapped_out(self, out: Any, path: tuple[int, ...],
@@ -1038,164 +1034,6 @@ def _applying(op: ScanOperator) -> Callable:
         if spec is not None and not spec.dims and isinstance(spec.element(), ir.ScalarType):
             wrapper.__annotations__[n] = GenericSpec(numbers=spec.dtype)
     return wrapper
-
-
-@dataclasses.dataclass(frozen=True)
-class _Spread:
-    """Direct calls of a function with a parameter annotated with a tuple of
-    fields over different dimensions, or of fields beside scalars (a NamedTuple
-    such as icon4py's ``SteepPointInterpolation``: a cell field beside fields
-    over ``[Cell, C2E2C, K]``).  A tuple tensor holds elements of one shape, so
-    such a call goes to a wrapper that takes each element as a parameter of its
-    own and builds the tuple again in its body, where the function is inlined
-    as a program inlines it.  ``trees``: each such parameter's elements (a leaf
-    parameter's name, or a nested tuple of them)."""
-
-    trees: dict[str, tuple]
-    wrapper: FunctionObject
-
-    @staticmethod
-    def of(op: FunctionObject) -> _Spread | None:
-        import linecache
-        fn = op.fn
-        src = source_info(fn)
-        a = src.node.args
-        if a.vararg or a.kwarg:
-            return None
-        sig = inspect.signature(fn)
-        order = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
-        anns: dict[str, Any] = {}
-        for name in [*order, "return"]:
-            has, ann = annotation_of(fn, name, src.loc(src.node), strict=False)
-            if has:
-                anns[name] = ann
-        spread = [n for n in order if n in anns and annotation_spec(anns[n]) is None
-                  and spreadable(anns[n])
-                  and sig.parameters[n].default is inspect.Parameter.empty]
-        if not spread:
-            return None
-        taken = set(order)
-        namespace: dict[str, Any] = {"_op": op, "__name__": fn.__module__}
-        leaf_anns: dict[str, Any] = {}
-
-        def fresh(n: str) -> str:
-            while n in taken:
-                n += "_"
-            taken.add(n)
-            return n
-
-        def text_of(ann: Any, tree: tuple) -> str:
-            parts = tuple_parts(ann) or ()
-            items = [text_of(p, t) if isinstance(t, tuple) else t for p, t in zip(parts, tree)]
-            if is_namedtuple_class(ann):
-                cls = f"_tuple{len(namespace)}"
-                namespace[cls] = ann
-                return f"{cls}({', '.join(items)})"
-            return f"({', '.join(items)},)"
-
-        trees: dict[str, tuple] = {}
-        params, args = [], []
-        for n in order:
-            if n in spread:
-                trees[n], leaves = spread_leaves(n, anns[n], fresh)
-                leaf_anns.update(leaves)
-                params += [leaf for leaf, _ in leaves]
-                args.append(f"{n}={text_of(anns[n], trees[n])}")
-            else:
-                params.append(n)
-                args.append(f"{n}={n}")
-        text = (f"def {fn.__name__}({', '.join(params)}):\n"
-                f"    return _op({', '.join(args)})\n")
-        filename = f"<spread {fn.__module__}.{fn.__qualname__}>"
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        exec(compile(text, filename, "exec"), namespace)
-        wrapper = namespace[fn.__name__]
-        wrapper.__qualname__ = fn.__qualname__
-        wrapper.__annotations__ = {**{n: anns[n] for n in [*order, "return"]
-                                      if n in anns and n not in spread}, **leaf_anns}
-        return _Spread(trees, FunctionObject(wrapper, op.backend, **op.compile_options))
-
-    def __call__(self, op: FunctionObject, args: tuple, kwargs: dict[str, Any]) -> Any:
-        kwargs = dict(kwargs)
-        sig = inspect.signature(op.fn)
-        # out=, domain=, offset_provider=, backend= and tables by keyword go through
-        passed = {k: kwargs.pop(k) for k in list(kwargs) if k not in sig.parameters}
-        passed["backend"] = passed.get("backend") or op.backend
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            caller = call_site()
-            where = f" (called at {caller})" if caller else ""
-            raise ArgumentError(f"{op.fn.__name__}(): {e}{where}", op._def_loc()) from None
-        bound.apply_defaults()
-        flat: dict[str, Any] = {}
-        for name, value in bound.arguments.items():
-            if name not in self.trees:
-                flat[name] = value
-                continue
-            leaves = spread_values(self.trees[name], value)
-            if leaves is None:
-                got = f"a tuple of {len(value)}" if isinstance(value, tuple) else \
-                    type(value).__name__
-                raise ArgumentError(f"{op.fn.__name__}(): '{name}' takes a tuple of "
-                                    f"{len(self.trees[name])} (its annotation's elements), "
-                                    f"got {got}", op._def_loc())
-            flat.update(leaves)
-        try:
-            return self.wrapper(**flat, **passed)
-        except TensorIRError as e:
-            if e.loc is None or not str(e.loc.filename).startswith("<spread "):
-                raise
-            # the wrapper's made-up source: point at the function instead
-            raise type(e)(e.message, op._def_loc()) from None
-
-
-def _part_functions(op: FunctionObject) -> list[FunctionObject] | None:
-    """For a function whose return annotation is a tuple of fields over
-    different dimensions, a function per part (``def f(a, b): return op(a,
-    b)[i]``): a direct call without ``out=`` returns each part over its own
-    domain (a tuple tensor's elements have one shape, the union of theirs).
-    None for any other function."""
-    import linecache
-    fn = op.fn
-    src = source_info(fn)
-    has, ann = annotation_of(fn, "return", src.loc(src.node), strict=False)
-    if not has or annotation_spec(ann) is not None or not spreadable(ann):
-        return None
-    a = src.node.args
-    if a.vararg or a.kwarg or a.posonlyargs or a.kwonlyargs:
-        return None
-    names = [x.arg for x in a.args]
-    anns = dict(getattr(fn, "__annotations__", None) or {})
-    out = []
-    for i, part in enumerate(tuple_parts(ann) or ()):
-        text = f"def {fn.__name__}({', '.join(names)}):\n" \
-               f"    return _op({', '.join(names)})[{i}]\n"
-        filename = f"<part {i} of {fn.__module__}.{fn.__qualname__}>"
-        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
-        namespace: dict[str, Any] = {"_op": op, "__name__": fn.__module__}
-        exec(compile(text, filename, "exec"), namespace)
-        wrapper = namespace[fn.__name__]
-        wrapper.__qualname__ = fn.__qualname__
-        wrapper.__annotations__ = {}
-        for n in names:
-            if n in anns:
-                try:
-                    wrapper.__annotations__[n] = evaluated_annotation(fn, anns[n])
-                except Exception:  # noqa: BLE001 - an unreadable annotation declares nothing
-                    pass
-        wrapper.__annotations__["return"] = part
-        out.append(FunctionObject(wrapper, op.backend, **op.compile_options))
-    return out
-
-
-def _as_annotated(value: Any, ann: Any) -> Any:
-    """``value`` with the (named) tuple structure of the annotation ``ann``."""
-    parts = tuple_parts(ann) if isinstance(value, tuple) else None
-    if parts is None or len(parts) != len(value):
-        return value
-    items = [_as_annotated(v, p) for v, p in zip(value, parts)]
-    return ann(*items) if is_namedtuple_class(ann) else tuple(items)
 
 
 def _dim_label(d: Any) -> str:
