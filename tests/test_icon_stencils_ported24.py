@@ -466,8 +466,8 @@ def nabla4_direct_np(u, v, z_nabla2_e, c1, c2, pn1, pn2, ivvl, ipel):
     for s, slots in enumerate(DIRECT_SLOTS):
         e = v2e[:, s]
 
-        def term(j, slot):
-            return (uu[:, slot] * pn1[e, j, None] + vv[:, slot] * pn2[e, j, None])
+        def term(j, slot, e=e):
+            return uu[:, slot] * pn1[e, j, None] + vv[:, slot] * pn2[e, j, None]
 
         tang = term(0, slots[0]) + term(1, slots[1])
         norm = term(2, slots[2]) + term(3, slots[3])
