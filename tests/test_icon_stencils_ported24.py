@@ -43,6 +43,21 @@ from tensorir_dace.frontend import (
     concat_where,
     neighbor_sum,
 )
+from test_icon_stencils_ported5 import NC as GNC
+from test_icon_stencils_ported5 import NLEV as GNLEV
+from test_icon_stencils_ported5 import (
+    Q,
+    graupel,
+    graupel_inputs,
+    graupel_numpy,
+)
+from test_icon_stencils_ported11 import (
+    _GraupelConsts,
+    _np_newton,
+    _np_qsat_rho,
+    _saturation_adjustment,
+    _ThermodynamicConsts,
+)
 
 T = TypeVar("T")
 CellDim = Dimension("Cell")
@@ -960,3 +975,121 @@ def test_two_hop_neighbour_sums(case, backend):
                             else CellDim): n_out})
     prog.with_backend(backend)(x, out_field, offset_provider=TABLES)
     np.testing.assert_allclose(out_field.asnumpy(), want, rtol=1e-13, atol=1e-13)
+
+
+# ================================================================== the whole of muphys
+#
+# icon4py's muphys/implementations/muphys.py: a saturation adjustment, the
+# graupel scheme (its column scans inside) and a second saturation adjustment
+# in one field operator, the species passed on as icon4py's Q NamedTuple.
+
+CellKField = Field[Dims[CellDim, KDim], T]
+
+
+@gtx.field_operator
+def _muphys_run(
+    last_lev: gtx.int32,
+    dz: CellKField[wpfloat],
+    te: CellKField[wpfloat],  # Temperature
+    p: CellKField[wpfloat],  # Pressure
+    rho: CellKField[wpfloat],  # Density containing dry air and water constituents
+    q: Q,  # Specific humidity, cloud water, rain, snow, ice and graupel
+    dt: wpfloat,
+    qnc: wpfloat,
+    enable_masking: bool,
+) -> tuple[
+    CellKField[wpfloat],
+    Q,
+    CellKField[wpfloat],
+    CellKField[wpfloat],
+    CellKField[wpfloat],
+    CellKField[wpfloat],
+    CellKField[wpfloat],
+    CellKField[wpfloat],
+]:
+    te, qve, qce = _saturation_adjustment(te, rho, q.v, q.c, q.r, q.s, q.i, q.g)
+
+    t_out, q_out, pflx_out, pr_out, ps_out, pi_out, pg_out, pre_out = graupel(
+        last_lev, dz, te, p, rho, Q(v=qve, c=qce, r=q.r, s=q.s, i=q.i, g=q.g), dt, qnc,
+        enable_masking)
+
+    te_out, qv_out, qc_out = _saturation_adjustment(
+        t_out, rho, q_out.v, q_out.c, q_out.r, q_out.s, q_out.i, q_out.g)
+
+    return (te_out, Q(v=qv_out, c=qc_out, r=q_out.r, s=q_out.s, i=q_out.i, g=q_out.g),
+            pflx_out, pr_out, ps_out, pi_out, pg_out, pre_out)
+
+
+@gtx.program(grid_type=gtx.GridType.UNSTRUCTURED)
+def muphys_run(
+    last_lev: gtx.int32,
+    dz: CellKField[wpfloat],
+    te: CellKField[wpfloat],  # Temperature
+    p: CellKField[wpfloat],  # Pressure
+    rho: CellKField[wpfloat],  # Density containing dry air and water constituents
+    q_in: Q,
+    dt: wpfloat,  # Time step
+    qnc: wpfloat,
+    enable_masking: bool,
+    t_out: CellKField[wpfloat],  # Revised temperature
+    q_out: Q,  # Revised species
+    pflx: CellKField[wpfloat],  # Total precipitation flux
+    pr: CellKField[wpfloat],  # Precipitation of rain
+    ps: CellKField[wpfloat],  # Precipitation of snow
+    pi: CellKField[wpfloat],  # Precipitation of ice
+    pg: CellKField[wpfloat],  # Precipitation of graupel
+    pre: CellKField[wpfloat],  # Energy flux of the precipitation
+):
+    _muphys_run(
+        last_lev,
+        dz,
+        te,
+        p,
+        rho,
+        q_in,
+        dt,
+        qnc,
+        enable_masking,
+        out=(t_out, q_out, pflx, pr, ps, pi, pg, pre),
+    )
+
+
+def saturation_adjustment_np(te, rho, qv, qc, qr, qs, qi, qg):
+    c, g = _ThermodynamicConsts, _GraupelConsts
+    qti = qs + qi + qg
+    cvc = c.cvd * (1.0 - (qv + qc + qr + qti)) + c.clw * qr + g.ci * qti
+    cv = cvc + c.cvv * qv + c.clw * qc
+    ue = cv * te - qc * g.lvc
+    tx_hold = ue / (cv + qc * (c.cvv - c.clw))
+    tx = te
+    for _ in range(6):
+        tx = _np_newton(tx, rho, qv, qc, cvc, ue)
+    qx = _np_qsat_rho(tx, rho)
+    mask = qv + qc <= _np_qsat_rho(tx_hold, rho)
+    return (np.where(mask, tx_hold, tx), np.where(mask, qv + qc, qx),
+            np.where(mask, 0.0, np.maximum(qv + qc - qx, 0.0)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_muphys_saturation_adjustment_around_graupel(backend):
+    a = graupel_inputs()
+    dt, qnc = 30.0, 1.0e8
+    q = a["q_in"]
+    te1, qv1, qc1 = saturation_adjustment_np(a["te"], a["rho"], *q)
+    mid = dict(a, te=te1, q_in=Q(qv1, qc1, *q[2:]))
+    expected, q_mid = graupel_numpy(mid, dt, qnc, True, 0, GNC, 0, GNLEV)
+    te2, qv2, qc2 = saturation_adjustment_np(expected["t_out"], a["rho"], *q_mid)
+
+    outs = dict(t_out=np.full((GNC, GNLEV), np.nan),
+                q_out=Q(*(np.full((GNC, GNLEV), np.nan) for _ in range(6))),
+                **{k: np.full((GNC, GNLEV), np.nan) for k in ("pflx", "pr", "ps", "pi", "pg",
+                                                               "pre")})
+    muphys_run(GNLEV - 1, a["dz"], a["te"], a["p"], a["rho"], a["q_in"], dt, qnc, True,
+               **outs, offset_provider={}, backend=backend)
+    np.testing.assert_allclose(outs["t_out"], te2, rtol=1e-9)
+    for got, want in zip(outs["q_out"], (qv2, qc2, *q_mid[2:])):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(outs["pflx"], expected["pflx"], rtol=1e-9, atol=1e-15)
+    for name in ("pr", "ps", "pi", "pg", "pre"):
+        np.testing.assert_allclose(outs[name][:, -1], expected[name][:, -1], rtol=1e-9,
+                                   atol=1e-15, err_msg=name)

@@ -43,7 +43,14 @@ from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
-from .meshes import is_namedtuple_class, named_value, rebuild, typed_literal
+from .meshes import (
+    holds_namedtuple,
+    is_namedtuple_class,
+    named_value,
+    rebuild,
+    typed_literal,
+    viewed_as,
+)
 from .runtime_bounds import runtime_value
 from .source import SourceInfo, source_info
 from .values import (
@@ -250,8 +257,9 @@ class FunctionTranslator(BodyTranslator):
         loc = self.loc(node)
         call = ir.Call(ir.Lambda(tuple(lam_params), body, loc=sub.loc(fdef)), tuple(lam_args),
                        loc=loc)
-        named = type(result) if is_namedtuple_class(type(result)) else anns.get("return")
-        return named_value(named, call, loc) if is_namedtuple_class(named) else call
+        if isinstance(result, tuple) and holds_namedtuple(result):
+            return viewed_as(result, call, loc)       # r[1].x of a tuple holding one
+        return annotated_view(anns.get("return"), call, loc)
 
     def check_parts(self, v: Any, ann: Any, p: str, name: str, node: ast.AST) -> None:
         """``v`` against its annotation ``ann``, a tuple of fields over different
@@ -597,3 +605,24 @@ def _ir_leaves(v: Any) -> Iterator[Any]:
             yield from _ir_leaves(x)
     elif is_ir(v):
         yield v
+
+
+def annotated_view(ann: Any, e: ir.Expr, loc: Any) -> Any:
+    """The tuple-typed ``e`` seen with the NamedTuples its annotation ``ann``
+    names at any depth (``-> tuple[Field, State]``: ``s, state = f(...)`` then
+    ``state.x`` works); ``e`` itself where ``ann`` names none."""
+    if is_namedtuple_class(ann):
+        return named_value(ann, e, loc)
+    parts = tuple_parts(ann) if ann is not None else None
+    if not parts or not any(_names_namedtuple(p) for p in parts):
+        return e
+    return tuple(annotated_view(p, ir.Call(ir.Sym("tuple_get", loc=loc),
+                                           (e, ir.Literal(i, loc=loc)), loc=loc), loc)
+                 for i, p in enumerate(parts))
+
+
+def _names_namedtuple(ann: Any) -> bool:
+    if is_namedtuple_class(ann):
+        return True
+    parts = tuple_parts(ann) or ()
+    return any(_names_namedtuple(p) for p in parts)

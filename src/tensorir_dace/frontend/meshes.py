@@ -182,6 +182,12 @@ def is_namedtuple_class(f: Any) -> bool:
     return isinstance(f, type) and issubclass(f, tuple) and hasattr(f, "_fields")
 
 
+def holds_namedtuple(v: Any) -> bool:
+    """Whether the (nested) tuple ``v`` is or holds a NamedTuple instance."""
+    return isinstance(v, tuple) and (is_namedtuple_class(type(v))
+                                     or any(holds_namedtuple(x) for x in v))
+
+
 def named_value(cls: Any, e: ir.Expr, loc) -> Any:
     """A tuple-typed IR value seen as an instance of the NamedTuple ``cls``
     (attribute access ``state.z_q`` then works); a field annotated with a
@@ -319,7 +325,7 @@ def reduction_axis_by_table(types: list[ir.TensorType], axis: NeighborDimension,
 
 
 __all__ = ["TensorOffset", "as_offset", "cast_tuple", "check_dimension_condition",
-           "is_namedtuple_class", "literal_value", "mask_table", "named_value",
+           "holds_namedtuple", "is_namedtuple_class", "literal_value", "mask_table", "named_value",
            "namedtuple_of", "namedtuple_params", "offset_shift", "rebuild", "reduce_axis_arg",
            "reduction_axis_by_table",
            "select_slot", "tensor_offset", "typed_literal", "whole_of_projections"]
