@@ -568,17 +568,23 @@ def test_nabla4_at_vertices_spelled_out_over_seven_vertices(backend):
     assert np.isnan(u_out[NV - 2:]).all() and np.isnan(v_out[:, NLEV - 1]).all()
 
 
+V2E_WITH_GAPS = TABLES["V2E"].copy()
+V2E_WITH_GAPS[0, 5] = V2E_WITH_GAPS[3, 4] = V2E_WITH_GAPS[3, 5] = -1      # pentagons
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_v2e_reduction_of_an_e2c2v_sum(backend):
+@pytest.mark.parametrize("gaps", [False, True])
+def test_v2e_reduction_of_an_e2c2v_sum(backend, gaps):
+    tables = dict(TABLES, V2E=V2E_WITH_GAPS) if gaps else TABLES
     u_vert = RNG.standard_normal((NV, NLEV))
     coeff = RNG.standard_normal((NV, 6))
-    e2c2v = TABLES["E2C2V"]
+    e2c2v, v2e = tables["E2C2V"], tables["V2E"]
     inner_e = u_vert[e2c2v[:, 0]] + u_vert[e2c2v[:, 1]]
-    want = np.einsum("vn,vnk->vk", coeff, inner_e[TABLES["V2E"]])
+    want = np.einsum("vn,vnk->vk", np.where(v2e >= 0, coeff, 0.0), inner_e[v2e])
     output = gtx.zeros({VertexDim: NV, KDim: NLEV})
     simple_v2e_e2c2v(gtx.as_field((VertexDim, KDim), u_vert),
                      gtx.as_field((VertexDim, V2EDim), coeff), output, 2, NV, 0, NLEV,
-                     offset_provider=TABLES, backend=backend)
+                     offset_provider=tables, backend=backend)
     np.testing.assert_allclose(output.asnumpy()[2:], want[2:], rtol=1e-12, atol=1e-13)
     assert (output.asnumpy()[:2] == 0.0).all()
 
