@@ -18,9 +18,14 @@ edges of a structured triangle), ``concat_where`` on runtime equalities
 scalar ``0.0`` as branches, a selection by ``Kolor == 0`` / ``Kolor == 1``,
 and a sum of ``Kolor + 1`` and ``Kolor + 2`` shifts written on fewer colours
 than the inputs hold.
-Last the two-hop neighbour sums of another fork (``cell_input(E2C[0])(V2E[3])``
+Then the two-hop neighbour sums of another fork (``cell_input(E2C[0])(V2E[3])``
 and the like, eighteen terms of shifts of shifts), as field operators and as
 the programs that call them.
+Last the whole of muphys (icon4py's ``_muphys_run``): a saturation
+adjustment, the graupel scheme with its column scans, and a second
+adjustment of what it returns, the species passed on as the ``Q`` NamedTuple
+unpacked from the graupel scheme's tuple result (``t_out, q_out, ... =
+graupel(...)`` then ``q_out.v``).
 Each operator is interpreted and compiled, compared with NumPy written from
 the formulas."""
 

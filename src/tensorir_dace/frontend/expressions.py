@@ -30,6 +30,7 @@ from .context import ProgramContext
 from .dims import DefinitionError, Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
+    compound_whole,
     holds_namedtuple,
     is_namedtuple_class,
     rebuild,
@@ -480,6 +481,9 @@ class ExpressionTranslator:
         tuple of ``f(a_i, b_i)`` (of the branches' NamedTuple class, if any),
         so that each element is defined wherever its own branches are; else None."""
         like = next((x for x in (a, b) if holds_namedtuple(x)), None)
+        # a view of one compound value (a call's NamedTuple result) is split only
+        # where its whole would be: not copied into each element
+        a, b = compound_whole(a), compound_whole(b)
         a, b = (self.split_tuple(x, len(y), node) if isinstance(y, tuple) else x
                 for x, y in ((a, b), (b, a)))
         if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):

@@ -44,6 +44,7 @@ from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
 from .meshes import (
+    compound_whole,
     holds_namedtuple,
     is_namedtuple_class,
     named_value,
@@ -224,6 +225,8 @@ class FunctionTranslator(BodyTranslator):
                 lam_args.append(v)
                 bindings[fresh] = Binding(fresh, "lambda", t)
                 return ir.Sym(fresh, loc=loc)
+            if n_uses > 1 and (w := compound_whole(v)) is not v:    # bound once
+                return viewed_as(v, once(p, w, n_uses), sub.loc(fdef))
             if isinstance(v, tuple):      # elements over different dimensions, one by one
                 return rebuild(v, [once(p, x, n_uses) for x in v])
             return v

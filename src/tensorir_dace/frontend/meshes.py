@@ -21,7 +21,7 @@ from ..lazy import lazy_module
 from .annotations import evaluated_annotation
 from .connectivities import CartesianOffset
 from .dims import Dimension, NeighborDimension, NeighborSlot
-from .values import contains_ir, is_ir, project
+from .values import contains_ir, is_ir, is_trivial, project
 
 if TYPE_CHECKING:
     import sympy
@@ -231,6 +231,16 @@ def whole_of_projections(v: tuple) -> ir.Expr | None:
     return whole
 
 
+def compound_whole(v: Any) -> Any:
+    """The compound ``e`` that the tuple ``v`` is a view of (``(e[0], e[1], …)``,
+    a call's NamedTuple result), so that ``e`` is used once rather than copied
+    into each element; ``v`` itself otherwise."""
+    if isinstance(v, tuple) and (w := whole_of_projections(v)) is not None \
+            and not is_trivial(w):
+        return w
+    return v
+
+
 def viewed_as(like: tuple, e: ir.Expr, loc: Any) -> Any:
     """The tuple-typed ``e`` seen with the (named) tuple structure of ``like``."""
     def get(i: int) -> ir.Expr:
@@ -325,6 +335,7 @@ def reduction_axis_by_table(types: list[ir.TensorType], axis: NeighborDimension,
 
 
 __all__ = ["TensorOffset", "as_offset", "cast_tuple", "check_dimension_condition",
+           "compound_whole",
            "holds_namedtuple", "is_namedtuple_class", "literal_value", "mask_table", "named_value",
            "namedtuple_of", "namedtuple_params", "offset_shift", "rebuild", "reduce_axis_arg",
            "reduction_axis_by_table",
