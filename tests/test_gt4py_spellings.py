@@ -1455,3 +1455,43 @@ def test_a_program_takes_and_writes_namedtuples_over_different_dimensions(backen
     np.testing.assert_allclose(out.c, np.where(np.arange(5) >= 2, want_c, 0.0), rtol=1e-15)
     with pytest.raises(ArgumentError, match="'out' takes a tuple of 2"):
         parts_run(vn, Weights(center, neighbours, 0.5), out.e, 2, backend=backend)
+
+
+@field_operator
+def _reads_a_namedtuple_unpacked_from_a_call(te: Field[[Cell, K], float], q: QPair
+                                             ) -> Field[[Cell, K], float]:
+    q2, t2 = _updated(te * 2.0, QPair(v=q.v + 1.0, c=q.c), True)
+    return q2.v + q2.c * t2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_namedtuple_unpacked_from_a_call_with_compound_arguments(backend):
+    """A call whose arguments are computed (and used more than once in the
+    callee) still returns the NamedTuple its annotation ``tuple[QPair, Field]``
+    names inside the tuple: ``q2.v`` of ``q2, t2 = _updated(te * 2.0, …)``, as
+    muphys reads the species its graupel scheme returns."""
+    te, v, c = (RNG.random((5, 3)) for _ in range(3))
+    out = np.zeros((5, 3))
+    _reads_a_namedtuple_unpacked_from_a_call(te, QPair(v, c), out=out, backend=backend)
+    t, w = 2.0 * te, v + 1.0
+    np.testing.assert_allclose(out, (w + 1.0) + (w * 2.0) + t + (c * t) * (t + 1.0),
+                               rtol=1e-14)
+
+
+@field_operator
+def _reads_a_namedtuple_in_a_tuple_named_once_used_twice(te: Field[[Cell, K], float],
+                                                         q: QPair) -> Field[[Cell, K], float]:
+    r = _updated(te, q, True)
+    return r[0].v * r[1] + r[0].c
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_namedtuple_inside_a_tuple_bound_to_a_name_used_twice(backend):
+    """A tuple holding a NamedTuple, bound to a name read more than once (a let
+    in the Tensor IR), is still read by attribute: ``r[0].v`` of ``r = f(…)``."""
+    te, v, c = (RNG.random((5, 3)) for _ in range(3))
+    out = np.zeros((5, 3))
+    _reads_a_namedtuple_in_a_tuple_named_once_used_twice(te, QPair(v, c), out=out,
+                                                         backend=backend)
+    np.testing.assert_allclose(out, ((v + 1.0) + (v * 2.0) + te) * (te + 1.0) + c * te,
+                               rtol=1e-14)

@@ -18,7 +18,14 @@ from .. import ir
 from ..errors import FrontendError
 from ..typing.scope import Binding
 from ..typing.util import is_weak
-from .meshes import is_namedtuple_class, named_value, viewed_as, whole_of_projections
+from .meshes import (
+    compound_whole,
+    holds_namedtuple,
+    is_namedtuple_class,
+    named_value,
+    viewed_as,
+    whole_of_projections,
+)
 from .nodes import FUNCTION_STATEMENTS, UNSUPPORTED_STATEMENTS, handler
 from .reductions import ReductionTranslator
 from .values import (
@@ -243,14 +250,17 @@ class BodyTranslator(ReductionTranslator):
                 values.append(self.block(b + [ret], s))
         finally:
             self.env = saved
-        if not all(isinstance(v, tuple) or is_ir(v) for v in values):
+        # a branch's value that is a view of one compound value (a call's result
+        # holding NamedTuples) is chosen whole, not copied into each name's choice
+        plain = [compound_whole(v) for v in values]
+        if not all(isinstance(v, tuple) or is_ir(v) for v in plain):
             return None
         loc = self.loc(s)
         binds: list = []
-        if all(isinstance(v, tuple) for v in values):
+        if all(isinstance(v, tuple) for v in plain):
             # a choice per name: each name is defined wherever its own values are
             try:
-                each = [[self.to_ir(v[k], s) for v in values] for k in range(len(names))]
+                each = [[self.to_ir(v[k], s) for v in plain] for k in range(len(names))]
             except FrontendError:
                 return None
             for k, n in enumerate(names):
@@ -261,7 +271,7 @@ class BodyTranslator(ReductionTranslator):
                                   let=True))
             return binds + list(rest)
         try:
-            both = [self.to_ir(v, s) for v in values]
+            both = [self.to_ir(v, s) for v in plain]
         except FrontendError:
             return None
         hidden = self.ctx.fresh("if")
@@ -273,11 +283,14 @@ class BodyTranslator(ReductionTranslator):
 
     @staticmethod
     def named_part(part: ir.Expr, values: list, k: int, loc: Any) -> Any:
-        """``part`` seen as the NamedTuple its branch values at ``k`` both are."""
+        """``part`` seen as the NamedTuple its branch values at ``k`` both are (or
+        with the NamedTuples a branch's tuple at ``k`` holds)."""
         kinds = {type(v[k]) for v in values if isinstance(v, tuple)}
         if len(kinds) == 1 and is_namedtuple_class(c := kinds.pop()):
             return named_value(c, part, loc)
-        return part
+        like = next((v[k] for v in values if isinstance(v, tuple) and holds_namedtuple(v[k])),
+                    None)
+        return part if like is None else viewed_as(like, part, loc)
 
     def f_For(self, s: ast.For, rest: list) -> Any:
         return self.unroll(s) + list(rest)
@@ -344,9 +357,10 @@ class BodyTranslator(ReductionTranslator):
         return vals
 
     def bind_local(self, name: str, value: Any, rest: list, node: ast.AST | None,
-                   force: bool = False, named: type | None = None) -> Any:
+                   force: bool = False, like: tuple | None = None) -> Any:
         """Bind a local; a compound value used more than once becomes a let (lambda)
-        (still seen as the NamedTuple class ``named`` it was built as)."""
+        (still seen with the NamedTuples of the tuple ``like`` it was built as, at
+        any depth)."""
         # a value of Python numbers alone is not bound: each use keeps adapting to
         # its partner (``m = where(c, 1, 0)`` used with int32 and with float32 fields)
         if is_ir(value) and not is_trivial(value) and \
@@ -362,18 +376,18 @@ class BodyTranslator(ReductionTranslator):
                 # no Python name, and must not hide one, such as a parameter ``t``)
                 sym = ir.Sym(fresh, loc=loc)
                 self.mark_broadcast_like(sym, value)
-                sub.env[name] = sym if named is None else named_value(named, sym, loc)
+                sub.env[name] = sym if like is None else viewed_as(like, sym, loc)
             result = sub.block(list(rest), self.source.node)
             call = ir.Call(ir.Lambda((ir.Param(fresh, t, loc=loc),), sub.to_ir(result, node),
                                      loc=loc), (value,), loc=loc)
-            if is_namedtuple_class(type(result)):    # the body's value.x still works
-                return named_value(type(result), call, loc)
+            if holds_namedtuple(result):      # the body's value.x (r[1].x) still works
+                return viewed_as(result, call, loc)
             return call
         if isinstance(value, tuple) and contains_ir(value) and uses_of(name, rest) > 1:
-            named = type(value) if is_namedtuple_class(type(value)) else None
-            return self.bind_local(name, self.to_ir(value, node), rest, node, named=named)
-        if named is not None and is_ir(value):      # a view of a trivial value stays one
-            value = named_value(named, value, self.loc(node))
+            like = value if holds_namedtuple(value) else None
+            return self.bind_local(name, self.to_ir(value, node), rest, node, like=like)
+        if like is not None and is_ir(value):       # a view of a trivial value stays one
+            value = viewed_as(like, value, self.loc(node))
         self.env[name] = value
         return None
 

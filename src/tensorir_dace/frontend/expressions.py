@@ -30,6 +30,8 @@ from .context import ProgramContext
 from .dims import DefinitionError, Dimension, Mask, NeighborSlot, Offset
 from .meshes import (
     check_dimension_condition,
+    compound_whole,
+    holds_namedtuple,
     is_namedtuple_class,
     rebuild,
     select_slot,
@@ -469,7 +471,7 @@ class ExpressionTranslator:
         parts = self.tuple_branches(a, b, node)
         if parts is not None:
             return parts(lambda x, y: self.choice(cond, x, y, node))
-        like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
+        like = next((x for x in (a, b) if holds_namedtuple(x)), None)
         value = self.call_ir("if", [cond, self.to_ir(a, node), self.to_ir(b, node)], node)
         return value if like is None else viewed_as(like, value, self.loc(node))
 
@@ -478,7 +480,10 @@ class ExpressionTranslator:
         branch split where :meth:`split_tuple` does): a function building the
         tuple of ``f(a_i, b_i)`` (of the branches' NamedTuple class, if any),
         so that each element is defined wherever its own branches are; else None."""
-        like = next((x for x in (a, b) if _holds_namedtuple(x)), None)
+        like = next((x for x in (a, b) if holds_namedtuple(x)), None)
+        # a view of one compound value (a call's NamedTuple result) is split only
+        # where its whole would be: not copied into each element
+        a, b = compound_whole(a), compound_whole(b)
         a, b = (self.split_tuple(x, len(y), node) if isinstance(y, tuple) else x
                 for x, y in ((a, b), (b, a)))
         if not (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)):
@@ -590,11 +595,6 @@ class ExpressionTranslator:
     def block(self, stmts: list, fdef: ast.AST) -> Any:
         """The value of a function body (:mod:`.bodies`)."""
         raise NotImplementedError
-
-
-def _holds_namedtuple(v: Any) -> bool:
-    return isinstance(v, tuple) and (is_namedtuple_class(type(v))
-                                     or any(_holds_namedtuple(x) for x in v))
 
 
 def _arity(t: ir.TensorType) -> int | None:

@@ -43,7 +43,15 @@ from .callables import InlinedFunction, ProgramDefinition, ScanOperator
 from .context import ProgramContext, with_open_margins
 from .dims import Dimension, DimSpec, NeighborDimension
 from .expressions import ExpressionTranslator
-from .meshes import is_namedtuple_class, named_value, rebuild, typed_literal
+from .meshes import (
+    compound_whole,
+    holds_namedtuple,
+    is_namedtuple_class,
+    named_value,
+    rebuild,
+    typed_literal,
+    viewed_as,
+)
 from .runtime_bounds import runtime_value
 from .source import SourceInfo, source_info
 from .values import (
@@ -217,6 +225,8 @@ class FunctionTranslator(BodyTranslator):
                 lam_args.append(v)
                 bindings[fresh] = Binding(fresh, "lambda", t)
                 return ir.Sym(fresh, loc=loc)
+            if n_uses > 1 and (w := compound_whole(v)) is not v:    # bound once
+                return viewed_as(v, once(p, w, n_uses), sub.loc(fdef))
             if isinstance(v, tuple):      # elements over different dimensions, one by one
                 return rebuild(v, [once(p, x, n_uses) for x in v])
             return v
@@ -250,8 +260,9 @@ class FunctionTranslator(BodyTranslator):
         loc = self.loc(node)
         call = ir.Call(ir.Lambda(tuple(lam_params), body, loc=sub.loc(fdef)), tuple(lam_args),
                        loc=loc)
-        named = type(result) if is_namedtuple_class(type(result)) else anns.get("return")
-        return named_value(named, call, loc) if is_namedtuple_class(named) else call
+        if isinstance(result, tuple) and holds_namedtuple(result):
+            return viewed_as(result, call, loc)       # r[1].x of a tuple holding one
+        return annotated_view(anns.get("return"), call, loc)
 
     def check_parts(self, v: Any, ann: Any, p: str, name: str, node: ast.AST) -> None:
         """``v`` against its annotation ``ann``, a tuple of fields over different
@@ -597,3 +608,24 @@ def _ir_leaves(v: Any) -> Iterator[Any]:
             yield from _ir_leaves(x)
     elif is_ir(v):
         yield v
+
+
+def annotated_view(ann: Any, e: ir.Expr, loc: Any) -> Any:
+    """The tuple-typed ``e`` seen with the NamedTuples its annotation ``ann``
+    names at any depth (``-> tuple[Field, State]``: ``s, state = f(...)`` then
+    ``state.x`` works); ``e`` itself where ``ann`` names none."""
+    if is_namedtuple_class(ann):
+        return named_value(ann, e, loc)
+    parts = tuple_parts(ann) if ann is not None else None
+    if not parts or not any(_names_namedtuple(p) for p in parts):
+        return e
+    return tuple(annotated_view(p, ir.Call(ir.Sym("tuple_get", loc=loc),
+                                           (e, ir.Literal(i, loc=loc)), loc=loc), loc)
+                 for i, p in enumerate(parts))
+
+
+def _names_namedtuple(ann: Any) -> bool:
+    if is_namedtuple_class(ann):
+        return True
+    parts = tuple_parts(ann) or ()
+    return any(_names_namedtuple(p) for p in parts)

@@ -21,7 +21,7 @@ from ..lazy import lazy_module
 from .annotations import evaluated_annotation
 from .connectivities import CartesianOffset
 from .dims import Dimension, NeighborDimension, NeighborSlot
-from .values import contains_ir, is_ir, project
+from .values import contains_ir, is_ir, is_trivial, project
 
 if TYPE_CHECKING:
     import sympy
@@ -182,6 +182,12 @@ def is_namedtuple_class(f: Any) -> bool:
     return isinstance(f, type) and issubclass(f, tuple) and hasattr(f, "_fields")
 
 
+def holds_namedtuple(v: Any) -> bool:
+    """Whether the (nested) tuple ``v`` is or holds a NamedTuple instance."""
+    return isinstance(v, tuple) and (is_namedtuple_class(type(v))
+                                     or any(holds_namedtuple(x) for x in v))
+
+
 def named_value(cls: Any, e: ir.Expr, loc) -> Any:
     """A tuple-typed IR value seen as an instance of the NamedTuple ``cls``
     (attribute access ``state.z_q`` then works); a field annotated with a
@@ -223,6 +229,16 @@ def whole_of_projections(v: tuple) -> ir.Expr | None:
             case _:
                 return None
     return whole
+
+
+def compound_whole(v: Any) -> Any:
+    """The compound ``e`` that the tuple ``v`` is a view of (``(e[0], e[1], …)``,
+    a call's NamedTuple result), so that ``e`` is used once rather than copied
+    into each element; ``v`` itself otherwise."""
+    if isinstance(v, tuple) and (w := whole_of_projections(v)) is not None \
+            and not is_trivial(w):
+        return w
+    return v
 
 
 def viewed_as(like: tuple, e: ir.Expr, loc: Any) -> Any:
@@ -319,7 +335,8 @@ def reduction_axis_by_table(types: list[ir.TensorType], axis: NeighborDimension,
 
 
 __all__ = ["TensorOffset", "as_offset", "cast_tuple", "check_dimension_condition",
-           "is_namedtuple_class", "literal_value", "mask_table", "named_value",
+           "compound_whole",
+           "holds_namedtuple", "is_namedtuple_class", "literal_value", "mask_table", "named_value",
            "namedtuple_of", "namedtuple_params", "offset_shift", "rebuild", "reduce_axis_arg",
            "reduction_axis_by_table",
            "select_slot", "tensor_offset", "typed_literal", "whole_of_projections"]
