@@ -59,6 +59,9 @@ def test_a_program_writes_fields_made_by_the_constructors_in_place(backend):
     np.testing.assert_allclose(r.asnumpy(), want_r, rtol=1e-15)
     np.testing.assert_allclose(np.asarray(d), want_d, rtol=1e-15)
     assert r.asnumpy() is buffer and r.ndarray is buffer      # written in place, not copied
+    copied = np.array(r)                                      # np.array copies, as for arrays
+    copied[0, 0] = 123.0
+    assert r.asnumpy()[0, 0] == want_r[0, 0] and np.asarray(r) is buffer
 
 
 @gtx.program

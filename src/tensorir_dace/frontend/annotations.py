@@ -459,6 +459,12 @@ class TensorArg:
         return Domain(self.dims, tuple(ranges))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """NumPy's protocol: the array itself, or a copy where ``copy`` asks for
+        one (``np.array(f)``) or ``dtype`` needs one."""
+        if copy:
+            return np.array(self.value, dtype=dtype, copy=True)
+        if copy is False and dtype is not None and np.dtype(dtype) != self.value.dtype:
+            raise ValueError("a field of another dtype cannot be had without a copy")
         return np.asarray(self.value, dtype=dtype)
 
 
